@@ -1,0 +1,71 @@
+import { join } from 'node:path';
+import { collectProcessMetrics, connectJetStreamBus, createMemoryBus, type Bus, type ServiceContext } from '@rrs/runtime';
+import { startContacts } from '@rrs/contacts';
+import { startScheduler } from '@rrs/cascade-scheduler';
+import { startEmailSender } from '@rrs/channel-email';
+import { startSmsSender } from '@rrs/channel-sms';
+import { startMessengerSender } from '@rrs/channel-messenger';
+import { startWebhooks } from '@rrs/webhooks';
+import { startGateway } from '@rrs/gateway';
+import { SinkOutbox } from '@rrs/sender-kit';
+import type { AllInOneConfig } from './config';
+import { startEmbeddedPostgres } from './embeddedPostgres';
+import { seedDemo, type DemoState } from './seed';
+
+export interface RunningAllInOne {
+  url: string;
+  demo: DemoState;
+  outbox: SinkOutbox;
+  bus: Bus;
+}
+
+/**
+ * Every service in one process, wired exactly as in the distributed mode (gRPC over loopback, the same
+ * bus interface), with embedded defaults for whatever server is not configured.
+ */
+export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext): Promise<RunningAllInOne> {
+  collectProcessMetrics();
+  const log = (service: string) => ({ ...ctx, logger: ctx.logger.child({ service }) });
+
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    const pg = await startEmbeddedPostgres({ dir: join(config.dataDir, 'postgres'), port: config.embeddedPostgresPort, logger: ctx.logger });
+    ctx.lifecycle.onStop('embedded postgres', () => pg.stop());
+    databaseUrl = pg.url;
+  }
+
+  let bus: Bus;
+  if (config.natsUrl) {
+    bus = await connectJetStreamBus({ url: config.natsUrl, name: 'all-in-one' });
+    await bus.ensureStreams();
+  } else {
+    bus = createMemoryBus();
+  }
+  ctx.lifecycle.onStop('bus', () => bus.close());
+
+  const outbox = new SinkOutbox();
+  const grpc = { grpcHost: '127.0.0.1', grpcPort: 0 };
+  const busConfig = { natsUrl: config.natsUrl ?? 'nats://unused', busPrefix: '' };
+
+  const contacts = await startContacts({ databaseUrl, ...grpc }, log('contacts'));
+  const scheduler = await startScheduler({ databaseUrl, ...busConfig, ...grpc }, log('cascade-scheduler'), { bus });
+  await startEmailSender({ ...busConfig, concurrency: 16 }, log('channel-email'), { bus, outbox });
+  await startSmsSender({ ...busConfig, concurrency: 16 }, log('channel-sms'), { bus, outbox });
+  await startMessengerSender({ ...busConfig, concurrency: 16 }, log('channel-messenger'), { bus, outbox });
+  await startWebhooks({ databaseUrl, ...busConfig }, log('webhooks'), { bus });
+
+  const demo = await seedDemo({
+    stateFile: join(config.dataDir, 'demo.json'),
+    directory: contacts.directory,
+    flows: scheduler.flows,
+    demoApiKey: config.demoApiKey,
+    adminToken: config.adminToken,
+    logger: ctx.logger,
+  });
+
+  const gateway = await startGateway(
+    { host: config.host, port: config.port, contactsAddress: `127.0.0.1:${contacts.grpcPort}` },
+    log('gateway'),
+  );
+  return { url: `http://localhost:${gateway.port}`, demo, outbox, bus };
+}

@@ -1,0 +1,93 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { AppError, randomBase62, type Logger } from '@rrs/runtime';
+import type { Directory } from '@rrs/contacts';
+import type { Flows } from '@rrs/cascade-scheduler';
+
+export interface DemoState {
+  organizationId: string;
+  apiKey: string;
+  adminToken: string;
+}
+
+/**
+ * First start: a demo organization on a paid plan with a confirmed email and an SMS balance, one
+ * location, and a default flow of EMAIL at once then SMS after 60 minutes. Its key and the admin token
+ * are kept in the data folder (only a hash of the key is in the database) so later starts print them.
+ */
+export async function seedDemo(options: { stateFile: string; directory: Directory; flows: Flows; demoApiKey?: string; adminToken?: string; logger: Logger }): Promise<DemoState> {
+  const saved = readState(options.stateFile);
+  if (saved && (await organizationExists(options.directory, saved.organizationId))) {
+    const state = { ...saved, adminToken: options.adminToken ?? saved.adminToken };
+    if (options.demoApiKey && options.demoApiKey !== saved.apiKey) {
+      await issueKeyIfNew(options.directory, saved.organizationId, options.demoApiKey);
+      state.apiKey = options.demoApiKey;
+    }
+    writeState(options.stateFile, state);
+    return state;
+  }
+
+  const organization = await options.directory.createOrganization({
+    name: 'Demo Coffee',
+    plan: 'standard',
+    emailConfirmed: true,
+    smsBalance: 1000,
+    timeZone: 'Europe/Moscow',
+    locale: 'ru',
+    defaultRegion: 'RU',
+  });
+  await options.directory.createLocation({
+    organizationId: organization.id,
+    name: 'Demo Coffee on Tverskaya',
+    address: 'Tverskaya st. 1',
+    city: 'Moscow',
+    timeZone: 'Europe/Moscow',
+    reviewLinks: [
+      { provider: 'google', url: 'https://maps.google.com/?cid=0' },
+      { provider: 'yandex', url: 'https://yandex.ru/maps/org/0/reviews/' },
+      { provider: '2gis', url: 'https://2gis.ru/moscow/firm/0/tab/reviews' },
+    ],
+  });
+  await options.flows.create({
+    organizationId: organization.id,
+    name: 'Email, then SMS an hour later',
+    isDefault: true,
+    steps: [
+      { channel: 'EMAIL', delayMinutes: 0 },
+      { channel: 'SMS', delayMinutes: 60 },
+    ],
+  });
+  const { secret } = await options.directory.issueApiKey({ organizationId: organization.id, name: 'demo', secret: options.demoApiKey });
+  const state: DemoState = { organizationId: organization.id, apiKey: secret, adminToken: options.adminToken ?? `adm_${randomBase62(32)}` };
+  writeState(options.stateFile, state);
+  options.logger.info({ organizationId: organization.id }, 'demo organization seeded');
+  return state;
+}
+
+async function organizationExists(directory: Directory, id: string): Promise<boolean> {
+  try {
+    await directory.getOrganization(id);
+    return true;
+  } catch (err) {
+    if (err instanceof AppError && err.status === 404) return false;
+    throw err;
+  }
+}
+
+async function issueKeyIfNew(directory: Directory, organizationId: string, secret: string): Promise<void> {
+  try {
+    await directory.issueApiKey({ organizationId, name: 'demo (DEMO_API_KEY)', secret });
+  } catch (err) {
+    if (!(err instanceof AppError && err.status === 409)) throw err;
+  }
+}
+
+function readState(file: string): DemoState | null {
+  if (!existsSync(file)) return null;
+  return JSON.parse(readFileSync(file, 'utf8')) as DemoState;
+}
+
+function writeState(file: string, state: DemoState): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
+}

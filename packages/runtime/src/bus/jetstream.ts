@@ -1,0 +1,688 @@
+import {
+  AckPolicy,
+  connect,
+  DeliverPolicy,
+  headers as natsHeaders,
+  KvWatchInclude,
+  nanos,
+  RetentionPolicy,
+  StorageType,
+  type Consumer,
+  type ConsumerConfig,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type KV,
+  type KvEntry as NatsKvEntry,
+  type MsgHdrs,
+  type NatsConnection,
+  type QueuedIterator,
+  type StreamConfig,
+} from 'nats';
+import { BusError, defaultErrorHandler, toBusError, type BusErrorHandler } from './errors';
+import type {
+  Bus,
+  BusMessage,
+  BusOptions,
+  ConsumeOptions,
+  KvEntry,
+  KvOptions,
+  KvStore,
+  MessageHandler,
+  PublishAck,
+  PublishOptions,
+  StreamName,
+  Subscription,
+} from './types';
+
+export interface JetStreamBusOptions extends BusOptions {
+  /** NATS server URL(s), comma separated. */
+  url: string;
+  /** Connection name shown by the server's monitoring. */
+  name?: string;
+  /** Failures with no caller to throw to (handler errors, pull loop errors). Default `console.error`. */
+  onError?: BusErrorHandler;
+}
+
+const DEFAULT_CONCURRENCY = 16;
+const DEFAULT_ACK_WAIT_MS = 30_000;
+const DEFAULT_MAX_DELIVER = 10;
+const DEFAULT_NAK_DELAY_MS = 1_000;
+const DEFAULT_DUPLICATE_WINDOW_MS = 120_000;
+const EVENTS_MAX_AGE_MS = 7 * 24 * 3_600_000;
+/**
+ * Lifetime of one pull request. A drain closes the request at once, so this only bounds how long an idle
+ * consumer goes without re-asking the server; nats.js requires at least 1 000.
+ */
+const FETCH_EXPIRES_MS = 10_000;
+const RETRY_BASE_MS = 250;
+const RETRY_MAX_MS = 5_000;
+const KV_SCAN_TIMEOUT_MS = 10_000;
+
+const STREAM_ROOTS: Record<StreamName, string> = { STEPS: 'steps', EVENTS: 'events' };
+
+/** JetStream API error codes the bus reacts to. */
+const ERR_STREAM_NAME_IN_USE = 10058;
+const ERR_CONSUMER_ALREADY_EXISTS = 10148;
+const ERR_CONSUMER_NOT_FOUND = 10014;
+const ERR_STREAM_NOT_FOUND = 10059;
+
+export async function connectJetStreamBus(options: JetStreamBusOptions): Promise<Bus> {
+  const prefix = validatePrefix(options.prefix ?? '');
+  let nc: NatsConnection;
+  try {
+    // Never give up reconnecting: a service outlives server restarts and its consumers resume on reconnect.
+    nc = await connect({ servers: options.url, name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 1_000 });
+  } catch (err) {
+    throw toBusError(`cannot connect to NATS at ${options.url}`, err);
+  }
+  try {
+    const jsm = await nc.jetstreamManager();
+    return new JetStreamBus(nc, jsm, nc.jetstream(), prefix, options);
+  } catch (err) {
+    await nc.close().catch(() => undefined);
+    throw toBusError(`JetStream is not available at ${options.url}`, err);
+  }
+}
+
+interface ResolvedConsumeOptions {
+  stream: StreamName;
+  streamName: string;
+  durable: string;
+  filterSubject: string;
+  concurrency: number;
+  ackWaitMs: number;
+  maxDeliver: number;
+  defaultNakDelayMs: number;
+}
+
+class JetStreamBus implements Bus {
+  readonly kind = 'jetstream' as const;
+  private streamsReady: Promise<void> | null = null;
+  private readonly subscriptions = new Set<JetStreamSubscription>();
+  private readonly watchers = new Set<() => void>();
+  private closing: Promise<void> | null = null;
+  private readonly duplicateWindowMs: number;
+  private readonly onError: BusErrorHandler;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly jsm: JetStreamManager,
+    private readonly js: JetStreamClient,
+    private readonly prefix: string,
+    options: JetStreamBusOptions,
+  ) {
+    this.duplicateWindowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
+    if (!(this.duplicateWindowMs > 0)) throw new BusError('duplicateWindowMs must be positive');
+    this.onError = options.onError ?? defaultErrorHandler;
+    void nc.closed().then((err) => {
+      if (err && !this.closing) this.onError(toBusError('NATS connection closed', err));
+    });
+  }
+
+  ensureStreams(): Promise<void> {
+    if (!this.streamsReady) {
+      this.streamsReady = this.createStreams().catch((err: unknown) => {
+        this.streamsReady = null;
+        throw toBusError('cannot create streams', err);
+      });
+    }
+    return this.streamsReady;
+  }
+
+  async publish(subject: string, data: Uint8Array, options: PublishOptions = {}): Promise<PublishAck> {
+    streamOf(subject);
+    await this.ensureStreams();
+    try {
+      return await this.publishOnce(subject, data, options);
+    } catch (err) {
+      if (!isNoResponders(err)) throw toBusError(`publish to ${subject} failed`, err);
+    }
+    // No stream answered: the server lost its state (or someone deleted the stream); recreate once and retry.
+    this.streamsReady = null;
+    await this.ensureStreams();
+    try {
+      return await this.publishOnce(subject, data, options);
+    } catch (err) {
+      throw toBusError(`publish to ${subject} failed`, err);
+    }
+  }
+
+  async consume(options: ConsumeOptions, handler: MessageHandler): Promise<Subscription> {
+    if (this.closing) throw new BusError('bus is closed');
+    const resolved = this.resolveConsumeOptions(options);
+    await this.ensureStreams();
+    await this.upsertConsumer(resolved);
+    let consumer: Consumer;
+    try {
+      consumer = await this.js.consumers.get(resolved.streamName, resolved.durable);
+    } catch (err) {
+      throw toBusError(`cannot bind consumer ${resolved.streamName}/${resolved.durable}`, err);
+    }
+    const subscription = new JetStreamSubscription({
+      nc: this.nc,
+      consumer,
+      options: resolved,
+      handler,
+      prefixLength: this.prefix ? this.prefix.length + 1 : 0,
+      onError: this.onError,
+      recreate: async () => {
+        this.streamsReady = null;
+        await this.ensureStreams();
+        await this.upsertConsumer(resolved);
+      },
+      onDrained: (s) => this.subscriptions.delete(s),
+    });
+    this.subscriptions.add(subscription);
+    subscription.start();
+    return subscription;
+  }
+
+  async kv(bucket: string, options: KvOptions): Promise<KvStore> {
+    if (!/^[-\w]+$/.test(bucket)) throw new BusError(`invalid bucket name: ${bucket}`);
+    if (!(options.ttlMs > 0)) throw new BusError('ttlMs must be positive');
+    const name = this.prefix ? `${this.prefix}_${bucket}` : bucket;
+    try {
+      const kv = await this.js.views.kv(name, { ttl: options.ttlMs, history: 1 });
+      // An existing bucket keeps the TTL it was created with; entries expire by that one.
+      const ttlMs = (await kv.status()).ttl || options.ttlMs;
+      return new JetStreamKv(kv, name, ttlMs, this.onError, this.watchers);
+    } catch (err) {
+      throw toBusError(`cannot open bucket ${name}`, err);
+    }
+  }
+
+  async pending(stream: StreamName, durable: string): Promise<number> {
+    try {
+      const info = await this.jsm.consumers.info(this.streamName(stream), durable);
+      return info.num_pending + info.num_ack_pending;
+    } catch (err) {
+      throw toBusError(`cannot read consumer ${this.streamName(stream)}/${durable}`, err);
+    }
+  }
+
+  close(): Promise<void> {
+    if (!this.closing) {
+      this.closing = (async () => {
+        await Promise.allSettled([...this.subscriptions].map((s) => s.drain()));
+        for (const stop of [...this.watchers]) stop();
+        if (this.nc.isClosed()) return;
+        try {
+          await this.nc.drain();
+        } catch (err) {
+          if (!this.nc.isClosed()) throw toBusError('closing the NATS connection failed', err);
+        }
+      })();
+    }
+    return this.closing;
+  }
+
+  private streamName(stream: StreamName): string {
+    return this.prefix ? `${this.prefix.toUpperCase()}_${stream}` : stream;
+  }
+
+  private fullSubject(subject: string): string {
+    return this.prefix ? `${this.prefix}.${subject}` : subject;
+  }
+
+  private async publishOnce(subject: string, data: Uint8Array, options: PublishOptions): Promise<PublishAck> {
+    let hdrs: MsgHdrs | undefined;
+    const entries = Object.entries(options.headers ?? {});
+    if (entries.length > 0) {
+      hdrs = natsHeaders();
+      for (const [key, value] of entries) {
+        if (key === '') throw new BusError('header names must not be empty');
+        hdrs.set(key, value);
+      }
+    }
+    const ack = await this.js.publish(this.fullSubject(subject), data, { msgID: options.msgId, headers: hdrs });
+    return { stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate };
+  }
+
+  private async createStreams(): Promise<void> {
+    const common: Partial<StreamConfig> = {
+      storage: StorageType.File,
+      duplicate_window: nanos(this.duplicateWindowMs),
+      num_replicas: 1,
+    };
+    await this.upsertStream({
+      ...common,
+      name: this.streamName('STEPS'),
+      subjects: [this.fullSubject('steps.>')],
+      retention: RetentionPolicy.Workqueue,
+    });
+    await this.upsertStream({
+      ...common,
+      name: this.streamName('EVENTS'),
+      subjects: [this.fullSubject('events.>')],
+      retention: RetentionPolicy.Limits,
+      max_age: nanos(EVENTS_MAX_AGE_MS),
+    });
+  }
+
+  private async upsertStream(config: Partial<StreamConfig> & { name: string }): Promise<void> {
+    try {
+      await this.jsm.streams.add(config);
+    } catch (err) {
+      if (apiErrorCode(err) !== ERR_STREAM_NAME_IN_USE) throw err;
+      const { name, ...update } = config;
+      await this.jsm.streams.update(name, update);
+    }
+  }
+
+  private async upsertConsumer(options: ResolvedConsumeOptions): Promise<void> {
+    const config: Partial<ConsumerConfig> = {
+      durable_name: options.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: nanos(options.ackWaitMs),
+      max_deliver: options.maxDeliver,
+      filter_subject: this.fullSubject(options.filterSubject),
+    };
+    try {
+      try {
+        // NATS 2.9 updates a durable in place on create; 2.10+ answers "already exists" and needs an update.
+        await this.jsm.consumers.add(options.streamName, config);
+      } catch (err) {
+        if (apiErrorCode(err) !== ERR_CONSUMER_ALREADY_EXISTS) throw err;
+        await this.jsm.consumers.update(options.streamName, options.durable, {
+          ack_wait: config.ack_wait,
+          max_deliver: config.max_deliver,
+          filter_subject: config.filter_subject,
+        });
+      }
+    } catch (err) {
+      throw toBusError(`cannot create consumer ${options.streamName}/${options.durable}`, err);
+    }
+  }
+
+  private resolveConsumeOptions(options: ConsumeOptions): ResolvedConsumeOptions {
+    validateDurable(options.durable);
+    if (streamOf(options.filterSubject, true) !== options.stream) {
+      throw new BusError(`filter ${options.filterSubject} is not within stream ${options.stream}`);
+    }
+    const resolved: ResolvedConsumeOptions = {
+      stream: options.stream,
+      streamName: this.streamName(options.stream),
+      durable: options.durable,
+      filterSubject: options.filterSubject,
+      concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+      ackWaitMs: options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
+      maxDeliver: options.maxDeliver ?? DEFAULT_MAX_DELIVER,
+      defaultNakDelayMs: options.defaultNakDelayMs ?? DEFAULT_NAK_DELAY_MS,
+    };
+    if (!Number.isInteger(resolved.concurrency) || resolved.concurrency < 1) throw new BusError('concurrency must be a positive integer');
+    if (!(resolved.ackWaitMs > 0)) throw new BusError('ackWaitMs must be positive');
+    if (!Number.isInteger(resolved.maxDeliver) || resolved.maxDeliver < 1) throw new BusError('maxDeliver must be a positive integer');
+    if (!(resolved.defaultNakDelayMs >= 0)) throw new BusError('defaultNakDelayMs must not be negative');
+    return resolved;
+  }
+}
+
+interface SubscriptionContext {
+  nc: NatsConnection;
+  consumer: Consumer;
+  options: ResolvedConsumeOptions;
+  handler: MessageHandler;
+  prefixLength: number;
+  onError: BusErrorHandler;
+  /** Recreates streams and the durable after the server reported them missing. */
+  recreate: () => Promise<void>;
+  onDrained: (subscription: JetStreamSubscription) => void;
+}
+
+/**
+ * One pull loop per `consume()`. Each pull asks for exactly as many messages as there are free handler
+ * slots, so no message waits in a client buffer while its ack deadline runs, and competing processes get
+ * the rest.
+ */
+class JetStreamSubscription implements Subscription {
+  private readonly inFlight = new Set<Promise<void>>();
+  private batch: ConsumerMessages | null = null;
+  private draining = false;
+  private wakeLoop: (() => void) | null = null;
+  private loop: Promise<void> = Promise.resolve();
+  private drained: Promise<void> | null = null;
+
+  constructor(private readonly ctx: SubscriptionContext) {}
+
+  start(): void {
+    this.loop = this.run().catch((err: unknown) => {
+      this.ctx.onError(toBusError(`pull loop for ${this.label()} stopped`, err));
+    });
+  }
+
+  drain(): Promise<void> {
+    if (!this.drained) {
+      this.drained = (async () => {
+        this.draining = true;
+        this.wake();
+        void this.batch?.close();
+        await this.loop;
+        while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+        // Settlements are fire-and-forget publishes; flushing makes sure the server has them before we return.
+        if (!this.ctx.nc.isClosed()) await this.ctx.nc.flush().catch(() => undefined);
+        this.ctx.onDrained(this);
+      })();
+    }
+    return this.drained;
+  }
+
+  private label(): string {
+    return `${this.ctx.options.streamName}/${this.ctx.options.durable}`;
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.draining) {
+      if (this.ctx.nc.isClosed()) {
+        this.ctx.onError(new BusError(`connection closed; consumer ${this.label()} stopped pulling`));
+        return;
+      }
+      const free = this.ctx.options.concurrency - this.inFlight.size;
+      if (free <= 0) {
+        await this.sleep();
+        continue;
+      }
+      const startedAt = Date.now();
+      let received = 0;
+      try {
+        const batch = await this.ctx.consumer.fetch({ max_messages: free, expires: FETCH_EXPIRES_MS });
+        this.batch = batch;
+        if (this.draining) void batch.close();
+        for await (const raw of batch) {
+          received++;
+          if (this.draining) {
+            // Delivered after drain began: hand it straight back rather than let it sit out the ack wait.
+            safely(() => raw.nak(), this.ctx.onError, `returning ${raw.subject} #${raw.seq}`);
+          } else {
+            this.dispatch(raw);
+          }
+        }
+        if (received === 0 && Date.now() - startedAt < 100 && !this.draining) {
+          // A pull that ends at once without messages or error would otherwise spin.
+          failures++;
+          await this.sleep(backoffMs(failures));
+        } else {
+          failures = 0;
+        }
+      } catch (err) {
+        if (this.draining) break;
+        failures++;
+        this.ctx.onError(toBusError(`pulling from ${this.label()} failed (attempt ${failures})`, err));
+        if (isMissingResource(err)) {
+          await this.ctx.recreate().catch((e: unknown) => this.ctx.onError(toBusError(`recreating ${this.label()} failed`, e)));
+        }
+        await this.sleep(backoffMs(failures));
+      } finally {
+        this.batch = null;
+      }
+    }
+  }
+
+  private dispatch(raw: JsMsg): void {
+    const msg = new JetStreamMessage(raw, this.ctx.prefixLength, this.ctx.options.maxDeliver, this.ctx.onError);
+    const running: Promise<void> = this.handle(msg).finally(() => {
+      this.inFlight.delete(running);
+      this.wake();
+    });
+    this.inFlight.add(running);
+  }
+
+  private async handle(msg: JetStreamMessage): Promise<void> {
+    try {
+      await this.ctx.handler(msg);
+    } catch (err) {
+      this.ctx.onError(toBusError(`handler for ${msg.subject} #${msg.seq} (delivery ${msg.deliveryCount}) failed`, err));
+      msg.nak(this.ctx.options.defaultNakDelayMs);
+    }
+  }
+
+  /** Resolves when a handler finishes, drain starts, or `ms` passes. */
+  private sleep(ms?: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = ms === undefined ? undefined : setTimeout(done, ms);
+      timer?.unref();
+      const self = this;
+      function done(): void {
+        if (timer) clearTimeout(timer);
+        if (self.wakeLoop === done) self.wakeLoop = null;
+        resolve();
+      }
+      this.wakeLoop = done;
+    });
+  }
+
+  private wake(): void {
+    this.wakeLoop?.();
+  }
+}
+
+class JetStreamMessage implements BusMessage {
+  readonly subject: string;
+  readonly data: Uint8Array;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly deliveryCount: number;
+  readonly seq: number;
+  private settled = false;
+
+  constructor(
+    private readonly raw: JsMsg,
+    prefixLength: number,
+    private readonly maxDeliver: number,
+    private readonly onError: BusErrorHandler,
+  ) {
+    this.subject = raw.subject.slice(prefixLength);
+    this.data = raw.data;
+    this.headers = headersToRecord(raw.headers);
+    this.deliveryCount = raw.info.redeliveryCount;
+    this.seq = raw.seq;
+  }
+
+  ack(): void {
+    this.settle('ack', () => this.raw.ack());
+  }
+
+  nak(delayMs = 0): void {
+    // On the last delivery a nak would leave the message ack-pending until ack_wait passes, and (work queue)
+    // stored forever; term drops it now, which is what "no longer redelivered" means.
+    if (this.deliveryCount >= this.maxDeliver) {
+      this.term(`max deliveries (${this.maxDeliver}) reached`);
+      return;
+    }
+    this.settle('nak', () => (delayMs > 0 ? this.raw.nak(delayMs) : this.raw.nak()));
+  }
+
+  term(reason?: string): void {
+    this.settle('term', () => this.raw.term(reason));
+  }
+
+  working(): void {
+    if (this.settled) return;
+    safely(() => this.raw.working(), this.onError, `extending ${this.subject} #${this.seq}`);
+  }
+
+  private settle(kind: string, send: () => void): void {
+    if (this.settled) return;
+    this.settled = true;
+    safely(send, this.onError, `${kind} of ${this.subject} #${this.seq}`);
+  }
+}
+
+class JetStreamKv implements KvStore {
+  constructor(
+    private readonly kv: KV,
+    private readonly name: string,
+    private readonly ttlMs: number,
+    private readonly onError: BusErrorHandler,
+    private readonly watchers: Set<() => void>,
+  ) {}
+
+  async put(key: string, value: Uint8Array): Promise<number> {
+    try {
+      return await this.kv.put(key, value);
+    } catch (err) {
+      throw toBusError(`kv ${this.name}: put ${key} failed`, err);
+    }
+  }
+
+  async get(key: string): Promise<KvEntry | null> {
+    let entry: NatsKvEntry | null;
+    try {
+      entry = await this.kv.get(key);
+    } catch (err) {
+      throw toBusError(`kv ${this.name}: get ${key} failed`, err);
+    }
+    return entry && this.isLive(entry) ? toKvEntry(entry) : null;
+  }
+
+  async delete(key: string): Promise<void> {
+    try {
+      await this.kv.delete(key);
+    } catch (err) {
+      throw toBusError(`kv ${this.name}: delete ${key} failed`, err);
+    }
+  }
+
+  async entries(): Promise<KvEntry[]> {
+    const latest = new Map<string, NatsKvEntry>();
+    let iterator: QueuedIterator<NatsKvEntry>;
+    let initialized!: () => void;
+    const ready = new Promise<void>((resolve) => {
+      initialized = resolve;
+    });
+    try {
+      iterator = await this.kv.watch({ key: '>', include: KvWatchInclude.LastValue, initializedFn: () => initialized() });
+    } catch (err) {
+      throw toBusError(`kv ${this.name}: listing entries failed`, err);
+    }
+    const reading = (async () => {
+      for await (const entry of iterator) latest.set(entry.key, entry);
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), KV_SCAN_TIMEOUT_MS);
+      timer.unref();
+    });
+    try {
+      const outcome = await Promise.race([ready, reading.then(() => 'ended' as const), timedOut]);
+      if (outcome === 'timeout') throw new BusError(`kv ${this.name}: listing entries timed out`);
+    } catch (err) {
+      throw toBusError(`kv ${this.name}: listing entries failed`, err);
+    } finally {
+      clearTimeout(timer);
+      iterator.stop();
+      await reading.catch(() => undefined);
+    }
+    return [...latest.values()]
+      .filter((entry) => this.isLive(entry))
+      .map(toKvEntry)
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  async watch(onChange: (key: string, entry: KvEntry | null) => void): Promise<() => void> {
+    let iterator: QueuedIterator<NatsKvEntry>;
+    try {
+      iterator = await this.kv.watch({ key: '>', include: KvWatchInclude.UpdatesOnly });
+    } catch (err) {
+      throw toBusError(`kv ${this.name}: watch failed`, err);
+    }
+    let stopped = false;
+    const stop = (): void => {
+      if (stopped) return;
+      stopped = true;
+      this.watchers.delete(stop);
+      iterator.stop();
+    };
+    this.watchers.add(stop);
+    void (async () => {
+      try {
+        for await (const entry of iterator) {
+          try {
+            onChange(entry.key, entry.operation === 'PUT' ? toKvEntry(entry) : null);
+          } catch (err) {
+            this.onError(toBusError(`kv ${this.name}: watch callback failed for ${entry.key}`, err));
+          }
+        }
+        if (!stopped) this.onError(new BusError(`kv ${this.name}: watch ended unexpectedly`));
+      } catch (err) {
+        if (!stopped) this.onError(toBusError(`kv ${this.name}: watch failed`, err));
+      }
+    })();
+    return stop;
+  }
+
+  /** The server expires entries on its own schedule; an entry past its TTL is treated as gone right away. */
+  private isLive(entry: NatsKvEntry): boolean {
+    return entry.operation === 'PUT' && entry.created.getTime() + this.ttlMs > Date.now();
+  }
+}
+
+function toKvEntry(entry: NatsKvEntry): KvEntry {
+  return { key: entry.key, value: entry.value, revision: entry.revision, createdAt: entry.created.getTime() };
+}
+
+function headersToRecord(hdrs: MsgHdrs | undefined): Record<string, string> {
+  const record: Record<string, string> = {};
+  if (!hdrs) return record;
+  for (const key of hdrs.keys()) record[key] = hdrs.get(key);
+  return record;
+}
+
+/** Stream a subject (or, with `allowWildcards`, a filter) belongs to; throws for anything outside the bus. */
+function streamOf(subject: string, allowWildcards = false): StreamName {
+  const tokens = subject.split('.');
+  const valid = tokens.every((t, i) => {
+    if (t === '' || /[\s]/.test(t)) return false;
+    if (t === '>') return allowWildcards && i === tokens.length - 1;
+    if (t === '*') return allowWildcards;
+    return !t.includes('*') && !t.includes('>');
+  });
+  if (valid && tokens.length >= 2) {
+    for (const [stream, root] of Object.entries(STREAM_ROOTS) as [StreamName, string][]) {
+      if (tokens[0] === root) return stream;
+    }
+  }
+  throw new BusError(`subject ${subject} is not within the bus streams (steps.>, events.>)`);
+}
+
+function validatePrefix(prefix: string): string {
+  if (prefix !== '' && !/^[A-Za-z0-9_-]+$/.test(prefix)) throw new BusError(`invalid bus prefix: ${prefix}`);
+  return prefix;
+}
+
+function validateDurable(durable: string): void {
+  if (!/^[A-Za-z0-9_-]+$/.test(durable)) throw new BusError(`invalid durable name: ${durable}`);
+}
+
+function apiErrorCode(err: unknown): number | undefined {
+  if (typeof err !== 'object' || err === null || !('api_error' in err)) return undefined;
+  const apiError = (err as { api_error?: { err_code?: number } }).api_error;
+  return apiError?.err_code;
+}
+
+function isNoResponders(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && 'code' in err && (err as { code: unknown }).code === '503';
+}
+
+function isMissingResource(err: unknown): boolean {
+  const code = apiErrorCode(err);
+  if (code === ERR_CONSUMER_NOT_FOUND || code === ERR_STREAM_NOT_FOUND) return true;
+  if (isNoResponders(err)) return true;
+  const message = err instanceof Error ? err.message : '';
+  return message === 'consumer not found' || message === 'stream not found' || message === 'consumer deleted';
+}
+
+function backoffMs(failures: number): number {
+  const base = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** Math.min(failures - 1, 10));
+  return base / 2 + Math.random() * (base / 2);
+}
+
+function safely(action: () => void, onError: BusErrorHandler, what: string): void {
+  try {
+    action();
+  } catch (err) {
+    onError(toBusError(`${what} failed`, err));
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * The message bus every service talks through. Two implementations share these semantics:
+ * NATS JetStream (production, integration tests) and an in-process bus (all-in-one mode, unit tests).
+ *
+ * Streams (names are prefixed by `BusOptions.prefix`, so tests can isolate themselves):
+ * - `STEPS` on `steps.>`: work-queue retention. A due step goes to `steps.<channel>`; senders answer on
+ *   `steps.result`. Each subject is read by exactly one durable consumer.
+ * - `EVENTS` on `events.>`: limits retention, for integrator events (`events.cascade.recipient.finished`).
+ *
+ * Invariants the two implementations keep:
+ * - A publish carrying `msgId` that was already accepted within the duplicate window is dropped and
+ *   answered `{ duplicate: true }`.
+ * - Every delivered message is settled exactly once by the handler: `ack()`, `nak(delayMs)` or `term()`.
+ *   A handler that throws without settling gets `nak(defaultNakDelayMs)`; a message never settled is
+ *   redelivered after `ackWaitMs`.
+ * - After `maxDeliver` deliveries a message is no longer redelivered; `deliveryCount` lets the handler
+ *   see its last chance and record a dead letter.
+ */
+
+export type StreamName = 'STEPS' | 'EVENTS';
+
+export interface PublishOptions {
+  /** Deduplication id (JetStream `Nats-Msg-Id`). */
+  msgId?: string;
+  headers?: Record<string, string>;
+}
+
+export interface PublishAck {
+  stream: string;
+  seq: number;
+  duplicate: boolean;
+}
+
+export interface BusMessage {
+  /** Subject without the bus prefix, e.g. `steps.email`. */
+  readonly subject: string;
+  readonly data: Uint8Array;
+  readonly headers: Readonly<Record<string, string>>;
+  /** 1 on the first delivery. */
+  readonly deliveryCount: number;
+  /** Stream sequence, stable across redeliveries. */
+  readonly seq: number;
+  ack(): void;
+  /** Redeliver after `delayMs` (0 = as soon as possible). */
+  nak(delayMs?: number): void;
+  /** Never redeliver. */
+  term(reason?: string): void;
+  /** Extend the ack deadline while a long operation runs. */
+  working(): void;
+}
+
+export interface ConsumeOptions {
+  stream: StreamName;
+  /** Durable consumer name; consumers with the same name share the work. */
+  durable: string;
+  /** Subject filter without the prefix, e.g. `steps.email` or `events.>`. */
+  filterSubject: string;
+  /** Messages handled at once by this process. Default 16. */
+  concurrency?: number;
+  /** Default 30 000. */
+  ackWaitMs?: number;
+  /** Default 10. */
+  maxDeliver?: number;
+  /** Delay used when a handler throws without settling. Default 1 000. */
+  defaultNakDelayMs?: number;
+}
+
+export type MessageHandler = (msg: BusMessage) => Promise<void>;
+
+export interface Subscription {
+  /** Stops fetching new messages and waits for the handlers in flight to settle. */
+  drain(): Promise<void>;
+}
+
+export interface KvEntry {
+  key: string;
+  value: Uint8Array;
+  revision: number;
+  /** When the value was written (ms since epoch). */
+  createdAt: number;
+}
+
+export interface KvStore {
+  put(key: string, value: Uint8Array): Promise<number>;
+  get(key: string): Promise<KvEntry | null>;
+  delete(key: string): Promise<void>;
+  /** Live entries (written within the bucket TTL, not deleted). */
+  entries(): Promise<KvEntry[]>;
+  /** Calls back on every put and delete until the returned function is called. */
+  watch(onChange: (key: string, entry: KvEntry | null) => void): Promise<() => void>;
+}
+
+export interface KvOptions {
+  /** Entries older than this are gone (JetStream `max_age`). */
+  ttlMs: number;
+}
+
+export interface Bus {
+  readonly kind: 'jetstream' | 'memory';
+  /** Creates streams if missing (idempotent). */
+  ensureStreams(): Promise<void>;
+  publish(subject: string, data: Uint8Array, options?: PublishOptions): Promise<PublishAck>;
+  consume(options: ConsumeOptions, handler: MessageHandler): Promise<Subscription>;
+  kv(bucket: string, options: KvOptions): Promise<KvStore>;
+  /** Number of messages a durable consumer has not yet had acked (pending + in flight). */
+  pending(stream: StreamName, durable: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+export interface BusOptions {
+  /**
+   * Prefix for subjects (`<prefix>.steps.email`), streams (`<PREFIX>_STEPS`) and buckets (`<prefix>_channels`).
+   * Empty in production; tests set a unique one.
+   */
+  prefix?: string;
+  /** Duplicate window for msgId dedupe. Default 120 000 (JetStream's default). */
+  duplicateWindowMs?: number;
+}

@@ -1,0 +1,114 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { Logger } from 'pino';
+
+export type { Pool, PoolClient } from 'pg';
+
+// int8 as JS number: counts and sequence ids here stay far below 2^53.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export interface PoolOptions {
+  url: string;
+  /** The service's own schema; every connection's search_path is set to it. */
+  schema: string;
+  max?: number;
+  applicationName?: string;
+}
+
+export function createPool(options: PoolOptions): pg.Pool {
+  assertIdentifier(options.schema);
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.max ?? 10,
+    application_name: options.applicationName ?? options.schema,
+    options: `-c search_path=${options.schema}`,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+function assertIdentifier(name: string): void {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`invalid schema name: ${name}`);
+}
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Reads `NNNN_name.sql` files from a folder, ordered by number. */
+export function readMigrations(dir: string): Migration[] {
+  const seen = new Set<number>();
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.sql'))
+    .map((file) => {
+      const m = /^(\d{4})_([a-z0-9_]+)\.sql$/.exec(file);
+      if (!m) throw new Error(`migration file name must look like 0001_name.sql: ${file}`);
+      const version = Number(m[1]);
+      if (seen.has(version)) throw new Error(`two migrations numbered ${m[1]} in ${dir}`);
+      seen.add(version);
+      return { version, name: m[2], sql: readFileSync(join(dir, file), 'utf8') };
+    })
+    .sort((a, b) => a.version - b.version);
+}
+
+/**
+ * Applies pending migrations to the service's schema. Replicas starting together serialize on an
+ * advisory lock keyed by the schema, so each migration runs once; each runs in its own transaction.
+ */
+export async function migrate(pool: pg.Pool, options: { schema: string; dir: string; logger?: Logger }): Promise<number[]> {
+  assertIdentifier(options.schema);
+  const migrations = readMigrations(options.dir);
+  const client = await pool.connect();
+  const applied: number[] = [];
+  try {
+    await client.query('SELECT pg_advisory_lock(hashtext($1))', [`rrs-migrate:${options.schema}`]);
+    try {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${options.schema}.schema_migrations (
+        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${options.schema}.schema_migrations`);
+      const done = new Set(rows.map((r) => r.version));
+      for (const m of migrations) {
+        if (done.has(m.version)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(`SET LOCAL search_path TO ${options.schema}`);
+          await client.query(m.sql);
+          await client.query(`INSERT INTO ${options.schema}.schema_migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK');
+          throw new Error(`migration ${options.schema}/${String(m.version).padStart(4, '0')}_${m.name} failed: ${(err as Error).message}`, { cause: err });
+        }
+        applied.push(m.version);
+        options.logger?.info({ schema: options.schema, version: m.version, name: m.name }, 'migration applied');
+      }
+    } finally {
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`rrs-migrate:${options.schema}`]);
+    }
+  } finally {
+    client.release();
+  }
+  return applied;
+}
+
+/** Runs `fn` in a transaction on one client, rolling back when it throws. */
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,198 @@
+import * as grpc from '@grpc/grpc-js';
+import { HealthImplementation } from 'grpc-health-check';
+import { context } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import { AppError } from './errors';
+import type { Health } from './health';
+import { histogram, LATENCY_BUCKETS } from './metrics';
+import { extractTraceContext, injectTraceContext, withSpan, SpanKind } from './tracing';
+
+/*
+ * AppErrors cross gRPC intact: the server puts code, HTTP status and details into trailing metadata,
+ * the client turns them back into the same AppError. Anything else becomes `internal` (server side) or
+ * `service_unavailable` (transport failures, client side).
+ */
+const MD_CODE = 'rrs-error-code';
+const MD_STATUS = 'rrs-error-status';
+const MD_DETAILS = 'rrs-error-details-bin';
+
+const HTTP_TO_GRPC: Record<number, grpc.status> = {
+  400: grpc.status.INVALID_ARGUMENT,
+  401: grpc.status.UNAUTHENTICATED,
+  402: grpc.status.FAILED_PRECONDITION,
+  403: grpc.status.PERMISSION_DENIED,
+  404: grpc.status.NOT_FOUND,
+  409: grpc.status.ABORTED,
+  429: grpc.status.RESOURCE_EXHAUSTED,
+  503: grpc.status.UNAVAILABLE,
+};
+
+const grpcDuration = histogram({
+  name: 'grpc_server_handling_seconds',
+  help: 'Duration of gRPC calls handled, by service, method and gRPC status code.',
+  labelNames: ['service', 'method', 'code'],
+  buckets: LATENCY_BUCKETS,
+});
+
+function toServiceError(err: unknown, logger: Logger, method: string): Partial<grpc.ServiceError> {
+  const metadata = new grpc.Metadata();
+  if (err instanceof AppError) {
+    metadata.set(MD_CODE, err.code);
+    metadata.set(MD_STATUS, String(err.status));
+    if (err.details) metadata.set(MD_DETAILS, Buffer.from(JSON.stringify(err.details)));
+    return { code: HTTP_TO_GRPC[err.status] ?? grpc.status.UNKNOWN, details: err.message, metadata };
+  }
+  logger.error({ err, method }, 'gRPC handler failed');
+  metadata.set(MD_CODE, 'internal');
+  metadata.set(MD_STATUS, '500');
+  return { code: grpc.status.INTERNAL, details: 'internal error', metadata };
+}
+
+export function fromServiceError(err: grpc.ServiceError): AppError {
+  const code = err.metadata?.get(MD_CODE)[0];
+  if (typeof code === 'string') {
+    const status = Number(err.metadata.get(MD_STATUS)[0] ?? 500);
+    const raw = err.metadata.get(MD_DETAILS)[0];
+    const details = raw ? (JSON.parse(Buffer.from(raw as Buffer).toString('utf8')) as Record<string, unknown>) : undefined;
+    return new AppError(status, code, err.details, { cause: err, details });
+  }
+  if (err.code === grpc.status.DEADLINE_EXCEEDED || err.code === grpc.status.UNAVAILABLE) {
+    return new AppError(503, 'service_unavailable', 'a backing service is unavailable, retry later', { cause: err });
+  }
+  return new AppError(500, 'internal', `backing service error: ${err.details || err.message}`, { cause: err });
+}
+
+function metadataRecord(md: grpc.Metadata): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(md.getMap())) if (typeof v === 'string') out[k] = v;
+  return out;
+}
+
+/** Async implementation of a unary-only gRPC service: each method takes the request and returns the response. */
+export type AsyncUnaryService<S extends grpc.UntypedServiceImplementation> = {
+  // The index signature grpc-js puts on every server interface is dropped: only named methods remain.
+  [K in keyof S as string extends K ? never : K]: S[K] extends grpc.handleUnaryCall<infer Req, infer Res> ? (request: Req, metadata: grpc.Metadata) => Promise<Res> : never;
+};
+
+export function unaryService<S extends grpc.UntypedServiceImplementation>(
+  serviceName: string,
+  definition: grpc.ServiceDefinition,
+  impl: AsyncUnaryService<S>,
+  logger: Logger,
+): grpc.UntypedServiceImplementation {
+  const out: grpc.UntypedServiceImplementation = {};
+  for (const key of Object.keys(definition)) {
+    const fn = (impl as Record<string, (req: unknown, md: grpc.Metadata) => Promise<unknown>>)[key];
+    if (typeof fn !== 'function') throw new Error(`${serviceName}.${key} is not implemented`);
+    // The RPC's own name (`Authenticate`), as in the .proto, not the generated camelCase key.
+    const method = definition[key].path.split('/').pop() ?? key;
+    out[key] = ((call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      const started = process.hrtime.bigint();
+      const parent = extractTraceContext(metadataRecord(call.metadata));
+      withSpan(`${serviceName}/${method}`, { 'rpc.system': 'grpc', 'rpc.service': serviceName, 'rpc.method': method },
+        () => fn.call(impl, call.request, call.metadata), { kind: SpanKind.SERVER, parent })
+        .then(
+          (res) => {
+            grpcDuration.observe({ service: serviceName, method, code: 'OK' }, Number(process.hrtime.bigint() - started) / 1e9);
+            callback(null, res);
+          },
+          (err: unknown) => {
+            const se = toServiceError(err, logger, `${serviceName}/${method}`);
+            grpcDuration.observe({ service: serviceName, method, code: grpc.status[se.code ?? 2] }, Number(process.hrtime.bigint() - started) / 1e9);
+            callback(se as grpc.ServiceError, null);
+          },
+        );
+    }) as grpc.handleUnaryCall<unknown, unknown>;
+  }
+  return out;
+}
+
+export interface GrpcServerOptions {
+  host: string;
+  port: number;
+  services: Array<{ name: string; definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>;
+  health: Health;
+  logger: Logger;
+}
+
+export interface RunningGrpcServer {
+  port: number;
+  /** Refuses new calls, waits for those in flight (up to graceMs), then closes. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Starts a gRPC server that also answers the standard health service (grpc.health.v1.Health). */
+export async function startGrpcServer(options: GrpcServerOptions): Promise<RunningGrpcServer> {
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
+  const statusMap: Record<string, 'SERVING' | 'NOT_SERVING'> = { '': 'NOT_SERVING' };
+  for (const s of options.services) statusMap[s.name] = 'NOT_SERVING';
+  const healthImpl = new HealthImplementation(statusMap);
+  healthImpl.addToServer(server);
+  const setAll = (serving: boolean) => {
+    for (const name of Object.keys(statusMap)) healthImpl.setStatus(name, serving ? 'SERVING' : 'NOT_SERVING');
+  };
+  options.health.onChange(setAll);
+  setAll(options.health.isReady);
+  for (const s of options.services) server.addService(s.definition, s.implementation);
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${options.host}:${options.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+  });
+  return {
+    port,
+    stop: (graceMs = 10_000) =>
+      new Promise<void>((resolve) => {
+        setAll(false);
+        const force = setTimeout(() => server.forceShutdown(), graceMs);
+        force.unref();
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      }),
+  };
+}
+
+type PromiseMethod<F> = F extends (
+  request: infer Req,
+  metadata: grpc.Metadata,
+  options: Partial<grpc.CallOptions>,
+  callback: (error: grpc.ServiceError | null, response: infer Res) => void,
+) => grpc.ClientUnaryCall
+  ? (request: Req, options?: { deadlineMs?: number; metadata?: Record<string, string> }) => Promise<Res>
+  : never;
+
+/** The promise form of a ts-proto grpc-js client: each unary method takes the request and resolves the response. */
+export type PromiseClient<C> = {
+  [K in keyof C as [PromiseMethod<C[K]>] extends [never] ? never : K]: PromiseMethod<C[K]>;
+};
+
+type GrpcClientCtor<C> = new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions) => C;
+
+export interface GrpcClientHandle<C> {
+  client: PromiseClient<C>;
+  close(): void;
+}
+
+/** Creates a client whose calls carry the trace context and a deadline, and reject with AppError. */
+export function createGrpcClient<C extends grpc.Client>(Ctor: GrpcClientCtor<C>, address: string, defaults: { deadlineMs?: number } = {}): GrpcClientHandle<C> {
+  const raw = new Ctor(address, grpc.credentials.createInsecure(), {
+    'grpc.keepalive_time_ms': 30_000,
+    'grpc.enable_retries': 1,
+  });
+  const client = new Proxy({} as PromiseClient<C>, {
+    get(_t, prop: string) {
+      const method = (raw as unknown as Record<string, unknown>)[prop];
+      if (typeof method !== 'function') return undefined;
+      return (request: unknown, opts: { deadlineMs?: number; metadata?: Record<string, string> } = {}) =>
+        new Promise((resolve, reject) => {
+          const md = new grpc.Metadata();
+          for (const [k, v] of Object.entries(injectTraceContext({ ...(opts.metadata ?? {}) }, context.active()))) md.set(k, v);
+          const deadline = new Date(Date.now() + (opts.deadlineMs ?? defaults.deadlineMs ?? 5_000));
+          (method as (...args: unknown[]) => unknown).call(raw, request, md, { deadline }, (err: grpc.ServiceError | null, res: unknown) =>
+            err ? reject(fromServiceError(err)) : resolve(res),
+          );
+        });
+    },
+  });
+  return { client, close: () => raw.close() };
+}

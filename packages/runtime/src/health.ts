@@ -1,0 +1,111 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { registry } from './metrics';
+
+export type Check = () => Promise<void>;
+
+/**
+ * Liveness says the process can make progress; readiness says it should get traffic. Readiness fails
+ * while starting, while shutting down, and while any dependency check fails.
+ */
+export class Health {
+  private readonly checks = new Map<string, Check>();
+  private ready = false;
+  private readonly listeners = new Set<(serving: boolean) => void>();
+
+  addCheck(name: string, check: Check): void {
+    this.checks.set(name, check);
+  }
+
+  setReady(ready: boolean): void {
+    this.ready = ready;
+    for (const l of this.listeners) l(ready);
+  }
+
+  get isReady(): boolean {
+    return this.ready;
+  }
+
+  onChange(listener: (serving: boolean) => void): void {
+    this.listeners.add(listener);
+  }
+
+  async readiness(): Promise<{ ok: boolean; checks: Record<string, string> }> {
+    const checks: Record<string, string> = {};
+    let ok = this.ready;
+    if (!this.ready) checks.service = 'not ready';
+    await Promise.all(
+      [...this.checks].map(async ([name, check]) => {
+        try {
+          await withTimeout(check(), 2_000);
+          checks[name] = 'ok';
+        } catch (err) {
+          ok = false;
+          checks[name] = (err as Error).message;
+        }
+      }),
+    );
+    return { ok, checks };
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`check timed out after ${ms} ms`)), ms);
+    p.then((v) => { clearTimeout(t); resolve(v); }, (e) => { clearTimeout(t); reject(e); });
+  });
+}
+
+/** Serves /healthz, /readyz and /metrics. Returns false for any other path, so callers can chain. */
+export async function serveOps(health: Health, req: http.IncomingMessage, res: http.ServerResponse): Promise<boolean> {
+  const path = (req.url ?? '/').split('?')[0];
+  if (path === '/healthz') {
+    send(res, 200, 'application/json', JSON.stringify({ ok: true }));
+    return true;
+  }
+  if (path === '/readyz') {
+    const r = await health.readiness();
+    send(res, r.ok ? 200 : 503, 'application/json', JSON.stringify(r));
+    return true;
+  }
+  if (path === '/metrics') {
+    send(res, 200, registry.contentType, await registry.metrics());
+    return true;
+  }
+  return false;
+}
+
+function send(res: http.ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+  res.end(body);
+}
+
+export interface OpsServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** A small HTTP server for services whose main transport is not HTTP (gRPC servers, bus consumers). */
+export async function startOpsServer(options: { host: string; port: number; health: Health; logger: Logger }): Promise<OpsServer> {
+  const server = http.createServer((req, res) => {
+    serveOps(options.health, req, res).then((handled) => {
+      if (!handled) send(res, 404, 'application/json', JSON.stringify({ error: 'not found' }));
+    }, (err) => {
+      options.logger.error({ err }, 'ops request failed');
+      if (!res.headersSent) send(res, 500, 'application/json', JSON.stringify({ error: 'internal' }));
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    }),
+  };
+}

@@ -1,0 +1,54 @@
+import { busV1 } from '@rrs/proto';
+
+/** A message a sink provider "sent": what the dev inbox shows. */
+export interface SinkMessage {
+  channel: string;
+  stepId: string;
+  to: string;
+  subject: string;
+  text: string;
+  link: string;
+  sentAt: Date;
+}
+
+/**
+ * The provider of the all-in-one mode: keeps messages in memory (bounded) instead of sending them, so a
+ * demo cascade can be followed without any account at a real provider.
+ */
+export class SinkOutbox {
+  private readonly messages: SinkMessage[] = [];
+  constructor(private readonly capacity = 1_000) {}
+
+  record(message: SinkMessage): void {
+    this.messages.push(message);
+    if (this.messages.length > this.capacity) this.messages.splice(0, this.messages.length - this.capacity);
+  }
+
+  list(): readonly SinkMessage[] {
+    return this.messages;
+  }
+}
+
+/** Fills `{{name}}`, `{{location}}` and `{{link}}` in a template text. */
+export function fillTemplate(text: string, step: busV1.StepDue): string {
+  return text
+    .replace(/\{\{\s*name\s*\}\}/g, step.recipient?.name ?? '')
+    .replace(/\{\{\s*location\s*\}\}/g, step.location?.name ?? '')
+    .replace(/\{\{\s*link\s*\}\}/g, step.reviewUrl);
+}
+
+/** A send function that records into the outbox instead of calling a provider. */
+export function sinkSend(channel: string, outbox: SinkOutbox, to: (step: busV1.StepDue) => string) {
+  return async (step: busV1.StepDue) => {
+    outbox.record({
+      channel,
+      stepId: step.stepId,
+      to: to(step),
+      subject: fillTemplate(step.template?.subject ?? '', step),
+      text: fillTemplate(step.template?.body ?? '', step),
+      link: step.reviewUrl,
+      sentAt: new Date(),
+    });
+    return { outcome: busV1.StepOutcome.STEP_OUTCOME_SENT, providerMessageId: `sink-${step.attemptId}` };
+  };
+}

@@ -1,0 +1,2 @@
+export { buildConfig, type EmailConfig } from './config';
+export { startEmailSender, CHANNEL } from './service';

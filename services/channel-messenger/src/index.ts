@@ -1,0 +1,2 @@
+export { buildConfig, type MessengerConfig } from './config';
+export { startMessengerSender, CHANNELS } from './service';

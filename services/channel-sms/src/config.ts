@@ -1,0 +1,8 @@
+import { readEnv, type Env } from '@rrs/runtime';
+import { senderBaseConfig, senderEnvShape, type SenderBaseConfig } from '@rrs/sender-kit';
+
+export type SmsConfig = SenderBaseConfig;
+
+export function buildConfig(env: Env): SmsConfig {
+  return senderBaseConfig(readEnv({ ...senderEnvShape, OPS_PORT: senderEnvShape.OPS_PORT.removeDefault().default(9467) }, env));
+}

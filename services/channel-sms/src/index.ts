@@ -1,0 +1,2 @@
+export { buildConfig, type SmsConfig } from './config';
+export { startSmsSender, CHANNEL } from './service';

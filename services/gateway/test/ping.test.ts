@@ -1,0 +1,77 @@
+import { startContacts, type RunningContacts } from '@rrs/contacts';
+import { createTestDatabase, testContext, type TestDatabase } from '@rrs/testkit';
+import { startGateway } from '../src';
+
+/** The walking skeleton: HTTP → gateway → gRPC → contacts → PostgreSQL, all real. */
+describe('GET /api/v1/ping through gateway and contacts', () => {
+  let db: TestDatabase;
+  const ctx = testContext('ping-test');
+  let contacts: RunningContacts;
+  let base: string;
+  let key = '';
+  let orgId: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
+    const gateway = await startGateway({ host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}` }, ctx);
+    ctx.health.setReady(true);
+    base = gateway.url;
+    const org = await contacts.directory.createOrganization({ name: 'Acme Dental', plan: 'standard' });
+    orgId = org.id;
+    key = (await contacts.directory.issueApiKey({ organizationId: org.id })).secret;
+  });
+  afterAll(async () => {
+    await ctx.stop();
+    await db.drop();
+  });
+
+  const ping = (headers: Record<string, string> = {}) => fetch(`${base}/api/v1/ping`, { headers });
+
+  it('answers the organization and the key scopes for a valid key', async () => {
+    const res = await ping({ authorization: `Bearer ${key}` });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await res.json()).toEqual({
+      ok: true,
+      organization: { id: orgId, name: 'Acme Dental' },
+      scopes: ['locations:read', 'contacts:write', 'cascades:write', 'cascades:read', 'review-requests:write', 'webhooks:read', 'webhooks:write'],
+    });
+  });
+
+  it.each([
+    ['no Authorization header', {}, 'missing_api_key'],
+    ['a non-Bearer scheme', { authorization: `Basic ${key}` }, 'invalid_api_key'],
+    ['a malformed key', { authorization: 'Bearer not-a-key' }, 'invalid_api_key'],
+    ['a well-formed unknown key', { authorization: 'Bearer rrs_000000000000000000000000000000000000' }, 'invalid_api_key'],
+  ])('answers 401 problem+json for %s', async (_label, headers, code) => {
+    const res = await ping(headers as Record<string, string>);
+    expect(res.status).toBe(401);
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({ status: 401, code, instance: '/api/v1/ping' });
+    expect(body.requestId).toBe(res.headers.get('x-request-id'));
+    expect(JSON.stringify(body)).not.toContain(key);
+  });
+
+  it('keeps a sane caller request id', async () => {
+    const res = await ping({ authorization: `Bearer ${key}`, 'x-request-id': 'crm-req-42' });
+    expect(res.headers.get('x-request-id')).toBe('crm-req-42');
+  });
+
+  it('answers unknown routes with a not_found problem', async () => {
+    const res = await fetch(`${base}/api/v1/nope`, { headers: { authorization: `Bearer ${key}` } });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ code: 'not_found' });
+  });
+
+  it('serves health and metrics', async () => {
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ ok: true, checks: { 'contacts-postgres': 'ok' } });
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toContain('http_server_request_duration_seconds_bucket');
+    expect(metrics).toContain('grpc_server_handling_seconds_bucket{le="0.001",service="rrs.contacts.v1.ContactsService",method="Authenticate",code="OK"}');
+  });
+});

@@ -1,0 +1,2 @@
+export { buildConfig, type WebhooksConfig } from './config';
+export { startWebhooks, SCHEMA, MIGRATIONS_DIR } from './service';
