@@ -64,7 +64,15 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
   });
 
   const gateway = await startGateway(
-    { host: config.host, port: config.port, contactsAddress: `127.0.0.1:${contacts.grpcPort}` },
+    {
+      host: config.host,
+      port: config.port,
+      contactsAddress: `127.0.0.1:${contacts.grpcPort}`,
+      schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`,
+      adminToken: demo.adminToken,
+      redisUrl: config.redisUrl,
+      publicBaseUrl: config.publicBaseUrl,
+    },
     log('gateway'),
   );
   return { url: `http://localhost:${gateway.port}`, demo, outbox, bus };

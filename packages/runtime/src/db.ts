@@ -60,7 +60,10 @@ export function readMigrations(dir: string): Migration[] {
  * Applies pending migrations to the service's schema. Replicas starting together serialize on an
  * advisory lock keyed by the schema, so each migration runs once; each runs in its own transaction.
  */
-export async function migrate(pool: pg.Pool, options: { schema: string; dir: string; logger?: Logger }): Promise<number[]> {
+export async function migrate(pool: pg.Pool, options: { schema: string; dir: string; logger?: Logger; component?: string }): Promise<number[]> {
+  // A schema may hold tables of several components (the service's own, a shared library's); each
+  // numbers its migrations independently.
+  const component = options.component ?? 'service';
   assertIdentifier(options.schema);
   const migrations = readMigrations(options.dir);
   const client = await pool.connect();
@@ -70,8 +73,9 @@ export async function migrate(pool: pg.Pool, options: { schema: string; dir: str
     try {
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`);
       await client.query(`CREATE TABLE IF NOT EXISTS ${options.schema}.schema_migrations (
-        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-      const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${options.schema}.schema_migrations`);
+        component text NOT NULL, version integer NOT NULL, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (component, version))`);
+      const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${options.schema}.schema_migrations WHERE component = $1`, [component]);
       const done = new Set(rows.map((r) => r.version));
       for (const m of migrations) {
         if (done.has(m.version)) continue;
@@ -79,14 +83,14 @@ export async function migrate(pool: pg.Pool, options: { schema: string; dir: str
         try {
           await client.query(`SET LOCAL search_path TO ${options.schema}`);
           await client.query(m.sql);
-          await client.query(`INSERT INTO ${options.schema}.schema_migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+          await client.query(`INSERT INTO ${options.schema}.schema_migrations (component, version, name) VALUES ($1, $2, $3)`, [component, m.version, m.name]);
           await client.query('COMMIT');
         } catch (err) {
           await client.query('ROLLBACK');
-          throw new Error(`migration ${options.schema}/${String(m.version).padStart(4, '0')}_${m.name} failed: ${(err as Error).message}`, { cause: err });
+          throw new Error(`migration ${options.schema}/${component === 'service' ? '' : `${component}/`}${String(m.version).padStart(4, '0')}_${m.name} failed: ${(err as Error).message}`, { cause: err });
         }
         applied.push(m.version);
-        options.logger?.info({ schema: options.schema, version: m.version, name: m.name }, 'migration applied');
+        options.logger?.info({ schema: options.schema, component, version: m.version, name: m.name }, 'migration applied');
       }
     } finally {
       await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`rrs-migrate:${options.schema}`]);

@@ -3,10 +3,14 @@ import { randomUUID } from 'node:crypto';
 import { AppError, counter, histogram, LATENCY_BUCKETS, serveOps, type Health, type Logger } from '@rrs/runtime';
 import { requireApiKey, type Authenticator } from './auth';
 import { sendProblem } from './problem';
-import { pingRoutes } from './routes/ping';
+import { publicRouters } from './routes';
+import { adminRouter } from './admin/router';
+import type { GatewayClients } from './clients';
 
 export interface AppDeps {
   authenticate: Authenticator;
+  clients: GatewayClients;
+  adminToken?: string;
   health: Health;
   logger: Logger;
 }
@@ -47,8 +51,9 @@ export function createApp(deps: AppDeps): express.Express {
   const api = express.Router();
   api.use(express.json({ limit: '1mb', strict: true, type: () => true }));
   api.use(requireApiKey(deps.authenticate));
-  api.use(pingRoutes());
+  for (const router of publicRouters(deps.clients)) api.use(router);
   app.use('/api/v1', api);
+  app.use('/admin/v1', adminRouter(deps.clients, deps.adminToken));
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new AppError(404, 'not_found', `no route for ${req.method} ${req.path}`));

@@ -8,6 +8,10 @@ export interface GatewayConfig {
   schedulerAddress: string;
   /** Absolute base of public links (`/r/<token>`), e.g. `https://reviews.example.com`. */
   publicBaseUrl: string;
+  /** Bearer token of the account admin API; unset = admin API disabled. */
+  adminToken?: string;
+  /** Unset = in-memory rate limits and auth cache (single replica only). */
+  redisUrl?: string;
   logLevel: string;
 }
 
@@ -21,6 +25,8 @@ export function buildConfig(env: Env): GatewayConfig {
       CONTACTS_ADDR: address().default('127.0.0.1:50051'),
       SCHEDULER_ADDR: address().default('127.0.0.1:50052'),
       PUBLIC_BASE_URL: envField.url(['http', 'https']).optional(),
+      ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+      REDIS_URL: envField.url(['redis', 'rediss']).optional(),
       LOG_LEVEL: envField.logLevel(),
     },
     env,
@@ -31,6 +37,8 @@ export function buildConfig(env: Env): GatewayConfig {
     contactsAddress: e.CONTACTS_ADDR,
     schedulerAddress: e.SCHEDULER_ADDR,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ''),
+    adminToken: e.ADMIN_TOKEN,
+    redisUrl: e.REDIS_URL,
     logLevel: e.LOG_LEVEL,
   };
 }

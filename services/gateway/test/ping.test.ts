@@ -14,7 +14,7 @@ describe('GET /api/v1/ping through gateway and contacts', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
-    const gateway = await startGateway({ host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}` }, ctx);
+    const gateway = await startGateway({ host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: '127.0.0.1:1', publicBaseUrl: 'http://localhost' }, ctx);
     ctx.health.setReady(true);
     base = gateway.url;
     const org = await contacts.directory.createOrganization({ name: 'Acme Dental', plan: 'standard' });

@@ -422,7 +422,12 @@ class JetStreamSubscription implements Subscription {
   }
 
   private dispatch(raw: JsMsg): void {
-    const msg = new JetStreamMessage(raw, this.ctx.prefixLength, this.ctx.options.maxDeliver, this.ctx.onError);
+    const msg = new JetStreamMessage(raw, {
+      prefixLength: this.ctx.prefixLength,
+      maxDeliver: this.ctx.options.maxDeliver,
+      termReasons: serverAtLeast(this.ctx.nc, [2, 10, 4]),
+      onError: this.ctx.onError,
+    });
     const running: Promise<void> = this.handle(msg).finally(() => {
       this.inFlight.delete(running);
       this.wake();
@@ -467,13 +472,18 @@ class JetStreamMessage implements BusMessage {
   readonly seq: number;
   private settled = false;
 
+  private readonly maxDeliver: number;
+  private readonly termReasons: boolean;
+  private readonly onError: BusErrorHandler;
+
   constructor(
     private readonly raw: JsMsg,
-    prefixLength: number,
-    private readonly maxDeliver: number,
-    private readonly onError: BusErrorHandler,
+    options: { prefixLength: number; maxDeliver: number; termReasons: boolean; onError: BusErrorHandler },
   ) {
-    this.subject = raw.subject.slice(prefixLength);
+    this.maxDeliver = options.maxDeliver;
+    this.termReasons = options.termReasons;
+    this.onError = options.onError;
+    this.subject = raw.subject.slice(options.prefixLength);
     this.data = raw.data;
     this.headers = headersToRecord(raw.headers);
     this.deliveryCount = raw.info.redeliveryCount;
@@ -495,7 +505,8 @@ class JetStreamMessage implements BusMessage {
   }
 
   term(reason?: string): void {
-    this.settle('term', () => this.raw.term(reason));
+    // Servers before 2.10.4 do not recognise "+TERM <reason>" and treat it as no settlement at all.
+    this.settle('term', () => (reason && this.termReasons ? this.raw.term(reason) : this.raw.term()));
   }
 
   working(): void {
@@ -672,6 +683,14 @@ function isMissingResource(err: unknown): boolean {
   if (isNoResponders(err)) return true;
   const message = err instanceof Error ? err.message : '';
   return message === 'consumer not found' || message === 'stream not found' || message === 'consumer deleted';
+}
+
+function serverAtLeast(nc: NatsConnection, wanted: [number, number, number]): boolean {
+  const version = (nc.info?.version ?? '0.0.0').split(/[.-]/).map((part) => Number.parseInt(part, 10) || 0);
+  for (let i = 0; i < 3; i++) {
+    if ((version[i] ?? 0) !== wanted[i]) return (version[i] ?? 0) > wanted[i];
+  }
+  return true;
 }
 
 function backoffMs(failures: number): number {

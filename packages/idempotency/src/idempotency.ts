@@ -1,0 +1,113 @@
+import { join } from 'node:path';
+import type { Metadata } from '@grpc/grpc-js';
+import { AppError, counter, type Pool, type PoolClient } from '@rrs/runtime';
+
+export const IDEMPOTENCY_MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
+export const IDEMPOTENCY_COMPONENT = 'idempotency';
+export const DEFAULT_IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** gRPC metadata the gateway sets when a request carries an Idempotency-Key. */
+export const MD_IDEMPOTENCY_KEY = 'idempotency-key';
+export const MD_IDEMPOTENCY_FINGERPRINT = 'idempotency-fingerprint';
+
+export interface IdempotencyRequest {
+  organizationId: string;
+  key: string;
+  /** See requestFingerprint(). */
+  fingerprint: string;
+}
+
+export function idempotencyFromMetadata(md: Metadata, organizationId: string): IdempotencyRequest | undefined {
+  const key = md.get(MD_IDEMPOTENCY_KEY)[0];
+  const fingerprint = md.get(MD_IDEMPOTENCY_FINGERPRINT)[0];
+  if (typeof key !== 'string' || key === '') return undefined;
+  if (typeof fingerprint !== 'string' || fingerprint === '') throw new AppError(400, 'invalid_request', 'an idempotency key needs a request fingerprint');
+  return { organizationId, key, fingerprint };
+}
+
+export interface Codec<T> {
+  encode(value: T): Uint8Array;
+  decode(bytes: Uint8Array): T;
+}
+
+const replays = counter({ name: 'idempotent_replays_total', help: 'Requests answered from a saved Idempotency-Key response.' });
+
+/**
+ * Runs `effect` in a transaction. With an idempotency key, the response is saved in that same
+ * transaction, so "effect happened" and "response saved" can never disagree:
+ * - a repeat with the same fingerprint returns the saved response and runs nothing;
+ * - a repeat with another fingerprint fails with 409 `idempotency_key_reused`;
+ * - a repeat while the first is still running fails at once with 409 `idempotency_key_in_use`
+ *   (the first holds a transaction-scoped advisory lock on the key).
+ * Only successful effects are saved: an effect that throws rolls back, so nothing happened and the key
+ * may be used again.
+ */
+export async function runIdempotent<T>(
+  pool: Pool,
+  request: IdempotencyRequest | undefined,
+  codec: Codec<T>,
+  effect: (client: PoolClient) => Promise<T>,
+  options: { ttlMs?: number } = {},
+): Promise<{ result: T; replayed: boolean }> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    if (request) {
+      const { rows: lock } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS ok', [`${request.organizationId}:${request.key}`]);
+      if (!lock[0].ok) {
+        throw new AppError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry shortly', { details: { retryAfterSeconds: 1 } });
+      }
+      const { rows } = await client.query<{ fingerprint: string; response: Buffer }>(
+        'SELECT fingerprint, response FROM idempotency_keys WHERE organization_id = $1 AND key = $2 AND expires_at > now()',
+        [request.organizationId, request.key],
+      );
+      if (rows[0]) {
+        if (rows[0].fingerprint !== request.fingerprint) {
+          throw new AppError(409, 'idempotency_key_reused', 'this Idempotency-Key was already used with a different request');
+        }
+        await client.query('COMMIT');
+        replays.inc();
+        return { result: codec.decode(rows[0].response), replayed: true };
+      }
+    }
+    const result = await effect(client);
+    if (request) {
+      await client.query(
+        `INSERT INTO idempotency_keys (organization_id, key, fingerprint, response, expires_at)
+         VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5 / 1000.0))
+         ON CONFLICT (organization_id, key) DO UPDATE
+           SET fingerprint = excluded.fingerprint, response = excluded.response, created_at = now(), expires_at = excluded.expires_at`,
+        [request.organizationId, request.key, request.fingerprint, Buffer.from(codec.encode(result)), options.ttlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS],
+      );
+    }
+    await client.query('COMMIT');
+    return { result, replayed: false };
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/** Deletes expired keys in bounded batches; returns how many were deleted. */
+export async function purgeExpiredIdempotencyKeys(pool: Pool, batch = 5_000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await pool.query(
+      `DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys WHERE expires_at <= now() LIMIT $1))`,
+      [batch],
+    );
+    total += rowCount ?? 0;
+    if ((rowCount ?? 0) < batch) return total;
+  }
+}
+
+/** Purges now and then every `everyMs`; returns the stop function. */
+export function schedulePurge(pool: Pool, everyMs: number, onError: (err: unknown) => void): () => void {
+  const run = () => purgeExpiredIdempotencyKeys(pool).catch(onError);
+  const timer = setInterval(run, everyMs);
+  timer.unref();
+  void run();
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,3 @@
+/** Idempotency-Key support: saved responses written in the effect's own transaction. */
+export * from './fingerprint';
+export * from './idempotency';

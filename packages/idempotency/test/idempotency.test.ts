@@ -1,0 +1,82 @@
+import { createPool, migrate, type Pool, AppError } from '@rrs/runtime';
+import { createTestDatabase, type TestDatabase } from '@rrs/testkit';
+import { IDEMPOTENCY_COMPONENT, IDEMPOTENCY_MIGRATIONS_DIR, purgeExpiredIdempotencyKeys, requestFingerprint, runIdempotent, canonicalJson } from '../src';
+
+const json = { encode: (v: unknown) => Buffer.from(JSON.stringify(v)), decode: (b: Uint8Array) => JSON.parse(Buffer.from(b).toString()) };
+const ORG = '0190e0e0-0000-7000-8000-000000000001';
+
+describe('runIdempotent (real PostgreSQL)', () => {
+  let db: TestDatabase;
+  let pool: Pool;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    pool = createPool({ url: db.url, schema: 'svc', max: 20 });
+    await migrate(pool, { schema: 'svc', dir: IDEMPOTENCY_MIGRATIONS_DIR, component: IDEMPOTENCY_COMPONENT });
+    await pool.query('CREATE TABLE effects (id serial PRIMARY KEY, label text)');
+  });
+  afterAll(async () => {
+    await pool.end();
+    await db.drop();
+  });
+
+  const effect = (label: string, delayMs = 0) => async (client: import('pg').PoolClient) => {
+    if (delayMs) await client.query('SELECT pg_sleep($1)', [delayMs / 1000]);
+    const { rows } = await client.query('INSERT INTO effects (label) VALUES ($1) RETURNING id', [label]);
+    return { id: rows[0].id, label };
+  };
+  const count = async (label: string) => (await pool.query('SELECT count(*)::int AS n FROM effects WHERE label = $1', [label])).rows[0].n;
+
+  it('replays the saved response and runs the effect once', async () => {
+    const req = { organizationId: ORG, key: 'k1', fingerprint: requestFingerprint('POST', '/x', { a: 1, b: 2 }) };
+    const first = await runIdempotent(pool, req, json, effect('one'));
+    const again = await runIdempotent(pool, { ...req, fingerprint: requestFingerprint('POST', '/x', { b: 2, a: 1 }) }, json, effect('one'));
+    expect(first.replayed).toBe(false);
+    expect(again).toEqual({ result: first.result, replayed: true });
+    expect(await count('one')).toBe(1);
+  });
+
+  it('refuses the same key with another body: 409 idempotency_key_reused', async () => {
+    const req = { organizationId: ORG, key: 'k2', fingerprint: requestFingerprint('POST', '/x', { a: 1 }) };
+    await runIdempotent(pool, req, json, effect('two'));
+    await expect(runIdempotent(pool, { ...req, fingerprint: requestFingerprint('POST', '/x', { a: 2 }) }, json, effect('two'))).rejects.toMatchObject({ status: 409, code: 'idempotency_key_reused' });
+    expect(await count('two')).toBe(1);
+  });
+
+  it('gives concurrent duplicates exactly one effect; the others are told the key is in use', async () => {
+    const req = { organizationId: ORG, key: 'k3', fingerprint: 'f' };
+    const outcomes = await Promise.allSettled(Array.from({ length: 8 }, () => runIdempotent(pool, req, json, effect('three', 300))));
+    const ok = outcomes.filter((o) => o.status === 'fulfilled');
+    const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
+    expect(ok).toHaveLength(1);
+    expect(refused.every((r) => r.reason instanceof AppError && r.reason.code === 'idempotency_key_in_use')).toBe(true);
+    expect(await count('three')).toBe(1);
+    expect((await runIdempotent(pool, req, json, effect('three'))).replayed).toBe(true);
+  });
+
+  it('saves nothing when the effect fails, so the key can be used again', async () => {
+    const req = { organizationId: ORG, key: 'k4', fingerprint: 'f' };
+    await expect(runIdempotent(pool, req, json, async () => {
+      throw new AppError(404, 'not_found', 'no such location');
+    })).rejects.toMatchObject({ code: 'not_found' });
+    expect((await runIdempotent(pool, req, json, effect('four'))).replayed).toBe(false);
+  });
+
+  it('scopes keys to the organization', async () => {
+    const other = '0190e0e0-0000-7000-8000-000000000002';
+    await runIdempotent(pool, { organizationId: ORG, key: 'k5', fingerprint: 'a' }, json, effect('five'));
+    expect((await runIdempotent(pool, { organizationId: other, key: 'k5', fingerprint: 'b' }, json, effect('five'))).replayed).toBe(false);
+  });
+
+  it('expires keys after their TTL and purges them', async () => {
+    const req = { organizationId: ORG, key: 'k6', fingerprint: 'a' };
+    await runIdempotent(pool, req, json, effect('six'), { ttlMs: 1 });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await purgeExpiredIdempotencyKeys(pool)).toBeGreaterThanOrEqual(1);
+    expect((await runIdempotent(pool, { ...req, fingerprint: 'other' }, json, effect('six'))).replayed).toBe(false);
+  });
+
+  it('canonicalizes nested bodies', () => {
+    expect(canonicalJson({ b: [{ y: 1, x: 2 }], a: null, c: undefined })).toBe('{"a":null,"b":[{"x":2,"y":1}]}');
+  });
+});

@@ -1,0 +1,8 @@
+import type { PromiseClient } from '@rrs/runtime';
+import type { contactsV1, schedulerV1 } from '@rrs/proto';
+
+/** The gRPC clients routes call; transport only, no domain logic lives in the gateway. */
+export interface GatewayClients {
+  contacts: PromiseClient<contactsV1.ContactsServiceClient>;
+  scheduler: PromiseClient<schedulerV1.CascadeSchedulerServiceClient>;
+}
