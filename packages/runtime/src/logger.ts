@@ -8,8 +8,9 @@ export type { Logger } from 'pino';
  * logged object (one or two levels deep, which is how services log requests and messages).
  */
 const REDACT = [
-  'authorization', 'apiKey', 'api_key', 'token', 'secret', 'password', 'email', 'phone', 'name',
-  '*.authorization', '*.apiKey', '*.api_key', '*.token', '*.secret', '*.password', '*.email', '*.phone',
+  'authorization', 'apiKey', 'api_key', 'token', 'secret', 'password', 'email', 'phone', 'customerName',
+  '*.authorization', '*.apiKey', '*.api_key', '*.token', '*.secret', '*.password', '*.email', '*.phone', '*.customerName',
+  'recipient.name', '*.recipient.name', 'contact.name', '*.contact.name',
   'req.headers.authorization', 'req.headers.cookie', 'headers.authorization',
 ];
 

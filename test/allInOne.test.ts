@@ -1,0 +1,130 @@
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * `npm start`'s process, run as a user would: every service in one process on embedded PostgreSQL and
+ * the in-process bus, answering real HTTP.
+ */
+const ROOT = join(__dirname, '..');
+const MAIN = join(ROOT, 'packages', 'all-in-one', 'dist', 'main.js');
+const FIXED_KEY = 'rrs_' + 'A'.repeat(30);
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  apiKey: string;
+}
+
+function start(env: Record<string, string>): Promise<Started> {
+  const child = spawn(process.execPath, [MAIN], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`not started within 45 s:\n${out}`)), 45_000);
+    child.stdout!.on('data', () => {
+      const m = /Demo organization API key: (rrs_\w+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, output: () => out, apiKey: m[1] });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code} before starting:\n${out}`));
+    });
+  });
+}
+
+function stop(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve(child.exitCode);
+    child.once('exit', (code) => resolve(code));
+    child.kill('SIGTERM');
+  });
+}
+
+/** A checksum-valid key with a fixed body, as a user would pass in DEMO_API_KEY. */
+function fixedKey(): string {
+  const { isWellFormedApiKey } = require('../services/contacts/src/apiKeys') as typeof import('../services/contacts/src/apiKeys');
+  const { crc32 } = require('node:zlib') as typeof import('node:zlib');
+  const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  let n = crc32(Buffer.from(FIXED_KEY));
+  let sum = '';
+  for (let i = 0; i < 6; i++) {
+    sum = ALPHABET[n % 62] + sum;
+    n = Math.floor(n / 62);
+  }
+  const key = FIXED_KEY + sum;
+  expect(isWellFormedApiKey(key)).toBe(true);
+  return key;
+}
+
+describe('all-in-one (npm start)', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'rrs-aio-'));
+  // As root, embedded PostgreSQL runs as the `postgres` user, which must be able to enter the folder.
+  chmodSync(dataDir, 0o755);
+  let port: number;
+  let pgPort: number;
+  let running: Started | undefined;
+
+  beforeAll(async () => {
+    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'ignore' });
+    port = await freePort();
+    pgPort = await freePort();
+  });
+  afterAll(async () => {
+    if (running) await stop(running.child);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const env = () => ({ PORT: String(port), EMBEDDED_PG_PORT: String(pgPort), DATA_DIR: dataDir });
+  const ping = (key: string) => fetch(`http://127.0.0.1:${port}/api/v1/ping`, { headers: { authorization: `Bearer ${key}` } });
+
+  it('seeds a demo organization on first start and answers /ping with its printed key', async () => {
+    running = await start(env());
+    const res = await ping(running.apiKey);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { ok: boolean; organization: { id: string; name: string } };
+    expect(body).toMatchObject({ ok: true, organization: { name: 'Demo Coffee' } });
+    expect(running.output()).toContain(`curl -H "Authorization: Bearer ${running.apiKey}"`);
+  });
+
+  it('stops cleanly on SIGTERM', async () => {
+    expect(await stop(running!.child)).toBe(0);
+    running = undefined;
+  });
+
+  it('keeps its data across a restart, and DEMO_API_KEY adds a fixed key to the same organization', async () => {
+    const key = fixedKey();
+    running = await start({ ...env(), DEMO_API_KEY: key });
+    expect(running.apiKey).toBe(key);
+    const res = await ping(key);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { organization: { name: string } }).organization.name).toBe('Demo Coffee');
+    expect(running.output().match(/demo organization seeded/g)).toBeNull();
+  });
+
+  it('fails at start with a message naming a bad variable', async () => {
+    const child = spawn(process.execPath, [MAIN], { env: { ...process.env, PORT: 'eighty' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr!.on('data', (d) => (err += d));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(78);
+    expect(err).toMatch(/invalid configuration: PORT: /);
+  });
+});
