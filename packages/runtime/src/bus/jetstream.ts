@@ -2,6 +2,7 @@ import {
   AckPolicy,
   connect,
   DeliverPolicy,
+  Events,
   headers as natsHeaders,
   KvWatchInclude,
   nanos,
@@ -37,7 +38,7 @@ import type {
 } from './types';
 
 export interface JetStreamBusOptions extends BusOptions {
-  /** NATS server URL(s), comma separated. */
+  /** NATS server URL; several may be given comma separated. */
   url: string;
   /** Connection name shown by the server's monitoring. */
   name?: string;
@@ -59,6 +60,8 @@ const FETCH_EXPIRES_MS = 10_000;
 const RETRY_BASE_MS = 250;
 const RETRY_MAX_MS = 5_000;
 const KV_SCAN_TIMEOUT_MS = 10_000;
+/** How long a publish waits for a lost connection to come back before failing. */
+const PUBLISH_RECONNECT_WAIT_MS = 5_000;
 
 const STREAM_ROOTS: Record<StreamName, string> = { STEPS: 'steps', EVENTS: 'events' };
 
@@ -70,16 +73,19 @@ const ERR_STREAM_NOT_FOUND = 10059;
 
 export async function connectJetStreamBus(options: JetStreamBusOptions): Promise<Bus> {
   const prefix = validatePrefix(options.prefix ?? '');
+  const duplicateWindowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
+  if (!(duplicateWindowMs > 0)) throw new BusError('duplicateWindowMs must be positive');
+  const servers = options.url.split(',').map((url) => url.trim());
   let nc: NatsConnection;
   try {
     // Never give up reconnecting: a service outlives server restarts and its consumers resume on reconnect.
-    nc = await connect({ servers: options.url, name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 1_000 });
+    nc = await connect({ servers, name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 1_000 });
   } catch (err) {
     throw toBusError(`cannot connect to NATS at ${options.url}`, err);
   }
   try {
     const jsm = await nc.jetstreamManager();
-    return new JetStreamBus(nc, jsm, nc.jetstream(), prefix, options);
+    return new JetStreamBus(nc, jsm, nc.jetstream(), { prefix, duplicateWindowMs, onError: options.onError ?? defaultErrorHandler });
   } catch (err) {
     await nc.close().catch(() => undefined);
     throw toBusError(`JetStream is not available at ${options.url}`, err);
@@ -103,22 +109,25 @@ class JetStreamBus implements Bus {
   private readonly subscriptions = new Set<JetStreamSubscription>();
   private readonly watchers = new Set<() => void>();
   private closing: Promise<void> | null = null;
+  private readonly prefix: string;
   private readonly duplicateWindowMs: number;
   private readonly onError: BusErrorHandler;
+  private connected = true;
+  private readonly reconnectWaiters = new Set<() => void>();
 
   constructor(
     private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
-    private readonly prefix: string,
-    options: JetStreamBusOptions,
+    settings: { prefix: string; duplicateWindowMs: number; onError: BusErrorHandler },
   ) {
-    this.duplicateWindowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
-    if (!(this.duplicateWindowMs > 0)) throw new BusError('duplicateWindowMs must be positive');
-    this.onError = options.onError ?? defaultErrorHandler;
+    this.prefix = settings.prefix;
+    this.duplicateWindowMs = settings.duplicateWindowMs;
+    this.onError = settings.onError;
     void nc.closed().then((err) => {
       if (err && !this.closing) this.onError(toBusError('NATS connection closed', err));
     });
+    void this.trackConnection();
   }
 
   ensureStreams(): Promise<void> {
@@ -134,6 +143,11 @@ class JetStreamBus implements Bus {
   async publish(subject: string, data: Uint8Array, options: PublishOptions = {}): Promise<PublishAck> {
     streamOf(subject);
     await this.ensureStreams();
+    // A request written while disconnected is flushed on reconnect but its reply can be lost, so the publish
+    // would time out even though the server is back; waiting for the reconnect avoids that.
+    if (!(await this.whenConnected(PUBLISH_RECONNECT_WAIT_MS))) {
+      throw new BusError(`publish to ${subject} failed: not connected to NATS`);
+    }
     try {
       return await this.publishOnce(subject, data, options);
     } catch (err) {
@@ -167,6 +181,8 @@ class JetStreamBus implements Bus {
       handler,
       prefixLength: this.prefix ? this.prefix.length + 1 : 0,
       onError: this.onError,
+      isConnected: () => this.connected,
+      whenConnected: () => this.whenConnected(),
       recreate: async () => {
         this.streamsReady = null;
         await this.ensureStreams();
@@ -216,6 +232,37 @@ class JetStreamBus implements Bus {
       })();
     }
     return this.closing;
+  }
+
+  /** Resolves true once connected (at once if connected), false after `timeoutMs` or when the connection closes. */
+  private whenConnected(timeoutMs?: number): Promise<boolean> {
+    if (this.connected) return Promise.resolve(true);
+    if (this.nc.isClosed()) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const timer = timeoutMs === undefined ? undefined : setTimeout(() => done(), timeoutMs);
+      timer?.unref();
+      const done = (): void => {
+        clearTimeout(timer);
+        this.reconnectWaiters.delete(done);
+        resolve(this.connected);
+      };
+      this.reconnectWaiters.add(done);
+    });
+  }
+
+  private async trackConnection(): Promise<void> {
+    try {
+      for await (const status of this.nc.status()) {
+        if (status.type === Events.Disconnect) this.connected = false;
+        if (status.type === Events.Reconnect) {
+          this.connected = true;
+          for (const wake of [...this.reconnectWaiters]) wake();
+        }
+      }
+    } finally {
+      this.connected = false;
+      for (const wake of [...this.reconnectWaiters]) wake();
+    }
   }
 
   private streamName(stream: StreamName): string {
@@ -327,6 +374,9 @@ interface SubscriptionContext {
   handler: MessageHandler;
   prefixLength: number;
   onError: BusErrorHandler;
+  isConnected: () => boolean;
+  /** Resolves once the connection is up (true) or closed for good (false). */
+  whenConnected: () => Promise<boolean>;
   /** Recreates streams and the durable after the server reported them missing. */
   recreate: () => Promise<void>;
   onDrained: (subscription: JetStreamSubscription) => void;
@@ -375,15 +425,28 @@ class JetStreamSubscription implements Subscription {
 
   private async run(): Promise<void> {
     let failures = 0;
+    let recreate = false;
     while (!this.draining) {
       if (this.ctx.nc.isClosed()) {
         this.ctx.onError(new BusError(`connection closed; consumer ${this.label()} stopped pulling`));
         return;
       }
+      if (!(await this.untilConnected())) continue;
       const free = this.ctx.options.concurrency - this.inFlight.size;
       if (free <= 0) {
         await this.sleep();
         continue;
+      }
+      if (recreate) {
+        try {
+          await this.ctx.recreate();
+          recreate = false;
+        } catch (err) {
+          failures++;
+          this.ctx.onError(toBusError(`recreating ${this.label()} failed (attempt ${failures})`, err));
+          await this.sleep(backoffMs(failures));
+          continue;
+        }
       }
       const startedAt = Date.now();
       let received = 0;
@@ -393,6 +456,9 @@ class JetStreamSubscription implements Subscription {
         if (this.draining) void batch.close();
         for await (const raw of batch) {
           received++;
+          // A pull re-issued by nats.js after a reconnect or missed heartbeats asks for a full batch again,
+          // so a single fetch can deliver more than the slots that were free when it started.
+          while (!this.draining && this.inFlight.size >= this.ctx.options.concurrency) await this.sleep();
           if (this.draining) {
             // Delivered after drain began: hand it straight back rather than let it sit out the ack wait.
             safely(() => raw.nak(), this.ctx.onError, `returning ${raw.subject} #${raw.seq}`);
@@ -411,14 +477,23 @@ class JetStreamSubscription implements Subscription {
         if (this.draining) break;
         failures++;
         this.ctx.onError(toBusError(`pulling from ${this.label()} failed (attempt ${failures})`, err));
-        if (isMissingResource(err)) {
-          await this.ctx.recreate().catch((e: unknown) => this.ctx.onError(toBusError(`recreating ${this.label()} failed`, e)));
-        }
+        // Recreate only after the backoff: a stream or consumer being deleted right now cannot be re-added yet.
+        recreate = isMissingResource(err);
         await this.sleep(backoffMs(failures));
       } finally {
         this.batch = null;
       }
     }
+  }
+
+  /** A pull written while disconnected could be lost; wait for the reconnect (or a drain) instead. */
+  private async untilConnected(): Promise<boolean> {
+    if (this.ctx.isConnected()) return true;
+    const connected = this.ctx.whenConnected();
+    const outcome = await Promise.race([connected, this.sleep().then(() => 'woken' as const)]);
+    if (outcome === 'woken') return false;
+    this.wake();
+    return outcome;
   }
 
   private dispatch(raw: JsMsg): void {
@@ -447,13 +522,15 @@ class JetStreamSubscription implements Subscription {
   /** Resolves when a handler finishes, drain starts, or `ms` passes. */
   private sleep(ms?: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = ms === undefined ? undefined : setTimeout(done, ms);
-      timer?.unref();
-      const self = this;
-      function done(): void {
-        if (timer) clearTimeout(timer);
-        if (self.wakeLoop === done) self.wakeLoop = null;
+      let timer: NodeJS.Timeout | undefined;
+      const done = (): void => {
+        clearTimeout(timer);
+        if (this.wakeLoop === done) this.wakeLoop = null;
         resolve();
+      };
+      if (ms !== undefined) {
+        timer = setTimeout(done, ms);
+        timer.unref();
       }
       this.wakeLoop = done;
     });

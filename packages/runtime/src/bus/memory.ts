@@ -569,7 +569,7 @@ class MemoryBucket implements KvStore {
   private notify(key: string, stored: StoredEntry | null): void {
     for (const watcher of this.watchers) {
       const entry = stored ? toEntry(key, stored) : null;
-      // Watchers hear about a write after it returns, in write order, as with a JetStream watch.
+      // Asynchronous and in write order, as with a JetStream watch; a throwing watcher cannot fail the write.
       queueMicrotask(() => {
         if (!this.watchers.has(watcher)) return;
         try {
