@@ -5,9 +5,9 @@ import { startScheduler } from '@rrs/cascade-scheduler';
 import { startEmailSender } from '@rrs/channel-email';
 import { startSmsSender } from '@rrs/channel-sms';
 import { startMessengerSender } from '@rrs/channel-messenger';
-import { startWebhooks } from '@rrs/webhooks';
-import { startGateway } from '@rrs/gateway';
-import { SinkOutbox } from '@rrs/sender-kit';
+import { DEFAULT_DELIVERY_POLICY, startWebhooks } from '@rrs/webhooks';
+import { startChannelCatalog, startGateway } from '@rrs/gateway';
+import { devInboxRouter, SinkOutbox } from '@rrs/sender-kit';
 import type { AllInOneConfig } from './config';
 import { startEmbeddedPostgres } from './embeddedPostgres';
 import { seedDemo, type DemoState } from './seed';
@@ -48,15 +48,26 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
   const busConfig = { natsUrl: config.natsUrl ?? 'nats://unused', busPrefix: '' };
 
   const contacts = await startContacts({ databaseUrl, ...grpc }, log('contacts'));
-  const scheduler = await startScheduler({ databaseUrl, ...busConfig, ...grpc }, log('cascade-scheduler'), { bus });
-  await startEmailSender({ ...busConfig, concurrency: 16 }, log('channel-email'), { bus, outbox });
-  await startSmsSender({ ...busConfig, concurrency: 16 }, log('channel-sms'), { bus, outbox });
-  await startMessengerSender({ ...busConfig, concurrency: 16 }, log('channel-messenger'), { bus, outbox });
-  await startWebhooks({ databaseUrl, ...busConfig }, log('webhooks'), { bus });
+  const scheduler = await startScheduler(
+    { databaseUrl, ...busConfig, ...grpc, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: config.publicBaseUrl },
+    log('cascade-scheduler'),
+    { bus },
+  );
+  // Senders keep their send logs in this database and announce themselves in the channel catalog.
+  const senderConfig = { ...busConfig, databaseUrl, concurrency: 16 };
+  await startEmailSender(senderConfig, log('channel-email'), { bus, outbox });
+  await startSmsSender({ ...senderConfig, contactsAddress: `127.0.0.1:${contacts.grpcPort}` }, log('channel-sms'), { bus, outbox });
+  await startMessengerSender(senderConfig, log('channel-messenger'), { bus, outbox });
+  const channelCatalog = await startChannelCatalog({ bus, logger: ctx.logger.child({ service: 'gateway' }) });
+  ctx.lifecycle.onStop('channel catalog', () => channelCatalog.stop());
+  // Loopback http receivers are the dev setting of this mode only; distributed deployments never allow them.
+  const webhooks = await startWebhooks({ databaseUrl, ...busConfig, ...grpc, allowLoopbackHttp: true, concurrency: 16, policy: DEFAULT_DELIVERY_POLICY }, log('webhooks'), { bus });
 
   const demo = await seedDemo({
     stateFile: join(config.dataDir, 'demo.json'),
     directory: contacts.directory,
+    templates: contacts.templates,
+    channels: contacts.channels,
     flows: scheduler.flows,
     demoApiKey: config.demoApiKey,
     adminToken: config.adminToken,
@@ -69,11 +80,14 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       port: config.port,
       contactsAddress: `127.0.0.1:${contacts.grpcPort}`,
       schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`,
+      webhooksAddress: `127.0.0.1:${webhooks.grpcPort}`,
       adminToken: demo.adminToken,
       redisUrl: config.redisUrl,
       publicBaseUrl: config.publicBaseUrl,
     },
     log('gateway'),
+    // The dev inbox (/dev/messages, /dev/inbox) lists what the sink providers "sent".
+    { channelCatalog, extraRouters: [devInboxRouter(outbox)] },
   );
   return { url: `http://localhost:${gateway.port}`, demo, outbox, bus };
 }

@@ -1,4 +1,4 @@
-import { ConfigError, createServiceContext } from '@rrs/runtime';
+import { ConfigError, createServiceContext, startTracing } from '@rrs/runtime';
 import { buildConfig } from './config';
 import { startAllInOne } from './launcher';
 
@@ -14,6 +14,9 @@ async function main(): Promise<void> {
     throw err;
   }
   const ctx = createServiceContext('all-in-one', config.logLevel);
+  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; registered first so it stops last.
+  const tracing = startTracing({ serviceName: 'review-request-service' });
+  if (tracing) ctx.lifecycle.onStop('tracing', () => tracing.shutdown());
   ctx.lifecycle.handleSignals();
   const started = Date.now();
   try {

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { AppError, randomBase62, type Logger } from '@rrs/runtime';
-import type { Directory } from '@rrs/contacts';
+import type { ChannelSettings, Directory, Templates } from '@rrs/contacts';
 import type { Flows } from '@rrs/cascade-scheduler';
 
 export interface DemoState {
@@ -12,10 +12,11 @@ export interface DemoState {
 
 /**
  * First start: a demo organization on a paid plan with a confirmed email and an SMS balance, one
- * location, and a default flow of EMAIL at once then SMS after 60 minutes. Its key and the admin token
+ * location, a default flow of EMAIL at once then SMS after 60 minutes, every channel configured (MAX and
+ * TELEGRAM too, so an SMS step without balance can be rerouted) and its own EMAIL and SMS templates. Its key and the admin token
  * are kept in the data folder (only a hash of the key is in the database) so later starts print them.
  */
-export async function seedDemo(options: { stateFile: string; directory: Directory; flows: Flows; demoApiKey?: string; adminToken?: string; logger: Logger }): Promise<DemoState> {
+export async function seedDemo(options: { stateFile: string; directory: Directory; templates?: Templates; channels?: ChannelSettings; flows: Flows; demoApiKey?: string; adminToken?: string; logger: Logger }): Promise<DemoState> {
   const saved = readState(options.stateFile);
   if (saved && (await organizationExists(options.directory, saved.organizationId))) {
     const state = { ...saved, adminToken: options.adminToken ?? saved.adminToken };
@@ -57,6 +58,14 @@ export async function seedDemo(options: { stateFile: string; directory: Director
       { channel: 'SMS', delayMinutes: 60 },
     ],
   });
+  for (const channel of ['EMAIL', 'SMS', 'MAX', 'TELEGRAM']) await options.channels?.set({ organizationId: organization.id, channel, configured: true });
+  await options.templates?.set({
+    organizationId: organization.id,
+    channel: 'EMAIL',
+    subject: 'Как вам кофе в {{location}}?',
+    body: 'Здравствуйте, {{name}}!\n\nСпасибо, что заглянули в {{location}}. Оцените, пожалуйста, ваш визит — это займёт минуту:\n\n{{link}}\n\nDemo Coffee',
+  });
+  await options.templates?.set({ organizationId: organization.id, channel: 'SMS', body: 'Demo Coffee: оцените визит {{link}}' });
   const { secret } = await options.directory.issueApiKey({ organizationId: organization.id, name: 'demo', secret: options.demoApiKey });
   const state: DemoState = { organizationId: organization.id, apiKey: secret, adminToken: options.adminToken ?? `adm_${randomBase62(32)}` };
   writeState(options.stateFile, state);

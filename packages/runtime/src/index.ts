@@ -11,3 +11,6 @@ export * from './grpc';
 export * from './bus';
 export * from './ids';
 export * from './service';
+export * from './otel';
+export * from './busObservability';
+export * from './deployJobs';

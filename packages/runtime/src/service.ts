@@ -5,6 +5,8 @@ import { Health, startOpsServer } from './health';
 import { Lifecycle } from './lifecycle';
 import { createLogger } from './logger';
 import { collectProcessMetrics } from './metrics';
+import { observeBus } from './busObservability';
+import { startTracing } from './otel';
 
 /** What a service's start function gets: its logger, the process health and the shutdown sequence. */
 export interface ServiceContext {
@@ -41,6 +43,12 @@ export async function runService<C>(options: RunServiceOptions<C>): Promise<void
   }
   const ctx = createServiceContext(options.name, config.logLevel);
   collectProcessMetrics();
+  // Registered first so it stops last: spans of the shutdown itself are still exported.
+  const tracing = startTracing({ serviceName: options.name });
+  if (tracing) {
+    ctx.lifecycle.onStop('tracing', () => tracing.shutdown());
+    ctx.logger.info('OpenTelemetry tracing on (OTLP export)');
+  }
   ctx.lifecycle.handleSignals();
   try {
     await options.start(config, ctx);
@@ -61,11 +69,11 @@ export async function runService<C>(options: RunServiceOptions<C>): Promise<void
 
 /**
  * The bus a service uses: the one handed in (all-in-one mode, tests) or a JetStream connection it owns
- * and closes last on shutdown.
+ * and closes last on shutdown; either way with tracing and consumer-lag metrics (see busObservability).
  */
 export async function openBus(config: { natsUrl: string; busPrefix: string }, ctx: ServiceContext, name: string, provided?: Bus): Promise<Bus> {
-  if (provided) return provided;
-  const bus = await connectJetStreamBus({ url: config.natsUrl, prefix: config.busPrefix, name });
+  if (provided) return observeBus(provided);
+  const bus = observeBus(await connectJetStreamBus({ url: config.natsUrl, prefix: config.busPrefix, name }));
   await bus.ensureStreams();
   ctx.lifecycle.onStop('bus', () => bus.close());
   return bus;

@@ -1,14 +1,23 @@
 import { z } from 'zod';
 import { envField } from '@rrs/runtime';
+import { DEFAULT_CHANNEL_TTL_MS } from './registry';
 
 /** Env variables every sender reads; a sender's own config adds its provider's. */
 export const senderEnvShape = {
   NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
   BUS_PREFIX: envField.busPrefix(),
+  /** The sender's send log lives in its own schema of this database. */
+  DATABASE_URL: envField.url(['postgres', 'postgresql']),
   OPS_HOST: envField.host(),
   OPS_PORT: envField.port(9466),
   LOG_LEVEL: envField.logLevel(),
   SENDER_CONCURRENCY: envField.int(16, 1),
+  /** Deliveries of a step before it is dead-lettered. */
+  SENDER_MAX_DELIVER: envField.int(10, 1),
+  /** Ack deadline of a step message, and the lease of a send in progress. */
+  SENDER_ACK_WAIT_MS: envField.int(30_000, 1_000),
+  /** TTL of the `channels` KV bucket; entries are refreshed every third of it. */
+  CHANNEL_TTL_MS: envField.int(DEFAULT_CHANNEL_TTL_MS, 1_000),
 };
 
 export type SenderEnv = z.infer<z.ZodObject<typeof senderEnvShape>>;
@@ -16,12 +25,27 @@ export type SenderEnv = z.infer<z.ZodObject<typeof senderEnvShape>>;
 export interface SenderBaseConfig {
   natsUrl: string;
   busPrefix: string;
+  databaseUrl: string;
   opsHost: string;
   opsPort: number;
   logLevel: string;
   concurrency: number;
+  maxDeliver: number;
+  ackWaitMs: number;
+  channelTtlMs: number;
 }
 
 export function senderBaseConfig(e: SenderEnv): SenderBaseConfig {
-  return { natsUrl: e.NATS_URL, busPrefix: e.BUS_PREFIX, opsHost: e.OPS_HOST, opsPort: e.OPS_PORT, logLevel: e.LOG_LEVEL, concurrency: e.SENDER_CONCURRENCY };
+  return {
+    natsUrl: e.NATS_URL,
+    busPrefix: e.BUS_PREFIX,
+    databaseUrl: e.DATABASE_URL,
+    opsHost: e.OPS_HOST,
+    opsPort: e.OPS_PORT,
+    logLevel: e.LOG_LEVEL,
+    concurrency: e.SENDER_CONCURRENCY,
+    maxDeliver: e.SENDER_MAX_DELIVER,
+    ackWaitMs: e.SENDER_ACK_WAIT_MS,
+    channelTtlMs: e.CHANNEL_TTL_MS,
+  };
 }

@@ -1,4 +1,15 @@
-/** What every channel sender shares: consuming due steps, reporting outcomes, config, the sink provider. */
+/**
+ * What every channel sender shares: the channel registry (catalog entries in the KV bucket `channels`),
+ * consuming due steps with sorted errors and a send log, reporting outcomes, the sink provider and the
+ * dev inbox of the all-in-one mode.
+ */
+export * from './errors';
+export * from './http';
+export * from './result';
+export * from './registry';
+export * from './sendLog';
 export * from './sender';
 export * from './sink';
+export * from './inbox';
 export * from './config';
+export * from './service';

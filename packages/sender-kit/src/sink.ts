@@ -1,4 +1,6 @@
 import { busV1 } from '@rrs/proto';
+import { StepOutcome, type SendResult } from './result';
+import type { SendStep } from './sender';
 
 /** A message a sink provider "sent": what the dev inbox shows. */
 export interface SinkMessage {
@@ -12,18 +14,21 @@ export interface SinkMessage {
 }
 
 /**
- * The provider of the all-in-one mode: keeps messages in memory (bounded) instead of sending them, so a
- * demo cascade can be followed without any account at a real provider.
+ * The provider of the all-in-one mode: keeps messages in memory (bounded, oldest dropped first) instead
+ * of sending them, so a demo cascade can be followed without any account at a real provider.
  */
 export class SinkOutbox {
   private readonly messages: SinkMessage[] = [];
   constructor(private readonly capacity = 1_000) {}
 
-  record(message: SinkMessage): void {
-    this.messages.push(message);
+  record(message: Omit<SinkMessage, 'sentAt'> & { sentAt?: Date }): SinkMessage {
+    const stored = { ...message, sentAt: message.sentAt ?? new Date() };
+    this.messages.push(stored);
     if (this.messages.length > this.capacity) this.messages.splice(0, this.messages.length - this.capacity);
+    return stored;
   }
 
+  /** Oldest first. */
   list(): readonly SinkMessage[] {
     return this.messages;
   }
@@ -37,9 +42,9 @@ export function fillTemplate(text: string, step: busV1.StepDue): string {
     .replace(/\{\{\s*link\s*\}\}/g, step.reviewUrl);
 }
 
-/** A send function that records into the outbox instead of calling a provider. */
-export function sinkSend(channel: string, outbox: SinkOutbox, to: (step: busV1.StepDue) => string) {
-  return async (step: busV1.StepDue) => {
+/** A send function that records the filled template into the outbox instead of calling a provider. */
+export function sinkSend(channel: string, outbox: SinkOutbox, to: (step: busV1.StepDue) => string): SendStep {
+  return async (step): Promise<SendResult> => {
     outbox.record({
       channel,
       stepId: step.stepId,
@@ -47,8 +52,7 @@ export function sinkSend(channel: string, outbox: SinkOutbox, to: (step: busV1.S
       subject: fillTemplate(step.template?.subject ?? '', step),
       text: fillTemplate(step.template?.body ?? '', step),
       link: step.reviewUrl,
-      sentAt: new Date(),
     });
-    return { outcome: busV1.StepOutcome.STEP_OUTCOME_SENT, providerMessageId: `sink-${step.attemptId}` };
+    return { outcome: StepOutcome.STEP_OUTCOME_SENT, providerMessageId: `sink-${step.stepId}` };
   };
 }

@@ -125,3 +125,4 @@ export function testContext(service = 'test'): ServiceContext & { stop(): Promis
   const health = new Health();
   return { logger, lifecycle, health, stop: () => lifecycle.shutdown('test done') };
 }
+export * from './openapi';

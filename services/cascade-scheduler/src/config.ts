@@ -1,4 +1,7 @@
-import { readEnv, envField, type Env } from '@rrs/runtime';
+import { readEnv, envField, ConfigError, type Env } from '@rrs/runtime';
+import { z } from 'zod';
+
+export const DEFAULT_MINUTE_MS = 60_000;
 
 export interface SchedulerConfig {
   databaseUrl: string;
@@ -8,6 +11,15 @@ export interface SchedulerConfig {
   grpcPort: number;
   opsPort: number;
   logLevel: string;
+  /** The directory (`contacts`) gRPC address. */
+  contactsAddress: string;
+  /** Absolute base of the public links put in messages (`<base>/r/<token>`, `<base>/u/<token>`). */
+  publicBaseUrl: string;
+  /** Length of one flow minute in ms; less than 60 000 only with the fast clock (never in production). */
+  minuteMs: number;
+  /** How long (flow minutes) a low rating's finish event waits for the private feedback. */
+  feedbackWindowMinutes: number;
+  dispatchBatchSize: number;
 }
 
 export function buildConfig(env: Env): SchedulerConfig {
@@ -20,6 +32,12 @@ export function buildConfig(env: Env): SchedulerConfig {
       GRPC_PORT: envField.port(50052),
       OPS_PORT: envField.port(9465),
       LOG_LEVEL: envField.logLevel(),
+      NODE_ENV: envField.nodeEnv(),
+      CONTACTS_ADDR: z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port').default('127.0.0.1:50051'),
+      PUBLIC_BASE_URL: envField.url(['http', 'https']).default('http://localhost:8080'),
+      DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
+      FEEDBACK_WINDOW_MINUTES: envField.int(30, 0),
+      DISPATCH_BATCH_SIZE: envField.int(500, 1),
     },
     env,
   );
@@ -31,5 +49,17 @@ export function buildConfig(env: Env): SchedulerConfig {
     grpcPort: e.GRPC_PORT,
     opsPort: e.OPS_PORT,
     logLevel: e.LOG_LEVEL,
+    contactsAddress: e.CONTACTS_ADDR,
+    publicBaseUrl: e.PUBLIC_BASE_URL.replace(/\/+$/, ''),
+    minuteMs: fastClock(e.DELAY_MINUTE_MS, e.NODE_ENV),
+    feedbackWindowMinutes: e.FEEDBACK_WINDOW_MINUTES,
+    dispatchBatchSize: e.DISPATCH_BATCH_SIZE,
   };
+}
+
+/** The fast clock is for demos and tests: refused in production, where a flow minute is a minute. */
+export function fastClock(value: number | undefined, nodeEnv: string): number {
+  if (value === undefined || value === DEFAULT_MINUTE_MS) return DEFAULT_MINUTE_MS;
+  if (nodeEnv === 'production') throw new ConfigError('DELAY_MINUTE_MS', 'the fast clock is refused when NODE_ENV=production');
+  return value;
 }

@@ -1,4 +1,11 @@
-export { buildConfig, type SchedulerConfig } from './config';
-export { startScheduler, type RunningScheduler, type SchedulerDeps, SCHEMA, MIGRATIONS_DIR } from './service';
-export { publishDueStep, consumeStepResults } from './stepBus';
+export { buildConfig, fastClock, DEFAULT_MINUTE_MS, type SchedulerConfig } from './config';
+export { startScheduler, guardPoolClients, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, SCHEMA, MIGRATIONS_DIR } from './service';
+export { consumeStepResults, applyStepResults, type StepResultHandler } from './results';
+export { startDispatcher, type RunningDispatcher, type DispatcherOptions } from './dispatcher';
+export { startOutboxRelay } from './outbox';
+export { Notifier } from './notifier';
 export { Flows, type Flow, type FlowStep } from './flows';
+export { Cascades, MAX_RECIPIENTS, type StartCascadeInput, type RecipientInput } from './cascades';
+export { Reviews, TOKEN_PATTERN } from './reviews';
+export { ConfiguredChannels, grpcDirectory, type Directory, type SendingProfile, type LocationInfo } from './directory';
+export * as engine from './engine';

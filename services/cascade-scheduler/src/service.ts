@@ -1,9 +1,17 @@
 import { join } from 'node:path';
-import { createPool, migrate, openBus, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
-import type { SchedulerConfig } from './config';
+import { contactsV1 } from '@rrs/proto';
+import { IDEMPOTENCY_MIGRATIONS_DIR, schedulePurge } from '@rrs/idempotency';
+import { createGrpcClient, createPool, migrate, openBus, startGrpcServer, type Bus, type Logger, type Pool, type ServiceContext } from '@rrs/runtime';
+import { DEFAULT_MINUTE_MS, type SchedulerConfig } from './config';
+import { Cascades } from './cascades';
+import { ConfiguredChannels, grpcDirectory, type Directory } from './directory';
+import { startDispatcher, type DispatcherOptions, type RunningDispatcher } from './dispatcher';
 import { Flows } from './flows';
+import { Notifier } from './notifier';
+import { startOutboxRelay } from './outbox';
+import { consumeStepResults, type StepResultHandler } from './results';
+import { Reviews } from './reviews';
 import { schedulerGrpcService } from './server';
-import { consumeStepResults, type StepResultHandler } from './stepBus';
 
 export const SCHEMA = 'scheduler';
 export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
@@ -11,36 +19,89 @@ export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 export interface SchedulerDeps {
   /** The in-process bus in the all-in-one mode; otherwise the service connects to NATS itself. */
   bus?: Bus;
+  /** The directory; by default a gRPC client of `contactsAddress`. */
+  directory?: Directory;
   onStepResult?: StepResultHandler;
+  /** Test hook, see DispatcherOptions. */
+  afterPublish?: DispatcherOptions['afterPublish'];
+  /** Run no dispatcher in this process (tests that start their own). */
+  noDispatcher?: boolean;
+  /** How long the dispatcher trusts a directory answer about configured channels (default 5 000 ms). */
+  channelsCacheMs?: number;
 }
+
+export type SchedulerStartConfig = Pick<SchedulerConfig, 'databaseUrl' | 'natsUrl' | 'busPrefix' | 'grpcHost' | 'grpcPort'> &
+  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize'>>;
 
 export interface RunningScheduler {
   grpcPort: number;
   bus: Bus;
   flows: Flows;
+  cascades: Cascades;
+  reviews: Reviews;
+  dispatcher: RunningDispatcher | null;
 }
 
-export async function startScheduler(config: Pick<SchedulerConfig, 'databaseUrl' | 'natsUrl' | 'busPrefix' | 'grpcHost' | 'grpcPort'>, ctx: ServiceContext, deps: SchedulerDeps = {}): Promise<RunningScheduler> {
-  const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, applicationName: 'cascade-scheduler' });
+export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceContext, deps: SchedulerDeps = {}): Promise<RunningScheduler> {
+  const minuteMs = config.minuteMs ?? DEFAULT_MINUTE_MS;
+  const publicBaseUrl = config.publicBaseUrl ?? 'http://localhost:8080';
+  const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, applicationName: 'cascade-scheduler', max: 20 });
   ctx.lifecycle.onStop('scheduler pool', () => pool.end());
+  guardPoolClients(pool, ctx.logger);
   await migrate(pool, { schema: SCHEMA, dir: MIGRATIONS_DIR, logger: ctx.logger });
+  await migrate(pool, { schema: SCHEMA, dir: IDEMPOTENCY_MIGRATIONS_DIR, component: 'idempotency', logger: ctx.logger });
+  ctx.lifecycle.onStop('idempotency purge', schedulePurge(pool, 3_600_000, (err) => ctx.logger.warn({ err }, 'idempotency purge failed')));
   ctx.health.addCheck('scheduler-postgres', async () => {
     await pool.query('SELECT 1');
   });
   const bus = await openBus(config, ctx, 'cascade-scheduler', deps.bus);
-  const flows = new Flows(pool);
 
-  const results = await consumeStepResults(bus, pool, ctx.logger, deps.onStepResult);
+  let directory = deps.directory;
+  if (!directory) {
+    const contacts = createGrpcClient(contactsV1.ContactsServiceClient, config.contactsAddress ?? '127.0.0.1:50051');
+    ctx.lifecycle.onStop('contacts client', () => contacts.close());
+    directory = grpcDirectory(contacts.client);
+  }
+  const flows = new Flows(pool);
+  const cascades = new Cascades(pool, flows, directory);
+  const reviews = new Reviews(pool, directory, { publicBaseUrl, minuteMs, feedbackWindowMinutes: config.feedbackWindowMinutes ?? 30 });
+
+  const notifier = new Notifier(config.databaseUrl, SCHEMA, ctx.logger);
+  const results = await consumeStepResults(bus, pool, ctx.logger, { minuteMs, onApplied: deps.onStepResult });
   ctx.lifecycle.onStop('step results consumer', () => results.drain());
+  let dispatcher: RunningDispatcher | null = null;
+  if (!deps.noDispatcher) {
+    dispatcher = await startDispatcher({
+      pool, bus, notifier, logger: ctx.logger, minuteMs, publicBaseUrl,
+      channels: new ConfiguredChannels(directory, deps.channelsCacheMs),
+      batchSize: config.dispatchBatchSize,
+      afterPublish: deps.afterPublish,
+    });
+    ctx.lifecycle.onStop('dispatcher', () => dispatcher?.stop());
+  }
+  const relay = await startOutboxRelay({ pool, bus, notifier, logger: ctx.logger });
+  ctx.lifecycle.onStop('outbox relay', () => relay.stop());
+  await notifier.start();
+  ctx.lifecycle.onStop('LISTEN connection', () => notifier.stop());
 
   const server = await startGrpcServer({
     host: config.grpcHost,
     port: config.grpcPort,
-    services: [schedulerGrpcService(flows, ctx.logger)],
+    services: [schedulerGrpcService({ flows, cascades, reviews }, ctx.logger)],
     health: ctx.health,
     logger: ctx.logger,
   });
   ctx.lifecycle.onStop('scheduler gRPC server', () => server.stop());
-  ctx.logger.info({ port: server.port }, 'cascade-scheduler gRPC listening');
-  return { grpcPort: server.port, bus, flows };
+  ctx.logger.info({ port: server.port, minuteMs }, 'cascade-scheduler gRPC listening');
+  return { grpcPort: server.port, bus, flows, cascades, reviews, dispatcher };
+}
+
+/**
+ * A client that loses its connection while checked out emits 'error'; without a listener that would
+ * crash the process. The query in flight fails on its own and the client is discarded on release.
+ */
+export function guardPoolClients(pool: Pool, logger: Logger): void {
+  pool.on('connect', (client) => {
+    client.on('error', (err) => logger.warn({ err }, 'database connection lost'));
+  });
 }

@@ -1,78 +1,58 @@
 import { busV1 } from '@rrs/proto';
-import { createPool, type Pool } from '@rrs/runtime';
-import { SinkOutbox } from '@rrs/sender-kit';
-import { startEmailSender } from '@rrs/channel-email';
-import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { publishDueStep, startScheduler, SCHEMA } from '../src';
+import { waitFor } from '@rrs/testkit';
+import { collectEvents, LOCATION, ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
 
-/** A step published by the scheduler reaches a sender over the bus, and its result comes back. */
-describe.each(['memory', 'jetstream'] as const)('step round trip on the %s bus', (kind) => {
-  let db: TestDatabase;
-  let tb: TestBus;
-  let pool: Pool;
-  const ctx = testContext(`roundtrip-${kind}`);
-  const outbox = new SinkOutbox();
-  const results: busV1.StepResult[] = [];
+/** A cascade's step goes out over the bus to a sender, its result comes back, the recipient finishes and its event is relayed. */
+describe.each(['memory', 'jetstream'] as const)('cascade round trip on the %s bus', (kind) => {
+  let h: Harness;
+  let sender: Awaited<ReturnType<typeof startScriptedSender>>;
+  let events: Awaited<ReturnType<typeof collectEvents>>;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    tb = await createTestBus(kind);
-    await tb.bus.ensureStreams();
-    await startScheduler({ databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx, {
-      bus: tb.bus,
-      onStepResult: async (r) => {
-        results.push(r);
-      },
-    });
-    await startEmailSender({ natsUrl: 'nats://unused', busPrefix: tb.prefix, concurrency: 4 }, ctx, { bus: tb.bus, outbox });
-    pool = createPool({ url: db.url, schema: SCHEMA });
+    h = await startHarness({ kind });
+    sender = await startScriptedSender(h.tb.bus, ['EMAIL']);
+    events = await collectEvents(h.tb.bus);
   });
   afterAll(async () => {
-    await pool.end();
-    await ctx.stop();
-    await tb.cleanup();
-    await db.drop();
+    await sender.stop();
+    await events.stop();
+    await h.close();
   });
 
-  const step = (id: string): busV1.StepDue => ({
-    stepId: id,
-    attemptId: `${id}:1`,
-    attempt: 1,
-    organizationId: '0190e0e0-0000-7000-8000-000000000001',
-    cascadeId: 'c1',
-    recipientId: 'r1',
-    channel: 'EMAIL',
-    recipient: { name: 'Anna', email: 'anna@example.com', phone: '' },
-    location: { id: 'l1', name: 'Coffee on Tverskaya', address: '', city: '' },
-    template: { subject: 'How was {{location}}?', body: 'Hi {{name}}, rate us: {{link}}' },
-    reviewUrl: 'http://localhost:8080/r/tok1',
-    unsubscribeUrl: 'http://localhost:8080/u/tok1',
-    locale: 'en',
-    dueAt: new Date(),
-    dispatchedAt: new Date(),
-  });
+  it('dispatches the step with everything a sender needs, records SENT, finishes the recipient and relays the event', async () => {
+    const { result } = await h.scheduler.cascades.start({
+      organizationId: ORG, locationId: LOCATION, name: 'n', flowId: '', channel: 'EMAIL', externalId: 'order-1',
+      recipients: recipientsInput(1, () => ({ name: 'Anna', email: 'anna@example.com' })),
+    });
+    expect(result).toMatchObject({ status: 'running', queued: 1, skipped: 0, channel: 'EMAIL' });
+    await waitFor(() => sender.received.length === 1, { what: 'step delivered' });
+    const step = sender.received[0];
+    expect(step).toMatchObject({
+      channel: 'EMAIL', organizationId: ORG, cascadeId: result.id, attempt: 1, locale: 'en',
+      recipient: { name: 'Anna', email: 'anna@example.com', phone: '' },
+      location: { id: LOCATION, name: 'Coffee on Tverskaya', address: 'Tverskaya 1', city: 'Moscow' },
+      template: { subject: 'How was {{location}}?', body: 'Hi {{name}}, rate us: {{link}}' },
+    });
+    expect(step.attemptId).toBe(`${step.stepId}:1`);
+    expect(step.reviewUrl).toMatch(/^http:\/\/reviews\.test\/r\/[0-9A-Za-z]{22}$/);
+    expect(step.unsubscribeUrl).toBe(step.reviewUrl.replace('/r/', '/u/'));
 
-  it('delivers the step to the email sender and records its SENT result', async () => {
-    const first = await publishDueStep(tb.bus, step('s1'));
-    expect(first.duplicate).toBe(false);
-    const row = await waitFor(async () => (await pool.query('SELECT step_id, outcome, channel FROM step_results WHERE attempt_id = $1', ['s1:1'])).rows[0], { what: 'step result row' });
-    expect(row).toEqual({ step_id: 's1', outcome: 'STEP_OUTCOME_SENT', channel: 'EMAIL' });
-    expect(outbox.list().filter((m) => m.stepId === 's1')).toEqual([
-      expect.objectContaining({ channel: 'EMAIL', to: 'anna@example.com', subject: 'How was Coffee on Tverskaya?', text: 'Hi Anna, rate us: http://localhost:8080/r/tok1' }),
-    ]);
-    expect(results.map((r) => r.stepId)).toContain('s1');
-  });
+    const cascade = await waitFor(async () => {
+      const c = await h.scheduler.cascades.get(ORG, result.id);
+      return c.status === 'finished' ? c : undefined;
+    }, { what: 'cascade finished' });
+    expect(cascade.recipients[0]).toMatchObject({ status: 'finished', finishReason: 'exhausted' });
+    expect(cascade.recipients[0].steps[0]).toMatchObject({ status: 'sent', channel: 'EMAIL', sentChannel: 'EMAIL' });
 
-  it('drops a re-published attempt, so the message is not sent twice', async () => {
-    await publishDueStep(tb.bus, step('s2'));
-    const again = await publishDueStep(tb.bus, step('s2'));
-    expect(again.duplicate).toBe(true);
-    await waitFor(async () => (await pool.query('SELECT 1 FROM step_results WHERE attempt_id = $1', ['s2:1'])).rowCount === 1, { what: 's2 result' });
-    // s3 is published after s2: once its result is in, anything left of s2 would have been delivered too.
-    await publishDueStep(tb.bus, step('s3'));
-    await waitFor(async () => (await pool.query('SELECT 1 FROM step_results WHERE attempt_id = $1', ['s3:1'])).rowCount === 1, { what: 's3 result' });
-    expect(outbox.list().filter((m) => m.stepId === 's2')).toHaveLength(1);
-    const { rows } = await pool.query('SELECT count(*)::int AS n FROM step_results WHERE step_id = $1', ['s2']);
-    expect(rows[0].n).toBe(1);
+    const event = await waitFor(() => events.events.find((e) => e.payload?.$case === 'cascadeRecipientFinished'), { what: 'finish event' });
+    expect(event.type).toBe('cascade.recipient.finished');
+    if (event.payload?.$case !== 'cascadeRecipientFinished') throw new Error('unexpected payload');
+    expect(event.payload.cascadeRecipientFinished).toMatchObject({
+      cascadeId: result.id, cascadeExternalId: 'order-1', reason: 'exhausted', rating: 0,
+      recipient: { name: 'Anna', email: 'anna@example.com' },
+      steps: [expect.objectContaining({ order: 1, channel: 'EMAIL', status: 'sent' })],
+    });
+    const { rows } = await h.pool.query('SELECT outcome FROM step_results WHERE step_id = $1', [step.stepId]);
+    expect(rows).toEqual([{ outcome: busV1.stepOutcomeToJSON(busV1.StepOutcome.STEP_OUTCOME_SENT) }]);
   });
 });

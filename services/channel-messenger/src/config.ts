@@ -1,8 +1,66 @@
-import { readEnv, type Env } from '@rrs/runtime';
+import { z } from 'zod';
+import { ConfigError, envField, readEnv, type Env } from '@rrs/runtime';
 import { senderBaseConfig, senderEnvShape, type SenderBaseConfig } from '@rrs/sender-kit';
 
-export type MessengerConfig = SenderBaseConfig;
+/** One messenger's working account at the gateway (GREEN-API shape: api URL, instance id, token). */
+export interface MessengerAccount {
+  apiUrl: string;
+  idInstance: string;
+  apiToken: string;
+  timeoutMs: number;
+  /** Messages per second for the whole account, shared by every replica. */
+  perAccountPerSecond: number;
+  /** Messages per second to one chat. */
+  perChatPerSecond: number;
+}
+
+export interface MessengerConfig extends SenderBaseConfig {
+  /** Unset = sink provider for that messenger (all-in-one mode). */
+  max?: MessengerAccount;
+  telegram?: MessengerAccount;
+  /** Unset = in-memory rate limits (one replica only). */
+  redisUrl?: string;
+}
+
+function account(e: Record<string, unknown>, prefix: 'MAX' | 'TELEGRAM', defaults: { perAccount: number }): MessengerAccount | undefined {
+  const id = e[`${prefix}_ID_INSTANCE`] as string | undefined;
+  const token = e[`${prefix}_API_TOKEN`] as string | undefined;
+  if (!id && !token) return undefined;
+  if (!id) throw new ConfigError(`${prefix}_ID_INSTANCE`, `is required when ${prefix}_API_TOKEN is set`);
+  if (!token) throw new ConfigError(`${prefix}_API_TOKEN`, `is required when ${prefix}_ID_INSTANCE is set`);
+  return {
+    apiUrl: e[`${prefix}_API_URL`] as string,
+    idInstance: id,
+    apiToken: token,
+    timeoutMs: e.MESSENGER_TIMEOUT_MS as number,
+    perAccountPerSecond: (e[`${prefix}_RATE_PER_SECOND`] as number | undefined) ?? defaults.perAccount,
+    perChatPerSecond: 1,
+  };
+}
 
 export function buildConfig(env: Env): MessengerConfig {
-  return senderBaseConfig(readEnv({ ...senderEnvShape, OPS_PORT: senderEnvShape.OPS_PORT.removeDefault().default(9468) }, env));
+  const e = readEnv(
+    {
+      ...senderEnvShape,
+      // Each service has its own default ops port, so they can run side by side on one host.
+      OPS_PORT: envField.port(9468),
+      MAX_API_URL: envField.url(['http', 'https']).default('https://api.green-api.com/v3'),
+      MAX_ID_INSTANCE: z.string().regex(/^\d+$/, 'must be the numeric instance id').optional(),
+      MAX_API_TOKEN: z.string().min(8).optional(),
+      MAX_RATE_PER_SECOND: envField.int(20, 1),
+      TELEGRAM_API_URL: envField.url(['http', 'https']).default('https://api.green-api.com/v3'),
+      TELEGRAM_ID_INSTANCE: z.string().regex(/^\d+$/, 'must be the numeric instance id').optional(),
+      TELEGRAM_API_TOKEN: z.string().min(8).optional(),
+      TELEGRAM_RATE_PER_SECOND: envField.int(30, 1),
+      MESSENGER_TIMEOUT_MS: envField.int(10_000, 100),
+      REDIS_URL: envField.url(['redis', 'rediss']).optional(),
+    },
+    env,
+  );
+  return {
+    ...senderBaseConfig(e),
+    max: account(e, 'MAX', { perAccount: e.MAX_RATE_PER_SECOND }),
+    telegram: account(e, 'TELEGRAM', { perAccount: e.TELEGRAM_RATE_PER_SECOND }),
+    redisUrl: e.REDIS_URL,
+  };
 }

@@ -1,27 +1,75 @@
-import { openBus, type Bus, type ServiceContext } from '@rrs/runtime';
-import { SinkOutbox, sinkSend, startSender } from '@rrs/sender-kit';
-import type { MessengerConfig } from './config';
+import { Redis } from 'ioredis';
+import type { Bus, Pool, ServiceContext } from '@rrs/runtime';
+import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type SendStep } from '@rrs/sender-kit';
+import type { MessengerAccount, MessengerConfig } from './config';
+import { renderMessengerText } from './message';
+import { greenApiProvider, sinkMessengerProvider, type MessengerProvider } from './provider';
+import { createSendRateLimiter } from './rateLimit';
 
 /** MAX comes first among the phone channels. */
 export const CHANNELS = ['MAX', 'TELEGRAM'] as const;
+export type MessengerChannel = (typeof CHANNELS)[number];
+export const SCHEMA = 'channel_messenger';
+
+const ENTRIES = {
+  MAX: { key: 'MAX', slug: 'max', label: 'MAX', contactField: 'phone', position: 30 },
+  TELEGRAM: { key: 'TELEGRAM', slug: 'telegram', label: 'Telegram', contactField: 'phone', position: 40 },
+} as const;
 
 export interface MessengerDeps {
   bus?: Bus;
+  pool?: Pool;
   outbox?: SinkOutbox;
+  providers?: Partial<Record<MessengerChannel, MessengerProvider>>;
+  /** Key prefix of the shared rate buckets in Redis (tests isolate themselves with it). */
+  rateKeyPrefix?: string;
 }
 
-export async function startMessengerSender(config: Pick<MessengerConfig, 'natsUrl' | 'busPrefix' | 'concurrency'>, ctx: ServiceContext, deps: MessengerDeps = {}) {
-  const bus = await openBus(config, ctx, 'channel-messenger', deps.bus);
+const E164 = /^\+[1-9]\d{6,14}$/;
+
+/** The messenger send step: "not registered on this messenger" is UNREACHABLE, so the scheduler moves on. */
+export function messengerSend(provider: MessengerProvider): SendStep {
+  return async (step) => {
+    const phone = step.recipient?.phone ?? '';
+    if (!E164.test(phone)) throw new PermanentSendError('missing_contact', 'the recipient has no E.164 phone number');
+    const answer = await provider.send({ stepId: step.stepId, phone, text: renderMessengerText(step), link: step.reviewUrl });
+    if (answer.kind === 'not_registered') return { outcome: StepOutcome.STEP_OUTCOME_UNREACHABLE, reason: 'not_registered' };
+    return { outcome: StepOutcome.STEP_OUTCOME_SENT, providerMessageId: answer.providerMessageId };
+  };
+}
+
+export async function startMessengerSender(
+  config: ChannelSenderConfig & Partial<Pick<MessengerConfig, 'max' | 'telegram' | 'redisUrl'>>,
+  ctx: ServiceContext,
+  deps: MessengerDeps = {},
+) {
   const outbox = deps.outbox ?? new SinkOutbox();
-  for (const channel of CHANNELS) {
-    const sub = await startSender({
-      bus,
-      channel,
-      concurrency: config.concurrency,
-      logger: ctx.logger,
-      send: sinkSend(channel, outbox, (step) => step.recipient?.phone ?? ''),
+  let redis: Redis | undefined;
+  if (config.redisUrl) {
+    const r = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
+    r.on('error', (err) => ctx.logger.warn({ err }, 'redis (send rates) error'));
+    ctx.lifecycle.onStop('redis', async () => {
+      await r.quit().catch(() => r.disconnect());
     });
-    ctx.lifecycle.onStop(`${channel.toLowerCase()} steps consumer`, () => sub.drain());
+    redis = r;
   }
-  return { outbox };
+  const accounts: Record<MessengerChannel, MessengerAccount | undefined> = { MAX: config.max, TELEGRAM: config.telegram };
+  const providers = {} as Record<MessengerChannel, MessengerProvider>;
+  for (const channel of CHANNELS) {
+    const account = accounts[channel];
+    providers[channel] =
+      deps.providers?.[channel] ??
+      (account
+        ? greenApiProvider(channel.toLowerCase(), account, createSendRateLimiter({ redis, keyPrefix: `${deps.rateKeyPrefix ?? 'rrs'}:msg-rate:${channel.toLowerCase()}:${account.idInstance}`, perAccountPerSecond: account.perAccountPerSecond, perChatPerSecond: account.perChatPerSecond }))
+        : sinkMessengerProvider(channel, outbox));
+    ctx.logger.info({ channel, provider: providers[channel].name }, 'messenger provider');
+  }
+  const running = await startChannelSender(config, ctx, {
+    service: 'channel-messenger',
+    schema: SCHEMA,
+    bus: deps.bus,
+    pool: deps.pool,
+    channels: CHANNELS.map((c) => ({ entry: { ...ENTRIES[c], capabilities: ['send', 'reachability'] }, send: messengerSend(providers[c]) })),
+  });
+  return { ...running, outbox, providers };
 }

@@ -1,4 +1,8 @@
 export { buildConfig, type ContactsConfig } from './config';
 export { startContacts, type RunningContacts, SCHEMA, MIGRATIONS_DIR } from './service';
-export { Directory, type Organization, type Location, type ApiKeyRecord } from './directory';
+export { Directory, type Organization, type Location, type ApiKeyRecord, type ReviewLink } from './directory';
+export { ContactBook, type Contact, type ContactSubmission } from './contactBook';
+export { Templates, KNOWN_CHANNELS, PLACEHOLDERS, defaultTemplate, type MessageTemplate } from './templates';
+export { ChannelSettings, type ChannelConfiguration } from './channels';
+export { SmsBalance } from './smsBalance';
 export { generateApiKey, isWellFormedApiKey } from './apiKeys';

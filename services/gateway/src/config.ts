@@ -1,19 +1,35 @@
 import { readEnv, envField, type Env } from '@rrs/runtime';
 import { z } from 'zod';
+import type { RateLimitConfig } from './rateLimit';
 
 export interface GatewayConfig {
   host: string;
   port: number;
   contactsAddress: string;
   schedulerAddress: string;
+  /** The webhooks service (endpoint management). */
+  webhooksAddress: string;
   /** Absolute base of public links (`/r/<token>`), e.g. `https://reviews.example.com`. */
   publicBaseUrl: string;
   /** Bearer token of the account admin API; unset = admin API disabled. */
   adminToken?: string;
   /** Unset = in-memory rate limits and auth cache (single replica only). */
   redisUrl?: string;
+  /** Prefix of every Redis key the gateway writes (rate-limit buckets, auth cache). */
+  redisKeyPrefix: string;
+  /** How long a key → organization lookup is cached; at most 5000 (a revoked key stops within 5 s). */
+  authCacheTtlMs: number;
+  rateLimits: RateLimitConfig;
+  /** The bus holding the channel catalog (KV bucket `channels`) that running senders announce. */
+  natsUrl: string;
+  busPrefix: string;
+  /** TTL of the channel catalog bucket; must match the senders' CHANNEL_TTL_MS. */
+  channelTtlMs: number;
   logLevel: string;
 }
+
+/** Where the webhooks service listens unless WEBHOOKS_ADDR says otherwise. */
+export const DEFAULT_WEBHOOKS_ADDR = '127.0.0.1:50053';
 
 const address = () => z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port');
 
@@ -24,9 +40,19 @@ export function buildConfig(env: Env): GatewayConfig {
       PORT: envField.port(8080),
       CONTACTS_ADDR: address().default('127.0.0.1:50051'),
       SCHEDULER_ADDR: address().default('127.0.0.1:50052'),
+      WEBHOOKS_ADDR: address().default(DEFAULT_WEBHOOKS_ADDR),
       PUBLIC_BASE_URL: envField.url(['http', 'https']).optional(),
       ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
       REDIS_URL: envField.url(['redis', 'rediss']).optional(),
+      REDIS_KEY_PREFIX: z.string().regex(/^[\w:.-]{0,64}$/, 'must be up to 64 letters, digits, _ : . -').default('rrs:gw:'),
+      AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(5000, 'must be at most 5000 so a revoked key stops within 5 s').default(4000),
+      RATE_LIMIT_WINDOW_SECONDS: envField.int(60, 1),
+      RATE_LIMIT_TRIAL: envField.int(60, 1),
+      RATE_LIMIT_STANDARD: envField.int(600, 1),
+      RATE_LIMIT_PRO: envField.int(3000, 1),
+      NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
+      BUS_PREFIX: envField.busPrefix(),
+      CHANNEL_TTL_MS: envField.int(30_000, 1_000),
       LOG_LEVEL: envField.logLevel(),
     },
     env,
@@ -36,9 +62,19 @@ export function buildConfig(env: Env): GatewayConfig {
     port: e.PORT,
     contactsAddress: e.CONTACTS_ADDR,
     schedulerAddress: e.SCHEDULER_ADDR,
+    webhooksAddress: e.WEBHOOKS_ADDR,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ''),
     adminToken: e.ADMIN_TOKEN,
     redisUrl: e.REDIS_URL,
+    redisKeyPrefix: e.REDIS_KEY_PREFIX,
+    authCacheTtlMs: e.AUTH_CACHE_TTL_MS,
+    rateLimits: {
+      windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
+      perPlan: { trial: e.RATE_LIMIT_TRIAL, standard: e.RATE_LIMIT_STANDARD, pro: e.RATE_LIMIT_PRO },
+    },
+    natsUrl: e.NATS_URL,
+    busPrefix: e.BUS_PREFIX,
+    channelTtlMs: e.CHANNEL_TTL_MS,
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -1,30 +1,95 @@
 import http from 'node:http';
+import type { Router } from 'express';
 import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
 import { createGrpcClient, type ServiceContext } from '@rrs/runtime';
-import { contactsV1, schedulerV1 } from '@rrs/proto';
+import { contactsV1, schedulerV1, webhooksV1 } from '@rrs/proto';
 import { createApp } from './app';
+import { clientErrorHandler } from './http/clientError';
 import type { Authenticator } from './auth';
-import type { GatewayConfig } from './config';
+import { cachedAuthenticator } from './authCache';
+import { DEFAULT_WEBHOOKS_ADDR, type GatewayConfig } from './config';
+import { createRateLimiter, DEFAULT_RATE_LIMITS } from './rateLimit';
+import { publicRoutes } from './routes';
+import type { GatewayClients } from './clients';
+import type { ChannelCatalogSource } from './catalog/channelCatalog';
 
 export interface RunningGateway {
   port: number;
   url: string;
+  clients: GatewayClients;
 }
 
-export async function startGateway(config: Pick<GatewayConfig, 'host' | 'port' | 'contactsAddress' | 'schedulerAddress' | 'adminToken' | 'redisUrl' | 'publicBaseUrl'>, ctx: ServiceContext): Promise<RunningGateway> {
-  const contacts = createGrpcClient(contactsV1.ContactsServiceClient, config.contactsAddress);
-  ctx.lifecycle.onStop('contacts client', () => contacts.close());
-  const scheduler = createGrpcClient(schedulerV1.CascadeSchedulerServiceClient, config.schedulerAddress);
-  ctx.lifecycle.onStop('scheduler client', () => scheduler.close());
+export type GatewayStartConfig = Pick<GatewayConfig, 'host' | 'port' | 'contactsAddress' | 'schedulerAddress' | 'publicBaseUrl'> &
+  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'adminToken' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits'>>;
 
-  const authenticate: Authenticator = async (apiKey) => {
-    const r = await contacts.client.authenticate({ apiKey });
-    if (!r.organization) throw new Error('contacts answered Authenticate without an organization');
-    return { organization: r.organization, keyId: r.keyId, scopes: r.scopes };
+export interface GatewayDeps {
+  /** gRPC clients to use instead of connecting to `contactsAddress`/`schedulerAddress` (tests wrap them). */
+  clients?: GatewayClients;
+  /** The live channel catalog (see catalog/channelCatalog.ts); unset = an empty catalog. */
+  channelCatalog?: ChannelCatalogSource;
+  /** All-in-one mode only: extra routers, e.g. the dev inbox of the sink providers. */
+  extraRouters?: Router[];
+}
+
+export async function startGateway(config: GatewayStartConfig, ctx: ServiceContext, deps: GatewayDeps = {}): Promise<RunningGateway> {
+  let clients = deps.clients;
+  if (!clients) {
+    const contacts = createGrpcClient(contactsV1.ContactsServiceClient, config.contactsAddress);
+    ctx.lifecycle.onStop('contacts client', () => contacts.close());
+    const scheduler = createGrpcClient(schedulerV1.CascadeSchedulerServiceClient, config.schedulerAddress);
+    ctx.lifecycle.onStop('scheduler client', () => scheduler.close());
+    const webhooks = createGrpcClient(webhooksV1.WebhooksServiceClient, config.webhooksAddress ?? DEFAULT_WEBHOOKS_ADDR);
+    ctx.lifecycle.onStop('webhooks client', () => webhooks.close());
+    clients = { contacts: contacts.client, scheduler: scheduler.client, webhooks: webhooks.client };
+  }
+  const directory = clients.contacts;
+
+  let redis: Redis | undefined;
+  if (config.redisUrl) {
+    // No offline queue: while Redis is away, calls fail at once and the fallbacks answer (directory
+    // lookups, the in-memory insurance limiter) instead of requests piling up.
+    // Auto-pipelining sends the commands of concurrent requests in one write: far fewer syscalls under load.
+    redis = new Redis(config.redisUrl, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, enableAutoPipelining: true, connectionName: 'rrs-gateway' });
+    redis.on('error', (err) => ctx.logger.warn({ err }, 'redis connection error'));
+    await redis.connect();
+    const r = redis;
+    ctx.lifecycle.onStop('gateway redis', async () => {
+      await r.quit().catch(() => r.disconnect());
+    });
+    ctx.health.addCheck('gateway-redis', async () => {
+      await r.ping();
+    });
+  }
+  const keyPrefix = config.redisKeyPrefix ?? 'rrs:gw:';
+
+  const lookup: Authenticator = async (apiKey) => {
+    const r = await directory.authenticate({ apiKey });
+    const o = r.organization;
+    if (!o) throw new Error('contacts answered Authenticate without an organization');
+    // Only plain fields: the principal is cached as JSON, so it must survive the round trip unchanged.
+    return {
+      organization: { id: o.id, name: o.name, plan: o.plan, emailConfirmed: o.emailConfirmed, locale: o.locale, defaultRegion: o.defaultRegion, timeZone: o.timeZone },
+      keyId: r.keyId,
+      scopes: r.scopes,
+    };
   };
+  const authenticate = cachedAuthenticator(lookup, { ttlMs: config.authCacheTtlMs ?? 4000, redis, keyPrefix, logger: ctx.logger });
+  const rateLimiter = createRateLimiter({ config: config.rateLimits ?? DEFAULT_RATE_LIMITS, redis, keyPrefix, logger: ctx.logger });
 
-  const app = createApp({ authenticate, clients: { contacts: contacts.client, scheduler: scheduler.client }, adminToken: config.adminToken, health: ctx.health, logger: ctx.logger });
+  const app = createApp({
+    authenticate,
+    rateLimiter,
+    routes: publicRoutes({ clients, publicBaseUrl: config.publicBaseUrl, channelCatalog: deps.channelCatalog }),
+    clients,
+    publicBaseUrl: config.publicBaseUrl,
+    adminToken: config.adminToken,
+    extraRouters: deps.extraRouters,
+    health: ctx.health,
+    logger: ctx.logger,
+  });
   const server = http.createServer(app);
+  server.on('clientError', clientErrorHandler(config.publicBaseUrl));
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -36,5 +101,5 @@ export async function startGateway(config: Pick<GatewayConfig, 'host' | 'port' |
   }));
   const port = (server.address() as AddressInfo).port;
   ctx.logger.info({ port }, 'gateway listening');
-  return { port, url: `http://127.0.0.1:${port}` };
+  return { port, url: `http://127.0.0.1:${port}`, clients };
 }

@@ -1,5 +1,5 @@
 import { startContacts, type RunningContacts } from '@rrs/contacts';
-import { createTestDatabase, testContext, type TestDatabase } from '@rrs/testkit';
+import { createTestDatabase, openApiChecker, testContext, type OpenApiChecker, type TestDatabase } from '@rrs/testkit';
 import { startGateway } from '../src';
 
 /** The walking skeleton: HTTP → gateway → gRPC → contacts → PostgreSQL, all real. */
@@ -10,6 +10,7 @@ describe('GET /api/v1/ping through gateway and contacts', () => {
   let base: string;
   let key = '';
   let orgId: string;
+  let api: OpenApiChecker;
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -20,13 +21,17 @@ describe('GET /api/v1/ping through gateway and contacts', () => {
     const org = await contacts.directory.createOrganization({ name: 'Acme Dental', plan: 'standard' });
     orgId = org.id;
     key = (await contacts.directory.issueApiKey({ organizationId: org.id })).secret;
+    api = await openApiChecker(`${base}/api/v1/openapi.json`);
   });
   afterAll(async () => {
     await ctx.stop();
     await db.drop();
   });
 
-  const ping = (headers: Record<string, string> = {}) => fetch(`${base}/api/v1/ping`, { headers });
+  const ping = async (headers: Record<string, string> = {}) => {
+    const res = await api.fetch(`${base}/api/v1/ping`, { headers });
+    return { status: res.status, headers: res.headers, json: async () => res.body };
+  };
 
   it('answers the organization and the key scopes for a valid key', async () => {
     const res = await ping({ authorization: `Bearer ${key}` });
@@ -60,9 +65,9 @@ describe('GET /api/v1/ping through gateway and contacts', () => {
   });
 
   it('answers unknown routes with a not_found problem', async () => {
-    const res = await fetch(`${base}/api/v1/nope`, { headers: { authorization: `Bearer ${key}` } });
+    const res = await api.fetch(`${base}/api/v1/nope`, { headers: { authorization: `Bearer ${key}` } });
     expect(res.status).toBe(404);
-    expect(await res.json()).toMatchObject({ code: 'not_found' });
+    expect(res.body).toMatchObject({ code: 'not_found' });
   });
 
   it('serves health and metrics', async () => {

@@ -1,13 +1,43 @@
-import { readEnv, envField, type Env } from '@rrs/runtime';
+import { readEnv, envField, ConfigError, type Env } from '@rrs/runtime';
+import { z } from 'zod';
+import type { DeliveryPolicy } from './deliveries';
+import { PRODUCTION_RETRY_SCHEDULE_MS } from './schedule';
 
 export interface WebhooksConfig {
   databaseUrl: string;
   natsUrl: string;
   busPrefix: string;
+  grpcHost: string;
+  grpcPort: number;
   opsHost: string;
   opsPort: number;
   logLevel: string;
+  /** Dev setting (all-in-one mode): endpoints may be plain http on loopback. Never in production. */
+  allowLoopbackHttp: boolean;
+  /** Attempts in flight at once per replica. */
+  concurrency: number;
+  policy: DeliveryPolicy;
 }
+
+const DAY_MS = 24 * 3_600_000;
+
+/** The production delivery policy: the retry schedule as specified, 15 s per attempt, 5 days of failures, 1 day of secret overlap. */
+export const DEFAULT_DELIVERY_POLICY: DeliveryPolicy = {
+  retryScheduleMs: PRODUCTION_RETRY_SCHEDULE_MS,
+  timeoutMs: 15_000,
+  disableAfterMs: 5 * DAY_MS,
+  secretGraceMs: DAY_MS,
+  logRetentionMs: 30 * DAY_MS,
+  claimLeaseMarginMs: 30_000,
+};
+
+/** `0,5000,300000`: the delay before each attempt, in ms. */
+const scheduleField = () =>
+  z
+    .string()
+    .regex(/^\d+(,\d+)*$/, 'must be comma-separated delays in ms, e.g. 0,5000,300000')
+    .transform((v) => v.split(',').map(Number))
+    .optional();
 
 export function buildConfig(env: Env): WebhooksConfig {
   const e = readEnv(
@@ -15,11 +45,44 @@ export function buildConfig(env: Env): WebhooksConfig {
       DATABASE_URL: envField.url(['postgres', 'postgresql']),
       NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
       BUS_PREFIX: envField.busPrefix(),
+      GRPC_HOST: envField.host(),
+      GRPC_PORT: envField.port(50053),
       OPS_HOST: envField.host(),
       OPS_PORT: envField.port(9469),
       LOG_LEVEL: envField.logLevel(),
+      NODE_ENV: envField.nodeEnv(),
+      WEBHOOK_ALLOW_LOOPBACK_HTTP: envField.bool(false),
+      WEBHOOK_CONCURRENCY: envField.int(16, 1),
+      WEBHOOK_TIMEOUT_MS: envField.int(DEFAULT_DELIVERY_POLICY.timeoutMs, 100),
+      WEBHOOK_RETRY_SCHEDULE_MS: scheduleField(),
+      WEBHOOK_DISABLE_AFTER_MS: envField.int(DEFAULT_DELIVERY_POLICY.disableAfterMs, 1),
+      WEBHOOK_SECRET_GRACE_MS: envField.int(DEFAULT_DELIVERY_POLICY.secretGraceMs, 0),
+      WEBHOOK_LOG_RETENTION_DAYS: envField.int(30, 1),
+      WEBHOOK_CLAIM_LEASE_MARGIN_MS: envField.int(DEFAULT_DELIVERY_POLICY.claimLeaseMarginMs, 1_000),
     },
     env,
   );
-  return { databaseUrl: e.DATABASE_URL, natsUrl: e.NATS_URL, busPrefix: e.BUS_PREFIX, opsHost: e.OPS_HOST, opsPort: e.OPS_PORT, logLevel: e.LOG_LEVEL };
+  if (e.NODE_ENV === 'production' && e.WEBHOOK_ALLOW_LOOPBACK_HTTP) {
+    throw new ConfigError('WEBHOOK_ALLOW_LOOPBACK_HTTP', 'loopback webhooks are a development setting and are refused when NODE_ENV=production');
+  }
+  return {
+    databaseUrl: e.DATABASE_URL,
+    natsUrl: e.NATS_URL,
+    busPrefix: e.BUS_PREFIX,
+    grpcHost: e.GRPC_HOST,
+    grpcPort: e.GRPC_PORT,
+    opsHost: e.OPS_HOST,
+    opsPort: e.OPS_PORT,
+    logLevel: e.LOG_LEVEL,
+    allowLoopbackHttp: e.WEBHOOK_ALLOW_LOOPBACK_HTTP,
+    concurrency: e.WEBHOOK_CONCURRENCY,
+    policy: {
+      retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS ?? PRODUCTION_RETRY_SCHEDULE_MS,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      disableAfterMs: e.WEBHOOK_DISABLE_AFTER_MS,
+      secretGraceMs: e.WEBHOOK_SECRET_GRACE_MS,
+      logRetentionMs: e.WEBHOOK_LOG_RETENTION_DAYS * DAY_MS,
+      claimLeaseMarginMs: e.WEBHOOK_CLAIM_LEASE_MARGIN_MS,
+    },
+  };
 }

@@ -1,9 +1,18 @@
 import { eventsV1 } from '@rrs/proto';
-import type { Bus, Logger, Pool, Subscription } from '@rrs/runtime';
+import { inTransaction, type Bus, type Logger, type Pool, type Subscription } from '@rrs/runtime';
+import { createDeliveries, hasSubscribers, storeEvent } from './deliveries';
+import { eventData, renderBody } from './payload';
 
-/** Stores each integrator event from `events.>` once, keyed by its id. */
-export async function consumeEvents(bus: Bus, pool: Pool, logger: Logger): Promise<Subscription> {
-  return bus.consume({ stream: 'EVENTS', durable: 'webhooks', filterSubject: 'events.>', concurrency: 16 }, async (msg) => {
+/**
+ * Turns each integrator event from `events.>` into deliveries, one per subscribed endpoint, in the same
+ * transaction as the stored event. Deliveries are keyed by (event, endpoint), so a redelivered message
+ * adds nothing; the message is acked only after the commit, so a crash in between redelivers it. An
+ * event no endpoint subscribes to is not stored: it carries recipients' contact data, kept only to send.
+ */
+export async function consumeEvents(bus: Bus, pool: Pool, logger: Logger, onQueued: () => void): Promise<Subscription> {
+  // A PostgreSQL outage must not lose events: redelivery backs off to a minute and goes on for about
+  // 16 hours (1000 deliveries) before the bus gives up on a message.
+  return bus.consume({ stream: 'EVENTS', durable: 'webhooks', filterSubject: 'events.>', concurrency: 16, maxDeliver: 1000 }, async (msg) => {
     let event: eventsV1.Event;
     try {
       event = eventsV1.Event.decode(msg.data);
@@ -12,10 +21,32 @@ export async function consumeEvents(bus: Bus, pool: Pool, logger: Logger): Promi
       msg.term('undecodable');
       return;
     }
-    await pool.query(
-      `INSERT INTO events (id, type, organization_id, occurred_at, payload) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
-      [event.id, event.type, event.organizationId, event.occurredAt ?? new Date(), JSON.stringify(eventsV1.Event.toJSON(event))],
-    );
+    if (!event.id || !event.type || !event.organizationId) {
+      logger.error({ seq: msg.seq, id: event.id, type: event.type }, 'event without id, type or organization, dropped');
+      msg.term('incomplete envelope');
+      return;
+    }
+    let queued: string[];
+    try {
+      queued = await inTransaction(pool, async (client) => {
+        if (!(await hasSubscribers(client, event))) return [];
+        await storeEvent(client, {
+          id: event.id,
+          type: event.type,
+          organizationId: event.organizationId,
+          occurredAt: event.occurredAt ?? new Date(),
+          payload: eventData(event),
+          body: renderBody(event),
+        });
+        return createDeliveries(client, event);
+      });
+    } catch (err) {
+      const delay = Math.min(60_000, 1_000 * 2 ** Math.min(6, msg.deliveryCount - 1));
+      logger.error({ err, eventId: event.id, delivery: msg.deliveryCount, retryInMs: delay }, 'could not store event; redelivering');
+      msg.nak(delay);
+      return;
+    }
     msg.ack();
+    if (queued.length > 0) onQueued();
   });
 }

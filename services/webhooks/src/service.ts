@@ -1,20 +1,64 @@
 import { join } from 'node:path';
-import { createPool, migrate, openBus, type Bus, type ServiceContext } from '@rrs/runtime';
+import { createPool, migrate, openBus, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
+import { IDEMPOTENCY_COMPONENT, IDEMPOTENCY_MIGRATIONS_DIR, schedulePurge } from '@rrs/idempotency';
 import type { WebhooksConfig } from './config';
+import { WebhookEndpoints } from './endpoints';
 import { consumeEvents } from './intake';
+import { schedulePurgeDeliveryLog } from './retention';
+import { webhooksGrpcService } from './server';
+import { UrlGuard, type Resolver } from './urlGuard';
+import { DeliveryWorker } from './worker';
 
 export const SCHEMA = 'webhooks';
 export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 
-export async function startWebhooks(config: Pick<WebhooksConfig, 'databaseUrl' | 'natsUrl' | 'busPrefix'>, ctx: ServiceContext, deps: { bus?: Bus } = {}) {
-  const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, applicationName: 'webhooks' });
+export type StartWebhooksConfig = Pick<WebhooksConfig, 'databaseUrl' | 'natsUrl' | 'busPrefix' | 'grpcHost' | 'grpcPort' | 'allowLoopbackHttp' | 'concurrency' | 'policy'>;
+
+export interface WebhooksDeps {
+  bus?: Bus;
+  /** DNS for the SSRF guard; tests inject answers that change between registration and send. */
+  resolve?: Resolver;
+  /** CA certificates trusted for https endpoints instead of Node's bundle (tests with a local TLS receiver). */
+  trustedCa?: string[];
+}
+
+export interface RunningWebhooks {
+  grpcPort: number;
+  endpoints: WebhookEndpoints;
+  worker: DeliveryWorker;
+}
+
+export async function startWebhooks(config: StartWebhooksConfig, ctx: ServiceContext, deps: WebhooksDeps = {}): Promise<RunningWebhooks> {
+  const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, applicationName: 'webhooks', max: Math.max(10, Math.ceil(config.concurrency / 2) + 4) });
   ctx.lifecycle.onStop('webhooks pool', () => pool.end());
   await migrate(pool, { schema: SCHEMA, dir: MIGRATIONS_DIR, logger: ctx.logger });
+  await migrate(pool, { schema: SCHEMA, dir: IDEMPOTENCY_MIGRATIONS_DIR, component: IDEMPOTENCY_COMPONENT, logger: ctx.logger });
   ctx.health.addCheck('webhooks-postgres', async () => {
     await pool.query('SELECT 1');
   });
+  const stopPurge = schedulePurge(pool, 3_600_000, (err) => ctx.logger.warn({ err }, 'idempotency purge failed'));
+  ctx.lifecycle.onStop('idempotency purge', stopPurge);
+  const stopLogPurge = schedulePurgeDeliveryLog(pool, config.policy.logRetentionMs, 3_600_000, (err) => ctx.logger.warn({ err }, 'delivery log purge failed'));
+  ctx.lifecycle.onStop('delivery log purge', stopLogPurge);
+
+  const guard = new UrlGuard({ allowLoopbackHttp: config.allowLoopbackHttp, resolve: deps.resolve });
+  const worker = new DeliveryWorker({ pool, guard, policy: config.policy, logger: ctx.logger, concurrency: config.concurrency, trustedCa: deps.trustedCa });
+  worker.start();
+  ctx.lifecycle.onStop('webhook delivery worker', () => worker.stop());
+
+  const endpoints = new WebhookEndpoints(pool, guard, config.policy, () => worker.notify());
   const bus = await openBus(config, ctx, 'webhooks', deps.bus);
-  const sub = await consumeEvents(bus, pool, ctx.logger);
+  const sub = await consumeEvents(bus, pool, ctx.logger, () => worker.notify());
   ctx.lifecycle.onStop('events consumer', () => sub.drain());
-  return { pool };
+
+  const server = await startGrpcServer({
+    host: config.grpcHost,
+    port: config.grpcPort,
+    services: [webhooksGrpcService(endpoints, ctx.logger)],
+    health: ctx.health,
+    logger: ctx.logger,
+  });
+  ctx.lifecycle.onStop('webhooks gRPC server', () => server.stop());
+  ctx.logger.info({ port: server.port }, 'webhooks gRPC listening');
+  return { grpcPort: server.port, endpoints, worker };
 }

@@ -1,12 +1,27 @@
-import { Router } from 'express';
-import { principalOf } from '../auth';
+import { defineRoute, z, type Route } from './registry';
+
+const PingResponse = z.object({
+  ok: z.literal(true),
+  organization: z.object({ id: z.string(), name: z.string() }),
+  scopes: z.array(z.string()).meta({ description: 'The scopes granted to the key.' }),
+});
 
 /** GET /api/v1/ping: checks the key. */
-export function pingRoutes(): Router {
-  const router = Router();
-  router.get('/ping', (_req, res) => {
-    const p = principalOf(res);
-    res.json({ ok: true, organization: { id: p.organization.id, name: p.organization.name }, scopes: p.scopes });
-  });
-  return router;
+export function pingRoutes(): Route[] {
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/ping',
+      operationId: 'ping',
+      summary: 'Check the API key',
+      description: 'Answers the organization the key belongs to and the scopes it grants. Needs only a valid key.',
+      tags: ['account'],
+      scope: null,
+      rateLimited: true,
+      responses: { 200: { description: 'The key is valid.', body: PingResponse } },
+      handler: async ({ principal }) => ({
+        body: { ok: true, organization: { id: principal.organization.id, name: principal.organization.name }, scopes: principal.scopes },
+      }),
+    }),
+  ];
 }

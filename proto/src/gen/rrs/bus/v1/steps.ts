@@ -164,6 +164,31 @@ export interface StepResult {
   organizationId: string;
 }
 
+/**
+ * The value a running sender keeps in the KV bucket `channels` under its channel key (e.g. `EMAIL`).
+ * Each sender re-puts its entries well inside the bucket TTL, so an entry disappears once no sender of
+ * that channel is left; readers also ignore entries older than the TTL. The gateway builds
+ * `GET /channels` and `POST /channels/{slug}/send` from these entries at run time.
+ */
+export interface ChannelCatalogEntry {
+  /** Channel key, upper case: EMAIL, SMS, MAX, TELEGRAM, or any new channel. */
+  key: string;
+  /** Lower-case path segment of the send endpoint: `/channels/<slug>/send`. */
+  slug: string;
+  label: string;
+  /** Recipient field the channel needs: `email` or `phone`. */
+  contactField: string;
+  /** What the sender can do, e.g. `send`, `delivery_receipts`, `rate_limited`. */
+  capabilities: string[];
+  /** Service that announced the entry, e.g. `channel-sms`. */
+  sender: string;
+  announcedAt:
+    | Date
+    | undefined;
+  /** Sort position in the catalog (lower first); ties are ordered by key. */
+  position: number;
+}
+
 function createBaseStepDue(): StepDue {
   return {
     stepId: "",
@@ -1037,6 +1062,206 @@ export const StepResult: MessageFns<StepResult> = {
     message.parts = object.parts ?? 0;
     message.at = object.at ?? undefined;
     message.organizationId = object.organizationId ?? "";
+    return message;
+  },
+};
+
+function createBaseChannelCatalogEntry(): ChannelCatalogEntry {
+  return {
+    key: "",
+    slug: "",
+    label: "",
+    contactField: "",
+    capabilities: [],
+    sender: "",
+    announcedAt: undefined,
+    position: 0,
+  };
+}
+
+export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
+  encode(message: ChannelCatalogEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.slug !== "") {
+      writer.uint32(18).string(message.slug);
+    }
+    if (message.label !== "") {
+      writer.uint32(26).string(message.label);
+    }
+    if (message.contactField !== "") {
+      writer.uint32(34).string(message.contactField);
+    }
+    for (const v of message.capabilities) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.sender !== "") {
+      writer.uint32(50).string(message.sender);
+    }
+    if (message.announcedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.announcedAt), writer.uint32(58).fork()).join();
+    }
+    if (message.position !== 0) {
+      writer.uint32(64).int32(message.position);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChannelCatalogEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChannelCatalogEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.slug = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.label = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.contactField = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.capabilities.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.sender = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.announcedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.position = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChannelCatalogEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      slug: isSet(object.slug) ? globalThis.String(object.slug) : "",
+      label: isSet(object.label) ? globalThis.String(object.label) : "",
+      contactField: isSet(object.contactField)
+        ? globalThis.String(object.contactField)
+        : isSet(object.contact_field)
+        ? globalThis.String(object.contact_field)
+        : "",
+      capabilities: globalThis.Array.isArray(object?.capabilities)
+        ? object.capabilities.map((e: any) => globalThis.String(e))
+        : [],
+      sender: isSet(object.sender) ? globalThis.String(object.sender) : "",
+      announcedAt: isSet(object.announcedAt)
+        ? fromJsonTimestamp(object.announcedAt)
+        : isSet(object.announced_at)
+        ? fromJsonTimestamp(object.announced_at)
+        : undefined,
+      position: isSet(object.position) ? globalThis.Number(object.position) : 0,
+    };
+  },
+
+  toJSON(message: ChannelCatalogEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.slug !== "") {
+      obj.slug = message.slug;
+    }
+    if (message.label !== "") {
+      obj.label = message.label;
+    }
+    if (message.contactField !== "") {
+      obj.contactField = message.contactField;
+    }
+    if (message.capabilities?.length) {
+      obj.capabilities = message.capabilities;
+    }
+    if (message.sender !== "") {
+      obj.sender = message.sender;
+    }
+    if (message.announcedAt !== undefined) {
+      obj.announcedAt = message.announcedAt.toISOString();
+    }
+    if (message.position !== 0) {
+      obj.position = Math.round(message.position);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ChannelCatalogEntry>, I>>(base?: I): ChannelCatalogEntry {
+    return ChannelCatalogEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ChannelCatalogEntry>, I>>(object: I): ChannelCatalogEntry {
+    const message = createBaseChannelCatalogEntry();
+    message.key = object.key ?? "";
+    message.slug = object.slug ?? "";
+    message.label = object.label ?? "";
+    message.contactField = object.contactField ?? "";
+    message.capabilities = object.capabilities?.map((e) => e) || [];
+    message.sender = object.sender ?? "";
+    message.announcedAt = object.announcedAt ?? undefined;
+    message.position = object.position ?? 0;
     return message;
   },
 };

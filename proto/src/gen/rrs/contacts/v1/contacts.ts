@@ -114,6 +114,8 @@ export interface Location {
   city: string;
   timeZone: string;
   reviewLinks: ReviewLink[];
+  createdAt: Date | undefined;
+  updatedAt: Date | undefined;
 }
 
 export interface CreateLocationRequest {
@@ -135,6 +137,263 @@ export interface ListLocationsRequest {
 
 export interface ListLocationsResponse {
   locations: Location[];
+}
+
+export interface ListOrganizationsRequest {
+  /** Page size, 1..500; 0 = 100. */
+  limit: number;
+  /** Id of the last organization of the previous page; empty = from the start. */
+  after: string;
+}
+
+export interface ListOrganizationsResponse {
+  organizations: Organization[];
+  /** Pass as `after` for the next page; empty when this page is the last. */
+  nextAfter: string;
+}
+
+export interface UpdateOrganizationRequest {
+  id: string;
+  name?: string | undefined;
+  plan?: string | undefined;
+  emailConfirmed?:
+    | boolean
+    | undefined;
+  /** Sets the balance to this value; the difference is recorded in the ledger. */
+  smsBalance?: number | undefined;
+  timeZone?: string | undefined;
+  locale?: string | undefined;
+  defaultRegion?: string | undefined;
+}
+
+export interface UpdateOrganizationResponse {
+  organization: Organization | undefined;
+}
+
+export interface ListApiKeysRequest {
+  organizationId: string;
+}
+
+export interface ListApiKeysResponse {
+  apiKeys: ApiKey[];
+}
+
+export interface RevokeApiKeyRequest {
+  organizationId: string;
+  id: string;
+}
+
+export interface RevokeApiKeyResponse {
+  apiKey: ApiKey | undefined;
+}
+
+export interface GetLocationRequest {
+  organizationId: string;
+  id: string;
+}
+
+export interface GetLocationResponse {
+  location: Location | undefined;
+}
+
+export interface UpdateLocationRequest {
+  organizationId: string;
+  id: string;
+  name?: string | undefined;
+  address?: string | undefined;
+  city?: string | undefined;
+  timeZone?:
+    | string
+    | undefined;
+  /** Replaces the links when `replace_review_links` is true (an empty list then removes them all). */
+  reviewLinks: ReviewLink[];
+  replaceReviewLinks: boolean;
+}
+
+export interface UpdateLocationResponse {
+  location: Location | undefined;
+}
+
+export interface DeleteLocationRequest {
+  organizationId: string;
+  id: string;
+}
+
+export interface DeleteLocationResponse {
+}
+
+export interface Contact {
+  id: string;
+  organizationId: string;
+  /** Absent fields were never given (or were cleared). */
+  externalId?: string | undefined;
+  name?: string | undefined;
+  email?:
+    | string
+    | undefined;
+  /** E.164. */
+  phone?: string | undefined;
+  locationId?: string | undefined;
+  consentAt:
+    | Date
+    | undefined;
+  /** The caller's free-form object, as JSON text. */
+  attributesJson: string;
+  createdAt: Date | undefined;
+  updatedAt: Date | undefined;
+}
+
+/** Presence matters: an absent field keeps the stored value, an empty string clears it. */
+export interface UpsertContactRequest {
+  organizationId: string;
+  /** Deduplication key within the organization; absent or empty = always a new contact. */
+  externalId?: string | undefined;
+  name?: string | undefined;
+  email?:
+    | string
+    | undefined;
+  /** Any format; normalized to E.164 with the organization's default region. */
+  phone?: string | undefined;
+  locationId?:
+    | string
+    | undefined;
+  /** ISO 8601 date-time with an offset (or Z), exactly as the caller sent it. */
+  consentAt?:
+    | string
+    | undefined;
+  /** A JSON object; replaces the stored attributes when present. */
+  attributesJson?:
+    | string
+    | undefined;
+  /**
+   * Also place the contact in a cascade. Trial plan: 402 `plan_required`; unconfirmed account email:
+   * 409 `email_not_confirmed`. Until the cascade scheduler wires it, a paid organization gets 501
+   * `not_implemented` and nothing is saved.
+   */
+  startCascade: boolean;
+  flowId: string;
+}
+
+export interface UpsertContactResponse {
+  contact:
+    | Contact
+    | undefined;
+  /** True when this call created the contact, false when it updated one. */
+  created: boolean;
+  /** True when the answer is the saved response of an earlier request with the same Idempotency-Key. */
+  idempotentReplayed: boolean;
+}
+
+export interface GetContactRequest {
+  organizationId: string;
+  id: string;
+}
+
+export interface GetContactResponse {
+  contact: Contact | undefined;
+}
+
+export interface MessageTemplate {
+  /** Channel key, e.g. EMAIL, SMS, MAX, TELEGRAM. */
+  channel: string;
+  /** EMAIL only; empty for the other channels. */
+  subject: string;
+  /** Placeholders: {{name}}, {{location}}, {{link}}. */
+  body: string;
+  /** True when this is the default of the organization's locale, not its own template. */
+  isDefault: boolean;
+}
+
+export interface ListTemplatesRequest {
+  organizationId: string;
+}
+
+export interface ListTemplatesResponse {
+  templates: MessageTemplate[];
+}
+
+export interface SetTemplateRequest {
+  organizationId: string;
+  channel: string;
+  subject: string;
+  body: string;
+}
+
+export interface SetTemplateResponse {
+  template: MessageTemplate | undefined;
+}
+
+export interface ResetTemplateRequest {
+  organizationId: string;
+  channel: string;
+}
+
+export interface ResetTemplateResponse {
+  template: MessageTemplate | undefined;
+}
+
+export interface ChannelConfiguration {
+  channel: string;
+  configured: boolean;
+}
+
+export interface ListChannelConfigurationsRequest {
+  organizationId: string;
+}
+
+export interface ListChannelConfigurationsResponse {
+  channels: ChannelConfiguration[];
+}
+
+export interface SetChannelConfigurationRequest {
+  organizationId: string;
+  /** Any key matching ^[A-Z][A-Z0-9_]*$, so channels added later can be configured too. */
+  channel: string;
+  configured: boolean;
+}
+
+export interface SetChannelConfigurationResponse {
+  channel: ChannelConfiguration | undefined;
+}
+
+export interface GetSendingProfileRequest {
+  organizationId: string;
+}
+
+export interface GetSendingProfileResponse {
+  organization:
+    | Organization
+    | undefined;
+  /** One per known channel (EMAIL, SMS, MAX, TELEGRAM) and per channel with its own template. */
+  templates: MessageTemplate[];
+  /** One per known channel and per channel with a configuration row. */
+  channels: ChannelConfiguration[];
+}
+
+export interface DebitSmsBalanceRequest {
+  organizationId: string;
+  /** The step the parts pay for; the idempotency key of the debit. */
+  stepId: string;
+  /** SMS parts, at least 1. */
+  parts: number;
+}
+
+export interface DebitSmsBalanceResponse {
+  debited: boolean;
+  /** The balance right after the first attempt for this step_id. */
+  balance: number;
+}
+
+export interface CreditSmsBalanceRequest {
+  organizationId: string;
+  /** At least 1. */
+  parts: number;
+  /** Free text kept in the ledger, e.g. an invoice number. */
+  reason: string;
+}
+
+export interface CreditSmsBalanceResponse {
+  balance: number;
 }
 
 function createBaseOrganization(): Organization {
@@ -1430,7 +1689,17 @@ export const ReviewLink: MessageFns<ReviewLink> = {
 };
 
 function createBaseLocation(): Location {
-  return { id: "", organizationId: "", name: "", address: "", city: "", timeZone: "", reviewLinks: [] };
+  return {
+    id: "",
+    organizationId: "",
+    name: "",
+    address: "",
+    city: "",
+    timeZone: "",
+    reviewLinks: [],
+    createdAt: undefined,
+    updatedAt: undefined,
+  };
 }
 
 export const Location: MessageFns<Location> = {
@@ -1455,6 +1724,12 @@ export const Location: MessageFns<Location> = {
     }
     for (const v of message.reviewLinks) {
       ReviewLink.encode(v!, writer.uint32(58).fork()).join();
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(66).fork()).join();
+    }
+    if (message.updatedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.updatedAt), writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -1528,6 +1803,22 @@ export const Location: MessageFns<Location> = {
             message.reviewLinks.push(ReviewLink.decode(reader, reader.uint32()));
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.updatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1561,6 +1852,16 @@ export const Location: MessageFns<Location> = {
         : globalThis.Array.isArray(object?.review_links)
         ? object.review_links.map((e: any) => ReviewLink.fromJSON(e))
         : [],
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+      updatedAt: isSet(object.updatedAt)
+        ? fromJsonTimestamp(object.updatedAt)
+        : isSet(object.updated_at)
+        ? fromJsonTimestamp(object.updated_at)
+        : undefined,
     };
   },
 
@@ -1587,6 +1888,12 @@ export const Location: MessageFns<Location> = {
     if (message.reviewLinks?.length) {
       obj.reviewLinks = message.reviewLinks.map((e) => ReviewLink.toJSON(e));
     }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    if (message.updatedAt !== undefined) {
+      obj.updatedAt = message.updatedAt.toISOString();
+    }
     return obj;
   },
 
@@ -1602,6 +1909,8 @@ export const Location: MessageFns<Location> = {
     message.city = object.city ?? "";
     message.timeZone = object.timeZone ?? "";
     message.reviewLinks = object.reviewLinks?.map((e) => ReviewLink.fromPartial(e)) || [];
+    message.createdAt = object.createdAt ?? undefined;
+    message.updatedAt = object.updatedAt ?? undefined;
     return message;
   },
 };
@@ -1980,6 +2289,3701 @@ export const ListLocationsResponse: MessageFns<ListLocationsResponse> = {
   },
 };
 
+function createBaseListOrganizationsRequest(): ListOrganizationsRequest {
+  return { limit: 0, after: "" };
+}
+
+export const ListOrganizationsRequest: MessageFns<ListOrganizationsRequest> = {
+  encode(message: ListOrganizationsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.limit !== 0) {
+      writer.uint32(8).int32(message.limit);
+    }
+    if (message.after !== "") {
+      writer.uint32(18).string(message.after);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListOrganizationsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListOrganizationsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.after = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListOrganizationsRequest {
+    return {
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      after: isSet(object.after) ? globalThis.String(object.after) : "",
+    };
+  },
+
+  toJSON(message: ListOrganizationsRequest): unknown {
+    const obj: any = {};
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.after !== "") {
+      obj.after = message.after;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListOrganizationsRequest>, I>>(base?: I): ListOrganizationsRequest {
+    return ListOrganizationsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListOrganizationsRequest>, I>>(object: I): ListOrganizationsRequest {
+    const message = createBaseListOrganizationsRequest();
+    message.limit = object.limit ?? 0;
+    message.after = object.after ?? "";
+    return message;
+  },
+};
+
+function createBaseListOrganizationsResponse(): ListOrganizationsResponse {
+  return { organizations: [], nextAfter: "" };
+}
+
+export const ListOrganizationsResponse: MessageFns<ListOrganizationsResponse> = {
+  encode(message: ListOrganizationsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.organizations) {
+      Organization.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextAfter !== "") {
+      writer.uint32(18).string(message.nextAfter);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListOrganizationsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListOrganizationsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizations.push(Organization.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextAfter = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListOrganizationsResponse {
+    return {
+      organizations: globalThis.Array.isArray(object?.organizations)
+        ? object.organizations.map((e: any) => Organization.fromJSON(e))
+        : [],
+      nextAfter: isSet(object.nextAfter)
+        ? globalThis.String(object.nextAfter)
+        : isSet(object.next_after)
+        ? globalThis.String(object.next_after)
+        : "",
+    };
+  },
+
+  toJSON(message: ListOrganizationsResponse): unknown {
+    const obj: any = {};
+    if (message.organizations?.length) {
+      obj.organizations = message.organizations.map((e) => Organization.toJSON(e));
+    }
+    if (message.nextAfter !== "") {
+      obj.nextAfter = message.nextAfter;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListOrganizationsResponse>, I>>(base?: I): ListOrganizationsResponse {
+    return ListOrganizationsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListOrganizationsResponse>, I>>(object: I): ListOrganizationsResponse {
+    const message = createBaseListOrganizationsResponse();
+    message.organizations = object.organizations?.map((e) => Organization.fromPartial(e)) || [];
+    message.nextAfter = object.nextAfter ?? "";
+    return message;
+  },
+};
+
+function createBaseUpdateOrganizationRequest(): UpdateOrganizationRequest {
+  return {
+    id: "",
+    name: undefined,
+    plan: undefined,
+    emailConfirmed: undefined,
+    smsBalance: undefined,
+    timeZone: undefined,
+    locale: undefined,
+    defaultRegion: undefined,
+  };
+}
+
+export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = {
+  encode(message: UpdateOrganizationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.plan !== undefined) {
+      writer.uint32(26).string(message.plan);
+    }
+    if (message.emailConfirmed !== undefined) {
+      writer.uint32(32).bool(message.emailConfirmed);
+    }
+    if (message.smsBalance !== undefined) {
+      writer.uint32(40).int64(message.smsBalance);
+    }
+    if (message.timeZone !== undefined) {
+      writer.uint32(50).string(message.timeZone);
+    }
+    if (message.locale !== undefined) {
+      writer.uint32(58).string(message.locale);
+    }
+    if (message.defaultRegion !== undefined) {
+      writer.uint32(66).string(message.defaultRegion);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateOrganizationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateOrganizationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.plan = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.emailConfirmed = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.smsBalance = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.timeZone = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.locale = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.defaultRegion = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateOrganizationRequest {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      plan: isSet(object.plan) ? globalThis.String(object.plan) : undefined,
+      emailConfirmed: isSet(object.emailConfirmed)
+        ? globalThis.Boolean(object.emailConfirmed)
+        : isSet(object.email_confirmed)
+        ? globalThis.Boolean(object.email_confirmed)
+        : undefined,
+      smsBalance: isSet(object.smsBalance)
+        ? globalThis.Number(object.smsBalance)
+        : isSet(object.sms_balance)
+        ? globalThis.Number(object.sms_balance)
+        : undefined,
+      timeZone: isSet(object.timeZone)
+        ? globalThis.String(object.timeZone)
+        : isSet(object.time_zone)
+        ? globalThis.String(object.time_zone)
+        : undefined,
+      locale: isSet(object.locale) ? globalThis.String(object.locale) : undefined,
+      defaultRegion: isSet(object.defaultRegion)
+        ? globalThis.String(object.defaultRegion)
+        : isSet(object.default_region)
+        ? globalThis.String(object.default_region)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdateOrganizationRequest): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.plan !== undefined) {
+      obj.plan = message.plan;
+    }
+    if (message.emailConfirmed !== undefined) {
+      obj.emailConfirmed = message.emailConfirmed;
+    }
+    if (message.smsBalance !== undefined) {
+      obj.smsBalance = Math.round(message.smsBalance);
+    }
+    if (message.timeZone !== undefined) {
+      obj.timeZone = message.timeZone;
+    }
+    if (message.locale !== undefined) {
+      obj.locale = message.locale;
+    }
+    if (message.defaultRegion !== undefined) {
+      obj.defaultRegion = message.defaultRegion;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateOrganizationRequest>, I>>(base?: I): UpdateOrganizationRequest {
+    return UpdateOrganizationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateOrganizationRequest>, I>>(object: I): UpdateOrganizationRequest {
+    const message = createBaseUpdateOrganizationRequest();
+    message.id = object.id ?? "";
+    message.name = object.name ?? undefined;
+    message.plan = object.plan ?? undefined;
+    message.emailConfirmed = object.emailConfirmed ?? undefined;
+    message.smsBalance = object.smsBalance ?? undefined;
+    message.timeZone = object.timeZone ?? undefined;
+    message.locale = object.locale ?? undefined;
+    message.defaultRegion = object.defaultRegion ?? undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateOrganizationResponse(): UpdateOrganizationResponse {
+  return { organization: undefined };
+}
+
+export const UpdateOrganizationResponse: MessageFns<UpdateOrganizationResponse> = {
+  encode(message: UpdateOrganizationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organization !== undefined) {
+      Organization.encode(message.organization, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateOrganizationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateOrganizationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organization = Organization.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateOrganizationResponse {
+    return { organization: isSet(object.organization) ? Organization.fromJSON(object.organization) : undefined };
+  },
+
+  toJSON(message: UpdateOrganizationResponse): unknown {
+    const obj: any = {};
+    if (message.organization !== undefined) {
+      obj.organization = Organization.toJSON(message.organization);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateOrganizationResponse>, I>>(base?: I): UpdateOrganizationResponse {
+    return UpdateOrganizationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateOrganizationResponse>, I>>(object: I): UpdateOrganizationResponse {
+    const message = createBaseUpdateOrganizationResponse();
+    message.organization = (object.organization !== undefined && object.organization !== null)
+      ? Organization.fromPartial(object.organization)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListApiKeysRequest(): ListApiKeysRequest {
+  return { organizationId: "" };
+}
+
+export const ListApiKeysRequest: MessageFns<ListApiKeysRequest> = {
+  encode(message: ListApiKeysRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListApiKeysRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListApiKeysRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListApiKeysRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListApiKeysRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListApiKeysRequest>, I>>(base?: I): ListApiKeysRequest {
+    return ListApiKeysRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListApiKeysRequest>, I>>(object: I): ListApiKeysRequest {
+    const message = createBaseListApiKeysRequest();
+    message.organizationId = object.organizationId ?? "";
+    return message;
+  },
+};
+
+function createBaseListApiKeysResponse(): ListApiKeysResponse {
+  return { apiKeys: [] };
+}
+
+export const ListApiKeysResponse: MessageFns<ListApiKeysResponse> = {
+  encode(message: ListApiKeysResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.apiKeys) {
+      ApiKey.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListApiKeysResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListApiKeysResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.apiKeys.push(ApiKey.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListApiKeysResponse {
+    return {
+      apiKeys: globalThis.Array.isArray(object?.apiKeys)
+        ? object.apiKeys.map((e: any) => ApiKey.fromJSON(e))
+        : globalThis.Array.isArray(object?.api_keys)
+        ? object.api_keys.map((e: any) => ApiKey.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ListApiKeysResponse): unknown {
+    const obj: any = {};
+    if (message.apiKeys?.length) {
+      obj.apiKeys = message.apiKeys.map((e) => ApiKey.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListApiKeysResponse>, I>>(base?: I): ListApiKeysResponse {
+    return ListApiKeysResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListApiKeysResponse>, I>>(object: I): ListApiKeysResponse {
+    const message = createBaseListApiKeysResponse();
+    message.apiKeys = object.apiKeys?.map((e) => ApiKey.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRevokeApiKeyRequest(): RevokeApiKeyRequest {
+  return { organizationId: "", id: "" };
+}
+
+export const RevokeApiKeyRequest: MessageFns<RevokeApiKeyRequest> = {
+  encode(message: RevokeApiKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeApiKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeApiKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeApiKeyRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: RevokeApiKeyRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RevokeApiKeyRequest>, I>>(base?: I): RevokeApiKeyRequest {
+    return RevokeApiKeyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RevokeApiKeyRequest>, I>>(object: I): RevokeApiKeyRequest {
+    const message = createBaseRevokeApiKeyRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseRevokeApiKeyResponse(): RevokeApiKeyResponse {
+  return { apiKey: undefined };
+}
+
+export const RevokeApiKeyResponse: MessageFns<RevokeApiKeyResponse> = {
+  encode(message: RevokeApiKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.apiKey !== undefined) {
+      ApiKey.encode(message.apiKey, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeApiKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeApiKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.apiKey = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeApiKeyResponse {
+    return {
+      apiKey: isSet(object.apiKey)
+        ? ApiKey.fromJSON(object.apiKey)
+        : isSet(object.api_key)
+        ? ApiKey.fromJSON(object.api_key)
+        : undefined,
+    };
+  },
+
+  toJSON(message: RevokeApiKeyResponse): unknown {
+    const obj: any = {};
+    if (message.apiKey !== undefined) {
+      obj.apiKey = ApiKey.toJSON(message.apiKey);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RevokeApiKeyResponse>, I>>(base?: I): RevokeApiKeyResponse {
+    return RevokeApiKeyResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RevokeApiKeyResponse>, I>>(object: I): RevokeApiKeyResponse {
+    const message = createBaseRevokeApiKeyResponse();
+    message.apiKey = (object.apiKey !== undefined && object.apiKey !== null)
+      ? ApiKey.fromPartial(object.apiKey)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseGetLocationRequest(): GetLocationRequest {
+  return { organizationId: "", id: "" };
+}
+
+export const GetLocationRequest: MessageFns<GetLocationRequest> = {
+  encode(message: GetLocationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetLocationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetLocationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetLocationRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: GetLocationRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetLocationRequest>, I>>(base?: I): GetLocationRequest {
+    return GetLocationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetLocationRequest>, I>>(object: I): GetLocationRequest {
+    const message = createBaseGetLocationRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseGetLocationResponse(): GetLocationResponse {
+  return { location: undefined };
+}
+
+export const GetLocationResponse: MessageFns<GetLocationResponse> = {
+  encode(message: GetLocationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.location !== undefined) {
+      Location.encode(message.location, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetLocationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetLocationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.location = Location.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetLocationResponse {
+    return { location: isSet(object.location) ? Location.fromJSON(object.location) : undefined };
+  },
+
+  toJSON(message: GetLocationResponse): unknown {
+    const obj: any = {};
+    if (message.location !== undefined) {
+      obj.location = Location.toJSON(message.location);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetLocationResponse>, I>>(base?: I): GetLocationResponse {
+    return GetLocationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetLocationResponse>, I>>(object: I): GetLocationResponse {
+    const message = createBaseGetLocationResponse();
+    message.location = (object.location !== undefined && object.location !== null)
+      ? Location.fromPartial(object.location)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateLocationRequest(): UpdateLocationRequest {
+  return {
+    organizationId: "",
+    id: "",
+    name: undefined,
+    address: undefined,
+    city: undefined,
+    timeZone: undefined,
+    reviewLinks: [],
+    replaceReviewLinks: false,
+  };
+}
+
+export const UpdateLocationRequest: MessageFns<UpdateLocationRequest> = {
+  encode(message: UpdateLocationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.address !== undefined) {
+      writer.uint32(34).string(message.address);
+    }
+    if (message.city !== undefined) {
+      writer.uint32(42).string(message.city);
+    }
+    if (message.timeZone !== undefined) {
+      writer.uint32(50).string(message.timeZone);
+    }
+    for (const v of message.reviewLinks) {
+      ReviewLink.encode(v!, writer.uint32(58).fork()).join();
+    }
+    if (message.replaceReviewLinks !== false) {
+      writer.uint32(64).bool(message.replaceReviewLinks);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateLocationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateLocationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.address = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.city = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.timeZone = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.reviewLinks.push(ReviewLink.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.replaceReviewLinks = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateLocationRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      address: isSet(object.address) ? globalThis.String(object.address) : undefined,
+      city: isSet(object.city) ? globalThis.String(object.city) : undefined,
+      timeZone: isSet(object.timeZone)
+        ? globalThis.String(object.timeZone)
+        : isSet(object.time_zone)
+        ? globalThis.String(object.time_zone)
+        : undefined,
+      reviewLinks: globalThis.Array.isArray(object?.reviewLinks)
+        ? object.reviewLinks.map((e: any) => ReviewLink.fromJSON(e))
+        : globalThis.Array.isArray(object?.review_links)
+        ? object.review_links.map((e: any) => ReviewLink.fromJSON(e))
+        : [],
+      replaceReviewLinks: isSet(object.replaceReviewLinks)
+        ? globalThis.Boolean(object.replaceReviewLinks)
+        : isSet(object.replace_review_links)
+        ? globalThis.Boolean(object.replace_review_links)
+        : false,
+    };
+  },
+
+  toJSON(message: UpdateLocationRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.address !== undefined) {
+      obj.address = message.address;
+    }
+    if (message.city !== undefined) {
+      obj.city = message.city;
+    }
+    if (message.timeZone !== undefined) {
+      obj.timeZone = message.timeZone;
+    }
+    if (message.reviewLinks?.length) {
+      obj.reviewLinks = message.reviewLinks.map((e) => ReviewLink.toJSON(e));
+    }
+    if (message.replaceReviewLinks !== false) {
+      obj.replaceReviewLinks = message.replaceReviewLinks;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateLocationRequest>, I>>(base?: I): UpdateLocationRequest {
+    return UpdateLocationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateLocationRequest>, I>>(object: I): UpdateLocationRequest {
+    const message = createBaseUpdateLocationRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.id = object.id ?? "";
+    message.name = object.name ?? undefined;
+    message.address = object.address ?? undefined;
+    message.city = object.city ?? undefined;
+    message.timeZone = object.timeZone ?? undefined;
+    message.reviewLinks = object.reviewLinks?.map((e) => ReviewLink.fromPartial(e)) || [];
+    message.replaceReviewLinks = object.replaceReviewLinks ?? false;
+    return message;
+  },
+};
+
+function createBaseUpdateLocationResponse(): UpdateLocationResponse {
+  return { location: undefined };
+}
+
+export const UpdateLocationResponse: MessageFns<UpdateLocationResponse> = {
+  encode(message: UpdateLocationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.location !== undefined) {
+      Location.encode(message.location, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateLocationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateLocationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.location = Location.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateLocationResponse {
+    return { location: isSet(object.location) ? Location.fromJSON(object.location) : undefined };
+  },
+
+  toJSON(message: UpdateLocationResponse): unknown {
+    const obj: any = {};
+    if (message.location !== undefined) {
+      obj.location = Location.toJSON(message.location);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateLocationResponse>, I>>(base?: I): UpdateLocationResponse {
+    return UpdateLocationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateLocationResponse>, I>>(object: I): UpdateLocationResponse {
+    const message = createBaseUpdateLocationResponse();
+    message.location = (object.location !== undefined && object.location !== null)
+      ? Location.fromPartial(object.location)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseDeleteLocationRequest(): DeleteLocationRequest {
+  return { organizationId: "", id: "" };
+}
+
+export const DeleteLocationRequest: MessageFns<DeleteLocationRequest> = {
+  encode(message: DeleteLocationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteLocationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteLocationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteLocationRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: DeleteLocationRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteLocationRequest>, I>>(base?: I): DeleteLocationRequest {
+    return DeleteLocationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteLocationRequest>, I>>(object: I): DeleteLocationRequest {
+    const message = createBaseDeleteLocationRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteLocationResponse(): DeleteLocationResponse {
+  return {};
+}
+
+export const DeleteLocationResponse: MessageFns<DeleteLocationResponse> = {
+  encode(_: DeleteLocationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteLocationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteLocationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): DeleteLocationResponse {
+    return {};
+  },
+
+  toJSON(_: DeleteLocationResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteLocationResponse>, I>>(base?: I): DeleteLocationResponse {
+    return DeleteLocationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteLocationResponse>, I>>(_: I): DeleteLocationResponse {
+    const message = createBaseDeleteLocationResponse();
+    return message;
+  },
+};
+
+function createBaseContact(): Contact {
+  return {
+    id: "",
+    organizationId: "",
+    externalId: undefined,
+    name: undefined,
+    email: undefined,
+    phone: undefined,
+    locationId: undefined,
+    consentAt: undefined,
+    attributesJson: "",
+    createdAt: undefined,
+    updatedAt: undefined,
+  };
+}
+
+export const Contact: MessageFns<Contact> = {
+  encode(message: Contact, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.organizationId !== "") {
+      writer.uint32(18).string(message.organizationId);
+    }
+    if (message.externalId !== undefined) {
+      writer.uint32(26).string(message.externalId);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(34).string(message.name);
+    }
+    if (message.email !== undefined) {
+      writer.uint32(42).string(message.email);
+    }
+    if (message.phone !== undefined) {
+      writer.uint32(50).string(message.phone);
+    }
+    if (message.locationId !== undefined) {
+      writer.uint32(58).string(message.locationId);
+    }
+    if (message.consentAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.consentAt), writer.uint32(66).fork()).join();
+    }
+    if (message.attributesJson !== "") {
+      writer.uint32(74).string(message.attributesJson);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(82).fork()).join();
+    }
+    if (message.updatedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.updatedAt), writer.uint32(90).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Contact {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContact();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.phone = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.consentAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.attributesJson = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.updatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Contact {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : undefined,
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      email: isSet(object.email) ? globalThis.String(object.email) : undefined,
+      phone: isSet(object.phone) ? globalThis.String(object.phone) : undefined,
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : undefined,
+      consentAt: isSet(object.consentAt)
+        ? fromJsonTimestamp(object.consentAt)
+        : isSet(object.consent_at)
+        ? fromJsonTimestamp(object.consent_at)
+        : undefined,
+      attributesJson: isSet(object.attributesJson)
+        ? globalThis.String(object.attributesJson)
+        : isSet(object.attributes_json)
+        ? globalThis.String(object.attributes_json)
+        : "",
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+      updatedAt: isSet(object.updatedAt)
+        ? fromJsonTimestamp(object.updatedAt)
+        : isSet(object.updated_at)
+        ? fromJsonTimestamp(object.updated_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Contact): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.externalId !== undefined) {
+      obj.externalId = message.externalId;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.email !== undefined) {
+      obj.email = message.email;
+    }
+    if (message.phone !== undefined) {
+      obj.phone = message.phone;
+    }
+    if (message.locationId !== undefined) {
+      obj.locationId = message.locationId;
+    }
+    if (message.consentAt !== undefined) {
+      obj.consentAt = message.consentAt.toISOString();
+    }
+    if (message.attributesJson !== "") {
+      obj.attributesJson = message.attributesJson;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    if (message.updatedAt !== undefined) {
+      obj.updatedAt = message.updatedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Contact>, I>>(base?: I): Contact {
+    return Contact.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Contact>, I>>(object: I): Contact {
+    const message = createBaseContact();
+    message.id = object.id ?? "";
+    message.organizationId = object.organizationId ?? "";
+    message.externalId = object.externalId ?? undefined;
+    message.name = object.name ?? undefined;
+    message.email = object.email ?? undefined;
+    message.phone = object.phone ?? undefined;
+    message.locationId = object.locationId ?? undefined;
+    message.consentAt = object.consentAt ?? undefined;
+    message.attributesJson = object.attributesJson ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    message.updatedAt = object.updatedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseUpsertContactRequest(): UpsertContactRequest {
+  return {
+    organizationId: "",
+    externalId: undefined,
+    name: undefined,
+    email: undefined,
+    phone: undefined,
+    locationId: undefined,
+    consentAt: undefined,
+    attributesJson: undefined,
+    startCascade: false,
+    flowId: "",
+  };
+}
+
+export const UpsertContactRequest: MessageFns<UpsertContactRequest> = {
+  encode(message: UpsertContactRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.externalId !== undefined) {
+      writer.uint32(18).string(message.externalId);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.email !== undefined) {
+      writer.uint32(34).string(message.email);
+    }
+    if (message.phone !== undefined) {
+      writer.uint32(42).string(message.phone);
+    }
+    if (message.locationId !== undefined) {
+      writer.uint32(50).string(message.locationId);
+    }
+    if (message.consentAt !== undefined) {
+      writer.uint32(58).string(message.consentAt);
+    }
+    if (message.attributesJson !== undefined) {
+      writer.uint32(66).string(message.attributesJson);
+    }
+    if (message.startCascade !== false) {
+      writer.uint32(72).bool(message.startCascade);
+    }
+    if (message.flowId !== "") {
+      writer.uint32(82).string(message.flowId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpsertContactRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpsertContactRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.phone = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.consentAt = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.attributesJson = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.startCascade = reader.bool();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.flowId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpsertContactRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : undefined,
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      email: isSet(object.email) ? globalThis.String(object.email) : undefined,
+      phone: isSet(object.phone) ? globalThis.String(object.phone) : undefined,
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : undefined,
+      consentAt: isSet(object.consentAt)
+        ? globalThis.String(object.consentAt)
+        : isSet(object.consent_at)
+        ? globalThis.String(object.consent_at)
+        : undefined,
+      attributesJson: isSet(object.attributesJson)
+        ? globalThis.String(object.attributesJson)
+        : isSet(object.attributes_json)
+        ? globalThis.String(object.attributes_json)
+        : undefined,
+      startCascade: isSet(object.startCascade)
+        ? globalThis.Boolean(object.startCascade)
+        : isSet(object.start_cascade)
+        ? globalThis.Boolean(object.start_cascade)
+        : false,
+      flowId: isSet(object.flowId)
+        ? globalThis.String(object.flowId)
+        : isSet(object.flow_id)
+        ? globalThis.String(object.flow_id)
+        : "",
+    };
+  },
+
+  toJSON(message: UpsertContactRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.externalId !== undefined) {
+      obj.externalId = message.externalId;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.email !== undefined) {
+      obj.email = message.email;
+    }
+    if (message.phone !== undefined) {
+      obj.phone = message.phone;
+    }
+    if (message.locationId !== undefined) {
+      obj.locationId = message.locationId;
+    }
+    if (message.consentAt !== undefined) {
+      obj.consentAt = message.consentAt;
+    }
+    if (message.attributesJson !== undefined) {
+      obj.attributesJson = message.attributesJson;
+    }
+    if (message.startCascade !== false) {
+      obj.startCascade = message.startCascade;
+    }
+    if (message.flowId !== "") {
+      obj.flowId = message.flowId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpsertContactRequest>, I>>(base?: I): UpsertContactRequest {
+    return UpsertContactRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpsertContactRequest>, I>>(object: I): UpsertContactRequest {
+    const message = createBaseUpsertContactRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.externalId = object.externalId ?? undefined;
+    message.name = object.name ?? undefined;
+    message.email = object.email ?? undefined;
+    message.phone = object.phone ?? undefined;
+    message.locationId = object.locationId ?? undefined;
+    message.consentAt = object.consentAt ?? undefined;
+    message.attributesJson = object.attributesJson ?? undefined;
+    message.startCascade = object.startCascade ?? false;
+    message.flowId = object.flowId ?? "";
+    return message;
+  },
+};
+
+function createBaseUpsertContactResponse(): UpsertContactResponse {
+  return { contact: undefined, created: false, idempotentReplayed: false };
+}
+
+export const UpsertContactResponse: MessageFns<UpsertContactResponse> = {
+  encode(message: UpsertContactResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.contact !== undefined) {
+      Contact.encode(message.contact, writer.uint32(10).fork()).join();
+    }
+    if (message.created !== false) {
+      writer.uint32(16).bool(message.created);
+    }
+    if (message.idempotentReplayed !== false) {
+      writer.uint32(24).bool(message.idempotentReplayed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpsertContactResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpsertContactResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.contact = Contact.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.created = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.idempotentReplayed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpsertContactResponse {
+    return {
+      contact: isSet(object.contact) ? Contact.fromJSON(object.contact) : undefined,
+      created: isSet(object.created) ? globalThis.Boolean(object.created) : false,
+      idempotentReplayed: isSet(object.idempotentReplayed)
+        ? globalThis.Boolean(object.idempotentReplayed)
+        : isSet(object.idempotent_replayed)
+        ? globalThis.Boolean(object.idempotent_replayed)
+        : false,
+    };
+  },
+
+  toJSON(message: UpsertContactResponse): unknown {
+    const obj: any = {};
+    if (message.contact !== undefined) {
+      obj.contact = Contact.toJSON(message.contact);
+    }
+    if (message.created !== false) {
+      obj.created = message.created;
+    }
+    if (message.idempotentReplayed !== false) {
+      obj.idempotentReplayed = message.idempotentReplayed;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpsertContactResponse>, I>>(base?: I): UpsertContactResponse {
+    return UpsertContactResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpsertContactResponse>, I>>(object: I): UpsertContactResponse {
+    const message = createBaseUpsertContactResponse();
+    message.contact = (object.contact !== undefined && object.contact !== null)
+      ? Contact.fromPartial(object.contact)
+      : undefined;
+    message.created = object.created ?? false;
+    message.idempotentReplayed = object.idempotentReplayed ?? false;
+    return message;
+  },
+};
+
+function createBaseGetContactRequest(): GetContactRequest {
+  return { organizationId: "", id: "" };
+}
+
+export const GetContactRequest: MessageFns<GetContactRequest> = {
+  encode(message: GetContactRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetContactRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetContactRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetContactRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: GetContactRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetContactRequest>, I>>(base?: I): GetContactRequest {
+    return GetContactRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetContactRequest>, I>>(object: I): GetContactRequest {
+    const message = createBaseGetContactRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseGetContactResponse(): GetContactResponse {
+  return { contact: undefined };
+}
+
+export const GetContactResponse: MessageFns<GetContactResponse> = {
+  encode(message: GetContactResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.contact !== undefined) {
+      Contact.encode(message.contact, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetContactResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetContactResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.contact = Contact.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetContactResponse {
+    return { contact: isSet(object.contact) ? Contact.fromJSON(object.contact) : undefined };
+  },
+
+  toJSON(message: GetContactResponse): unknown {
+    const obj: any = {};
+    if (message.contact !== undefined) {
+      obj.contact = Contact.toJSON(message.contact);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetContactResponse>, I>>(base?: I): GetContactResponse {
+    return GetContactResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetContactResponse>, I>>(object: I): GetContactResponse {
+    const message = createBaseGetContactResponse();
+    message.contact = (object.contact !== undefined && object.contact !== null)
+      ? Contact.fromPartial(object.contact)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseMessageTemplate(): MessageTemplate {
+  return { channel: "", subject: "", body: "", isDefault: false };
+}
+
+export const MessageTemplate: MessageFns<MessageTemplate> = {
+  encode(message: MessageTemplate, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.channel !== "") {
+      writer.uint32(10).string(message.channel);
+    }
+    if (message.subject !== "") {
+      writer.uint32(18).string(message.subject);
+    }
+    if (message.body !== "") {
+      writer.uint32(26).string(message.body);
+    }
+    if (message.isDefault !== false) {
+      writer.uint32(32).bool(message.isDefault);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MessageTemplate {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMessageTemplate();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.subject = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.body = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.isDefault = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MessageTemplate {
+    return {
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      subject: isSet(object.subject) ? globalThis.String(object.subject) : "",
+      body: isSet(object.body) ? globalThis.String(object.body) : "",
+      isDefault: isSet(object.isDefault)
+        ? globalThis.Boolean(object.isDefault)
+        : isSet(object.is_default)
+        ? globalThis.Boolean(object.is_default)
+        : false,
+    };
+  },
+
+  toJSON(message: MessageTemplate): unknown {
+    const obj: any = {};
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.subject !== "") {
+      obj.subject = message.subject;
+    }
+    if (message.body !== "") {
+      obj.body = message.body;
+    }
+    if (message.isDefault !== false) {
+      obj.isDefault = message.isDefault;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MessageTemplate>, I>>(base?: I): MessageTemplate {
+    return MessageTemplate.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MessageTemplate>, I>>(object: I): MessageTemplate {
+    const message = createBaseMessageTemplate();
+    message.channel = object.channel ?? "";
+    message.subject = object.subject ?? "";
+    message.body = object.body ?? "";
+    message.isDefault = object.isDefault ?? false;
+    return message;
+  },
+};
+
+function createBaseListTemplatesRequest(): ListTemplatesRequest {
+  return { organizationId: "" };
+}
+
+export const ListTemplatesRequest: MessageFns<ListTemplatesRequest> = {
+  encode(message: ListTemplatesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListTemplatesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListTemplatesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListTemplatesRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListTemplatesRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListTemplatesRequest>, I>>(base?: I): ListTemplatesRequest {
+    return ListTemplatesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListTemplatesRequest>, I>>(object: I): ListTemplatesRequest {
+    const message = createBaseListTemplatesRequest();
+    message.organizationId = object.organizationId ?? "";
+    return message;
+  },
+};
+
+function createBaseListTemplatesResponse(): ListTemplatesResponse {
+  return { templates: [] };
+}
+
+export const ListTemplatesResponse: MessageFns<ListTemplatesResponse> = {
+  encode(message: ListTemplatesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.templates) {
+      MessageTemplate.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListTemplatesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListTemplatesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.templates.push(MessageTemplate.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListTemplatesResponse {
+    return {
+      templates: globalThis.Array.isArray(object?.templates)
+        ? object.templates.map((e: any) => MessageTemplate.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ListTemplatesResponse): unknown {
+    const obj: any = {};
+    if (message.templates?.length) {
+      obj.templates = message.templates.map((e) => MessageTemplate.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListTemplatesResponse>, I>>(base?: I): ListTemplatesResponse {
+    return ListTemplatesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListTemplatesResponse>, I>>(object: I): ListTemplatesResponse {
+    const message = createBaseListTemplatesResponse();
+    message.templates = object.templates?.map((e) => MessageTemplate.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSetTemplateRequest(): SetTemplateRequest {
+  return { organizationId: "", channel: "", subject: "", body: "" };
+}
+
+export const SetTemplateRequest: MessageFns<SetTemplateRequest> = {
+  encode(message: SetTemplateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.channel !== "") {
+      writer.uint32(18).string(message.channel);
+    }
+    if (message.subject !== "") {
+      writer.uint32(26).string(message.subject);
+    }
+    if (message.body !== "") {
+      writer.uint32(34).string(message.body);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetTemplateRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetTemplateRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.subject = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.body = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetTemplateRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      subject: isSet(object.subject) ? globalThis.String(object.subject) : "",
+      body: isSet(object.body) ? globalThis.String(object.body) : "",
+    };
+  },
+
+  toJSON(message: SetTemplateRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.subject !== "") {
+      obj.subject = message.subject;
+    }
+    if (message.body !== "") {
+      obj.body = message.body;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetTemplateRequest>, I>>(base?: I): SetTemplateRequest {
+    return SetTemplateRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetTemplateRequest>, I>>(object: I): SetTemplateRequest {
+    const message = createBaseSetTemplateRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.channel = object.channel ?? "";
+    message.subject = object.subject ?? "";
+    message.body = object.body ?? "";
+    return message;
+  },
+};
+
+function createBaseSetTemplateResponse(): SetTemplateResponse {
+  return { template: undefined };
+}
+
+export const SetTemplateResponse: MessageFns<SetTemplateResponse> = {
+  encode(message: SetTemplateResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.template !== undefined) {
+      MessageTemplate.encode(message.template, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetTemplateResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetTemplateResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.template = MessageTemplate.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetTemplateResponse {
+    return { template: isSet(object.template) ? MessageTemplate.fromJSON(object.template) : undefined };
+  },
+
+  toJSON(message: SetTemplateResponse): unknown {
+    const obj: any = {};
+    if (message.template !== undefined) {
+      obj.template = MessageTemplate.toJSON(message.template);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetTemplateResponse>, I>>(base?: I): SetTemplateResponse {
+    return SetTemplateResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetTemplateResponse>, I>>(object: I): SetTemplateResponse {
+    const message = createBaseSetTemplateResponse();
+    message.template = (object.template !== undefined && object.template !== null)
+      ? MessageTemplate.fromPartial(object.template)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseResetTemplateRequest(): ResetTemplateRequest {
+  return { organizationId: "", channel: "" };
+}
+
+export const ResetTemplateRequest: MessageFns<ResetTemplateRequest> = {
+  encode(message: ResetTemplateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.channel !== "") {
+      writer.uint32(18).string(message.channel);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResetTemplateRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResetTemplateRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResetTemplateRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+    };
+  },
+
+  toJSON(message: ResetTemplateRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResetTemplateRequest>, I>>(base?: I): ResetTemplateRequest {
+    return ResetTemplateRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResetTemplateRequest>, I>>(object: I): ResetTemplateRequest {
+    const message = createBaseResetTemplateRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.channel = object.channel ?? "";
+    return message;
+  },
+};
+
+function createBaseResetTemplateResponse(): ResetTemplateResponse {
+  return { template: undefined };
+}
+
+export const ResetTemplateResponse: MessageFns<ResetTemplateResponse> = {
+  encode(message: ResetTemplateResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.template !== undefined) {
+      MessageTemplate.encode(message.template, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResetTemplateResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResetTemplateResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.template = MessageTemplate.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResetTemplateResponse {
+    return { template: isSet(object.template) ? MessageTemplate.fromJSON(object.template) : undefined };
+  },
+
+  toJSON(message: ResetTemplateResponse): unknown {
+    const obj: any = {};
+    if (message.template !== undefined) {
+      obj.template = MessageTemplate.toJSON(message.template);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResetTemplateResponse>, I>>(base?: I): ResetTemplateResponse {
+    return ResetTemplateResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResetTemplateResponse>, I>>(object: I): ResetTemplateResponse {
+    const message = createBaseResetTemplateResponse();
+    message.template = (object.template !== undefined && object.template !== null)
+      ? MessageTemplate.fromPartial(object.template)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseChannelConfiguration(): ChannelConfiguration {
+  return { channel: "", configured: false };
+}
+
+export const ChannelConfiguration: MessageFns<ChannelConfiguration> = {
+  encode(message: ChannelConfiguration, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.channel !== "") {
+      writer.uint32(10).string(message.channel);
+    }
+    if (message.configured !== false) {
+      writer.uint32(16).bool(message.configured);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChannelConfiguration {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChannelConfiguration();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.configured = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChannelConfiguration {
+    return {
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      configured: isSet(object.configured) ? globalThis.Boolean(object.configured) : false,
+    };
+  },
+
+  toJSON(message: ChannelConfiguration): unknown {
+    const obj: any = {};
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.configured !== false) {
+      obj.configured = message.configured;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ChannelConfiguration>, I>>(base?: I): ChannelConfiguration {
+    return ChannelConfiguration.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ChannelConfiguration>, I>>(object: I): ChannelConfiguration {
+    const message = createBaseChannelConfiguration();
+    message.channel = object.channel ?? "";
+    message.configured = object.configured ?? false;
+    return message;
+  },
+};
+
+function createBaseListChannelConfigurationsRequest(): ListChannelConfigurationsRequest {
+  return { organizationId: "" };
+}
+
+export const ListChannelConfigurationsRequest: MessageFns<ListChannelConfigurationsRequest> = {
+  encode(message: ListChannelConfigurationsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListChannelConfigurationsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListChannelConfigurationsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListChannelConfigurationsRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListChannelConfigurationsRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListChannelConfigurationsRequest>, I>>(
+    base?: I,
+  ): ListChannelConfigurationsRequest {
+    return ListChannelConfigurationsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListChannelConfigurationsRequest>, I>>(
+    object: I,
+  ): ListChannelConfigurationsRequest {
+    const message = createBaseListChannelConfigurationsRequest();
+    message.organizationId = object.organizationId ?? "";
+    return message;
+  },
+};
+
+function createBaseListChannelConfigurationsResponse(): ListChannelConfigurationsResponse {
+  return { channels: [] };
+}
+
+export const ListChannelConfigurationsResponse: MessageFns<ListChannelConfigurationsResponse> = {
+  encode(message: ListChannelConfigurationsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.channels) {
+      ChannelConfiguration.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListChannelConfigurationsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListChannelConfigurationsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.channels.push(ChannelConfiguration.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListChannelConfigurationsResponse {
+    return {
+      channels: globalThis.Array.isArray(object?.channels)
+        ? object.channels.map((e: any) => ChannelConfiguration.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ListChannelConfigurationsResponse): unknown {
+    const obj: any = {};
+    if (message.channels?.length) {
+      obj.channels = message.channels.map((e) => ChannelConfiguration.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListChannelConfigurationsResponse>, I>>(
+    base?: I,
+  ): ListChannelConfigurationsResponse {
+    return ListChannelConfigurationsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListChannelConfigurationsResponse>, I>>(
+    object: I,
+  ): ListChannelConfigurationsResponse {
+    const message = createBaseListChannelConfigurationsResponse();
+    message.channels = object.channels?.map((e) => ChannelConfiguration.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSetChannelConfigurationRequest(): SetChannelConfigurationRequest {
+  return { organizationId: "", channel: "", configured: false };
+}
+
+export const SetChannelConfigurationRequest: MessageFns<SetChannelConfigurationRequest> = {
+  encode(message: SetChannelConfigurationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.channel !== "") {
+      writer.uint32(18).string(message.channel);
+    }
+    if (message.configured !== false) {
+      writer.uint32(24).bool(message.configured);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetChannelConfigurationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetChannelConfigurationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.configured = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetChannelConfigurationRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      configured: isSet(object.configured) ? globalThis.Boolean(object.configured) : false,
+    };
+  },
+
+  toJSON(message: SetChannelConfigurationRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.configured !== false) {
+      obj.configured = message.configured;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetChannelConfigurationRequest>, I>>(base?: I): SetChannelConfigurationRequest {
+    return SetChannelConfigurationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetChannelConfigurationRequest>, I>>(
+    object: I,
+  ): SetChannelConfigurationRequest {
+    const message = createBaseSetChannelConfigurationRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.channel = object.channel ?? "";
+    message.configured = object.configured ?? false;
+    return message;
+  },
+};
+
+function createBaseSetChannelConfigurationResponse(): SetChannelConfigurationResponse {
+  return { channel: undefined };
+}
+
+export const SetChannelConfigurationResponse: MessageFns<SetChannelConfigurationResponse> = {
+  encode(message: SetChannelConfigurationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.channel !== undefined) {
+      ChannelConfiguration.encode(message.channel, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetChannelConfigurationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetChannelConfigurationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.channel = ChannelConfiguration.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetChannelConfigurationResponse {
+    return { channel: isSet(object.channel) ? ChannelConfiguration.fromJSON(object.channel) : undefined };
+  },
+
+  toJSON(message: SetChannelConfigurationResponse): unknown {
+    const obj: any = {};
+    if (message.channel !== undefined) {
+      obj.channel = ChannelConfiguration.toJSON(message.channel);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetChannelConfigurationResponse>, I>>(base?: I): SetChannelConfigurationResponse {
+    return SetChannelConfigurationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetChannelConfigurationResponse>, I>>(
+    object: I,
+  ): SetChannelConfigurationResponse {
+    const message = createBaseSetChannelConfigurationResponse();
+    message.channel = (object.channel !== undefined && object.channel !== null)
+      ? ChannelConfiguration.fromPartial(object.channel)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseGetSendingProfileRequest(): GetSendingProfileRequest {
+  return { organizationId: "" };
+}
+
+export const GetSendingProfileRequest: MessageFns<GetSendingProfileRequest> = {
+  encode(message: GetSendingProfileRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetSendingProfileRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetSendingProfileRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetSendingProfileRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetSendingProfileRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetSendingProfileRequest>, I>>(base?: I): GetSendingProfileRequest {
+    return GetSendingProfileRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetSendingProfileRequest>, I>>(object: I): GetSendingProfileRequest {
+    const message = createBaseGetSendingProfileRequest();
+    message.organizationId = object.organizationId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetSendingProfileResponse(): GetSendingProfileResponse {
+  return { organization: undefined, templates: [], channels: [] };
+}
+
+export const GetSendingProfileResponse: MessageFns<GetSendingProfileResponse> = {
+  encode(message: GetSendingProfileResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organization !== undefined) {
+      Organization.encode(message.organization, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.templates) {
+      MessageTemplate.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.channels) {
+      ChannelConfiguration.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetSendingProfileResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetSendingProfileResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organization = Organization.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.templates.push(MessageTemplate.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.channels.push(ChannelConfiguration.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetSendingProfileResponse {
+    return {
+      organization: isSet(object.organization) ? Organization.fromJSON(object.organization) : undefined,
+      templates: globalThis.Array.isArray(object?.templates)
+        ? object.templates.map((e: any) => MessageTemplate.fromJSON(e))
+        : [],
+      channels: globalThis.Array.isArray(object?.channels)
+        ? object.channels.map((e: any) => ChannelConfiguration.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: GetSendingProfileResponse): unknown {
+    const obj: any = {};
+    if (message.organization !== undefined) {
+      obj.organization = Organization.toJSON(message.organization);
+    }
+    if (message.templates?.length) {
+      obj.templates = message.templates.map((e) => MessageTemplate.toJSON(e));
+    }
+    if (message.channels?.length) {
+      obj.channels = message.channels.map((e) => ChannelConfiguration.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetSendingProfileResponse>, I>>(base?: I): GetSendingProfileResponse {
+    return GetSendingProfileResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetSendingProfileResponse>, I>>(object: I): GetSendingProfileResponse {
+    const message = createBaseGetSendingProfileResponse();
+    message.organization = (object.organization !== undefined && object.organization !== null)
+      ? Organization.fromPartial(object.organization)
+      : undefined;
+    message.templates = object.templates?.map((e) => MessageTemplate.fromPartial(e)) || [];
+    message.channels = object.channels?.map((e) => ChannelConfiguration.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDebitSmsBalanceRequest(): DebitSmsBalanceRequest {
+  return { organizationId: "", stepId: "", parts: 0 };
+}
+
+export const DebitSmsBalanceRequest: MessageFns<DebitSmsBalanceRequest> = {
+  encode(message: DebitSmsBalanceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.stepId !== "") {
+      writer.uint32(18).string(message.stepId);
+    }
+    if (message.parts !== 0) {
+      writer.uint32(24).int64(message.parts);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DebitSmsBalanceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDebitSmsBalanceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.stepId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.parts = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DebitSmsBalanceRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      stepId: isSet(object.stepId)
+        ? globalThis.String(object.stepId)
+        : isSet(object.step_id)
+        ? globalThis.String(object.step_id)
+        : "",
+      parts: isSet(object.parts) ? globalThis.Number(object.parts) : 0,
+    };
+  },
+
+  toJSON(message: DebitSmsBalanceRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.stepId !== "") {
+      obj.stepId = message.stepId;
+    }
+    if (message.parts !== 0) {
+      obj.parts = Math.round(message.parts);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DebitSmsBalanceRequest>, I>>(base?: I): DebitSmsBalanceRequest {
+    return DebitSmsBalanceRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DebitSmsBalanceRequest>, I>>(object: I): DebitSmsBalanceRequest {
+    const message = createBaseDebitSmsBalanceRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.stepId = object.stepId ?? "";
+    message.parts = object.parts ?? 0;
+    return message;
+  },
+};
+
+function createBaseDebitSmsBalanceResponse(): DebitSmsBalanceResponse {
+  return { debited: false, balance: 0 };
+}
+
+export const DebitSmsBalanceResponse: MessageFns<DebitSmsBalanceResponse> = {
+  encode(message: DebitSmsBalanceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.debited !== false) {
+      writer.uint32(8).bool(message.debited);
+    }
+    if (message.balance !== 0) {
+      writer.uint32(16).int64(message.balance);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DebitSmsBalanceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDebitSmsBalanceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.debited = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.balance = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DebitSmsBalanceResponse {
+    return {
+      debited: isSet(object.debited) ? globalThis.Boolean(object.debited) : false,
+      balance: isSet(object.balance) ? globalThis.Number(object.balance) : 0,
+    };
+  },
+
+  toJSON(message: DebitSmsBalanceResponse): unknown {
+    const obj: any = {};
+    if (message.debited !== false) {
+      obj.debited = message.debited;
+    }
+    if (message.balance !== 0) {
+      obj.balance = Math.round(message.balance);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DebitSmsBalanceResponse>, I>>(base?: I): DebitSmsBalanceResponse {
+    return DebitSmsBalanceResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DebitSmsBalanceResponse>, I>>(object: I): DebitSmsBalanceResponse {
+    const message = createBaseDebitSmsBalanceResponse();
+    message.debited = object.debited ?? false;
+    message.balance = object.balance ?? 0;
+    return message;
+  },
+};
+
+function createBaseCreditSmsBalanceRequest(): CreditSmsBalanceRequest {
+  return { organizationId: "", parts: 0, reason: "" };
+}
+
+export const CreditSmsBalanceRequest: MessageFns<CreditSmsBalanceRequest> = {
+  encode(message: CreditSmsBalanceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.parts !== 0) {
+      writer.uint32(16).int64(message.parts);
+    }
+    if (message.reason !== "") {
+      writer.uint32(26).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreditSmsBalanceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreditSmsBalanceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.parts = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreditSmsBalanceRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      parts: isSet(object.parts) ? globalThis.Number(object.parts) : 0,
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: CreditSmsBalanceRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.parts !== 0) {
+      obj.parts = Math.round(message.parts);
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreditSmsBalanceRequest>, I>>(base?: I): CreditSmsBalanceRequest {
+    return CreditSmsBalanceRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreditSmsBalanceRequest>, I>>(object: I): CreditSmsBalanceRequest {
+    const message = createBaseCreditSmsBalanceRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.parts = object.parts ?? 0;
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseCreditSmsBalanceResponse(): CreditSmsBalanceResponse {
+  return { balance: 0 };
+}
+
+export const CreditSmsBalanceResponse: MessageFns<CreditSmsBalanceResponse> = {
+  encode(message: CreditSmsBalanceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.balance !== 0) {
+      writer.uint32(8).int64(message.balance);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreditSmsBalanceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreditSmsBalanceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.balance = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreditSmsBalanceResponse {
+    return { balance: isSet(object.balance) ? globalThis.Number(object.balance) : 0 };
+  },
+
+  toJSON(message: CreditSmsBalanceResponse): unknown {
+    const obj: any = {};
+    if (message.balance !== 0) {
+      obj.balance = Math.round(message.balance);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreditSmsBalanceResponse>, I>>(base?: I): CreditSmsBalanceResponse {
+    return CreditSmsBalanceResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreditSmsBalanceResponse>, I>>(object: I): CreditSmsBalanceResponse {
+    const message = createBaseCreditSmsBalanceResponse();
+    message.balance = object.balance ?? 0;
+    return message;
+  },
+};
+
 export type ContactsServiceService = typeof ContactsServiceService;
 export const ContactsServiceService = {
   /**
@@ -2049,6 +6053,203 @@ export const ContactsServiceService = {
       Buffer.from(ListLocationsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListLocationsResponse => ListLocationsResponse.decode(value),
   },
+  listOrganizations: {
+    path: "/rrs.contacts.v1.ContactsService/ListOrganizations" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListOrganizationsRequest): Buffer =>
+      Buffer.from(ListOrganizationsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListOrganizationsRequest => ListOrganizationsRequest.decode(value),
+    responseSerialize: (value: ListOrganizationsResponse): Buffer =>
+      Buffer.from(ListOrganizationsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListOrganizationsResponse => ListOrganizationsResponse.decode(value),
+  },
+  /** Changes the fields that are present; `sms_balance` is written to the ledger as an adjustment. */
+  updateOrganization: {
+    path: "/rrs.contacts.v1.ContactsService/UpdateOrganization" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateOrganizationRequest): Buffer =>
+      Buffer.from(UpdateOrganizationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateOrganizationRequest => UpdateOrganizationRequest.decode(value),
+    responseSerialize: (value: UpdateOrganizationResponse): Buffer =>
+      Buffer.from(UpdateOrganizationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateOrganizationResponse => UpdateOrganizationResponse.decode(value),
+  },
+  /** Keys of an organization, revoked ones included; never the secret. */
+  listApiKeys: {
+    path: "/rrs.contacts.v1.ContactsService/ListApiKeys" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListApiKeysRequest): Buffer => Buffer.from(ListApiKeysRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListApiKeysRequest => ListApiKeysRequest.decode(value),
+    responseSerialize: (value: ListApiKeysResponse): Buffer => Buffer.from(ListApiKeysResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListApiKeysResponse => ListApiKeysResponse.decode(value),
+  },
+  /** A revoked key fails Authenticate with `invalid_api_key`. Revoking twice keeps the first time. */
+  revokeApiKey: {
+    path: "/rrs.contacts.v1.ContactsService/RevokeApiKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RevokeApiKeyRequest): Buffer => Buffer.from(RevokeApiKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RevokeApiKeyRequest => RevokeApiKeyRequest.decode(value),
+    responseSerialize: (value: RevokeApiKeyResponse): Buffer =>
+      Buffer.from(RevokeApiKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RevokeApiKeyResponse => RevokeApiKeyResponse.decode(value),
+  },
+  /** 404 `not_found` when the location is deleted or belongs to another organization. */
+  getLocation: {
+    path: "/rrs.contacts.v1.ContactsService/GetLocation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetLocationRequest): Buffer => Buffer.from(GetLocationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetLocationRequest => GetLocationRequest.decode(value),
+    responseSerialize: (value: GetLocationResponse): Buffer => Buffer.from(GetLocationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetLocationResponse => GetLocationResponse.decode(value),
+  },
+  updateLocation: {
+    path: "/rrs.contacts.v1.ContactsService/UpdateLocation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateLocationRequest): Buffer =>
+      Buffer.from(UpdateLocationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateLocationRequest => UpdateLocationRequest.decode(value),
+    responseSerialize: (value: UpdateLocationResponse): Buffer =>
+      Buffer.from(UpdateLocationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateLocationResponse => UpdateLocationResponse.decode(value),
+  },
+  /** Soft delete: the location disappears from lists and lookups; contacts keep their reference. */
+  deleteLocation: {
+    path: "/rrs.contacts.v1.ContactsService/DeleteLocation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteLocationRequest): Buffer =>
+      Buffer.from(DeleteLocationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteLocationRequest => DeleteLocationRequest.decode(value),
+    responseSerialize: (value: DeleteLocationResponse): Buffer =>
+      Buffer.from(DeleteLocationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteLocationResponse => DeleteLocationResponse.decode(value),
+  },
+  /**
+   * Creates or updates a contact by external_id within the organization (POST /contacts). Honours the
+   * `idempotency-key` / `idempotency-fingerprint` metadata.
+   */
+  upsertContact: {
+    path: "/rrs.contacts.v1.ContactsService/UpsertContact" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpsertContactRequest): Buffer => Buffer.from(UpsertContactRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpsertContactRequest => UpsertContactRequest.decode(value),
+    responseSerialize: (value: UpsertContactResponse): Buffer =>
+      Buffer.from(UpsertContactResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpsertContactResponse => UpsertContactResponse.decode(value),
+  },
+  getContact: {
+    path: "/rrs.contacts.v1.ContactsService/GetContact" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetContactRequest): Buffer => Buffer.from(GetContactRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetContactRequest => GetContactRequest.decode(value),
+    responseSerialize: (value: GetContactResponse): Buffer => Buffer.from(GetContactResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetContactResponse => GetContactResponse.decode(value),
+  },
+  /** The organization's templates: its own where set, else the default of its locale. */
+  listTemplates: {
+    path: "/rrs.contacts.v1.ContactsService/ListTemplates" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListTemplatesRequest): Buffer => Buffer.from(ListTemplatesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListTemplatesRequest => ListTemplatesRequest.decode(value),
+    responseSerialize: (value: ListTemplatesResponse): Buffer =>
+      Buffer.from(ListTemplatesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListTemplatesResponse => ListTemplatesResponse.decode(value),
+  },
+  setTemplate: {
+    path: "/rrs.contacts.v1.ContactsService/SetTemplate" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetTemplateRequest): Buffer => Buffer.from(SetTemplateRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetTemplateRequest => SetTemplateRequest.decode(value),
+    responseSerialize: (value: SetTemplateResponse): Buffer => Buffer.from(SetTemplateResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetTemplateResponse => SetTemplateResponse.decode(value),
+  },
+  /** Drops the organization's own template of a channel, so the default applies again. */
+  resetTemplate: {
+    path: "/rrs.contacts.v1.ContactsService/ResetTemplate" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ResetTemplateRequest): Buffer => Buffer.from(ResetTemplateRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ResetTemplateRequest => ResetTemplateRequest.decode(value),
+    responseSerialize: (value: ResetTemplateResponse): Buffer =>
+      Buffer.from(ResetTemplateResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ResetTemplateResponse => ResetTemplateResponse.decode(value),
+  },
+  listChannelConfigurations: {
+    path: "/rrs.contacts.v1.ContactsService/ListChannelConfigurations" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListChannelConfigurationsRequest): Buffer =>
+      Buffer.from(ListChannelConfigurationsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListChannelConfigurationsRequest =>
+      ListChannelConfigurationsRequest.decode(value),
+    responseSerialize: (value: ListChannelConfigurationsResponse): Buffer =>
+      Buffer.from(ListChannelConfigurationsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListChannelConfigurationsResponse =>
+      ListChannelConfigurationsResponse.decode(value),
+  },
+  setChannelConfiguration: {
+    path: "/rrs.contacts.v1.ContactsService/SetChannelConfiguration" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetChannelConfigurationRequest): Buffer =>
+      Buffer.from(SetChannelConfigurationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetChannelConfigurationRequest => SetChannelConfigurationRequest.decode(value),
+    responseSerialize: (value: SetChannelConfigurationResponse): Buffer =>
+      Buffer.from(SetChannelConfigurationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetChannelConfigurationResponse =>
+      SetChannelConfigurationResponse.decode(value),
+  },
+  /**
+   * What a sender needs to dispatch a step: the organization, its effective templates and which
+   * channels it has configured.
+   */
+  getSendingProfile: {
+    path: "/rrs.contacts.v1.ContactsService/GetSendingProfile" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetSendingProfileRequest): Buffer =>
+      Buffer.from(GetSendingProfileRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetSendingProfileRequest => GetSendingProfileRequest.decode(value),
+    responseSerialize: (value: GetSendingProfileResponse): Buffer =>
+      Buffer.from(GetSendingProfileResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetSendingProfileResponse => GetSendingProfileResponse.decode(value),
+  },
+  /**
+   * Takes `parts` SMS parts for one step. Atomic and idempotent per step_id: a repeat returns the first
+   * outcome and never debits twice. Not enough balance: debited = false and nothing changes.
+   */
+  debitSmsBalance: {
+    path: "/rrs.contacts.v1.ContactsService/DebitSmsBalance" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DebitSmsBalanceRequest): Buffer =>
+      Buffer.from(DebitSmsBalanceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DebitSmsBalanceRequest => DebitSmsBalanceRequest.decode(value),
+    responseSerialize: (value: DebitSmsBalanceResponse): Buffer =>
+      Buffer.from(DebitSmsBalanceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DebitSmsBalanceResponse => DebitSmsBalanceResponse.decode(value),
+  },
+  creditSmsBalance: {
+    path: "/rrs.contacts.v1.ContactsService/CreditSmsBalance" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreditSmsBalanceRequest): Buffer =>
+      Buffer.from(CreditSmsBalanceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreditSmsBalanceRequest => CreditSmsBalanceRequest.decode(value),
+    responseSerialize: (value: CreditSmsBalanceResponse): Buffer =>
+      Buffer.from(CreditSmsBalanceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreditSmsBalanceResponse => CreditSmsBalanceResponse.decode(value),
+  },
 } as const;
 
 export interface ContactsServiceServer extends UntypedServiceImplementation {
@@ -2063,6 +6264,42 @@ export interface ContactsServiceServer extends UntypedServiceImplementation {
   issueApiKey: handleUnaryCall<IssueApiKeyRequest, IssueApiKeyResponse>;
   createLocation: handleUnaryCall<CreateLocationRequest, CreateLocationResponse>;
   listLocations: handleUnaryCall<ListLocationsRequest, ListLocationsResponse>;
+  listOrganizations: handleUnaryCall<ListOrganizationsRequest, ListOrganizationsResponse>;
+  /** Changes the fields that are present; `sms_balance` is written to the ledger as an adjustment. */
+  updateOrganization: handleUnaryCall<UpdateOrganizationRequest, UpdateOrganizationResponse>;
+  /** Keys of an organization, revoked ones included; never the secret. */
+  listApiKeys: handleUnaryCall<ListApiKeysRequest, ListApiKeysResponse>;
+  /** A revoked key fails Authenticate with `invalid_api_key`. Revoking twice keeps the first time. */
+  revokeApiKey: handleUnaryCall<RevokeApiKeyRequest, RevokeApiKeyResponse>;
+  /** 404 `not_found` when the location is deleted or belongs to another organization. */
+  getLocation: handleUnaryCall<GetLocationRequest, GetLocationResponse>;
+  updateLocation: handleUnaryCall<UpdateLocationRequest, UpdateLocationResponse>;
+  /** Soft delete: the location disappears from lists and lookups; contacts keep their reference. */
+  deleteLocation: handleUnaryCall<DeleteLocationRequest, DeleteLocationResponse>;
+  /**
+   * Creates or updates a contact by external_id within the organization (POST /contacts). Honours the
+   * `idempotency-key` / `idempotency-fingerprint` metadata.
+   */
+  upsertContact: handleUnaryCall<UpsertContactRequest, UpsertContactResponse>;
+  getContact: handleUnaryCall<GetContactRequest, GetContactResponse>;
+  /** The organization's templates: its own where set, else the default of its locale. */
+  listTemplates: handleUnaryCall<ListTemplatesRequest, ListTemplatesResponse>;
+  setTemplate: handleUnaryCall<SetTemplateRequest, SetTemplateResponse>;
+  /** Drops the organization's own template of a channel, so the default applies again. */
+  resetTemplate: handleUnaryCall<ResetTemplateRequest, ResetTemplateResponse>;
+  listChannelConfigurations: handleUnaryCall<ListChannelConfigurationsRequest, ListChannelConfigurationsResponse>;
+  setChannelConfiguration: handleUnaryCall<SetChannelConfigurationRequest, SetChannelConfigurationResponse>;
+  /**
+   * What a sender needs to dispatch a step: the organization, its effective templates and which
+   * channels it has configured.
+   */
+  getSendingProfile: handleUnaryCall<GetSendingProfileRequest, GetSendingProfileResponse>;
+  /**
+   * Takes `parts` SMS parts for one step. Atomic and idempotent per step_id: a repeat returns the first
+   * outcome and never debits twice. Not enough balance: debited = false and nothing changes.
+   */
+  debitSmsBalance: handleUnaryCall<DebitSmsBalanceRequest, DebitSmsBalanceResponse>;
+  creditSmsBalance: handleUnaryCall<CreditSmsBalanceRequest, CreditSmsBalanceResponse>;
 }
 
 export interface ContactsServiceClient extends Client {
@@ -2160,6 +6397,280 @@ export interface ContactsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListLocationsResponse) => void,
+  ): ClientUnaryCall;
+  listOrganizations(
+    request: ListOrganizationsRequest,
+    callback: (error: ServiceError | null, response: ListOrganizationsResponse) => void,
+  ): ClientUnaryCall;
+  listOrganizations(
+    request: ListOrganizationsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListOrganizationsResponse) => void,
+  ): ClientUnaryCall;
+  listOrganizations(
+    request: ListOrganizationsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListOrganizationsResponse) => void,
+  ): ClientUnaryCall;
+  /** Changes the fields that are present; `sms_balance` is written to the ledger as an adjustment. */
+  updateOrganization(
+    request: UpdateOrganizationRequest,
+    callback: (error: ServiceError | null, response: UpdateOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  updateOrganization(
+    request: UpdateOrganizationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  updateOrganization(
+    request: UpdateOrganizationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateOrganizationResponse) => void,
+  ): ClientUnaryCall;
+  /** Keys of an organization, revoked ones included; never the secret. */
+  listApiKeys(
+    request: ListApiKeysRequest,
+    callback: (error: ServiceError | null, response: ListApiKeysResponse) => void,
+  ): ClientUnaryCall;
+  listApiKeys(
+    request: ListApiKeysRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListApiKeysResponse) => void,
+  ): ClientUnaryCall;
+  listApiKeys(
+    request: ListApiKeysRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListApiKeysResponse) => void,
+  ): ClientUnaryCall;
+  /** A revoked key fails Authenticate with `invalid_api_key`. Revoking twice keeps the first time. */
+  revokeApiKey(
+    request: RevokeApiKeyRequest,
+    callback: (error: ServiceError | null, response: RevokeApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  revokeApiKey(
+    request: RevokeApiKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RevokeApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  revokeApiKey(
+    request: RevokeApiKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RevokeApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  /** 404 `not_found` when the location is deleted or belongs to another organization. */
+  getLocation(
+    request: GetLocationRequest,
+    callback: (error: ServiceError | null, response: GetLocationResponse) => void,
+  ): ClientUnaryCall;
+  getLocation(
+    request: GetLocationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetLocationResponse) => void,
+  ): ClientUnaryCall;
+  getLocation(
+    request: GetLocationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetLocationResponse) => void,
+  ): ClientUnaryCall;
+  updateLocation(
+    request: UpdateLocationRequest,
+    callback: (error: ServiceError | null, response: UpdateLocationResponse) => void,
+  ): ClientUnaryCall;
+  updateLocation(
+    request: UpdateLocationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateLocationResponse) => void,
+  ): ClientUnaryCall;
+  updateLocation(
+    request: UpdateLocationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateLocationResponse) => void,
+  ): ClientUnaryCall;
+  /** Soft delete: the location disappears from lists and lookups; contacts keep their reference. */
+  deleteLocation(
+    request: DeleteLocationRequest,
+    callback: (error: ServiceError | null, response: DeleteLocationResponse) => void,
+  ): ClientUnaryCall;
+  deleteLocation(
+    request: DeleteLocationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteLocationResponse) => void,
+  ): ClientUnaryCall;
+  deleteLocation(
+    request: DeleteLocationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteLocationResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Creates or updates a contact by external_id within the organization (POST /contacts). Honours the
+   * `idempotency-key` / `idempotency-fingerprint` metadata.
+   */
+  upsertContact(
+    request: UpsertContactRequest,
+    callback: (error: ServiceError | null, response: UpsertContactResponse) => void,
+  ): ClientUnaryCall;
+  upsertContact(
+    request: UpsertContactRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpsertContactResponse) => void,
+  ): ClientUnaryCall;
+  upsertContact(
+    request: UpsertContactRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpsertContactResponse) => void,
+  ): ClientUnaryCall;
+  getContact(
+    request: GetContactRequest,
+    callback: (error: ServiceError | null, response: GetContactResponse) => void,
+  ): ClientUnaryCall;
+  getContact(
+    request: GetContactRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetContactResponse) => void,
+  ): ClientUnaryCall;
+  getContact(
+    request: GetContactRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetContactResponse) => void,
+  ): ClientUnaryCall;
+  /** The organization's templates: its own where set, else the default of its locale. */
+  listTemplates(
+    request: ListTemplatesRequest,
+    callback: (error: ServiceError | null, response: ListTemplatesResponse) => void,
+  ): ClientUnaryCall;
+  listTemplates(
+    request: ListTemplatesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListTemplatesResponse) => void,
+  ): ClientUnaryCall;
+  listTemplates(
+    request: ListTemplatesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListTemplatesResponse) => void,
+  ): ClientUnaryCall;
+  setTemplate(
+    request: SetTemplateRequest,
+    callback: (error: ServiceError | null, response: SetTemplateResponse) => void,
+  ): ClientUnaryCall;
+  setTemplate(
+    request: SetTemplateRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetTemplateResponse) => void,
+  ): ClientUnaryCall;
+  setTemplate(
+    request: SetTemplateRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetTemplateResponse) => void,
+  ): ClientUnaryCall;
+  /** Drops the organization's own template of a channel, so the default applies again. */
+  resetTemplate(
+    request: ResetTemplateRequest,
+    callback: (error: ServiceError | null, response: ResetTemplateResponse) => void,
+  ): ClientUnaryCall;
+  resetTemplate(
+    request: ResetTemplateRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ResetTemplateResponse) => void,
+  ): ClientUnaryCall;
+  resetTemplate(
+    request: ResetTemplateRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ResetTemplateResponse) => void,
+  ): ClientUnaryCall;
+  listChannelConfigurations(
+    request: ListChannelConfigurationsRequest,
+    callback: (error: ServiceError | null, response: ListChannelConfigurationsResponse) => void,
+  ): ClientUnaryCall;
+  listChannelConfigurations(
+    request: ListChannelConfigurationsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListChannelConfigurationsResponse) => void,
+  ): ClientUnaryCall;
+  listChannelConfigurations(
+    request: ListChannelConfigurationsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListChannelConfigurationsResponse) => void,
+  ): ClientUnaryCall;
+  setChannelConfiguration(
+    request: SetChannelConfigurationRequest,
+    callback: (error: ServiceError | null, response: SetChannelConfigurationResponse) => void,
+  ): ClientUnaryCall;
+  setChannelConfiguration(
+    request: SetChannelConfigurationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetChannelConfigurationResponse) => void,
+  ): ClientUnaryCall;
+  setChannelConfiguration(
+    request: SetChannelConfigurationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetChannelConfigurationResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * What a sender needs to dispatch a step: the organization, its effective templates and which
+   * channels it has configured.
+   */
+  getSendingProfile(
+    request: GetSendingProfileRequest,
+    callback: (error: ServiceError | null, response: GetSendingProfileResponse) => void,
+  ): ClientUnaryCall;
+  getSendingProfile(
+    request: GetSendingProfileRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetSendingProfileResponse) => void,
+  ): ClientUnaryCall;
+  getSendingProfile(
+    request: GetSendingProfileRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetSendingProfileResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Takes `parts` SMS parts for one step. Atomic and idempotent per step_id: a repeat returns the first
+   * outcome and never debits twice. Not enough balance: debited = false and nothing changes.
+   */
+  debitSmsBalance(
+    request: DebitSmsBalanceRequest,
+    callback: (error: ServiceError | null, response: DebitSmsBalanceResponse) => void,
+  ): ClientUnaryCall;
+  debitSmsBalance(
+    request: DebitSmsBalanceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DebitSmsBalanceResponse) => void,
+  ): ClientUnaryCall;
+  debitSmsBalance(
+    request: DebitSmsBalanceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DebitSmsBalanceResponse) => void,
+  ): ClientUnaryCall;
+  creditSmsBalance(
+    request: CreditSmsBalanceRequest,
+    callback: (error: ServiceError | null, response: CreditSmsBalanceResponse) => void,
+  ): ClientUnaryCall;
+  creditSmsBalance(
+    request: CreditSmsBalanceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreditSmsBalanceResponse) => void,
+  ): ClientUnaryCall;
+  creditSmsBalance(
+    request: CreditSmsBalanceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreditSmsBalanceResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -18,6 +18,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { Timestamp } from "../../../google/protobuf/timestamp";
 
 export interface FlowStep {
   /** 1-based position in the flow. */
@@ -52,6 +53,263 @@ export interface ListFlowsRequest {
 
 export interface ListFlowsResponse {
   flows: Flow[];
+}
+
+export interface UpdateFlowRequest {
+  organizationId: string;
+  id: string;
+  name: string;
+  steps: FlowStep[];
+}
+
+export interface UpdateFlowResponse {
+  flow: Flow | undefined;
+}
+
+export interface SetDefaultFlowRequest {
+  organizationId: string;
+  id: string;
+}
+
+export interface SetDefaultFlowResponse {
+  flow: Flow | undefined;
+}
+
+export interface RecipientInput {
+  name: string;
+  email: string;
+  /** E.164 (the gateway normalizes). */
+  phone: string;
+  /** Set when the recipient comes from a directory contact (`POST /contacts` with `startCascade`). */
+  contactId: string;
+  contactExternalId: string;
+}
+
+export interface StartCascadeRequest {
+  organizationId: string;
+  locationId: string;
+  name: string;
+  /** Empty: the organization's default flow (unless `channel` is set). */
+  flowId: string;
+  /** One-step cascade in this channel; mutually exclusive with flow_id. */
+  channel: string;
+  externalId: string;
+  recipients: RecipientInput[];
+}
+
+export interface StartCascadeResponse {
+  id: string;
+  /** running | finished */
+  status: string;
+  queued: number;
+  skipped: number;
+  /** The flow the cascade runs (for a channel send: a one-step flow with an empty id). */
+  flow:
+    | Flow
+    | undefined;
+  /** Set for a channel send. */
+  channel: string;
+  idempotentReplayed: boolean;
+  externalId: string;
+}
+
+export interface GetCascadeRequest {
+  organizationId: string;
+  id: string;
+}
+
+export interface StepReroute {
+  fromChannel: string;
+  toChannel: string;
+  /** no_balance | unreachable | channel_not_configured */
+  reason: string;
+}
+
+export interface RecipientStep {
+  order: number;
+  /** The flow's channel for this step. */
+  channel: string;
+  /** pending | scheduled | dispatched | sent | failed | skipped | canceled */
+  status: string;
+  dueAt: Date | undefined;
+  sentAt: Date | undefined;
+  skippedAt:
+    | Date
+    | undefined;
+  /** Why the step was skipped or failed. */
+  reason: string;
+  /** Hops the step took away from its channel, in order. */
+  reroutes: StepReroute[];
+  /** The channel that carried (or is carrying) the message. */
+  sentChannel: string;
+  dispatchedAt: Date | undefined;
+  deliveredAt: Date | undefined;
+}
+
+export interface CascadeRecipient {
+  id: string;
+  name: string;
+  email: string;
+  phone: string;
+  contactExternalId: string;
+  /** running | finished */
+  status: string;
+  /** rated | exhausted | unreachable | unsubscribed | canceled; empty while running. */
+  finishReason: string;
+  /** 1..5; 0 = not rated. */
+  rating: number;
+  feedback: string;
+  ratedAt: Date | undefined;
+  finishedAt: Date | undefined;
+  steps: RecipientStep[];
+  reviewRequestId: string;
+}
+
+export interface CascadeCount {
+  key: string;
+  value: number;
+}
+
+export interface Cascade {
+  id: string;
+  organizationId: string;
+  status: string;
+  externalId: string;
+  hasExternalId: boolean;
+  name: string;
+  locationId: string;
+  flowId: string;
+  channel: string;
+  counts: CascadeCount[];
+  recipients: CascadeRecipient[];
+  createdAt: Date | undefined;
+  finishedAt: Date | undefined;
+}
+
+export interface GetCascadeResponse {
+  cascade: Cascade | undefined;
+}
+
+export interface CancelCascadeRequest {
+  organizationId: string;
+  id: string;
+}
+
+export interface CancelCascadeResponse {
+  canceled: number;
+}
+
+export interface ReviewRequest {
+  id: string;
+  token: string;
+  /** Absolute personal link `<public base>/r/<token>`. */
+  url: string;
+  /** created | opened | rated | feedback */
+  status: string;
+}
+
+export interface CreateReviewRequestRequest {
+  organizationId: string;
+  locationId: string;
+  customerName: string;
+  /** An email or a phone, kept for the caller's reporting only. */
+  contact: string;
+}
+
+export interface CreateReviewRequestResponse {
+  reviewRequest: ReviewRequest | undefined;
+  idempotentReplayed: boolean;
+}
+
+export interface PublicReviewLink {
+  provider: string;
+  url: string;
+}
+
+export interface ReviewForm {
+  token: string;
+  locationName: string;
+  /** ru | en */
+  locale: string;
+  /** 0 until rated. */
+  rating: number;
+  feedbackGiven: boolean;
+  /** Ratings at or below it get the private feedback form. */
+  lowRatingThreshold: number;
+  reviewLinks: PublicReviewLink[];
+  organizationName: string;
+  unsubscribed: boolean;
+  /** The recipient's email, for the unsubscribe page; empty for review-request links. */
+  email: string;
+}
+
+export interface GetReviewFormRequest {
+  token: string;
+  /** Records `opened` (the first time); false for the unsubscribe page. */
+  recordOpen: boolean;
+}
+
+export interface GetReviewFormResponse {
+  form: ReviewForm | undefined;
+}
+
+export interface SubmitRatingRequest {
+  token: string;
+  rating: number;
+}
+
+export interface SubmitRatingResponse {
+  form:
+    | ReviewForm
+    | undefined;
+  /** False when an earlier rating stands (a second submit never counts twice). */
+  recorded: boolean;
+  feedbackRequested: boolean;
+}
+
+export interface SubmitFeedbackRequest {
+  token: string;
+  text: string;
+}
+
+export interface SubmitFeedbackResponse {
+  form: ReviewForm | undefined;
+  recorded: boolean;
+}
+
+export interface UnsubscribeRequest {
+  token: string;
+}
+
+export interface UnsubscribeResponse {
+  form: ReviewForm | undefined;
+  recorded: boolean;
+}
+
+export interface OrganizationSettings {
+  organizationId: string;
+  lowRatingThreshold: number;
+  /** Recipients accepted per StartCascade request, 1..500 (default 500). */
+  maxRecipientsPerRequest: number;
+}
+
+export interface GetOrganizationSettingsRequest {
+  organizationId: string;
+}
+
+export interface GetOrganizationSettingsResponse {
+  settings: OrganizationSettings | undefined;
+}
+
+export interface SetOrganizationSettingsRequest {
+  organizationId: string;
+  lowRatingThreshold: number;
+  /** 0 = the default (500). */
+  maxRecipientsPerRequest: number;
+}
+
+export interface SetOrganizationSettingsResponse {
+  settings: OrganizationSettings | undefined;
 }
 
 function createBaseFlowStep(): FlowStep {
@@ -632,6 +890,4042 @@ export const ListFlowsResponse: MessageFns<ListFlowsResponse> = {
   },
 };
 
+function createBaseUpdateFlowRequest(): UpdateFlowRequest {
+  return { organizationId: "", id: "", name: "", steps: [] };
+}
+
+export const UpdateFlowRequest: MessageFns<UpdateFlowRequest> = {
+  encode(message: UpdateFlowRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    for (const v of message.steps) {
+      FlowStep.encode(v!, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateFlowRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateFlowRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.steps.push(FlowStep.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateFlowRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      steps: globalThis.Array.isArray(object?.steps) ? object.steps.map((e: any) => FlowStep.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: UpdateFlowRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.steps?.length) {
+      obj.steps = message.steps.map((e) => FlowStep.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateFlowRequest>, I>>(base?: I): UpdateFlowRequest {
+    return UpdateFlowRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateFlowRequest>, I>>(object: I): UpdateFlowRequest {
+    const message = createBaseUpdateFlowRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.id = object.id ?? "";
+    message.name = object.name ?? "";
+    message.steps = object.steps?.map((e) => FlowStep.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseUpdateFlowResponse(): UpdateFlowResponse {
+  return { flow: undefined };
+}
+
+export const UpdateFlowResponse: MessageFns<UpdateFlowResponse> = {
+  encode(message: UpdateFlowResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.flow !== undefined) {
+      Flow.encode(message.flow, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateFlowResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateFlowResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.flow = Flow.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateFlowResponse {
+    return { flow: isSet(object.flow) ? Flow.fromJSON(object.flow) : undefined };
+  },
+
+  toJSON(message: UpdateFlowResponse): unknown {
+    const obj: any = {};
+    if (message.flow !== undefined) {
+      obj.flow = Flow.toJSON(message.flow);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateFlowResponse>, I>>(base?: I): UpdateFlowResponse {
+    return UpdateFlowResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateFlowResponse>, I>>(object: I): UpdateFlowResponse {
+    const message = createBaseUpdateFlowResponse();
+    message.flow = (object.flow !== undefined && object.flow !== null) ? Flow.fromPartial(object.flow) : undefined;
+    return message;
+  },
+};
+
+function createBaseSetDefaultFlowRequest(): SetDefaultFlowRequest {
+  return { organizationId: "", id: "" };
+}
+
+export const SetDefaultFlowRequest: MessageFns<SetDefaultFlowRequest> = {
+  encode(message: SetDefaultFlowRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetDefaultFlowRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetDefaultFlowRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetDefaultFlowRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: SetDefaultFlowRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetDefaultFlowRequest>, I>>(base?: I): SetDefaultFlowRequest {
+    return SetDefaultFlowRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetDefaultFlowRequest>, I>>(object: I): SetDefaultFlowRequest {
+    const message = createBaseSetDefaultFlowRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseSetDefaultFlowResponse(): SetDefaultFlowResponse {
+  return { flow: undefined };
+}
+
+export const SetDefaultFlowResponse: MessageFns<SetDefaultFlowResponse> = {
+  encode(message: SetDefaultFlowResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.flow !== undefined) {
+      Flow.encode(message.flow, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetDefaultFlowResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetDefaultFlowResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.flow = Flow.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetDefaultFlowResponse {
+    return { flow: isSet(object.flow) ? Flow.fromJSON(object.flow) : undefined };
+  },
+
+  toJSON(message: SetDefaultFlowResponse): unknown {
+    const obj: any = {};
+    if (message.flow !== undefined) {
+      obj.flow = Flow.toJSON(message.flow);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetDefaultFlowResponse>, I>>(base?: I): SetDefaultFlowResponse {
+    return SetDefaultFlowResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetDefaultFlowResponse>, I>>(object: I): SetDefaultFlowResponse {
+    const message = createBaseSetDefaultFlowResponse();
+    message.flow = (object.flow !== undefined && object.flow !== null) ? Flow.fromPartial(object.flow) : undefined;
+    return message;
+  },
+};
+
+function createBaseRecipientInput(): RecipientInput {
+  return { name: "", email: "", phone: "", contactId: "", contactExternalId: "" };
+}
+
+export const RecipientInput: MessageFns<RecipientInput> = {
+  encode(message: RecipientInput, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    if (message.phone !== "") {
+      writer.uint32(26).string(message.phone);
+    }
+    if (message.contactId !== "") {
+      writer.uint32(34).string(message.contactId);
+    }
+    if (message.contactExternalId !== "") {
+      writer.uint32(42).string(message.contactExternalId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecipientInput {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecipientInput();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.phone = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.contactId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.contactExternalId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecipientInput {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      phone: isSet(object.phone) ? globalThis.String(object.phone) : "",
+      contactId: isSet(object.contactId)
+        ? globalThis.String(object.contactId)
+        : isSet(object.contact_id)
+        ? globalThis.String(object.contact_id)
+        : "",
+      contactExternalId: isSet(object.contactExternalId)
+        ? globalThis.String(object.contactExternalId)
+        : isSet(object.contact_external_id)
+        ? globalThis.String(object.contact_external_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RecipientInput): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.phone !== "") {
+      obj.phone = message.phone;
+    }
+    if (message.contactId !== "") {
+      obj.contactId = message.contactId;
+    }
+    if (message.contactExternalId !== "") {
+      obj.contactExternalId = message.contactExternalId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RecipientInput>, I>>(base?: I): RecipientInput {
+    return RecipientInput.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecipientInput>, I>>(object: I): RecipientInput {
+    const message = createBaseRecipientInput();
+    message.name = object.name ?? "";
+    message.email = object.email ?? "";
+    message.phone = object.phone ?? "";
+    message.contactId = object.contactId ?? "";
+    message.contactExternalId = object.contactExternalId ?? "";
+    return message;
+  },
+};
+
+function createBaseStartCascadeRequest(): StartCascadeRequest {
+  return { organizationId: "", locationId: "", name: "", flowId: "", channel: "", externalId: "", recipients: [] };
+}
+
+export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
+  encode(message: StartCascadeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(18).string(message.locationId);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.flowId !== "") {
+      writer.uint32(34).string(message.flowId);
+    }
+    if (message.channel !== "") {
+      writer.uint32(42).string(message.channel);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(50).string(message.externalId);
+    }
+    for (const v of message.recipients) {
+      RecipientInput.encode(v!, writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartCascadeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartCascadeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.flowId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.recipients.push(RecipientInput.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartCascadeRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      flowId: isSet(object.flowId)
+        ? globalThis.String(object.flowId)
+        : isSet(object.flow_id)
+        ? globalThis.String(object.flow_id)
+        : "",
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+      recipients: globalThis.Array.isArray(object?.recipients)
+        ? object.recipients.map((e: any) => RecipientInput.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: StartCascadeRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.flowId !== "") {
+      obj.flowId = message.flowId;
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    if (message.recipients?.length) {
+      obj.recipients = message.recipients.map((e) => RecipientInput.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartCascadeRequest>, I>>(base?: I): StartCascadeRequest {
+    return StartCascadeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartCascadeRequest>, I>>(object: I): StartCascadeRequest {
+    const message = createBaseStartCascadeRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.locationId = object.locationId ?? "";
+    message.name = object.name ?? "";
+    message.flowId = object.flowId ?? "";
+    message.channel = object.channel ?? "";
+    message.externalId = object.externalId ?? "";
+    message.recipients = object.recipients?.map((e) => RecipientInput.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseStartCascadeResponse(): StartCascadeResponse {
+  return {
+    id: "",
+    status: "",
+    queued: 0,
+    skipped: 0,
+    flow: undefined,
+    channel: "",
+    idempotentReplayed: false,
+    externalId: "",
+  };
+}
+
+export const StartCascadeResponse: MessageFns<StartCascadeResponse> = {
+  encode(message: StartCascadeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.status !== "") {
+      writer.uint32(18).string(message.status);
+    }
+    if (message.queued !== 0) {
+      writer.uint32(24).int32(message.queued);
+    }
+    if (message.skipped !== 0) {
+      writer.uint32(32).int32(message.skipped);
+    }
+    if (message.flow !== undefined) {
+      Flow.encode(message.flow, writer.uint32(42).fork()).join();
+    }
+    if (message.channel !== "") {
+      writer.uint32(50).string(message.channel);
+    }
+    if (message.idempotentReplayed !== false) {
+      writer.uint32(56).bool(message.idempotentReplayed);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(66).string(message.externalId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartCascadeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartCascadeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.queued = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.skipped = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.flow = Flow.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.idempotentReplayed = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartCascadeResponse {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      queued: isSet(object.queued) ? globalThis.Number(object.queued) : 0,
+      skipped: isSet(object.skipped) ? globalThis.Number(object.skipped) : 0,
+      flow: isSet(object.flow) ? Flow.fromJSON(object.flow) : undefined,
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      idempotentReplayed: isSet(object.idempotentReplayed)
+        ? globalThis.Boolean(object.idempotentReplayed)
+        : isSet(object.idempotent_replayed)
+        ? globalThis.Boolean(object.idempotent_replayed)
+        : false,
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+    };
+  },
+
+  toJSON(message: StartCascadeResponse): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.queued !== 0) {
+      obj.queued = Math.round(message.queued);
+    }
+    if (message.skipped !== 0) {
+      obj.skipped = Math.round(message.skipped);
+    }
+    if (message.flow !== undefined) {
+      obj.flow = Flow.toJSON(message.flow);
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.idempotentReplayed !== false) {
+      obj.idempotentReplayed = message.idempotentReplayed;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartCascadeResponse>, I>>(base?: I): StartCascadeResponse {
+    return StartCascadeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartCascadeResponse>, I>>(object: I): StartCascadeResponse {
+    const message = createBaseStartCascadeResponse();
+    message.id = object.id ?? "";
+    message.status = object.status ?? "";
+    message.queued = object.queued ?? 0;
+    message.skipped = object.skipped ?? 0;
+    message.flow = (object.flow !== undefined && object.flow !== null) ? Flow.fromPartial(object.flow) : undefined;
+    message.channel = object.channel ?? "";
+    message.idempotentReplayed = object.idempotentReplayed ?? false;
+    message.externalId = object.externalId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetCascadeRequest(): GetCascadeRequest {
+  return { organizationId: "", id: "" };
+}
+
+export const GetCascadeRequest: MessageFns<GetCascadeRequest> = {
+  encode(message: GetCascadeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetCascadeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetCascadeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetCascadeRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: GetCascadeRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetCascadeRequest>, I>>(base?: I): GetCascadeRequest {
+    return GetCascadeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetCascadeRequest>, I>>(object: I): GetCascadeRequest {
+    const message = createBaseGetCascadeRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseStepReroute(): StepReroute {
+  return { fromChannel: "", toChannel: "", reason: "" };
+}
+
+export const StepReroute: MessageFns<StepReroute> = {
+  encode(message: StepReroute, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.fromChannel !== "") {
+      writer.uint32(10).string(message.fromChannel);
+    }
+    if (message.toChannel !== "") {
+      writer.uint32(18).string(message.toChannel);
+    }
+    if (message.reason !== "") {
+      writer.uint32(26).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StepReroute {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStepReroute();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.fromChannel = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.toChannel = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StepReroute {
+    return {
+      fromChannel: isSet(object.fromChannel)
+        ? globalThis.String(object.fromChannel)
+        : isSet(object.from_channel)
+        ? globalThis.String(object.from_channel)
+        : "",
+      toChannel: isSet(object.toChannel)
+        ? globalThis.String(object.toChannel)
+        : isSet(object.to_channel)
+        ? globalThis.String(object.to_channel)
+        : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: StepReroute): unknown {
+    const obj: any = {};
+    if (message.fromChannel !== "") {
+      obj.fromChannel = message.fromChannel;
+    }
+    if (message.toChannel !== "") {
+      obj.toChannel = message.toChannel;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StepReroute>, I>>(base?: I): StepReroute {
+    return StepReroute.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StepReroute>, I>>(object: I): StepReroute {
+    const message = createBaseStepReroute();
+    message.fromChannel = object.fromChannel ?? "";
+    message.toChannel = object.toChannel ?? "";
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseRecipientStep(): RecipientStep {
+  return {
+    order: 0,
+    channel: "",
+    status: "",
+    dueAt: undefined,
+    sentAt: undefined,
+    skippedAt: undefined,
+    reason: "",
+    reroutes: [],
+    sentChannel: "",
+    dispatchedAt: undefined,
+    deliveredAt: undefined,
+  };
+}
+
+export const RecipientStep: MessageFns<RecipientStep> = {
+  encode(message: RecipientStep, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.order !== 0) {
+      writer.uint32(8).int32(message.order);
+    }
+    if (message.channel !== "") {
+      writer.uint32(18).string(message.channel);
+    }
+    if (message.status !== "") {
+      writer.uint32(26).string(message.status);
+    }
+    if (message.dueAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.dueAt), writer.uint32(34).fork()).join();
+    }
+    if (message.sentAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.sentAt), writer.uint32(42).fork()).join();
+    }
+    if (message.skippedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.skippedAt), writer.uint32(50).fork()).join();
+    }
+    if (message.reason !== "") {
+      writer.uint32(58).string(message.reason);
+    }
+    for (const v of message.reroutes) {
+      StepReroute.encode(v!, writer.uint32(66).fork()).join();
+    }
+    if (message.sentChannel !== "") {
+      writer.uint32(74).string(message.sentChannel);
+    }
+    if (message.dispatchedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.dispatchedAt), writer.uint32(82).fork()).join();
+    }
+    if (message.deliveredAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.deliveredAt), writer.uint32(90).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecipientStep {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecipientStep();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.order = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.dueAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.sentAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.skippedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.reroutes.push(StepReroute.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.sentChannel = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.dispatchedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.deliveredAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecipientStep {
+    return {
+      order: isSet(object.order) ? globalThis.Number(object.order) : 0,
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      dueAt: isSet(object.dueAt)
+        ? fromJsonTimestamp(object.dueAt)
+        : isSet(object.due_at)
+        ? fromJsonTimestamp(object.due_at)
+        : undefined,
+      sentAt: isSet(object.sentAt)
+        ? fromJsonTimestamp(object.sentAt)
+        : isSet(object.sent_at)
+        ? fromJsonTimestamp(object.sent_at)
+        : undefined,
+      skippedAt: isSet(object.skippedAt)
+        ? fromJsonTimestamp(object.skippedAt)
+        : isSet(object.skipped_at)
+        ? fromJsonTimestamp(object.skipped_at)
+        : undefined,
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      reroutes: globalThis.Array.isArray(object?.reroutes)
+        ? object.reroutes.map((e: any) => StepReroute.fromJSON(e))
+        : [],
+      sentChannel: isSet(object.sentChannel)
+        ? globalThis.String(object.sentChannel)
+        : isSet(object.sent_channel)
+        ? globalThis.String(object.sent_channel)
+        : "",
+      dispatchedAt: isSet(object.dispatchedAt)
+        ? fromJsonTimestamp(object.dispatchedAt)
+        : isSet(object.dispatched_at)
+        ? fromJsonTimestamp(object.dispatched_at)
+        : undefined,
+      deliveredAt: isSet(object.deliveredAt)
+        ? fromJsonTimestamp(object.deliveredAt)
+        : isSet(object.delivered_at)
+        ? fromJsonTimestamp(object.delivered_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: RecipientStep): unknown {
+    const obj: any = {};
+    if (message.order !== 0) {
+      obj.order = Math.round(message.order);
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.dueAt !== undefined) {
+      obj.dueAt = message.dueAt.toISOString();
+    }
+    if (message.sentAt !== undefined) {
+      obj.sentAt = message.sentAt.toISOString();
+    }
+    if (message.skippedAt !== undefined) {
+      obj.skippedAt = message.skippedAt.toISOString();
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.reroutes?.length) {
+      obj.reroutes = message.reroutes.map((e) => StepReroute.toJSON(e));
+    }
+    if (message.sentChannel !== "") {
+      obj.sentChannel = message.sentChannel;
+    }
+    if (message.dispatchedAt !== undefined) {
+      obj.dispatchedAt = message.dispatchedAt.toISOString();
+    }
+    if (message.deliveredAt !== undefined) {
+      obj.deliveredAt = message.deliveredAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RecipientStep>, I>>(base?: I): RecipientStep {
+    return RecipientStep.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecipientStep>, I>>(object: I): RecipientStep {
+    const message = createBaseRecipientStep();
+    message.order = object.order ?? 0;
+    message.channel = object.channel ?? "";
+    message.status = object.status ?? "";
+    message.dueAt = object.dueAt ?? undefined;
+    message.sentAt = object.sentAt ?? undefined;
+    message.skippedAt = object.skippedAt ?? undefined;
+    message.reason = object.reason ?? "";
+    message.reroutes = object.reroutes?.map((e) => StepReroute.fromPartial(e)) || [];
+    message.sentChannel = object.sentChannel ?? "";
+    message.dispatchedAt = object.dispatchedAt ?? undefined;
+    message.deliveredAt = object.deliveredAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCascadeRecipient(): CascadeRecipient {
+  return {
+    id: "",
+    name: "",
+    email: "",
+    phone: "",
+    contactExternalId: "",
+    status: "",
+    finishReason: "",
+    rating: 0,
+    feedback: "",
+    ratedAt: undefined,
+    finishedAt: undefined,
+    steps: [],
+    reviewRequestId: "",
+  };
+}
+
+export const CascadeRecipient: MessageFns<CascadeRecipient> = {
+  encode(message: CascadeRecipient, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.email !== "") {
+      writer.uint32(26).string(message.email);
+    }
+    if (message.phone !== "") {
+      writer.uint32(34).string(message.phone);
+    }
+    if (message.contactExternalId !== "") {
+      writer.uint32(42).string(message.contactExternalId);
+    }
+    if (message.status !== "") {
+      writer.uint32(50).string(message.status);
+    }
+    if (message.finishReason !== "") {
+      writer.uint32(58).string(message.finishReason);
+    }
+    if (message.rating !== 0) {
+      writer.uint32(64).int32(message.rating);
+    }
+    if (message.feedback !== "") {
+      writer.uint32(74).string(message.feedback);
+    }
+    if (message.ratedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.ratedAt), writer.uint32(82).fork()).join();
+    }
+    if (message.finishedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.finishedAt), writer.uint32(90).fork()).join();
+    }
+    for (const v of message.steps) {
+      RecipientStep.encode(v!, writer.uint32(98).fork()).join();
+    }
+    if (message.reviewRequestId !== "") {
+      writer.uint32(106).string(message.reviewRequestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CascadeRecipient {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCascadeRecipient();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.phone = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.contactExternalId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.finishReason = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.rating = reader.int32();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.feedback = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.ratedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.finishedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.steps.push(RecipientStep.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.reviewRequestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CascadeRecipient {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      phone: isSet(object.phone) ? globalThis.String(object.phone) : "",
+      contactExternalId: isSet(object.contactExternalId)
+        ? globalThis.String(object.contactExternalId)
+        : isSet(object.contact_external_id)
+        ? globalThis.String(object.contact_external_id)
+        : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      finishReason: isSet(object.finishReason)
+        ? globalThis.String(object.finishReason)
+        : isSet(object.finish_reason)
+        ? globalThis.String(object.finish_reason)
+        : "",
+      rating: isSet(object.rating) ? globalThis.Number(object.rating) : 0,
+      feedback: isSet(object.feedback) ? globalThis.String(object.feedback) : "",
+      ratedAt: isSet(object.ratedAt)
+        ? fromJsonTimestamp(object.ratedAt)
+        : isSet(object.rated_at)
+        ? fromJsonTimestamp(object.rated_at)
+        : undefined,
+      finishedAt: isSet(object.finishedAt)
+        ? fromJsonTimestamp(object.finishedAt)
+        : isSet(object.finished_at)
+        ? fromJsonTimestamp(object.finished_at)
+        : undefined,
+      steps: globalThis.Array.isArray(object?.steps)
+        ? object.steps.map((e: any) => RecipientStep.fromJSON(e))
+        : [],
+      reviewRequestId: isSet(object.reviewRequestId)
+        ? globalThis.String(object.reviewRequestId)
+        : isSet(object.review_request_id)
+        ? globalThis.String(object.review_request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CascadeRecipient): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.phone !== "") {
+      obj.phone = message.phone;
+    }
+    if (message.contactExternalId !== "") {
+      obj.contactExternalId = message.contactExternalId;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.finishReason !== "") {
+      obj.finishReason = message.finishReason;
+    }
+    if (message.rating !== 0) {
+      obj.rating = Math.round(message.rating);
+    }
+    if (message.feedback !== "") {
+      obj.feedback = message.feedback;
+    }
+    if (message.ratedAt !== undefined) {
+      obj.ratedAt = message.ratedAt.toISOString();
+    }
+    if (message.finishedAt !== undefined) {
+      obj.finishedAt = message.finishedAt.toISOString();
+    }
+    if (message.steps?.length) {
+      obj.steps = message.steps.map((e) => RecipientStep.toJSON(e));
+    }
+    if (message.reviewRequestId !== "") {
+      obj.reviewRequestId = message.reviewRequestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CascadeRecipient>, I>>(base?: I): CascadeRecipient {
+    return CascadeRecipient.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CascadeRecipient>, I>>(object: I): CascadeRecipient {
+    const message = createBaseCascadeRecipient();
+    message.id = object.id ?? "";
+    message.name = object.name ?? "";
+    message.email = object.email ?? "";
+    message.phone = object.phone ?? "";
+    message.contactExternalId = object.contactExternalId ?? "";
+    message.status = object.status ?? "";
+    message.finishReason = object.finishReason ?? "";
+    message.rating = object.rating ?? 0;
+    message.feedback = object.feedback ?? "";
+    message.ratedAt = object.ratedAt ?? undefined;
+    message.finishedAt = object.finishedAt ?? undefined;
+    message.steps = object.steps?.map((e) => RecipientStep.fromPartial(e)) || [];
+    message.reviewRequestId = object.reviewRequestId ?? "";
+    return message;
+  },
+};
+
+function createBaseCascadeCount(): CascadeCount {
+  return { key: "", value: 0 };
+}
+
+export const CascadeCount: MessageFns<CascadeCount> = {
+  encode(message: CascadeCount, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(16).int32(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CascadeCount {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCascadeCount();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.value = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CascadeCount {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: CascadeCount): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = Math.round(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CascadeCount>, I>>(base?: I): CascadeCount {
+    return CascadeCount.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CascadeCount>, I>>(object: I): CascadeCount {
+    const message = createBaseCascadeCount();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBaseCascade(): Cascade {
+  return {
+    id: "",
+    organizationId: "",
+    status: "",
+    externalId: "",
+    hasExternalId: false,
+    name: "",
+    locationId: "",
+    flowId: "",
+    channel: "",
+    counts: [],
+    recipients: [],
+    createdAt: undefined,
+    finishedAt: undefined,
+  };
+}
+
+export const Cascade: MessageFns<Cascade> = {
+  encode(message: Cascade, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.organizationId !== "") {
+      writer.uint32(18).string(message.organizationId);
+    }
+    if (message.status !== "") {
+      writer.uint32(26).string(message.status);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(34).string(message.externalId);
+    }
+    if (message.hasExternalId !== false) {
+      writer.uint32(40).bool(message.hasExternalId);
+    }
+    if (message.name !== "") {
+      writer.uint32(50).string(message.name);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(58).string(message.locationId);
+    }
+    if (message.flowId !== "") {
+      writer.uint32(66).string(message.flowId);
+    }
+    if (message.channel !== "") {
+      writer.uint32(74).string(message.channel);
+    }
+    for (const v of message.counts) {
+      CascadeCount.encode(v!, writer.uint32(82).fork()).join();
+    }
+    for (const v of message.recipients) {
+      CascadeRecipient.encode(v!, writer.uint32(90).fork()).join();
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(98).fork()).join();
+    }
+    if (message.finishedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.finishedAt), writer.uint32(106).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Cascade {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCascade();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.hasExternalId = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.flowId = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.counts.push(CascadeCount.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.recipients.push(CascadeRecipient.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.finishedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Cascade {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+      hasExternalId: isSet(object.hasExternalId)
+        ? globalThis.Boolean(object.hasExternalId)
+        : isSet(object.has_external_id)
+        ? globalThis.Boolean(object.has_external_id)
+        : false,
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      flowId: isSet(object.flowId)
+        ? globalThis.String(object.flowId)
+        : isSet(object.flow_id)
+        ? globalThis.String(object.flow_id)
+        : "",
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      counts: globalThis.Array.isArray(object?.counts)
+        ? object.counts.map((e: any) => CascadeCount.fromJSON(e))
+        : [],
+      recipients: globalThis.Array.isArray(object?.recipients)
+        ? object.recipients.map((e: any) => CascadeRecipient.fromJSON(e))
+        : [],
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+      finishedAt: isSet(object.finishedAt)
+        ? fromJsonTimestamp(object.finishedAt)
+        : isSet(object.finished_at)
+        ? fromJsonTimestamp(object.finished_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Cascade): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    if (message.hasExternalId !== false) {
+      obj.hasExternalId = message.hasExternalId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.flowId !== "") {
+      obj.flowId = message.flowId;
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.counts?.length) {
+      obj.counts = message.counts.map((e) => CascadeCount.toJSON(e));
+    }
+    if (message.recipients?.length) {
+      obj.recipients = message.recipients.map((e) => CascadeRecipient.toJSON(e));
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    if (message.finishedAt !== undefined) {
+      obj.finishedAt = message.finishedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Cascade>, I>>(base?: I): Cascade {
+    return Cascade.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Cascade>, I>>(object: I): Cascade {
+    const message = createBaseCascade();
+    message.id = object.id ?? "";
+    message.organizationId = object.organizationId ?? "";
+    message.status = object.status ?? "";
+    message.externalId = object.externalId ?? "";
+    message.hasExternalId = object.hasExternalId ?? false;
+    message.name = object.name ?? "";
+    message.locationId = object.locationId ?? "";
+    message.flowId = object.flowId ?? "";
+    message.channel = object.channel ?? "";
+    message.counts = object.counts?.map((e) => CascadeCount.fromPartial(e)) || [];
+    message.recipients = object.recipients?.map((e) => CascadeRecipient.fromPartial(e)) || [];
+    message.createdAt = object.createdAt ?? undefined;
+    message.finishedAt = object.finishedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseGetCascadeResponse(): GetCascadeResponse {
+  return { cascade: undefined };
+}
+
+export const GetCascadeResponse: MessageFns<GetCascadeResponse> = {
+  encode(message: GetCascadeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.cascade !== undefined) {
+      Cascade.encode(message.cascade, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetCascadeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetCascadeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.cascade = Cascade.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetCascadeResponse {
+    return { cascade: isSet(object.cascade) ? Cascade.fromJSON(object.cascade) : undefined };
+  },
+
+  toJSON(message: GetCascadeResponse): unknown {
+    const obj: any = {};
+    if (message.cascade !== undefined) {
+      obj.cascade = Cascade.toJSON(message.cascade);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetCascadeResponse>, I>>(base?: I): GetCascadeResponse {
+    return GetCascadeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetCascadeResponse>, I>>(object: I): GetCascadeResponse {
+    const message = createBaseGetCascadeResponse();
+    message.cascade = (object.cascade !== undefined && object.cascade !== null)
+      ? Cascade.fromPartial(object.cascade)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCancelCascadeRequest(): CancelCascadeRequest {
+  return { organizationId: "", id: "" };
+}
+
+export const CancelCascadeRequest: MessageFns<CancelCascadeRequest> = {
+  encode(message: CancelCascadeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelCascadeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelCascadeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelCascadeRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: CancelCascadeRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CancelCascadeRequest>, I>>(base?: I): CancelCascadeRequest {
+    return CancelCascadeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CancelCascadeRequest>, I>>(object: I): CancelCascadeRequest {
+    const message = createBaseCancelCascadeRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseCancelCascadeResponse(): CancelCascadeResponse {
+  return { canceled: 0 };
+}
+
+export const CancelCascadeResponse: MessageFns<CancelCascadeResponse> = {
+  encode(message: CancelCascadeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.canceled !== 0) {
+      writer.uint32(8).int32(message.canceled);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelCascadeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelCascadeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.canceled = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelCascadeResponse {
+    return { canceled: isSet(object.canceled) ? globalThis.Number(object.canceled) : 0 };
+  },
+
+  toJSON(message: CancelCascadeResponse): unknown {
+    const obj: any = {};
+    if (message.canceled !== 0) {
+      obj.canceled = Math.round(message.canceled);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CancelCascadeResponse>, I>>(base?: I): CancelCascadeResponse {
+    return CancelCascadeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CancelCascadeResponse>, I>>(object: I): CancelCascadeResponse {
+    const message = createBaseCancelCascadeResponse();
+    message.canceled = object.canceled ?? 0;
+    return message;
+  },
+};
+
+function createBaseReviewRequest(): ReviewRequest {
+  return { id: "", token: "", url: "", status: "" };
+}
+
+export const ReviewRequest: MessageFns<ReviewRequest> = {
+  encode(message: ReviewRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.token !== "") {
+      writer.uint32(18).string(message.token);
+    }
+    if (message.url !== "") {
+      writer.uint32(26).string(message.url);
+    }
+    if (message.status !== "") {
+      writer.uint32(34).string(message.status);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReviewRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReviewRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReviewRequest {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      url: isSet(object.url) ? globalThis.String(object.url) : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+    };
+  },
+
+  toJSON(message: ReviewRequest): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.url !== "") {
+      obj.url = message.url;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReviewRequest>, I>>(base?: I): ReviewRequest {
+    return ReviewRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReviewRequest>, I>>(object: I): ReviewRequest {
+    const message = createBaseReviewRequest();
+    message.id = object.id ?? "";
+    message.token = object.token ?? "";
+    message.url = object.url ?? "";
+    message.status = object.status ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateReviewRequestRequest(): CreateReviewRequestRequest {
+  return { organizationId: "", locationId: "", customerName: "", contact: "" };
+}
+
+export const CreateReviewRequestRequest: MessageFns<CreateReviewRequestRequest> = {
+  encode(message: CreateReviewRequestRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(18).string(message.locationId);
+    }
+    if (message.customerName !== "") {
+      writer.uint32(26).string(message.customerName);
+    }
+    if (message.contact !== "") {
+      writer.uint32(34).string(message.contact);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateReviewRequestRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateReviewRequestRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.customerName = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.contact = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateReviewRequestRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      customerName: isSet(object.customerName)
+        ? globalThis.String(object.customerName)
+        : isSet(object.customer_name)
+        ? globalThis.String(object.customer_name)
+        : "",
+      contact: isSet(object.contact) ? globalThis.String(object.contact) : "",
+    };
+  },
+
+  toJSON(message: CreateReviewRequestRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.customerName !== "") {
+      obj.customerName = message.customerName;
+    }
+    if (message.contact !== "") {
+      obj.contact = message.contact;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateReviewRequestRequest>, I>>(base?: I): CreateReviewRequestRequest {
+    return CreateReviewRequestRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateReviewRequestRequest>, I>>(object: I): CreateReviewRequestRequest {
+    const message = createBaseCreateReviewRequestRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.locationId = object.locationId ?? "";
+    message.customerName = object.customerName ?? "";
+    message.contact = object.contact ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateReviewRequestResponse(): CreateReviewRequestResponse {
+  return { reviewRequest: undefined, idempotentReplayed: false };
+}
+
+export const CreateReviewRequestResponse: MessageFns<CreateReviewRequestResponse> = {
+  encode(message: CreateReviewRequestResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reviewRequest !== undefined) {
+      ReviewRequest.encode(message.reviewRequest, writer.uint32(10).fork()).join();
+    }
+    if (message.idempotentReplayed !== false) {
+      writer.uint32(16).bool(message.idempotentReplayed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateReviewRequestResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateReviewRequestResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reviewRequest = ReviewRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.idempotentReplayed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateReviewRequestResponse {
+    return {
+      reviewRequest: isSet(object.reviewRequest)
+        ? ReviewRequest.fromJSON(object.reviewRequest)
+        : isSet(object.review_request)
+        ? ReviewRequest.fromJSON(object.review_request)
+        : undefined,
+      idempotentReplayed: isSet(object.idempotentReplayed)
+        ? globalThis.Boolean(object.idempotentReplayed)
+        : isSet(object.idempotent_replayed)
+        ? globalThis.Boolean(object.idempotent_replayed)
+        : false,
+    };
+  },
+
+  toJSON(message: CreateReviewRequestResponse): unknown {
+    const obj: any = {};
+    if (message.reviewRequest !== undefined) {
+      obj.reviewRequest = ReviewRequest.toJSON(message.reviewRequest);
+    }
+    if (message.idempotentReplayed !== false) {
+      obj.idempotentReplayed = message.idempotentReplayed;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateReviewRequestResponse>, I>>(base?: I): CreateReviewRequestResponse {
+    return CreateReviewRequestResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateReviewRequestResponse>, I>>(object: I): CreateReviewRequestResponse {
+    const message = createBaseCreateReviewRequestResponse();
+    message.reviewRequest = (object.reviewRequest !== undefined && object.reviewRequest !== null)
+      ? ReviewRequest.fromPartial(object.reviewRequest)
+      : undefined;
+    message.idempotentReplayed = object.idempotentReplayed ?? false;
+    return message;
+  },
+};
+
+function createBasePublicReviewLink(): PublicReviewLink {
+  return { provider: "", url: "" };
+}
+
+export const PublicReviewLink: MessageFns<PublicReviewLink> = {
+  encode(message: PublicReviewLink, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.provider !== "") {
+      writer.uint32(10).string(message.provider);
+    }
+    if (message.url !== "") {
+      writer.uint32(18).string(message.url);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PublicReviewLink {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePublicReviewLink();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.provider = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PublicReviewLink {
+    return {
+      provider: isSet(object.provider) ? globalThis.String(object.provider) : "",
+      url: isSet(object.url) ? globalThis.String(object.url) : "",
+    };
+  },
+
+  toJSON(message: PublicReviewLink): unknown {
+    const obj: any = {};
+    if (message.provider !== "") {
+      obj.provider = message.provider;
+    }
+    if (message.url !== "") {
+      obj.url = message.url;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PublicReviewLink>, I>>(base?: I): PublicReviewLink {
+    return PublicReviewLink.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PublicReviewLink>, I>>(object: I): PublicReviewLink {
+    const message = createBasePublicReviewLink();
+    message.provider = object.provider ?? "";
+    message.url = object.url ?? "";
+    return message;
+  },
+};
+
+function createBaseReviewForm(): ReviewForm {
+  return {
+    token: "",
+    locationName: "",
+    locale: "",
+    rating: 0,
+    feedbackGiven: false,
+    lowRatingThreshold: 0,
+    reviewLinks: [],
+    organizationName: "",
+    unsubscribed: false,
+    email: "",
+  };
+}
+
+export const ReviewForm: MessageFns<ReviewForm> = {
+  encode(message: ReviewForm, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.locationName !== "") {
+      writer.uint32(18).string(message.locationName);
+    }
+    if (message.locale !== "") {
+      writer.uint32(26).string(message.locale);
+    }
+    if (message.rating !== 0) {
+      writer.uint32(32).int32(message.rating);
+    }
+    if (message.feedbackGiven !== false) {
+      writer.uint32(40).bool(message.feedbackGiven);
+    }
+    if (message.lowRatingThreshold !== 0) {
+      writer.uint32(48).int32(message.lowRatingThreshold);
+    }
+    for (const v of message.reviewLinks) {
+      PublicReviewLink.encode(v!, writer.uint32(58).fork()).join();
+    }
+    if (message.organizationName !== "") {
+      writer.uint32(66).string(message.organizationName);
+    }
+    if (message.unsubscribed !== false) {
+      writer.uint32(72).bool(message.unsubscribed);
+    }
+    if (message.email !== "") {
+      writer.uint32(82).string(message.email);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReviewForm {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReviewForm();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.locationName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.locale = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.rating = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.feedbackGiven = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.lowRatingThreshold = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.reviewLinks.push(PublicReviewLink.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.organizationName = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.unsubscribed = reader.bool();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReviewForm {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      locationName: isSet(object.locationName)
+        ? globalThis.String(object.locationName)
+        : isSet(object.location_name)
+        ? globalThis.String(object.location_name)
+        : "",
+      locale: isSet(object.locale) ? globalThis.String(object.locale) : "",
+      rating: isSet(object.rating) ? globalThis.Number(object.rating) : 0,
+      feedbackGiven: isSet(object.feedbackGiven)
+        ? globalThis.Boolean(object.feedbackGiven)
+        : isSet(object.feedback_given)
+        ? globalThis.Boolean(object.feedback_given)
+        : false,
+      lowRatingThreshold: isSet(object.lowRatingThreshold)
+        ? globalThis.Number(object.lowRatingThreshold)
+        : isSet(object.low_rating_threshold)
+        ? globalThis.Number(object.low_rating_threshold)
+        : 0,
+      reviewLinks: globalThis.Array.isArray(object?.reviewLinks)
+        ? object.reviewLinks.map((e: any) => PublicReviewLink.fromJSON(e))
+        : globalThis.Array.isArray(object?.review_links)
+        ? object.review_links.map((e: any) => PublicReviewLink.fromJSON(e))
+        : [],
+      organizationName: isSet(object.organizationName)
+        ? globalThis.String(object.organizationName)
+        : isSet(object.organization_name)
+        ? globalThis.String(object.organization_name)
+        : "",
+      unsubscribed: isSet(object.unsubscribed) ? globalThis.Boolean(object.unsubscribed) : false,
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+    };
+  },
+
+  toJSON(message: ReviewForm): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.locationName !== "") {
+      obj.locationName = message.locationName;
+    }
+    if (message.locale !== "") {
+      obj.locale = message.locale;
+    }
+    if (message.rating !== 0) {
+      obj.rating = Math.round(message.rating);
+    }
+    if (message.feedbackGiven !== false) {
+      obj.feedbackGiven = message.feedbackGiven;
+    }
+    if (message.lowRatingThreshold !== 0) {
+      obj.lowRatingThreshold = Math.round(message.lowRatingThreshold);
+    }
+    if (message.reviewLinks?.length) {
+      obj.reviewLinks = message.reviewLinks.map((e) => PublicReviewLink.toJSON(e));
+    }
+    if (message.organizationName !== "") {
+      obj.organizationName = message.organizationName;
+    }
+    if (message.unsubscribed !== false) {
+      obj.unsubscribed = message.unsubscribed;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReviewForm>, I>>(base?: I): ReviewForm {
+    return ReviewForm.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReviewForm>, I>>(object: I): ReviewForm {
+    const message = createBaseReviewForm();
+    message.token = object.token ?? "";
+    message.locationName = object.locationName ?? "";
+    message.locale = object.locale ?? "";
+    message.rating = object.rating ?? 0;
+    message.feedbackGiven = object.feedbackGiven ?? false;
+    message.lowRatingThreshold = object.lowRatingThreshold ?? 0;
+    message.reviewLinks = object.reviewLinks?.map((e) => PublicReviewLink.fromPartial(e)) || [];
+    message.organizationName = object.organizationName ?? "";
+    message.unsubscribed = object.unsubscribed ?? false;
+    message.email = object.email ?? "";
+    return message;
+  },
+};
+
+function createBaseGetReviewFormRequest(): GetReviewFormRequest {
+  return { token: "", recordOpen: false };
+}
+
+export const GetReviewFormRequest: MessageFns<GetReviewFormRequest> = {
+  encode(message: GetReviewFormRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.recordOpen !== false) {
+      writer.uint32(16).bool(message.recordOpen);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetReviewFormRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetReviewFormRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.recordOpen = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetReviewFormRequest {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      recordOpen: isSet(object.recordOpen)
+        ? globalThis.Boolean(object.recordOpen)
+        : isSet(object.record_open)
+        ? globalThis.Boolean(object.record_open)
+        : false,
+    };
+  },
+
+  toJSON(message: GetReviewFormRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.recordOpen !== false) {
+      obj.recordOpen = message.recordOpen;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetReviewFormRequest>, I>>(base?: I): GetReviewFormRequest {
+    return GetReviewFormRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetReviewFormRequest>, I>>(object: I): GetReviewFormRequest {
+    const message = createBaseGetReviewFormRequest();
+    message.token = object.token ?? "";
+    message.recordOpen = object.recordOpen ?? false;
+    return message;
+  },
+};
+
+function createBaseGetReviewFormResponse(): GetReviewFormResponse {
+  return { form: undefined };
+}
+
+export const GetReviewFormResponse: MessageFns<GetReviewFormResponse> = {
+  encode(message: GetReviewFormResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.form !== undefined) {
+      ReviewForm.encode(message.form, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetReviewFormResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetReviewFormResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.form = ReviewForm.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetReviewFormResponse {
+    return { form: isSet(object.form) ? ReviewForm.fromJSON(object.form) : undefined };
+  },
+
+  toJSON(message: GetReviewFormResponse): unknown {
+    const obj: any = {};
+    if (message.form !== undefined) {
+      obj.form = ReviewForm.toJSON(message.form);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetReviewFormResponse>, I>>(base?: I): GetReviewFormResponse {
+    return GetReviewFormResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetReviewFormResponse>, I>>(object: I): GetReviewFormResponse {
+    const message = createBaseGetReviewFormResponse();
+    message.form = (object.form !== undefined && object.form !== null)
+      ? ReviewForm.fromPartial(object.form)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSubmitRatingRequest(): SubmitRatingRequest {
+  return { token: "", rating: 0 };
+}
+
+export const SubmitRatingRequest: MessageFns<SubmitRatingRequest> = {
+  encode(message: SubmitRatingRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.rating !== 0) {
+      writer.uint32(16).int32(message.rating);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitRatingRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitRatingRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.rating = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitRatingRequest {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      rating: isSet(object.rating) ? globalThis.Number(object.rating) : 0,
+    };
+  },
+
+  toJSON(message: SubmitRatingRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.rating !== 0) {
+      obj.rating = Math.round(message.rating);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SubmitRatingRequest>, I>>(base?: I): SubmitRatingRequest {
+    return SubmitRatingRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SubmitRatingRequest>, I>>(object: I): SubmitRatingRequest {
+    const message = createBaseSubmitRatingRequest();
+    message.token = object.token ?? "";
+    message.rating = object.rating ?? 0;
+    return message;
+  },
+};
+
+function createBaseSubmitRatingResponse(): SubmitRatingResponse {
+  return { form: undefined, recorded: false, feedbackRequested: false };
+}
+
+export const SubmitRatingResponse: MessageFns<SubmitRatingResponse> = {
+  encode(message: SubmitRatingResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.form !== undefined) {
+      ReviewForm.encode(message.form, writer.uint32(10).fork()).join();
+    }
+    if (message.recorded !== false) {
+      writer.uint32(16).bool(message.recorded);
+    }
+    if (message.feedbackRequested !== false) {
+      writer.uint32(24).bool(message.feedbackRequested);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitRatingResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitRatingResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.form = ReviewForm.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.recorded = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.feedbackRequested = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitRatingResponse {
+    return {
+      form: isSet(object.form) ? ReviewForm.fromJSON(object.form) : undefined,
+      recorded: isSet(object.recorded) ? globalThis.Boolean(object.recorded) : false,
+      feedbackRequested: isSet(object.feedbackRequested)
+        ? globalThis.Boolean(object.feedbackRequested)
+        : isSet(object.feedback_requested)
+        ? globalThis.Boolean(object.feedback_requested)
+        : false,
+    };
+  },
+
+  toJSON(message: SubmitRatingResponse): unknown {
+    const obj: any = {};
+    if (message.form !== undefined) {
+      obj.form = ReviewForm.toJSON(message.form);
+    }
+    if (message.recorded !== false) {
+      obj.recorded = message.recorded;
+    }
+    if (message.feedbackRequested !== false) {
+      obj.feedbackRequested = message.feedbackRequested;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SubmitRatingResponse>, I>>(base?: I): SubmitRatingResponse {
+    return SubmitRatingResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SubmitRatingResponse>, I>>(object: I): SubmitRatingResponse {
+    const message = createBaseSubmitRatingResponse();
+    message.form = (object.form !== undefined && object.form !== null)
+      ? ReviewForm.fromPartial(object.form)
+      : undefined;
+    message.recorded = object.recorded ?? false;
+    message.feedbackRequested = object.feedbackRequested ?? false;
+    return message;
+  },
+};
+
+function createBaseSubmitFeedbackRequest(): SubmitFeedbackRequest {
+  return { token: "", text: "" };
+}
+
+export const SubmitFeedbackRequest: MessageFns<SubmitFeedbackRequest> = {
+  encode(message: SubmitFeedbackRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.text !== "") {
+      writer.uint32(18).string(message.text);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitFeedbackRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitFeedbackRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitFeedbackRequest {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+    };
+  },
+
+  toJSON(message: SubmitFeedbackRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SubmitFeedbackRequest>, I>>(base?: I): SubmitFeedbackRequest {
+    return SubmitFeedbackRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SubmitFeedbackRequest>, I>>(object: I): SubmitFeedbackRequest {
+    const message = createBaseSubmitFeedbackRequest();
+    message.token = object.token ?? "";
+    message.text = object.text ?? "";
+    return message;
+  },
+};
+
+function createBaseSubmitFeedbackResponse(): SubmitFeedbackResponse {
+  return { form: undefined, recorded: false };
+}
+
+export const SubmitFeedbackResponse: MessageFns<SubmitFeedbackResponse> = {
+  encode(message: SubmitFeedbackResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.form !== undefined) {
+      ReviewForm.encode(message.form, writer.uint32(10).fork()).join();
+    }
+    if (message.recorded !== false) {
+      writer.uint32(16).bool(message.recorded);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitFeedbackResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitFeedbackResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.form = ReviewForm.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.recorded = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitFeedbackResponse {
+    return {
+      form: isSet(object.form) ? ReviewForm.fromJSON(object.form) : undefined,
+      recorded: isSet(object.recorded) ? globalThis.Boolean(object.recorded) : false,
+    };
+  },
+
+  toJSON(message: SubmitFeedbackResponse): unknown {
+    const obj: any = {};
+    if (message.form !== undefined) {
+      obj.form = ReviewForm.toJSON(message.form);
+    }
+    if (message.recorded !== false) {
+      obj.recorded = message.recorded;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SubmitFeedbackResponse>, I>>(base?: I): SubmitFeedbackResponse {
+    return SubmitFeedbackResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SubmitFeedbackResponse>, I>>(object: I): SubmitFeedbackResponse {
+    const message = createBaseSubmitFeedbackResponse();
+    message.form = (object.form !== undefined && object.form !== null)
+      ? ReviewForm.fromPartial(object.form)
+      : undefined;
+    message.recorded = object.recorded ?? false;
+    return message;
+  },
+};
+
+function createBaseUnsubscribeRequest(): UnsubscribeRequest {
+  return { token: "" };
+}
+
+export const UnsubscribeRequest: MessageFns<UnsubscribeRequest> = {
+  encode(message: UnsubscribeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnsubscribeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnsubscribeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnsubscribeRequest {
+    return { token: isSet(object.token) ? globalThis.String(object.token) : "" };
+  },
+
+  toJSON(message: UnsubscribeRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnsubscribeRequest>, I>>(base?: I): UnsubscribeRequest {
+    return UnsubscribeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnsubscribeRequest>, I>>(object: I): UnsubscribeRequest {
+    const message = createBaseUnsubscribeRequest();
+    message.token = object.token ?? "";
+    return message;
+  },
+};
+
+function createBaseUnsubscribeResponse(): UnsubscribeResponse {
+  return { form: undefined, recorded: false };
+}
+
+export const UnsubscribeResponse: MessageFns<UnsubscribeResponse> = {
+  encode(message: UnsubscribeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.form !== undefined) {
+      ReviewForm.encode(message.form, writer.uint32(10).fork()).join();
+    }
+    if (message.recorded !== false) {
+      writer.uint32(16).bool(message.recorded);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnsubscribeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnsubscribeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.form = ReviewForm.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.recorded = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnsubscribeResponse {
+    return {
+      form: isSet(object.form) ? ReviewForm.fromJSON(object.form) : undefined,
+      recorded: isSet(object.recorded) ? globalThis.Boolean(object.recorded) : false,
+    };
+  },
+
+  toJSON(message: UnsubscribeResponse): unknown {
+    const obj: any = {};
+    if (message.form !== undefined) {
+      obj.form = ReviewForm.toJSON(message.form);
+    }
+    if (message.recorded !== false) {
+      obj.recorded = message.recorded;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnsubscribeResponse>, I>>(base?: I): UnsubscribeResponse {
+    return UnsubscribeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnsubscribeResponse>, I>>(object: I): UnsubscribeResponse {
+    const message = createBaseUnsubscribeResponse();
+    message.form = (object.form !== undefined && object.form !== null)
+      ? ReviewForm.fromPartial(object.form)
+      : undefined;
+    message.recorded = object.recorded ?? false;
+    return message;
+  },
+};
+
+function createBaseOrganizationSettings(): OrganizationSettings {
+  return { organizationId: "", lowRatingThreshold: 0, maxRecipientsPerRequest: 0 };
+}
+
+export const OrganizationSettings: MessageFns<OrganizationSettings> = {
+  encode(message: OrganizationSettings, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.lowRatingThreshold !== 0) {
+      writer.uint32(16).int32(message.lowRatingThreshold);
+    }
+    if (message.maxRecipientsPerRequest !== 0) {
+      writer.uint32(24).int32(message.maxRecipientsPerRequest);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OrganizationSettings {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOrganizationSettings();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.lowRatingThreshold = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.maxRecipientsPerRequest = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OrganizationSettings {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      lowRatingThreshold: isSet(object.lowRatingThreshold)
+        ? globalThis.Number(object.lowRatingThreshold)
+        : isSet(object.low_rating_threshold)
+        ? globalThis.Number(object.low_rating_threshold)
+        : 0,
+      maxRecipientsPerRequest: isSet(object.maxRecipientsPerRequest)
+        ? globalThis.Number(object.maxRecipientsPerRequest)
+        : isSet(object.max_recipients_per_request)
+        ? globalThis.Number(object.max_recipients_per_request)
+        : 0,
+    };
+  },
+
+  toJSON(message: OrganizationSettings): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.lowRatingThreshold !== 0) {
+      obj.lowRatingThreshold = Math.round(message.lowRatingThreshold);
+    }
+    if (message.maxRecipientsPerRequest !== 0) {
+      obj.maxRecipientsPerRequest = Math.round(message.maxRecipientsPerRequest);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OrganizationSettings>, I>>(base?: I): OrganizationSettings {
+    return OrganizationSettings.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OrganizationSettings>, I>>(object: I): OrganizationSettings {
+    const message = createBaseOrganizationSettings();
+    message.organizationId = object.organizationId ?? "";
+    message.lowRatingThreshold = object.lowRatingThreshold ?? 0;
+    message.maxRecipientsPerRequest = object.maxRecipientsPerRequest ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetOrganizationSettingsRequest(): GetOrganizationSettingsRequest {
+  return { organizationId: "" };
+}
+
+export const GetOrganizationSettingsRequest: MessageFns<GetOrganizationSettingsRequest> = {
+  encode(message: GetOrganizationSettingsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOrganizationSettingsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetOrganizationSettingsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetOrganizationSettingsRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetOrganizationSettingsRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOrganizationSettingsRequest>, I>>(base?: I): GetOrganizationSettingsRequest {
+    return GetOrganizationSettingsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOrganizationSettingsRequest>, I>>(
+    object: I,
+  ): GetOrganizationSettingsRequest {
+    const message = createBaseGetOrganizationSettingsRequest();
+    message.organizationId = object.organizationId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetOrganizationSettingsResponse(): GetOrganizationSettingsResponse {
+  return { settings: undefined };
+}
+
+export const GetOrganizationSettingsResponse: MessageFns<GetOrganizationSettingsResponse> = {
+  encode(message: GetOrganizationSettingsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.settings !== undefined) {
+      OrganizationSettings.encode(message.settings, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOrganizationSettingsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetOrganizationSettingsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.settings = OrganizationSettings.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetOrganizationSettingsResponse {
+    return { settings: isSet(object.settings) ? OrganizationSettings.fromJSON(object.settings) : undefined };
+  },
+
+  toJSON(message: GetOrganizationSettingsResponse): unknown {
+    const obj: any = {};
+    if (message.settings !== undefined) {
+      obj.settings = OrganizationSettings.toJSON(message.settings);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOrganizationSettingsResponse>, I>>(base?: I): GetOrganizationSettingsResponse {
+    return GetOrganizationSettingsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOrganizationSettingsResponse>, I>>(
+    object: I,
+  ): GetOrganizationSettingsResponse {
+    const message = createBaseGetOrganizationSettingsResponse();
+    message.settings = (object.settings !== undefined && object.settings !== null)
+      ? OrganizationSettings.fromPartial(object.settings)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSetOrganizationSettingsRequest(): SetOrganizationSettingsRequest {
+  return { organizationId: "", lowRatingThreshold: 0, maxRecipientsPerRequest: 0 };
+}
+
+export const SetOrganizationSettingsRequest: MessageFns<SetOrganizationSettingsRequest> = {
+  encode(message: SetOrganizationSettingsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.lowRatingThreshold !== 0) {
+      writer.uint32(16).int32(message.lowRatingThreshold);
+    }
+    if (message.maxRecipientsPerRequest !== 0) {
+      writer.uint32(24).int32(message.maxRecipientsPerRequest);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetOrganizationSettingsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetOrganizationSettingsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.lowRatingThreshold = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.maxRecipientsPerRequest = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetOrganizationSettingsRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      lowRatingThreshold: isSet(object.lowRatingThreshold)
+        ? globalThis.Number(object.lowRatingThreshold)
+        : isSet(object.low_rating_threshold)
+        ? globalThis.Number(object.low_rating_threshold)
+        : 0,
+      maxRecipientsPerRequest: isSet(object.maxRecipientsPerRequest)
+        ? globalThis.Number(object.maxRecipientsPerRequest)
+        : isSet(object.max_recipients_per_request)
+        ? globalThis.Number(object.max_recipients_per_request)
+        : 0,
+    };
+  },
+
+  toJSON(message: SetOrganizationSettingsRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.lowRatingThreshold !== 0) {
+      obj.lowRatingThreshold = Math.round(message.lowRatingThreshold);
+    }
+    if (message.maxRecipientsPerRequest !== 0) {
+      obj.maxRecipientsPerRequest = Math.round(message.maxRecipientsPerRequest);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetOrganizationSettingsRequest>, I>>(base?: I): SetOrganizationSettingsRequest {
+    return SetOrganizationSettingsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetOrganizationSettingsRequest>, I>>(
+    object: I,
+  ): SetOrganizationSettingsRequest {
+    const message = createBaseSetOrganizationSettingsRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.lowRatingThreshold = object.lowRatingThreshold ?? 0;
+    message.maxRecipientsPerRequest = object.maxRecipientsPerRequest ?? 0;
+    return message;
+  },
+};
+
+function createBaseSetOrganizationSettingsResponse(): SetOrganizationSettingsResponse {
+  return { settings: undefined };
+}
+
+export const SetOrganizationSettingsResponse: MessageFns<SetOrganizationSettingsResponse> = {
+  encode(message: SetOrganizationSettingsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.settings !== undefined) {
+      OrganizationSettings.encode(message.settings, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetOrganizationSettingsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetOrganizationSettingsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.settings = OrganizationSettings.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetOrganizationSettingsResponse {
+    return { settings: isSet(object.settings) ? OrganizationSettings.fromJSON(object.settings) : undefined };
+  },
+
+  toJSON(message: SetOrganizationSettingsResponse): unknown {
+    const obj: any = {};
+    if (message.settings !== undefined) {
+      obj.settings = OrganizationSettings.toJSON(message.settings);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetOrganizationSettingsResponse>, I>>(base?: I): SetOrganizationSettingsResponse {
+    return SetOrganizationSettingsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetOrganizationSettingsResponse>, I>>(
+    object: I,
+  ): SetOrganizationSettingsResponse {
+    const message = createBaseSetOrganizationSettingsResponse();
+    message.settings = (object.settings !== undefined && object.settings !== null)
+      ? OrganizationSettings.fromPartial(object.settings)
+      : undefined;
+    return message;
+  },
+};
+
 export type CascadeSchedulerServiceService = typeof CascadeSchedulerServiceService;
 export const CascadeSchedulerServiceService = {
   createFlow: {
@@ -652,11 +4946,173 @@ export const CascadeSchedulerServiceService = {
     responseSerialize: (value: ListFlowsResponse): Buffer => Buffer.from(ListFlowsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListFlowsResponse => ListFlowsResponse.decode(value),
   },
+  /** Replaces a flow's name and steps; running cascades keep the steps they were started with. */
+  updateFlow: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/UpdateFlow" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateFlowRequest): Buffer => Buffer.from(UpdateFlowRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateFlowRequest => UpdateFlowRequest.decode(value),
+    responseSerialize: (value: UpdateFlowResponse): Buffer => Buffer.from(UpdateFlowResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateFlowResponse => UpdateFlowResponse.decode(value),
+  },
+  setDefaultFlow: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/SetDefaultFlow" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetDefaultFlowRequest): Buffer =>
+      Buffer.from(SetDefaultFlowRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetDefaultFlowRequest => SetDefaultFlowRequest.decode(value),
+    responseSerialize: (value: SetDefaultFlowResponse): Buffer =>
+      Buffer.from(SetDefaultFlowResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetDefaultFlowResponse => SetDefaultFlowResponse.decode(value),
+  },
+  /**
+   * Creates a cascade with its recipients and steps in one transaction (with the Idempotency-Key
+   * record when the metadata carries `idempotency-key`/`idempotency-fingerprint`). A channel send is a
+   * one-step cascade (`channel` set, `flow_id` empty).
+   */
+  startCascade: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/StartCascade" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StartCascadeRequest): Buffer => Buffer.from(StartCascadeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StartCascadeRequest => StartCascadeRequest.decode(value),
+    responseSerialize: (value: StartCascadeResponse): Buffer =>
+      Buffer.from(StartCascadeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): StartCascadeResponse => StartCascadeResponse.decode(value),
+  },
+  getCascade: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/GetCascade" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetCascadeRequest): Buffer => Buffer.from(GetCascadeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetCascadeRequest => GetCascadeRequest.decode(value),
+    responseSerialize: (value: GetCascadeResponse): Buffer => Buffer.from(GetCascadeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetCascadeResponse => GetCascadeResponse.decode(value),
+  },
+  /** Finishes every recipient still running with reason `canceled`. */
+  cancelCascade: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/CancelCascade" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CancelCascadeRequest): Buffer => Buffer.from(CancelCascadeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CancelCascadeRequest => CancelCascadeRequest.decode(value),
+    responseSerialize: (value: CancelCascadeResponse): Buffer =>
+      Buffer.from(CancelCascadeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CancelCascadeResponse => CancelCascadeResponse.decode(value),
+  },
+  /** A personal review link delivered by the caller's own means. */
+  createReviewRequest: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/CreateReviewRequest" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateReviewRequestRequest): Buffer =>
+      Buffer.from(CreateReviewRequestRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateReviewRequestRequest => CreateReviewRequestRequest.decode(value),
+    responseSerialize: (value: CreateReviewRequestResponse): Buffer =>
+      Buffer.from(CreateReviewRequestResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateReviewRequestResponse => CreateReviewRequestResponse.decode(value),
+  },
+  /**
+   * The public review form (`/r/<token>`) and unsubscribe page (`/u/<token>`). Unknown tokens: 404
+   * `not_found`.
+   */
+  getReviewForm: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/GetReviewForm" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetReviewFormRequest): Buffer => Buffer.from(GetReviewFormRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetReviewFormRequest => GetReviewFormRequest.decode(value),
+    responseSerialize: (value: GetReviewFormResponse): Buffer =>
+      Buffer.from(GetReviewFormResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetReviewFormResponse => GetReviewFormResponse.decode(value),
+  },
+  submitRating: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/SubmitRating" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SubmitRatingRequest): Buffer => Buffer.from(SubmitRatingRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SubmitRatingRequest => SubmitRatingRequest.decode(value),
+    responseSerialize: (value: SubmitRatingResponse): Buffer =>
+      Buffer.from(SubmitRatingResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SubmitRatingResponse => SubmitRatingResponse.decode(value),
+  },
+  submitFeedback: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/SubmitFeedback" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SubmitFeedbackRequest): Buffer =>
+      Buffer.from(SubmitFeedbackRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SubmitFeedbackRequest => SubmitFeedbackRequest.decode(value),
+    responseSerialize: (value: SubmitFeedbackResponse): Buffer =>
+      Buffer.from(SubmitFeedbackResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SubmitFeedbackResponse => SubmitFeedbackResponse.decode(value),
+  },
+  unsubscribe: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/Unsubscribe" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UnsubscribeRequest): Buffer => Buffer.from(UnsubscribeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UnsubscribeRequest => UnsubscribeRequest.decode(value),
+    responseSerialize: (value: UnsubscribeResponse): Buffer => Buffer.from(UnsubscribeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UnsubscribeResponse => UnsubscribeResponse.decode(value),
+  },
+  /** Per-organization settings of the engine (the low-rating threshold of the review form). */
+  getOrganizationSettings: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/GetOrganizationSettings" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetOrganizationSettingsRequest): Buffer =>
+      Buffer.from(GetOrganizationSettingsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetOrganizationSettingsRequest => GetOrganizationSettingsRequest.decode(value),
+    responseSerialize: (value: GetOrganizationSettingsResponse): Buffer =>
+      Buffer.from(GetOrganizationSettingsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetOrganizationSettingsResponse =>
+      GetOrganizationSettingsResponse.decode(value),
+  },
+  setOrganizationSettings: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/SetOrganizationSettings" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetOrganizationSettingsRequest): Buffer =>
+      Buffer.from(SetOrganizationSettingsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetOrganizationSettingsRequest => SetOrganizationSettingsRequest.decode(value),
+    responseSerialize: (value: SetOrganizationSettingsResponse): Buffer =>
+      Buffer.from(SetOrganizationSettingsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetOrganizationSettingsResponse =>
+      SetOrganizationSettingsResponse.decode(value),
+  },
 } as const;
 
 export interface CascadeSchedulerServiceServer extends UntypedServiceImplementation {
   createFlow: handleUnaryCall<CreateFlowRequest, CreateFlowResponse>;
   listFlows: handleUnaryCall<ListFlowsRequest, ListFlowsResponse>;
+  /** Replaces a flow's name and steps; running cascades keep the steps they were started with. */
+  updateFlow: handleUnaryCall<UpdateFlowRequest, UpdateFlowResponse>;
+  setDefaultFlow: handleUnaryCall<SetDefaultFlowRequest, SetDefaultFlowResponse>;
+  /**
+   * Creates a cascade with its recipients and steps in one transaction (with the Idempotency-Key
+   * record when the metadata carries `idempotency-key`/`idempotency-fingerprint`). A channel send is a
+   * one-step cascade (`channel` set, `flow_id` empty).
+   */
+  startCascade: handleUnaryCall<StartCascadeRequest, StartCascadeResponse>;
+  getCascade: handleUnaryCall<GetCascadeRequest, GetCascadeResponse>;
+  /** Finishes every recipient still running with reason `canceled`. */
+  cancelCascade: handleUnaryCall<CancelCascadeRequest, CancelCascadeResponse>;
+  /** A personal review link delivered by the caller's own means. */
+  createReviewRequest: handleUnaryCall<CreateReviewRequestRequest, CreateReviewRequestResponse>;
+  /**
+   * The public review form (`/r/<token>`) and unsubscribe page (`/u/<token>`). Unknown tokens: 404
+   * `not_found`.
+   */
+  getReviewForm: handleUnaryCall<GetReviewFormRequest, GetReviewFormResponse>;
+  submitRating: handleUnaryCall<SubmitRatingRequest, SubmitRatingResponse>;
+  submitFeedback: handleUnaryCall<SubmitFeedbackRequest, SubmitFeedbackResponse>;
+  unsubscribe: handleUnaryCall<UnsubscribeRequest, UnsubscribeResponse>;
+  /** Per-organization settings of the engine (the low-rating threshold of the review form). */
+  getOrganizationSettings: handleUnaryCall<GetOrganizationSettingsRequest, GetOrganizationSettingsResponse>;
+  setOrganizationSettings: handleUnaryCall<SetOrganizationSettingsRequest, SetOrganizationSettingsResponse>;
 }
 
 export interface CascadeSchedulerServiceClient extends Client {
@@ -690,6 +5146,199 @@ export interface CascadeSchedulerServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListFlowsResponse) => void,
   ): ClientUnaryCall;
+  /** Replaces a flow's name and steps; running cascades keep the steps they were started with. */
+  updateFlow(
+    request: UpdateFlowRequest,
+    callback: (error: ServiceError | null, response: UpdateFlowResponse) => void,
+  ): ClientUnaryCall;
+  updateFlow(
+    request: UpdateFlowRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateFlowResponse) => void,
+  ): ClientUnaryCall;
+  updateFlow(
+    request: UpdateFlowRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateFlowResponse) => void,
+  ): ClientUnaryCall;
+  setDefaultFlow(
+    request: SetDefaultFlowRequest,
+    callback: (error: ServiceError | null, response: SetDefaultFlowResponse) => void,
+  ): ClientUnaryCall;
+  setDefaultFlow(
+    request: SetDefaultFlowRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetDefaultFlowResponse) => void,
+  ): ClientUnaryCall;
+  setDefaultFlow(
+    request: SetDefaultFlowRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetDefaultFlowResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Creates a cascade with its recipients and steps in one transaction (with the Idempotency-Key
+   * record when the metadata carries `idempotency-key`/`idempotency-fingerprint`). A channel send is a
+   * one-step cascade (`channel` set, `flow_id` empty).
+   */
+  startCascade(
+    request: StartCascadeRequest,
+    callback: (error: ServiceError | null, response: StartCascadeResponse) => void,
+  ): ClientUnaryCall;
+  startCascade(
+    request: StartCascadeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: StartCascadeResponse) => void,
+  ): ClientUnaryCall;
+  startCascade(
+    request: StartCascadeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: StartCascadeResponse) => void,
+  ): ClientUnaryCall;
+  getCascade(
+    request: GetCascadeRequest,
+    callback: (error: ServiceError | null, response: GetCascadeResponse) => void,
+  ): ClientUnaryCall;
+  getCascade(
+    request: GetCascadeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetCascadeResponse) => void,
+  ): ClientUnaryCall;
+  getCascade(
+    request: GetCascadeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetCascadeResponse) => void,
+  ): ClientUnaryCall;
+  /** Finishes every recipient still running with reason `canceled`. */
+  cancelCascade(
+    request: CancelCascadeRequest,
+    callback: (error: ServiceError | null, response: CancelCascadeResponse) => void,
+  ): ClientUnaryCall;
+  cancelCascade(
+    request: CancelCascadeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CancelCascadeResponse) => void,
+  ): ClientUnaryCall;
+  cancelCascade(
+    request: CancelCascadeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CancelCascadeResponse) => void,
+  ): ClientUnaryCall;
+  /** A personal review link delivered by the caller's own means. */
+  createReviewRequest(
+    request: CreateReviewRequestRequest,
+    callback: (error: ServiceError | null, response: CreateReviewRequestResponse) => void,
+  ): ClientUnaryCall;
+  createReviewRequest(
+    request: CreateReviewRequestRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateReviewRequestResponse) => void,
+  ): ClientUnaryCall;
+  createReviewRequest(
+    request: CreateReviewRequestRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateReviewRequestResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The public review form (`/r/<token>`) and unsubscribe page (`/u/<token>`). Unknown tokens: 404
+   * `not_found`.
+   */
+  getReviewForm(
+    request: GetReviewFormRequest,
+    callback: (error: ServiceError | null, response: GetReviewFormResponse) => void,
+  ): ClientUnaryCall;
+  getReviewForm(
+    request: GetReviewFormRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetReviewFormResponse) => void,
+  ): ClientUnaryCall;
+  getReviewForm(
+    request: GetReviewFormRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetReviewFormResponse) => void,
+  ): ClientUnaryCall;
+  submitRating(
+    request: SubmitRatingRequest,
+    callback: (error: ServiceError | null, response: SubmitRatingResponse) => void,
+  ): ClientUnaryCall;
+  submitRating(
+    request: SubmitRatingRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SubmitRatingResponse) => void,
+  ): ClientUnaryCall;
+  submitRating(
+    request: SubmitRatingRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SubmitRatingResponse) => void,
+  ): ClientUnaryCall;
+  submitFeedback(
+    request: SubmitFeedbackRequest,
+    callback: (error: ServiceError | null, response: SubmitFeedbackResponse) => void,
+  ): ClientUnaryCall;
+  submitFeedback(
+    request: SubmitFeedbackRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SubmitFeedbackResponse) => void,
+  ): ClientUnaryCall;
+  submitFeedback(
+    request: SubmitFeedbackRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SubmitFeedbackResponse) => void,
+  ): ClientUnaryCall;
+  unsubscribe(
+    request: UnsubscribeRequest,
+    callback: (error: ServiceError | null, response: UnsubscribeResponse) => void,
+  ): ClientUnaryCall;
+  unsubscribe(
+    request: UnsubscribeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UnsubscribeResponse) => void,
+  ): ClientUnaryCall;
+  unsubscribe(
+    request: UnsubscribeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UnsubscribeResponse) => void,
+  ): ClientUnaryCall;
+  /** Per-organization settings of the engine (the low-rating threshold of the review form). */
+  getOrganizationSettings(
+    request: GetOrganizationSettingsRequest,
+    callback: (error: ServiceError | null, response: GetOrganizationSettingsResponse) => void,
+  ): ClientUnaryCall;
+  getOrganizationSettings(
+    request: GetOrganizationSettingsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetOrganizationSettingsResponse) => void,
+  ): ClientUnaryCall;
+  getOrganizationSettings(
+    request: GetOrganizationSettingsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetOrganizationSettingsResponse) => void,
+  ): ClientUnaryCall;
+  setOrganizationSettings(
+    request: SetOrganizationSettingsRequest,
+    callback: (error: ServiceError | null, response: SetOrganizationSettingsResponse) => void,
+  ): ClientUnaryCall;
+  setOrganizationSettings(
+    request: SetOrganizationSettingsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetOrganizationSettingsResponse) => void,
+  ): ClientUnaryCall;
+  setOrganizationSettings(
+    request: SetOrganizationSettingsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetOrganizationSettingsResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const CascadeSchedulerServiceClient = makeGenericClientConstructor(
@@ -717,6 +5366,28 @@ type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function toTimestamp(date: Date): Timestamp {
+  const seconds = Math.trunc(date.getTime() / 1_000);
+  const nanos = (date.getTime() % 1_000) * 1_000_000;
+  return { seconds, nanos };
+}
+
+function fromTimestamp(t: Timestamp): Date {
+  let millis = (t.seconds || 0) * 1_000;
+  millis += (t.nanos || 0) / 1_000_000;
+  return new globalThis.Date(millis);
+}
+
+function fromJsonTimestamp(o: any): Date {
+  if (o instanceof globalThis.Date) {
+    return o;
+  } else if (typeof o === "string") {
+    return new globalThis.Date(o);
+  } else {
+    return fromTimestamp(Timestamp.fromJSON(o));
+  }
+}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

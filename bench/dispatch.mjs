@@ -1,0 +1,147 @@
+#!/usr/bin/env node
+// Dispatch: N steps already due in PostgreSQL → dispatcher (claim SKIP LOCKED, fire-time checks,
+// publish to steps.email) → bus → a no-op sender (its own process on JetStream; publishes SENT to steps.result) → result batches →
+// PostgreSQL (step sent, next step scheduled). Beside graphile-worker running N no-op jobs on the same
+// PostgreSQL in the same run.
+// Usage: npm run build && node bench/dispatch.mjs [--steps 20000] [--bus jetstream|memory] [--seconds 60]
+// (BENCH_BATCH / BENCH_LOOPS: the dispatcher's batch size, default 1000, and claim loops, default 2.)
+// Loopback PostgreSQL and NATS only. Target: ≥ 10 000 steps/s.
+import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { parseArgs } from 'node:util';
+import { cpus, loadavg } from 'node:os';
+
+const require = createRequire(import.meta.url);
+const here = dirname(fileURLToPath(import.meta.url));
+const pg = require('pg');
+const { createServiceContext, createMemoryBus, connectJetStreamBus, createPool, histogram } = require('@rrs/runtime');
+const { busV1, STEP_RESULT_SUBJECT } = require('@rrs/proto');
+const { startScheduler, startDispatcher, Notifier, ConfiguredChannels, SCHEMA } = require('@rrs/cascade-scheduler');
+const { run, makeWorkerUtils } = require('graphile-worker');
+
+const { values } = parseArgs({ options: { steps: { type: 'string', default: '20000' }, bus: { type: 'string', default: 'jetstream' }, seconds: { type: 'string', default: '60' } } });
+const STEPS = Math.min(200_000, Math.max(500, Math.round(Number(values.steps) / 500) * 500));
+const MAX_MS = Math.min(300, Math.max(5, Number(values.seconds))) * 1000;
+const pgUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+for (const u of [pgUrl, natsUrl]) if (!['127.0.0.1', 'localhost', '::1'].includes(new URL(u).hostname)) throw new Error(`loopback only: ${u}`);
+const suffix = randomBytes(4).toString('hex');
+const dbName = `rrs_bench_${suffix}`;
+const prefix = `bench${suffix}`;
+const ORG = '0190e0e0-0000-7000-8000-00000000b001';
+
+async function admin(sql) {
+  const c = new pg.Client({ connectionString: pgUrl });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+const directory = {
+  async getSendingProfile(id) {
+    return {
+      organization: { id, name: 'Bench', plan: 'pro', emailConfirmed: true, locale: 'en', timeZone: 'UTC', defaultRegion: 'RU' },
+      templates: [{ channel: 'EMAIL', subject: 'Rate {{location}}', body: 'Hi {{name}}: {{link}}' }],
+      channels: [{ channel: 'EMAIL', configured: true }, { channel: 'SMS', configured: true }],
+    };
+  },
+  async getLocation(_org, id) {
+    return { id, name: 'Bench cafe', address: '', city: '', reviewLinks: [] };
+  },
+};
+
+async function waitUntil(probe, maxMs, what) {
+  const deadline = Date.now() + maxMs;
+  while (Date.now() < deadline) {
+    if (await probe()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out: ${what}`);
+}
+
+await admin(`CREATE DATABASE ${dbName}`);
+const url = new URL(pgUrl);
+url.pathname = `/${dbName}`;
+const dbUrl = url.toString();
+const ctx = createServiceContext('bench', 'warn');
+const bus = values.bus === 'memory' ? createMemoryBus({ prefix }) : await connectJetStreamBus({ url: natsUrl, prefix, name: 'bench-dispatch' });
+let ours;
+let theirs;
+try {
+  await bus.ensureStreams();
+  const scheduler = await startScheduler({ databaseUrl: dbUrl, natsUrl, busPrefix: prefix, grpcHost: '127.0.0.1', grpcPort: 0, minuteMs: 60_000 }, ctx, { bus, directory, noDispatcher: true });
+  // Two-step flow: applying each step's SENT schedules the next one (a day later), as in real cascades.
+  const flow = await scheduler.flows.create({ organizationId: ORG, name: 'bench', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'EMAIL', delayMinutes: 1440 }] });
+  for (let c = 0; c < STEPS / 500; c++) {
+    await scheduler.cascades.start({ organizationId: ORG, locationId: 'loc', name: '', flowId: flow.id, channel: '', externalId: '', recipients: Array.from({ length: 500 }, (_, k) => ({ name: `N${k}`, email: `b${c}.${k}@example.com`, phone: '' })) });
+  }
+  // The no-op sender answers every step SENT. On JetStream it is its own process, like a real sender
+  // service; the in-process bus can only be shared inside this process.
+  let sender;
+  if (bus.kind === 'jetstream') {
+    const child = fork(join(here, 'noop-sender.mjs'), [], { env: { ...process.env, NATS_URL: natsUrl, BENCH_PREFIX: prefix }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    await new Promise((resolve, reject) => {
+      child.once('message', resolve);
+      child.once('exit', (code) => reject(new Error(`no-op sender exited with ${code}`)));
+    });
+    sender = { drain: () => new Promise((resolve) => { child.once('exit', resolve); child.send('stop'); }) };
+  } else {
+    sender = await bus.consume({ stream: 'STEPS', durable: 'bench-noop-email', filterSubject: 'steps.email', concurrency: 1024 }, async (msg) => {
+      const s = busV1.StepDue.decode(msg.data);
+      const body = busV1.StepResult.encode({ stepId: s.stepId, attemptId: s.attemptId, channel: s.channel, outcome: busV1.StepOutcome.STEP_OUTCOME_SENT, reason: '', providerMessageId: '', parts: 1, at: new Date(), organizationId: s.organizationId }).finish();
+      await bus.publish(STEP_RESULT_SUBJECT, body, { msgId: `${s.attemptId}:SENT` });
+      msg.ack();
+    });
+  }
+  const pool = createPool({ url: dbUrl, schema: SCHEMA, max: 8 });
+  const notifier = new Notifier(dbUrl, SCHEMA, ctx.logger);
+  const count = async () => (await pool.query(`SELECT count(*)::int AS n FROM recipient_steps WHERE step_order = 1 AND status = 'sent'`)).rows[0].n;
+  const t0 = process.hrtime.bigint();
+  const dispatcher = await startDispatcher({ pool, bus, notifier, logger: ctx.logger, minuteMs: 60_000, publicBaseUrl: 'http://127.0.0.1', channels: new ConfiguredChannels(directory), batchSize: Number(process.env.BENCH_BATCH ?? 1000), loops: Number(process.env.BENCH_LOOPS ?? 2) });
+  await notifier.start();
+  await waitUntil(async () => (await count()) === STEPS, MAX_MS, 'all steps sent');
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  ours = { seconds, rate: STEPS / seconds };
+  await dispatcher.stop();
+  await notifier.stop();
+  await sender.drain();
+  await pool.end();
+
+  // graphile-worker, the same number of no-op jobs, same PostgreSQL.
+  const utils = await makeWorkerUtils({ connectionString: dbUrl });
+  await utils.migrate();
+  for (let i = 0; i < STEPS; i += 5000) await utils.addJobs(Array.from({ length: Math.min(5000, STEPS - i) }, (_, k) => ({ identifier: 'noop', payload: { i: i + k } })));
+  await utils.release();
+  let completed = 0;
+  const g0 = process.hrtime.bigint();
+  const runner = await run({ connectionString: dbUrl, concurrency: 32, noHandleSignals: true, pollInterval: 100, logger: new (require('graphile-worker').Logger)(() => () => undefined), taskList: { noop: async () => undefined } });
+  runner.events.on('job:success', () => {
+    completed++;
+  });
+  await waitUntil(async () => completed >= STEPS, MAX_MS, 'graphile-worker jobs');
+  const gSeconds = Number(process.hrtime.bigint() - g0) / 1e9;
+  theirs = { seconds: gSeconds, rate: STEPS / gSeconds };
+  await runner.stop();
+
+  console.log(`dispatch on ${cpus().length} cores (load ${loadavg()[0].toFixed(1)}), ${STEPS} due steps, bus: ${bus.kind}`);
+  console.log(`  scheduler (PG → bus → no-op sender → result → PG): ${ours.seconds.toFixed(2)} s → ${Math.round(ours.rate)} steps/s`);
+  console.log(`  graphile-worker, ${STEPS} no-op jobs, same PG      : ${theirs.seconds.toFixed(2)} s → ${Math.round(theirs.rate)} jobs/s`);
+  console.log(`  ratio ${(ours.rate / theirs.rate).toFixed(2)}   target: ≥ 10000 steps/s → ${ours.rate >= 10000 ? 'MET' : 'NOT MET'}`);
+} finally {
+  await ctx.lifecycle.shutdown('bench done');
+  await bus.close();
+  if (bus.kind === 'jetstream') {
+    const { connect } = require('nats');
+    const nc = await connect({ servers: natsUrl });
+    const jsm = await nc.jetstreamManager();
+    for await (const s of jsm.streams.list()) if (s.config.name.startsWith(`${prefix.toUpperCase()}_`) || s.config.name.startsWith(`KV_${prefix}_`)) await jsm.streams.delete(s.config.name);
+    await nc.close();
+  }
+  await admin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+// Intake: POST /api/v1/cascades with 500 recipients on a 3-step flow, through the real gateway →
+// cascade-scheduler (one transaction per request: cascade, 500 recipients, 500 review links, 1 500
+// steps, idempotency record), beside a raw COPY of the same rows into the same tables in the same run.
+// Usage: npm run build && node bench/intake.mjs [--requests 80] [--concurrency 4] [--seconds 30]
+// Loopback PostgreSQL only (TEST_DATABASE_URL / DATABASE_URL). Target: ≥ 20 000 recipients/s accepted.
+import { fork } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { cpus, loadavg } from 'node:os';
+
+const require = createRequire(import.meta.url);
+const pg = require('pg');
+const { from: copyFrom } = require('pg-copy-streams');
+const here = dirname(fileURLToPath(import.meta.url));
+
+const { values } = parseArgs({ options: { requests: { type: 'string', default: '80' }, concurrency: { type: 'string', default: '4' }, seconds: { type: 'string', default: '30' } } });
+const REQUESTS = Math.min(400, Math.max(1, Number(values.requests)));
+const CONCURRENCY = Math.min(32, Math.max(1, Number(values.concurrency)));
+const MAX_SECONDS = Math.min(120, Math.max(1, Number(values.seconds)));
+const RECIPIENTS = 500;
+
+const pgUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+if (!['127.0.0.1', 'localhost', '::1'].includes(new URL(pgUrl).hostname)) throw new Error('loopback PostgreSQL only');
+const dbName = `rrs_bench_${randomBytes(4).toString('hex')}`;
+
+async function admin(sql) {
+  const c = new pg.Client({ connectionString: pgUrl });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Runs `task(i)` for i < count, `concurrency` at a time, stopping new tasks after maxMs. */
+async function bounded(count, concurrency, maxMs, task) {
+  let next = 0;
+  let done = 0;
+  const deadline = Date.now() + maxMs;
+  const latencies = [];
+  const started = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < count && Date.now() < deadline) {
+      const i = next++;
+      const t0 = process.hrtime.bigint();
+      await task(i);
+      latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      done++;
+    }
+  }));
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  latencies.sort((a, b) => a - b);
+  const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))];
+  return { done, seconds, p50: pct(0.5), p99: pct(0.99) };
+}
+
+function body(i) {
+  return JSON.stringify({
+    locationId: server.locationId,
+    externalId: `bench-${i}`,
+    recipients: Array.from({ length: RECIPIENTS }, (_, k) => ({ name: `Customer ${k}`, email: `c${i}.${k}@example.com`, phone: `+7916${String(1000000 + ((i * RECIPIENTS + k) % 9000000)).padStart(7, '0')}` })),
+  });
+}
+
+await admin(`CREATE DATABASE ${dbName}`);
+const url = new URL(pgUrl);
+url.pathname = `/${dbName}`;
+const child = fork(join(here, 'cascade-servers.mjs'), [], { env: { ...process.env, DATABASE_URL: url.toString(), BENCH_DISPATCHER: '0' }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+const server = await new Promise((resolve, reject) => {
+  child.once('message', resolve);
+  child.once('exit', (code) => reject(new Error(`servers exited with ${code}`)));
+});
+try {
+  const bodies = Array.from({ length: REQUESTS + 3 }, (_, i) => body(i));
+  const post = async (i) => {
+    const res = await fetch(`${server.base}/api/v1/cascades`, { method: 'POST', headers: { authorization: `Bearer ${server.key}`, 'content-type': 'application/json' }, body: bodies[i] });
+    const json = await res.json();
+    if (res.status !== 202 || json.queued !== RECIPIENTS) throw new Error(`unexpected answer ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
+  };
+  for (let i = 0; i < 3; i++) await post(REQUESTS + i);
+  const api = await bounded(REQUESTS, CONCURRENCY, MAX_SECONDS * 1000, post);
+
+  // The same rows, COPY'd raw into the same tables (no HTTP, no validation, no idempotency record). The
+  // rows are built before the clock starts, so this measures what PostgreSQL takes to ingest them.
+  const pool = new pg.Pool({ connectionString: url.toString(), max: CONCURRENCY, options: '-c search_path=scheduler' });
+  const now = new Date().toISOString();
+  const tsv = (rows) => Buffer.from(rows.map((r) => `${r.map((v) => (v === null ? '\\N' : String(v))).join('\t')}\n`).join(''));
+  const copyInputs = Array.from({ length: api.done }, () => {
+    const cascadeId = randomUUID();
+    const recipients = Array.from({ length: RECIPIENTS }, (_, k) => [randomUUID(), cascadeId, server.organizationId, k, `Customer ${k}`, `c${k}@example.com`, '+79161234567', 'running', randomUUID()]);
+    const steps = [];
+    for (const r of recipients) for (const [k, ch] of ['EMAIL', 'SMS', 'EMAIL'].entries()) steps.push([randomUUID(), r[0], cascadeId, server.organizationId, k + 1, ch, 0, k === 0 ? 'scheduled' : 'pending', ch, k === 0 ? now : null]);
+    return [
+      [`COPY cascades (id, organization_id, location_id, status, recipients_total, active_recipients) FROM STDIN`, tsv([[cascadeId, server.organizationId, server.locationId, 'running', RECIPIENTS, RECIPIENTS]])],
+      [`COPY review_requests (id, organization_id, token, location_id, recipient_id) FROM STDIN`, tsv(recipients.map((r) => [r[8], server.organizationId, randomBytes(16).toString('hex'), server.locationId, r[0]]))],
+      [`COPY recipients (id, cascade_id, organization_id, position, name, email, phone, status, review_request_id) FROM STDIN`, tsv(recipients)],
+      [`COPY recipient_steps (id, recipient_id, cascade_id, organization_id, step_order, channel, delay_minutes, status, sent_channel, due_at) FROM STDIN`, tsv(steps)],
+    ];
+  });
+  const raw = await bounded(api.done, CONCURRENCY, MAX_SECONDS * 1000, async (i) => {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      for (const [sql, data] of copyInputs[i]) await pipeline(Readable.from([data]), client.query(copyFrom(sql)));
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+  });
+  await pool.end();
+
+  const rate = (r) => Math.round((r.done * RECIPIENTS) / r.seconds);
+  console.log(`intake on ${cpus().length} cores (load ${loadavg()[0].toFixed(1)}), ${RECIPIENTS} recipients × 3-step flow per request, concurrency ${CONCURRENCY}`);
+  console.log(`  POST /api/v1/cascades : ${api.done} requests in ${api.seconds.toFixed(2)} s → ${rate(api)} recipients/s accepted (p50 ${api.p50.toFixed(1)} ms, p99 ${api.p99.toFixed(1)} ms per request)`);
+  console.log(`  raw COPY, same rows   : ${raw.done} cascades in ${raw.seconds.toFixed(2)} s → ${rate(raw)} recipients/s (p50 ${raw.p50.toFixed(1)} ms, p99 ${raw.p99.toFixed(1)} ms)`);
+  console.log(`  API / raw COPY        : ${(rate(api) / rate(raw)).toFixed(2)}   target: ≥ 20000 recipients/s accepted → ${rate(api) >= 20000 ? 'MET' : 'NOT MET'}`);
+} finally {
+  child.send('stop');
+  await new Promise((r) => child.once('exit', r));
+  await admin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+}

@@ -1,0 +1,296 @@
+{{/*
+Shared pieces of the service templates. Each service's own template (gateway.yaml, contacts.yaml, …)
+holds its Deployment, Service, ports, probes and the env variables it reads; what is the same for all of
+them lives here.
+*/}}
+
+{{- define "rrs.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "rrs.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Name of one service's objects: <fullname>-<service>. Args: (list $ "cascade-scheduler") */}}
+{{- define "rrs.componentName" -}}
+{{- $root := index . 0 -}}
+{{- printf "%s-%s" (include "rrs.fullname" $root | trunc 40 | trimSuffix "-") (index . 1) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "rrs.selectorLabels" -}}
+{{- $root := index . 0 -}}
+app.kubernetes.io/name: {{ include "rrs.name" $root }}
+app.kubernetes.io/instance: {{ $root.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{- define "rrs.labels" -}}
+{{- $root := index . 0 -}}
+{{ include "rrs.selectorLabels" . }}
+app.kubernetes.io/version: {{ $root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ $root.Release.Service }}
+app.kubernetes.io/part-of: review-request-service
+helm.sh/chart: {{ printf "%s-%s" $root.Chart.Name $root.Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* Image of a service. Args: (list $ "gateway" .Values.gateway) */}}
+{{- define "rrs.image" -}}
+{{- $root := index . 0 -}}
+{{- $svc := index . 2 -}}
+{{- $repo := default (printf "%s/%s" $root.Values.image.registry (index . 1)) $svc.image.repository -}}
+{{- $tag := default (default $root.Chart.AppVersion $root.Values.image.tag) $svc.image.tag -}}
+{{- printf "%s:%s" $repo $tag -}}
+{{- end -}}
+
+{{- define "rrs.pullPolicy" -}}
+{{- $root := index . 0 -}}
+{{- default $root.Values.image.pullPolicy (index . 1).image.pullPolicy -}}
+{{- end -}}
+
+{{/* The Secret a service reads: its own existingSecret, the global one, or the chart's. Args: (list $ .Values.gateway) */}}
+{{- define "rrs.secretName" -}}
+{{- $root := index . 0 -}}
+{{- $svc := index . 1 -}}
+{{- if $svc.existingSecret -}}
+{{- $svc.existingSecret -}}
+{{- else if $root.Values.secrets.existingSecret -}}
+{{- $root.Values.secrets.existingSecret -}}
+{{- else -}}
+{{- printf "%s-secrets" (include "rrs.fullname" $root) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* One env variable from the Secret. Args: (list $ .Values.gateway "REDIS_URL" true) — true = optional */}}
+{{- define "rrs.secretEnv" -}}
+- name: {{ index . 2 }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "rrs.secretName" (list (index . 0) (index . 1)) }}
+      key: {{ index . 2 }}
+      optional: {{ index . 3 }}
+{{- end -}}
+
+{{/* host:port of a gRPC service of this release, or its externalAddress. Args: (list $ "contacts" .Values.contacts 50051) */}}
+{{- define "rrs.address" -}}
+{{- $svc := index . 2 -}}
+{{- if $svc.externalAddress -}}
+{{- $svc.externalAddress -}}
+{{- else -}}
+{{- printf "%s:%v" (include "rrs.componentName" (list (index . 0) (index . 1))) (index . 3) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* What every service reads besides its own settings. Args: (list $ "gateway") */}}
+{{- define "rrs.commonEnv" -}}
+{{- $root := index . 0 -}}
+{{- $attrs := list (printf "service.namespace=%s" $root.Release.Name) (printf "k8s.namespace.name=%s" $root.Release.Namespace) -}}
+{{- with $root.Values.otel.resourceAttributes }}{{ $attrs = append $attrs . }}{{ end -}}
+- name: LOG_LEVEL
+  value: {{ $root.Values.logLevel | quote }}
+{{- if $root.Values.otel.endpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ $root.Values.otel.endpoint | quote }}
+- name: OTEL_SERVICE_NAME
+  value: {{ index . 1 | quote }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ join "," $attrs | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The service's `env` map and raw `extraEnv` entries. Args: (list $ .Values.gateway) */}}
+{{- define "rrs.extraEnv" -}}
+{{- $svc := index . 1 -}}
+{{- range $name, $value := $svc.env }}
+- name: {{ $name }}
+  value: {{ $value | toString | quote }}
+{{- end }}
+{{- with $svc.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The pod is non-root (uid 1000, the images' `node` user) with a read-only root filesystem. */}}
+{{- define "rrs.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 1000
+runAsGroup: 1000
+fsGroup: 1000
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "rrs.containerSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 1000
+runAsGroup: 1000
+readOnlyRootFilesystem: true
+allowPrivilegeEscalation: false
+privileged: false
+capabilities:
+  drop: [ALL]
+{{- end -}}
+
+{{/* The only writable place: /tmp. */}}
+{{- define "rrs.tmpVolumeMount" -}}
+- name: tmp
+  mountPath: /tmp
+{{- end -}}
+
+{{- define "rrs.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: 64Mi
+{{- end -}}
+
+{{/* Pod-level settings from podDefaults, overridable per service. Args: (list $ .Values.gateway "gateway") */}}
+{{- define "rrs.podSpecCommon" -}}
+{{- $root := index . 0 -}}
+{{- $svc := index . 1 -}}
+{{- $d := $root.Values.podDefaults -}}
+serviceAccountName: {{ include "rrs.componentName" (list $root (index . 2)) }}
+automountServiceAccountToken: false
+terminationGracePeriodSeconds: {{ default $d.terminationGracePeriodSeconds $svc.terminationGracePeriodSeconds }}
+securityContext:
+  {{- include "rrs.podSecurityContext" $root | nindent 2 }}
+{{- with $root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with (default $d.nodeSelector $svc.nodeSelector) }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with (default $d.tolerations $svc.tolerations) }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with (default $d.affinity $svc.affinity) }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with (default $d.topologySpreadConstraints $svc.topologySpreadConstraints) }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+volumes:
+  {{- include "rrs.tmpVolume" $root | nindent 2 }}
+{{- end -}}
+
+{{/* Pod template metadata. Args: (list $ .Values.gateway "gateway") */}}
+{{- define "rrs.podMetadata" -}}
+{{- $root := index . 0 -}}
+{{- $svc := index . 1 -}}
+labels:
+  {{- include "rrs.labels" (list $root (index . 2)) | nindent 2 }}
+  {{- with (merge (dict) ($svc.podLabels | default dict) $root.Values.podDefaults.podLabels) }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+annotations:
+  {{- /* A changed chart Secret restarts the pods that read it. */}}
+  checksum/secret: {{ include "rrs.secretData" $root | sha256sum }}
+  {{- with (merge (dict) ($svc.podAnnotations | default dict) $root.Values.podDefaults.podAnnotations) }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end -}}
+
+{{/* Every service: its name (objects, image, component label) and its key in values.yaml. */}}
+{{- define "rrs.services" -}}
+gateway: gateway
+contacts: contacts
+cascade-scheduler: cascadeScheduler
+channel-email: channelEmail
+channel-sms: channelSms
+channel-messenger: channelMessenger
+webhooks: webhooks
+{{- end -}}
+
+{{/*
+What each service's migrations Job applies: the same (schema, component, folder) triples its start
+function applies, run from the image's /app. test/helm.test.ts compares them with the services' code.
+*/}}
+{{- define "rrs.migrationPlans" -}}
+contacts:
+  key: contacts
+  args: ["--schema", "contacts", "service=migrations", "idempotency=node_modules/@rrs/idempotency/migrations"]
+cascade-scheduler:
+  key: cascadeScheduler
+  args: ["--schema", "scheduler", "service=migrations", "idempotency=node_modules/@rrs/idempotency/migrations"]
+webhooks:
+  key: webhooks
+  args: ["--schema", "webhooks", "service=migrations", "idempotency=node_modules/@rrs/idempotency/migrations"]
+channel-email:
+  key: channelEmail
+  args: ["--schema", "channel_email", "sender-kit=node_modules/@rrs/sender-kit/migrations"]
+channel-sms:
+  key: channelSms
+  args: ["--schema", "channel_sms", "sender-kit=node_modules/@rrs/sender-kit/migrations"]
+channel-messenger:
+  key: channelMessenger
+  args: ["--schema", "channel_messenger", "sender-kit=node_modules/@rrs/sender-kit/migrations"]
+{{- end -}}
+
+{{/* The architecture's arrows: who calls whose gRPC port. The NetworkPolicies are built from this. */}}
+{{- define "rrs.grpcArrows" -}}
+contacts:
+  key: contacts
+  port: 50051
+  from: [gateway, cascade-scheduler, channel-sms]
+cascade-scheduler:
+  key: cascadeScheduler
+  port: 50052
+  from: [gateway]
+webhooks:
+  key: webhooks
+  port: 50053
+  from: [gateway]
+{{- end -}}
+
+{{/* The chart's Secret data (also hashed into the pods' annotations). */}}
+{{- define "rrs.secretData" -}}
+{{- $v := .Values -}}
+{{- $data := dict -}}
+{{- if $v.postgresql.url }}{{ $_ := set $data "DATABASE_URL" $v.postgresql.url }}{{ end -}}
+{{- if $v.nats.url }}{{ $_ := set $data "NATS_URL" $v.nats.url }}{{ end -}}
+{{- if $v.redis.url }}{{ $_ := set $data "REDIS_URL" $v.redis.url }}{{ end -}}
+{{- if $v.secrets.adminToken }}{{ $_ := set $data "ADMIN_TOKEN" $v.secrets.adminToken }}{{ end -}}
+{{- if $v.secrets.smtpUrl }}{{ $_ := set $data "SMTP_URL" $v.secrets.smtpUrl }}{{ end -}}
+{{- if $v.secrets.smscLogin }}{{ $_ := set $data "SMSC_LOGIN" $v.secrets.smscLogin }}{{ end -}}
+{{- if $v.secrets.smscPassword }}{{ $_ := set $data "SMSC_PASSWORD" $v.secrets.smscPassword }}{{ end -}}
+{{- if $v.secrets.maxIdInstance }}{{ $_ := set $data "MAX_ID_INSTANCE" ($v.secrets.maxIdInstance | toString) }}{{ end -}}
+{{- if $v.secrets.maxApiToken }}{{ $_ := set $data "MAX_API_TOKEN" $v.secrets.maxApiToken }}{{ end -}}
+{{- if $v.secrets.telegramIdInstance }}{{ $_ := set $data "TELEGRAM_ID_INSTANCE" ($v.secrets.telegramIdInstance | toString) }}{{ end -}}
+{{- if $v.secrets.telegramApiToken }}{{ $_ := set $data "TELEGRAM_API_TOKEN" $v.secrets.telegramApiToken }}{{ end -}}
+{{- toYaml $data -}}
+{{- end -}}
+
+{{/* Checks that fail the render with a message instead of pods that crash at start. */}}
+{{- define "rrs.validate" -}}
+{{- $v := .Values -}}
+{{- if not $v.secrets.existingSecret -}}
+{{- if not $v.postgresql.url -}}
+{{- fail "postgresql.url is required (or secrets.existingSecret with a DATABASE_URL key)" -}}
+{{- end -}}
+{{- if not $v.nats.url -}}
+{{- fail "nats.url is required (or secrets.existingSecret with a NATS_URL key)" -}}
+{{- end -}}
+{{- if and (not $v.redis.url) $v.gateway.enabled (or $v.gateway.autoscaling.enabled (gt (int $v.gateway.replicaCount) 1)) -}}
+{{- fail "redis.url is required when the gateway runs more than one replica: rate limits and the auth cache must be shared" -}}
+{{- end -}}
+{{- if and (not $v.redis.url) $v.channelMessenger.enabled (or $v.channelMessenger.autoscaling.enabled (gt (int $v.channelMessenger.replicaCount) 1)) -}}
+{{- fail "redis.url is required when channel-messenger runs more than one replica: send rates must be shared" -}}
+{{- end -}}
+{{- end -}}
+{{- if and $v.channelSms.receipts.ingress.enabled (not $v.gateway.ingress.enabled) -}}
+{{- fail "channelSms.receipts.ingress needs gateway.ingress (the receipts path is added to its host)" -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,1 @@
+export { runCli, parseFlags, usage, COMMANDS, UsageError, type CliEnv, type CliIo } from './cli';

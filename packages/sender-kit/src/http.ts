@@ -1,0 +1,52 @@
+import { PermanentSendError, RetryableSendError } from './errors';
+
+/** Reads a Retry-After header (delay-seconds or an HTTP date) as milliseconds from now. */
+export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1_000;
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+export interface ProviderRequestOptions {
+  /** Provider name for error messages. */
+  provider: string;
+  timeoutMs: number;
+}
+
+/**
+ * One HTTP call to a provider, with its failures sorted: a timeout, a network error, 429 and 5xx are
+ * retryable (429 and 503 carry the provider's Retry-After); other non-2xx answers are returned for the
+ * adapter to read, since providers put their own error codes in the body.
+ */
+export async function providerFetch(url: string, init: RequestInit, options: ProviderRequestOptions): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(url, { ...init, signal: AbortSignal.timeout(options.timeoutMs) });
+  } catch (err) {
+    const timedOut = (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError';
+    throw new RetryableSendError(timedOut ? 'provider_timeout' : 'provider_unreachable', `${options.provider}: ${timedOut ? `no answer within ${options.timeoutMs} ms` : (err as Error).message}`, { cause: err });
+  }
+  if (res.status === 429) {
+    await res.body?.cancel();
+    throw new RetryableSendError('provider_rate_limited', `${options.provider}: 429 Too Many Requests`, { retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) });
+  }
+  if (res.status >= 500) {
+    await res.body?.cancel();
+    throw new RetryableSendError('provider_unavailable', `${options.provider}: HTTP ${res.status}`, { retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) });
+  }
+  return res;
+}
+
+/** Parses a provider's JSON body, treating an unreadable body as a provider fault worth retrying. */
+export async function providerJson<T>(res: Response, provider: string): Promise<T> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text) as T;
+  } catch (err) {
+    throw new RetryableSendError('provider_bad_response', `${provider}: answer is not JSON (HTTP ${res.status})`, { cause: err });
+  }
+}
+
+export { PermanentSendError, RetryableSendError };

@@ -1,0 +1,104 @@
+import { join } from 'node:path';
+import { busV1 } from '@rrs/proto';
+import { createPool, migrate, type Pool, type ServiceContext } from '@rrs/runtime';
+import type { SendResult } from './result';
+
+export const SENDER_KIT_MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
+
+/** What to do with a delivered step, decided by its row in the send log. */
+export type Claim =
+  /** Nobody has sent it: send it now. `resumed` = a holder died mid-call, so the provider may already have it. */
+  | { kind: 'send'; resumed: boolean }
+  /** Its outcome is recorded: publish that again (the publish is deduplicated), never send again. */
+  | { kind: 'done'; result: SendResult }
+  /** Another delivery of the same step is being sent right now: look again after `retryInMs`. */
+  | { kind: 'busy'; retryInMs: number };
+
+export interface LoggedSend {
+  stepId: string;
+  attemptId: string;
+  channel: string;
+  organizationId: string;
+  result: SendResult;
+}
+
+/**
+ * The send log of one sender, in the sender's own schema. The check and the record sit around the
+ * provider call: `claim` before it (a row `sending` with a lease), `complete` after it. A redelivered
+ * step whose outcome is recorded is therefore never sent again; the only window where the provider may
+ * have the message without a record is a crash during the call, and then the call is repeated with the
+ * same idempotency key (the step id).
+ */
+export class SendLog {
+  constructor(private readonly pool: Pool) {}
+
+  async claim(step: busV1.StepDue, leaseMs: number): Promise<Claim> {
+    const { rows } = await this.pool.query<{ resumed: boolean }>(
+      `WITH prior AS (SELECT state, lease_until FROM send_log WHERE step_id = $1)
+       INSERT INTO send_log (step_id, attempt_id, channel, organization_id, state, lease_until)
+       VALUES ($1, $2, $3, $4, 'sending', now() + make_interval(secs => $5::double precision / 1000))
+       ON CONFLICT (step_id) DO UPDATE SET
+         state = 'sending', attempt_id = EXCLUDED.attempt_id, lease_until = EXCLUDED.lease_until,
+         attempts = send_log.attempts + 1, updated_at = now()
+       WHERE send_log.state = 'retry' OR (send_log.state = 'sending' AND send_log.lease_until <= now())
+       RETURNING COALESCE((SELECT state = 'sending' FROM prior), false) AS resumed`,
+      [step.stepId, step.attemptId, step.channel, step.organizationId, leaseMs],
+    );
+    if (rows.length > 0) return { kind: 'send', resumed: rows[0].resumed };
+    const current = await this.pool.query<{ state: string; outcome: string | null; reason: string | null; provider_message_id: string | null; parts: number; wait_ms: number }>(
+      `SELECT state, outcome, reason, provider_message_id, parts,
+         GREATEST(0, EXTRACT(EPOCH FROM (lease_until - now())) * 1000)::int AS wait_ms
+       FROM send_log WHERE step_id = $1`,
+      [step.stepId],
+    );
+    const row = current.rows[0];
+    // Rows are never deleted, so a conflict that returned nothing means the row is there.
+    if (!row) throw new Error(`send log row of step ${step.stepId} not found after a conflicting insert`);
+    if (row.state === 'done') {
+      return { kind: 'done', result: { outcome: row.outcome as busV1.StepOutcome, reason: row.reason ?? undefined, providerMessageId: row.provider_message_id ?? undefined, parts: row.parts } };
+    }
+    return { kind: 'busy', retryInMs: Math.max(100, row.wait_ms) };
+  }
+
+  /** Records the outcome; from now on the step is never sent again. */
+  async complete(stepId: string, result: SendResult): Promise<void> {
+    await this.pool.query(
+      `UPDATE send_log SET state = 'done', outcome = $2, reason = $3, provider_message_id = $4, parts = $5, updated_at = now() WHERE step_id = $1`,
+      [stepId, result.outcome, result.reason ?? null, result.providerMessageId ?? null, result.parts ?? 0],
+    );
+  }
+
+  /** The provider did not take the message (a retryable failure): the next delivery sends afresh. */
+  async release(stepId: string): Promise<void> {
+    await this.pool.query(`UPDATE send_log SET state = 'retry', updated_at = now() WHERE step_id = $1 AND state = 'sending'`, [stepId]);
+  }
+
+  async deadLetter(step: busV1.StepDue, reason: string, deliveries: number): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO dead_letters (step_id, attempt_id, channel, reason, deliveries, step) VALUES ($1, $2, $3, $4, $5, $6)`,
+      [step.stepId, step.attemptId, step.channel, reason, deliveries, Buffer.from(busV1.StepDue.encode(step).finish())],
+    );
+  }
+
+  /** The send a provider's receipt refers to, by the provider's message id. */
+  async findByProviderMessageId(providerMessageId: string): Promise<LoggedSend | null> {
+    const { rows } = await this.pool.query<{ step_id: string; attempt_id: string; channel: string; organization_id: string; outcome: string; reason: string | null; parts: number }>(
+      `SELECT step_id, attempt_id, channel, organization_id, outcome, reason, parts FROM send_log WHERE provider_message_id = $1 AND state = 'done' LIMIT 1`,
+      [providerMessageId],
+    );
+    const r = rows[0];
+    if (!r) return null;
+    return { stepId: r.step_id, attemptId: r.attempt_id, channel: r.channel, organizationId: r.organization_id, result: { outcome: r.outcome as busV1.StepOutcome, reason: r.reason ?? undefined, providerMessageId, parts: r.parts } };
+  }
+}
+
+/** Opens a sender's send log: a pool on its own schema, migrated, closed on shutdown, checked by readiness. */
+export async function openSendLog(options: { databaseUrl: string; schema: string; pool?: Pool }, ctx: ServiceContext): Promise<{ log: SendLog; pool: Pool }> {
+  const pool = options.pool ?? createPool({ url: options.databaseUrl, schema: options.schema, max: 10, applicationName: options.schema });
+  if (!options.pool) ctx.lifecycle.onStop(`${options.schema} postgres pool`, () => pool.end());
+  await migrate(pool, { schema: options.schema, dir: SENDER_KIT_MIGRATIONS_DIR, logger: ctx.logger, component: 'sender-kit' });
+  ctx.health.addCheck(`${options.schema}-postgres`, async () => {
+    await pool.query('SELECT 1');
+  });
+  return { log: new SendLog(pool), pool };
+}

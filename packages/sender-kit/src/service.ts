@@ -1,0 +1,58 @@
+import { openBus, type Bus, type Pool, type ServiceContext, type Subscription } from '@rrs/runtime';
+import type { SenderBaseConfig } from './config';
+import { announceChannels, type ChannelCatalogEntry } from './registry';
+import { startSender, type SendStep } from './sender';
+import { openSendLog, type SendLog } from './sendLog';
+
+/** One channel a sender serves: its catalog entry and how it sends. */
+export interface ChannelSpec {
+  entry: Omit<ChannelCatalogEntry, 'announcedAt' | 'sender'>;
+  send: SendStep;
+}
+
+export type ChannelSenderConfig = Pick<SenderBaseConfig, 'natsUrl' | 'busPrefix' | 'databaseUrl' | 'concurrency'> &
+  Partial<Pick<SenderBaseConfig, 'maxDeliver' | 'ackWaitMs' | 'channelTtlMs'>>;
+
+export interface RunningChannelSender {
+  bus: Bus;
+  sendLog: SendLog;
+  pool: Pool;
+  subscriptions: Subscription[];
+}
+
+/**
+ * The common body of a sender service: bus, send log (its own schema), one consumer per channel, and the
+ * catalog entries announced while it runs. Shutdown (LIFO) stops announcing first, then drains the
+ * consumers, so no step is taken after the sender has begun to leave.
+ */
+export async function startChannelSender(
+  config: ChannelSenderConfig,
+  ctx: ServiceContext,
+  options: { service: string; schema: string; channels: ChannelSpec[]; bus?: Bus; pool?: Pool },
+): Promise<RunningChannelSender> {
+  const bus = await openBus(config, ctx, options.service, options.bus);
+  const { log: sendLog, pool } = await openSendLog({ databaseUrl: config.databaseUrl, schema: options.schema, pool: options.pool }, ctx);
+  const subscriptions: Subscription[] = [];
+  for (const channel of options.channels) {
+    const sub = await startSender({
+      bus,
+      channel: channel.entry.key,
+      send: channel.send,
+      sendLog,
+      logger: ctx.logger,
+      concurrency: config.concurrency,
+      maxDeliver: config.maxDeliver,
+      ackWaitMs: config.ackWaitMs,
+    });
+    subscriptions.push(sub);
+    ctx.lifecycle.onStop(`${channel.entry.slug} steps consumer`, () => sub.drain());
+  }
+  const announcement = await announceChannels({
+    bus,
+    entries: options.channels.map((c) => ({ ...c.entry, sender: options.service })),
+    logger: ctx.logger,
+    ttlMs: config.channelTtlMs,
+  });
+  ctx.lifecycle.onStop('channel catalog announcement', () => announcement.stop());
+  return { bus, sendLog, pool, subscriptions };
+}

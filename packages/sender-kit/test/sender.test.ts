@@ -1,0 +1,132 @@
+import { busV1 } from '@rrs/proto';
+import { createPool, type Pool } from '@rrs/runtime';
+import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
+import { openSendLog, PermanentSendError, RetryableSendError, retryDelayMs, startSender, type SendLog, type SendStep } from '../src';
+import { collectResults, dueStep, publishStep } from './support/steps';
+
+const O = busV1.StepOutcome;
+
+describe('startSender over JetStream with a Postgres send log', () => {
+  let db: TestDatabase;
+  let tb: TestBus;
+  let pool: Pool;
+  let sendLog: SendLog;
+  const ctx = testContext('sender-test');
+  let results: busV1.StepResult[];
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    tb = await createTestBus('jetstream');
+    await tb.bus.ensureStreams();
+    pool = createPool({ url: db.url, schema: 'sender_test' });
+    sendLog = (await openSendLog({ databaseUrl: db.url, schema: 'sender_test', pool }, ctx)).log;
+    const collected = await collectResults(tb.bus);
+    results = collected.results;
+    ctx.lifecycle.onStop('results', () => collected.sub.drain());
+  });
+  afterAll(async () => {
+    await ctx.stop();
+    await tb.cleanup();
+    await pool.end();
+    await db.drop();
+  });
+
+  const resultsFor = (stepId: string) => results.filter((r) => r.stepId === stepId);
+
+  async function run(channel: string, send: SendStep, extra: { maxDeliver?: number } = {}) {
+    const sub = await startSender({ bus: tb.bus, channel, send, sendLog, logger: ctx.logger, maxDeliver: extra.maxDeliver ?? 5, ackWaitMs: 5_000, baseBackoffMs: 50, maxBackoffMs: 200 });
+    return sub;
+  }
+
+  it('sends a due step once, records it, and publishes SENT', async () => {
+    const calls: string[] = [];
+    const sub = await run('alpha', async (step, c) => {
+      calls.push(c.idempotencyKey);
+      return { outcome: O.STEP_OUTCOME_SENT, providerMessageId: `p-${step.stepId}` };
+    });
+    const step = dueStep('ALPHA');
+    await publishStep(tb.bus, step);
+    const [r] = await waitFor(() => resultsFor(step.stepId).length === 1 && resultsFor(step.stepId));
+    expect(r).toMatchObject({ stepId: step.stepId, attemptId: step.attemptId, channel: 'ALPHA', outcome: O.STEP_OUTCOME_SENT, providerMessageId: `p-${step.stepId}`, organizationId: 'org-1' });
+    expect(calls).toEqual([step.stepId]);
+    const row = await pool.query('SELECT state, outcome FROM send_log WHERE step_id = $1', [step.stepId]);
+    expect(row.rows).toEqual([{ state: 'done', outcome: 'STEP_OUTCOME_SENT' }]);
+    await sub.drain();
+  });
+
+  it('never sends a redelivered step twice (same step, published again as a new attempt)', async () => {
+    let calls = 0;
+    const sub = await run('beta', async () => {
+      calls += 1;
+      return { outcome: O.STEP_OUTCOME_SENT, providerMessageId: 'p-1' };
+    });
+    const first = dueStep('BETA');
+    await publishStep(tb.bus, first);
+    await waitFor(() => resultsFor(first.stepId).length === 1);
+    const again = dueStep('BETA', { stepId: first.stepId, attempt: 2 });
+    await publishStep(tb.bus, again);
+    await waitFor(() => resultsFor(first.stepId).length === 2);
+    expect(calls).toBe(1);
+    // The outcome reported again is the recorded one.
+    expect(resultsFor(first.stepId).map((r) => r.outcome)).toEqual([O.STEP_OUTCOME_SENT, O.STEP_OUTCOME_SENT]);
+    await waitFor(async () => (await tb.bus.pending('STEPS', 'sender-beta')) === 0);
+    await sub.drain();
+  });
+
+  it('naks a retryable failure with backoff honouring Retry-After, then sends', async () => {
+    const seen: number[] = [];
+    const sub = await run('gamma', async () => {
+      seen.push(Date.now());
+      if (seen.length === 1) throw new RetryableSendError('provider_rate_limited', '429', { retryAfterMs: 700 });
+      return { outcome: O.STEP_OUTCOME_SENT };
+    });
+    const step = dueStep('GAMMA');
+    await publishStep(tb.bus, step);
+    await waitFor(() => resultsFor(step.stepId).length === 1);
+    expect(seen).toHaveLength(2);
+    expect(seen[1] - seen[0]).toBeGreaterThanOrEqual(650);
+    expect(resultsFor(step.stepId)[0].outcome).toBe(O.STEP_OUTCOME_SENT);
+    await sub.drain();
+  });
+
+  it('terminates a permanent failure with FAILED and its reason, without retrying', async () => {
+    let calls = 0;
+    const sub = await run('delta', async () => {
+      calls += 1;
+      throw new PermanentSendError('invalid_phone', 'provider says the number is malformed');
+    });
+    const step = dueStep('DELTA');
+    await publishStep(tb.bus, step);
+    const [r] = await waitFor(() => resultsFor(step.stepId).length === 1 && resultsFor(step.stepId));
+    expect(r).toMatchObject({ outcome: O.STEP_OUTCOME_FAILED, reason: 'invalid_phone' });
+    await new Promise((res) => setTimeout(res, 300));
+    expect(calls).toBe(1);
+    expect(await tb.bus.pending('STEPS', 'sender-delta')).toBe(0);
+    await sub.drain();
+  });
+
+  it('after the last delivery reports FAILED max_deliveries and writes a dead letter', async () => {
+    let calls = 0;
+    const sub = await run('epsilon', async () => {
+      calls += 1;
+      throw new Error('provider down');
+    }, { maxDeliver: 3 });
+    const step = dueStep('EPSILON');
+    await publishStep(tb.bus, step);
+    const [r] = await waitFor(() => resultsFor(step.stepId).length === 1 && resultsFor(step.stepId), { timeoutMs: 15_000 });
+    expect(r).toMatchObject({ outcome: O.STEP_OUTCOME_FAILED, reason: 'max_deliveries' });
+    expect(calls).toBe(3);
+    const dl = await pool.query('SELECT step_id, reason, deliveries, step FROM dead_letters WHERE step_id = $1', [step.stepId]);
+    expect(dl.rows).toHaveLength(1);
+    expect(dl.rows[0]).toMatchObject({ reason: 'sender_error', deliveries: 3 });
+    expect(busV1.StepDue.decode(dl.rows[0].step).stepId).toBe(step.stepId);
+    await sub.drain();
+  });
+
+  it('computes retry delays: exponential, capped, never below Retry-After', () => {
+    expect(retryDelayMs(1, undefined, 1_000, 60_000)).toBe(1_000);
+    expect(retryDelayMs(3, undefined, 1_000, 60_000)).toBe(4_000);
+    expect(retryDelayMs(20, undefined, 1_000, 60_000)).toBe(60_000);
+    expect(retryDelayMs(1, 30_000, 1_000, 60_000)).toBe(30_000);
+  });
+});

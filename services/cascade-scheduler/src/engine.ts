@@ -1,0 +1,304 @@
+/**
+ * The timing and skip rules of a recipient's cascade, as pure state transitions (design brief §3).
+ * Callers load a recipient with its steps (holding the recipient's row lock), apply transitions here,
+ * and save what was marked dirty. Nothing here reads a clock: `now` comes from the caller's one clock.
+ */
+
+export type StepStatus = 'pending' | 'scheduled' | 'dispatched' | 'sent' | 'failed' | 'skipped' | 'canceled';
+export type FinishReason = 'rated' | 'exhausted' | 'unreachable' | 'unsubscribed' | 'canceled';
+export type SkipReason = 'no_contact' | 'opted_out' | 'channel_not_configured';
+
+export interface Reroute {
+  from: string;
+  to: string;
+  reason: string;
+}
+
+export interface StepState {
+  id: string;
+  order: number;
+  channel: string;
+  delayMinutes: number;
+  status: StepStatus;
+  sentChannel: string;
+  attempt: number;
+  dueAt: Date | null;
+  dispatchedAt: Date | null;
+  sentAt: Date | null;
+  skippedAt: Date | null;
+  deliveredAt: Date | null;
+  reason: string | null;
+  reroutes: Reroute[];
+  dirty?: boolean;
+}
+
+export interface RecipientFields {
+  id: string;
+  cascadeId: string;
+  organizationId: string;
+  name: string;
+  email: string;
+  phone: string;
+  status: 'running' | 'finished';
+  finishReason: FinishReason | null;
+  rating: number | null;
+  ratedAt: Date | null;
+  feedback: string | null;
+  finishedAt: Date | null;
+}
+
+export interface RecipientState {
+  recipient: RecipientFields;
+  /** Ordered by `order`. */
+  steps: StepState[];
+  dirty?: boolean;
+  /** Set by the transition that finished the recipient, so the caller writes the finish event. */
+  finishedNow?: boolean;
+}
+
+export interface Timing {
+  now: Date;
+  /** Length of one flow minute in ms (60 000, or less with the fast clock). */
+  minuteMs: number;
+}
+
+/** What the firing step may use, checked when it fires, never when it is scheduled. */
+export interface FireChecks {
+  configured(channel: string): boolean;
+  optedOut(channel: string, address: string): boolean;
+}
+
+/** Phone channels in reroute order: an SMS without balance goes to MAX, then TELEGRAM. */
+export const PHONE_CHAIN = ['SMS', 'MAX', 'TELEGRAM'] as const;
+const MESSENGERS = new Set(['MAX', 'TELEGRAM']);
+
+export function contactField(channel: string): 'email' | 'phone' {
+  return channel === 'EMAIL' ? 'email' : 'phone';
+}
+
+export function addressFor(channel: string, r: Pick<RecipientFields, 'email' | 'phone'>): string {
+  return contactField(channel) === 'email' ? r.email.toLowerCase() : r.phone;
+}
+
+/** True when some step of the flow has its contact field: the recipient is queued, not skipped. */
+export function canReachAny(channels: string[], r: Pick<RecipientFields, 'email' | 'phone'>): boolean {
+  return channels.some((c) => addressFor(c, r) !== '');
+}
+
+function touch(state: RecipientState, step?: StepState): void {
+  if (step) step.dirty = true;
+  else state.dirty = true;
+}
+
+export function finish(state: RecipientState, reason: FinishReason, t: Timing): void {
+  const r = state.recipient;
+  if (r.status === 'finished') return;
+  r.status = 'finished';
+  r.finishReason = reason;
+  r.finishedAt = t.now;
+  state.finishedNow = true;
+  touch(state);
+}
+
+/**
+ * Schedules the next pending step, or finishes the recipient when none is left.
+ * - Step k>1 is due `delayMinutes` after the last step actually sent to the recipient.
+ * - When nothing was sent yet (every earlier step skipped or failed), it is due at once.
+ */
+export function scheduleNext(state: RecipientState, t: Timing): void {
+  if (state.recipient.status === 'finished') return;
+  if (state.steps.some((s) => s.status === 'scheduled' || s.status === 'dispatched')) return;
+  const next = state.steps.find((s) => s.status === 'pending');
+  if (!next) {
+    finish(state, exhaustionReason(state), t);
+    return;
+  }
+  const last = lastSent(state);
+  next.status = 'scheduled';
+  next.dueAt = last ? new Date(last.getTime() + next.delayMinutes * t.minuteMs) : t.now;
+  touch(state, next);
+}
+
+/** When the last step actually sent to the recipient went out (read from the steps, not stored twice). */
+export function lastSent(state: RecipientState): Date | null {
+  let last: Date | null = null;
+  for (const s of state.steps) if (s.sentAt && (!last || s.sentAt > last)) last = s.sentAt;
+  return last;
+}
+
+/** Why a recipient whose steps are all done finishes: reached (exhausted), or never reached. */
+export function exhaustionReason(state: RecipientState): FinishReason {
+  if (state.steps.some((s) => s.sentAt !== null)) return 'exhausted';
+  const notReached = state.steps.every((s) => s.status === 'skipped' || s.status === 'canceled' || (s.status === 'failed' && s.reason === 'unreachable'));
+  if (!notReached) return 'exhausted';
+  return state.steps.some((s) => s.reason === 'opted_out') ? 'unsubscribed' : 'unreachable';
+}
+
+/** The first step of a new recipient is due at once, whatever its delay. */
+export function start(state: RecipientState, t: Timing): void {
+  scheduleNext(state, t);
+}
+
+export interface Dispatch {
+  step: StepState;
+  /** `<step id>:<attempt>`: the Nats-Msg-Id, stable if this dispatch is retried after a crash. */
+  attemptId: string;
+  channel: string;
+}
+
+function skip(state: RecipientState, step: StepState, reason: SkipReason, t: Timing): void {
+  step.status = 'skipped';
+  step.skippedAt = t.now;
+  step.reason = reason;
+  touch(state, step);
+  scheduleNext(state, t);
+}
+
+function fail(state: RecipientState, step: StepState, reason: string, t: Timing): void {
+  step.status = 'failed';
+  step.reason = reason;
+  touch(state, step);
+  scheduleNext(state, t);
+}
+
+/**
+ * Moves a phone step to the next phone channel (SMS → MAX → TELEGRAM), due at once; when there is no
+ * next channel the step fails with the reason.
+ */
+export function reroute(state: RecipientState, step: StepState, reason: string, t: Timing): void {
+  const at = PHONE_CHAIN.indexOf(step.sentChannel as (typeof PHONE_CHAIN)[number]);
+  const to = at >= 0 ? PHONE_CHAIN[at + 1] : undefined;
+  if (!to) {
+    fail(state, step, reason, t);
+    return;
+  }
+  step.reroutes = [...step.reroutes, { from: step.sentChannel, to, reason }];
+  step.sentChannel = to;
+  step.status = 'scheduled';
+  step.dueAt = t.now;
+  touch(state, step);
+}
+
+/**
+ * A scheduled step comes due: it is skipped (and the next one scheduled) when the recipient lacks the
+ * contact field, opted out of the channel, or the channel is not configured; otherwise it is dispatched.
+ * A rerouted step whose new channel is not configured moves on along the phone chain.
+ */
+export function fire(state: RecipientState, step: StepState, checks: FireChecks, t: Timing): Dispatch | null {
+  if (step.status !== 'scheduled') return null;
+  if (state.recipient.status === 'finished') {
+    step.status = 'canceled';
+    touch(state, step);
+    return null;
+  }
+  for (let hops = 0; hops <= PHONE_CHAIN.length; hops++) {
+    const channel = step.sentChannel;
+    const address = addressFor(channel, state.recipient);
+    if (address === '') {
+      skip(state, step, 'no_contact', t);
+      return null;
+    }
+    if (checks.optedOut(channel, address)) {
+      skip(state, step, 'opted_out', t);
+      return null;
+    }
+    if (checks.configured(channel)) break;
+    if (step.reroutes.length === 0) {
+      skip(state, step, 'channel_not_configured', t);
+      return null;
+    }
+    reroute(state, step, 'channel_not_configured', t);
+    if (step.status !== 'scheduled') return null;
+  }
+  step.attempt += 1;
+  step.status = 'dispatched';
+  step.dispatchedAt = t.now;
+  touch(state, step);
+  return { step, attemptId: `${step.id}:${step.attempt}`, channel: step.sentChannel };
+}
+
+export type Outcome = 'SENT' | 'FAILED' | 'NO_BALANCE' | 'UNREACHABLE' | 'DELIVERED' | 'UNDELIVERED';
+
+/**
+ * Applies a sender's result. Results for an attempt that is no longer the step's current one (the
+ * recipient rated while the message was in flight, a duplicate) only record the send time.
+ */
+export function applyResult(state: RecipientState, step: StepState, attemptId: string, outcome: Outcome, reason: string, t: Timing): void {
+  if (outcome === 'DELIVERED') {
+    if (!step.deliveredAt) {
+      step.deliveredAt = t.now;
+      touch(state, step);
+    }
+    return;
+  }
+  if (outcome === 'UNDELIVERED') {
+    step.reason = `undelivered${reason ? `: ${reason}` : ''}`;
+    touch(state, step);
+    return;
+  }
+  // A dispatcher that published and then died before committing left the step scheduled with its
+  // attempt not counted; the message went out all the same, so its result is this step's result.
+  if (step.status === 'scheduled' && attemptId === `${step.id}:${step.attempt + 1}` && state.recipient.status === 'running') {
+    step.attempt += 1;
+    step.status = 'dispatched';
+    step.dispatchedAt = t.now;
+    touch(state, step);
+  }
+  const current = step.status === 'dispatched' && attemptId === `${step.id}:${step.attempt}`;
+  if (!current) {
+    if (outcome === 'SENT' && step.sentAt === null && step.status === 'canceled') {
+      step.sentAt = t.now;
+      touch(state, step);
+    }
+    return;
+  }
+  switch (outcome) {
+    case 'SENT':
+      step.status = 'sent';
+      step.sentAt = t.now;
+      touch(state, step);
+      scheduleNext(state, t);
+      return;
+    case 'NO_BALANCE':
+      if (step.sentChannel === 'SMS') reroute(state, step, 'no_balance', t);
+      else fail(state, step, 'no_balance', t);
+      return;
+    case 'UNREACHABLE':
+      if (MESSENGERS.has(step.sentChannel)) reroute(state, step, 'unreachable', t);
+      else fail(state, step, 'unreachable', t);
+      return;
+    case 'FAILED':
+    default:
+      fail(state, step, reason || 'failed', t);
+  }
+}
+
+/** Cancels every step not yet dispatched; a dispatched one is already on its way to the provider. */
+function cancelPending(state: RecipientState): void {
+  for (const s of state.steps) {
+    if (s.status === 'pending' || s.status === 'scheduled') {
+      s.status = 'canceled';
+      touch(state, s);
+    }
+  }
+}
+
+/** The first rating finishes the recipient and cancels its pending steps; later ones change nothing. */
+export function rate(state: RecipientState, rating: number, t: Timing): boolean {
+  const r = state.recipient;
+  if (r.rating !== null) return false;
+  r.rating = rating;
+  r.ratedAt = t.now;
+  touch(state);
+  if (r.status === 'running') {
+    cancelPending(state);
+    finish(state, 'rated', t);
+  }
+  return true;
+}
+
+export function stop(state: RecipientState, reason: 'unsubscribed' | 'canceled', t: Timing): void {
+  if (state.recipient.status === 'finished') return;
+  cancelPending(state);
+  finish(state, reason, t);
+}

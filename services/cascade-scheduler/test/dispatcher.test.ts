@@ -1,0 +1,130 @@
+import { createPool, type Bus, type Pool, type PublishAck } from '@rrs/runtime';
+import { testLogger, waitFor } from '@rrs/testkit';
+import { ConfiguredChannels, guardPoolClients, Notifier, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
+import { LOCATION, ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
+
+/** A bus that counts what each dispatcher publishes (the stream would hide a double publish). */
+function countingBus(bus: Bus, log: Array<{ msgId: string; duplicate: boolean }>): Bus {
+  return new Proxy(bus, {
+    get(target, prop, receiver) {
+      if (prop !== 'publish') return Reflect.get(target, prop, receiver);
+      return async (subject: string, data: Uint8Array, options?: { msgId?: string }): Promise<PublishAck> => {
+        const ack = await target.publish(subject, data, options);
+        if (subject.startsWith('steps.') && subject !== 'steps.result') log.push({ msgId: options?.msgId ?? '', duplicate: ack.duplicate });
+        return ack;
+      };
+    },
+  });
+}
+
+describe('dispatcher replicas and crashes (Postgres + JetStream)', () => {
+  let h: Harness;
+  let sender: Awaited<ReturnType<typeof startScriptedSender>>;
+  const extra: Array<{ pool: Pool; notifier: Notifier; dispatcher?: RunningDispatcher }> = [];
+
+  beforeAll(async () => {
+    h = await startHarness({ minuteMs: 40, deps: { noDispatcher: true } });
+    sender = await startScriptedSender(h.tb.bus, ['EMAIL']);
+  });
+  afterAll(async () => {
+    for (const e of extra) {
+      await e.dispatcher?.stop();
+      await e.notifier.stop();
+      await e.pool.end();
+    }
+    await sender.stop();
+    await h.close();
+  });
+
+  async function replica(bus: Bus, options: { batchSize: number; loops?: number; afterPublish?: Parameters<typeof startDispatcher>[0]['afterPublish'] }) {
+    const pool = createPool({ url: h.db.url, schema: SCHEMA });
+    guardPoolClients(pool, testLogger());
+    const notifier = new Notifier(h.db.url, SCHEMA, testLogger());
+    const entry: (typeof extra)[number] = { pool, notifier };
+    extra.push(entry);
+    entry.dispatcher = await startDispatcher({
+      pool, bus, notifier, logger: testLogger(), minuteMs: 40, publicBaseUrl: 'http://reviews.test',
+      channels: new ConfiguredChannels(h.directory), batchSize: options.batchSize, loops: options.loops, afterPublish: options.afterPublish,
+    });
+    await notifier.start();
+    return entry.dispatcher;
+  }
+
+  async function startCascades(count: number, perCascade: number, tag: string): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const { result } = await h.scheduler.cascades.start({
+        organizationId: ORG, locationId: LOCATION, name: tag, flowId: '', channel: 'EMAIL', externalId: `${tag}-${i}`,
+        recipients: recipientsInput(perCascade, (k) => ({ email: `${tag}-${i}-${k}@example.com` })),
+      });
+      ids.push(result.id);
+    }
+    return ids;
+  }
+
+  const stepsOf = async (cascadeIds: string[]) =>
+    (await h.pool.query<{ id: string; status: string; attempt: number }>('SELECT id, status, attempt FROM recipient_steps WHERE cascade_id = ANY($1::uuid[])', [cascadeIds])).rows;
+
+  it('two replicas never dispatch the same step', async () => {
+    const log: Array<{ msgId: string; duplicate: boolean }> = [];
+    const bus = countingBus(h.tb.bus, log);
+    const ids = await startCascades(4, 500, 'rep');
+    const [a, b] = [await replica(bus, { batchSize: 50 }), await replica(bus, { batchSize: 50 })];
+    await waitFor(async () => (await stepsOf(ids)).every((s) => s.status === 'sent'), { what: 'all 2000 steps sent', timeoutMs: 20_000 });
+    await a.stop();
+    await b.stop();
+    const steps = await stepsOf(ids);
+    expect(steps).toHaveLength(2000);
+    expect(log).toHaveLength(2000);
+    expect(new Set(log.map((l) => l.msgId)).size).toBe(2000);
+    expect(log.every((l) => !l.duplicate)).toBe(true);
+    expect(a.dispatchedCount + b.dispatchedCount).toBe(2000);
+    expect(a.dispatchedCount).toBeGreaterThan(0);
+    expect(b.dispatchedCount).toBeGreaterThan(0);
+    expect(steps.every((s) => s.attempt === 1)).toBe(true);
+    const delivered = sender.received.filter((s) => s.recipient?.email.startsWith('rep-'));
+    expect(delivered).toHaveLength(2000);
+  });
+
+  it('a dispatcher killed in the middle of a batch loses nothing and duplicates nothing once another one runs', async () => {
+    const log: Array<{ msgId: string; duplicate: boolean }> = [];
+    const bus = countingBus(h.tb.bus, log);
+    const ids = await startCascades(1, 300, 'crash');
+    let killedBatch: string[] = [];
+    let victim: RunningDispatcher | undefined;
+    // One claim loop, so the killed batch is all the victim ever did.
+    victim = await replica(bus, {
+      batchSize: 100,
+      loops: 1,
+      afterPublish: async (client, dispatches) => {
+        if (killedBatch.length) return;
+        killedBatch = dispatches.map((d) => d.attemptId);
+        void victim?.stop();
+        // The process dies between publishing and committing: its connection goes away, the claim rolls back.
+        (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+        throw new Error('killed');
+      },
+    });
+    await waitFor(() => killedBatch.length > 0, { what: 'victim published a batch' });
+    await victim.stop();
+    expect((await stepsOf(ids)).filter((s) => s.status !== 'scheduled')).toHaveLength(0);
+
+    const survivor = await replica(bus, { batchSize: 100 });
+    await waitFor(async () => (await stepsOf(ids)).every((s) => s.status === 'sent'), { what: 'all steps sent after restart', timeoutMs: 15_000 }).catch(async (err) => {
+      const st = await stepsOf(ids);
+      console.log(survivor.dispatchedCount, JSON.stringify(st.reduce((m: Record<string, number>, s) => ({ ...m, [s.status]: (m[s.status] ?? 0) + 1 }), {})), sender.received.filter((s) => s.recipient?.email.startsWith('crash-')).length);
+      throw err;
+    });
+    await survivor.stop();
+    const steps = await stepsOf(ids);
+    expect(steps.every((s) => s.attempt === 1)).toBe(true);
+    // Every attempt id of the killed batch that was published again was dropped by the stream as a duplicate.
+    expect(killedBatch).toHaveLength(100);
+    const repeats = log.filter((l) => killedBatch.includes(l.msgId));
+    expect(repeats.filter((l) => !l.duplicate)).toHaveLength(100);
+    expect(new Set(log.filter((l) => !l.duplicate).map((l) => l.msgId)).size).toBe(log.filter((l) => !l.duplicate).length);
+    const delivered = sender.received.filter((s) => s.recipient?.email.startsWith('crash-'));
+    expect(delivered).toHaveLength(300);
+    expect(new Set(delivered.map((d) => d.stepId)).size).toBe(300);
+  });
+});

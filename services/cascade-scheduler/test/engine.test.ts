@@ -1,0 +1,126 @@
+import { ConfigError } from '@rrs/runtime';
+import { buildConfig, engine } from '../src';
+import { tokenBatch, uuidv7Batch } from '../src/ids';
+
+const { applyResult, fire, rate, scheduleNext, start } = engine;
+const MIN = 1000;
+const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms);
+
+function recipient(email: string, phone: string, steps: Array<[string, number]>): engine.RecipientState {
+  return {
+    recipient: { id: 'r', cascadeId: 'c', organizationId: 'o', name: '', email, phone, status: 'running', finishReason: null, rating: null, ratedAt: null, feedback: null, finishedAt: null },
+    steps: steps.map(([channel, delayMinutes], i) => ({
+      id: `s${i + 1}`, order: i + 1, channel, delayMinutes, status: 'pending', sentChannel: channel, attempt: 0,
+      dueAt: null, dispatchedAt: null, sentAt: null, skippedAt: null, deliveredAt: null, reason: null, reroutes: [],
+    })),
+  };
+}
+const all = { configured: () => true, optedOut: () => false };
+
+/** The pure transitions behind the timing rules (the integration tests run the same rules on Postgres + NATS). */
+describe('engine', () => {
+  it('step 1 is due at start whatever its delay; step 2 is due its delay after the send', () => {
+    const s = recipient('a@x', '', [['EMAIL', 30], ['EMAIL', 5]]);
+    start(s, { now: at(0), minuteMs: MIN });
+    expect(s.steps[0]).toMatchObject({ status: 'scheduled', dueAt: at(0) });
+    const d = fire(s, s.steps[0], all, { now: at(10), minuteMs: MIN });
+    expect(d).toMatchObject({ attemptId: 's1:1', channel: 'EMAIL' });
+    applyResult(s, s.steps[0], 's1:1', 'SENT', '', { now: at(20), minuteMs: MIN });
+    expect(s.steps[1]).toMatchObject({ status: 'scheduled', dueAt: at(20 + 5 * MIN) });
+  });
+
+  it('skips at fire time and moves on at once when nothing was sent', () => {
+    const s = recipient('', '+79161234567', [['EMAIL', 0], ['SMS', 60]]);
+    start(s, { now: at(0), minuteMs: MIN });
+    expect(fire(s, s.steps[0], all, { now: at(5), minuteMs: MIN })).toBeNull();
+    expect(s.steps[0]).toMatchObject({ status: 'skipped', reason: 'no_contact', skippedAt: at(5) });
+    expect(s.steps[1]).toMatchObject({ status: 'scheduled', dueAt: at(5) });
+  });
+
+  it('finishes exhausted after the last step, unreachable when nothing could be sent, unsubscribed when opted out', () => {
+    const a = recipient('a@x', '', [['EMAIL', 0]]);
+    start(a, { now: at(0), minuteMs: MIN });
+    fire(a, a.steps[0], all, { now: at(0), minuteMs: MIN });
+    applyResult(a, a.steps[0], 's1:1', 'SENT', '', { now: at(1), minuteMs: MIN });
+    expect(a.recipient).toMatchObject({ status: 'finished', finishReason: 'exhausted', finishedAt: at(1) });
+    expect(a.finishedNow).toBe(true);
+    const b = recipient('', '', [['EMAIL', 0], ['SMS', 0]]);
+    start(b, { now: at(0), minuteMs: MIN });
+    fire(b, b.steps[0], all, { now: at(0), minuteMs: MIN });
+    fire(b, b.steps[1], all, { now: at(0), minuteMs: MIN });
+    expect(b.recipient.finishReason).toBe('unreachable');
+    const c = recipient('a@x', '', [['EMAIL', 0]]);
+    start(c, { now: at(0), minuteMs: MIN });
+    fire(c, c.steps[0], { configured: () => true, optedOut: () => true }, { now: at(0), minuteMs: MIN });
+    expect(c.recipient.finishReason).toBe('unsubscribed');
+  });
+
+  it('reroutes SMS → MAX → TELEGRAM as new attempts, then fails unreachable', () => {
+    const s = recipient('', '+79161234567', [['SMS', 0]]);
+    const t = { now: at(0), minuteMs: MIN };
+    start(s, t);
+    fire(s, s.steps[0], all, t);
+    applyResult(s, s.steps[0], 's1:1', 'NO_BALANCE', '', t);
+    expect(fire(s, s.steps[0], all, t)).toMatchObject({ attemptId: 's1:2', channel: 'MAX' });
+    applyResult(s, s.steps[0], 's1:2', 'UNREACHABLE', '', t);
+    expect(fire(s, s.steps[0], all, t)).toMatchObject({ attemptId: 's1:3', channel: 'TELEGRAM' });
+    applyResult(s, s.steps[0], 's1:3', 'UNREACHABLE', '', t);
+    expect(s.steps[0]).toMatchObject({ status: 'failed', reason: 'unreachable' });
+    expect(s.steps[0].reroutes.map((r) => `${r.from}>${r.to}:${r.reason}`)).toEqual(['SMS>MAX:no_balance', 'MAX>TELEGRAM:unreachable']);
+    expect(s.recipient.finishReason).toBe('unreachable');
+  });
+
+  it('ignores a stale or duplicate result; applies the result of an attempt whose dispatcher died before committing', () => {
+    const s = recipient('a@x', '', [['EMAIL', 0], ['EMAIL', 0]]);
+    const t = { now: at(0), minuteMs: MIN };
+    start(s, t);
+    // Published as s1:1, never committed: the step is still scheduled with attempt 0.
+    applyResult(s, s.steps[0], 's1:1', 'SENT', '', t);
+    expect(s.steps[0]).toMatchObject({ status: 'sent', attempt: 1 });
+    applyResult(s, s.steps[0], 's1:1', 'FAILED', 'late', t);
+    expect(s.steps[0].status).toBe('sent');
+    applyResult(s, s.steps[1], 's2:7', 'SENT', '', t);
+    expect(s.steps[1].status).toBe('scheduled');
+  });
+
+  it('a rating cancels pending and scheduled steps once; a dispatched step stays in flight', () => {
+    const s = recipient('a@x', '', [['EMAIL', 0], ['EMAIL', 60], ['EMAIL', 60]]);
+    const t = { now: at(0), minuteMs: MIN };
+    start(s, t);
+    fire(s, s.steps[0], all, t);
+    expect(rate(s, 4, t)).toBe(true);
+    expect(rate(s, 1, t)).toBe(false);
+    expect(s.steps.map((x) => x.status)).toEqual(['dispatched', 'canceled', 'canceled']);
+    expect(s.recipient).toMatchObject({ rating: 4, finishReason: 'rated' });
+    applyResult(s, s.steps[0], 's1:1', 'SENT', '', t);
+    expect(s.steps.map((x) => x.status)).toEqual(['sent', 'canceled', 'canceled']);
+    scheduleNext(s, t);
+    expect(s.steps[1].status).toBe('canceled');
+  });
+});
+
+describe('config', () => {
+  const env = { DATABASE_URL: 'postgres://x@127.0.0.1/db' };
+  it('defaults to real minutes and accepts the fast clock outside production', () => {
+    expect(buildConfig(env).minuteMs).toBe(60_000);
+    expect(buildConfig({ ...env, DELAY_MINUTE_MS: '50', NODE_ENV: 'test' }).minuteMs).toBe(50);
+  });
+  it('refuses the fast clock when NODE_ENV=production, naming the variable', () => {
+    expect(() => buildConfig({ ...env, DELAY_MINUTE_MS: '50', NODE_ENV: 'production' })).toThrow(ConfigError);
+    expect(() => buildConfig({ ...env, DELAY_MINUTE_MS: '50', NODE_ENV: 'production' })).toThrow(/DELAY_MINUTE_MS/);
+    expect(buildConfig({ ...env, NODE_ENV: 'production' }).minuteMs).toBe(60_000);
+  });
+});
+
+describe('batch ids', () => {
+  it('makes distinct, well-formed UUIDv7s carrying the time, and 22-character base62 tokens', () => {
+    const now = Date.UTC(2026, 10, 21, 6, 0, 0);
+    const ids = uuidv7Batch(1000, now);
+    expect(new Set(ids).size).toBe(1000);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(parseInt(ids[0].replace(/-/g, '').slice(0, 12), 16)).toBe(now);
+    const tokens = tokenBatch(1000);
+    expect(new Set(tokens).size).toBe(1000);
+    for (const t of tokens) expect(t).toMatch(/^[0-9A-Za-z]{22}$/);
+  });
+});

@@ -1,0 +1,132 @@
+import { busV1, eventsV1, stepSubject, STEP_RESULT_SUBJECT } from '@rrs/proto';
+import { AppError, createPool, type Bus, type Pool, type Subscription } from '@rrs/runtime';
+import { createTestBus, createTestDatabase, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
+import { startScheduler, SCHEMA, type Directory, type RunningScheduler, type SchedulerDeps, type SendingProfile } from '../src';
+
+export const ORG = '0190e0e0-0000-7000-8000-000000000001';
+export const OTHER_ORG = '0190e0e0-0000-7000-8000-000000000002';
+export const LOCATION = 'loc-1';
+
+export type Outcome = keyof typeof busV1.StepOutcome;
+
+/** An in-test directory: the profile and locations the scheduler would get from `contacts`. */
+export class FakeDirectory implements Directory {
+  profiles = new Map<string, SendingProfile>();
+  calls = 0;
+
+  constructor() {
+    for (const org of [ORG, OTHER_ORG]) this.profiles.set(org, FakeDirectory.profile(org));
+  }
+
+  static profile(org: string, over: Partial<SendingProfile['organization']> = {}): SendingProfile {
+    return {
+      organization: { id: org, name: 'Coffee Co', plan: 'standard', emailConfirmed: true, locale: 'en', timeZone: 'UTC', ...over },
+      templates: [
+        { channel: 'EMAIL', subject: 'How was {{location}}?', body: 'Hi {{name}}, rate us: {{link}}' },
+        { channel: 'SMS', subject: '', body: 'Rate {{location}}: {{link}}' },
+      ],
+      channels: ['EMAIL', 'SMS', 'MAX', 'TELEGRAM'].map((channel) => ({ channel, configured: true })),
+    };
+  }
+
+  setConfigured(org: string, channel: string, configured: boolean): void {
+    const p = this.profiles.get(org)!;
+    p.channels = p.channels.map((c) => (c.channel === channel ? { ...c, configured } : c));
+  }
+
+  async getSendingProfile(organizationId: string): Promise<SendingProfile> {
+    this.calls++;
+    const p = this.profiles.get(organizationId);
+    if (!p) throw new AppError(404, 'not_found', 'organization not found');
+    return structuredClone(p);
+  }
+
+  async getLocation(organizationId: string, id: string) {
+    if (organizationId !== ORG || id !== LOCATION) throw new AppError(404, 'not_found', 'location not found');
+    return { id, name: 'Coffee on Tverskaya', address: 'Tverskaya 1', city: 'Moscow', reviewLinks: [{ provider: 'google', url: 'https://g.example/review' }] };
+  }
+}
+
+/**
+ * A sender speaking the bus contract: takes `steps.<channel>`, answers on `steps.result` with the
+ * outcome `decide` picks. Records every delivery (a redelivered or duplicate step shows up twice).
+ */
+export async function startScriptedSender(
+  bus: Bus,
+  channels: string[],
+  decide: (step: busV1.StepDue) => Outcome = () => 'STEP_OUTCOME_SENT',
+): Promise<{ received: busV1.StepDue[]; stop(): Promise<void> }> {
+  const received: busV1.StepDue[] = [];
+  const subs: Subscription[] = [];
+  for (const channel of channels) {
+    subs.push(
+      await bus.consume({ stream: 'STEPS', durable: `test-sender-${channel.toLowerCase()}`, filterSubject: stepSubject(channel), concurrency: 64 }, async (msg) => {
+        const step = busV1.StepDue.decode(msg.data);
+        received.push(step);
+        const outcome = busV1.StepOutcome[decide(step)];
+        const body = busV1.StepResult.encode({
+          stepId: step.stepId, attemptId: step.attemptId, channel: step.channel, outcome,
+          reason: outcome === busV1.StepOutcome.STEP_OUTCOME_FAILED ? 'provider_rejected' : '',
+          providerMessageId: '', parts: 1, at: new Date(), organizationId: step.organizationId,
+        }).finish();
+        await bus.publish(STEP_RESULT_SUBJECT, body, { msgId: `${step.attemptId}:${outcome}` });
+        msg.ack();
+      }),
+    );
+  }
+  return { received, stop: async () => void (await Promise.all(subs.map((s) => s.drain()))) };
+}
+
+/** Collects `events.cascade.recipient.finished`. */
+export async function collectEvents(bus: Bus): Promise<{ events: eventsV1.Event[]; stop(): Promise<void> }> {
+  const events: eventsV1.Event[] = [];
+  const sub = await bus.consume({ stream: 'EVENTS', durable: 'test-events', filterSubject: 'events.>', concurrency: 8 }, async (msg) => {
+    events.push(eventsV1.Event.decode(msg.data));
+    msg.ack();
+  });
+  return { events, stop: () => sub.drain() };
+}
+
+export interface Harness {
+  db: TestDatabase;
+  tb: TestBus;
+  pool: Pool;
+  directory: FakeDirectory;
+  scheduler: RunningScheduler;
+  ctx: ReturnType<typeof testContext>;
+  close(): Promise<void>;
+}
+
+/** A scheduler on a fresh database and a fresh JetStream prefix, with the fast clock. */
+export async function startHarness(options: { minuteMs?: number; kind?: 'jetstream' | 'memory'; deps?: SchedulerDeps; feedbackWindowMinutes?: number } = {}): Promise<Harness> {
+  const db = await createTestDatabase();
+  const tb = await createTestBus(options.kind ?? 'jetstream');
+  await tb.bus.ensureStreams();
+  const directory = new FakeDirectory();
+  const ctx = testContext('scheduler-test');
+  const scheduler = await startScheduler(
+    {
+      databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0,
+      minuteMs: options.minuteMs ?? 50, publicBaseUrl: 'http://reviews.test', feedbackWindowMinutes: options.feedbackWindowMinutes ?? 2,
+    },
+    ctx,
+    { bus: tb.bus, directory, channelsCacheMs: 0, ...options.deps },
+  );
+  const pool = createPool({ url: db.url, schema: SCHEMA });
+  return {
+    db, tb, pool, directory, scheduler, ctx,
+    async close() {
+      await pool.end();
+      await ctx.stop();
+      await tb.cleanup();
+      await db.drop();
+    },
+  };
+}
+
+export function recipientsInput(n: number, make: (i: number) => { name?: string; email?: string; phone?: string } = (i) => ({ name: `R${i}`, email: `r${i}@example.com`, phone: `+7900000${String(i).padStart(4, '0')}` })) {
+  return Array.from({ length: n }, (_, i) => {
+    const r = make(i);
+    return { name: r.name ?? '', email: r.email ?? '', phone: r.phone ?? '' };
+  });
+}

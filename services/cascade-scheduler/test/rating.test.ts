@@ -1,0 +1,132 @@
+import { AppError } from '@rrs/runtime';
+import { waitFor } from '@rrs/testkit';
+import { collectEvents, LOCATION, ORG, startHarness, startScriptedSender, type Harness } from './harness';
+
+const MINUTE = 40;
+
+describe('ratings, feedback and unsubscribe (Postgres + JetStream)', () => {
+  let h: Harness;
+  let sender: Awaited<ReturnType<typeof startScriptedSender>>;
+  let events: Awaited<ReturnType<typeof collectEvents>>;
+  let flowId: string;
+
+  beforeAll(async () => {
+    h = await startHarness({ minuteMs: MINUTE, feedbackWindowMinutes: 100 });
+    sender = await startScriptedSender(h.tb.bus, ['EMAIL', 'SMS']);
+    events = await collectEvents(h.tb.bus);
+    // The SMS follows 10 flow minutes (400 ms) after the email.
+    flowId = (await h.scheduler.flows.create({ organizationId: ORG, name: 'two', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 10 }] })).id;
+  });
+  afterAll(async () => {
+    await sender.stop();
+    await events.stop();
+    await h.close();
+  });
+
+  async function startOne(email: string, phone: string) {
+    const { result } = await h.scheduler.cascades.start({ organizationId: ORG, locationId: LOCATION, name: '', flowId, channel: '', externalId: `ext-${email}`, recipients: [{ name: 'Rita', email, phone }] });
+    await waitFor(async () => (await h.scheduler.cascades.get(ORG, result.id)).recipients[0].steps[0].status === 'sent', { what: 'first step sent' });
+    const { rows } = await h.pool.query('SELECT rr.token FROM recipients r JOIN review_requests rr ON rr.id = r.review_request_id WHERE r.cascade_id = $1', [result.id]);
+    return { cascadeId: result.id, token: rows[0].token as string };
+  }
+
+  const finishEvents = (email: string) =>
+    events.events.filter((e) => e.payload?.$case === 'cascadeRecipientFinished' && e.payload.cascadeRecipientFinished.recipient?.email === email);
+
+  it('a rating cancels the pending steps and finishes the recipient; a second submit never counts twice', async () => {
+    const { cascadeId, token } = await startOne('rate5@example.com', '+79000002001');
+    const form = await h.scheduler.reviews.getForm(token, true);
+    expect(form).toMatchObject({ locationName: 'Coffee on Tverskaya', rating: 0, locale: 'en', reviewLinks: [{ provider: 'google', url: 'https://g.example/review' }] });
+    const first = await h.scheduler.reviews.submitRating(token, 5);
+    expect(first).toMatchObject({ recorded: true, feedbackRequested: false, form: { rating: 5 } });
+    const again = await h.scheduler.reviews.submitRating(token, 1);
+    expect(again).toMatchObject({ recorded: false, form: { rating: 5 } });
+
+    // Past the SMS's due time: nothing more is sent.
+    await new Promise((r) => setTimeout(r, 12 * MINUTE));
+    const c = await h.scheduler.cascades.get(ORG, cascadeId);
+    expect(c.status).toBe('finished');
+    expect(c.recipients[0]).toMatchObject({ status: 'finished', finishReason: 'rated', rating: 5 });
+    expect(c.recipients[0].steps.map((s) => s.status)).toEqual(['sent', 'canceled']);
+    expect(sender.received.filter((s) => s.recipient?.email === 'rate5@example.com').map((s) => s.channel)).toEqual(['EMAIL']);
+    const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM ratings r JOIN review_requests rr ON rr.id = r.review_request_id WHERE rr.token = $1', [token]);
+    expect(rows[0].n).toBe(1);
+    const { rows: rr } = await h.pool.query('SELECT status, opened_at, rated_at, public_links_shown_at FROM review_requests WHERE token = $1', [token]);
+    expect(rr[0]).toMatchObject({ status: 'rated', opened_at: expect.any(Date), rated_at: expect.any(Date), public_links_shown_at: expect.any(Date) });
+    const ev = await waitFor(() => finishEvents('rate5@example.com')[0], { what: 'finish event' });
+    expect(ev.payload?.$case === 'cascadeRecipientFinished' && ev.payload.cascadeRecipientFinished).toMatchObject({ rating: 5, reason: 'rated', cascadeExternalId: 'ext-rate5@example.com' });
+    expect(finishEvents('rate5@example.com')).toHaveLength(1);
+  });
+
+  it('a low rating asks for private feedback, still records the public links as shown, and its finish event carries the feedback', async () => {
+    const { token } = await startOne('low@example.com', '+79000002002');
+    const res = await h.scheduler.reviews.submitRating(token, 2);
+    expect(res).toMatchObject({ recorded: true, feedbackRequested: true, form: { rating: 2, lowRatingThreshold: 3 } });
+    expect(res.form?.reviewLinks).toHaveLength(1);
+    // The event waits for the feedback.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(finishEvents('low@example.com')).toHaveLength(0);
+    const fb = await h.scheduler.reviews.submitFeedback(token, '  The coffee was cold  ');
+    expect(fb).toMatchObject({ recorded: true, form: { feedbackGiven: true } });
+    expect((await h.scheduler.reviews.submitFeedback(token, 'again')).recorded).toBe(false);
+    const ev = await waitFor(() => finishEvents('low@example.com')[0], { what: 'finish event' });
+    expect(ev.payload?.$case === 'cascadeRecipientFinished' && ev.payload.cascadeRecipientFinished).toMatchObject({ rating: 2, feedback: 'The coffee was cold', reason: 'rated' });
+    const { rows } = await h.pool.query('SELECT status, feedback_at, public_links_shown_at FROM review_requests WHERE token = $1', [token]);
+    expect(rows[0]).toMatchObject({ status: 'feedback', feedback_at: expect.any(Date), public_links_shown_at: expect.any(Date) });
+  });
+
+  it('the organization threshold decides what is low', async () => {
+    await h.scheduler.reviews.setSettings(ORG, 4);
+    try {
+      const { token } = await startOne('four@example.com', '');
+      expect((await h.scheduler.reviews.submitRating(token, 4)).feedbackRequested).toBe(true);
+    } finally {
+      await h.scheduler.reviews.setSettings(ORG, 3);
+    }
+    await expect(h.scheduler.reviews.setSettings(ORG, 6)).rejects.toMatchObject({ status: 400, code: 'invalid_request' });
+  });
+
+  it('a review-request link behaves like a cascade link', async () => {
+    const { result } = await h.scheduler.reviews.create({ organizationId: ORG, locationId: LOCATION, customerName: 'Ivan', contact: 'ivan@example.com' });
+    const rr = result.reviewRequest!;
+    expect(rr).toMatchObject({ status: 'created', url: `http://reviews.test/r/${rr.token}` });
+    expect((await h.scheduler.reviews.getForm(rr.token, true)).locationName).toBe('Coffee on Tverskaya');
+    const res = await h.scheduler.reviews.submitRating(rr.token, 1);
+    expect(res).toMatchObject({ recorded: true, feedbackRequested: true });
+    expect((await h.scheduler.reviews.submitRating(rr.token, 5)).recorded).toBe(false);
+    await h.scheduler.reviews.submitFeedback(rr.token, 'rude staff');
+    const { rows } = await h.pool.query('SELECT status, opened_at IS NOT NULL AS opened FROM review_requests WHERE id = $1', [rr.id]);
+    expect(rows[0]).toEqual({ status: 'feedback', opened: true });
+    await expect(h.scheduler.reviews.create({ organizationId: ORG, locationId: 'nope', customerName: '', contact: '' })).rejects.toMatchObject({ status: 404, code: 'not_found' });
+  });
+
+  it('rejects a bad rating, feedback before a rating, and unknown or malformed tokens, changing nothing', async () => {
+    const { token } = await startOne('bad@example.com', '');
+    await expect(h.scheduler.reviews.submitRating(token, 0)).rejects.toMatchObject({ status: 400, code: 'invalid_request' });
+    await expect(h.scheduler.reviews.submitRating(token, 6)).rejects.toMatchObject({ status: 400, code: 'invalid_request' });
+    await expect(h.scheduler.reviews.submitFeedback(token, 'x')).rejects.toMatchObject({ status: 409, code: 'not_rated' });
+    await expect(h.scheduler.reviews.submitFeedback(token, '')).rejects.toBeInstanceOf(AppError);
+    for (const bad of ['short', 'A'.repeat(22), "'; DROP TABLE x; --aaaaaaa"]) {
+      await expect(h.scheduler.reviews.getForm(bad, true)).rejects.toMatchObject({ status: 404, code: 'not_found' });
+      await expect(h.scheduler.reviews.submitRating(bad, 5)).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    }
+    const { rows } = await h.pool.query('SELECT rr.status, r.status AS recipient FROM review_requests rr JOIN recipients r ON r.id = rr.recipient_id WHERE rr.token = $1', [token]);
+    expect(rows[0]).toEqual({ status: 'created', recipient: 'running' });
+  });
+
+  it('unsubscribe opts the email out for the organization, finishes the recipient unsubscribed, and later cascades skip it', async () => {
+    const { cascadeId, token } = await startOne('unsub@example.com', '+79000002003');
+    const res = await h.scheduler.reviews.unsubscribe(token);
+    expect(res).toMatchObject({ recorded: true, form: { unsubscribed: true, email: 'unsub@example.com' } });
+    const c = await h.scheduler.cascades.get(ORG, cascadeId);
+    expect(c.recipients[0]).toMatchObject({ finishReason: 'unsubscribed' });
+    expect(c.recipients[0].steps.map((s) => s.status)).toEqual(['sent', 'canceled']);
+    const { result } = await h.scheduler.cascades.start({ organizationId: ORG, locationId: LOCATION, name: '', flowId: '', channel: 'EMAIL', externalId: '', recipients: [{ name: '', email: 'Unsub@Example.com', phone: '' }] });
+    const later = await waitFor(async () => {
+      const x = await h.scheduler.cascades.get(ORG, result.id);
+      return x.status === 'finished' ? x : undefined;
+    }, { what: 'second cascade finished' });
+    expect(later.recipients[0].steps[0]).toMatchObject({ status: 'skipped', reason: 'opted_out' });
+    expect(sender.received.filter((s) => s.recipient?.email?.toLowerCase() === 'unsub@example.com')).toHaveLength(1);
+  });
+});

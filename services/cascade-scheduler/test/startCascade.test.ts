@@ -1,0 +1,142 @@
+import { schedulerV1 } from '@rrs/proto';
+import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY } from '@rrs/idempotency';
+import { createGrpcClient, type GrpcClientHandle } from '@rrs/runtime';
+import { waitFor } from '@rrs/testkit';
+import { FakeDirectory, LOCATION, ORG, OTHER_ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
+
+/** StartCascade over gRPC: validation, plan/account/channel errors (nothing created or sent), idempotent replay. */
+describe('StartCascade over gRPC', () => {
+  let h: Harness;
+  let grpc: GrpcClientHandle<schedulerV1.CascadeSchedulerServiceClient>;
+  let sender: Awaited<ReturnType<typeof startScriptedSender>>;
+
+  beforeAll(async () => {
+    h = await startHarness({ minuteMs: 40 });
+    grpc = createGrpcClient(schedulerV1.CascadeSchedulerServiceClient, `127.0.0.1:${h.scheduler.grpcPort}`);
+    sender = await startScriptedSender(h.tb.bus, ['EMAIL', 'SMS']);
+    await h.scheduler.flows.create({ organizationId: ORG, name: 'Default', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 60 }] });
+  });
+  afterAll(async () => {
+    grpc.close();
+    await sender.stop();
+    await h.close();
+  });
+
+  const base = (over: Partial<schedulerV1.StartCascadeRequest> = {}): schedulerV1.StartCascadeRequest => ({
+    organizationId: ORG, locationId: LOCATION, name: 'Order', flowId: '', channel: '', externalId: 'crm-1',
+    recipients: recipientsInput(2).map((r) => ({ ...r, contactId: '', contactExternalId: '' })), ...over,
+  });
+  const cascadeRows = async () => (await h.pool.query('SELECT count(*)::int AS n FROM cascades')).rows[0].n as number;
+  const stepRows = async () => (await h.pool.query('SELECT count(*)::int AS n FROM recipient_steps')).rows[0].n as number;
+
+  it('starts with the default flow and answers at once', async () => {
+    const res = await grpc.client.startCascade(base());
+    expect(res).toMatchObject({ status: 'running', queued: 2, skipped: 0, idempotentReplayed: false, flow: { name: 'Default', isDefault: true, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 0 }, { order: 2, channel: 'SMS', delayMinutes: 60 }] } });
+    const c = await grpc.client.getCascade({ organizationId: ORG, id: res.id });
+    expect(c.cascade).toMatchObject({ id: res.id, externalId: 'crm-1', hasExternalId: true });
+    expect(c.cascade?.recipients).toHaveLength(2);
+    expect(c.cascade?.recipients[0].steps.map((s) => s.order)).toEqual([1, 2]);
+  });
+
+  it('normalizes phones to E.164 in the organization region', async () => {
+    const res = await grpc.client.startCascade(base({ recipients: [{ name: 'A', email: '', phone: '8 (916) 123-45-67', contactId: '', contactExternalId: '' }] }));
+    expect((await grpc.client.getCascade({ organizationId: ORG, id: res.id })).cascade?.recipients[0].phone).toBe('+79161234567');
+  });
+
+  it("another organization's cascade is not found", async () => {
+    const res = await grpc.client.startCascade(base());
+    await expect(grpc.client.getCascade({ organizationId: OTHER_ORG, id: res.id })).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    await expect(grpc.client.getCascade({ organizationId: ORG, id: 'not-a-uuid' })).rejects.toMatchObject({ status: 404, code: 'not_found' });
+  });
+
+  it.each([
+    ['no recipients', { recipients: [] }, '/recipients'],
+    ['501 recipients', { recipients: recipientsInput(501).map((r) => ({ ...r, contactId: '', contactExternalId: '' })) }, '/recipients'],
+    ['flowId and channel together', { flowId: '0190e0e0-0000-7000-8000-0000000000ff', channel: 'EMAIL' }, '/channel'],
+    ['no locationId', { locationId: '' }, '/locationId'],
+    ['a malformed phone', { recipients: [{ name: '', email: '', phone: '12', contactId: '', contactExternalId: '' }] }, '/recipients/0/phone'],
+    ['a malformed email', { recipients: [{ name: '', email: 'not-mail', phone: '', contactId: '', contactExternalId: '' }] }, '/recipients/0/email'],
+  ])('400 invalid_request for %s, nothing created', async (_name, over, field) => {
+    const before = [await cascadeRows(), await stepRows()];
+    const err = await grpc.client.startCascade(base(over as Partial<schedulerV1.StartCascadeRequest>)).catch((e) => e);
+    expect(err).toMatchObject({ status: 400, code: 'invalid_request' });
+    expect(err.details.errors.map((e: { pointer: string }) => e.pointer)).toContain(field);
+    if (field === '/recipients') expect(err.message).toContain('500');
+    expect([await cascadeRows(), await stepRows()]).toEqual(before);
+  });
+
+  it.each([
+    ['a trial plan', 402, 'plan_required', (): unknown => h.directory.profiles.set(ORG, FakeDirectory.profile(ORG, { plan: 'trial' })), {}],
+    ['an unconfirmed account email', 409, 'email_not_confirmed', (): unknown => h.directory.profiles.set(ORG, FakeDirectory.profile(ORG, { emailConfirmed: false })), {}],
+    ['an unknown location', 404, 'not_found', (): unknown => undefined, { locationId: 'elsewhere' }],
+    ['an unknown flow', 404, 'not_found', (): unknown => undefined, { flowId: '0190e0e0-0000-7000-8000-0000000000ff' }],
+    ['a malformed flow id', 404, 'not_found', (): unknown => undefined, { flowId: 'nope' }],
+    ['a channel send on an unconfigured channel', 409, 'channel_not_configured', (): unknown => h.directory.setConfigured(ORG, 'SMS', false), { channel: 'SMS' }],
+  ] as const)('%s → %d %s, nothing created or sent', async (_name, status, code, arrange, over) => {
+    arrange();
+    try {
+      const before = [await cascadeRows(), await stepRows(), sender.received.length];
+      await expect(grpc.client.startCascade(base(over as Partial<schedulerV1.StartCascadeRequest>))).rejects.toMatchObject({ status, code });
+      await new Promise((r) => setTimeout(r, 100));
+      expect([await cascadeRows(), await stepRows(), sender.received.length]).toEqual(before);
+    } finally {
+      h.directory.profiles.set(ORG, FakeDirectory.profile(ORG));
+    }
+  });
+
+  it('a per-organization recipient limit below 500 is enforced and named; nothing is created', async () => {
+    const settings = await grpc.client.setOrganizationSettings({ organizationId: ORG, lowRatingThreshold: 3, maxRecipientsPerRequest: 2 });
+    expect(settings.settings).toEqual({ organizationId: ORG, lowRatingThreshold: 3, maxRecipientsPerRequest: 2 });
+    try {
+      const before = await cascadeRows();
+      const err = await grpc.client.startCascade(base({ recipients: recipientsInput(3).map((r) => ({ ...r, contactId: '', contactExternalId: '' })) })).catch((e) => e);
+      expect(err).toMatchObject({ status: 400, code: 'invalid_request' });
+      expect(err.details.errors).toEqual([{ pointer: '/recipients', detail: 'at most 2 recipients per request for this organization' }]);
+      expect(await cascadeRows()).toBe(before);
+      expect((await grpc.client.startCascade(base())).queued).toBe(2);
+      await expect(grpc.client.setOrganizationSettings({ organizationId: ORG, lowRatingThreshold: 3, maxRecipientsPerRequest: 501 })).rejects.toMatchObject({ status: 400 });
+    } finally {
+      await grpc.client.setOrganizationSettings({ organizationId: ORG, lowRatingThreshold: 3, maxRecipientsPerRequest: 0 });
+    }
+    expect((await grpc.client.getOrganizationSettings({ organizationId: ORG })).settings?.maxRecipientsPerRequest).toBe(500);
+  });
+
+  it('an idempotent replay returns the saved answer and sends nothing new; a different body with the key is 409', async () => {
+    const md = { [MD_IDEMPOTENCY_KEY]: 'crm-webhook-42', [MD_IDEMPOTENCY_FINGERPRINT]: 'fp-1' };
+    const req = base({ channel: 'EMAIL', externalId: 'idem', recipients: recipientsInput(3, (i) => ({ email: `idem${i}@example.com` })).map((r) => ({ ...r, contactId: '', contactExternalId: '' })) });
+    const first = await grpc.client.startCascade(req, { metadata: md });
+    expect(first.idempotentReplayed).toBe(false);
+    await waitFor(() => sender.received.filter((s) => s.recipient?.email.startsWith('idem')).length === 3, { what: 'three sends' });
+    const cascades = await cascadeRows();
+    const replay = await grpc.client.startCascade(req, { metadata: md });
+    expect(replay).toEqual({ ...first, idempotentReplayed: true });
+    await expect(grpc.client.startCascade({ ...req, name: 'other' }, { metadata: { ...md, [MD_IDEMPOTENCY_FINGERPRINT]: 'fp-2' } })).rejects.toMatchObject({ status: 409, code: 'idempotency_key_reused' });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await cascadeRows()).toBe(cascades);
+    expect(sender.received.filter((s) => s.recipient?.email.startsWith('idem'))).toHaveLength(3);
+  });
+
+  it('cancels a running cascade: every running recipient finishes canceled', async () => {
+    const res = await grpc.client.startCascade(base({ externalId: 'cancel-me' }));
+    await waitFor(async () => (await grpc.client.getCascade({ organizationId: ORG, id: res.id })).cascade?.recipients.every((r) => r.steps[0].status === 'sent'), { what: 'first steps sent' });
+    expect((await grpc.client.cancelCascade({ organizationId: ORG, id: res.id })).canceled).toBe(2);
+    const c = (await grpc.client.getCascade({ organizationId: ORG, id: res.id })).cascade!;
+    expect(c.status).toBe('finished');
+    expect(c.recipients.map((r) => [r.finishReason, r.steps[1].status])).toEqual([['canceled', 'canceled'], ['canceled', 'canceled']]);
+    await expect(grpc.client.cancelCascade({ organizationId: OTHER_ORG, id: res.id })).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('flows: create, update, set default, and their errors', async () => {
+    const { flow } = await grpc.client.createFlow({ organizationId: ORG, name: 'Alt', isDefault: false, steps: [{ order: 0, channel: 'sms', delayMinutes: 0 }] });
+    expect(flow?.steps).toEqual([{ order: 1, channel: 'SMS', delayMinutes: 0 }]);
+    const updated = await grpc.client.updateFlow({ organizationId: ORG, id: flow!.id, name: 'Alt 2', steps: [{ order: 0, channel: 'EMAIL', delayMinutes: 5 }, { order: 0, channel: 'MAX', delayMinutes: 30 }] });
+    expect(updated.flow).toMatchObject({ name: 'Alt 2', steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 5 }, { order: 2, channel: 'MAX', delayMinutes: 30 }] });
+    await grpc.client.setDefaultFlow({ organizationId: ORG, id: flow!.id });
+    const list = (await grpc.client.listFlows({ organizationId: ORG })).flows;
+    expect(list.filter((f) => f.isDefault).map((f) => f.id)).toEqual([flow!.id]);
+    await expect(grpc.client.setDefaultFlow({ organizationId: OTHER_ORG, id: flow!.id })).rejects.toMatchObject({ status: 404 });
+    await expect(grpc.client.createFlow({ organizationId: ORG, name: 'Empty', isDefault: false, steps: [] })).rejects.toMatchObject({ status: 400, code: 'invalid_request' });
+    await expect(grpc.client.createFlow({ organizationId: ORG, name: 'Neg', isDefault: false, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: -1 }] })).rejects.toMatchObject({ status: 400 });
+    expect((await grpc.client.listFlows({ organizationId: OTHER_ORG })).flows).toEqual([]);
+  });
+});

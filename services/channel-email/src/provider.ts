@@ -1,0 +1,77 @@
+import nodemailer from 'nodemailer';
+import { PermanentSendError, RetryableSendError, type SinkOutbox } from '@rrs/sender-kit';
+import type { EmailMessage } from './message';
+
+export interface EmailProvider {
+  readonly name: string;
+  send(message: EmailMessage, stepId: string): Promise<{ providerMessageId: string }>;
+  close(): void;
+}
+
+/** Error codes of nodemailer's SMTP transport that mean "could not talk to the server": try again later. */
+const TRANSIENT_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'EPROTOCOL', 'ECONNRESET', 'ECONNREFUSED']);
+
+/**
+ * Sorts an SMTP failure: a 4xx reply or a connection problem is retryable; a 5xx reply is permanent
+ * (the server refused this message or recipient); an authentication failure is retryable, since it is
+ * our configuration, not the recipient, that is wrong.
+ */
+export function classifySmtpError(err: unknown): RetryableSendError | PermanentSendError {
+  const e = err as { responseCode?: number; code?: string; message?: string };
+  if (e.code === 'EAUTH') return new RetryableSendError('smtp_auth_failed', `SMTP authentication failed: ${e.message}`, { cause: err });
+  if (typeof e.responseCode === 'number') {
+    if (e.responseCode >= 500) return new PermanentSendError(e.code === 'EENVELOPE' ? 'recipient_rejected' : 'provider_rejected', `SMTP ${e.responseCode}: ${e.message}`, { cause: err });
+    return new RetryableSendError('provider_unavailable', `SMTP ${e.responseCode}: ${e.message}`, { cause: err });
+  }
+  if (e.code && TRANSIENT_CODES.has(e.code)) return new RetryableSendError('provider_unreachable', `SMTP ${e.code}: ${e.message}`, { cause: err });
+  return new RetryableSendError('provider_error', `SMTP: ${e.message ?? String(err)}`, { cause: err });
+}
+
+export function smtpProvider(options: { smtpUrl: string; from: string; timeoutMs: number }): EmailProvider {
+  const url = new URL(options.smtpUrl);
+  const transport = nodemailer.createTransport({
+    host: url.hostname,
+    port: url.port ? Number(url.port) : url.protocol === 'smtps:' ? 465 : 587,
+    secure: url.protocol === 'smtps:',
+    auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
+    pool: true,
+    maxConnections: 5,
+    connectionTimeout: options.timeoutMs,
+    greetingTimeout: options.timeoutMs,
+    socketTimeout: options.timeoutMs,
+    // Self-signed certificates are allowed only when the URL says so (`?tls_reject_unauthorized=false`).
+    tls: { rejectUnauthorized: url.searchParams.get('tls_reject_unauthorized') !== 'false' },
+  });
+  return {
+    name: 'smtp',
+    async send(message) {
+      try {
+        const info = await transport.sendMail({
+          from: options.from,
+          to: message.to,
+          subject: message.subject,
+          text: message.text,
+          html: message.html,
+          messageId: message.messageId,
+          headers: message.headers,
+        });
+        return { providerMessageId: info.messageId ?? message.messageId };
+      } catch (err) {
+        throw classifySmtpError(err);
+      }
+    },
+    close: () => transport.close(),
+  };
+}
+
+/** The all-in-one provider: the message goes to the dev inbox. */
+export function sinkEmailProvider(outbox: SinkOutbox): EmailProvider {
+  return {
+    name: 'sink',
+    async send(message, stepId) {
+      outbox.record({ channel: 'EMAIL', stepId, to: message.to, subject: message.subject, text: message.text, link: message.link });
+      return { providerMessageId: message.messageId };
+    },
+    close: () => undefined,
+  };
+}

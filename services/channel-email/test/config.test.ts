@@ -1,0 +1,21 @@
+import { ConfigError } from '@rrs/runtime';
+import { buildConfig } from '../src';
+
+const base = { DATABASE_URL: 'postgres://u@localhost/db' };
+
+describe('channel-email config', () => {
+  it('reads SMTP_URL and EMAIL_FROM; no SMTP_URL means the sink provider', () => {
+    expect(buildConfig({ ...base, SMTP_URL: 'smtps://u:p@mail.example.com:465', EMAIL_FROM: 'Reviews <r@example.com>' })).toMatchObject({ smtpUrl: 'smtps://u:p@mail.example.com:465', emailFrom: 'Reviews <r@example.com>', databaseUrl: base.DATABASE_URL, channelTtlMs: 30_000 });
+    expect(buildConfig(base).smtpUrl).toBeUndefined();
+  });
+
+  it.each([
+    ['DATABASE_URL', {}],
+    ['SMTP_URL', { ...base, SMTP_URL: 'http://mail.example.com' }],
+    ['EMAIL_FROM', { ...base, EMAIL_FROM: 'no address' }],
+    ['CHANNEL_TTL_MS', { ...base, CHANNEL_TTL_MS: '10' }],
+  ])('names %s when it is wrong', (variable, env) => {
+    expect(() => buildConfig(env)).toThrow(ConfigError);
+    expect(() => buildConfig(env)).toThrow(new RegExp(`^${variable}`));
+  });
+});

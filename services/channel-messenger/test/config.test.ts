@@ -1,0 +1,24 @@
+import { ConfigError } from '@rrs/runtime';
+import { buildConfig } from '../src';
+
+const base = { DATABASE_URL: 'postgres://u@localhost/db' };
+
+describe('channel-messenger config', () => {
+  it('reads one gateway account per messenger; a messenger without one uses the sink provider', () => {
+    const c = buildConfig({ ...base, MAX_ID_INSTANCE: '3100000001', MAX_API_TOKEN: 'tok-123456789', REDIS_URL: 'redis://127.0.0.1:6379' });
+    expect(c.max).toEqual({ apiUrl: 'https://api.green-api.com/v3', idInstance: '3100000001', apiToken: 'tok-123456789', timeoutMs: 10_000, perAccountPerSecond: 20, perChatPerSecond: 1 });
+    expect(c.telegram).toBeUndefined();
+    expect(c.redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(buildConfig({ ...base, TELEGRAM_ID_INSTANCE: '7', TELEGRAM_API_TOKEN: 'tok-123456789' }).telegram?.perAccountPerSecond).toBe(30);
+  });
+
+  it.each([
+    ['MAX_API_TOKEN', { ...base, MAX_ID_INSTANCE: '1' }],
+    ['TELEGRAM_ID_INSTANCE', { ...base, TELEGRAM_API_TOKEN: 'tok-123456789' }],
+    ['MAX_ID_INSTANCE', { ...base, MAX_ID_INSTANCE: 'abc', MAX_API_TOKEN: 'tok-123456789' }],
+    ['REDIS_URL', { ...base, REDIS_URL: 'http://x' }],
+  ])('names %s when it is wrong', (variable, env) => {
+    expect(() => buildConfig(env)).toThrow(ConfigError);
+    expect(() => buildConfig(env)).toThrow(new RegExp(`^${variable}`));
+  });
+});

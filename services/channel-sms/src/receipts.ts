@@ -1,0 +1,97 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { counter, type Bus, type Logger } from '@rrs/runtime';
+import { publishStepResult, StepOutcome, type SendLog, type StepOutcome as Outcome } from '@rrs/sender-kit';
+
+/** SMSC.ru message statuses that end a message (the others, −1 queued and 0 handed over, are not final). */
+const SMSC_FINAL: Record<number, { outcome: Outcome; reason: string }> = {
+  1: { outcome: StepOutcome.STEP_OUTCOME_DELIVERED, reason: 'delivered' },
+  2: { outcome: StepOutcome.STEP_OUTCOME_DELIVERED, reason: 'read' },
+  3: { outcome: StepOutcome.STEP_OUTCOME_UNDELIVERED, reason: 'expired' },
+  20: { outcome: StepOutcome.STEP_OUTCOME_UNDELIVERED, reason: 'undeliverable' },
+  22: { outcome: StepOutcome.STEP_OUTCOME_UNDELIVERED, reason: 'invalid_phone' },
+  23: { outcome: StepOutcome.STEP_OUTCOME_UNDELIVERED, reason: 'prohibited' },
+  24: { outcome: StepOutcome.STEP_OUTCOME_UNDELIVERED, reason: 'provider_account_balance' },
+  25: { outcome: StepOutcome.STEP_OUTCOME_UNDELIVERED, reason: 'unavailable_phone' },
+};
+
+export function mapSmscStatus(status: number): { outcome: Outcome; reason: string } | null {
+  return SMSC_FINAL[status] ?? null;
+}
+
+const receipts = counter({ name: 'sms_receipts_total', help: 'Delivery receipts received from the SMS provider, by result.', labelNames: ['result'] });
+
+export type ReceiptResult = 'recorded' | 'not_final' | 'unknown_message' | 'bad_signature' | 'bad_request';
+
+/**
+ * Handles one SMSC status notification (`id`, `phone`, `status`, `sha1` = sha1("id:phone:status:password")):
+ * a final status becomes a DELIVERED/UNDELIVERED step result for the step the message was sent for.
+ */
+export async function handleSmscReceipt(
+  fields: URLSearchParams,
+  deps: { bus: Bus; sendLog: SendLog; password: string },
+): Promise<ReceiptResult> {
+  const id = fields.get('id');
+  const phone = fields.get('phone') ?? '';
+  const status = fields.get('status');
+  if (!id || status === null || !/^-?\d+$/.test(status)) return 'bad_request';
+  const expected = createHash('sha1').update(`${id}:${phone}:${status}:${deps.password}`).digest('hex');
+  const given = (fields.get('sha1') ?? '').toLowerCase();
+  if (given.length !== expected.length || !timingSafeEqual(Buffer.from(given), Buffer.from(expected))) return 'bad_signature';
+  const final = mapSmscStatus(Number(status));
+  if (!final) return 'not_final';
+  const sent = await deps.sendLog.findByProviderMessageId(id);
+  if (!sent) return 'unknown_message';
+  await publishStepResult(deps.bus, sent, { outcome: final.outcome, reason: final.reason, providerMessageId: id, parts: sent.result.parts });
+  return 'recorded';
+}
+
+const STATUS: Record<ReceiptResult, number> = { recorded: 200, not_final: 200, unknown_message: 200, bad_signature: 403, bad_request: 400 };
+
+/**
+ * The receipts endpoint, on its own port (`SMS_RECEIPTS_PORT`): `POST /receipts/smsc`, form-encoded or
+ * query string, as SMSC sends it. Unknown messages are answered 200 so SMSC stops retrying them.
+ */
+export async function startReceiptServer(options: { host: string; port: number; bus: Bus; sendLog: SendLog; password: string; logger: Logger }) {
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://receipts');
+    if (url.pathname !== '/receipts/smsc' || (req.method !== 'POST' && req.method !== 'GET')) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > 16_384) req.destroy();
+      else chunks.push(c);
+    });
+    req.on('end', () => {
+      const fields = new URLSearchParams(url.search);
+      for (const [k, v] of new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) fields.set(k, v);
+      handleSmscReceipt(fields, options).then(
+        (result) => {
+          receipts.inc({ result });
+          if (result !== 'recorded' && result !== 'not_final') options.logger.warn({ result, id: fields.get('id') }, 'SMS receipt not applied');
+          res.writeHead(STATUS[result], { 'content-type': 'text/plain' }).end(result === 'recorded' || result === 'not_final' || result === 'unknown_message' ? 'OK' : result);
+        },
+        (err) => {
+          options.logger.error({ err }, 'SMS receipt failed; the provider will retry');
+          res.writeHead(503, { 'content-type': 'text/plain' }).end('retry');
+        },
+      );
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    }),
+  };
+}

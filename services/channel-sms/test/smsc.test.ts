@@ -1,0 +1,244 @@
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { busV1 } from '@rrs/proto';
+import { createPool, type Pool } from '@rrs/runtime';
+import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
+import { collectResults, dueStep, publishStep } from '../../../packages/sender-kit/test/support/steps';
+import { smscProvider, startSmsSender, type SmsBalance } from '../src';
+
+const O = busV1.StepOutcome;
+const PASSWORD = 's3cret';
+
+/**
+ * A local server speaking the SMSC.ru HTTP API: `POST /sys/send.php` (form-encoded, fmt=3 JSON answers),
+ * with its error answers chosen by the phone number.
+ */
+async function startFakeSmsc() {
+  const requests: URLSearchParams[] = [];
+  const accepted = new Map<string, URLSearchParams>();
+  let transientFailures = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+      requests.push(form);
+      const json = (status: number, body: unknown, headers: Record<string, string> = {}) => res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+      if (req.url !== '/sys/send.php' || req.method !== 'POST') return json(404, {});
+      if (form.get('phones')?.endsWith('9999')) return; // never answers: the caller must time out
+      if (form.get('login') !== 'acme' || form.get('psw') !== PASSWORD) return json(200, { error: 'authorise error', error_code: 2 });
+      const phone = form.get('phones') ?? '';
+      const id = form.get('id') ?? '';
+      const left = transientFailures.get(phone) ?? 0;
+      if (left > 0) {
+        transientFailures.set(phone, left - 1);
+        if (phone.endsWith('429')) return json(429, { error: 'too many requests' }, { 'retry-after': '1' });
+        return json(503, { error: 'unavailable' });
+      }
+      if (phone.endsWith('0007')) return json(200, { error: 'invalid number', error_code: 7, id });
+      if (phone.endsWith('0006')) return json(200, { error: 'message is denied', error_code: 6, id });
+      if (accepted.has(id)) return json(200, { error: 'duplicate request, wait a minute', error_code: 9, id });
+      accepted.set(id, form);
+      json(200, { id, cnt: 1 });
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    accepted,
+    failNext(phone: string, times: number) {
+      transientFailures = new Map(transientFailures).set(phone, times);
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+/** The DebitSmsBalance contract: atomic, and a repeat for the same step answers the first result. */
+function fakeBalance(initial: Record<string, number>) {
+  const balances = new Map(Object.entries(initial));
+  const debits = new Map<string, { debited: boolean; balance: number }>();
+  const calls: string[] = [];
+  const balance: SmsBalance = {
+    async debit({ organizationId, stepId, parts }) {
+      calls.push(stepId);
+      const prior = debits.get(stepId);
+      if (prior) return prior;
+      const have = balances.get(organizationId) ?? 0;
+      const answer = have >= parts ? { debited: true, balance: have - parts } : { debited: false, balance: have };
+      if (answer.debited) balances.set(organizationId, answer.balance);
+      debits.set(stepId, answer);
+      return answer;
+    },
+  };
+  return { balance, balances, calls };
+}
+
+describe('channel-sms against a fake SMSC.ru', () => {
+  let db: TestDatabase;
+  let tb: TestBus;
+  let pool: Pool;
+  let smsc: Awaited<ReturnType<typeof startFakeSmsc>>;
+  const ctx = testContext('sms-test');
+  let results: busV1.StepResult[];
+  const money = fakeBalance({ 'org-1': 100, 'org-broke': 0 });
+  let receiptsUrl: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    tb = await createTestBus('memory');
+    pool = createPool({ url: db.url, schema: 'channel_sms' });
+    smsc = await startFakeSmsc();
+    const c = await collectResults(tb.bus);
+    results = c.results;
+    const sms = await startSmsSender(
+      {
+        natsUrl: 'nats://unused', busPrefix: '', databaseUrl: db.url, concurrency: 4, ackWaitMs: 5_000, maxDeliver: 4,
+        smsc: { baseUrl: smsc.url, login: 'acme', password: PASSWORD, sender: 'Acme', timeoutMs: 2_000 },
+        receiptsHost: '127.0.0.1', receiptsPort: 0,
+      },
+      ctx,
+      { bus: tb.bus, pool, balance: money.balance },
+    );
+    receiptsUrl = `http://127.0.0.1:${sms.receiptsPort}/receipts/smsc`;
+  });
+  afterAll(async () => {
+    await ctx.stop();
+    await smsc.close();
+    await tb.cleanup();
+    await pool.end();
+    await db.drop();
+  });
+
+  const resultsOf = (stepId: string) => results.filter((r) => r.stepId === stepId);
+  const resultOf = (stepId: string) => waitFor(() => resultsOf(stepId)[0], { what: `result of ${stepId}` });
+  const requestsFor = (stepId: string) => smsc.requests.filter((r) => r.get('id') === stepId);
+
+  it('sends the cut text with the SMSC parameters, debits one part, and reports SENT', async () => {
+    const before = money.balances.get('org-1')!;
+    const step = dueStep('SMS', { recipient: { name: 'Анна', email: '', phone: '+79160000001' }, template: { subject: '', body: '{{name}}, оцените {{location}}: {{link}}\nsecond line' } });
+    await publishStep(tb.bus, step);
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_SENT, providerMessageId: step.stepId, parts: 1, channel: 'SMS' });
+    const [req] = requestsFor(step.stepId);
+    expect(Object.fromEntries(req)).toMatchObject({ login: 'acme', psw: PASSWORD, phones: '+79160000001', sender: 'Acme', fmt: '3', charset: 'utf-8', id: step.stepId });
+    expect(req.get('mes')).toBe(`Анна, оцените Acme Dental: ${step.reviewUrl}`);
+    expect(money.balances.get('org-1')).toBe(before - 1);
+  });
+
+  it('reports NO_BALANCE when the organization has no SMS balance, and sends nothing', async () => {
+    const step = dueStep('SMS', { organizationId: 'org-broke', recipient: { name: 'B', email: '', phone: '+79160000002' } });
+    await publishStep(tb.bus, step);
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_NO_BALANCE, reason: 'no_balance', organizationId: 'org-broke' });
+    expect(requestsFor(step.stepId)).toHaveLength(0);
+  });
+
+  it('debits and sends once when the step is redelivered', async () => {
+    const before = money.balances.get('org-1')!;
+    const step = dueStep('SMS', { recipient: { name: 'R', email: '', phone: '+79160000003' } });
+    await publishStep(tb.bus, step);
+    await resultOf(step.stepId);
+    await publishStep(tb.bus, dueStep('SMS', { ...step, attempt: 2, attemptId: `${step.stepId}:2` }));
+    await waitFor(() => resultsOf(step.stepId).length === 2);
+    expect(requestsFor(step.stepId)).toHaveLength(1);
+    expect(money.balances.get('org-1')).toBe(before - 1);
+  });
+
+  it.each([
+    ['an invalid number (error 7)', '+79160000007', 'invalid_phone'],
+    ['a forbidden message (error 6)', '+79160000006', 'message_forbidden'],
+  ])('fails permanently on %s without retrying', async (_label, phone, reason) => {
+    const step = dueStep('SMS', { recipient: { name: 'X', email: '', phone } });
+    await publishStep(tb.bus, step);
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_FAILED, reason });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(requestsFor(step.stepId)).toHaveLength(1);
+  });
+
+  it('retries a 503 and a 429 with Retry-After, then sends once', async () => {
+    smsc.failNext('+79160000503', 1);
+    smsc.failNext('+79160000429', 1);
+    const a = dueStep('SMS', { recipient: { name: 'A', email: '', phone: '+79160000503' } });
+    const b = dueStep('SMS', { recipient: { name: 'B', email: '', phone: '+79160000429' } });
+    await publishStep(tb.bus, a);
+    await publishStep(tb.bus, b);
+    expect(await resultOf(a.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_SENT });
+    expect(await resultOf(b.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_SENT });
+    expect(smsc.accepted.has(a.stepId) && smsc.accepted.has(b.stepId)).toBe(true);
+    expect(requestsFor(b.stepId)).toHaveLength(2);
+  });
+
+  it('fails a step without a phone number with missing_contact: nothing debited or sent', async () => {
+    const step = dueStep('SMS', { recipient: { name: 'N', email: 'n@example.com', phone: '' } });
+    await publishStep(tb.bus, step);
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_FAILED, reason: 'missing_contact' });
+    expect(money.calls).not.toContain(step.stepId);
+    expect(requestsFor(step.stepId)).toHaveLength(0);
+  });
+
+  describe('delivery receipts', () => {
+    const sign = (id: string, phone: string, status: string) => createHash('sha1').update(`${id}:${phone}:${status}:${PASSWORD}`).digest('hex');
+    const post = (fields: Record<string, string>) => fetch(receiptsUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+
+    it('turns a final SMSC status into DELIVERED / UNDELIVERED for the step', async () => {
+      const ok = dueStep('SMS', { recipient: { name: 'D', email: '', phone: '+79160000010' } });
+      const bad = dueStep('SMS', { recipient: { name: 'U', email: '', phone: '+79160000011' } });
+      await publishStep(tb.bus, ok);
+      await publishStep(tb.bus, bad);
+      await resultOf(ok.stepId);
+      await resultOf(bad.stepId);
+      let res = await post({ id: ok.stepId, phone: '79160000010', status: '1', time: '1700000000', err: '0', sha1: sign(ok.stepId, '79160000010', '1') });
+      expect(res.status).toBe(200);
+      res = await post({ id: bad.stepId, phone: '79160000011', status: '20', time: '1700000000', err: '1', sha1: sign(bad.stepId, '79160000011', '20') });
+      expect(res.status).toBe(200);
+      await waitFor(() => resultsOf(ok.stepId).length === 2 && resultsOf(bad.stepId).length === 2);
+      expect(resultsOf(ok.stepId)[1]).toMatchObject({ outcome: O.STEP_OUTCOME_DELIVERED, attemptId: ok.attemptId, organizationId: 'org-1' });
+      expect(resultsOf(bad.stepId)[1]).toMatchObject({ outcome: O.STEP_OUTCOME_UNDELIVERED, reason: 'undeliverable' });
+    });
+
+    it('refuses a receipt with a wrong signature (403) and ignores non-final statuses', async () => {
+      const step = dueStep('SMS', { recipient: { name: 'S', email: '', phone: '+79160000012' } });
+      await publishStep(tb.bus, step);
+      await resultOf(step.stepId);
+      expect((await post({ id: step.stepId, phone: '79160000012', status: '1', sha1: 'deadbeef'.repeat(5) })).status).toBe(403);
+      expect((await post({ id: step.stepId, phone: '79160000012', status: '0', sha1: sign(step.stepId, '79160000012', '0') })).status).toBe(200);
+      expect((await post({ phone: '79160000012', status: '1' })).status).toBe(400);
+      // An unknown message is acknowledged, so SMSC stops retrying it, and changes nothing.
+      expect((await post({ id: 'nope', phone: '1', status: '1', sha1: sign('nope', '1', '1') })).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(resultsOf(step.stepId)).toHaveLength(1);
+    });
+  });
+});
+
+describe('the SMSC adapter on its own', () => {
+  let smsc: Awaited<ReturnType<typeof startFakeSmsc>>;
+  beforeAll(async () => {
+    smsc = await startFakeSmsc();
+  });
+  afterAll(() => smsc.close());
+
+  const provider = (password = PASSWORD, timeoutMs = 2_000) => smscProvider({ baseUrl: smsc.url, login: 'acme', password, timeoutMs });
+
+  it('reads error 9 (the same request within a minute) as already sent: a resumed send is not sent again', async () => {
+    const req = { stepId: 'step-dup-1', phone: '+79160000020', text: 'hi', link: 'https://x/r/1' };
+    expect(await provider().send(req)).toEqual({ providerMessageId: 'step-dup-1' });
+    expect(await provider().send(req)).toEqual({ providerMessageId: 'step-dup-1' });
+    expect(smsc.accepted.size).toBe(1);
+  });
+
+  it('sorts a wrong login or password (error 2) as retryable provider_auth_failed', async () => {
+    await expect(provider('wrong').send({ stepId: 's-auth', phone: '+79160000021', text: 'hi', link: '' })).rejects.toMatchObject({ name: 'RetryableSendError', reason: 'provider_auth_failed', retryAfterMs: 60_000 });
+  });
+
+  it('sorts no answer in time as retryable provider_timeout', async () => {
+    await expect(provider(PASSWORD, 200).send({ stepId: 's-slow', phone: '+79160009999', text: 'hi', link: '' })).rejects.toMatchObject({ name: 'RetryableSendError', reason: 'provider_timeout' });
+  });
+
+  it('sorts 429 with its Retry-After and 503 as retryable', async () => {
+    smsc.failNext('+79160000429', 1);
+    await expect(provider().send({ stepId: 's-429', phone: '+79160000429', text: 'hi', link: '' })).rejects.toMatchObject({ reason: 'provider_rate_limited', retryAfterMs: 1_000 });
+    smsc.failNext('+79160000503', 1);
+    await expect(provider().send({ stepId: 's-503', phone: '+79160000503', text: 'hi', link: '' })).rejects.toMatchObject({ reason: 'provider_unavailable' });
+  });
+});

@@ -1,0 +1,34 @@
+import type { Pool } from '@rrs/runtime';
+import { checkChannelKey, KNOWN_CHANNELS, localeOf } from './templates';
+
+export interface ChannelConfiguration {
+  channel: string;
+  configured: boolean;
+}
+
+/** Which channels an organization has set up; a channel without a row is not configured. */
+export class ChannelSettings {
+  constructor(private readonly pool: Pool) {}
+
+  async list(organizationId: string): Promise<ChannelConfiguration[]> {
+    await localeOf(this.pool, organizationId);
+    const { rows } = await this.pool.query<ChannelConfiguration>(
+      'SELECT channel, configured FROM channel_configurations WHERE organization_id = $1 ORDER BY channel',
+      [organizationId],
+    );
+    const set = new Map(rows.map((r) => [r.channel, r.configured]));
+    const channels = [...KNOWN_CHANNELS, ...rows.map((r) => r.channel).filter((c) => !(KNOWN_CHANNELS as readonly string[]).includes(c))];
+    return channels.map((channel) => ({ channel, configured: set.get(channel) ?? false }));
+  }
+
+  async set(input: { organizationId: string; channel: string; configured: boolean }): Promise<ChannelConfiguration> {
+    await localeOf(this.pool, input.organizationId);
+    checkChannelKey(input.channel);
+    await this.pool.query(
+      `INSERT INTO channel_configurations (organization_id, channel, configured) VALUES ($1, $2, $3)
+       ON CONFLICT (organization_id, channel) DO UPDATE SET configured = excluded.configured, updated_at = now()`,
+      [input.organizationId, input.channel, input.configured],
+    );
+    return { channel: input.channel, configured: input.configured };
+  }
+}

@@ -1,0 +1,124 @@
+import { AppError, type Pool } from '@rrs/runtime';
+import { asUuid, CHANNEL_KEY, checkText, FieldErrors } from './validation';
+
+/** Channels every organization is shown, configured or not. Other keys appear once they are set. */
+export const KNOWN_CHANNELS = ['EMAIL', 'SMS', 'MAX', 'TELEGRAM'] as const;
+
+export const PLACEHOLDERS = ['name', 'location', 'link'] as const;
+export const MAX_SUBJECT_LENGTH = 200;
+export const MAX_BODY_LENGTH = 4000;
+
+export interface MessageTemplate {
+  channel: string;
+  /** EMAIL only; empty for the other channels. */
+  subject: string;
+  body: string;
+  isDefault: boolean;
+}
+
+type Locale = 'en' | 'ru';
+
+/**
+ * Defaults by locale. The SMS text is one line so it survives being cut to one SMS part with the link
+ * intact; MAX and TELEGRAM get the location name as a first line from the sender (see the spec), so
+ * their body does not repeat it.
+ */
+const DEFAULTS: Record<Locale, { EMAIL: { subject: string; body: string }; SMS: string; MESSENGER: string }> = {
+  en: {
+    EMAIL: {
+      subject: 'How was your visit to {{location}}?',
+      body: 'Hello {{name}},\n\nThank you for visiting {{location}}. Would you take a minute to rate your visit?\n\n{{link}}\n\nYour feedback helps us get better.',
+    },
+    SMS: 'Please rate your visit to {{location}}: {{link}}',
+    MESSENGER: 'Hello {{name}}! Thank you for your visit. Please rate it, it takes a minute: {{link}}',
+  },
+  ru: {
+    EMAIL: {
+      subject: 'Как прошёл ваш визит в {{location}}?',
+      body: 'Здравствуйте, {{name}}!\n\nСпасибо, что выбрали {{location}}. Пожалуйста, уделите минуту и оцените визит:\n\n{{link}}\n\nВаш отзыв помогает нам стать лучше.',
+    },
+    SMS: 'Оцените визит в {{location}}: {{link}}',
+    MESSENGER: 'Здравствуйте, {{name}}! Спасибо за визит. Оцените его, пожалуйста, это займёт минуту: {{link}}',
+  },
+};
+
+export function defaultTemplate(locale: string, channel: string): MessageTemplate {
+  const d = DEFAULTS[(locale in DEFAULTS ? locale : 'en') as Locale];
+  if (channel === 'EMAIL') return { channel, subject: d.EMAIL.subject, body: d.EMAIL.body, isDefault: true };
+  if (channel === 'SMS') return { channel, subject: '', body: d.SMS, isDefault: true };
+  // MAX, TELEGRAM and any channel added later are short text messages.
+  return { channel, subject: '', body: d.MESSENGER, isDefault: true };
+}
+
+export function checkChannelKey(channel: string): void {
+  if (!CHANNEL_KEY.test(channel)) {
+    throw new AppError(400, 'invalid_request', `channel ${JSON.stringify(channel)} is not a channel key`, {
+      details: { errors: [{ pointer: '/channel', detail: 'must be an upper-case channel key such as EMAIL, SMS, MAX or TELEGRAM (^[A-Z][A-Z0-9_]*$, at most 32 characters)' }] },
+    });
+  }
+}
+
+function checkPlaceholders(f: FieldErrors, pointer: string, text: string): void {
+  for (const m of text.matchAll(/\{\{(.*?)\}\}/g)) {
+    if (!(PLACEHOLDERS as readonly string[]).includes(m[1])) f.add(pointer, `unknown placeholder ${m[0]}; the placeholders are ${PLACEHOLDERS.map((p) => `{{${p}}}`).join(', ')}`);
+  }
+}
+
+/** Message templates per organization and channel; a channel without its own uses the locale default. */
+export class Templates {
+  constructor(private readonly pool: Pool) {}
+
+  /** The effective template of every known channel and of each channel with its own template. */
+  async list(organizationId: string): Promise<MessageTemplate[]> {
+    const locale = await localeOf(this.pool, organizationId);
+    const { rows } = await this.pool.query<{ channel: string; subject: string; body: string }>(
+      'SELECT channel, subject, body FROM message_templates WHERE organization_id = $1 ORDER BY channel',
+      [organizationId],
+    );
+    const own = new Map(rows.map((r) => [r.channel, r]));
+    const channels = [...KNOWN_CHANNELS, ...rows.map((r) => r.channel).filter((c) => !(KNOWN_CHANNELS as readonly string[]).includes(c))];
+    return channels.map((channel) => {
+      const t = own.get(channel);
+      return t ? { channel, subject: t.subject, body: t.body, isDefault: false } : defaultTemplate(locale, channel);
+    });
+  }
+
+  async set(input: { organizationId: string; channel: string; subject?: string; body: string }): Promise<MessageTemplate> {
+    await localeOf(this.pool, input.organizationId);
+    checkChannelKey(input.channel);
+    const subject = input.subject ?? '';
+    const f = new FieldErrors();
+    if (input.channel === 'EMAIL') {
+      checkText(f, '/subject', subject, { min: 1, max: MAX_SUBJECT_LENGTH });
+      checkPlaceholders(f, '/subject', subject);
+    } else if (subject !== '') {
+      f.add('/subject', 'only EMAIL templates have a subject');
+    }
+    checkText(f, '/body', input.body, { min: 1, max: MAX_BODY_LENGTH, multiline: true });
+    checkPlaceholders(f, '/body', input.body);
+    // Without the link the message cannot lead to the review form, which is its whole purpose.
+    if (!input.body.includes('{{link}}')) f.add('/body', 'must contain the {{link}} placeholder');
+    f.throwIfAny();
+    await this.pool.query(
+      `INSERT INTO message_templates (organization_id, channel, subject, body) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (organization_id, channel) DO UPDATE SET subject = excluded.subject, body = excluded.body, updated_at = now()`,
+      [input.organizationId, input.channel, subject, input.body],
+    );
+    return { channel: input.channel, subject, body: input.body, isDefault: false };
+  }
+
+  /** Drops the organization's own template; returns the default that applies from now on. */
+  async reset(organizationId: string, channel: string): Promise<MessageTemplate> {
+    const locale = await localeOf(this.pool, organizationId);
+    checkChannelKey(channel);
+    await this.pool.query('DELETE FROM message_templates WHERE organization_id = $1 AND channel = $2', [organizationId, channel]);
+    return defaultTemplate(locale, channel);
+  }
+}
+
+/** The organization's locale; 404 when the organization does not exist. */
+export async function localeOf(pool: Pool, organizationId: string): Promise<string> {
+  const { rows } = await pool.query<{ locale: string }>('SELECT locale FROM organizations WHERE id = $1', [asUuid(organizationId, 'organization')]);
+  if (!rows[0]) throw new AppError(404, 'not_found', `organization ${organizationId} not found`);
+  return rows[0].locale;
+}

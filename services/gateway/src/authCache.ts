@@ -1,0 +1,112 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { AppError, counter, type Logger } from '@rrs/runtime';
+import type { Authenticator, Principal } from './auth';
+
+/** The longest an answer may be cached: a revoked key must stop working within 5 s. */
+export const MAX_AUTH_CACHE_TTL_MS = 5_000;
+const MEMORY_ENTRIES = 10_000;
+
+const lookups = counter({ name: 'gateway_auth_cache_total', help: 'API key lookups by cache outcome.', labelNames: ['outcome'] });
+
+type Entry = { principal: Principal } | { invalid: string };
+
+/** Where cached answers live: Redis (shared by replicas) or this process's memory. */
+interface Store {
+  get(id: string): Promise<Entry | undefined>;
+  set(id: string, entry: Entry, ttlMs: number): Promise<void>;
+}
+
+function memoryStore(): Store {
+  const map = new Map<string, { entry: Entry; expires: number }>();
+  return {
+    async get(id) {
+      const hit = map.get(id);
+      if (!hit) return undefined;
+      if (hit.expires <= Date.now()) {
+        map.delete(id);
+        return undefined;
+      }
+      return hit.entry;
+    },
+    async set(id, entry, ttlMs) {
+      // Oldest-first eviction keeps memory bounded when many distinct (e.g. random, invalid) keys arrive.
+      if (map.size >= MEMORY_ENTRIES) map.delete(map.keys().next().value as string);
+      map.set(id, { entry, expires: Date.now() + ttlMs });
+    },
+  };
+}
+
+function redisStore(redis: Redis, keyPrefix: string): Store {
+  return {
+    async get(id) {
+      const raw = await redis.get(`${keyPrefix}auth:${id}`);
+      return raw ? (JSON.parse(raw) as Entry) : undefined;
+    },
+    async set(id, entry, ttlMs) {
+      await redis.set(`${keyPrefix}auth:${id}`, JSON.stringify(entry), 'PX', ttlMs);
+    },
+  };
+}
+
+/**
+ * Caches the key → principal lookup, keyed by the SHA-256 of the key so the key itself is never stored.
+ * With Redis, a small per-process layer sits in front of it (a quarter of the TTL, at most 1 s) and the
+ * Redis entry lives for the rest, so an answer is never older than `ttlMs` (≤ 5 s) in total: a revoked
+ * key stops working within `ttlMs`. Unknown keys are cached too (same TTL) so a flood of bad keys does not
+ * reach the directory. Concurrent misses for one key share a single lookup. A cache failure falls back to
+ * asking the directory.
+ */
+export function cachedAuthenticator(inner: Authenticator, options: { ttlMs: number; redis?: Redis; keyPrefix: string; logger?: Logger }): Authenticator {
+  if (options.ttlMs > MAX_AUTH_CACHE_TTL_MS) throw new RangeError(`auth cache TTL ${options.ttlMs} ms exceeds ${MAX_AUTH_CACHE_TTL_MS} ms`);
+  const local = memoryStore();
+  const localTtl = options.redis ? Math.min(1_000, Math.floor(options.ttlMs / 4)) : options.ttlMs;
+  const shared = options.redis ? redisStore(options.redis, options.keyPrefix) : undefined;
+  const sharedTtl = options.ttlMs - localTtl;
+  const inflight = new Map<string, Promise<Principal>>();
+
+  const load = async (id: string, apiKey: string): Promise<Principal> => {
+    let entry: Entry | undefined;
+    if (shared) {
+      try {
+        entry = await shared.get(id);
+      } catch (err) {
+        options.logger?.warn({ err }, 'auth cache read failed; asking the directory');
+      }
+    }
+    if (entry) lookups.inc({ outcome: 'shared_hit' });
+    else {
+      lookups.inc({ outcome: 'miss' });
+      try {
+        entry = { principal: await inner(apiKey) };
+      } catch (err) {
+        if (!(err instanceof AppError) || err.code !== 'invalid_api_key') throw err;
+        entry = { invalid: err.message };
+      }
+      if (shared) await shared.set(id, entry, sharedTtl).catch((err: unknown) => options.logger?.warn({ err }, 'auth cache write failed'));
+    }
+    if (localTtl > 0) await local.set(id, entry, localTtl);
+    return unwrap(entry);
+  };
+
+  return async (apiKey) => {
+    if (options.ttlMs <= 0) return inner(apiKey);
+    const id = createHash('sha256').update(apiKey).digest('base64url');
+    const cached = await local.get(id);
+    if (cached) {
+      lookups.inc({ outcome: 'local_hit' });
+      return unwrap(cached);
+    }
+    let pending = inflight.get(id);
+    if (!pending) {
+      pending = load(id, apiKey).finally(() => inflight.delete(id));
+      inflight.set(id, pending);
+    }
+    return pending;
+  };
+}
+
+function unwrap(entry: Entry): Principal {
+  if ('invalid' in entry) throw new AppError(401, 'invalid_api_key', entry.invalid);
+  return entry.principal;
+}

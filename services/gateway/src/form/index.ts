@@ -1,0 +1,1 @@
+export { reviewFormRouter, type ReviewFormOptions } from './router';

@@ -1,0 +1,180 @@
+import express, { type Request, type Response, type Router } from 'express';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { AppError, type Logger, type PromiseClient } from '@rrs/runtime';
+import type { schedulerV1 } from '@rrs/proto';
+import { localeOf, TEXT } from './i18n';
+import { messagePage, reviewPage, unsubscribePage } from './pages';
+
+export interface ReviewFormOptions {
+  scheduler: PromiseClient<schedulerV1.CascadeSchedulerServiceClient>;
+  logger: Logger;
+  /** Submits allowed per token and client IP per window. */
+  submitsPerWindow?: number;
+  windowSeconds?: number;
+}
+
+const CSRF_COOKIE = 'rrs_form_csrf';
+const TOKEN = /^[0-9A-Za-z]{22}$/;
+
+function securityHeaders(res: Response): void {
+  // The token is in the URL: it must not leak through Referer, caches or frames.
+  res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Cache-Control', 'no-store');
+}
+
+function readCookie(req: Request, name: string): string | undefined {
+  for (const part of (req.get('cookie') ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return v.join('=');
+  }
+  return undefined;
+}
+
+/**
+ * Double-submit CSRF token: a random value in a SameSite=Strict, HttpOnly cookie scoped to the link's
+ * path and the same value in the form. A cross-site POST carries neither the cookie nor the value.
+ */
+function issueCsrf(req: Request, res: Response, path: string): string {
+  const existing = readCookie(req, CSRF_COOKIE);
+  if (existing && /^[0-9a-f]{32}$/.test(existing)) return existing;
+  const value = randomBytes(16).toString('hex');
+  const secure = req.protocol === 'https' ? '; Secure' : '';
+  res.append('Set-Cookie', `${CSRF_COOKIE}=${value}; Path=${path}; HttpOnly; SameSite=Strict; Max-Age=86400${secure}`);
+  return value;
+}
+
+function csrfOk(req: Request): boolean {
+  const cookie = readCookie(req, CSRF_COOKIE);
+  const field = typeof req.body?.csrf === 'string' ? req.body.csrf : '';
+  if (!cookie || cookie.length !== field.length || cookie.length === 0) return false;
+  if (!timingSafeEqual(Buffer.from(cookie), Buffer.from(field))) return false;
+  // Browsers send Origin on POST: when present it must be this host.
+  const origin = req.get('origin');
+  if (origin && origin !== 'null') {
+    try {
+      if (new URL(origin).host !== req.get('host')) return false;
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * The public review form `/r/<token>` and unsubscribe page `/u/<token>`: no API key, HTML for a phone.
+ * Everything it records goes through the scheduler's form RPCs; this router only renders.
+ */
+export function reviewFormRouter(options: ReviewFormOptions): Router {
+  const router = express.Router();
+  const limiter = new RateLimiterMemory({ points: options.submitsPerWindow ?? 20, duration: options.windowSeconds ?? 600, keyPrefix: 'form' });
+  const views = new RateLimiterMemory({ points: 120, duration: 60, keyPrefix: 'form-view' });
+  const urlencoded = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 10 });
+
+  const send = (res: Response, status: number, html: string) => {
+    securityHeaders(res);
+    res.status(status).type('text/html; charset=utf-8').send(html);
+  };
+
+  /** Per token and client IP: one abusive client cannot flood a link, nor one link be hammered from one place. */
+  async function allowed(limiterOf: RateLimiterMemory, req: Request, res: Response, token: string): Promise<boolean> {
+    try {
+      await limiterOf.consume(`${token}|${req.ip}`);
+      return true;
+    } catch {
+      res.setHeader('Retry-After', '60');
+      send(res, 429, messagePage('tooMany'));
+      return false;
+    }
+  }
+
+  function fail(res: Response, err: unknown, locale?: 'ru' | 'en'): void {
+    if (err instanceof AppError && err.status === 404) return send(res, 404, messagePage('notFound'));
+    options.logger.error({ err }, 'review form failed');
+    send(res, err instanceof AppError && err.status < 500 ? err.status : 500, messagePage('error', locale));
+  }
+
+  const base = (token: string) => `/r/${token}`;
+
+  router.get('/r/:token', async (req, res) => {
+    res.locals.route = '/r/:token';
+    const token = String(req.params.token);
+    if (!TOKEN.test(token)) return send(res, 404, messagePage('notFound'));
+    if (!(await allowed(views, req, res, token))) return;
+    try {
+      const { form } = await options.scheduler.getReviewForm({ token, recordOpen: true });
+      send(res, 200, reviewPage(form!, issueCsrf(req, res, base(token)), base(token)));
+    } catch (err) {
+      fail(res, err);
+    }
+  });
+
+  router.post('/r/:token/rating', urlencoded, async (req, res) => {
+    res.locals.route = '/r/:token/rating';
+    const token = String(req.params.token);
+    if (!TOKEN.test(token)) return send(res, 404, messagePage('notFound'));
+    if (!(await allowed(limiter, req, res, token))) return;
+    if (!csrfOk(req)) return send(res, 403, messagePage('csrf'));
+    const rating = Number(req.body?.rating);
+    try {
+      if (!Number.isInteger(rating) || rating < 1 || rating > 5) {
+        const { form } = await options.scheduler.getReviewForm({ token, recordOpen: false });
+        return send(res, 400, reviewPage(form!, issueCsrf(req, res, base(token)), base(token), TEXT[localeOf(form!.locale)].pickOne));
+      }
+      await options.scheduler.submitRating({ token, rating });
+      res.redirect(303, base(token));
+    } catch (err) {
+      fail(res, err);
+    }
+  });
+
+  router.post('/r/:token/feedback', urlencoded, async (req, res) => {
+    res.locals.route = '/r/:token/feedback';
+    const token = String(req.params.token);
+    if (!TOKEN.test(token)) return send(res, 404, messagePage('notFound'));
+    if (!(await allowed(limiter, req, res, token))) return;
+    if (!csrfOk(req)) return send(res, 403, messagePage('csrf'));
+    const text = typeof req.body?.text === 'string' ? req.body.text : '';
+    try {
+      await options.scheduler.submitFeedback({ token, text });
+      res.redirect(303, base(token));
+    } catch (err) {
+      if (err instanceof AppError && (err.code === 'not_rated' || err.status === 400)) return res.redirect(303, base(token));
+      fail(res, err);
+    }
+  });
+
+  router.get('/u/:token', async (req, res) => {
+    res.locals.route = '/u/:token';
+    const token = String(req.params.token);
+    if (!TOKEN.test(token)) return send(res, 404, messagePage('notFound'));
+    if (!(await allowed(views, req, res, token))) return;
+    try {
+      const { form } = await options.scheduler.getReviewForm({ token, recordOpen: false });
+      // Only cascade links (which carry the recipient's email) have an unsubscribe page.
+      if (!form!.email) return send(res, 404, messagePage('notFound'));
+      // A GET only shows the button: mail scanners follow links and must not unsubscribe anyone.
+      send(res, 200, unsubscribePage(form!, issueCsrf(req, res, `/u/${token}`), `/u/${token}`));
+    } catch (err) {
+      fail(res, err);
+    }
+  });
+
+  router.post('/u/:token', urlencoded, async (req, res) => {
+    res.locals.route = '/u/:token';
+    const token = String(req.params.token);
+    if (!TOKEN.test(token)) return send(res, 404, messagePage('notFound'));
+    if (!(await allowed(limiter, req, res, token))) return;
+    if (!csrfOk(req)) return send(res, 403, messagePage('csrf'));
+    try {
+      const { form } = await options.scheduler.unsubscribe({ token });
+      send(res, 200, unsubscribePage(form!, '', `/u/${token}`));
+    } catch (err) {
+      fail(res, err);
+    }
+  });
+
+  return router;
+}

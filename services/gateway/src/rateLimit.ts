@@ -1,0 +1,108 @@
+import type { Response } from 'express';
+import type { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { AppError, counter, type Logger } from '@rrs/runtime';
+import type { Principal } from './auth';
+
+/** Requests a key may make per window, by the organization's plan. */
+export interface RateLimitConfig {
+  windowSeconds: number;
+  perPlan: { trial: number; standard: number; pro: number };
+}
+
+export const DEFAULT_RATE_LIMITS: RateLimitConfig = { windowSeconds: 60, perPlan: { trial: 60, standard: 600, pro: 3000 } };
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  /** The policy name, i.e. the plan: `trial`, `standard` or `pro`. */
+  policy: string;
+  limit: number;
+  windowSeconds: number;
+  remaining: number;
+  /** Seconds until the quota is whole again (at least 1 while anything is used). */
+  resetSeconds: number;
+}
+
+export interface RateLimiter {
+  consume(principal: Principal): Promise<RateLimitDecision>;
+}
+
+const storeFailures = counter({ name: 'gateway_rate_limit_store_errors_total', help: 'Rate-limit store (Redis) failures answered by the in-memory insurance limiter.' });
+const refusals = counter({ name: 'gateway_rate_limited_total', help: 'Requests refused with 429, by plan.', labelNames: ['plan'] });
+
+type Plan = keyof RateLimitConfig['perPlan'];
+
+function planOf(principal: Principal): Plan {
+  const p = principal.organization.plan;
+  // A plan the gateway does not know yet (added in contacts first) gets the standard quota.
+  return p === 'trial' || p === 'pro' ? p : 'standard';
+}
+
+/**
+ * Per-key fixed windows (rate-limiter-flexible). With Redis the quota is shared by every gateway
+ * replica; if Redis fails, an in-memory limiter with the same quota answers instead (per replica), so a
+ * Redis outage neither stops the API nor removes the limit.
+ */
+export function createRateLimiter(options: { config: RateLimitConfig; redis?: Redis; keyPrefix: string; logger?: Logger }): RateLimiter {
+  const { config } = options;
+  const limiters = {} as Record<Plan, RateLimiterAbstract>;
+  for (const plan of Object.keys(config.perPlan) as Plan[]) {
+    const points = config.perPlan[plan];
+    const base = { points, duration: config.windowSeconds, keyPrefix: `${options.keyPrefix}rl:${plan}` };
+    limiters[plan] = options.redis
+      ? new RateLimiterRedis({
+          ...base,
+          storeClient: options.redis,
+          rejectIfRedisNotReady: true,
+          // Once a key is over its quota, further requests in the window are refused without Redis.
+          inMemoryBlockOnConsumed: points + 1,
+          insuranceLimiter: new RateLimiterMemory(base),
+        })
+      : new RateLimiterMemory(base);
+  }
+  return {
+    async consume(principal) {
+      const plan = planOf(principal);
+      const limit = config.perPlan[plan];
+      let res: RateLimiterRes;
+      let allowed = true;
+      try {
+        res = await limiters[plan].consume(principal.keyId, 1);
+      } catch (err) {
+        if (!(err instanceof RateLimiterRes)) {
+          storeFailures.inc();
+          options.logger?.error({ err }, 'rate limiter failed; request let through');
+          return { allowed: true, policy: plan, limit, windowSeconds: config.windowSeconds, remaining: limit, resetSeconds: config.windowSeconds };
+        }
+        res = err;
+        allowed = false;
+      }
+      return {
+        allowed,
+        policy: plan,
+        limit,
+        windowSeconds: config.windowSeconds,
+        remaining: Math.max(0, res.remainingPoints),
+        resetSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+      };
+    },
+  };
+}
+
+/**
+ * Counts the request against the key's quota and sets the IETF draft-ietf-httpapi-ratelimit-headers
+ * fields (structured-field form): `RateLimit-Policy: "standard";q=600;w=60` and
+ * `RateLimit: "standard";r=599;t=42`. Over quota: 429 `rate_limited` with `Retry-After`.
+ */
+export async function applyRateLimit(limiter: RateLimiter, principal: Principal, res: Response): Promise<void> {
+  const d = await limiter.consume(principal);
+  res.setHeader('RateLimit-Policy', `"${d.policy}";q=${d.limit};w=${d.windowSeconds}`);
+  res.setHeader('RateLimit', `"${d.policy}";r=${d.remaining};t=${d.resetSeconds}`);
+  if (!d.allowed) {
+    refusals.inc({ plan: d.policy });
+    res.setHeader('Retry-After', String(d.resetSeconds));
+    throw new AppError(429, 'rate_limited', `the key's quota of ${d.limit} requests per ${d.windowSeconds} s is used up; retry in ${d.resetSeconds} s`, {
+      details: { retryAfterSeconds: d.resetSeconds },
+    });
+  }
+}

@@ -1,0 +1,100 @@
+import type { contactsV1 } from '@rrs/proto';
+import { defineRoute, z, type Route } from './registry';
+import type { PublicRouteDeps } from '.';
+
+/*
+ * POST /api/v1/contacts. The contacts service owns every rule (E.164 phones with the organization's
+ * region, attribute bounds, the location, upsert by externalId, the Idempotency-Key record); the schema
+ * here documents the shape and refuses what is malformed before any call. For the fields below, an
+ * absent field keeps the stored value and null clears it.
+ */
+const ContactBody = z.strictObject({
+  externalId: z.string().max(200).nullable().optional().meta({ description: 'Your id of the customer; the deduplication key within the organization. Without it every call creates a new contact.' }),
+  name: z.string().max(200).nullable().optional(),
+  email: z.email().max(254).nullable().optional(),
+  phone: z.string().max(64).nullable().optional().meta({ description: "Any format; normalized to E.164. Numbers without a country code are read in the organization's default region." }),
+  locationId: z.string().max(64).nullable().optional().meta({ description: 'An id from GET /locations; an unknown one is 404.' }),
+  consentAt: z.iso.datetime({ offset: true }).nullable().optional().meta({ description: 'ISO 8601 date-time with an offset (or Z).' }),
+  attributes: z.record(z.string(), z.unknown()).nullable().optional().meta({ description: 'Your own fields: a JSON object of at most 50 keys and 8 KB; replaces the stored attributes.' }),
+  startCascade: z.boolean().default(false).meta({ description: "Also place the contact in a cascade (the organization's default flow, or `flowId`)." }),
+  flowId: z.string().max(64).optional().meta({ description: 'The flow of the cascade; only with `startCascade: true`.' }),
+});
+
+const Contact = z.object({
+  id: z.string(),
+  externalId: z.string().nullable(),
+  name: z.string().nullable(),
+  email: z.string().nullable(),
+  phone: z.string().nullable().meta({ description: 'E.164.' }),
+  locationId: z.string().nullable(),
+  consentAt: z.string().nullable(),
+  attributes: z.record(z.string(), z.unknown()),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+const UpsertContactResponse = z.object({
+  contact: Contact,
+  cascade: z.object({ id: z.string(), queued: z.number().int() }).nullable().meta({ description: 'The cascade started with `startCascade`, else null.' }),
+});
+
+type Nullable<T> = T | null | undefined;
+/** undefined = keep (absent from the gRPC request), null = clear (''), a value = set. */
+const presence = (v: Nullable<string>): string | undefined => (v === undefined ? undefined : v ?? '');
+
+export function contactJson(c: contactsV1.Contact) {
+  return {
+    id: c.id,
+    externalId: c.externalId ?? null,
+    name: c.name ?? null,
+    email: c.email ?? null,
+    phone: c.phone ?? null,
+    locationId: c.locationId ?? null,
+    consentAt: c.consentAt ? c.consentAt.toISOString() : null,
+    attributes: JSON.parse(c.attributesJson || '{}') as Record<string, unknown>,
+    createdAt: c.createdAt!.toISOString(),
+    updatedAt: c.updatedAt!.toISOString(),
+  };
+}
+
+export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
+  return [
+    defineRoute({
+      method: 'POST',
+      path: '/contacts',
+      operationId: 'upsertContact',
+      summary: 'Create or update a contact',
+      description:
+        'Creates a contact, or updates the one with the same `externalId` in the organization (fields left out keep their value; null clears one). ' +
+        'One call per "order closed" event. With `startCascade: true` the contact is also placed in a cascade.',
+      tags: ['contacts'],
+      scope: 'contacts:write',
+      rateLimited: true,
+      sends: ({ body }) => body.startCascade === true,
+      request: { body: ContactBody },
+      responses: { 200: { description: 'The contact as stored.', body: UpsertContactResponse } },
+      errors: [
+        404,
+        { status: 501, code: 'not_implemented', description: '`startCascade: true` is not available on this server yet; nothing was saved. Submit the contact without it and start a cascade with POST /cascades.' },
+      ],
+      example: { body: { externalId: 'crm-1042', name: 'Anna', email: 'anna@example.com', phone: '+7 916 123-45-67', consentAt: '2026-05-01T12:00:00+03:00', attributes: { orderId: 'A-77' } } },
+      handler: async ({ body, principal, metadata }) => {
+        const r = await clients.contacts.upsertContact(
+          {
+            organizationId: principal.organization.id,
+            externalId: body.externalId ?? undefined,
+            name: presence(body.name),
+            email: presence(body.email),
+            phone: presence(body.phone),
+            locationId: presence(body.locationId),
+            consentAt: presence(body.consentAt),
+            attributesJson: body.attributes === undefined ? undefined : JSON.stringify(body.attributes ?? {}),
+            startCascade: body.startCascade,
+            flowId: body.flowId ?? '',
+          },
+          { metadata },
+        );
+        return { body: { contact: contactJson(r.contact!), cascade: null }, replayed: r.idempotentReplayed };
+      },
+    }),
+  ];
+}

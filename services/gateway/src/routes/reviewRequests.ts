@@ -1,0 +1,42 @@
+import { defineRoute, z, type Route } from './registry';
+import type { PublicRouteDeps } from '.';
+
+const CreateReviewRequestBody = z.strictObject({
+  locationId: z.string().min(1).max(64).meta({ description: 'An id from GET /locations; an unknown one is 404.' }),
+  customerName: z.string().max(200).optional(),
+  contact: z.string().max(254).optional().meta({ description: "An email or a phone, kept for your reporting only (nothing is sent to it)." }),
+});
+const ReviewRequestJson = z.object({
+  id: z.string(),
+  token: z.string(),
+  url: z.string().meta({ description: 'The personal link, `<base>/r/<token>`.' }),
+  status: z.string().meta({ description: '`created`, then `opened`, `rated`, `feedback`.' }),
+});
+
+/** POST /api/v1/review-requests: a personal review link the caller delivers by its own means. */
+export function reviewRequestRoutes({ clients }: PublicRouteDeps): Route[] {
+  return [
+    defineRoute({
+      method: 'POST',
+      path: '/review-requests',
+      operationId: 'createReviewRequest',
+      summary: 'Create a personal review link',
+      description: 'The link opens the same review form as a cascade message, with the same low-rating interception.',
+      tags: ['review-requests'],
+      scope: 'review-requests:write',
+      rateLimited: true,
+      request: { body: CreateReviewRequestBody },
+      responses: { 201: { description: 'The review request.', body: ReviewRequestJson } },
+      errors: [404],
+      example: { body: { locationId: 'loc_1', customerName: 'Anna', contact: 'anna@example.com' } },
+      handler: async ({ body, principal, metadata }) => {
+        const r = await clients.scheduler.createReviewRequest(
+          { organizationId: principal.organization.id, locationId: body.locationId, customerName: body.customerName ?? '', contact: body.contact ?? '' },
+          { metadata },
+        );
+        const rr = r.reviewRequest!;
+        return { body: { id: rr.id, token: rr.token, url: rr.url, status: rr.status }, replayed: r.idempotentReplayed };
+      },
+    }),
+  ];
+}

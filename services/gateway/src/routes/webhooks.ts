@@ -1,0 +1,291 @@
+import { EVENT_TYPES, type webhooksV1 } from '@rrs/proto';
+import { defineRoute, z, type Route } from './registry';
+import type { PublicRouteDeps } from '.';
+
+/*
+ * /api/v1/webhooks: the organization's webhook endpoints and their delivery log. The webhooks service
+ * owns every rule (the SSRF guard on the URL, known event types, secrets and rotation, the retry
+ * schedule, tenant isolation); the schemas here document the shape and refuse what is malformed before
+ * any call. Delivery itself is described in docs/webhooks.md.
+ */
+
+const EventType = z.enum([EVENT_TYPES.cascadeRecipientFinished]).meta({ description: 'An event type to deliver to the endpoint.' });
+
+const CreateWebhookBody = z.strictObject({
+  url: z.string().min(1).max(2048).meta({ description: 'Where events are POSTed: https, to a public address (private, loopback, link-local and metadata addresses are refused).' }),
+  events: z.array(EventType).min(1).max(20).meta({ description: 'Event types to deliver.' }),
+  description: z.string().max(500).default('').meta({ description: 'Your note about the endpoint.' }),
+});
+
+const UpdateWebhookBody = z.strictObject({
+  url: z.string().min(1).max(2048).optional(),
+  events: z.array(EventType).min(1).max(20).optional(),
+  description: z.string().max(500).optional(),
+  disabled: z.boolean().optional().meta({ description: 'false enables a disabled endpoint again (its failure state is cleared); true disables it.' }),
+});
+
+const Webhook = z.object({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(z.string()),
+  description: z.string(),
+  disabled: z.boolean(),
+  disabledReason: z.enum(['manual', 'gone', 'failing']).nullable().meta({
+    description: '`manual` (PATCH), `gone` (the endpoint answered 410), `failing` (every attempt failed for 5 days); null while enabled.',
+  }),
+  disabledAt: z.string().nullable(),
+  failingSince: z.string().nullable().meta({ description: 'Start of the current run of failed attempts; null after a success.' }),
+  previousSecretExpiresAt: z.string().nullable().meta({ description: 'After a rotation, until then deliveries are also signed with the previous secret.' }),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+const WebhookWithSecret = Webhook.extend({
+  secret: z.string().meta({ description: 'The signing secret, `whsec_` + base64. Shown only in this response: store it.' }),
+});
+
+const Attempt = z.object({
+  number: z.number().int(),
+  startedAt: z.string(),
+  durationMs: z.number().int(),
+  statusCode: z.number().int().nullable().meta({ description: 'null when no response came (timeout, connection error, refused address).' }),
+  responseBody: z.string().meta({ description: 'The start of the response body (at most 4 KiB).' }),
+  error: z.string().nullable(),
+  outcome: z.enum(['delivered', 'retry', 'failed']),
+});
+
+const Delivery = z.object({
+  id: z.string(),
+  eventId: z.string().meta({ description: 'The `webhook-id` header of every attempt.' }),
+  eventType: z.string(),
+  status: z.enum(['pending', 'delivered', 'failed']),
+  attemptCount: z.number().int(),
+  nextAttemptAt: z.string().nullable().meta({ description: 'When the next attempt is due; null unless pending.' }),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  attempts: z.array(Attempt),
+});
+
+const IdParams = z.object({ id: z.uuid() });
+const DeliveryParams = z.object({ id: z.uuid(), deliveryId: z.uuid() });
+const DeliveriesQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).optional().meta({ description: 'Page size, 1 to 100 (50 when absent).' }),
+  cursor: z.uuid().optional().meta({ description: '`nextCursor` of the previous page.' }),
+});
+
+const iso = (d: Date | undefined): string | null => (d ? d.toISOString() : null);
+
+function webhookJson(e: webhooksV1.Endpoint) {
+  return {
+    id: e.id,
+    url: e.url,
+    events: e.events,
+    description: e.description,
+    disabled: e.disabled,
+    disabledReason: (e.disabledReason || null) as 'manual' | 'gone' | 'failing' | null,
+    disabledAt: iso(e.disabledAt),
+    failingSince: iso(e.failingSince),
+    previousSecretExpiresAt: iso(e.previousSecretExpiresAt),
+    createdAt: e.createdAt!.toISOString(),
+    updatedAt: e.updatedAt!.toISOString(),
+  };
+}
+
+function deliveryJson(d: webhooksV1.Delivery) {
+  return {
+    id: d.id,
+    eventId: d.eventId,
+    eventType: d.eventType,
+    status: d.status as 'pending' | 'delivered' | 'failed',
+    attemptCount: d.attemptCount,
+    nextAttemptAt: iso(d.nextAttemptAt),
+    createdAt: d.createdAt!.toISOString(),
+    updatedAt: d.updatedAt!.toISOString(),
+    attempts: d.attempts.map((a) => ({
+      number: a.number,
+      startedAt: a.startedAt!.toISOString(),
+      durationMs: a.durationMs,
+      statusCode: a.statusCode === 0 ? null : a.statusCode,
+      responseBody: a.responseBody,
+      error: a.error || null,
+      outcome: a.outcome as 'delivered' | 'retry' | 'failed',
+    })),
+  };
+}
+
+const URL_NOT_ALLOWED = {
+  status: 400,
+  code: 'webhook_url_not_allowed',
+  description: 'The URL is not https, carries credentials, does not resolve, or resolves to an address webhooks may not reach (private, loopback, link-local, unique-local, multicast, CGNAT, cloud metadata…); `reason` and `range` say which.',
+};
+const ENDPOINT_DISABLED = { status: 409, code: 'webhook_endpoint_disabled', description: 'The endpoint is disabled; enable it with PATCH `{"disabled": false}` first.' };
+const ENDPOINT_LIMIT = { status: 409, code: 'webhook_endpoint_limit', description: 'The organization already has the maximum number of webhook endpoints (50).' };
+const EXAMPLE_ID = '0190c3c4-0000-7000-8000-000000000001';
+
+export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
+  const webhooks = () => clients.webhooks;
+  return [
+    defineRoute({
+      method: 'POST',
+      path: '/webhooks',
+      operationId: 'createWebhook',
+      summary: 'Register a webhook endpoint',
+      description: 'Events of the chosen types are POSTed to the URL, signed per Standard Webhooks v1 with the secret in this response (shown once). See the webhooks guide for the payload, retries and verification.',
+      tags: ['webhooks'],
+      scope: 'webhooks:write',
+      rateLimited: true,
+      request: { body: CreateWebhookBody },
+      responses: { 201: { description: 'The endpoint, with its signing secret.', body: WebhookWithSecret } },
+      errors: [URL_NOT_ALLOWED, ENDPOINT_LIMIT],
+      example: { body: { url: 'https://crm.example.com/hooks/reviews', events: ['cascade.recipient.finished'], description: 'CRM' } },
+      handler: async ({ body, principal, metadata }) => {
+        const r = await webhooks().createEndpoint({ organizationId: principal.organization.id, url: body.url, events: body.events, description: body.description }, { metadata });
+        return { status: 201, body: { ...webhookJson(r.endpoint!), secret: r.secret }, replayed: r.idempotentReplayed };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/webhooks',
+      operationId: 'listWebhooks',
+      summary: 'List webhook endpoints',
+      tags: ['webhooks'],
+      scope: 'webhooks:read',
+      rateLimited: true,
+      responses: { 200: { description: "The organization's endpoints, oldest first.", body: z.object({ webhooks: z.array(Webhook) }) } },
+      handler: async ({ principal, metadata }) => {
+        const r = await webhooks().listEndpoints({ organizationId: principal.organization.id }, { metadata });
+        return { body: { webhooks: r.endpoints.map(webhookJson) } };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/webhooks/{id}',
+      operationId: 'getWebhook',
+      summary: 'Get a webhook endpoint',
+      description: 'Shows whether the endpoint is disabled and why (`gone` after a 410, `failing` after 5 days of failed attempts).',
+      tags: ['webhooks'],
+      scope: 'webhooks:read',
+      rateLimited: true,
+      request: { params: IdParams },
+      responses: { 200: { description: 'The endpoint.', body: Webhook } },
+      example: { params: { id: EXAMPLE_ID } },
+      handler: async ({ params, principal, metadata }) => {
+        const r = await webhooks().getEndpoint({ organizationId: principal.organization.id, id: params.id }, { metadata });
+        return { body: webhookJson(r.endpoint!) };
+      },
+    }),
+    defineRoute({
+      method: 'PATCH',
+      path: '/webhooks/{id}',
+      operationId: 'updateWebhook',
+      summary: 'Change a webhook endpoint',
+      description: 'Changes only the fields sent. `disabled: false` enables a disabled endpoint (deliveries failed while it was disabled can be replayed).',
+      tags: ['webhooks'],
+      scope: 'webhooks:write',
+      rateLimited: true,
+      request: { params: IdParams, body: UpdateWebhookBody },
+      responses: { 200: { description: 'The endpoint as changed.', body: Webhook } },
+      errors: [URL_NOT_ALLOWED],
+      example: { params: { id: EXAMPLE_ID }, body: { disabled: false } },
+      handler: async ({ params, body, principal, metadata }) => {
+        const r = await webhooks().updateEndpoint(
+          { organizationId: principal.organization.id, id: params.id, url: body.url, events: body.events ? { types: body.events } : undefined, description: body.description, disabled: body.disabled },
+          { metadata },
+        );
+        return { body: webhookJson(r.endpoint!) };
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      path: '/webhooks/{id}',
+      operationId: 'deleteWebhook',
+      summary: 'Delete a webhook endpoint',
+      description: 'Deletes the endpoint and its delivery log; nothing more is sent to it.',
+      tags: ['webhooks'],
+      scope: 'webhooks:write',
+      rateLimited: true,
+      request: { params: IdParams },
+      responses: { 204: { description: 'Deleted.' } },
+      example: { params: { id: EXAMPLE_ID } },
+      handler: async ({ params, principal, metadata }) => {
+        await webhooks().deleteEndpoint({ organizationId: principal.organization.id, id: params.id }, { metadata });
+        return { status: 204 };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/webhooks/{id}/rotate-secret',
+      operationId: 'rotateWebhookSecret',
+      summary: 'Rotate the signing secret',
+      description: 'Issues a new secret (in this response only). For a grace period of 24 hours every delivery carries two signatures, one per secret, so receivers can switch without missing a webhook.',
+      tags: ['webhooks'],
+      scope: 'webhooks:write',
+      rateLimited: true,
+      request: { params: IdParams },
+      responses: { 200: { description: 'The endpoint, with its new secret.', body: WebhookWithSecret } },
+      example: { params: { id: EXAMPLE_ID } },
+      handler: async ({ params, principal, metadata }) => {
+        const r = await webhooks().rotateSecret({ organizationId: principal.organization.id, id: params.id }, { metadata });
+        return { body: { ...webhookJson(r.endpoint!), secret: r.secret }, replayed: r.idempotentReplayed };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/webhooks/{id}/test',
+      operationId: 'testWebhook',
+      summary: 'Send a test event',
+      description: 'Queues a `webhook.test` event for this endpoint only, delivered like any other (signed, retried).',
+      tags: ['webhooks'],
+      scope: 'webhooks:write',
+      rateLimited: true,
+      request: { params: IdParams },
+      responses: { 202: { description: 'The queued delivery.', body: Delivery } },
+      errors: [ENDPOINT_DISABLED],
+      example: { params: { id: EXAMPLE_ID } },
+      handler: async ({ params, principal, metadata }) => {
+        const r = await webhooks().sendTestEvent({ organizationId: principal.organization.id, id: params.id }, { metadata });
+        return { status: 202, body: deliveryJson(r.delivery!), replayed: r.idempotentReplayed };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/webhooks/{id}/deliveries',
+      operationId: 'listWebhookDeliveries',
+      summary: 'The delivery log of an endpoint',
+      description: 'Deliveries, newest first, each with its attempts (status codes, durations, errors) and when the next retry is due.',
+      tags: ['webhooks'],
+      scope: 'webhooks:read',
+      rateLimited: true,
+      request: { params: IdParams, query: DeliveriesQuery },
+      responses: {
+        200: {
+          description: 'A page of deliveries.',
+          body: z.object({ deliveries: z.array(Delivery), nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }) }),
+        },
+      },
+      example: { params: { id: EXAMPLE_ID }, query: { limit: '20' } },
+      handler: async ({ params, query, principal, metadata }) => {
+        const r = await webhooks().listDeliveries({ organizationId: principal.organization.id, endpointId: params.id, limit: query.limit ?? 0, cursor: query.cursor ?? '' }, { metadata });
+        return { body: { deliveries: r.deliveries.map(deliveryJson), nextCursor: r.nextCursor || null } };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/webhooks/{id}/deliveries/{deliveryId}/replay',
+      operationId: 'replayWebhookDelivery',
+      summary: 'Replay a delivery',
+      description: 'Sends the delivery again at once, with a fresh retry schedule. The `webhook-id` is the same as before: receivers that already processed it will skip it.',
+      tags: ['webhooks'],
+      scope: 'webhooks:write',
+      rateLimited: true,
+      request: { params: DeliveryParams },
+      responses: { 202: { description: 'The delivery, queued.', body: Delivery } },
+      errors: [ENDPOINT_DISABLED],
+      example: { params: { id: EXAMPLE_ID, deliveryId: '0190c3c4-0000-7000-8000-000000000002' } },
+      handler: async ({ params, principal, metadata }) => {
+        const r = await webhooks().replayDelivery({ organizationId: principal.organization.id, endpointId: params.id, deliveryId: params.deliveryId }, { metadata });
+        return { status: 202, body: deliveryJson(r.delivery!), replayed: r.idempotentReplayed };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,237 @@
+import { generateApiKey, startContacts, type RunningContacts } from '@rrs/contacts';
+import { busV1, contactsV1, SCOPES } from '@rrs/proto';
+import { AppError, createGrpcClient } from '@rrs/runtime';
+import { createTestDatabase, openApiChecker, testContext, type OpenApiChecker, type TestDatabase } from '@rrs/testkit';
+import { startGateway } from '../src';
+import type { GatewayClients } from '../src/clients';
+import { publicRoutes } from '../src/routes';
+import { currentRoutes, type Route, type RouteExample } from '../src/routes/registry';
+
+/**
+ * Every public route in the registry × every way a request can be refused before it does anything:
+ * no key, a bad key, a revoked key, a key without the route's scope, a trial plan (sending routes), an
+ * unconfirmed account email (sending routes). Each must give its exact status and code, and make no
+ * call to any service behind the gateway (other than the key lookup) — so nothing is created or sent.
+ * New routes are covered as soon as they are in `publicRoutes`.
+ */
+
+/**
+ * Requests that send, for routes whose `sends` depends on the body and whose own `example` does not
+ * send. A route can carry this itself as `sendingExample`; this table covers routes written before that.
+ */
+const SENDING_EXAMPLES: Record<string, RouteExample> = {
+  upsertContact: { body: { externalId: 'crm-1', email: 'anna@example.com', startCascade: true } },
+};
+
+/**
+ * The spec's overview and method reference: scope (Permission column), whether 429 is listed, whether the
+ * method sends, and the error statuses it lists. Decisions where the spec is silent: MAX and TELEGRAM
+ * sends need `cascades:write` like the other channel sends.
+ */
+const SPEC: Record<string, { scope: string | null; rateLimited: boolean; sends: boolean | 'startCascade'; errors: number[] }> = {
+  'GET /ping': { scope: null, rateLimited: true, sends: false, errors: [401, 429] },
+  'GET /channels': { scope: null, rateLimited: true, sends: false, errors: [401, 429] },
+  'GET /locations': { scope: 'locations:read', rateLimited: true, sends: false, errors: [401, 403, 429] },
+  'POST /contacts': { scope: 'contacts:write', rateLimited: true, sends: 'startCascade', errors: [400, 401, 402, 403, 404, 409, 429] },
+  'GET /flows': { scope: 'cascades:read', rateLimited: true, sends: false, errors: [401, 403, 429] },
+  'POST /cascades': { scope: 'cascades:write', rateLimited: true, sends: true, errors: [400, 401, 402, 403, 404, 409, 429] },
+  'GET /cascades/{id}': { scope: 'cascades:read', rateLimited: true, sends: false, errors: [401, 403, 404, 429] },
+  'POST /review-requests': { scope: 'review-requests:write', rateLimited: true, sends: false, errors: [400, 401, 403, 404, 429] },
+  'POST /channels/email/send': { scope: 'cascades:write', rateLimited: true, sends: true, errors: [400, 401, 402, 403, 404, 409, 429] },
+  'POST /channels/sms/send': { scope: 'cascades:write', rateLimited: true, sends: true, errors: [400, 401, 402, 403, 404, 409, 429] },
+  'POST /channels/max/send': { scope: 'cascades:write', rateLimited: false, sends: true, errors: [400, 401, 402, 403, 404, 409] },
+  'POST /channels/telegram/send': { scope: 'cascades:write', rateLimited: false, sends: true, errors: [400, 401, 402, 403, 404, 409] },
+};
+
+type CallLog = string[];
+
+/**
+ * Clients that log every call except the key lookup. The key lookup goes to the real contacts service;
+ * any other call fails with 503 after being logged (a refused request must not make one). Covers every
+ * client GatewayClients has, including ones added later.
+ */
+function recordingClients(directory: { current?: GatewayClients['contacts'] }, log: CallLog): GatewayClients {
+  const wrap = (service: string) =>
+    new Proxy({} as never, {
+      get(_t, method: string) {
+        return async (...args: unknown[]) => {
+          if (service === 'contacts' && method === 'authenticate') {
+            return (directory.current!.authenticate as (...a: unknown[]) => unknown)(...args);
+          }
+          log.push(`${service}.${method}`);
+          throw new AppError(503, 'service_unavailable', `${service}.${method} is not reachable in the matrix test`);
+        };
+      },
+    });
+  return new Proxy({} as GatewayClients, { get: (_t, service: string) => wrap(service) });
+}
+
+const calls: CallLog = [];
+const directoryClient: { current?: GatewayClients['contacts'] } = {};
+const clients = recordingClients(directoryClient, calls);
+/** A fixed catalog of the spec's four channels, so their run-time send routes are in the matrix too. */
+const channelEntry = (key: string, contactField: string, position: number): busV1.ChannelCatalogEntry => ({
+  key,
+  slug: key.toLowerCase(),
+  label: key,
+  contactField,
+  capabilities: ['send'],
+  sender: `channel-${key.toLowerCase()}`,
+  announcedAt: new Date(),
+  position,
+});
+const entries = [channelEntry('EMAIL', 'email', 1), channelEntry('SMS', 'phone', 2), channelEntry('MAX', 'phone', 3), channelEntry('TELEGRAM', 'phone', 4)];
+const channelCatalog = { list: () => entries, version: 1 };
+const routes: Route[] = currentRoutes(publicRoutes({ clients, publicBaseUrl: 'http://localhost', channelCatalog }));
+
+function requestOf(route: Route, example = route.example) {
+  let path = route.path;
+  for (const seg of route.segments) if (seg.startsWith('{')) path = path.replace(seg, encodeURIComponent(example?.params?.[seg.slice(1, -1)] ?? 'id_1'));
+  const query = example?.query ? `?${new URLSearchParams(example.query).toString()}` : '';
+  return { path: `/api/v1${path}${query}`, body: route.request.body ? JSON.stringify(example?.body ?? {}) : undefined };
+}
+
+function sendingExample(route: Route): Route['example'] | undefined {
+  if (!route.sends) return undefined;
+  if (route.sends === true) return route.example;
+  const candidates = [route.sendingExample, route.example, SENDING_EXAMPLES[route.operationId]];
+  for (const c of candidates) {
+    if (!c || !route.request.body) continue;
+    const parsed = route.request.body.safeParse(c.body);
+    if (parsed.success && route.sends({ body: parsed.data, params: c.params ?? {}, query: c.query ?? {} })) return c;
+  }
+  throw new Error(`route ${route.operationId}: its sends() depends on the request, but no example sends; give it a sendingExample`);
+}
+
+describe('auth and plan matrix over every public route', () => {
+  let db: TestDatabase;
+  const ctx = testContext('matrix-test');
+  let contacts: RunningContacts;
+  let base: string;
+  let api: OpenApiChecker;
+  const keys: Record<string, string> = {};
+  const orgIds: string[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
+    const gateway = await startGateway(
+      {
+        host: '127.0.0.1',
+        port: 0,
+        contactsAddress: `127.0.0.1:${contacts.grpcPort}`,
+        // Nothing listens here: a refused request must never get that far.
+        schedulerAddress: '127.0.0.1:1',
+        publicBaseUrl: 'http://localhost',
+        rateLimits: { windowSeconds: 60, perPlan: { trial: 100_000, standard: 100_000, pro: 100_000 } },
+      },
+      ctx,
+      { clients, channelCatalog },
+    );
+    const c = createGrpcClient(contactsV1.ContactsServiceClient, `127.0.0.1:${contacts.grpcPort}`);
+    ctx.lifecycle.onStop('matrix directory client', () => c.close());
+    directoryClient.current = c.client;
+    base = gateway.url;
+    api = await openApiChecker(`${base}/api/v1/openapi.json`);
+
+    const d = contacts.directory;
+    const paid = await d.createOrganization({ name: 'Paid', plan: 'standard', emailConfirmed: true });
+    const trial = await d.createOrganization({ name: 'Trial', plan: 'trial', emailConfirmed: true });
+    const unconfirmed = await d.createOrganization({ name: 'Unconfirmed', plan: 'standard', emailConfirmed: false });
+    orgIds.push(paid.id, trial.id, unconfirmed.id);
+    const revoked = await d.issueApiKey({ organizationId: paid.id });
+    await d.revokeApiKey(paid.id, revoked.apiKey.id);
+    keys.revoked = revoked.secret;
+    keys.trial = (await d.issueApiKey({ organizationId: trial.id })).secret;
+    keys.unconfirmed = (await d.issueApiKey({ organizationId: unconfirmed.id })).secret;
+    for (const scope of SCOPES) {
+      keys[`without ${scope}`] = (await d.issueApiKey({ organizationId: paid.id, scopes: SCOPES.filter((s) => s !== scope) })).secret;
+    }
+  });
+
+  afterAll(async () => {
+    await ctx.stop();
+    await db.drop();
+  });
+
+  beforeEach(() => {
+    calls.length = 0;
+  });
+
+  afterEach(async () => {
+    expect(calls).toEqual([]);
+  });
+
+  const send = async (route: Route, authorization: string | undefined, example = route.example) => {
+    const { path, body } = requestOf(route, example);
+    const headers: Record<string, string> = {};
+    if (authorization !== undefined) headers.authorization = authorization;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (route.method === 'POST') headers['idempotency-key'] = `matrix-${route.operationId}`;
+    const res = await api.fetch(`${base}${path}`, { method: route.method, headers, body });
+    return { status: res.status, body: res.body as Record<string, unknown> };
+  };
+
+  it('covers at least the routes of the spec that exist so far', () => {
+    const present = new Set(routes.map((r) => `${r.method} ${r.path}`));
+    expect(present).toContain('GET /ping');
+    for (const slug of ['email', 'sms', 'max', 'telegram']) expect(present).toContain(`POST /channels/${slug}/send`);
+    expect(new Set(routes.map((r) => `${r.method} ${r.path}`)).size).toBe(routes.length);
+  });
+
+  describe.each(routes.filter((r) => SPEC[`${r.method} ${r.path}`]).map((r) => [`${r.method} ${r.path}`, r] as const))('%s follows the spec', (name, route) => {
+    const spec = SPEC[name];
+    it(`needs ${spec.scope ?? 'any valid key'}, ${spec.rateLimited ? 'is' : 'is not'} rate-limited, documents ${spec.errors.join(', ')}`, () => {
+      expect(route.scope).toBe(spec.scope);
+      expect(route.rateLimited).toBe(spec.rateLimited);
+      expect(Boolean(route.sends)).toBe(spec.sends !== false);
+      if (spec.sends === 'startCascade') expect(typeof route.sends).toBe('function');
+      const op = (api.doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>)[route.path][route.method.toLowerCase()];
+      const documented = Object.keys(op.responses).map(Number);
+      for (const status of spec.errors) expect(documented).toContain(status);
+      if (!spec.rateLimited) expect(documented).not.toContain(429);
+    });
+  });
+
+  describe.each(routes.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', (_name, route) => {
+    it('no key → 401 missing_api_key', async () => {
+      expect(await send(route, undefined)).toMatchObject({ status: 401, body: { code: 'missing_api_key' } });
+    });
+
+    it('a bad key → 401 invalid_api_key', async () => {
+      expect(await send(route, 'Bearer not-a-key')).toMatchObject({ status: 401, body: { code: 'invalid_api_key' } });
+      expect(await send(route, `Bearer ${generateApiKey()}`)).toMatchObject({ status: 401, body: { code: 'invalid_api_key' } });
+      expect(await send(route, `Basic ${keys.trial}`)).toMatchObject({ status: 401, body: { code: 'invalid_api_key' } });
+    });
+
+    it('a revoked key → 401 invalid_api_key', async () => {
+      expect(await send(route, `Bearer ${keys.revoked}`)).toMatchObject({ status: 401, body: { code: 'invalid_api_key' } });
+    });
+
+    if (route.scope) {
+      const scope = route.scope;
+      it(`a key without ${scope} → 403 insufficient_scope`, async () => {
+        expect(await send(route, `Bearer ${keys[`without ${scope}`]}`)).toMatchObject({ status: 403, body: { code: 'insufficient_scope', requiredScope: scope } });
+      });
+    } else {
+      it('needs no scope: a key with any scope set passes the scope check', async () => {
+        const res = await send(route, `Bearer ${keys[`without ${SCOPES[0]}`]}`);
+        expect([401, 402, 403]).not.toContain(res.status);
+        calls.length = 0;
+      });
+    }
+
+    if (route.sends) {
+      it('a trial plan → 402 plan_required', async () => {
+        expect(await send(route, `Bearer ${keys.trial}`, sendingExample(route))).toMatchObject({ status: 402, body: { code: 'plan_required' } });
+      });
+      it('an unconfirmed account email → 409 email_not_confirmed', async () => {
+        expect(await send(route, `Bearer ${keys.unconfirmed}`, sendingExample(route))).toMatchObject({ status: 409, body: { code: 'email_not_confirmed' } });
+      });
+    }
+  });
+
+  it('created nothing in the directory', async () => {
+    for (const id of orgIds) expect(await contacts.contacts.count(id)).toBe(0);
+  });
+});

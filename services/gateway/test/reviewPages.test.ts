@@ -1,0 +1,41 @@
+import type { schedulerV1 } from '@rrs/proto';
+import { messagePage, reviewPage, unsubscribePage } from '../src/form/pages';
+
+const form = (over: Partial<schedulerV1.ReviewForm> = {}): schedulerV1.ReviewForm => ({
+  token: 't'.repeat(22), locationName: 'Кофейня <Тверская>', locale: 'ru', rating: 0, feedbackGiven: false, lowRatingThreshold: 3,
+  reviewLinks: [{ provider: 'yandex', url: 'https://yandex.example/r' }, { provider: 'evil', url: 'javascript:alert(1)' }],
+  organizationName: 'Coffee Co', unsubscribed: false, email: 'a@example.com', ...over,
+});
+
+/** The review form's HTML: language by organization locale, escaping, and what each state shows. */
+describe('review form pages', () => {
+  it('renders Russian for a ru organization, English otherwise, with the location name escaped', () => {
+    const ru = reviewPage(form(), 'c', '/r/x');
+    expect(ru).toContain('<html lang="ru">');
+    expect(ru).toContain('Как вы оцените «Кофейня &lt;Тверская&gt;»?');
+    expect(ru).not.toContain('<Тверская>');
+    expect(ru.match(/type="radio"/g)).toHaveLength(5);
+    const en = reviewPage(form({ locale: 'en', locationName: 'Cafe' }), 'c', '/r/x');
+    expect(en).toContain('How would you rate Cafe?');
+  });
+
+  it('after a rating shows the public links to every rater, and the feedback form only for a low one', () => {
+    const high = reviewPage(form({ rating: 5 }), 'c', '/r/x');
+    expect(high).toContain('href="https://yandex.example/r"');
+    expect(high).not.toContain('javascript:');
+    expect(high).not.toContain('<textarea');
+    const low = reviewPage(form({ rating: 3 }), 'c', '/r/x');
+    expect(low).toContain('href="https://yandex.example/r"');
+    expect(low).toContain('<textarea');
+    expect(low).toContain('action="/r/x/feedback"');
+    expect(reviewPage(form({ rating: 2, feedbackGiven: true }), 'c', '/r/x')).not.toContain('<textarea');
+  });
+
+  it('unsubscribe and message pages', () => {
+    expect(unsubscribePage(form(), 'c', '/u/x')).toContain('a@example.com');
+    expect(unsubscribePage(form({ unsubscribed: true }), '', '/u/x')).toContain('data-testid="unsubscribed"');
+    const nf = messagePage('notFound');
+    expect(nf).toContain('Ссылка не найдена');
+    expect(nf).toContain('This review link is not valid');
+  });
+});

@@ -1,0 +1,83 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SpanKind } from '@opentelemetry/api';
+import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { buildConfig, startAllInOne, type RunningAllInOne } from '@rrs/all-in-one';
+import { startTracing, type Tracing } from '@rrs/runtime';
+import { createTestDatabase, testContext, waitFor, type TestDatabase } from '@rrs/testkit';
+
+/**
+ * One cascade step, traced: every service in one process (as `npm start`, against a test database and
+ * the in-process bus) with the OpenTelemetry SDK exporting to memory. The step's dispatch, its handling
+ * by the email sender, the send, the result and the scheduler applying it are one trace, carried in the
+ * bus messages' headers.
+ */
+describe('tracing across a cascade step', () => {
+  const exporter = new InMemorySpanExporter();
+  let tracing: Tracing | null;
+  let db: TestDatabase;
+  let ctx: ReturnType<typeof testContext>;
+  let running: RunningAllInOne;
+  const dataDir = mkdtempSync(join(tmpdir(), 'rrs-trace-'));
+
+  beforeAll(async () => {
+    tracing = startTracing({ serviceName: 'review-request-service', spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    db = await createTestDatabase();
+    ctx = testContext('all-in-one');
+    running = await startAllInOne(buildConfig({ DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn' }), ctx);
+  });
+  afterAll(async () => {
+    await ctx?.stop();
+    await db?.drop();
+    await tracing?.shutdown();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('gives the dispatch, the send and the applied result of a step one trace id', async () => {
+    const auth = { authorization: `Bearer ${running.demo.apiKey}`, 'content-type': 'application/json' };
+    const { locations } = (await (await fetch(`${running.url}/api/v1/locations`, { headers: auth })).json()) as { locations: Array<{ id: string }> };
+    const locationId = locations[0]?.id;
+    expect(locationId).toBeDefined();
+    const res = await fetch(`${running.url}/api/v1/cascades`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ locationId, recipients: [{ name: 'Anna', email: 'anna@example.com' }] }),
+    });
+    expect(res.status).toBe(202);
+
+    const send = await waitFor(() => exporter.getFinishedSpans().find((s) => s.name === 'send EMAIL'), { timeoutMs: 20_000, what: 'the email step sent' });
+    const traceId = send.spanContext().traceId;
+    const stepId = send.attributes['rrs.step_id'];
+    expect(typeof stepId).toBe('string');
+
+    const inTrace = (): ReadableSpan[] => exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+    await waitFor(() => inTrace().some((s) => s.name === 'process steps.result'), { timeoutMs: 20_000, what: "the scheduler's handling of the result" });
+    const names = new Set(inTrace().map((s) => s.name));
+    for (const name of ['publish steps.email', 'process steps.email', 'send EMAIL', 'publish steps.result', 'process steps.result']) {
+      expect({ name, inTrace: names.has(name) }).toEqual({ name, inTrace: true });
+    }
+    // The trace starts at the dispatch: the step's publication has no parent.
+    const dispatch = inTrace().find((s) => s.name === 'publish steps.email');
+    expect(dispatch?.parentSpanContext).toBeUndefined();
+    expect(running.outbox.list().some((m) => m.stepId === stepId)).toBe(true);
+  });
+
+  it('continues the API caller\'s trace into the gRPC call that starts the cascade', async () => {
+    const auth = { authorization: `Bearer ${running.demo.apiKey}`, 'content-type': 'application/json' };
+    const { locations } = (await (await fetch(`${running.url}/api/v1/locations`, { headers: auth })).json()) as { locations: Array<{ id: string }> };
+    const caller = '0af7651916cd43dd8448eb211c80319c';
+    exporter.reset();
+    const res = await fetch(`${running.url}/api/v1/cascades`, {
+      method: 'POST',
+      headers: { ...auth, traceparent: `00-${caller}-b7ad6b7169203331-01` },
+      body: JSON.stringify({ locationId: locations[0].id, recipients: [{ name: 'Boris', email: 'boris@example.com' }] }),
+    });
+    expect(res.status).toBe(202);
+    const start = await waitFor(() => exporter.getFinishedSpans().find((s) => s.attributes['rpc.method'] === 'StartCascade'), { what: 'the StartCascade span' });
+    expect(start.spanContext().traceId).toBe(caller);
+    const server = await waitFor(() => exporter.getFinishedSpans().find((s) => s.kind === SpanKind.SERVER && s.attributes['http.request.method'] === 'POST'), { what: 'the HTTP span' });
+    expect(server.spanContext().traceId).toBe(caller);
+    expect(server.parentSpanContext?.spanId).toBe('b7ad6b7169203331');
+  });
+});
