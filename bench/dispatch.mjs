@@ -129,9 +129,38 @@ try {
   theirs = { seconds: gSeconds, rate: STEPS / gSeconds };
   await runner.stop();
 
+  // The bus alone, same run, same message size: how fast one leg (publish → deliver → ack) can go with
+  // no PostgreSQL at all. A step takes two such legs (StepDue, StepResult), so half of this bounds the
+  // whole pipeline on this machine whatever the scheduler does.
+  const sample = busV1.StepDue.encode({
+    stepId: '0190e0e0-0000-7000-8000-000000000000', attemptId: '0190e0e0-0000-7000-8000-000000000000:1', attempt: 1, organizationId: ORG,
+    cascadeId: ORG, recipientId: ORG, channel: 'EMAIL', recipient: { name: 'N1', email: 'b0.1@example.com', phone: '' },
+    location: { id: 'loc', name: 'Bench cafe', address: '', city: '' }, template: { subject: 'Rate {{location}}', body: 'Hi {{name}}: {{link}}' },
+    reviewUrl: 'http://127.0.0.1/r/0123456789012345678901', unsubscribeUrl: 'http://127.0.0.1/u/0123456789012345678901', locale: 'en', dueAt: new Date(), dispatchedAt: new Date(),
+  }).finish();
+  const rawPublish = async (subject, tag) => {
+    const p0 = process.hrtime.bigint();
+    for (let i = 0; i < STEPS; i += 1000) {
+      await Promise.all(Array.from({ length: Math.min(1000, STEPS - i) }, (_, k) => bus.publish(subject, sample, { msgId: `${tag}-${i + k}` })));
+    }
+    return STEPS / (Number(process.hrtime.bigint() - p0) / 1e9);
+  };
+  const publishOnly = await rawPublish('steps.rawpub', 'p');
+  let acked = 0;
+  const r0 = process.hrtime.bigint();
+  const rawSub = await bus.consume({ stream: 'STEPS', durable: 'bench-raw', filterSubject: 'steps.rawleg', concurrency: 1024 }, async (msg) => {
+    acked++;
+    msg.ack();
+  });
+  await rawPublish('steps.rawleg', 'l');
+  await waitUntil(async () => acked >= STEPS, MAX_MS, 'raw leg consumed');
+  const leg = STEPS / (Number(process.hrtime.bigint() - r0) / 1e9);
+  await rawSub.drain();
+
   console.log(`dispatch on ${cpus().length} cores (load ${loadavg()[0].toFixed(1)}), ${STEPS} due steps, bus: ${bus.kind}`);
   console.log(`  scheduler (PG → bus → no-op sender → result → PG): ${ours.seconds.toFixed(2)} s → ${Math.round(ours.rate)} steps/s`);
   console.log(`  graphile-worker, ${STEPS} no-op jobs, same PG      : ${theirs.seconds.toFixed(2)} s → ${Math.round(theirs.rate)} jobs/s`);
+  console.log(`  bus alone (${bus.kind}), same run: publish ${Math.round(publishOnly)} msg/s; publish → consume → ack ${Math.round(leg)} msg/s → ceiling for 2 legs per step ≈ ${Math.round(leg / 2)} steps/s`);
   console.log(`  ratio ${(ours.rate / theirs.rate).toFixed(2)}   target: ≥ 10000 steps/s → ${ours.rate >= 10000 ? 'MET' : 'NOT MET'}`);
 } finally {
   await ctx.lifecycle.shutdown('bench done');

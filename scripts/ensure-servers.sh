@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Makes sure PostgreSQL, Redis and NATS (with JetStream) answer on their standard loopback ports, as the
-# integration tests need. A server that is down is started; one that is not installed is installed
-# from Debian's packages first. Exits non-zero, naming the server, when one still can't be reached:
+# Makes sure PostgreSQL, Redis and NATS (with JetStream) answer on their standard loopback ports, and that
+# Debian's Chromium is installed, as the integration and browser tests need. A server that is down is
+# started; one that is not installed is installed from Debian's packages first. Exits non-zero, naming the server, when one still can't be reached:
 # tests never skip because a server is missing.
 set -uo pipefail
 
@@ -84,6 +84,15 @@ ensure() { # name port starter
 ensure PostgreSQL "$PG_PORT" start_postgres
 ensure Redis "$REDIS_PORT" start_redis
 ensure NATS "$NATS_PORT" start_nats
+
+# The browser tests drive Debian's Chromium (playwright-core never downloads a browser).
+if [ ! -x /usr/bin/chromium ]; then
+  echo "ensure-servers: installing Debian's chromium for the browser tests"
+  if ! apt_install chromium; then
+    echo "ensure-servers: FAILED: chromium could not be installed" >&2
+    failed=1
+  fi
+fi
 
 # NATS must have JetStream on, not just answer.
 if [ "$failed" = 0 ] && ! node -e "

@@ -3,6 +3,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from '@rrs/testkit';
 
 /**
  * `npm start`'s process, run as a user would: every service in one process on embedded PostgreSQL and
@@ -118,6 +119,49 @@ describe('all-in-one (npm start)', () => {
     expect(((await res.json()) as { organization: { name: string } }).organization.name).toBe('Demo Coffee');
     expect(running.output().match(/demo organization seeded/g)).toBeNull();
   });
+
+  it('with DELAY_MINUTE_MS=200 runs a demo cascade end to end: email, SMS after the fast hour, then the review form', async () => {
+    // Also proves a restarted process (with data) stops cleanly.
+    expect(await stop(running!.child)).toBe(0);
+    running = undefined;
+    running = await start({ ...env(), DELAY_MINUTE_MS: '200' });
+    const url = `http://localhost:${port}`;
+    expect(running.output()).toMatch(/DELAY_MINUTE_MS: +200 /);
+    expect(running.output()).toContain(`Dev inbox:                  ${url}/dev/inbox`);
+    const api = (path: string, init: RequestInit = {}) =>
+      fetch(`http://127.0.0.1:${port}/api/v1${path}`, { ...init, headers: { authorization: `Bearer ${running!.apiKey}`, 'content-type': 'application/json', ...init.headers } });
+
+    const { locations } = (await (await api('/locations')).json()) as { locations: Array<{ id: string; name: string }> };
+    expect(locations).toHaveLength(1);
+    const started = await api('/cascades', { method: 'POST', body: JSON.stringify({ locationId: locations[0].id, recipients: [{ name: 'Anna', email: 'anna@example.com', phone: '+7 916 123-45-67' }] }) });
+    expect(started.status).toBe(202);
+    const cascade = (await started.json()) as { id: string; queued: number };
+    expect(cascade.queued).toBe(1);
+
+    type Message = { channel: string; to: string; text: string; link: string; sentAt: string };
+    const messages = async () => ((await (await fetch(`http://127.0.0.1:${port}/dev/messages`)).json()) as { messages: Message[] }).messages;
+    const email = await waitFor(async () => (await messages()).find((m) => m.channel === 'EMAIL' && m.to === 'anna@example.com'), { what: 'the email in the dev inbox' });
+    expect((await messages()).some((m) => m.channel === 'SMS')).toBe(false);
+    // The demo flow's SMS is 60 flow minutes after the email: 12 s with this clock.
+    const sms = await waitFor(async () => (await messages()).find((m) => m.channel === 'SMS' && m.to === '+79161234567'), { what: 'the SMS in the dev inbox', timeoutMs: 25_000, intervalMs: 200 });
+    expect(Date.parse(sms.sentAt) - Date.parse(email.sentAt)).toBeGreaterThanOrEqual(60 * 200 - 500);
+
+    const got = await waitFor(async () => {
+      const body = (await (await api(`/cascades/${cascade.id}`)).json()) as { recipients: Array<{ steps: Array<{ channel: string; status: string }> }> };
+      return body.recipients[0].steps.every((st) => st.status === 'sent') ? body : undefined;
+    }, { what: 'both steps sent' });
+    expect(got.recipients[0].steps.map((st) => [st.channel, st.status])).toEqual([['EMAIL', 'sent'], ['SMS', 'sent']]);
+
+    expect(email.link).toMatch(new RegExp(`^${url}/r/[0-9A-Za-z]+$`));
+    expect(email.text).toContain(email.link);
+    const form = await fetch(`http://127.0.0.1:${port}${new URL(email.link).pathname}`);
+    expect(form.status).toBe(200);
+    expect(form.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await form.text()).toContain('Demo Coffee on Tverskaya');
+
+    expect(await stop(running.child)).toBe(0);
+    running = undefined;
+  }, 45_000);
 
   it('fails at start with a message naming a bad variable', async () => {
     const child = spawn(process.execPath, [MAIN], { env: { ...process.env, PORT: 'eighty' }, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -42,7 +42,8 @@ describe('tracing across a cascade step', () => {
     const res = await fetch(`${running.url}/api/v1/cascades`, {
       method: 'POST',
       headers: auth,
-      body: JSON.stringify({ locationId, recipients: [{ name: 'Anna', email: 'anna@example.com' }] }),
+      // One step, so the recipient finishes (and its event is relayed) as soon as the result is applied.
+      body: JSON.stringify({ locationId, channel: 'EMAIL', recipients: [{ name: 'Anna', email: 'anna@example.com' }] }),
     });
     expect(res.status).toBe(202);
 
@@ -57,9 +58,16 @@ describe('tracing across a cascade step', () => {
     for (const name of ['publish steps.email', 'process steps.email', 'send EMAIL', 'publish steps.result', 'process steps.result']) {
       expect({ name, inTrace: names.has(name) }).toEqual({ name, inTrace: true });
     }
-    // The trace starts at the dispatch: the step's publication has no parent.
+    // The trace starts at the API request: the step's publication is a child of the StartCascade call
+    // made by POST /cascades (the context is stored with the cascade).
     const dispatch = inTrace().find((s) => s.name === 'publish steps.email');
-    expect(dispatch?.parentSpanContext).toBeUndefined();
+    const post = inTrace().find((s) => s.kind === SpanKind.SERVER && s.attributes['http.request.method'] === 'POST');
+    const start = inTrace().find((s) => s.attributes['rpc.method'] === 'StartCascade' && s.kind === SpanKind.SERVER);
+    expect(post).toBeDefined();
+    expect(start).toBeDefined();
+    expect(dispatch?.parentSpanContext?.spanId).toBe(start?.spanContext().spanId);
+    // ... and it ends with the finish event relayed to integrators, in the same trace.
+    await waitFor(() => inTrace().some((s) => s.name === 'publish events.cascade.recipient.finished'), { timeoutMs: 20_000, what: 'the finish event published in the trace' });
     expect(running.outbox.list().some((m) => m.stepId === stepId)).toBe(true);
   });
 

@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import { readEnv, envField, type Env } from '@rrs/runtime';
 import { z } from 'zod';
+import { DEFAULT_MINUTE_MS, fastClock } from '@rrs/cascade-scheduler';
 
 export interface AllInOneConfig {
   host: string;
@@ -16,6 +17,8 @@ export interface AllInOneConfig {
   demoApiKey?: string;
   adminToken?: string;
   publicBaseUrl: string;
+  /** Length of one flow minute (`DELAY_MINUTE_MS`); below 60000 only outside production. */
+  minuteMs: number;
   logLevel: string;
 }
 
@@ -35,6 +38,8 @@ export function buildConfig(env: Env): AllInOneConfig {
       DEMO_API_KEY: z.string().regex(/^rrs_[0-9A-Za-z]{36}$/, 'must be an API key: rrs_ followed by 36 letters and digits').optional(),
       ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
       PUBLIC_BASE_URL: envField.url(['http', 'https']).optional(),
+      DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
+      NODE_ENV: envField.nodeEnv(),
       LOG_LEVEL: envField.logLevel(),
     },
     env,
@@ -50,6 +55,7 @@ export function buildConfig(env: Env): AllInOneConfig {
     demoApiKey: e.DEMO_API_KEY,
     adminToken: e.ADMIN_TOKEN,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ''),
+    minuteMs: fastClock(e.DELAY_MINUTE_MS, e.NODE_ENV),
     logLevel: e.LOG_LEVEL,
   };
 }

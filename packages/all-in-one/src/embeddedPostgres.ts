@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { Client as PgClient } from 'pg';
 import type { Logger } from '@rrs/runtime';
 
 export interface RunningPostgres {
@@ -29,10 +30,49 @@ export async function startEmbeddedPostgres(options: { dir: string; port: number
     await pg.initialise();
   }
   await pg.start();
+  const url = `postgres://postgres:postgres@127.0.0.1:${options.port}/postgres`;
   return {
-    url: `postgres://postgres:postgres@127.0.0.1:${options.port}/postgres`,
-    stop: () => pg.stop(),
+    url,
+    stop: async () => {
+      await waitForClientsToClose(url, options.logger);
+      await pg.stop();
+    },
   };
+}
+
+/** How long the stop waits for the services' connections to close before PostgreSQL shuts down anyway. */
+export const CLIENT_CLOSE_WAIT_MS = 3_000;
+
+/**
+ * A pg pool's end() resolves once its clients are removed, while their sockets are still closing; a
+ * "fast" shutdown landing in that gap terminates those backends (57P01) and the clients emit 'error'
+ * after their services have stopped. So the stop waits, bounded, until no other client is connected,
+ * and names what is still connected when the wait runs out.
+ */
+async function waitForClientsToClose(url: string, logger: Logger): Promise<void> {
+  // A plain client, not a pool: its own end() is awaited, so it is gone before the shutdown starts.
+  const client = new PgClient({ connectionString: url, application_name: 'all-in-one shutdown' });
+  client.on('error', (err) => logger.warn({ err }, 'shutdown connection to embedded PostgreSQL lost'));
+  try {
+    await client.connect();
+    const deadline = Date.now() + CLIENT_CLOSE_WAIT_MS;
+    for (;;) {
+      const { rows } = await client.query<{ applicationName: string; state: string | null }>(
+        `SELECT application_name AS "applicationName", state FROM pg_stat_activity
+          WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+      );
+      if (rows.length === 0) return;
+      if (Date.now() >= deadline) {
+        logger.warn({ connections: rows }, 'connections still open when embedded PostgreSQL stops');
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  } catch (err) {
+    logger.warn({ err }, 'could not list the connections before stopping embedded PostgreSQL');
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 /**

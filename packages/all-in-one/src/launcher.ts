@@ -49,7 +49,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
 
   const contacts = await startContacts({ databaseUrl, ...grpc }, log('contacts'));
   const scheduler = await startScheduler(
-    { databaseUrl, ...busConfig, ...grpc, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: config.publicBaseUrl },
+    { databaseUrl, ...busConfig, ...grpc, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: config.publicBaseUrl, minuteMs: config.minuteMs },
     log('cascade-scheduler'),
     { bus },
   );

@@ -29,6 +29,8 @@ async function main(): Promise<void> {
         `Review-request service is running at ${running.url} (started in ${Date.now() - started} ms)`,
         `  Demo organization API key: ${running.demo.apiKey}`,
         `  Admin token:                ${running.demo.adminToken}`,
+        `  Dev inbox:                  ${running.url}/dev/inbox`,
+        `  DELAY_MINUTE_MS:            ${config.minuteMs}${config.minuteMs === 60_000 ? '' : ' (fast clock: one flow minute lasts this many ms)'}`,
         `  Try: curl -H "Authorization: Bearer ${running.demo.apiKey}" ${running.url}/api/v1/ping`,
         '',
       ].join('\n') + '\n',

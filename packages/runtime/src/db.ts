@@ -14,6 +14,8 @@ export interface PoolOptions {
   schema: string;
   max?: number;
   applicationName?: string;
+  /** Where lost connections are reported (warn); silent without one. */
+  logger?: Logger;
 }
 
 export function createPool(options: PoolOptions): pg.Pool {
@@ -25,8 +27,14 @@ export function createPool(options: PoolOptions): pg.Pool {
     options: `-c search_path=${options.schema}`,
     idleTimeoutMillis: 30_000,
   });
-  // An idle client losing its connection must not crash the process; the pool replaces it.
-  pool.on('error', () => undefined);
+  // A client losing its connection (the server restarted, the backend was terminated) emits 'error'; with
+  // no listener that would crash the process. An idle client is dropped by the pool; a checked-out one
+  // fails its query in flight on its own and is discarded when released with that error.
+  const lost = (err: Error): void => options.logger?.warn({ err, schema: options.schema }, 'database connection lost');
+  pool.on('error', lost);
+  pool.on('connect', (client) => {
+    client.on('error', lost);
+  });
   return pool;
 }
 

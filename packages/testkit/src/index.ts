@@ -119,10 +119,11 @@ export function testLogger(service = 'test'): Logger & { lines: string[] } {
 }
 
 /** A service context for starting services inside a test; `stop()` runs the shutdown sequence. */
-export function testContext(service = 'test'): ServiceContext & { stop(): Promise<void> } {
+export function testContext(service = 'test'): ServiceContext & { logger: Logger & { lines: string[] }; stop(): Promise<void> } {
   const logger = testLogger(service);
   const lifecycle = new Lifecycle(logger, 10_000);
   const health = new Health();
   return { logger, lifecycle, health, stop: () => lifecycle.shutdown('test done') };
 }
 export * from './openapi';
+export * from './browser';

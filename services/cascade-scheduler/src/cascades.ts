@@ -1,7 +1,7 @@
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
 import { eventSubject, EVENT_TYPES, schedulerV1 } from '@rrs/proto';
 import { runIdempotent, type IdempotencyRequest } from '@rrs/idempotency';
-import { AppError, inTransaction, type Pool, type PoolClient } from '@rrs/runtime';
+import { AppError, injectTraceContext, inTransaction, type Pool, type PoolClient } from '@rrs/runtime';
 import { tokenBatch, uuidv7Batch } from './ids';
 import type { Directory, LocationInfo, SendingProfile } from './directory';
 import { canReachAny, stop, type StepStatus } from './engine';
@@ -328,11 +328,13 @@ async function insertCascade(client: PoolClient, input: StartCascadeInput, flow:
   const queued = n - skippedIdx.length;
   const status = queued === 0 ? 'finished' : 'running';
   const templates = templatesByChannel(profile);
+  // The StartCascade span's context: every message of this cascade is published as its child.
+  const traceContext = injectTraceContext({});
   await client.query(
     `WITH c AS (
        INSERT INTO cascades (id, organization_id, location_id, name, flow_id, channel, external_id, status, locale, templates, flow_steps,
-                             recipients_total, skipped, active_recipients, created_at, finished_at)
-       VALUES ($1::uuid, $2::uuid, $3::text, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::timestamptz, CASE WHEN $14::int = 0 THEN $15::timestamptz END)
+                             recipients_total, skipped, active_recipients, created_at, finished_at, trace_context)
+       VALUES ($1::uuid, $2::uuid, $3::text, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::timestamptz, CASE WHEN $14::int = 0 THEN $15::timestamptz END, $35::jsonb)
      ), rr AS (
        INSERT INTO review_requests (id, organization_id, token, location_id, recipient_id, customer_name, contact, created_at)
        SELECT u.id, $2::uuid, u.token, $3::text, u.rid, u.name, coalesce(nullif(u.email, ''), u.phone), $15::timestamptz
@@ -356,6 +358,7 @@ async function insertCascade(client: PoolClient, input: StartCascadeInput, flow:
       input.recipients.map((_, i) => i), input.recipients.map((r) => r.contactId ?? ''), input.recipients.map((r) => r.contactExternalId ?? ''),
       rStatus, rReason,
       sId, sRecipient, sOrder, sChannel, sDelay, sStatus, sDue, sReason,
+      JSON.stringify(traceContext),
     ],
   );
   if (skippedIdx.length) {
@@ -373,7 +376,7 @@ async function insertCascade(client: PoolClient, input: StartCascadeInput, flow:
         steps: flow.steps.map((s) => ({ order: s.order, channel: s.channel, status: 'skipped', reason: 'no_contact', sentAt: null, reroutedTo: '' })),
         finishedAt: now,
       }),
-    );
+    ).map((e) => ({ ...e, headers: traceContext }));
     await writeOutbox(client, eventSubject(EVENT_TYPES.cascadeRecipientFinished), events);
   }
   if (queued > 0) await client.query('SELECT pg_notify($1, $2)', [DUE_CHANNEL, String(now.getTime())]);

@@ -20,7 +20,20 @@ export interface SchedulerConfig {
   /** How long (flow minutes) a low rating's finish event waits for the private feedback. */
   feedbackWindowMinutes: number;
   dispatchBatchSize: number;
+  /** Flow minutes a dispatched step waits for its sender's result before the watchdog acts. */
+  stepResultTimeoutMinutes: number;
+  /** Dispatches of a step without a result before it fails `no_result`. */
+  stepResultMaxAttempts: number;
 }
+
+/**
+ * A sender retries a step for at most SENDER_MAX_DELIVER (10) deliveries, backing off 1 s doubling to
+ * 60 s (243 s of waits) with up to SENDER_ACK_WAIT_MS (30 s) per delivery: about 9 minutes. Twice
+ * that and more covers a provider's Retry-After and a short backlog, so the watchdog acts only on
+ * results that are really lost.
+ */
+export const DEFAULT_STEP_RESULT_TIMEOUT_MINUTES = 30;
+export const DEFAULT_STEP_RESULT_MAX_ATTEMPTS = 3;
 
 export function buildConfig(env: Env): SchedulerConfig {
   const e = readEnv(
@@ -38,6 +51,8 @@ export function buildConfig(env: Env): SchedulerConfig {
       DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
       FEEDBACK_WINDOW_MINUTES: envField.int(30, 0),
       DISPATCH_BATCH_SIZE: envField.int(500, 1),
+      STEP_RESULT_TIMEOUT_MINUTES: envField.int(DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, 1),
+      STEP_RESULT_MAX_ATTEMPTS: envField.int(DEFAULT_STEP_RESULT_MAX_ATTEMPTS, 1),
     },
     env,
   );
@@ -54,6 +69,8 @@ export function buildConfig(env: Env): SchedulerConfig {
     minuteMs: fastClock(e.DELAY_MINUTE_MS, e.NODE_ENV),
     feedbackWindowMinutes: e.FEEDBACK_WINDOW_MINUTES,
     dispatchBatchSize: e.DISPATCH_BATCH_SIZE,
+    stepResultTimeoutMinutes: e.STEP_RESULT_TIMEOUT_MINUTES,
+    stepResultMaxAttempts: e.STEP_RESULT_MAX_ATTEMPTS,
   };
 }
 

@@ -1,5 +1,5 @@
 import { busV1, stepSubject } from '@rrs/proto';
-import { counter, histogram, injectTraceContext, type Bus, type Logger, type Pool, type PoolClient } from '@rrs/runtime';
+import { counter, histogram, type Bus, type Logger, type Pool, type PoolClient } from '@rrs/runtime';
 import { tokenUrl } from './cascades';
 import type { ConfiguredChannels } from './directory';
 import { addressFor, fire, type Dispatch, type FireChecks, type Timing } from './engine';
@@ -128,7 +128,8 @@ export async function startDispatcher(o: DispatcherOptions): Promise<RunningDisp
         dispatches.map(({ state, d }) =>
           o.bus.publish(stepSubject(d.channel), busV1.StepDue.encode(stepDue(state, d, o.publicBaseUrl, now)).finish(), {
             msgId: d.attemptId,
-            headers: injectTraceContext({}),
+            // The cascade's start is the parent of its steps' publication (the bus wrapper reads it).
+            headers: state.meta.traceContext,
           }),
         ),
       );

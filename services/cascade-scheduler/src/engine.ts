@@ -217,6 +217,24 @@ export function fire(state: RecipientState, step: StepState, checks: FireChecks,
   return { step, attemptId: `${step.id}:${step.attempt}`, channel: step.sentChannel };
 }
 
+/**
+ * A dispatched step whose result never came (the sender never answered, or its result was lost): it is
+ * dispatched again as a new attempt — the sender's send log is keyed by step id, so a step that was sent
+ * is reported again, not sent again — or, on its last attempt, fails `no_result` and the recipient moves on.
+ */
+export function resultTimedOut(state: RecipientState, step: StepState, lastAttempt: boolean, t: Timing): void {
+  if (step.status !== 'dispatched') return;
+  if (lastAttempt) {
+    fail(state, step, NO_RESULT, t);
+    return;
+  }
+  step.status = 'scheduled';
+  step.dueAt = t.now;
+  touch(state, step);
+}
+
+export const NO_RESULT = 'no_result';
+
 export type Outcome = 'SENT' | 'FAILED' | 'NO_BALANCE' | 'UNREACHABLE' | 'DELIVERED' | 'UNDELIVERED';
 
 /**
@@ -246,7 +264,9 @@ export function applyResult(state: RecipientState, step: StepState, attemptId: s
   }
   const current = step.status === 'dispatched' && attemptId === `${step.id}:${step.attempt}`;
   if (!current) {
-    if (outcome === 'SENT' && step.sentAt === null && step.status === 'canceled') {
+    // A message that went out after all (a late result of a canceled or `no_result` step) keeps its send time.
+    const settledWithoutResult = step.status === 'canceled' || (step.status === 'failed' && step.reason === NO_RESULT);
+    if (outcome === 'SENT' && step.sentAt === null && settledWithoutResult) {
       step.sentAt = t.now;
       touch(state, step);
     }

@@ -1,5 +1,5 @@
 export { buildConfig, fastClock, DEFAULT_MINUTE_MS, type SchedulerConfig } from './config';
-export { startScheduler, guardPoolClients, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, SCHEMA, MIGRATIONS_DIR } from './service';
+export { startScheduler, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, SCHEMA, MIGRATIONS_DIR } from './service';
 export { consumeStepResults, applyStepResults, type StepResultHandler } from './results';
 export { startDispatcher, type RunningDispatcher, type DispatcherOptions } from './dispatcher';
 export { startOutboxRelay } from './outbox';
@@ -9,3 +9,4 @@ export { Cascades, MAX_RECIPIENTS, type StartCascadeInput, type RecipientInput }
 export { Reviews, TOKEN_PATTERN } from './reviews';
 export { ConfiguredChannels, grpcDirectory, type Directory, type SendingProfile, type LocationInfo } from './directory';
 export * as engine from './engine';
+export { startResultWatchdog, type RunningWatchdog, type ResultWatchdogOptions } from './watchdog';

@@ -36,13 +36,13 @@ export async function startOutboxRelay(o: OutboxRelayOptions): Promise<{ stop():
     const client = await o.pool.connect();
     try {
       await client.query('BEGIN');
-      const { rows } = await client.query<{ id: number; msg_id: string; subject: string; payload: Buffer }>(
-        `SELECT id, msg_id, subject, payload FROM outbox WHERE published_at IS NULL AND available_at <= clock_timestamp()
+      const { rows } = await client.query<{ id: number; msg_id: string; subject: string; payload: Buffer; headers: Record<string, string> }>(
+        `SELECT id, msg_id, subject, payload, headers FROM outbox WHERE published_at IS NULL AND available_at <= clock_timestamp()
           ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
         [batchSize],
       );
       if (rows.length) {
-        await Promise.all(rows.map((r) => o.bus.publish(r.subject, new Uint8Array(r.payload), { msgId: r.msg_id })));
+        await Promise.all(rows.map((r) => o.bus.publish(r.subject, new Uint8Array(r.payload), { msgId: r.msg_id, headers: r.headers })));
         await client.query('UPDATE outbox SET published_at = clock_timestamp() WHERE id = ANY($1::bigint[])', [rows.map((r) => r.id)]);
       }
       await client.query('COMMIT');

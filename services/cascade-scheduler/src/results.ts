@@ -28,6 +28,24 @@ function rowIdOf(r: busV1.StepResult): string | null {
 export type StepResultHandler = (result: busV1.StepResult) => Promise<void>;
 
 /**
+ * Redelivery of a result that could not be applied (PostgreSQL down, a lock timeout): exponential from
+ * `baseMs`, capped at `maxMs`. With the defaults (1 s doubling to 60 s) and `RESULT_MAX_DELIVER`
+ * deliveries a result survives a database outage of about 16 hours; a result is the only record that a
+ * message went out, so dropping it early would make the watchdog send the step again.
+ */
+export const RESULT_MAX_DELIVER = 1000;
+export interface RedeliveryBackoff {
+  baseMs: number;
+  maxMs: number;
+}
+export const RESULT_BACKOFF: RedeliveryBackoff = { baseMs: 1_000, maxMs: 60_000 };
+
+export function redeliveryDelayMs(deliveryCount: number, backoff: RedeliveryBackoff = RESULT_BACKOFF): number {
+  const doublings = Math.min(Math.max(0, deliveryCount - 1), 30);
+  return Math.min(backoff.maxMs, backoff.baseMs * 2 ** doublings);
+}
+
+/**
  * Applies batches of step results in one transaction each. A result is recorded once per
  * (attempt, outcome) in `step_results` in the same transaction that applies it, so a redelivered
  * message changes nothing.
@@ -89,8 +107,19 @@ export async function consumeStepResults(
   bus: Bus,
   pool: Pool,
   logger: Logger,
-  options: { minuteMs: number; batchSize?: number; parallel?: number; concurrency?: number; onApplied?: StepResultHandler },
+  options: {
+    minuteMs: number;
+    batchSize?: number;
+    parallel?: number;
+    concurrency?: number;
+    onApplied?: StepResultHandler;
+    /** Tests shorten these; see RESULT_BACKOFF and RESULT_MAX_DELIVER. */
+    backoff?: RedeliveryBackoff;
+    maxDeliver?: number;
+  },
 ): Promise<Subscription> {
+  const backoff = options.backoff ?? RESULT_BACKOFF;
+  const maxDeliver = options.maxDeliver ?? RESULT_MAX_DELIVER;
   const batchSize = options.batchSize ?? 500;
   const parallel = options.parallel ?? 2;
   const queue: Array<{ result: busV1.StepResult; done: (err?: unknown) => void }> = [];
@@ -118,7 +147,7 @@ export async function consumeStepResults(
   };
 
   return bus.consume(
-    { stream: 'STEPS', durable: 'scheduler-results', filterSubject: STEP_RESULT_SUBJECT, concurrency: options.concurrency ?? 2048 },
+    { stream: 'STEPS', durable: 'scheduler-results', filterSubject: STEP_RESULT_SUBJECT, concurrency: options.concurrency ?? 2048, maxDeliver },
     async (msg: BusMessage) => {
       let result: busV1.StepResult;
       try {
@@ -132,8 +161,11 @@ export async function consumeStepResults(
         queue.push({
           result,
           done: (err) => {
-            if (err) msg.nak(Math.min(30_000, 500 * msg.deliveryCount));
-            else msg.ack();
+            if (!err) msg.ack();
+            else {
+              if (msg.deliveryCount >= maxDeliver) logger.error({ err, seq: msg.seq, attemptId: result.attemptId }, 'step result dropped after its last delivery');
+              msg.nak(redeliveryDelayMs(msg.deliveryCount, backoff));
+            }
             resolve();
           },
         });

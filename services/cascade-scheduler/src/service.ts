@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { contactsV1 } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS_DIR, schedulePurge } from '@rrs/idempotency';
-import { createGrpcClient, createPool, migrate, openBus, startGrpcServer, type Bus, type Logger, type Pool, type ServiceContext } from '@rrs/runtime';
-import { DEFAULT_MINUTE_MS, type SchedulerConfig } from './config';
+import { createGrpcClient, createPool, migrate, openBus, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
+import { DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, type SchedulerConfig } from './config';
 import { Cascades } from './cascades';
 import { ConfiguredChannels, grpcDirectory, type Directory } from './directory';
 import { startDispatcher, type DispatcherOptions, type RunningDispatcher } from './dispatcher';
@@ -12,6 +12,7 @@ import { startOutboxRelay } from './outbox';
 import { consumeStepResults, type StepResultHandler } from './results';
 import { Reviews } from './reviews';
 import { schedulerGrpcService } from './server';
+import { startResultWatchdog } from './watchdog';
 
 export const SCHEMA = 'scheduler';
 export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
@@ -31,7 +32,7 @@ export interface SchedulerDeps {
 }
 
 export type SchedulerStartConfig = Pick<SchedulerConfig, 'databaseUrl' | 'natsUrl' | 'busPrefix' | 'grpcHost' | 'grpcPort'> &
-  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize'>>;
+  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts'>>;
 
 export interface RunningScheduler {
   grpcPort: number;
@@ -45,9 +46,8 @@ export interface RunningScheduler {
 export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceContext, deps: SchedulerDeps = {}): Promise<RunningScheduler> {
   const minuteMs = config.minuteMs ?? DEFAULT_MINUTE_MS;
   const publicBaseUrl = config.publicBaseUrl ?? 'http://localhost:8080';
-  const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, applicationName: 'cascade-scheduler', max: 20 });
+  const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, applicationName: 'cascade-scheduler', max: 20, logger: ctx.logger });
   ctx.lifecycle.onStop('scheduler pool', () => pool.end());
-  guardPoolClients(pool, ctx.logger);
   await migrate(pool, { schema: SCHEMA, dir: MIGRATIONS_DIR, logger: ctx.logger });
   await migrate(pool, { schema: SCHEMA, dir: IDEMPOTENCY_MIGRATIONS_DIR, component: 'idempotency', logger: ctx.logger });
   ctx.lifecycle.onStop('idempotency purge', schedulePurge(pool, 3_600_000, (err) => ctx.logger.warn({ err }, 'idempotency purge failed')));
@@ -78,6 +78,12 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
       afterPublish: deps.afterPublish,
     });
     ctx.lifecycle.onStop('dispatcher', () => dispatcher?.stop());
+    const watchdog = startResultWatchdog({
+      pool, logger: ctx.logger, minuteMs,
+      timeoutMinutes: config.stepResultTimeoutMinutes ?? DEFAULT_STEP_RESULT_TIMEOUT_MINUTES,
+      maxAttempts: config.stepResultMaxAttempts ?? DEFAULT_STEP_RESULT_MAX_ATTEMPTS,
+    });
+    ctx.lifecycle.onStop('result watchdog', () => watchdog.stop());
   }
   const relay = await startOutboxRelay({ pool, bus, notifier, logger: ctx.logger });
   ctx.lifecycle.onStop('outbox relay', () => relay.stop());
@@ -94,14 +100,4 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   ctx.lifecycle.onStop('scheduler gRPC server', () => server.stop());
   ctx.logger.info({ port: server.port, minuteMs }, 'cascade-scheduler gRPC listening');
   return { grpcPort: server.port, bus, flows, cascades, reviews, dispatcher };
-}
-
-/**
- * A client that loses its connection while checked out emits 'error'; without a listener that would
- * crash the process. The query in flight fails on its own and the client is discarded on release.
- */
-export function guardPoolClients(pool: Pool, logger: Logger): void {
-  pool.on('connect', (client) => {
-    client.on('error', (err) => logger.warn({ err }, 'database connection lost'));
-  });
 }

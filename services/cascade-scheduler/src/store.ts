@@ -22,6 +22,8 @@ export interface RecipientMeta {
   templates: Record<string, { subject: string; body: string }>;
   token: string;
   location: { id: string; name: string; address: string; city: string };
+  /** The trace context the cascade was started in (empty when untraced): headers of its messages. */
+  traceContext: Record<string, string>;
 }
 
 export type LoadedRecipient = RecipientState & {
@@ -32,7 +34,7 @@ export type LoadedRecipient = RecipientState & {
 
 const RECIPIENT_COLUMNS = `r.id, r.cascade_id, r.organization_id, r.name, r.email, r.phone, r.status, r.finish_reason,
   r.rating, r.rated_at, r.feedback, r.finished_at, r.contact_external_id, r.review_request_id,
-  c.external_id AS cascade_external_id, c.location_id, c.locale, c.templates, rr.token, coalesce(ls.name, '') AS location_name,
+  c.external_id AS cascade_external_id, c.location_id, c.locale, c.templates, c.trace_context, rr.token, coalesce(ls.name, '') AS location_name,
   coalesce(ls.address, '') AS location_address, coalesce(ls.city, '') AS location_city`;
 
 interface RecipientRow {
@@ -54,6 +56,7 @@ interface RecipientRow {
   location_id: string;
   locale: string;
   templates: RecipientMeta['templates'];
+  trace_context: Record<string, string>;
   token: string;
   location_name: string;
   location_address: string;
@@ -104,6 +107,7 @@ function toState(r: RecipientRow): LoadedRecipient {
       templates: r.templates,
       token: r.token,
       location: { id: r.location_id, name: r.location_name, address: r.location_address, city: r.location_city },
+      traceContext: r.trace_context,
     },
   };
 }
@@ -173,18 +177,50 @@ export async function claimDue(client: PoolClient, now: Date, limit: number): Pr
       FOR UPDATE OF s, r SKIP LOCKED`,
     [now, limit],
   );
+  if (due.length === 0) return { states: new Map(), stepIds: [] };
+  const states = await loadClaimed(client, due.map((d) => d.recipient_id));
+  return { states, stepIds: due.map((d) => d.step_id) };
+}
+
+/** Loads recipients this transaction already holds locked, with their steps. */
+async function loadClaimed(client: PoolClient, recipientIds: string[]): Promise<Map<string, LoadedRecipient>> {
   const states = new Map<string, LoadedRecipient>();
-  if (due.length === 0) return { states, stepIds: [] };
   const { rows } = await client.query<RecipientRow>(
     `SELECT ${RECIPIENT_COLUMNS}
        FROM recipients r JOIN cascades c ON c.id = r.cascade_id JOIN review_requests rr ON rr.id = r.review_request_id
        LEFT JOIN location_snapshots ls ON ls.organization_id = c.organization_id AND ls.location_id = c.location_id
       WHERE r.id = ANY($1::uuid[])`,
-    [[...new Set(due.map((d) => d.recipient_id))]],
+    [[...new Set(recipientIds)]],
   );
   for (const row of rows) states.set(row.id, toState(row));
   await attachSteps(client, states);
-  return { states, stepIds: due.map((d) => d.step_id) };
+  return states;
+}
+
+/**
+ * Claims up to `limit` steps dispatched at or before `before` that still have no result, with their
+ * recipients (SKIP LOCKED like the dispatcher), counting one more result timeout on each.
+ */
+export async function claimTimedOut(
+  client: PoolClient,
+  before: Date,
+  limit: number,
+): Promise<{ states: Map<string, LoadedRecipient>; steps: Array<{ stepId: string; timeouts: number }> }> {
+  const { rows: due } = await client.query<{ step_id: string; recipient_id: string }>(
+    `SELECT s.id AS step_id, s.recipient_id
+       FROM recipient_steps s JOIN recipients r ON r.id = s.recipient_id
+      WHERE s.status = 'dispatched' AND s.dispatched_at <= $1
+      ORDER BY s.dispatched_at LIMIT $2
+      FOR UPDATE OF s, r SKIP LOCKED`,
+    [before, limit],
+  );
+  if (due.length === 0) return { states: new Map(), steps: [] };
+  const { rows: counted } = await client.query<{ id: string; result_timeouts: number }>(
+    'UPDATE recipient_steps SET result_timeouts = result_timeouts + 1 WHERE id = ANY($1::uuid[]) RETURNING id, result_timeouts',
+    [due.map((d) => d.step_id)],
+  );
+  const states = await loadClaimed(client, due.map((d) => d.recipient_id));
+  return { states, steps: counted.map((c) => ({ stepId: c.id, timeouts: c.result_timeouts })) };
 }
 
 function finishEvent(state: LoadedRecipient, now: Date): { msgId: string; payload: Uint8Array } {
@@ -234,7 +270,7 @@ export async function saveStates(client: PoolClient, states: Iterable<LoadedReci
     if (state.finishedNow) {
       state.finishedNow = false;
       finishedByCascade.set(state.recipient.cascadeId, (finishedByCascade.get(state.recipient.cascadeId) ?? 0) + 1);
-      events.push({ ...finishEvent(state, now), recipientId: state.recipient.id, availableAt: state.eventNotBefore ?? now });
+      events.push({ ...finishEvent(state, now), recipientId: state.recipient.id, availableAt: state.eventNotBefore ?? now, headers: state.meta.traceContext });
     }
   }
   if (steps.length) {
@@ -300,13 +336,18 @@ export interface OutboxEvent {
   payload: Uint8Array;
   recipientId?: string;
   availableAt?: Date;
+  /** Trace context to publish with (see RecipientMeta.traceContext). */
+  headers?: Record<string, string>;
 }
 
 export async function writeOutbox(client: PoolClient, subject: string, events: OutboxEvent[]): Promise<void> {
   await client.query(
-    `INSERT INTO outbox (msg_id, subject, payload, recipient_id, available_at)
-     SELECT m, $1, p, r, coalesce(a, clock_timestamp()) FROM unnest($2::text[], $3::bytea[], $4::uuid[], $5::timestamptz[]) AS u(m, p, r, a)`,
-    [subject, events.map((e) => e.msgId), events.map((e) => Buffer.from(e.payload)), events.map((e) => e.recipientId ?? null), events.map((e) => e.availableAt ?? null)],
+    `INSERT INTO outbox (msg_id, subject, payload, recipient_id, available_at, headers)
+     SELECT m, $1, p, r, coalesce(a, clock_timestamp()), h FROM unnest($2::text[], $3::bytea[], $4::uuid[], $5::timestamptz[], $6::jsonb[]) AS u(m, p, r, a, h)`,
+    [
+      subject, events.map((e) => e.msgId), events.map((e) => Buffer.from(e.payload)), events.map((e) => e.recipientId ?? null),
+      events.map((e) => e.availableAt ?? null), events.map((e) => JSON.stringify(e.headers ?? {})),
+    ],
   );
   const earliest = Math.min(...events.map((e) => e.availableAt?.getTime() ?? 0));
   await client.query('SELECT pg_notify($1, $2)', [OUTBOX_CHANNEL, String(earliest)]);

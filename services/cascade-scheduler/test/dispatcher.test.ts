@@ -1,6 +1,6 @@
 import { createPool, type Bus, type Pool, type PublishAck } from '@rrs/runtime';
 import { testLogger, waitFor } from '@rrs/testkit';
-import { ConfiguredChannels, guardPoolClients, Notifier, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
+import { ConfiguredChannels, Notifier, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
 import { LOCATION, ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
 
 /** A bus that counts what each dispatcher publishes (the stream would hide a double publish). */
@@ -37,8 +37,7 @@ describe('dispatcher replicas and crashes (Postgres + JetStream)', () => {
   });
 
   async function replica(bus: Bus, options: { batchSize: number; loops?: number; afterPublish?: Parameters<typeof startDispatcher>[0]['afterPublish'] }) {
-    const pool = createPool({ url: h.db.url, schema: SCHEMA });
-    guardPoolClients(pool, testLogger());
+    const pool = createPool({ url: h.db.url, schema: SCHEMA, logger: testLogger() });
     const notifier = new Notifier(h.db.url, SCHEMA, testLogger());
     const entry: (typeof extra)[number] = { pool, notifier };
     extra.push(entry);

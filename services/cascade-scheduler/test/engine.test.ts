@@ -2,7 +2,7 @@ import { ConfigError } from '@rrs/runtime';
 import { buildConfig, engine } from '../src';
 import { tokenBatch, uuidv7Batch } from '../src/ids';
 
-const { applyResult, fire, rate, scheduleNext, start } = engine;
+const { applyResult, fire, rate, resultTimedOut, scheduleNext, start } = engine;
 const MIN = 1000;
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms);
 
@@ -27,6 +27,34 @@ describe('engine', () => {
     expect(d).toMatchObject({ attemptId: 's1:1', channel: 'EMAIL' });
     applyResult(s, s.steps[0], 's1:1', 'SENT', '', { now: at(20), minuteMs: MIN });
     expect(s.steps[1]).toMatchObject({ status: 'scheduled', dueAt: at(20 + 5 * MIN) });
+  });
+
+  it('a timed-out step fires again as the next attempt; only that attempt\'s result counts', () => {
+    const s = recipient('a@x', '', [['EMAIL', 0], ['EMAIL', 5]]);
+    start(s, { now: at(0), minuteMs: MIN });
+    fire(s, s.steps[0], all, { now: at(0), minuteMs: MIN });
+    resultTimedOut(s, s.steps[0], false, { now: at(100), minuteMs: MIN });
+    expect(s.steps[0]).toMatchObject({ status: 'scheduled', dueAt: at(100), attempt: 1 });
+    expect(fire(s, s.steps[0], all, { now: at(101), minuteMs: MIN })).toMatchObject({ attemptId: 's1:2' });
+    applyResult(s, s.steps[0], 's1:1', 'SENT', '', { now: at(102), minuteMs: MIN });
+    expect(s.steps[0]).toMatchObject({ status: 'dispatched', sentAt: null });
+    applyResult(s, s.steps[0], 's1:2', 'SENT', '', { now: at(103), minuteMs: MIN });
+    expect(s.steps[0]).toMatchObject({ status: 'sent', sentAt: at(103) });
+    expect(s.steps[1]).toMatchObject({ status: 'scheduled', dueAt: at(103 + 5 * MIN) });
+  });
+
+  it('on its last attempt a timed-out step fails no_result and the next step is due at once; a late SENT keeps its time', () => {
+    const s = recipient('a@x', '', [['EMAIL', 0], ['EMAIL', 5]]);
+    start(s, { now: at(0), minuteMs: MIN });
+    fire(s, s.steps[0], all, { now: at(0), minuteMs: MIN });
+    resultTimedOut(s, s.steps[0], true, { now: at(100), minuteMs: MIN });
+    expect(s.steps[0]).toMatchObject({ status: 'failed', reason: 'no_result' });
+    expect(s.steps[1]).toMatchObject({ status: 'scheduled', dueAt: at(100) });
+    applyResult(s, s.steps[0], 's1:1', 'SENT', '', { now: at(150), minuteMs: MIN });
+    expect(s.steps[0]).toMatchObject({ status: 'failed', reason: 'no_result', sentAt: at(150) });
+    // A step that is no longer dispatched is left alone.
+    resultTimedOut(s, s.steps[0], false, { now: at(200), minuteMs: MIN });
+    expect(s.steps[0].status).toBe('failed');
   });
 
   it('skips at fire time and moves on at once when nothing was sent', () => {
@@ -109,6 +137,12 @@ describe('config', () => {
     expect(() => buildConfig({ ...env, DELAY_MINUTE_MS: '50', NODE_ENV: 'production' })).toThrow(ConfigError);
     expect(() => buildConfig({ ...env, DELAY_MINUTE_MS: '50', NODE_ENV: 'production' })).toThrow(/DELAY_MINUTE_MS/);
     expect(buildConfig({ ...env, NODE_ENV: 'production' }).minuteMs).toBe(60_000);
+  });
+  it('reads the result watchdog settings (30 minutes, 3 attempts by default) and refuses a zero', () => {
+    expect(buildConfig(env)).toMatchObject({ stepResultTimeoutMinutes: 30, stepResultMaxAttempts: 3 });
+    expect(buildConfig({ ...env, STEP_RESULT_TIMEOUT_MINUTES: '90', STEP_RESULT_MAX_ATTEMPTS: '5' })).toMatchObject({ stepResultTimeoutMinutes: 90, stepResultMaxAttempts: 5 });
+    expect(() => buildConfig({ ...env, STEP_RESULT_TIMEOUT_MINUTES: '0' })).toThrow(/STEP_RESULT_TIMEOUT_MINUTES/);
+    expect(() => buildConfig({ ...env, STEP_RESULT_MAX_ATTEMPTS: '0' })).toThrow(/STEP_RESULT_MAX_ATTEMPTS/);
   });
 });
 

@@ -1,7 +1,7 @@
 import { busV1, eventsV1, stepSubject, STEP_RESULT_SUBJECT } from '@rrs/proto';
 import { AppError, createPool, type Bus, type Pool, type Subscription } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { startScheduler, SCHEMA, type Directory, type RunningScheduler, type SchedulerDeps, type SendingProfile } from '../src';
+import { startScheduler, SCHEMA, type Directory, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, type SendingProfile } from '../src';
 
 export const ORG = '0190e0e0-0000-7000-8000-000000000001';
 export const OTHER_ORG = '0190e0e0-0000-7000-8000-000000000002';
@@ -98,7 +98,9 @@ export interface Harness {
 }
 
 /** A scheduler on a fresh database and a fresh JetStream prefix, with the fast clock. */
-export async function startHarness(options: { minuteMs?: number; kind?: 'jetstream' | 'memory'; deps?: SchedulerDeps; feedbackWindowMinutes?: number } = {}): Promise<Harness> {
+export async function startHarness(
+  options: { minuteMs?: number; kind?: 'jetstream' | 'memory'; deps?: SchedulerDeps; feedbackWindowMinutes?: number; config?: Partial<SchedulerStartConfig> } = {},
+): Promise<Harness> {
   const db = await createTestDatabase();
   const tb = await createTestBus(options.kind ?? 'jetstream');
   await tb.bus.ensureStreams();
@@ -108,6 +110,7 @@ export async function startHarness(options: { minuteMs?: number; kind?: 'jetstre
     {
       databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0,
       minuteMs: options.minuteMs ?? 50, publicBaseUrl: 'http://reviews.test', feedbackWindowMinutes: options.feedbackWindowMinutes ?? 2,
+      ...options.config,
     },
     ctx,
     { bus: tb.bus, directory, channelsCacheMs: 0, ...options.deps },

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
 import { AppError, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
 import { runIdempotent, type Codec, type IdempotencyRequest } from '@rrs/idempotency';
-import { asUuid, checkText, FieldErrors, isUuid } from './validation';
+import { asUuid, checkText, FieldErrors, invalidField, isUuid } from './validation';
 
 export interface Contact {
   id: string;
@@ -79,7 +79,8 @@ export class ContactBook {
   /**
    * Creates or updates a contact (POST /contacts). Checks run in this order, all before any write:
    * fields (400), sending rules when `startCascade` (402 `plan_required`, 409 `email_not_confirmed`),
-   * the location (404), then the cascade itself. With an Idempotency-Key the answer is saved in the same
+   * the location (404), and with `startCascade` a location at all (400 `/locationId`). The cascade
+   * itself is started by the caller (the gateway) with the cascade scheduler once this returns. With an Idempotency-Key the answer is saved in the same
    * transaction as the write.
    */
   async upsert(input: ContactSubmission, idempotency?: IdempotencyRequest): Promise<UpsertResult & { replayed: boolean }> {
@@ -97,10 +98,10 @@ export class ContactBook {
         if (!org.emailConfirmed) throw new AppError(409, 'email_not_confirmed', "confirm the account's email address before sending messages");
       }
       if (normalized.fields.locationId) await requireLocation(client, input.organizationId, normalized.fields.locationId);
-      if (input.startCascade) {
-        // Placing the contact in a cascade is wired by the cascade scheduler; until then the request is
-        // refused as a whole rather than saving the contact and silently not starting anything.
-        throw new AppError(501, 'not_implemented', 'startCascade is not available yet on this server; submit the contact without it, then start a cascade with POST /cascades');
+      // The cascade of `startCascade` runs at the contact's location; without one the request is refused
+      // before the write, so a 400 never leaves a saved contact behind.
+      if (input.startCascade && !(await effectiveLocation(client, input.organizationId, normalized))) {
+        throw invalidField('/locationId', 'startCascade needs the contact to have a location: send locationId (an id from GET /locations)');
       }
       return write(client, input.organizationId, normalized);
     }, { ttlMs: this.options.idempotencyTtlMs });
@@ -184,6 +185,19 @@ async function requireLocation(client: PoolClient, organizationId: string, locat
   if (!found) {
     throw new AppError(404, 'not_found', `location ${locationId} not found`, { details: { errors: [{ pointer: '/locationId', detail: 'no such location in this organization' }] } });
   }
+}
+
+/** The location the contact will have once written: the one sent (null when cleared), else the stored one. */
+async function effectiveLocation(client: PoolClient, organizationId: string, n: Normalized): Promise<string | null> {
+  if ('locationId' in n.fields) return n.fields.locationId ?? null;
+  if (n.externalId === null) return null;
+  const { rows } = await client.query<{ locationId: string | null }>(
+    `SELECT location_id AS "locationId" FROM contacts c
+      WHERE c.organization_id = $1 AND c.external_id = $2
+        AND EXISTS (SELECT 1 FROM locations l WHERE l.id = c.location_id AND l.deleted_at IS NULL)`,
+    [organizationId, n.externalId],
+  );
+  return rows[0]?.locationId ?? null;
 }
 
 const FIELD_COLUMNS = { name: 'name', email: 'email', phone: 'phone', locationId: 'location_id', consentAt: 'consent_at', attributes: 'attributes' } as const;

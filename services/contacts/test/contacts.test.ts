@@ -128,10 +128,23 @@ describe('UpsertContact over gRPC', () => {
       expect(await contactsOf(unconfirmed.id)).toBe(0);
     });
 
-    it('is refused with 501 not_implemented until cascades are wired, and creates nothing', async () => {
+    it('needs a location: 400 naming /locationId when neither the request nor the stored contact has one, and saves nothing', async () => {
       const before = await contactsOf();
-      expect(await failure(upsert({ externalId: 'sc', email: 'a@example.com', startCascade: true }))).toMatchObject({ status: 501, code: 'not_implemented' });
+      expect(await failure(upsert({ externalId: 'sc', email: 'a@example.com', startCascade: true }))).toMatchObject({ status: 400, code: 'invalid_request', details: { errors: [{ pointer: '/locationId' }] } });
+      expect(await failure(upsert({ externalId: 'sc', email: 'a@example.com', locationId: '', startCascade: true }))).toMatchObject({ status: 400, details: { errors: [{ pointer: '/locationId' }] } });
       expect(await contactsOf()).toBe(before);
+      // A stored contact keeps its location when the request leaves it out; clearing it is refused.
+      await upsert({ externalId: 'sc-stored', email: 'b@example.com', locationId: location.id });
+      expect(await failure(upsert({ externalId: 'sc-stored', name: 'Cleared', locationId: '', startCascade: true }))).toMatchObject({ status: 400, details: { errors: [{ pointer: '/locationId' }] } });
+      const kept = await upsert({ externalId: 'sc-stored', name: 'Kept', startCascade: true });
+      expect(kept.contact).toMatchObject({ name: 'Kept', locationId: location.id });
+      expect(await contactsOf()).toBe(before + 1);
+    });
+
+    it('saves the contact with its location; the cascade itself is started by the caller', async () => {
+      const r = await upsert({ externalId: 'sc-new', email: 'c@example.com', locationId: location.id, startCascade: true });
+      expect(r.created).toBe(true);
+      expect(r.contact).toMatchObject({ externalId: 'sc-new', locationId: location.id });
     });
   });
 

@@ -69,7 +69,12 @@ export function createApp(deps: AppDeps): express.Express {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const route = (res.locals.route as string | undefined) ?? (req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched');
-      httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, Number(process.hrtime.bigint() - started) / 1e9);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, seconds);
+      // One line per request, joined to its trace by the logger's mixin; probes and scrapes are not logged.
+      if (!OPS_PATHS.has(req.path)) {
+        deps.logger.info({ requestId: id, method: req.method, route, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10 }, 'request');
+      }
     });
     next();
   });

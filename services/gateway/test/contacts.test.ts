@@ -141,20 +141,6 @@ describe('contacts and locations through the gateway', () => {
       expect(await stored('unconfirmed')).toBe(0);
     });
 
-    it('answers 501 not_implemented for startCascade until cascades are wired, and creates nothing', async () => {
-      const before = await stored();
-      // Checked against the operation's own 501 response only: the shared Problem schema enumerates the
-      // gateway's catalog of codes, which does not list this temporary, route-specific code.
-      const raw = await fetch(`${base}/api/v1/contacts`, { method: 'POST', headers: { authorization: `Bearer ${keys.paid}`, 'content-type': 'application/json' }, body: JSON.stringify({ externalId: 'sc-1', email: 'a@example.com', startCascade: true }) });
-      expect(raw.status).toBe(501);
-      expect(raw.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-      const body = await raw.json();
-      expect(body).toMatchObject({ status: 501, code: 'not_implemented', instance: '/api/v1/contacts' });
-      const documented = (api.doc as any).paths['/contacts'].post.responses['501'].content['application/problem+json'].schema.allOf[1].properties.code.enum;
-      expect(documented).toEqual(['not_implemented']);
-      expect(await stored()).toBe(before);
-    });
-
     it('answers a repeat with the same Idempotency-Key from the saved response, creating nothing', async () => {
       const before = await stored();
       const body = { name: 'Idempotent', email: 'i@example.com' };

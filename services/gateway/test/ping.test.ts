@@ -64,6 +64,13 @@ describe('GET /api/v1/ping through gateway and contacts', () => {
     expect(res.headers.get('x-request-id')).toBe('crm-req-42');
   });
 
+  it('logs one JSON line per request with its request id, and never the key', async () => {
+    await ping({ authorization: `Bearer ${key}`, 'x-request-id': 'crm-req-log' });
+    const line = ctx.logger.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.requestId === 'crm-req-log' && l.msg === 'request');
+    expect(line).toMatchObject({ level: 'info', method: 'GET', route: '/api/v1/ping', status: 200 });
+    expect(ctx.logger.lines.join('\n')).not.toContain(key);
+  });
+
   it('answers unknown routes with a not_found problem', async () => {
     const res = await api.fetch(`${base}/api/v1/nope`, { headers: { authorization: `Bearer ${key}` } });
     expect(res.status).toBe(404);

@@ -1,5 +1,5 @@
-import { chromium, type Browser } from 'playwright-core';
-import { waitFor } from '@rrs/testkit';
+import type { Browser } from 'playwright-core';
+import { launchBrowser, waitFor } from '@rrs/testkit';
 import { startCascadeStack, type CascadeStack } from './cascadeStack';
 
 /**
@@ -12,10 +12,7 @@ describe('review form /r/<token> in headless Chromium', () => {
 
   beforeAll(async () => {
     stack = await startCascadeStack();
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    browser = await launchBrowser();
   }, 30_000);
   afterAll(async () => {
     await browser?.close();

@@ -1,9 +1,9 @@
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { startContacts } from '@rrs/contacts';
 import { startScheduler } from '@rrs/cascade-scheduler';
 import { startGateway } from '@rrs/gateway';
-import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
+import { createTestBus, createTestDatabase, launchBrowser, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { DEFAULT_DELIVERY_POLICY, startWebhooks } from '../src';
 import { startScriptedSender } from '../../cascade-scheduler/test/harness';
 import { Receiver } from './support/receiver';
@@ -53,10 +53,7 @@ describe('a recipient rates on the form → the integrator receives cascade.reci
     locationId = (await contacts.directory.createLocation({ organizationId: org.id, name: 'Tverskaya', address: 'Tverskaya 1', city: 'Moscow', timeZone: 'Europe/Moscow', reviewLinks: [{ provider: 'google', url: 'https://g.example/r' }] })).id;
     await scheduler.flows.create({ organizationId: org.id, name: 'Email then SMS', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 1440 }] });
     sender = await startScriptedSender(tb.bus, ['EMAIL', 'SMS']);
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    browser = await launchBrowser();
   }, 30_000);
   afterAll(async () => {
     await browser?.close();

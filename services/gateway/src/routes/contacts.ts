@@ -1,5 +1,8 @@
 import type { contactsV1 } from '@rrs/proto';
+import { AppError } from '@rrs/runtime';
 import { defineRoute, z, type Route } from './registry';
+import { startContactCascade } from './cascades';
+import { checkSendingAllowed } from '../http/dispatch';
 import type { PublicRouteDeps } from '.';
 
 /*
@@ -34,7 +37,15 @@ const Contact = z.object({
 });
 const UpsertContactResponse = z.object({
   contact: Contact,
-  cascade: z.object({ id: z.string(), queued: z.number().int() }).nullable().meta({ description: 'The cascade started with `startCascade`, else null.' }),
+  cascade: z
+    .object({
+      id: z.string().meta({ description: 'Read it with GET /cascades/{id}.' }),
+      status: z.string().meta({ description: '`running`, or `finished` when the contact has no usable contact for any step.' }),
+      queued: z.number().int().meta({ description: '1 when the contact was put in the queue, 0 when skipped.' }),
+      skipped: z.number().int().meta({ description: '1 when the contact has no usable email or phone for any step of the flow.' }),
+    })
+    .nullable()
+    .meta({ description: 'The cascade started with `startCascade`, else null.' }),
 });
 
 type Nullable<T> = T | null | undefined;
@@ -65,22 +76,33 @@ export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
       summary: 'Create or update a contact',
       description:
         'Creates a contact, or updates the one with the same `externalId` in the organization (fields left out keep their value; null clears one). ' +
-        'One call per "order closed" event. With `startCascade: true` the contact is also placed in a cascade.',
+        'One call per "order closed" event. With `startCascade: true` the contact is also placed in a cascade of one recipient at its location ' +
+        "(`flowId`, or the organization's default flow); the contact must then have a location (sent or stored), else 400 naming `/locationId`. " +
+        'An unknown `flowId` (or no default flow) is 404 and saves nothing. A retry with the same Idempotency-Key replays the saved contact and cascade ' +
+        '(`Idempotent-Replayed: true` only when both were replayed) and creates neither a second contact nor a second cascade.',
       tags: ['contacts'],
       scope: 'contacts:write',
       rateLimited: true,
       sends: ({ body }) => body.startCascade === true,
       request: { body: ContactBody },
       responses: { 200: { description: 'The contact as stored.', body: UpsertContactResponse } },
-      errors: [
-        404,
-        { status: 501, code: 'not_implemented', description: '`startCascade: true` is not available on this server yet; nothing was saved. Submit the contact without it and start a cascade with POST /cascades.' },
-      ],
+      errors: [404, 'channel_not_configured'],
       example: { body: { externalId: 'crm-1042', name: 'Anna', email: 'anna@example.com', phone: '+7 916 123-45-67', consentAt: '2026-05-01T12:00:00+03:00', attributes: { orderId: 'A-77' } } },
+      sendingExample: { body: { externalId: 'crm-1042', name: 'Anna', email: 'anna@example.com', locationId: 'loc_1', startCascade: true } },
       handler: async ({ body, principal, metadata }) => {
+        const organizationId = principal.organization.id;
+        // The flow lives in the scheduler and the contact in contacts: no transaction spans both, so the
+        // flow is checked first and an unknown one saves nothing (the location is checked by contacts).
+        if (body.startCascade) {
+          // The principal comes from the auth cache, up to its TTL stale: the sending rules are checked again
+          // on the organization as contacts holds it now, so a plan just set to trial never reaches the scheduler.
+          const { organization } = await clients.contacts.getOrganization({ id: organizationId }, { metadata });
+          checkSendingAllowed({ ...principal, organization: { ...principal.organization, plan: organization!.plan, emailConfirmed: organization!.emailConfirmed } });
+          await requireFlow(clients, organizationId, body.flowId, metadata);
+        }
         const r = await clients.contacts.upsertContact(
           {
-            organizationId: principal.organization.id,
+            organizationId,
             externalId: body.externalId ?? undefined,
             name: presence(body.name),
             email: presence(body.email),
@@ -93,8 +115,36 @@ export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
           },
           { metadata },
         );
-        return { body: { contact: contactJson(r.contact!), cascade: null }, replayed: r.idempotentReplayed };
+        const contact = r.contact!;
+        if (!body.startCascade) return { body: { contact: contactJson(contact), cascade: null }, replayed: r.idempotentReplayed };
+        const cascade = await startContactCascade(
+          clients,
+          {
+            organizationId,
+            // contacts refuses startCascade without a location (400 /locationId) before writing.
+            locationId: contact.locationId!,
+            flowId: body.flowId,
+            contact: { id: contact.id, externalId: contact.externalId, name: contact.name, email: contact.email, phone: contact.phone },
+          },
+          metadata,
+        );
+        return {
+          body: { contact: contactJson(contact), cascade: { id: cascade.id, status: cascade.status, queued: cascade.queued, skipped: cascade.skipped } },
+          replayed: r.idempotentReplayed && cascade.replayed,
+        };
       },
     }),
   ];
+}
+
+/** 404 `not_found` (pointer `/flowId`) for a flow that is not the organization's, or when it has no default flow. */
+async function requireFlow(clients: PublicRouteDeps['clients'], organizationId: string, flowId: string | undefined, metadata: Record<string, string>): Promise<void> {
+  const { flows } = await clients.scheduler.listFlows({ organizationId }, { metadata });
+  if (flowId !== undefined) {
+    if (!flows.some((f) => f.id === flowId)) {
+      throw new AppError(404, 'not_found', `flow ${flowId} not found`, { details: { errors: [{ pointer: '/flowId', detail: 'no such flow in this organization' }] } });
+    }
+  } else if (!flows.some((f) => f.isDefault)) {
+    throw new AppError(404, 'not_found', 'the organization has no default flow; pass flowId', { details: { errors: [{ pointer: '/flowId', detail: 'no default flow; pass flowId' }] } });
+  }
 }

@@ -1,0 +1,84 @@
+import { busV1, STEP_RESULT_SUBJECT } from '@rrs/proto';
+import type { Pool, Subscription } from '@rrs/runtime';
+import { createTestBus, testLogger, waitFor, type TestBus } from '@rrs/testkit';
+import { consumeStepResults } from '../src';
+import { redeliveryDelayMs, RESULT_BACKOFF, RESULT_MAX_DELIVER } from '../src/results';
+import { LOCATION, ORG, recipientsInput, startHarness, type Harness } from './harness';
+
+describe('step results during a PostgreSQL outage', () => {
+  it('backs off exponentially to 60 s and keeps a result for about 16 hours of redeliveries', () => {
+    expect([1, 2, 3, 6, 7, 8, 1000].map((n) => redeliveryDelayMs(n))).toEqual([1_000, 2_000, 4_000, 32_000, 60_000, 60_000, 60_000]);
+    expect(RESULT_BACKOFF.maxMs).toBe(60_000);
+    let total = 0;
+    for (let n = 1; n < RESULT_MAX_DELIVER; n++) total += redeliveryDelayMs(n);
+    expect(total / 3_600_000).toBeGreaterThan(16);
+  });
+
+  describe('a consumer whose database is down for several deliveries (Postgres + JetStream)', () => {
+    let h: Harness;
+    let bus: TestBus;
+    let sub: Subscription | undefined;
+
+    beforeAll(async () => {
+      h = await startHarness({ deps: { noDispatcher: true } });
+      // Its own bus prefix, so the harness scheduler's own results consumer never sees these results.
+      bus = await createTestBus('jetstream');
+      await bus.bus.ensureStreams();
+    });
+    afterAll(async () => {
+      await sub?.drain();
+      await bus.cleanup();
+      await h.close();
+    });
+
+    it('naks with growing delays while applying fails, then applies the result once the database is back', async () => {
+      const { result } = await h.scheduler.cascades.start({
+        organizationId: ORG, locationId: LOCATION, name: 'outage', flowId: '', channel: 'EMAIL', externalId: 'outage-1',
+        recipients: recipientsInput(1, () => ({ email: 'outage@example.com' })),
+      });
+      // The step as the dispatcher leaves it: published, waiting for its result.
+      const { rows } = await h.pool.query<{ id: string }>(
+        `UPDATE recipient_steps SET status = 'dispatched', attempt = 1, dispatched_at = now() WHERE cascade_id = $1 RETURNING id`,
+        [result.id],
+      );
+      const stepId = rows[0].id;
+
+      const failures = 5;
+      const attempts: number[] = [];
+      const down = new Proxy(h.pool, {
+        get(target, prop, receiver) {
+          if (prop !== 'connect') return Reflect.get(target, prop, receiver);
+          return async () => {
+            attempts.push(Date.now());
+            if (attempts.length <= failures) throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
+            return target.connect();
+          };
+        },
+      }) as Pool;
+      sub = await consumeStepResults(bus.bus, down, testLogger(), { minuteMs: 50, backoff: { baseMs: 40, maxMs: 200 }, maxDeliver: 20 });
+      await bus.bus.publish(
+        STEP_RESULT_SUBJECT,
+        busV1.StepResult.encode({
+          stepId, attemptId: `${stepId}:1`, channel: 'EMAIL', outcome: busV1.StepOutcome.STEP_OUTCOME_SENT,
+          reason: '', providerMessageId: 'p-1', parts: 1, at: new Date(), organizationId: ORG,
+        }).finish(),
+        { msgId: `${stepId}:1:SENT` },
+      );
+
+      const step = await waitFor(async () => {
+        const r = await h.pool.query<{ status: string }>('SELECT status FROM recipient_steps WHERE id = $1', [stepId]);
+        return r.rows[0].status === 'sent' ? r.rows[0] : undefined;
+      }, { what: 'result applied after the outage', timeoutMs: 10_000 });
+      expect(step.status).toBe('sent');
+      expect(attempts).toHaveLength(failures + 1);
+      const gaps = attempts.slice(1).map((t, i) => t - attempts[i]);
+      // 40, 80, 160, 200 (capped), 200 ms; a little early is timer jitter, never a retry storm.
+      const expected = [40, 80, 160, 200, 200];
+      expect(gaps.map((g, i) => g >= expected[i] - 15)).toEqual(expected.map(() => true));
+      const { rows: results } = await h.pool.query('SELECT outcome FROM step_results WHERE attempt_id = $1', [`${stepId}:1`]);
+      expect(results).toEqual([{ outcome: 'STEP_OUTCOME_SENT' }]);
+      const c = await h.scheduler.cascades.get(ORG, result.id);
+      expect(c.recipients[0]).toMatchObject({ status: 'finished', finishReason: 'exhausted' });
+    });
+  });
+});
