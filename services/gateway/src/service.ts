@@ -95,11 +95,31 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
-  ctx.lifecycle.onStop('gateway HTTP server', () => new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  }));
+  ctx.lifecycle.onStop('gateway HTTP server', () => stopHttpServer(server, SHUTDOWN_GRACE_MS));
   const port = (server.address() as AddressInfo).port;
   ctx.logger.info({ port }, 'gateway listening');
   return { port, url: `http://127.0.0.1:${port}`, clients };
+}
+
+const SHUTDOWN_GRACE_MS = 5_000;
+
+/**
+ * Stops taking requests and lets those in flight finish. Keep-alive connections would otherwise hold
+ * the server open for their whole idle timeout: idle ones are closed at once and again as busy ones
+ * go idle, a request arriving on one is answered with `Connection: close`, and whatever is still open
+ * after the grace period is cut.
+ */
+export function stopHttpServer(server: http.Server, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.on('request', (_req, res: http.ServerResponse) => res.setHeader('connection', 'close'));
+    const idle = setInterval(() => server.closeIdleConnections(), 250);
+    const force = setTimeout(() => server.closeAllConnections(), graceMs);
+    force.unref();
+    server.close(() => {
+      clearInterval(idle);
+      clearTimeout(force);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
 }

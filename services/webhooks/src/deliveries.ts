@@ -47,11 +47,23 @@ export async function storeEvent(client: PoolClient | Pool, event: StoredEvent):
 }
 
 /**
+ * W3C trace context (`traceparent`, `tracestate`) as headers, from `injectTraceContext`: the context each
+ * attempt of a delivery is traced in. Kept for the span only; receivers never get it.
+ */
+export type TraceCarrier = Record<string, string>;
+
+/**
  * Creates the deliveries of an event: one per enabled endpoint of its organization subscribed to its
  * type (or to the one endpoint given). Keyed by (event, endpoint), so running it again adds nothing.
- * Returns the ids of the new deliveries.
+ * `traceContext` is the context of the work queuing them (see TraceCarrier). Returns the ids of the
+ * new deliveries.
  */
-export async function createDeliveries(client: PoolClient | Pool, event: { id: string; type: string; organizationId: string }, onlyEndpointId?: string): Promise<string[]> {
+export async function createDeliveries(
+  client: PoolClient | Pool,
+  event: { id: string; type: string; organizationId: string },
+  options: { onlyEndpointId?: string; traceContext?: TraceCarrier } = {},
+): Promise<string[]> {
+  const { onlyEndpointId } = options;
   const { rows: endpoints } = await client.query<{ id: string }>(
     onlyEndpointId
       ? `SELECT id FROM endpoints WHERE organization_id = $1 AND disabled_at IS NULL AND id = $2`
@@ -61,10 +73,10 @@ export async function createDeliveries(client: PoolClient | Pool, event: { id: s
   if (endpoints.length === 0) return [];
   const ids = endpoints.map(() => uuidv7());
   const { rows } = await client.query<{ id: string }>(
-    `INSERT INTO deliveries (id, event_id, endpoint_id, organization_id, status, next_attempt_at)
-     SELECT d.id, $1, d.endpoint_id, $2, 'pending', now() FROM unnest($3::uuid[], $4::uuid[]) AS d (id, endpoint_id)
+    `INSERT INTO deliveries (id, event_id, endpoint_id, organization_id, status, next_attempt_at, trace_context)
+     SELECT d.id, $1, d.endpoint_id, $2, 'pending', now(), $5 FROM unnest($3::uuid[], $4::uuid[]) AS d (id, endpoint_id)
      ON CONFLICT (event_id, endpoint_id) DO NOTHING RETURNING id`,
-    [event.id, event.organizationId, ids, endpoints.map((e) => e.id)],
+    [event.id, event.organizationId, ids, endpoints.map((e) => e.id), JSON.stringify(options.traceContext ?? {})],
   );
   if (rows.length > 0) await announceDue(client);
   return rows.map((r) => r.id);
@@ -93,6 +105,8 @@ export interface ClaimedDelivery {
   /** Attempts already made in the current schedule run. */
   retryIndex: number;
   claimToken: string;
+  /** The context the delivery was queued in: the parent of the attempt's span. */
+  traceContext: TraceCarrier;
 }
 
 /**
@@ -113,9 +127,9 @@ export async function claimDue(pool: Pool, limit: number, leaseMs: number): Prom
        SET next_attempt_at = now() + make_interval(secs => $2 / 1000.0), attempt_count = d.attempt_count + 1,
            claim_token = gen_random_uuid(), updated_at = now()
        FROM due WHERE d.id = due.id
-       RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.retry_index, d.claim_token
+       RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.retry_index, d.claim_token, d.trace_context
      )
-     SELECT c.id, c.event_id, c.endpoint_id, c.attempt_count, c.retry_index, c.claim_token, e.type, e.body, ep.url,
+     SELECT c.id, c.event_id, c.endpoint_id, c.attempt_count, c.retry_index, c.claim_token, c.trace_context, e.type, e.body, ep.url,
             ARRAY(SELECT s.secret FROM endpoint_secrets s WHERE s.endpoint_id = c.endpoint_id AND (s.expires_at IS NULL OR s.expires_at > now())
                   ORDER BY s.expires_at IS NULL DESC, s.created_at DESC) AS secrets
      FROM claimed c JOIN events e ON e.id = c.event_id JOIN endpoints ep ON ep.id = c.endpoint_id`,
@@ -132,6 +146,7 @@ export async function claimDue(pool: Pool, limit: number, leaseMs: number): Prom
     attemptNumber: r.attempt_count,
     retryIndex: r.retry_index,
     claimToken: r.claim_token,
+    traceContext: r.trace_context ?? {},
   }));
 }
 
@@ -139,6 +154,35 @@ export async function claimDue(pool: Pool, limit: number, leaseMs: number): Prom
 export async function nextDueAt(pool: Pool): Promise<Date | null> {
   const { rows } = await pool.query<{ at: Date | null }>(`SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = 'pending'`);
   return rows[0].at;
+}
+
+/** Pending deliveries by state; see countBacklog. */
+export interface DeliveryBacklog {
+  /** Due now and not held by a worker: waiting for a free worker slot. */
+  due: number;
+  /** Held by a worker (attempt in flight, within its claim lease). */
+  inFlight: number;
+  /** Waiting for their next attempt on the retry schedule (or a receiver's Retry-After). */
+  retryScheduled: number;
+  /** How long the longest-waiting due delivery has been due, in seconds (0 when none is due). */
+  oldestDueSeconds: number;
+}
+
+/**
+ * Counts the pending deliveries. It reads only pending rows, through the partial index deliveries_due
+ * (`WHERE status = 'pending'`), so its cost follows the backlog, not the size of the delivery log. A claim
+ * whose lease ran out (its worker died) counts as due again, as it is.
+ */
+export async function countBacklog(client: PoolClient | Pool): Promise<DeliveryBacklog> {
+  const { rows } = await client.query<{ due: string; in_flight: string; retry_scheduled: string; oldest_due_seconds: number }>(
+    `SELECT count(*) FILTER (WHERE next_attempt_at <= now()) AS due,
+            count(*) FILTER (WHERE next_attempt_at > now() AND claim_token IS NOT NULL) AS in_flight,
+            count(*) FILTER (WHERE next_attempt_at > now() AND claim_token IS NULL) AS retry_scheduled,
+            COALESCE(GREATEST(0, EXTRACT(EPOCH FROM now() - min(next_attempt_at))), 0)::float8 AS oldest_due_seconds
+     FROM deliveries WHERE status = 'pending'`,
+  );
+  const r = rows[0];
+  return { due: Number(r.due), inFlight: Number(r.in_flight), retryScheduled: Number(r.retry_scheduled), oldestDueSeconds: r.oldest_due_seconds };
 }
 
 export type AttemptOutcome = 'delivered' | 'retry' | 'failed';

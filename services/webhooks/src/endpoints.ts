@@ -1,5 +1,5 @@
 import { EVENT_TYPES, eventsV1 } from '@rrs/proto';
-import { AppError, inTransaction, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
+import { AppError, injectTraceContext, inTransaction, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
 import { runIdempotent, type Codec, type IdempotencyRequest } from '@rrs/idempotency';
 import { announceDue, createDeliveries, disableEndpoint, storeEvent, type DeliveryPolicy, type DisabledReason } from './deliveries';
 import { eventData, renderBody } from './payload';
@@ -218,6 +218,8 @@ export class WebhookEndpoints {
 
   /** Queues a `webhook.test` event for this one endpoint. */
   async sendTestEvent(organizationId: string, id: string, idempotency?: IdempotencyRequest): Promise<{ delivery: Delivery; replayed: boolean }> {
+    // The API call's context: the test delivery's attempts are traced as part of it.
+    const traceContext = injectTraceContext({});
     const { result: deliveryId, replayed } = await runIdempotent(this.pool, idempotency, idCodec, async (client) => {
       const endpoint = await this.load(client, organizationId, id, true);
       if (endpoint.disabled) throw endpointDisabled();
@@ -229,7 +231,7 @@ export class WebhookEndpoints {
         payload: { $case: 'webhookTest', webhookTest: { endpointId: id, message: 'A test event: this endpoint receives signed webhooks.' } },
       };
       await storeEvent(client, { id: event.id, type: event.type, organizationId, occurredAt: event.occurredAt as Date, payload: eventData(event), body: renderBody(event) });
-      const [created] = await createDeliveries(client, event, id);
+      const [created] = await createDeliveries(client, event, { onlyEndpointId: id, traceContext });
       return created;
     });
     if (!replayed) this.onQueued();
@@ -246,14 +248,16 @@ export class WebhookEndpoints {
 
   /** Sends a delivery again at once with a fresh retry schedule; the webhook-id stays the event id. */
   async replay(organizationId: string, endpointId: string, deliveryId: string, idempotency?: IdempotencyRequest): Promise<{ delivery: Delivery; replayed: boolean }> {
+    // A replay's attempts are traced under the replay call (the event's own trace ended with its retries).
+    const traceContext = injectTraceContext({});
     const { replayed } = await runIdempotent(this.pool, idempotency, idCodec, async (client) => {
       const endpoint = await this.load(client, organizationId, endpointId, true);
       if (!UUID.test(deliveryId)) throw notFound('delivery');
       if (endpoint.disabled) throw endpointDisabled();
       const { rowCount } = await client.query(
-        `UPDATE deliveries SET status = 'pending', retry_index = 0, next_attempt_at = now(), claim_token = NULL, updated_at = now()
+        `UPDATE deliveries SET status = 'pending', retry_index = 0, next_attempt_at = now(), claim_token = NULL, updated_at = now(), trace_context = $4
          WHERE id = $1 AND endpoint_id = $2 AND organization_id = $3`,
-        [deliveryId, endpointId, organizationId],
+        [deliveryId, endpointId, organizationId, JSON.stringify(traceContext)],
       );
       if (rowCount !== 1) throw notFound('delivery');
       await announceDue(client);

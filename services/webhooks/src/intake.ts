@@ -1,5 +1,5 @@
 import { eventsV1 } from '@rrs/proto';
-import { inTransaction, type Bus, type Logger, type Pool, type Subscription } from '@rrs/runtime';
+import { injectTraceContext, inTransaction, type Bus, type Logger, type Pool, type Subscription } from '@rrs/runtime';
 import { createDeliveries, hasSubscribers, storeEvent } from './deliveries';
 import { eventData, renderBody } from './payload';
 
@@ -8,6 +8,7 @@ import { eventData, renderBody } from './payload';
  * transaction as the stored event. Deliveries are keyed by (event, endpoint), so a redelivered message
  * adds nothing; the message is acked only after the commit, so a crash in between redelivers it. An
  * event no endpoint subscribes to is not stored: it carries recipients' contact data, kept only to send.
+ * Each delivery keeps the message's trace context, so its attempts join the trace the event came in.
  */
 export async function consumeEvents(bus: Bus, pool: Pool, logger: Logger, onQueued: () => void): Promise<Subscription> {
   // A PostgreSQL outage must not lose events: redelivery backs off to a minute and goes on for about
@@ -26,6 +27,9 @@ export async function consumeEvents(bus: Bus, pool: Pool, logger: Logger, onQueu
       msg.term('incomplete envelope');
       return;
     }
+    // The message's consumer span (a child of its publisher's `traceparent`): every attempt of these
+    // deliveries, whenever a worker makes it, is traced under it.
+    const traceContext = injectTraceContext({});
     let queued: string[];
     try {
       queued = await inTransaction(pool, async (client) => {
@@ -38,7 +42,7 @@ export async function consumeEvents(bus: Bus, pool: Pool, logger: Logger, onQueu
           payload: eventData(event),
           body: renderBody(event),
         });
-        return createDeliveries(client, event);
+        return createDeliveries(client, event, { traceContext });
       });
     } catch (err) {
       const delay = Math.min(60_000, 1_000 * 2 ** Math.min(6, msg.deliveryCount - 1));

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { createPool, migrate, openBus, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
 import { IDEMPOTENCY_COMPONENT, IDEMPOTENCY_MIGRATIONS_DIR, schedulePurge } from '@rrs/idempotency';
+import { watchDeliveryBacklog } from './backlog';
 import type { WebhooksConfig } from './config';
 import { WebhookEndpoints } from './endpoints';
 import { consumeEvents } from './intake';
@@ -36,6 +37,7 @@ export async function startWebhooks(config: StartWebhooksConfig, ctx: ServiceCon
   ctx.health.addCheck('webhooks-postgres', async () => {
     await pool.query('SELECT 1');
   });
+  ctx.lifecycle.onStop('delivery backlog metrics', watchDeliveryBacklog(pool));
   const stopPurge = schedulePurge(pool, 3_600_000, (err) => ctx.logger.warn({ err }, 'idempotency purge failed'));
   ctx.lifecycle.onStop('idempotency purge', stopPurge);
   const stopLogPurge = schedulePurgeDeliveryLog(pool, config.policy.logRetentionMs, 3_600_000, (err) => ctx.logger.warn({ err }, 'delivery log purge failed'));

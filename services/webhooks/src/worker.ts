@@ -1,4 +1,5 @@
-import { counter, histogram, LATENCY_BUCKETS, type Logger, type Pool, type PoolClient } from '@rrs/runtime';
+import { counter, extractTraceContext, histogram, LATENCY_BUCKETS, SpanKind, withSpan, type Logger, type Pool, type PoolClient } from '@rrs/runtime';
+import { SpanStatusCode, type Span } from '@opentelemetry/api';
 import { claimDue, DUE_CHANNEL, judgeAttempt, recordAttempt, type ClaimedDelivery, type DeliveryPolicy } from './deliveries';
 import { postWebhook } from './sender';
 import { signatureHeader } from './signing';
@@ -145,7 +146,29 @@ export class DeliveryWorker {
     this.inflight.add(p);
   }
 
-  private async attempt(claim: ClaimedDelivery): Promise<void> {
+  /**
+   * One attempt, in a CLIENT span whose parent is the context the delivery was queued in (the event's
+   * trace), whichever worker makes it and however late. The span is ours only: the request to the
+   * receiver carries no trace headers.
+   */
+  private attempt(claim: ClaimedDelivery): Promise<void> {
+    return withSpan(
+      'deliver webhook',
+      {
+        'http.request.method': 'POST',
+        'server.address': hostOf(claim.url),
+        'rrs.delivery_id': claim.id,
+        'rrs.endpoint_id': claim.endpointId,
+        'rrs.event_id': claim.eventId,
+        'rrs.event_type': claim.eventType,
+        'rrs.webhook.attempt': claim.attemptNumber,
+      },
+      (span) => this.attemptIn(span, claim),
+      { kind: SpanKind.CLIENT, parent: extractTraceContext(claim.traceContext) },
+    );
+  }
+
+  private async attemptIn(span: Span, claim: ClaimedDelivery): Promise<void> {
     const { guard, policy, pool, logger } = this.options;
     const started = new Date();
     const timestamp = Math.floor(started.getTime() / 1000);
@@ -162,6 +185,9 @@ export class DeliveryWorker {
       },
     });
     const verdict = judgeAttempt(result, policy, claim.retryIndex + 1);
+    span.setAttribute('rrs.webhook.outcome', verdict.outcome);
+    if (result.kind === 'response') span.setAttribute('http.response.status_code', result.status);
+    if (verdict.outcome !== 'delivered') span.setStatus({ code: SpanStatusCode.ERROR, message: result.kind === 'response' ? `HTTP ${result.status}` : result.error });
     const { held, endpointDisabled } = await recordAttempt(pool, claim, started, result, verdict, policy);
     attemptsTotal.inc({ outcome: verdict.outcome });
     attemptSeconds.observe({ outcome: verdict.outcome }, result.durationMs / 1000);
@@ -181,5 +207,14 @@ export class DeliveryWorker {
       },
       'webhook attempt',
     );
+  }
+}
+
+/** The host an attempt goes to, for its span (never the path or query: they may hold the integrator's tokens). */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return '';
   }
 }
