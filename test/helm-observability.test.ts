@@ -78,6 +78,7 @@ describe('Grafana dashboard', () => {
     ['webhook attempts by outcome', /sum by \(outcome\) \(rate\(webhook_attempts_total/],
     ['idempotent replays', /idempotent_replays_total/],
     ['rate-limit rejections', /gateway_rate_limited_total/],
+    ['webhook deliveries pending by state', /max by \(state\) \(webhook_deliveries_pending/],
   ])('shows %s', (_what, pattern) => {
     expect(panels.some((p) => (p.targets ?? []).some((t) => pattern.test(t.expr)))).toBe(true);
   });
@@ -107,7 +108,8 @@ describe('Prometheus alert rules', () => {
     ['lateness p99', /histogram_quantile\(0\.99, sum by \([^)]*\) \(rate\(scheduler_step_lateness_seconds_bucket/],
     ['consumer lag', /bus_consumer_pending_messages\{consumer!="webhooks"\}/],
     ['failure rate', /sender_sends_total\{result=~"failed\|dead_letter"\}/],
-    ['webhook backlog', /bus_consumer_pending_messages\{consumer="webhooks"\}/],
+    ['webhook backlog (deliveries due)', /webhook_deliveries_pending\{state="due"\}/],
+    ['webhook intake lag', /bus_consumer_pending_messages\{consumer="webhooks"\}/],
   ])('cover %s', (_what, pattern) => {
     expect(alerts.some((a) => pattern.test(a.expr))).toBe(true);
   });
@@ -116,5 +118,13 @@ describe('Prometheus alert rules', () => {
     const consumers = new Set(alerts.flatMap((a) => [...a.expr.matchAll(/consumer[!=]~?"([\w-]+)"/g)].map((m) => m[1])));
     const intake = readFileSync(join(ROOT, 'services', 'webhooks', 'src', 'intake.ts'), 'utf8');
     for (const c of consumers) expect(intake).toContain(`durable: '${c}'`);
+  });
+
+  it('reads the delivery states the webhooks service reports', () => {
+    const exprs = [...alerts.map((a) => a.expr), ...panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr))];
+    const states = new Set(exprs.flatMap((e) => [...e.matchAll(/webhook_deliveries_pending\{[^}]*state="(\w+)"/g)].map((m) => m[1])));
+    expect(states.size).toBeGreaterThan(0);
+    const backlog = readFileSync(join(ROOT, 'services', 'webhooks', 'src', 'backlog.ts'), 'utf8');
+    for (const s of states) expect({ state: s, reported: backlog.includes(`state: '${s}'`) }).toEqual({ state: s, reported: true });
   });
 });

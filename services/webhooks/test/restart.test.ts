@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { connect } from 'nats';
 import pg from 'pg';
 import { createGrpcClient } from '@rrs/runtime';
 import { eventsV1, eventSubject, webhooksV1 } from '@rrs/proto';
@@ -88,6 +89,20 @@ describe('webhooks service killed during retries', () => {
     occurredAt: new Date(),
     payload: { $case: 'cascadeRecipientFinished', cascadeRecipientFinished: { cascadeId: 'c', cascadeExternalId: '', recipient: undefined, rating: 4, feedback: '', reason: 'rated', steps: [], finishedAt: new Date(), reviewRequestId: '', locationId: '' } },
   });
+  /**
+   * Waits until the NATS server holds no pull request of the `webhooks` consumer, i.e. has dropped those
+   * of a killed process. Published before that, a message can be handed to the dead process and stay
+   * ack-pending until ack_wait (30 s) passes before it is redelivered — correct, but longer than a test.
+   */
+  async function noPullWaiting(): Promise<void> {
+    const nc = await connect({ servers: TEST_NATS_URL });
+    try {
+      const jsm = await nc.jetstreamManager();
+      await waitFor(async () => (await jsm.consumers.info(`${tb.prefix.toUpperCase()}_EVENTS`, 'webhooks')).num_waiting === 0, { what: "the killed process's pull requests dropped", timeoutMs: 15_000 });
+    } finally {
+      await nc.close();
+    }
+  }
   const publish = (e: eventsV1.Event) => tb.bus.publish(eventSubject(e.type), eventsV1.Event.encode(e).finish(), { msgId: e.id });
 
   it('loses nothing', async () => {
@@ -111,6 +126,7 @@ describe('webhooks service killed during retries', () => {
     });
     first.proc.kill('SIGKILL');
     await new Promise((r) => first.proc.once('exit', r));
+    await noPullWaiting();
 
     const during = Array.from({ length: 3 }, () => event(org));
     for (const e of during) await publish(e);
@@ -122,7 +138,10 @@ describe('webhooks service killed during retries', () => {
     await waitFor(async () => {
       const { rows } = await sql.query(`SELECT count(*)::int AS n FROM deliveries WHERE status = 'delivered' AND endpoint_id = $1`, [endpoint!.id]);
       return rows[0].n === all.length;
-    }, { what: 'every delivery made', timeoutMs: 20_000 });
+    }, { what: 'every delivery made', timeoutMs: 20_000 }).catch(async (err: Error) => {
+      const { rows } = await sql.query(`SELECT event_id, status, attempt_count, retry_index, next_attempt_at - now() AS due_in, claim_token IS NOT NULL AS claimed FROM deliveries WHERE endpoint_id = $1`, [endpoint!.id]);
+      throw new Error(`${err.message}; deliveries: ${JSON.stringify(rows)}; events published while down: ${JSON.stringify(during.map((e) => e.id))}; service output:\n${second.output()}`);
+    });
 
     const delivered = new Set(receiver.at('/crash').filter((r) => r.at >= upAt).map((r) => r.headers['webhook-id']));
     for (const e of all) expect(delivered.has(e.id)).toBe(true);
