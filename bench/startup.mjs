@@ -26,7 +26,16 @@ function rssMb(pid) {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-/** The process and every descendant (embedded PostgreSQL runs as child processes). */
+/**
+ * Proportional set size: each shared page counted once across the processes sharing it. Summing RSS
+ * over PostgreSQL's processes would count its shared buffers once per backend.
+ */
+function pssMb(pid) {
+  const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** The process and every descendant (embedded PostgreSQL runs as child processes), by PSS. */
 function treeRssMb(pid) {
   const children = new Map();
   for (const d of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
@@ -40,7 +49,7 @@ function treeRssMb(pid) {
   const stack = [pid];
   while (stack.length) {
     const p = stack.pop();
-    try { total += rssMb(p); } catch { /* gone */ }
+    try { total += pssMb(p); } catch { /* gone */ }
     stack.push(...(children.get(p) ?? []));
   }
   return total;
@@ -83,7 +92,7 @@ async function allInOne(label, dataDir) {
   const node = rssMb(child.pid);
   const tree = treeRssMb(child.pid);
   await stop(child);
-  console.log(`all-in-one ${label.padEnd(14)} ping answered after ${(startMs / 1000).toFixed(2)} s (target < 15 s)  idle RSS: node ${node.toFixed(0)} MB, with embedded PostgreSQL ${tree.toFixed(0)} MB (target < 400 MB)`);
+  console.log(`all-in-one ${label.padEnd(14)} ping answered after ${(startMs / 1000).toFixed(2)} s (target < 15 s)  idle RSS: node ${node.toFixed(0)} MB; with embedded PostgreSQL ${tree.toFixed(0)} MB (PSS of the process tree; target < 400 MB)`);
   return { startMs, node, tree };
 }
 
