@@ -272,11 +272,11 @@ describe('architecture: arrows, migrations, jobs', () => {
         continue;
       }
       const expected = ['--schema', schema];
-      if (/migrate\(pool, \{[^}]*dir: MIGRATIONS_DIR/.test(code)) {
+      if (/migrate\(pool, \{[^}]*dir: MIGRATIONS_DIR/.test(code) || /migrations: \[\{ dir: MIGRATIONS_DIR \}/.test(code)) {
         expect(existsSync(join(__dirname, '..', 'services', service, 'migrations'))).toBe(true);
         expected.push('service=migrations');
       }
-      if (/IDEMPOTENCY_MIGRATIONS_DIR/.test(code)) expected.push(`${idempotencyComponent}=node_modules/@rrs/idempotency/migrations`);
+      if (/IDEMPOTENCY_MIGRATIONS(_DIR)?\b/.test(code)) expected.push(`${idempotencyComponent}=node_modules/@rrs/idempotency/migrations`);
       if (/startChannelSender|openSendLog/.test(code)) expected.push(`${senderKitComponent}=node_modules/@rrs/sender-kit/migrations`);
       expect({ service, args: plans[service]?.args }).toEqual({ service, args: expected });
       expect(plans[service].key).toBe(serviceKeys()[service]);

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Metadata } from '@grpc/grpc-js';
-import { AppError, counter, type Pool, type PoolClient } from '@rrs/runtime';
+import { AppError, counter, type Pool, type PoolClient, type ServiceContext } from '@rrs/runtime';
 
 export const IDEMPOTENCY_MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 export const IDEMPOTENCY_COMPONENT = 'idempotency';
@@ -110,4 +110,12 @@ export function schedulePurge(pool: Pool, everyMs: number, onError: (err: unknow
   timer.unref();
   void run();
   return () => clearInterval(timer);
+}
+
+/** The migrations of the idempotency table, for `openServiceDatabase`'s `migrations`. */
+export const IDEMPOTENCY_MIGRATIONS = { dir: IDEMPOTENCY_MIGRATIONS_DIR, component: IDEMPOTENCY_COMPONENT };
+
+/** Purges expired keys every `everyMs` until the service stops. */
+export function startIdempotencyPurge(pool: Pool, ctx: ServiceContext, everyMs = 3_600_000): void {
+  ctx.lifecycle.onStop('idempotency purge', schedulePurge(pool, everyMs, (err) => ctx.logger.warn({ err }, 'purging expired idempotency keys failed')));
 }

@@ -1,4 +1,5 @@
 import { connectJetStreamBus, type Bus } from './bus';
+import { createPool, migrate, type Pool } from './db';
 import type { Logger } from 'pino';
 import { ConfigError } from './errors';
 import { Health, startOpsServer } from './health';
@@ -77,4 +78,28 @@ export async function openBus(config: { natsUrl: string; busPrefix: string }, ct
   await bus.ensureStreams();
   ctx.lifecycle.onStop('bus', () => bus.close());
   return bus;
+}
+
+export interface ServiceDatabaseOptions {
+  url: string;
+  /** The service's own schema. */
+  schema: string;
+  applicationName?: string;
+  max?: number;
+  /** Migration folders applied in order: the service's own, then library components (idempotency, …). */
+  migrations: Array<{ dir: string; component?: string }>;
+}
+
+/**
+ * A service's PostgreSQL: a pool on its own schema, migrated, checked by /readyz (`<schema>-postgres`),
+ * and closed last on shutdown.
+ */
+export async function openServiceDatabase(ctx: ServiceContext, options: ServiceDatabaseOptions): Promise<Pool> {
+  const pool = createPool({ url: options.url, schema: options.schema, applicationName: options.applicationName ?? options.schema, max: options.max, logger: ctx.logger });
+  ctx.lifecycle.onStop(`${options.schema} pool`, () => pool.end());
+  for (const m of options.migrations) await migrate(pool, { schema: options.schema, dir: m.dir, component: m.component, logger: ctx.logger });
+  ctx.health.addCheck(`${options.schema}-postgres`, async () => {
+    await pool.query('SELECT 1');
+  });
+  return pool;
 }

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { busV1 } from '@rrs/proto';
-import { createPool, migrate, type Pool, type ServiceContext } from '@rrs/runtime';
+import { migrate, openServiceDatabase, type Pool, type ServiceContext } from '@rrs/runtime';
 import type { SendResult } from './result';
 
 export const SENDER_KIT_MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
@@ -94,11 +94,12 @@ export class SendLog {
 
 /** Opens a sender's send log: a pool on its own schema, migrated, closed on shutdown, checked by readiness. */
 export async function openSendLog(options: { databaseUrl: string; schema: string; pool?: Pool }, ctx: ServiceContext): Promise<{ log: SendLog; pool: Pool }> {
-  const pool = options.pool ?? createPool({ url: options.databaseUrl, schema: options.schema, max: 10, applicationName: options.schema });
-  if (!options.pool) ctx.lifecycle.onStop(`${options.schema} postgres pool`, () => pool.end());
-  await migrate(pool, { schema: options.schema, dir: SENDER_KIT_MIGRATIONS_DIR, logger: ctx.logger, component: 'sender-kit' });
-  ctx.health.addCheck(`${options.schema}-postgres`, async () => {
-    await pool.query('SELECT 1');
-  });
+  const migrations = { dir: SENDER_KIT_MIGRATIONS_DIR, component: 'sender-kit' };
+  // A pool handed in (all-in-one, tests) belongs to the caller, who closes and checks it.
+  if (options.pool) {
+    await migrate(options.pool, { schema: options.schema, ...migrations, logger: ctx.logger });
+    return { log: new SendLog(options.pool), pool: options.pool };
+  }
+  const pool = await openServiceDatabase(ctx, { url: options.databaseUrl, schema: options.schema, max: 10, migrations: [migrations] });
   return { log: new SendLog(pool), pool };
 }

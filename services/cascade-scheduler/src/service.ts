@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { contactsV1 } from '@rrs/proto';
-import { IDEMPOTENCY_MIGRATIONS_DIR, schedulePurge } from '@rrs/idempotency';
-import { createGrpcClient, createPool, migrate, openBus, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
+import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
+import { createGrpcClient, openBus, openServiceDatabase, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
 import { DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, type SchedulerConfig } from './config';
 import { Cascades } from './cascades';
 import { ConfiguredChannels, grpcDirectory, type Directory } from './directory';
@@ -46,14 +46,14 @@ export interface RunningScheduler {
 export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceContext, deps: SchedulerDeps = {}): Promise<RunningScheduler> {
   const minuteMs = config.minuteMs ?? DEFAULT_MINUTE_MS;
   const publicBaseUrl = config.publicBaseUrl ?? 'http://localhost:8080';
-  const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, applicationName: 'cascade-scheduler', max: 20, logger: ctx.logger });
-  ctx.lifecycle.onStop('scheduler pool', () => pool.end());
-  await migrate(pool, { schema: SCHEMA, dir: MIGRATIONS_DIR, logger: ctx.logger });
-  await migrate(pool, { schema: SCHEMA, dir: IDEMPOTENCY_MIGRATIONS_DIR, component: 'idempotency', logger: ctx.logger });
-  ctx.lifecycle.onStop('idempotency purge', schedulePurge(pool, 3_600_000, (err) => ctx.logger.warn({ err }, 'idempotency purge failed')));
-  ctx.health.addCheck('scheduler-postgres', async () => {
-    await pool.query('SELECT 1');
+  const pool = await openServiceDatabase(ctx, {
+    url: config.databaseUrl,
+    schema: SCHEMA,
+    applicationName: 'cascade-scheduler',
+    max: 20,
+    migrations: [{ dir: MIGRATIONS_DIR }, IDEMPOTENCY_MIGRATIONS],
   });
+  startIdempotencyPurge(pool, ctx);
   const bus = await openBus(config, ctx, 'cascade-scheduler', deps.bus);
 
   let directory = deps.directory;

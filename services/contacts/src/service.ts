@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { createPool, migrate, startGrpcServer, type ServiceContext } from '@rrs/runtime';
-import { DEFAULT_IDEMPOTENCY_TTL_MS, IDEMPOTENCY_COMPONENT, IDEMPOTENCY_MIGRATIONS_DIR, schedulePurge } from '@rrs/idempotency';
+import { openServiceDatabase, startGrpcServer, type ServiceContext } from '@rrs/runtime';
+import { DEFAULT_IDEMPOTENCY_TTL_MS, IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { Directory } from './directory';
 import { ContactBook } from './contactBook';
 import { Templates } from './templates';
@@ -26,15 +26,13 @@ export async function startContacts(
   config: Pick<ContactsConfig, 'databaseUrl' | 'grpcHost' | 'grpcPort'> & Partial<Pick<ContactsConfig, 'idempotencyTtlMs'>>,
   ctx: ServiceContext,
 ): Promise<RunningContacts> {
-  const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, applicationName: 'contacts' });
-  ctx.lifecycle.onStop('contacts pool', () => pool.end());
-  await migrate(pool, { schema: SCHEMA, dir: MIGRATIONS_DIR, logger: ctx.logger });
-  await migrate(pool, { schema: SCHEMA, dir: IDEMPOTENCY_MIGRATIONS_DIR, component: IDEMPOTENCY_COMPONENT, logger: ctx.logger });
-  ctx.health.addCheck('contacts-postgres', async () => {
-    await pool.query('SELECT 1');
+  const pool = await openServiceDatabase(ctx, {
+    url: config.databaseUrl,
+    schema: SCHEMA,
+    applicationName: 'contacts',
+    migrations: [{ dir: MIGRATIONS_DIR }, IDEMPOTENCY_MIGRATIONS],
   });
-  const stopPurge = schedulePurge(pool, PURGE_EVERY_MS, (err) => ctx.logger.warn({ err }, 'purging expired idempotency keys failed'));
-  ctx.lifecycle.onStop('contacts idempotency purge', stopPurge);
+  startIdempotencyPurge(pool, ctx, PURGE_EVERY_MS);
 
   const parts = {
     directory: new Directory(pool),

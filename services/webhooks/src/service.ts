@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { createPool, migrate, openBus, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
-import { IDEMPOTENCY_COMPONENT, IDEMPOTENCY_MIGRATIONS_DIR, schedulePurge } from '@rrs/idempotency';
+import { openBus, openServiceDatabase, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
+import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { watchDeliveryBacklog } from './backlog';
 import type { WebhooksConfig } from './config';
 import { WebhookEndpoints } from './endpoints';
@@ -30,16 +30,15 @@ export interface RunningWebhooks {
 }
 
 export async function startWebhooks(config: StartWebhooksConfig, ctx: ServiceContext, deps: WebhooksDeps = {}): Promise<RunningWebhooks> {
-  const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, applicationName: 'webhooks', max: Math.max(10, Math.ceil(config.concurrency / 2) + 4) });
-  ctx.lifecycle.onStop('webhooks pool', () => pool.end());
-  await migrate(pool, { schema: SCHEMA, dir: MIGRATIONS_DIR, logger: ctx.logger });
-  await migrate(pool, { schema: SCHEMA, dir: IDEMPOTENCY_MIGRATIONS_DIR, component: IDEMPOTENCY_COMPONENT, logger: ctx.logger });
-  ctx.health.addCheck('webhooks-postgres', async () => {
-    await pool.query('SELECT 1');
+  const pool = await openServiceDatabase(ctx, {
+    url: config.databaseUrl,
+    schema: SCHEMA,
+    applicationName: 'webhooks',
+    max: Math.max(10, Math.ceil(config.concurrency / 2) + 4),
+    migrations: [{ dir: MIGRATIONS_DIR }, IDEMPOTENCY_MIGRATIONS],
   });
   ctx.lifecycle.onStop('delivery backlog metrics', watchDeliveryBacklog(pool));
-  const stopPurge = schedulePurge(pool, 3_600_000, (err) => ctx.logger.warn({ err }, 'idempotency purge failed'));
-  ctx.lifecycle.onStop('idempotency purge', stopPurge);
+  startIdempotencyPurge(pool, ctx);
   const stopLogPurge = schedulePurgeDeliveryLog(pool, config.policy.logRetentionMs, 3_600_000, (err) => ctx.logger.warn({ err }, 'delivery log purge failed'));
   ctx.lifecycle.onStop('delivery log purge', stopLogPurge);
 
