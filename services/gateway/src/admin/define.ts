@@ -6,7 +6,7 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { AppError } from '@rrs/runtime';
-import { bodyError, issuesToFieldErrors, type FieldError } from '../http/dispatch';
+import { bodyError, validateRequest } from '../http/dispatch';
 
 export type AdminMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -82,11 +82,6 @@ async function readBody(req: Request, res: Response): Promise<unknown> {
   return req.body;
 }
 
-function invalid(errors: FieldError[]): AppError {
-  const detail = errors.length === 1 ? `${errors[0].pointer ?? errors[0].parameter}: ${errors[0].detail}` : `${errors.length} fields are invalid`;
-  return new AppError(400, 'invalid_request', detail, { details: { errors: errors.slice(0, 100) } });
-}
-
 /**
  * Mounts the routes on `router`: body → validation → handler → JSON (or 204). A known path with
  * another method is 405 `method_not_allowed` with `Allow`, as in the public API.
@@ -113,31 +108,11 @@ export function mountAdminRoutes(router: Router, routes: readonly AdminRoute[]):
 }
 
 async function run(route: AdminRoute, req: Request, res: Response): Promise<void> {
-  let params: unknown = req.params;
-  if (route.request.params) {
-    const r = route.request.params.safeParse(req.params);
-    // A path segment that cannot be an id or key names nothing.
-    if (!r.success) throw new AppError(404, 'not_found', `no such ${route.path.split('/').filter((s) => !s.startsWith('{')).pop()} here`);
-    params = r.data;
-  }
-  const errors: FieldError[] = [];
-  let query: unknown = req.query;
-  if (route.request.query) {
-    const r = route.request.query.safeParse(req.query);
-    if (r.success) query = r.data;
-    else errors.push(...issuesToFieldErrors(r.error.issues, 'query'));
-  }
-  let body: unknown;
-  if (route.request.body) {
-    const raw = await readBody(req, res);
-    if (raw === undefined) errors.push({ pointer: '', detail: 'a JSON body is required' });
-    else {
-      const r = route.request.body.safeParse(raw);
-      if (r.success) body = r.data;
-      else errors.push(...issuesToFieldErrors(r.error.issues, 'body'));
-    }
-  }
-  if (errors.length > 0) throw invalid(errors);
+  const raw = route.request.body ? await readBody(req, res) : undefined;
+  // A path segment that cannot be an id or key names nothing.
+  const { params, query, body } = validateRequest(route.request, { params: req.params, query: req.query, body: raw }, () =>
+    new AppError(404, 'not_found', `no such ${route.path.split('/').filter((s) => !s.startsWith('{')).pop()} here`),
+  );
   const result = await route.handler({ body, params, query, metadata: { 'x-request-id': String(res.locals.requestId ?? '') } });
   if (route.response.status === 204 || result === undefined) {
     res.status(route.response.status).end();

@@ -128,6 +128,48 @@ export function bodyError(err: unknown): AppError | undefined {
   }
 }
 
+export interface RequestSchemas {
+  params?: z.ZodType;
+  query?: z.ZodType;
+  body?: z.ZodType;
+}
+
+/**
+ * Validates a request against its route's schemas: a path parameter that fails names nothing (the
+ * `notFound` error); query and body are checked together, so one 400 lists every offending field.
+ * `body: undefined` with a body schema means no body was sent.
+ */
+export function validateRequest(
+  schemas: RequestSchemas,
+  raw: { params: unknown; query: unknown; body: unknown },
+  notFound: () => AppError,
+): { params: unknown; query: unknown; body: unknown } {
+  let params = raw.params;
+  if (schemas.params) {
+    const r = schemas.params.safeParse(raw.params);
+    if (!r.success) throw notFound();
+    params = r.data;
+  }
+  const errors: FieldError[] = [];
+  let query = raw.query;
+  if (schemas.query) {
+    const r = schemas.query.safeParse(raw.query);
+    if (r.success) query = r.data;
+    else errors.push(...issuesToFieldErrors(r.error.issues, 'query'));
+  }
+  let body: unknown;
+  if (schemas.body) {
+    if (raw.body === undefined) errors.push({ pointer: '', detail: 'a JSON body is required' });
+    else {
+      const r = schemas.body.safeParse(raw.body);
+      if (r.success) body = r.data;
+      else errors.push(...issuesToFieldErrors(r.error.issues, 'body'));
+    }
+  }
+  if (errors.length > 0) throw invalid(errors);
+  return { params, query, body };
+}
+
 function invalid(errors: FieldError[]): AppError {
   const shown = errors.slice(0, MAX_REPORTED_ERRORS);
   const more = errors.length - shown.length;
@@ -191,29 +233,9 @@ async function handle(deps: DispatchDeps, routes: readonly Route[], req: Request
     if (key !== undefined) idempotency = { key, fingerprint: requestFingerprint(method, req.path.replace(/(.)\/$/, '$1'), rawBody ?? null) };
   }
 
-  let params: unknown = rawParams;
-  if (route.request.params) {
-    const r = route.request.params.safeParse(rawParams);
-    if (!r.success) throw new AppError(404, 'not_found', `no ${route.path.split('/')[1]} with this id`);
-    params = r.data;
-  }
-  const errors: FieldError[] = [];
-  let query: unknown = req.query;
-  if (route.request.query) {
-    const r = route.request.query.safeParse(req.query);
-    if (r.success) query = r.data;
-    else errors.push(...issuesToFieldErrors(r.error.issues, 'query'));
-  }
-  let body: unknown;
-  if (route.request.body) {
-    if (rawBody === undefined) errors.push({ pointer: '', detail: 'a JSON body is required' });
-    else {
-      const r = route.request.body.safeParse(rawBody);
-      if (r.success) body = r.data;
-      else errors.push(...issuesToFieldErrors(r.error.issues, 'body'));
-    }
-  }
-  if (errors.length > 0) throw invalid(errors);
+  const { params, query, body } = validateRequest(route.request, { params: rawParams, query: req.query, body: rawBody }, () =>
+    new AppError(404, 'not_found', `no ${route.path.split('/')[1]} with this id`),
+  );
 
   const sends = typeof route.sends === 'function' ? route.sends({ body, params, query }) : route.sends === true;
   if (sends) checkSendingAllowed(principal);
