@@ -13,8 +13,9 @@ import { cpus, loadavg } from 'node:os';
 const require = createRequire(import.meta.url);
 const pg = require('pg');
 const { createServiceContext, createMemoryBus, connectJetStreamBus, createPool } = require('@rrs/runtime');
-const { busV1, STEP_RESULT_SUBJECT } = require('@rrs/proto');
-const { startScheduler, startDispatcher, Notifier, ConfiguredChannels, SCHEMA } = require('@rrs/cascade-scheduler');
+const { busV1 } = require('@rrs/proto');
+const { StepResultPublisher } = require('@rrs/sender-kit');
+const { startScheduler, startDispatcher, Notifier, ConfiguredChannels, SCHEMA, SESSION_SETTINGS } = require('@rrs/cascade-scheduler');
 
 const { values } = parseArgs({ options: { future: { type: 'string', default: '1000000' }, seconds: { type: 'string', default: '10' }, bus: { type: 'string', default: 'jetstream' } } });
 const FUTURE = Math.min(2_000_000, Math.max(0, Number(values.future)));
@@ -89,12 +90,13 @@ try {
   await pool.query('CHECKPOINT');
   const seeded = ((Date.now() - t) / 1000).toFixed(1);
 
+  const results = new StepResultPublisher(bus);
   const sender = await bus.consume({ stream: 'STEPS', durable: 'bench-noop-email', filterSubject: 'steps.email', concurrency: 512 }, async (msg) => {
     const s = busV1.StepDue.decode(msg.data);
-    await bus.publish(STEP_RESULT_SUBJECT, busV1.StepResult.encode({ stepId: s.stepId, attemptId: s.attemptId, channel: s.channel, outcome: busV1.StepOutcome.STEP_OUTCOME_SENT, reason: '', providerMessageId: '', parts: 1, at: new Date(), organizationId: s.organizationId }).finish(), { msgId: `${s.attemptId}:SENT` });
+    await results.publish(s, { outcome: busV1.StepOutcome.STEP_OUTCOME_SENT, parts: 1 });
     msg.ack();
   });
-  const dpool = createPool({ url: dbUrl, schema: SCHEMA, max: 8 });
+  const dpool = createPool({ url: dbUrl, schema: SCHEMA, max: 8, settings: SESSION_SETTINGS });
   const notifier = new Notifier(dbUrl, SCHEMA, ctx.logger);
   const dispatcher = await startDispatcher({ pool: dpool, bus, notifier, logger: ctx.logger, minuteMs: 60_000, publicBaseUrl: 'http://127.0.0.1', channels: new ConfiguredChannels(directory) });
   await notifier.start();

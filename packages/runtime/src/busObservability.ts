@@ -1,12 +1,14 @@
-import type { Bus, ConsumeOptions, MessageHandler, PublishOptions, StreamName } from './bus';
+import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import type { Bus, ConsumeOptions, MessageHandler, OutgoingMessage, PublishOptions, StreamName } from './bus';
 import { gauge } from './metrics';
-import { extractTraceContext, injectTraceContext, SpanKind, withSpan } from './tracing';
+import { extractTraceContext, injectTraceContext, SpanKind, tracer, withSpan } from './tracing';
 
 /*
  * Traces and consumer lag for every bus a service opens through `openBus`, so no service has to wire
  * either itself:
  * - publish runs in a PRODUCER span (child of the active span, or of the context the caller put in the
- *   headers) and writes that span's context into the message headers (`traceparent`);
+ *   headers) and writes that span's context into the message headers (`traceparent`); publishBatch does
+ *   the same with one span per message, all ending when the batch settles;
  * - each delivered message is handled in a CONSUMER span whose parent is read from its headers, so a
  *   step published by the dispatcher, sent by a sender and answered on `steps.result` is one trace;
  * - each durable consumer the process reads is sampled for its backlog (`bus.pending`) at scrape time.
@@ -86,6 +88,39 @@ export function observeBus(bus: Bus): Bus {
     );
   };
 
+  const publishBatch = async (messages: OutgoingMessage[]) => {
+    const spans: Span[] = new Array<Span>(messages.length);
+    const active = context.active();
+    const traced = messages.map((message, i) => {
+      const given = message.options?.headers ?? {};
+      const parent = given.traceparent ? extractTraceContext(given) : active;
+      const span = tracer.startSpan(
+        `publish ${message.subject}`,
+        {
+          kind: SpanKind.PRODUCER,
+          attributes: { 'messaging.system': 'nats', 'messaging.destination.name': message.subject, 'messaging.operation': 'publish' },
+        },
+        parent,
+      );
+      spans[i] = span;
+      // With tracing off the span has no context to carry, and the message goes through as the caller built it.
+      if (!trace.isSpanContextValid(span.spanContext())) return message;
+      const headers = injectTraceContext({ ...given }, trace.setSpan(parent, span));
+      return { ...message, options: { ...message.options, headers } };
+    });
+    try {
+      return await bus.publishBatch(traced);
+    } catch (err) {
+      for (const span of spans) {
+        span.recordException(err as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      }
+      throw err;
+    } finally {
+      for (const span of spans) span.end();
+    }
+  };
+
   const consume = async (options: ConsumeOptions, handler: MessageHandler) => {
     const traced: MessageHandler = (msg) =>
       withSpan(
@@ -119,6 +154,7 @@ export function observeBus(bus: Bus): Bus {
     get(target, prop) {
       if (prop === OBSERVED) return true;
       if (prop === 'publish') return publish;
+      if (prop === 'publishBatch') return publishBatch;
       if (prop === 'consume') return consume;
       if (prop === 'close') return close;
       const value = Reflect.get(target, prop, target) as unknown;

@@ -1,5 +1,5 @@
 import { connectJetStreamBus, type Bus } from './bus';
-import { createPool, migrate, type Pool } from './db';
+import { createPool, migrate, type Pool, type PoolOptions } from './db';
 import type { Logger } from 'pino';
 import { ConfigError } from './errors';
 import { Health, startOpsServer } from './health';
@@ -88,6 +88,7 @@ export interface ServiceDatabaseOptions {
   max?: number;
   /** Migration folders applied in order: the service's own, then library components (idempotency, …). */
   migrations: Array<{ dir: string; component?: string }>;
+  settings?: PoolOptions['settings'];
 }
 
 /**
@@ -95,7 +96,7 @@ export interface ServiceDatabaseOptions {
  * and closed last on shutdown.
  */
 export async function openServiceDatabase(ctx: ServiceContext, options: ServiceDatabaseOptions): Promise<Pool> {
-  const pool = createPool({ url: options.url, schema: options.schema, applicationName: options.applicationName ?? options.schema, max: options.max, logger: ctx.logger });
+  const pool = createPool({ url: options.url, schema: options.schema, applicationName: options.applicationName ?? options.schema, max: options.max, logger: ctx.logger, settings: options.settings });
   ctx.lifecycle.onStop(`${options.schema} pool`, () => pool.end());
   for (const m of options.migrations) await migrate(pool, { schema: options.schema, dir: m.dir, component: m.component, logger: ctx.logger });
   ctx.health.addCheck(`${options.schema}-postgres`, async () => {

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -394,6 +394,108 @@ describe.each(implementations)('$name bus', (impl) => {
     await expect(bus().publish(`steps.${name}`, enc('x'), { headers: { 'bad:name': 'v' } })).rejects.toBeInstanceOf(BusError);
   });
 
+  test('publishBatch: every message is stored and delivered exactly once, acks in input order', async () => {
+    const name = unique('batch');
+    const subject = `steps.${name}`;
+    const count = 50;
+    const acks = await bus().publishBatch(
+      Array.from({ length: count }, (_, i) => ({ subject, data: enc(String(i)), options: { msgId: `${name}-${i}` } })),
+    );
+    expect(acks).toHaveLength(count);
+    for (const ack of acks) expect(ack).toEqual({ stream: expect.stringMatching(/_STEPS$/), seq: expect.any(Number), duplicate: false });
+    for (let i = 1; i < count; i++) expect(acks[i].seq).toBeGreaterThan(acks[i - 1].seq);
+    const got: Delivery[] = [];
+    await consume({ stream: 'STEPS', durable: name, filterSubject: subject, concurrency: 8 }, async (m) => {
+      got.push(record(m));
+      m.ack();
+    });
+    await waitFor('every delivery', () => got.length === count);
+    await waitFor('pending 0', async () => (await pending(name)) === 0);
+    await sleep(200);
+    expect(got).toHaveLength(count);
+    expect(got.every((d) => d.deliveryCount === 1)).toBe(true);
+    const bySeq = new Map(got.map((d) => [d.seq, d.data]));
+    expect(acks.map((a) => bySeq.get(a.seq))).toEqual(Array.from({ length: count }, (_, i) => String(i)));
+  });
+
+  test('publishBatch: msgId dedupe within the batch and against an earlier publish', async () => {
+    const name = unique('batchdedupe');
+    const subject = `steps.${name}`;
+    const earlier = await bus().publish(subject, enc('earlier'), { msgId: `${name}-a` });
+    const acks = await bus().publishBatch([
+      { subject, data: enc('again'), options: { msgId: `${name}-a` } },
+      { subject, data: enc('b'), options: { msgId: `${name}-b` } },
+      { subject, data: enc('b again'), options: { msgId: `${name}-b` } },
+      { subject, data: enc('sentinel'), options: { msgId: `${name}-c` } },
+    ]);
+    expect(acks.map((a) => a.duplicate)).toEqual([true, false, true, false]);
+    expect(acks[0]).toEqual({ stream: earlier.stream, seq: earlier.seq, duplicate: true });
+    expect(acks[2].seq).toBe(acks[1].seq);
+    const got: Delivery[] = [];
+    await consume({ stream: 'STEPS', durable: name, filterSubject: subject, concurrency: 1 }, async (m) => {
+      got.push(record(m));
+      m.ack();
+    });
+    await waitFor('sentinel', () => got.some((d) => d.data === 'sentinel'));
+    expect(got.map((d) => d.data)).toEqual(['earlier', 'b', 'sentinel']);
+  });
+
+  test('publishBatch: headers round-trip per message, across both streams', async () => {
+    const name = unique('batchheaders');
+    const steps: Delivery[] = [];
+    const events: Delivery[] = [];
+    await consume({ stream: 'STEPS', durable: name, filterSubject: `steps.${name}` }, async (m) => {
+      steps.push(record(m));
+      m.ack();
+    });
+    await consume({ stream: 'EVENTS', durable: name, filterSubject: `events.${name}.>` }, async (m) => {
+      events.push(record(m));
+      m.ack();
+    });
+    const acks = await bus().publishBatch([
+      { subject: `steps.${name}`, data: enc('one'), options: { msgId: `${name}-1`, headers: { 'X-Trace-Id': 'trace-1', tenant: 'acme' } } },
+      { subject: `events.${name}.happened`, data: enc('two'), options: { headers: { tenant: 'globex' } } },
+      { subject: `steps.${name}`, data: enc('three') },
+    ]);
+    expect(acks.map((a) => a.stream.slice(a.stream.lastIndexOf('_')))).toEqual(['_STEPS', '_EVENTS', '_STEPS']);
+    await waitFor('deliveries', () => steps.length === 2 && events.length === 1);
+    const steps1 = steps.find((d) => d.data === 'one');
+    const steps3 = steps.find((d) => d.data === 'three');
+    expect(steps1?.headers).toEqual({ 'X-Trace-Id': 'trace-1', tenant: 'acme', 'Nats-Msg-Id': `${name}-1` });
+    expect(steps3?.headers).toEqual({});
+    expect(events[0]).toMatchObject({ subject: `events.${name}.happened`, data: 'two', headers: { tenant: 'globex' }, seq: acks[1].seq });
+    await waitFor('pending 0', async () => (await pending(name)) === 0 && (await pending(name, 'EVENTS')) === 0);
+  });
+
+  test('publishBatch: one invalid message rejects the batch with nothing published', async () => {
+    const name = unique('batchinvalid');
+    const subject = `steps.${name}`;
+    const outside = bus().publishBatch([
+      { subject, data: enc('x'), options: { msgId: `${name}-x` } },
+      { subject: 'elsewhere.x', data: enc('y') },
+    ]);
+    await expect(outside).rejects.toBeInstanceOf(BusError);
+    await expect(outside).rejects.toThrow('elsewhere.x');
+    await expect(bus().publishBatch([{ subject, data: enc('x') }, { subject: 'steps.*', data: enc('y') }])).rejects.toBeInstanceOf(BusError);
+    await expect(bus().publishBatch([{ subject, data: enc('x') }, { subject, data: enc('y'), options: { headers: { 'bad:name': 'v' } } }])).rejects.toBeInstanceOf(
+      BusError,
+    );
+    // The msgId of the rejected batch was never taken: the same id is stored now.
+    expect((await bus().publish(subject, enc('sentinel'), { msgId: `${name}-x` })).duplicate).toBe(false);
+    const got: Delivery[] = [];
+    await consume({ stream: 'STEPS', durable: name, filterSubject: subject }, async (m) => {
+      got.push(record(m));
+      m.ack();
+    });
+    await waitFor('sentinel', () => got.length === 1);
+    await sleep(200);
+    expect(got.map((d) => d.data)).toEqual(['sentinel']);
+  });
+
+  test('publishBatch: an empty batch resolves to []', async () => {
+    await expect(bus().publishBatch([])).resolves.toEqual([]);
+  });
+
   test('drain waits for the in-flight handler and stops taking messages', async () => {
     const name = unique('drain');
     const gate = deferred();
@@ -508,6 +610,50 @@ describe.each(implementations)('$name bus', (impl) => {
   });
 });
 
+/** JetStream only: the bus's streams vanish while it runs (server state lost, or an operator deleted them). */
+describe('jetstream bus whose streams were deleted behind its back', () => {
+  const prefix = `t${randomBytes(5).toString('hex')}`;
+  let bus: Bus | undefined;
+  const errors: BusError[] = [];
+
+  beforeAll(async () => {
+    bus = await connectJetStreamBus({ url: NATS_URL, prefix, name: 'bus-contract-test', onError: (e) => errors.push(e) });
+    await bus.ensureStreams();
+  });
+
+  afterAll(async () => {
+    await bus?.close();
+    await deleteStreams(NATS_URL, prefix);
+  });
+
+  test('publishBatch recreates the streams and stores the batch', async () => {
+    const b = bus as Bus;
+    // The ack subscription exists already, so only the streams are missing.
+    await b.publishBatch([{ subject: 'steps.gone', data: enc('before') }]);
+    await deleteStreams(NATS_URL, prefix);
+    const acks = await b.publishBatch([
+      { subject: 'steps.gone', data: enc('1'), options: { msgId: 'g1' } },
+      { subject: 'events.gone.x', data: enc('2'), options: { msgId: 'g2' } },
+      { subject: 'steps.gone', data: enc('3'), options: { msgId: 'g3' } },
+    ]);
+    const upper = prefix.toUpperCase();
+    expect(acks).toEqual([
+      { stream: `${upper}_STEPS`, seq: 1, duplicate: false },
+      { stream: `${upper}_EVENTS`, seq: 1, duplicate: false },
+      { stream: `${upper}_STEPS`, seq: 2, duplicate: false },
+    ]);
+    const nc = await connect({ servers: NATS_URL });
+    try {
+      const jsm = await nc.jetstreamManager();
+      expect((await jsm.streams.info(`${upper}_STEPS`)).state.messages).toBe(2);
+      expect((await jsm.streams.info(`${upper}_EVENTS`)).state.messages).toBe(1);
+    } finally {
+      await nc.close();
+    }
+    expect(errors).toEqual([]);
+  });
+});
+
 /** Restarting a private server: a `consume()` must survive a short outage. JetStream only. */
 describe('jetstream bus across a server restart', () => {
   let server: ChildProcess | undefined;
@@ -544,6 +690,20 @@ describe('jetstream bus across a server restart', () => {
     await exited;
   };
 
+  /** SIGSTOP takes effect thread by thread; a server that still runs a thread could answer what is sent next. */
+  const pauseServer = async (): Promise<void> => {
+    const pid = server?.pid;
+    if (!pid) throw new Error('no server to pause');
+    process.kill(pid, 'SIGSTOP');
+    await waitFor('every nats-server thread stopped', () => {
+      try {
+        return readdirSync(`/proc/${pid}/task`).every((tid) => /^\d+ \(.*\) [tT] /.test(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')));
+      } catch {
+        return false;
+      }
+    });
+  };
+
   beforeAll(async () => {
     storeDir = mkdtempSync(join(tmpdir(), 'bus-restart-'));
     port = await freePort();
@@ -573,6 +733,43 @@ describe('jetstream bus across a server restart', () => {
     await waitFor('delivery after restart', () => got.includes('after'), 15_000);
     expect(got).toEqual(['before', 'after']);
     await sub.drain();
+  });
+
+  test('publishBatch fails after the ack timeout while the server does not answer; a retry is answered duplicate', async () => {
+    const b = bus as Bus;
+    const batch = ['t1', 't2', 't3'].map((id) => ({ subject: 'steps.stalled', data: enc(id), options: { msgId: id } }));
+    await pauseServer();
+    const startedAt = Date.now();
+    try {
+      await expect(b.publishBatch(batch)).rejects.toThrow(/3 of 3 messages not acknowledged/);
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(4_900);
+    } finally {
+      server?.kill('SIGCONT');
+    }
+    // The server stored the batch once it resumed; its late acks went nowhere.
+    const acks = await b.publishBatch(batch);
+    expect(acks.map((a) => a.duplicate)).toEqual([true, true, true]);
+    expect(errors).toEqual([]);
+  });
+
+  test('publishBatch fails at once when the connection drops while acks are outstanding', async () => {
+    const b = bus as Bus;
+    const batch = [{ subject: 'steps.dropped', data: enc('x'), options: { msgId: 'd1' } }];
+    await pauseServer();
+    try {
+      const publishing = b.publishBatch(batch);
+      await sleep(200);
+      const killedAt = Date.now();
+      await stopServer();
+      await expect(publishing).rejects.toThrow(/lost the connection to NATS/);
+      expect(Date.now() - killedAt).toBeLessThan(2_000);
+    } finally {
+      if (server) server.kill('SIGCONT');
+      else await startServer();
+    }
+    // The server died before reading the batch, so the retry stores it.
+    expect(await b.publishBatch(batch)).toEqual([{ stream: 'RESTART_STEPS', seq: expect.any(Number), duplicate: false }]);
+    expect(errors).toEqual([]);
   });
 });
 

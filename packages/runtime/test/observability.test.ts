@@ -122,6 +122,62 @@ describe.each(['memory', 'jetstream'] as const)('observed bus (%s)', (kind) => {
     expect(publishes[1].parentSpanContext?.spanId).toBe('b7ad6b7169203331');
   });
 
+  it('gives each message of a publishBatch its own PRODUCER span, the parent of that message\'s process span', async () => {
+    const handled: string[] = [];
+    const sub = await bus.consume({ stream: 'STEPS', durable: 'obs-batch', filterSubject: 'steps.batch.>' }, async (msg) => {
+      handled.push(msg.subject);
+      msg.ack();
+    });
+    try {
+      const acks = await bus.publishBatch([
+        { subject: 'steps.batch.a', data: enc.encode('a'), options: { msgId: 'ba' } },
+        { subject: 'steps.batch.b', data: enc.encode('b'), options: { msgId: 'bb' } },
+      ]);
+      expect(acks.map((a) => a.duplicate)).toEqual([false, false]);
+      await waitFor(() => handled.length === 2, { what: 'both messages handled' });
+      await waitFor(() => exporter.getFinishedSpans().length >= 4, { what: 'four spans' });
+      const spans = exporter.getFinishedSpans();
+      const publishes = spans.filter((s) => s.name.startsWith('publish '));
+      expect(publishes.map((s) => s.name).sort()).toEqual(['publish steps.batch.a', 'publish steps.batch.b']);
+      expect(publishes.map((s) => s.kind)).toEqual([ApiSpanKind.PRODUCER, ApiSpanKind.PRODUCER]);
+      for (const subject of ['steps.batch.a', 'steps.batch.b']) {
+        const published = spans.find((s) => s.name === `publish ${subject}`);
+        const processed = spans.find((s) => s.name === `process ${subject}`);
+        expect(processed?.parentSpanContext?.spanId).toBe(published?.spanContext().spanId);
+        expect(processed?.spanContext().traceId).toBe(published?.spanContext().traceId);
+      }
+    } finally {
+      await sub.drain();
+    }
+  });
+
+  it('publishBatch keeps a context the caller put in a message\'s headers, and marks every span of a failed batch', async () => {
+    const stored = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    await withSpan('http request', {}, () =>
+      bus.publishBatch([
+        { subject: 'events.batch.one', data: enc.encode('1'), options: { msgId: 'bc1', headers: { traceparent: stored } } },
+        { subject: 'events.batch.two', data: enc.encode('2'), options: { msgId: 'bc2' } },
+      ]),
+    );
+    const request = exporter.getFinishedSpans().find((s) => s.name === 'http request');
+    const one = exporter.getFinishedSpans().find((s) => s.name === 'publish events.batch.one');
+    const two = exporter.getFinishedSpans().find((s) => s.name === 'publish events.batch.two');
+    expect(one?.spanContext().traceId).toBe('0af7651916cd43dd8448eb211c80319c');
+    expect(one?.parentSpanContext?.spanId).toBe('b7ad6b7169203331');
+    expect(two?.parentSpanContext?.spanId).toBe(request?.spanContext().spanId);
+
+    exporter.reset();
+    await expect(
+      bus.publishBatch([
+        { subject: 'events.batch.one', data: enc.encode('1') },
+        { subject: 'elsewhere.x', data: enc.encode('2') },
+      ]),
+    ).rejects.toThrow('elsewhere.x');
+    const failed = exporter.getFinishedSpans();
+    expect(failed.map((s) => s.name)).toEqual(['publish events.batch.one', 'publish elsewhere.x']);
+    expect(failed.map((s) => s.status.code)).toEqual([2, 2]);
+  });
+
   it('keeps the bus semantics: a throwing handler is redelivered, and the consumer span records the error', async () => {
     let deliveries = 0;
     const sub = await bus.consume({ stream: 'STEPS', durable: 'obs-sms', filterSubject: 'steps.sms', defaultNakDelayMs: 10 }, async (msg) => {

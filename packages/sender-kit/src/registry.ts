@@ -38,6 +38,8 @@ export async function announceChannels(options: AnnounceOptions): Promise<Channe
   if (refreshMs >= ttlMs) throw new Error(`channel refresh (${refreshMs} ms) must be shorter than the TTL (${ttlMs} ms)`);
   for (const e of options.entries) {
     if (!KEY.test(e.key)) throw new Error(`invalid channel key ${JSON.stringify(e.key)}: upper-case letters, digits, _`);
+    // Its steps would go to `steps.result`, where senders answer the scheduler.
+    if (e.key === 'RESULT') throw new Error('channel key RESULT is reserved');
     if (!SLUG.test(e.slug)) throw new Error(`invalid channel slug ${JSON.stringify(e.slug)}: lower-case letters, digits, -`);
   }
   const kv = await openChannelsBucket(options.bus, ttlMs);

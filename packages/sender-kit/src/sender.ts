@@ -1,7 +1,7 @@
 import { busV1, stepSubject } from '@rrs/proto';
 import { counter, extractTraceContext, histogram, LATENCY_BUCKETS, withSpan, SpanKind, type Bus, type BusMessage, type Logger, type Subscription } from '@rrs/runtime';
 import { PermanentSendError, RetryableSendError } from './errors';
-import { publishStepResult, resultLabel, StepOutcome, type SendResult } from './result';
+import { resultLabel, StepOutcome, StepResultPublisher, type SendResult } from './result';
 import type { SendLog } from './sendLog';
 
 export interface SendContext {
@@ -24,6 +24,8 @@ export interface SenderOptions {
   send: SendStep;
   sendLog: SendLog;
   logger: Logger;
+  /** Where outcomes go; senders of one process share one, so their results share batches. */
+  results?: StepResultPublisher;
   concurrency?: number;
   /** Deliveries before a step is given up (FAILED + dead letter). Default 10. */
   maxDeliver?: number;
@@ -54,10 +56,11 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
   const maxDeliver = options.maxDeliver ?? 10;
   const ackWaitMs = options.ackWaitMs ?? 30_000;
   const log = options.logger;
+  const results = options.results ?? new StepResultPublisher(options.bus);
 
   const finish = async (step: busV1.StepDue, result: SendResult, label = resultLabel(result.outcome)) => {
     await options.sendLog.complete(step.stepId, result);
-    await publishStepResult(options.bus, step, result);
+    await results.publish(step, result);
     sends.inc({ channel, result: label });
   };
 
@@ -65,7 +68,7 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
     const claim = await options.sendLog.claim(step, ackWaitMs);
     if (claim.kind === 'done') {
       // Sent (or settled) by an earlier delivery whose ack was lost: report again, never resend.
-      await publishStepResult(options.bus, step, claim.result);
+      await results.publish(step, claim.result);
       sends.inc({ channel, result: 'duplicate' });
       msg.ack();
       return;

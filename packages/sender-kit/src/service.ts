@@ -1,6 +1,7 @@
 import { openBus, type Bus, type Pool, type ServiceContext, type Subscription } from '@rrs/runtime';
 import type { SenderBaseConfig } from './config';
 import { announceChannels, type ChannelCatalogEntry } from './registry';
+import { StepResultPublisher } from './result';
 import { startSender, type SendStep } from './sender';
 import { openSendLog, type SendLog } from './sendLog';
 
@@ -17,6 +18,8 @@ export interface RunningChannelSender {
   bus: Bus;
   sendLog: SendLog;
   pool: Pool;
+  /** Step outcomes to the scheduler, shared by the channels and anything reporting receipts. */
+  results: StepResultPublisher;
   subscriptions: Subscription[];
 }
 
@@ -32,6 +35,7 @@ export async function startChannelSender(
 ): Promise<RunningChannelSender> {
   const bus = await openBus(config, ctx, options.service, options.bus);
   const { log: sendLog, pool } = await openSendLog({ databaseUrl: config.databaseUrl, schema: options.schema, pool: options.pool }, ctx);
+  const results = new StepResultPublisher(bus);
   const subscriptions: Subscription[] = [];
   for (const channel of options.channels) {
     const sub = await startSender({
@@ -39,6 +43,7 @@ export async function startChannelSender(
       channel: channel.entry.key,
       send: channel.send,
       sendLog,
+      results,
       logger: ctx.logger,
       concurrency: config.concurrency,
       maxDeliver: config.maxDeliver,
@@ -54,5 +59,5 @@ export async function startChannelSender(
     ttlMs: config.channelTtlMs,
   });
   ctx.lifecycle.onStop('channel catalog announcement', () => announcement.stop());
-  return { bus, sendLog, pool, subscriptions };
+  return { bus, sendLog, pool, results, subscriptions };
 }

@@ -1,8 +1,8 @@
 import { busV1, stepSubject } from '@rrs/proto';
-import { counter, histogram, type Bus, type Logger, type Pool, type PoolClient } from '@rrs/runtime';
+import { counter, histogram, sqlArray, type Bus, type Logger, type Pool, type PoolClient } from '@rrs/runtime';
 import { tokenUrl } from './cascades';
 import type { ConfiguredChannels } from './directory';
-import { addressFor, fire, type Dispatch, type FireChecks, type Timing } from './engine';
+import { addressFor, fire, PHONE_CHAIN, type Dispatch, type FireChecks, type Timing } from './engine';
 import { Wakeable, type Notifier } from './notifier';
 import { claimDue, dbNow, DUE_CHANNEL, saveStates, type LoadedRecipient } from './store';
 
@@ -30,6 +30,13 @@ export interface DispatcherOptions {
    * share work through SKIP LOCKED exactly as replicas do.
    */
   loops?: number;
+  /**
+   * Awaited before each round. The scheduler passes "until fewer than two batches of results wait":
+   * a result finishes work already in flight and schedules the next step, so it goes first; steps
+   * dispatched faster than their results can be applied would only lengthen the queue of results
+   * (and, on a shared CPU, slow their applying down).
+   */
+  beforeRound?: () => Promise<void>;
   /** Test hook: runs after a batch's publishes, before its transaction commits. */
   afterPublish?: (client: PoolClient, dispatches: Dispatch[]) => Promise<void>;
 }
@@ -52,6 +59,8 @@ export function senderStepId(d: Dispatch): string {
 function stepDue(state: LoadedRecipient, d: Dispatch, publicBaseUrl: string, now: Date): busV1.StepDue {
   const r = state.recipient;
   const m = state.meta;
+  // Claimed recipients are loaded with their token (store.claimDue).
+  if (!m.token) throw new Error(`recipient ${r.id} was loaded without its review link token`);
   const template = m.templates[d.channel] ?? (d.channel !== 'EMAIL' ? m.templates.SMS : undefined) ?? { subject: '', body: '' };
   return {
     stepId: senderStepId(d),
@@ -91,25 +100,27 @@ export async function startDispatcher(o: DispatcherOptions): Promise<RunningDisp
     for (const w of wakeables) w.wake();
   });
   let running = true;
+  let stop!: () => void;
+  const stopping = new Promise<void>((resolve) => (stop = resolve));
   let count = 0;
   async function round(): Promise<number> {
+    if (o.beforeRound) await Promise.race([o.beforeRound(), stopping]);
+    if (!running) return 0;
     const client = await o.pool.connect();
     let released = false;
     try {
       await client.query('BEGIN');
       const now = await dbNow(client);
-      const { states, stepIds } = await claimDue(client, now, batchSize);
-      if (stepIds.length === 0) {
+      const { states, claimed } = await claimDue(client, now, batchSize);
+      if (claimed.length === 0) {
         await client.query('COMMIT');
         return 0;
       }
       const t: Timing = { now, minuteMs: o.minuteMs };
       const checks = await fireChecks(client, o.channels, states.values());
       const dispatches: Array<{ state: LoadedRecipient; d: Dispatch }> = [];
-      const byStep = new Map<string, LoadedRecipient>();
-      for (const state of states.values()) for (const s of state.steps) byStep.set(s.id, state);
-      for (const stepId of stepIds) {
-        const state = byStep.get(stepId);
+      for (const { step_id: stepId, recipient_id: recipientId } of claimed) {
+        const state = states.get(recipientId);
         let current = state?.steps.find((s) => s.id === stepId);
         if (!state || !current) continue;
         const stateChecks = checks(state.recipient.organizationId);
@@ -124,14 +135,14 @@ export async function startDispatcher(o: DispatcherOptions): Promise<RunningDisp
           current = state.steps.find((s) => s.status === 'scheduled' && s.dueAt !== null && s.dueAt <= now);
         }
       }
-      await Promise.all(
-        dispatches.map(({ state, d }) =>
-          o.bus.publish(stepSubject(d.channel), busV1.StepDue.encode(stepDue(state, d, o.publicBaseUrl, now)).finish(), {
-            msgId: d.attemptId,
-            // The cascade's start is the parent of its steps' publication (the bus wrapper reads it).
-            headers: state.meta.traceContext,
-          }),
-        ),
+      // One pipelined batch: every message is written before any acknowledgement is awaited.
+      await o.bus.publishBatch(
+        dispatches.map(({ state, d }) => ({
+          subject: stepSubject(d.channel),
+          data: busV1.StepDue.encode(stepDue(state, d, o.publicBaseUrl, now)).finish(),
+          // The cascade's start is the parent of its steps' publication (the bus wrapper reads it).
+          options: { msgId: d.attemptId, headers: state.meta.traceContext },
+        })),
       );
       if (o.afterPublish) await o.afterPublish(client, dispatches.map((x) => x.d));
       await saveStates(client, states.values(), now);
@@ -141,7 +152,7 @@ export async function startDispatcher(o: DispatcherOptions): Promise<RunningDisp
         dispatched.inc({ channel: d.channel });
       }
       count += dispatches.length;
-      return stepIds.length;
+      return claimed.length;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
       // A broken connection must not go back to the pool.
@@ -189,6 +200,7 @@ export async function startDispatcher(o: DispatcherOptions): Promise<RunningDisp
     },
     async stop() {
       running = false;
+      stop();
       for (const w of wakeables) w.wake();
       await loops;
     },
@@ -198,22 +210,22 @@ export async function startDispatcher(o: DispatcherOptions): Promise<RunningDisp
 async function fireChecks(client: PoolClient, channels: ConfiguredChannels, states: Iterable<LoadedRecipient>): Promise<(organizationId: string) => FireChecks> {
   const list = [...states];
   const configured = await channels.forOrganizations(list.map((s) => s.recipient.organizationId));
-  const orgs: string[] = [];
-  const addresses: string[] = [];
+  const orgs = new Set<string>();
+  const addresses = new Set<string>();
+  // Every channel a step of these recipients may fire on, so the lookup stays on the whole primary key.
+  const channelKeys = new Set<string>(PHONE_CHAIN);
   for (const s of list) {
-    for (const a of [addressFor('EMAIL', s.recipient), addressFor('SMS', s.recipient)]) {
-      if (a) {
-        orgs.push(s.recipient.organizationId);
-        addresses.push(a);
-      }
-    }
+    orgs.add(s.recipient.organizationId);
+    for (const a of [addressFor('EMAIL', s.recipient), addressFor('SMS', s.recipient)]) if (a) addresses.add(a);
+    for (const step of s.steps) channelKeys.add(step.channel).add(step.sentChannel);
   }
   const optedOut = new Set<string>();
-  if (addresses.length) {
+  if (addresses.size) {
+    // Organizations × addresses may pair an address with another organization than its recipient's;
+    // the lookup below is by the recipient's own organization, so such a row is never consulted.
     const { rows } = await client.query<{ organization_id: string; channel: string; address: string }>(
-      `SELECT o.organization_id, o.channel, o.address FROM opt_outs o
-         JOIN unnest($1::uuid[], $2::text[]) AS u(org, address) ON o.organization_id = u.org AND o.address = u.address`,
-      [orgs, addresses],
+      'SELECT organization_id, channel, address FROM opt_outs WHERE organization_id = ANY($1::uuid[]) AND channel = ANY($2::text[]) AND address = ANY($3::text[])',
+      [sqlArray([...orgs]), sqlArray([...channelKeys]), sqlArray([...addresses])],
     );
     for (const r of rows) optedOut.add(`${r.organization_id}|${r.channel}|${r.address}`);
   }

@@ -1,7 +1,7 @@
-import { busV1, STEP_RESULT_SUBJECT } from '@rrs/proto';
-import { counter, type Bus, type BusMessage, type Logger, type Pool, type Subscription } from '@rrs/runtime';
-import { applyResult, type Outcome, type Timing } from './engine';
-import { dbNow, lockRecipients, saveStates } from './store';
+import { busV1, STEP_RESULT_BATCH_SUBJECT, STEP_RESULT_SUBJECT } from '@rrs/proto';
+import { counter, extractTraceContext, sqlArray, SpanKind, withSpan, type Bus, type BusMessage, type Logger, type Pool, type Subscription } from '@rrs/runtime';
+import { applyResult, type Outcome, type StepState, type Timing } from './engine';
+import { dbNow, lockRecipientsOfSteps, saveStates, type LoadedRecipient } from './store';
 
 const applied = counter({ name: 'scheduler_step_results_total', help: 'Step results received from senders, by outcome.', labelNames: ['outcome'] });
 
@@ -24,6 +24,9 @@ function rowIdOf(r: busV1.StepResult): string | null {
   const id = r.attemptId.slice(0, r.attemptId.lastIndexOf(':'));
   return UUID.test(id) ? id : null;
 }
+
+/** Results applied in one transaction at most. */
+export const RESULT_BATCH_SIZE = 500;
 
 export type StepResultHandler = (result: busV1.StepResult) => Promise<void>;
 
@@ -59,27 +62,26 @@ export async function applyStepResults(pool: Pool, results: busV1.StepResult[], 
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
        ON CONFLICT DO NOTHING RETURNING attempt_id, outcome`,
       [
-        results.map((r) => r.attemptId),
-        results.map((r) => busV1.stepOutcomeToJSON(r.outcome)),
-        results.map((r) => r.stepId),
-        results.map((r) => r.channel),
-        results.map((r) => r.reason),
-        results.map((r) => r.providerMessageId),
+        sqlArray(results.map((r) => r.attemptId)),
+        sqlArray(results.map((r) => busV1.stepOutcomeToJSON(r.outcome))),
+        sqlArray(results.map((r) => r.stepId)),
+        sqlArray(results.map((r) => r.channel)),
+        sqlArray(results.map((r) => r.reason)),
+        sqlArray(results.map((r) => r.providerMessageId)),
       ],
     );
     const isFresh = new Set(fresh.map((f) => `${f.attempt_id}|${f.outcome}`));
     const toApply = results.filter((r) => isFresh.has(`${r.attemptId}|${busV1.stepOutcomeToJSON(r.outcome)}`));
     const stepIds = [...new Set(toApply.map(rowIdOf).filter((id): id is string => id !== null))];
     if (stepIds.length) {
-      const { rows: owners } = await client.query<{ id: string; recipient_id: string }>('SELECT id, recipient_id FROM recipient_steps WHERE id = ANY($1::uuid[])', [stepIds]);
-      const recipientOf = new Map(owners.map((o) => [o.id, o.recipient_id]));
-      const states = await lockRecipients(client, owners.map((o) => o.recipient_id));
+      const states = await lockRecipientsOfSteps(client, stepIds);
+      const owner = new Map<string, { state: LoadedRecipient; step: StepState }>();
+      for (const state of states.values()) for (const step of state.steps) owner.set(step.id, { state, step });
       const t: Timing = { now: await dbNow(client), minuteMs };
       for (const r of toApply) {
-        const rowId = rowIdOf(r);
-        const state = states.get(recipientOf.get(rowId ?? '') ?? '');
-        const step = state?.steps.find((s) => s.id === rowId);
-        if (!state || !step) continue;
+        const found = owner.get(rowIdOf(r) ?? '');
+        if (!found) continue;
+        const { state, step } = found;
         // An outcome this version does not know must not leave the step dispatched forever.
         const outcome = OUTCOMES[r.outcome] ?? 'FAILED';
         applyResult(state, step, r.attemptId, outcome, OUTCOMES[r.outcome] ? r.reason : `unknown_outcome: ${String(r.outcome)}`, t);
@@ -98,10 +100,13 @@ export async function applyStepResults(pool: Pool, results: busV1.StepResult[], 
 }
 
 /**
- * Consumes `steps.result`: messages are gathered into batches (up to `batchSize`, of what arrived while
- * earlier batches were being written), applied in one transaction each — at most `parallel` at once,
- * so a batch waiting for a dispatcher's recipient locks does not stall the others — then acked; a
- * failed batch is nak'ed and redelivered. Batches lock recipients in id order, so they never deadlock.
+ * Consumes step results: `steps.result.batch` (a StepResultBatch per message, what senders publish) and
+ * `steps.result` (one StepResult per message, from senders of earlier versions). Results are gathered
+ * into batches (up to `batchSize`, of what arrived while earlier batches were being written), applied in
+ * one transaction each — at most `parallel` at once, so a batch waiting for a dispatcher's recipient
+ * locks does not stall the others. A message is acked once all its results are applied, nak'ed with a
+ * backoff if any failed (applying is idempotent, so its other results are harmless the second time).
+ * Batches lock recipients in id order, so they never deadlock.
  */
 export async function consumeStepResults(
   bus: Bus,
@@ -117,13 +122,26 @@ export async function consumeStepResults(
     backoff?: RedeliveryBackoff;
     maxDeliver?: number;
   },
-): Promise<Subscription> {
+): Promise<StepResultConsumer> {
   const backoff = options.backoff ?? RESULT_BACKOFF;
   const maxDeliver = options.maxDeliver ?? RESULT_MAX_DELIVER;
-  const batchSize = options.batchSize ?? 500;
+  const batchSize = options.batchSize ?? RESULT_BATCH_SIZE;
   const parallel = options.parallel ?? 2;
   const queue: Array<{ result: busV1.StepResult; done: (err?: unknown) => void }> = [];
   let active = 0;
+  const waiters: Array<{ below: number; resolve: () => void }> = [];
+  // Messages are decoded only when their results can join the queue: results held waiting are what a
+  // young-generation GC has to copy, and a few thousand of them cost more CPU than applying them.
+  const capacity = 2 * batchSize;
+  const whenWaitingBelow = (n: number): Promise<void> => {
+    if (queue.length < n) return Promise.resolve();
+    return new Promise((resolve) => waiters.push({ below: n, resolve }));
+  };
+  const release = (): void => {
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      if (queue.length < waiters[i].below) waiters.splice(i, 1)[0].resolve();
+    }
+  };
 
   const apply = async (batch: typeof queue): Promise<void> => {
     try {
@@ -138,6 +156,7 @@ export async function consumeStepResults(
   const pump = (): void => {
     while (active < parallel && queue.length) {
       const batch = queue.splice(0, batchSize);
+      release();
       active++;
       void apply(batch).finally(() => {
         active--;
@@ -145,32 +164,83 @@ export async function consumeStepResults(
       });
     }
   };
+  /** Resolves once the result is applied, with the error if its batch failed. */
+  const enqueue = (result: busV1.StepResult): Promise<unknown> =>
+    new Promise((resolve) => {
+      queue.push({ result, done: resolve });
+      if (queue.length === 1) setImmediate(pump);
+      else if (queue.length >= batchSize) pump();
+    });
+  const settle = (msg: BusMessage, errors: unknown[], attemptId: string): void => {
+    const err = errors.find((e) => e !== undefined);
+    if (err === undefined) {
+      msg.ack();
+      return;
+    }
+    if (msg.deliveryCount >= maxDeliver) logger.error({ err, seq: msg.seq, attemptId }, 'step results dropped after their last delivery');
+    msg.nak(redeliveryDelayMs(msg.deliveryCount, backoff));
+  };
+  const undecodable = (msg: BusMessage, err: unknown): void => {
+    logger.error({ err, seq: msg.seq, subject: msg.subject }, 'undecodable step result, dropped');
+    msg.term('undecodable');
+  };
 
-  return bus.consume(
-    { stream: 'STEPS', durable: 'scheduler-results', filterSubject: STEP_RESULT_SUBJECT, concurrency: options.concurrency ?? 2048, maxDeliver },
+  const batches = await bus.consume(
+    { stream: 'STEPS', durable: 'scheduler-result-batches', filterSubject: STEP_RESULT_BATCH_SUBJECT, concurrency: options.concurrency ?? 256, maxDeliver },
     async (msg: BusMessage) => {
+      await whenWaitingBelow(capacity);
+      let results: busV1.StepResult[];
+      try {
+        results = busV1.StepResultBatch.decode(msg.data).results;
+      } catch (err) {
+        undecodable(msg, err);
+        return;
+      }
+      const errors = await Promise.all(results.map((r) => withResultSpan(r, () => enqueue(r))));
+      settle(msg, errors, results[0]?.attemptId ?? '');
+    },
+  );
+  const singles = await bus.consume(
+    { stream: 'STEPS', durable: 'scheduler-results', filterSubject: STEP_RESULT_SUBJECT, concurrency: options.concurrency ?? 256, maxDeliver },
+    async (msg: BusMessage) => {
+      await whenWaitingBelow(capacity);
       let result: busV1.StepResult;
       try {
         result = busV1.StepResult.decode(msg.data);
       } catch (err) {
-        logger.error({ err, seq: msg.seq }, 'undecodable step result, dropped');
-        msg.term('undecodable');
+        undecodable(msg, err);
         return;
       }
-      await new Promise<void>((resolve) => {
-        queue.push({
-          result,
-          done: (err) => {
-            if (!err) msg.ack();
-            else {
-              if (msg.deliveryCount >= maxDeliver) logger.error({ err, seq: msg.seq, attemptId: result.attemptId }, 'step result dropped after its last delivery');
-              msg.nak(redeliveryDelayMs(msg.deliveryCount, backoff));
-            }
-            resolve();
-          },
-        });
-        setImmediate(pump);
-      });
+      settle(msg, [await enqueue(result)], result.attemptId);
     },
+  );
+  return {
+    async drain() {
+      await Promise.all([batches.drain(), singles.drain()]);
+      for (const w of waiters.splice(0)) w.resolve();
+    },
+    waiting: () => queue.length,
+    whenWaitingBelow,
+  };
+}
+
+export interface StepResultConsumer extends Subscription {
+  /** Results received and not yet taken into a batch being applied. */
+  waiting(): number;
+  /** Resolves once fewer than `n` results wait (at once if they already do). */
+  whenWaitingBelow(n: number): Promise<void>;
+}
+
+/**
+ * A result from a batch is processed in a span of its own trace (the context the sender put in it);
+ * results without one (tracing off) skip the span machinery.
+ */
+function withResultSpan<T>(result: busV1.StepResult, fn: () => Promise<T>): Promise<T> {
+  if (!result.traceContext || Object.keys(result.traceContext).length === 0) return fn();
+  return withSpan(
+    'process steps.result',
+    { 'messaging.system': 'nats', 'messaging.destination.name': STEP_RESULT_BATCH_SUBJECT, 'messaging.operation': 'process', 'rrs.step_id': result.stepId },
+    fn,
+    { kind: SpanKind.CONSUMER, parent: extractTraceContext(result.traceContext) },
   );
 }

@@ -9,12 +9,19 @@ import { startDispatcher, type DispatcherOptions, type RunningDispatcher } from 
 import { Flows } from './flows';
 import { Notifier } from './notifier';
 import { startOutboxRelay } from './outbox';
-import { consumeStepResults, type StepResultHandler } from './results';
+import { consumeStepResults, RESULT_BATCH_SIZE, type StepResultConsumer, type StepResultHandler } from './results';
 import { Reviews } from './reviews';
 import { schedulerGrpcService } from './server';
 import { startResultWatchdog } from './watchdog';
 
 export const SCHEMA = 'scheduler';
+/**
+ * Planner costs of the scheduler's sessions. PostgreSQL's default random_page_cost (4) models spinning
+ * disks; with it, claiming 1 000 steps from a due backlog of 40 000 sorts the whole backlog (~60 ms
+ * instead of ~1 ms through the due index), and every batched step UPDATE hashes the whole steps table
+ * instead of probing its primary key. 1.1 is the usual value for SSDs and for a working set in memory.
+ */
+export const SESSION_SETTINGS = { random_page_cost: '1.1' };
 export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 
 export interface SchedulerDeps {
@@ -41,6 +48,7 @@ export interface RunningScheduler {
   cascades: Cascades;
   reviews: Reviews;
   dispatcher: RunningDispatcher | null;
+  results: StepResultConsumer;
 }
 
 export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceContext, deps: SchedulerDeps = {}): Promise<RunningScheduler> {
@@ -52,6 +60,7 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
     applicationName: 'cascade-scheduler',
     max: 20,
     migrations: [{ dir: MIGRATIONS_DIR }, IDEMPOTENCY_MIGRATIONS],
+    settings: SESSION_SETTINGS,
   });
   startIdempotencyPurge(pool, ctx);
   const bus = await openBus(config, ctx, 'cascade-scheduler', deps.bus);
@@ -75,6 +84,7 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
       pool, bus, notifier, logger: ctx.logger, minuteMs, publicBaseUrl,
       channels: new ConfiguredChannels(directory, deps.channelsCacheMs),
       batchSize: config.dispatchBatchSize,
+      beforeRound: () => results.whenWaitingBelow(2 * RESULT_BATCH_SIZE),
       afterPublish: deps.afterPublish,
     });
     ctx.lifecycle.onStop('dispatcher', () => dispatcher?.stop());
@@ -99,5 +109,5 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   });
   ctx.lifecycle.onStop('scheduler gRPC server', () => server.stop());
   ctx.logger.info({ port: server.port, minuteMs }, 'cascade-scheduler gRPC listening');
-  return { grpcPort: server.port, bus, flows, cascades, reviews, dispatcher };
+  return { grpcPort: server.port, bus, flows, cascades, reviews, dispatcher, results };
 }

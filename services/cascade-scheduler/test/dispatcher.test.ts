@@ -1,18 +1,30 @@
-import { createPool, type Bus, type Pool, type PublishAck } from '@rrs/runtime';
+import { createPool, type Bus, type OutgoingMessage, type Pool, type PublishAck, type PublishOptions } from '@rrs/runtime';
 import { testLogger, waitFor } from '@rrs/testkit';
 import { ConfiguredChannels, Notifier, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
 import { LOCATION, ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
 
 /** A bus that counts what each dispatcher publishes (the stream would hide a double publish). */
 function countingBus(bus: Bus, log: Array<{ msgId: string; duplicate: boolean }>): Bus {
+  const isStep = (subject: string) => subject.startsWith('steps.') && !subject.startsWith('steps.result');
   return new Proxy(bus, {
     get(target, prop, receiver) {
-      if (prop !== 'publish') return Reflect.get(target, prop, receiver);
-      return async (subject: string, data: Uint8Array, options?: { msgId?: string }): Promise<PublishAck> => {
-        const ack = await target.publish(subject, data, options);
-        if (subject.startsWith('steps.') && subject !== 'steps.result') log.push({ msgId: options?.msgId ?? '', duplicate: ack.duplicate });
-        return ack;
-      };
+      if (prop === 'publish') {
+        return async (subject: string, data: Uint8Array, options?: PublishOptions): Promise<PublishAck> => {
+          const ack = await target.publish(subject, data, options);
+          if (isStep(subject)) log.push({ msgId: options?.msgId ?? '', duplicate: ack.duplicate });
+          return ack;
+        };
+      }
+      if (prop === 'publishBatch') {
+        return async (messages: OutgoingMessage[]): Promise<PublishAck[]> => {
+          const acks = await target.publishBatch(messages);
+          messages.forEach((m, i) => {
+            if (isStep(m.subject)) log.push({ msgId: m.options?.msgId ?? '', duplicate: acks[i].duplicate });
+          });
+          return acks;
+        };
+      }
+      return Reflect.get(target, prop, receiver);
     },
   });
 }

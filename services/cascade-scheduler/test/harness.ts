@@ -1,4 +1,5 @@
-import { busV1, eventsV1, stepSubject, STEP_RESULT_SUBJECT } from '@rrs/proto';
+import { busV1, eventsV1, stepSubject } from '@rrs/proto';
+import { StepResultPublisher } from '@rrs/sender-kit';
 import { AppError, createPool, type Bus, type Pool, type Subscription } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { startScheduler, SCHEMA, type Directory, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, type SendingProfile } from '../src';
@@ -48,8 +49,9 @@ export class FakeDirectory implements Directory {
 }
 
 /**
- * A sender speaking the bus contract: takes `steps.<channel>`, answers on `steps.result` with the
- * outcome `decide` picks. Records every delivery (a redelivered or duplicate step shows up twice).
+ * A sender speaking the bus contract: takes `steps.<channel>`, answers in batches on
+ * `steps.result.batch` (through the sender kit's publisher) with the outcome `decide` picks. Records
+ * every delivery (a redelivered or duplicate step shows up twice).
  */
 export async function startScriptedSender(
   bus: Bus,
@@ -58,18 +60,14 @@ export async function startScriptedSender(
 ): Promise<{ received: busV1.StepDue[]; stop(): Promise<void> }> {
   const received: busV1.StepDue[] = [];
   const subs: Subscription[] = [];
+  const results = new StepResultPublisher(bus);
   for (const channel of channels) {
     subs.push(
       await bus.consume({ stream: 'STEPS', durable: `test-sender-${channel.toLowerCase()}`, filterSubject: stepSubject(channel), concurrency: 64 }, async (msg) => {
         const step = busV1.StepDue.decode(msg.data);
         received.push(step);
         const outcome = busV1.StepOutcome[decide(step)];
-        const body = busV1.StepResult.encode({
-          stepId: step.stepId, attemptId: step.attemptId, channel: step.channel, outcome,
-          reason: outcome === busV1.StepOutcome.STEP_OUTCOME_FAILED ? 'provider_rejected' : '',
-          providerMessageId: '', parts: 1, at: new Date(), organizationId: step.organizationId,
-        }).finish();
-        await bus.publish(STEP_RESULT_SUBJECT, body, { msgId: `${step.attemptId}:${outcome}` });
+        await results.publish(step, { outcome, reason: outcome === busV1.StepOutcome.STEP_OUTCOME_FAILED ? 'provider_rejected' : '', parts: 1 });
         msg.ack();
       }),
     );

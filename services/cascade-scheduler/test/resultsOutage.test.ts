@@ -60,7 +60,7 @@ describe('step results during a PostgreSQL outage', () => {
         STEP_RESULT_SUBJECT,
         busV1.StepResult.encode({
           stepId, attemptId: `${stepId}:1`, channel: 'EMAIL', outcome: busV1.StepOutcome.STEP_OUTCOME_SENT,
-          reason: '', providerMessageId: 'p-1', parts: 1, at: new Date(), organizationId: ORG,
+          reason: '', providerMessageId: 'p-1', parts: 1, at: new Date(), organizationId: ORG, traceContext: {},
         }).finish(),
         { msgId: `${stepId}:1:SENT` },
       );

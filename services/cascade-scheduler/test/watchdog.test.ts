@@ -1,4 +1,4 @@
-import { busV1, stepSubject, STEP_RESULT_SUBJECT } from '@rrs/proto';
+import { busV1, stepSubject, STEP_RESULT_BATCH_SUBJECT } from '@rrs/proto';
 import { type Bus, type PublishAck } from '@rrs/runtime';
 import { openSendLog, startSender } from '@rrs/sender-kit';
 import { testContext, waitFor } from '@rrs/testkit';
@@ -30,7 +30,7 @@ describe('result watchdog (Postgres + JetStream, fast clock)', () => {
       get(target, prop, receiver) {
         if (prop !== 'publish') return Reflect.get(target, prop, receiver);
         return async (subject: string, data: Uint8Array, options?: { msgId?: string }): Promise<PublishAck> => {
-          if (subject === STEP_RESULT_SUBJECT && dropped === 0) {
+          if (subject === STEP_RESULT_BATCH_SUBJECT && dropped === 0) {
             dropped++;
             return { stream: 'STEPS', seq: 0, duplicate: false };
           }

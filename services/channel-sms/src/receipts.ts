@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { counter, type Bus, type Logger } from '@rrs/runtime';
-import { publishStepResult, StepOutcome, type SendLog, type StepOutcome as Outcome } from '@rrs/sender-kit';
+import { counter, type Logger } from '@rrs/runtime';
+import { StepOutcome, type SendLog, type StepOutcome as Outcome, type StepResultPublisher } from '@rrs/sender-kit';
 
 /** SMSC.ru message statuses that end a message (the others, −1 queued and 0 handed over, are not final). */
 const SMSC_FINAL: Record<number, { outcome: Outcome; reason: string }> = {
@@ -30,7 +30,7 @@ export type ReceiptResult = 'recorded' | 'not_final' | 'unknown_message' | 'bad_
  */
 export async function handleSmscReceipt(
   fields: URLSearchParams,
-  deps: { bus: Bus; sendLog: SendLog; password: string },
+  deps: { results: StepResultPublisher; sendLog: SendLog; password: string },
 ): Promise<ReceiptResult> {
   const id = fields.get('id');
   const phone = fields.get('phone') ?? '';
@@ -43,7 +43,7 @@ export async function handleSmscReceipt(
   if (!final) return 'not_final';
   const sent = await deps.sendLog.findByProviderMessageId(id);
   if (!sent) return 'unknown_message';
-  await publishStepResult(deps.bus, sent, { outcome: final.outcome, reason: final.reason, providerMessageId: id, parts: sent.result.parts });
+  await deps.results.publish(sent, { outcome: final.outcome, reason: final.reason, providerMessageId: id, parts: sent.result.parts });
   return 'recorded';
 }
 
@@ -53,7 +53,7 @@ const STATUS: Record<ReceiptResult, number> = { recorded: 200, not_final: 200, u
  * The receipts endpoint, on its own port (`SMS_RECEIPTS_PORT`): `POST /receipts/smsc`, form-encoded or
  * query string, as SMSC sends it. Unknown messages are answered 200 so SMSC stops retrying them.
  */
-export async function startReceiptServer(options: { host: string; port: number; bus: Bus; sendLog: SendLog; password: string; logger: Logger }) {
+export async function startReceiptServer(options: { host: string; port: number; results: StepResultPublisher; sendLog: SendLog; password: string; logger: Logger }) {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://receipts');
     if (url.pathname !== '/receipts/smsc' || (req.method !== 'POST' && req.method !== 'GET')) {

@@ -63,7 +63,7 @@ export async function startSmsSender(
   });
   let receiptsPort: number | undefined;
   if (config.smsc && config.receiptsPort !== undefined) {
-    const receipts = await startReceiptServer({ host: config.receiptsHost ?? '0.0.0.0', port: config.receiptsPort, bus: running.bus, sendLog: running.sendLog, password: config.smsc.password, logger: ctx.logger });
+    const receipts = await startReceiptServer({ host: config.receiptsHost ?? '0.0.0.0', port: config.receiptsPort, results: running.results, sendLog: running.sendLog, password: config.smsc.password, logger: ctx.logger });
     ctx.lifecycle.onStop('SMS receipts server', () => receipts.close());
     receiptsPort = receipts.port;
   }

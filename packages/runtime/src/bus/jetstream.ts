@@ -1,6 +1,7 @@
 import {
   AckPolicy,
   connect,
+  createInbox,
   DeliverPolicy,
   Events,
   headers as natsHeaders,
@@ -16,10 +17,12 @@ import {
   type JsMsg,
   type KV,
   type KvEntry as NatsKvEntry,
+  type Msg,
   type MsgHdrs,
   type NatsConnection,
   type QueuedIterator,
   type StreamConfig,
+  type Subscription as NatsSubscription,
 } from 'nats';
 import { BusError, defaultErrorHandler, toBusError, type BusErrorHandler } from './errors';
 import type {
@@ -31,6 +34,7 @@ import type {
   KvOptions,
   KvStore,
   MessageHandler,
+  OutgoingMessage,
   PublishAck,
   PublishOptions,
   StreamName,
@@ -62,6 +66,9 @@ const RETRY_MAX_MS = 5_000;
 const KV_SCAN_TIMEOUT_MS = 10_000;
 /** How long a publish waits for a lost connection to come back before failing. */
 const PUBLISH_RECONNECT_WAIT_MS = 5_000;
+/** How long a batch waits for its PubAcks when the JetStream options set no timeout (nats.js's default). */
+const DEFAULT_PUBLISH_TIMEOUT_MS = 5_000;
+const MSG_ID_HEADER = 'Nats-Msg-Id';
 
 const STREAM_ROOTS: Record<StreamName, string> = { STEPS: 'steps', EVENTS: 'events' };
 
@@ -116,6 +123,7 @@ class JetStreamBus implements Bus {
   private readonly onError: BusErrorHandler;
   private connected = true;
   private readonly reconnectWaiters = new Set<() => void>();
+  private readonly pubAcks: PubAckRouter;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -126,6 +134,7 @@ class JetStreamBus implements Bus {
     this.prefix = settings.prefix;
     this.duplicateWindowMs = settings.duplicateWindowMs;
     this.onError = settings.onError;
+    this.pubAcks = new PubAckRouter(nc, js.getOptions().timeout || DEFAULT_PUBLISH_TIMEOUT_MS);
     void nc.closed().then((err) => {
       if (err && !this.closing) this.onError(toBusError('NATS connection closed', err));
     });
@@ -162,6 +171,28 @@ class JetStreamBus implements Bus {
       return await this.publishOnce(subject, data, options);
     } catch (err) {
       throw toBusError(`publish to ${subject} failed`, err);
+    }
+  }
+
+  async publishBatch(messages: OutgoingMessage[]): Promise<PublishAck[]> {
+    const batch = messages.map((m) => this.prepare(m));
+    if (batch.length === 0) return [];
+    await this.ensureStreams();
+    const acks: PublishAck[] = new Array<PublishAck>(batch.length);
+    let unstored = batch.map((_, i) => i);
+    for (let attempt = 1; ; attempt++) {
+      // As in publish: a batch written while disconnected would be flushed on reconnect with its acks lost.
+      if (!(await this.whenConnected(PUBLISH_RECONNECT_WAIT_MS))) {
+        throw new BusError(`publish of ${unstored.length} of ${batch.length} messages failed: not connected to NATS`);
+      }
+      unstored = await this.pubAcks.send(batch, unstored, acks);
+      if (unstored.length === 0) return acks;
+      if (attempt === 2) {
+        throw new BusError(`publish to ${batch[unstored[0]].subject} failed: no stream answered (${unstored.length} of ${batch.length} messages not stored)`);
+      }
+      // No stream answered: the server lost its state (or someone deleted a stream); recreate once and resend those.
+      this.streamsReady = null;
+      await this.ensureStreams();
     }
   }
 
@@ -255,7 +286,10 @@ class JetStreamBus implements Bus {
   private async trackConnection(): Promise<void> {
     try {
       for await (const status of this.nc.status()) {
-        if (status.type === Events.Disconnect) this.connected = false;
+        if (status.type === Events.Disconnect) {
+          this.connected = false;
+          this.pubAcks.failAll('lost the connection to NATS');
+        }
         if (status.type === Events.Reconnect) {
           this.connected = true;
           for (const wake of [...this.reconnectWaiters]) wake();
@@ -263,6 +297,7 @@ class JetStreamBus implements Bus {
       }
     } finally {
       this.connected = false;
+      this.pubAcks.failAll('the NATS connection closed');
       for (const wake of [...this.reconnectWaiters]) wake();
     }
   }
@@ -276,17 +311,27 @@ class JetStreamBus implements Bus {
   }
 
   private async publishOnce(subject: string, data: Uint8Array, options: PublishOptions): Promise<PublishAck> {
-    let hdrs: MsgHdrs | undefined;
-    const entries = Object.entries(options.headers ?? {});
-    if (entries.length > 0) {
-      hdrs = natsHeaders();
-      for (const [key, value] of entries) {
-        if (key === '') throw new BusError('header names must not be empty');
-        hdrs.set(key, value);
-      }
-    }
-    const ack = await this.js.publish(this.fullSubject(subject), data, { msgID: options.msgId, headers: hdrs });
+    const ack = await this.js.publish(this.fullSubject(subject), data, { msgID: options.msgId, headers: toNatsHeaders(options.headers) });
     return { stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate };
+  }
+
+  /** Checks one message of a batch and builds what goes on the wire, so nothing is sent if any is invalid. */
+  private prepare(message: OutgoingMessage): PreparedMessage {
+    const { subject, data, options = {} } = message;
+    streamOf(subject);
+    const maxPayload = this.nc.info?.max_payload;
+    if (maxPayload !== undefined && data.length > maxPayload) {
+      throw new BusError(`publish to ${subject} failed: ${data.length} bytes exceed the server's max_payload (${maxPayload})`);
+    }
+    let headers: MsgHdrs | undefined;
+    try {
+      headers = toNatsHeaders(options.headers);
+      // Set last, as js.publish does: the msgId wins over a Nats-Msg-Id the caller put in the headers.
+      if (options.msgId) (headers ??= natsHeaders()).set(MSG_ID_HEADER, options.msgId);
+    } catch (err) {
+      throw toBusError(`publish to ${subject} failed`, err);
+    }
+    return { subject, fullSubject: this.fullSubject(subject), data, headers };
   }
 
   private async createStreams(): Promise<void> {
@@ -367,6 +412,153 @@ class JetStreamBus implements Bus {
     if (!(resolved.defaultNakDelayMs >= 0)) throw new BusError('defaultNakDelayMs must not be negative');
     return resolved;
   }
+}
+
+/** A batch message, checked and ready to be written. */
+interface PreparedMessage {
+  /** Without the bus prefix, for errors. */
+  subject: string;
+  fullSubject: string;
+  data: Uint8Array;
+  headers: MsgHdrs | undefined;
+}
+
+interface PendingBatch {
+  answer(index: number, msg: Msg): void;
+  fail(error: BusError): void;
+}
+
+/** Marks a PubAck that is a no-responders status: no stream took the subject. */
+const NO_RESPONDERS = Symbol('no responders');
+
+const utf8 = new TextDecoder();
+
+/**
+ * Pipelined JetStream publishing: a batch is written in one go with core publishes whose reply subjects
+ * are tokens under one private inbox, and a single wildcard subscription routes each PubAck to its batch.
+ * This replaces a request (reply subscription, timer, flush) per message. Tokens are never reused, so
+ * an ack that arrives after its batch has failed finds no entry and is dropped.
+ */
+class PubAckRouter {
+  private subscription: NatsSubscription | null = null;
+  private inbox = '';
+  private lastToken = 0;
+  private readonly waiting = new Map<string, { batch: PendingBatch; index: number }>();
+  private readonly batches = new Set<PendingBatch>();
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /**
+   * Writes the messages at `indexes` and fills their acks in `acks`. Resolves with the indexes that no
+   * stream answered (in input order), once every other one is stored; rejects on the first message that
+   * was not stored, or when some are still unanswered after the timeout.
+   */
+  send(messages: readonly PreparedMessage[], indexes: readonly number[], acks: PublishAck[]): Promise<number[]> {
+    return new Promise((resolve, reject) => {
+      let inbox: string;
+      try {
+        inbox = this.replyInbox();
+      } catch (err) {
+        reject(toBusError('publish batch failed: cannot subscribe to its acks', err));
+        return;
+      }
+      const tokens: string[] = [];
+      const noResponders: number[] = [];
+      let unanswered = indexes.length;
+      let settled = false;
+      const finish = (error?: BusError): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        this.batches.delete(batch);
+        if (error) {
+          for (const token of tokens) this.waiting.delete(token);
+          reject(error);
+        } else {
+          resolve(noResponders.sort((a, b) => a - b));
+        }
+      };
+      const batch: PendingBatch = {
+        answer: (index, msg) => {
+          const ack = readPubAck(msg, messages[index].subject);
+          if (ack instanceof BusError) return finish(ack);
+          if (ack === NO_RESPONDERS) noResponders.push(index);
+          else acks[index] = ack;
+          if (--unanswered === 0) finish();
+        },
+        fail: finish,
+      };
+      const timer = setTimeout(() => {
+        finish(new BusError(`publish batch timed out: ${unanswered} of ${indexes.length} messages not acknowledged within ${this.timeoutMs} ms`));
+      }, this.timeoutMs);
+      timer.unref();
+      this.batches.add(batch);
+      // Kept synchronous: nats.js flushes its buffer in a microtask (or at 32 KiB), so the batch goes out in a
+      // few large writes instead of one per message.
+      for (const index of indexes) {
+        const message = messages[index];
+        const token = (++this.lastToken).toString(36);
+        tokens.push(token);
+        this.waiting.set(token, { batch, index });
+        try {
+          this.nc.publish(message.fullSubject, message.data, { reply: `${inbox}.${token}`, headers: message.headers });
+        } catch (err) {
+          finish(toBusError(`publish to ${message.subject} failed`, err));
+          return;
+        }
+      }
+    });
+  }
+
+  /** Fails every batch still waiting: their acks may never arrive. */
+  failAll(reason: string): void {
+    for (const batch of [...this.batches]) batch.fail(new BusError(`publish batch failed: ${reason} while acks were outstanding`));
+  }
+
+  private replyInbox(): string {
+    if (this.subscription && !this.subscription.isClosed()) return this.inbox;
+    const inbox = createInbox();
+    this.subscription = this.nc.subscribe(`${inbox}.*`, {
+      callback: (err, msg) => {
+        if (err) {
+          this.failAll(`the ack subscription failed (${err.message})`);
+          return;
+        }
+        const token = msg.subject.slice(inbox.length + 1);
+        const entry = this.waiting.get(token);
+        if (!entry) return;
+        this.waiting.delete(token);
+        entry.batch.answer(entry.index, msg);
+      },
+    });
+    this.inbox = inbox;
+    return inbox;
+  }
+}
+
+/** A PubAck, the no-responders status, or why the message was not stored. */
+function readPubAck(msg: Msg, subject: string): PublishAck | typeof NO_RESPONDERS | BusError {
+  if (msg.data.length === 0) {
+    if (msg.headers?.code === 503) return NO_RESPONDERS;
+    return new BusError(`publish to ${subject} failed: unexpected reply status ${msg.headers?.code ?? 'none'} ${msg.headers?.description ?? ''}`.trimEnd());
+  }
+  let reply: { stream?: unknown; seq?: unknown; duplicate?: unknown; error?: { code?: number; err_code?: number; description?: string } };
+  try {
+    reply = JSON.parse(utf8.decode(msg.data)) as typeof reply;
+  } catch (err) {
+    return toBusError(`publish to ${subject} failed: unreadable ack`, err);
+  }
+  if (reply.error) {
+    const { description = 'unknown error', err_code: errCode, code } = reply.error;
+    return new BusError(`publish to ${subject} failed: ${description} (${errCode ?? code})`, { cause: reply.error });
+  }
+  if (typeof reply.stream !== 'string' || reply.stream === '' || typeof reply.seq !== 'number') {
+    return new BusError(`publish to ${subject} failed: invalid ack`);
+  }
+  return { stream: reply.stream, seq: reply.seq, duplicate: reply.duplicate === true };
 }
 
 interface SubscriptionContext {
@@ -711,6 +903,17 @@ class JetStreamKv implements KvStore {
 
 function toKvEntry(entry: NatsKvEntry): KvEntry {
   return { key: entry.key, value: entry.value, revision: entry.revision, createdAt: entry.created.getTime() };
+}
+
+/** nats.js rejects invalid header names and values itself but lets an empty name through. */
+function toNatsHeaders(record: Record<string, string> | undefined): MsgHdrs | undefined {
+  if (!record) return undefined;
+  let hdrs: MsgHdrs | undefined;
+  for (const [key, value] of Object.entries(record)) {
+    if (key === '') throw new BusError('header names must not be empty');
+    (hdrs ??= natsHeaders()).set(key, value);
+  }
+  return hdrs;
 }
 
 function headersToRecord(hdrs: MsgHdrs | undefined): Record<string, string> {

@@ -8,6 +8,7 @@ import type {
   KvOptions,
   KvStore,
   MessageHandler,
+  OutgoingMessage,
   PublishAck,
   PublishOptions,
   StreamName,
@@ -92,12 +93,23 @@ class MemoryBus implements Bus {
 
   async publish(subject: string, data: Uint8Array, options: PublishOptions = {}): Promise<PublishAck> {
     this.assertOpen();
+    return store(this.prepare({ subject, data, options }));
+  }
+
+  async publishBatch(messages: OutgoingMessage[]): Promise<PublishAck[]> {
+    this.assertOpen();
+    // Every message is checked before the first is stored, so an invalid one leaves nothing published.
+    return messages.map((m) => this.prepare(m)).map(store);
+  }
+
+  private prepare(message: OutgoingMessage): PreparedMessage {
+    const { subject, data, options = {} } = message;
     const stream = this.streams[streamOf(subject)];
     const headers = normalizeHeaders(options.headers);
     if (options.msgId) headers[MSG_ID_HEADER] = options.msgId;
     // Like JetStream, the dedupe id is whatever ends up in the Nats-Msg-Id header.
     const msgId = headers[MSG_ID_HEADER] || undefined;
-    return stream.append(subject, data.slice(), headers, msgId);
+    return { stream, subject, data, headers, msgId };
   }
 
   async consume(options: ConsumeOptions, handler: MessageHandler): Promise<Subscription> {
@@ -148,6 +160,19 @@ class MemoryBus implements Bus {
   private assertOpen(): void {
     if (this.closing) throw new BusError('bus is closed');
   }
+}
+
+/** A message checked by `publish`/`publishBatch` and not stored yet. */
+interface PreparedMessage {
+  stream: MemoryStream;
+  subject: string;
+  data: Uint8Array;
+  headers: Record<string, string>;
+  msgId: string | undefined;
+}
+
+function store(message: PreparedMessage): PublishAck {
+  return message.stream.append(message.subject, message.data.slice(), message.headers, message.msgId);
 }
 
 interface StoredMessage {

@@ -25,6 +25,13 @@ export interface PublishOptions {
   headers?: Record<string, string>;
 }
 
+/** One message of a `publishBatch`; `subject` and `options` mean what they mean for `publish`. */
+export interface OutgoingMessage {
+  subject: string;
+  data: Uint8Array;
+  options?: PublishOptions;
+}
+
 export interface PublishAck {
   stream: string;
   seq: number;
@@ -100,6 +107,14 @@ export interface Bus {
   /** Creates streams if missing (idempotent). */
   ensureStreams(): Promise<void>;
   publish(subject: string, data: Uint8Array, options?: PublishOptions): Promise<PublishAck>;
+  /**
+   * Publishes several messages at once. Resolves with one ack per message, in input order, once every
+   * message is stored (a msgId seen within the duplicate window is answered `duplicate: true`, as with
+   * publish). Rejects with a BusError if any message was not stored; the others may have been, so the
+   * caller retries the whole batch with the same msgIds. Subjects and headers are checked for every
+   * message before any is sent: one invalid message rejects the batch with nothing published.
+   */
+  publishBatch(messages: OutgoingMessage[]): Promise<PublishAck[]>;
   consume(options: ConsumeOptions, handler: MessageHandler): Promise<Subscription>;
   kv(bucket: string, options: KvOptions): Promise<KvStore>;
   /** Number of messages a durable consumer has not yet had acked (pending + in flight). */

@@ -1,4 +1,4 @@
-import { busV1, stepSubject } from '@rrs/proto';
+import { busV1, stepSubject, STEP_RESULT_BATCH_SUBJECT } from '@rrs/proto';
 import type { Bus, Subscription } from '@rrs/runtime';
 import { uuidv7 } from '@rrs/runtime';
 
@@ -28,11 +28,11 @@ export async function publishStep(bus: Bus, step: busV1.StepDue): Promise<void> 
   await bus.publish(stepSubject(step.channel), busV1.StepDue.encode(step).finish(), { msgId: step.attemptId });
 }
 
-/** Collects every StepResult published on `steps.result`, as the scheduler would read them. */
+/** Collects every StepResult published in batches on `steps.result.batch`, as the scheduler would read them. */
 export async function collectResults(bus: Bus): Promise<{ results: busV1.StepResult[]; sub: Subscription }> {
   const results: busV1.StepResult[] = [];
-  const sub = await bus.consume({ stream: 'STEPS', durable: 'test-scheduler-results', filterSubject: 'steps.result' }, async (msg) => {
-    results.push(busV1.StepResult.decode(msg.data));
+  const sub = await bus.consume({ stream: 'STEPS', durable: 'test-scheduler-results', filterSubject: STEP_RESULT_BATCH_SUBJECT }, async (msg) => {
+    results.push(...busV1.StepResultBatch.decode(msg.data).results);
     msg.ack();
   });
   return { results, sub };

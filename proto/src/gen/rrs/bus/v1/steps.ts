@@ -162,6 +162,24 @@ export interface StepResult {
   parts: number;
   at: Date | undefined;
   organizationId: string;
+  /**
+   * W3C trace context (`traceparent`, `tracestate`) of the span that produced this result; inside a
+   * batch the message headers cannot carry one context per result.
+   */
+  traceContext: { [key: string]: string };
+}
+
+export interface StepResult_TraceContextEntry {
+  key: string;
+  value: string;
+}
+
+/**
+ * Results a sender gathered while they came in (one message instead of one per step), on
+ * `steps.result.batch`. Applying a result is idempotent, so a batch redelivered in whole is harmless.
+ */
+export interface StepResultBatch {
+  results: StepResult[];
 }
 
 /**
@@ -854,6 +872,7 @@ function createBaseStepResult(): StepResult {
     parts: 0,
     at: undefined,
     organizationId: "",
+    traceContext: {},
   };
 }
 
@@ -886,6 +905,9 @@ export const StepResult: MessageFns<StepResult> = {
     if (message.organizationId !== "") {
       writer.uint32(74).string(message.organizationId);
     }
+    globalThis.Object.entries(message.traceContext).forEach(([key, value]: [string, string]) => {
+      StepResult_TraceContextEntry.encode({ key: key as any, value }, writer.uint32(82).fork()).join();
+    });
     return writer;
   },
 
@@ -974,6 +996,17 @@ export const StepResult: MessageFns<StepResult> = {
             message.organizationId = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            const entry10 = StepResult_TraceContextEntry.decode(reader, reader.uint32());
+            if (entry10.value !== undefined) {
+              message.traceContext[entry10.key] = entry10.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1013,6 +1046,33 @@ export const StepResult: MessageFns<StepResult> = {
         : isSet(object.organization_id)
         ? globalThis.String(object.organization_id)
         : "",
+      traceContext: isObject(object.traceContext)
+        ? (globalThis.Object.entries(object.traceContext) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.trace_context)
+        ? (globalThis.Object.entries(object.trace_context) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -1045,6 +1105,15 @@ export const StepResult: MessageFns<StepResult> = {
     if (message.organizationId !== "") {
       obj.organizationId = message.organizationId;
     }
+    if (message.traceContext) {
+      const entries = globalThis.Object.entries(message.traceContext) as [string, string][];
+      if (entries.length > 0) {
+        obj.traceContext = {};
+        entries.forEach(([k, v]) => {
+          obj.traceContext[k] = v;
+        });
+      }
+    }
     return obj;
   },
 
@@ -1062,6 +1131,169 @@ export const StepResult: MessageFns<StepResult> = {
     message.parts = object.parts ?? 0;
     message.at = object.at ?? undefined;
     message.organizationId = object.organizationId ?? "";
+    message.traceContext = (globalThis.Object.entries(object.traceContext ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseStepResult_TraceContextEntry(): StepResult_TraceContextEntry {
+  return { key: "", value: "" };
+}
+
+export const StepResult_TraceContextEntry: MessageFns<StepResult_TraceContextEntry> = {
+  encode(message: StepResult_TraceContextEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StepResult_TraceContextEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStepResult_TraceContextEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StepResult_TraceContextEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: StepResult_TraceContextEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StepResult_TraceContextEntry>, I>>(base?: I): StepResult_TraceContextEntry {
+    return StepResult_TraceContextEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StepResult_TraceContextEntry>, I>>(object: I): StepResult_TraceContextEntry {
+    const message = createBaseStepResult_TraceContextEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseStepResultBatch(): StepResultBatch {
+  return { results: [] };
+}
+
+export const StepResultBatch: MessageFns<StepResultBatch> = {
+  encode(message: StepResultBatch, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.results) {
+      StepResult.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StepResultBatch {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStepResultBatch();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.results.push(StepResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StepResultBatch {
+    return {
+      results: globalThis.Array.isArray(object?.results) ? object.results.map((e: any) => StepResult.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: StepResultBatch): unknown {
+    const obj: any = {};
+    if (message.results?.length) {
+      obj.results = message.results.map((e) => StepResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StepResultBatch>, I>>(base?: I): StepResultBatch {
+    return StepResultBatch.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StepResultBatch>, I>>(object: I): StepResultBatch {
+    const message = createBaseStepResultBatch();
+    message.results = object.results?.map((e) => StepResult.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1299,6 +1531,10 @@ function fromJsonTimestamp(o: any): Date {
   } else {
     return fromTimestamp(Timestamp.fromJSON(o));
   }
+}
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
 }
 
 function isSet(value: any): boolean {
