@@ -116,6 +116,16 @@ async function startProfiler() {
   };
 }
 
+// Peak resident set of a process (VmHWM, Linux), in MB; '?' elsewhere.
+function peakRssMb(pid) {
+  try {
+    const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Math.round(Number(kb) / 1024) : '?';
+  } catch {
+    return '?';
+  }
+}
+
 async function waitUntil(probe, maxMs, what) {
   const deadline = Date.now() + maxMs;
   while (Date.now() < deadline) {
@@ -190,6 +200,7 @@ try {
   const cpu1 = cpuSnapshot(groups);
   if (profiler) await profiler.stop(process.env.BENCH_PROFILE_OUT);
   if (cpu0 && cpu1) ours.cpu = Object.keys(groups).map((k) => `${k} ${Math.round(((cpu1[k] - cpu0[k]) / STEPS) * 1e6)} µs`).join(', ');
+  ours.peakRss = [['scheduler', process.pid], ['no-op sender', senderPid]].map(([k, pid]) => `${k} ${peakRssMb(pid)} MB`).join(', ');
   await dispatcher.stop();
   await notifier.stop();
   await sender.drain();
@@ -197,7 +208,7 @@ try {
 
   if (process.env.BENCH_PROFILE === '1') {
     // Profiling the pipeline alone (node --cpu-prof): no baselines, whose work would fill the profile.
-    console.log(`scheduler: ${ours.seconds.toFixed(2)} s → ${Math.round(ours.rate)} steps/s (all dispatched at ${ours.dispatchedAt.toFixed(2)} s); CPU per step: ${ours.cpu}`);
+    console.log(`scheduler: ${ours.seconds.toFixed(2)} s → ${Math.round(ours.rate)} steps/s (all dispatched at ${ours.dispatchedAt.toFixed(2)} s); CPU per step: ${ours.cpu}; peak RSS: ${ours.peakRss}`);
   } else {
     // graphile-worker, the same number of no-op jobs, same PostgreSQL.
     const utils = await makeWorkerUtils({ connectionString: dbUrl });
@@ -246,7 +257,7 @@ try {
 
     console.log(`dispatch on ${cpus().length} cores (load ${loadavg()[0].toFixed(1)}), ${STEPS} due steps, bus: ${bus.kind}; scheduler ${schedulerFlags.join(' ') || 'default V8 flags'}, sender ${senderFlags.join(' ') || 'default V8 flags'}`);
     console.log(`  scheduler (PG → bus → no-op sender → result → PG): ${ours.seconds.toFixed(2)} s → ${Math.round(ours.rate)} steps/s`);
-    if (ours.cpu) console.log(`    CPU per step: ${ours.cpu}`);
+    if (ours.cpu) console.log(`    CPU per step: ${ours.cpu}; peak RSS: ${ours.peakRss}`);
     console.log(`  graphile-worker, ${STEPS} no-op jobs, same PG      : ${theirs.seconds.toFixed(2)} s → ${Math.round(theirs.rate)} jobs/s`);
     console.log(`  bus alone (${bus.kind}), same run: publish ${Math.round(publishOnly)} msg/s; publish → consume → ack ${Math.round(leg)} msg/s (one leg per step)`);
     console.log(`  ratio ${(ours.rate / theirs.rate).toFixed(2)}   target: ≥ 10000 steps/s → ${ours.rate >= 10000 ? 'MET' : 'NOT MET'}`);

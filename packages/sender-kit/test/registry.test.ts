@@ -42,5 +42,7 @@ describe.each(['memory', 'jetstream'] as const)('channel registry on the %s bus'
   it('refuses bad keys and slugs', async () => {
     await expect(announceChannels({ bus: tb.bus, entries: [entry('bad key', 1)], logger: ctx.logger, ttlMs })).rejects.toThrow(/invalid channel key/);
     await expect(announceChannels({ bus: tb.bus, entries: [{ ...entry('OK', 1), slug: 'Bad/Slug' }], logger: ctx.logger, ttlMs })).rejects.toThrow(/invalid channel slug/);
+    // Its steps would go to steps.result, where senders answer the scheduler.
+    await expect(announceChannels({ bus: tb.bus, entries: [entry('RESULT', 1)], logger: ctx.logger, ttlMs })).rejects.toThrow(/RESULT is reserved/);
   });
 });

@@ -48,14 +48,14 @@ describe('dispatcher replicas and crashes (Postgres + JetStream)', () => {
     await h.close();
   });
 
-  async function replica(bus: Bus, options: { batchSize: number; loops?: number; afterPublish?: Parameters<typeof startDispatcher>[0]['afterPublish'] }) {
+  async function replica(bus: Bus, options: { batchSize: number; loops?: number; afterPublish?: Parameters<typeof startDispatcher>[0]['afterPublish']; beforeRound?: () => Promise<void> }) {
     const pool = createPool({ url: h.db.url, schema: SCHEMA, logger: testLogger() });
     const notifier = new Notifier(h.db.url, SCHEMA, testLogger());
     const entry: (typeof extra)[number] = { pool, notifier };
     extra.push(entry);
     entry.dispatcher = await startDispatcher({
       pool, bus, notifier, logger: testLogger(), minuteMs: 40, publicBaseUrl: 'http://reviews.test',
-      channels: new ConfiguredChannels(h.directory), batchSize: options.batchSize, loops: options.loops, afterPublish: options.afterPublish,
+      channels: new ConfiguredChannels(h.directory), batchSize: options.batchSize, loops: options.loops, afterPublish: options.afterPublish, beforeRound: options.beforeRound,
     });
     await notifier.start();
     return entry.dispatcher;
@@ -137,5 +137,53 @@ describe('dispatcher replicas and crashes (Postgres + JetStream)', () => {
     const delivered = sender.received.filter((s) => s.recipient?.email.startsWith('crash-'));
     expect(delivered).toHaveLength(300);
     expect(new Set(delivered.map((d) => d.stepId)).size).toBe(300);
+  });
+
+  it('a recipient another transaction holds waits for a later round; the others go now', async () => {
+    const ids = await startCascades(1, 20, 'held');
+    const { rows: held } = await h.pool.query<{ id: string }>('SELECT id FROM recipients WHERE cascade_id = $1 ORDER BY position LIMIT 1', [ids[0]]);
+    // A rating or a result being applied holds the recipient row, as this transaction does.
+    const holder = await h.pool.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM recipients WHERE id = $1 FOR UPDATE', [held[0].id]);
+    const d = await replica(h.tb.bus, { batchSize: 50 });
+    try {
+      await waitFor(async () => (await stepsOf(ids)).filter((s) => s.status === 'sent').length === 19, { what: 'the 19 free recipients sent', timeoutMs: 10_000 });
+      const { rows: waiting } = await h.pool.query<{ status: string; attempt: number }>('SELECT status, attempt FROM recipient_steps WHERE recipient_id = $1 AND step_order = 1', [held[0].id]);
+      expect(waiting).toEqual([{ status: 'scheduled', attempt: 0 }]);
+    } finally {
+      await holder.query('COMMIT');
+      holder.release();
+    }
+    await waitFor(async () => (await stepsOf(ids)).every((s) => s.status === 'sent'), { what: 'the held recipient sent once released', timeoutMs: 10_000 });
+    await d.stop();
+    expect((await stepsOf(ids)).every((s) => s.attempt === 1)).toBe(true);
+  });
+
+  it('waits for beforeRound (results first) before each claim', async () => {
+    const ids = await startCascades(1, 10, 'gated');
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let asked = 0;
+    const d = await replica(h.tb.bus, {
+      batchSize: 50,
+      beforeRound: () => {
+        asked++;
+        return gate;
+      },
+    });
+    await waitFor(() => asked > 0, { what: 'the dispatcher asking to start a round' });
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await stepsOf(ids)).every((s) => s.status === 'scheduled')).toBe(true);
+    open();
+    await waitFor(async () => (await stepsOf(ids)).every((s) => s.status === 'sent'), { what: 'the steps sent once the gate opened', timeoutMs: 10_000 });
+    await d.stop();
+  });
+
+  it('stops promptly while a round waits for beforeRound', async () => {
+    const d = await replica(h.tb.bus, { batchSize: 50, beforeRound: () => new Promise<void>(() => undefined) });
+    const started = Date.now();
+    await d.stop();
+    expect(Date.now() - started).toBeLessThan(2_000);
   });
 });

@@ -1,4 +1,4 @@
-import { busV1, STEP_RESULT_SUBJECT } from '@rrs/proto';
+import { busV1, STEP_RESULT_BATCH_SUBJECT, STEP_RESULT_SUBJECT } from '@rrs/proto';
 import type { Pool, Subscription } from '@rrs/runtime';
 import { createTestBus, testLogger, waitFor, type TestBus } from '@rrs/testkit';
 import { consumeStepResults } from '../src';
@@ -79,6 +79,46 @@ describe('step results during a PostgreSQL outage', () => {
       expect(results).toEqual([{ outcome: 'STEP_OUTCOME_SENT' }]);
       const c = await h.scheduler.cascades.get(ORG, result.id);
       expect(c.recipients[0]).toMatchObject({ status: 'finished', finishReason: 'exhausted' });
+    });
+
+    it('applies a batch of results (steps.result.batch) once the database is back, and only then acks it', async () => {
+      await sub?.drain();
+      const { result } = await h.scheduler.cascades.start({
+        organizationId: ORG, locationId: LOCATION, name: 'outage batch', flowId: '', channel: 'EMAIL', externalId: 'outage-2',
+        recipients: recipientsInput(2, (k) => ({ email: `outage-batch-${k}@example.com` })),
+      });
+      const { rows } = await h.pool.query<{ id: string }>(
+        `UPDATE recipient_steps SET status = 'dispatched', attempt = 1, dispatched_at = now() WHERE cascade_id = $1 RETURNING id`,
+        [result.id],
+      );
+      let failures = 2;
+      const down = new Proxy(h.pool, {
+        get(target, prop, receiver) {
+          if (prop !== 'connect') return Reflect.get(target, prop, receiver);
+          return async () => {
+            if (failures-- > 0) throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
+            return target.connect();
+          };
+        },
+      }) as Pool;
+      sub = await consumeStepResults(bus.bus, down, testLogger(), { minuteMs: 50, backoff: { baseMs: 40, maxMs: 200 }, maxDeliver: 20 });
+      await bus.bus.publish(
+        STEP_RESULT_BATCH_SUBJECT,
+        busV1.StepResultBatch.encode({
+          results: rows.map((r, i) => ({
+            stepId: r.id, attemptId: `${r.id}:1`, channel: 'EMAIL', outcome: busV1.StepOutcome.STEP_OUTCOME_SENT,
+            reason: '', providerMessageId: `pb-${i}`, parts: 1, at: new Date(), organizationId: ORG, traceContext: {},
+          })),
+        }).finish(),
+      );
+      await waitFor(async () => {
+        const r = await h.pool.query<{ status: string }>('SELECT status FROM recipient_steps WHERE id = ANY($1::uuid[])', [rows.map((x) => x.id)]);
+        return r.rows.every((x) => x.status === 'sent');
+      }, { what: 'both results of the batch applied after the outage', timeoutMs: 10_000 });
+      expect(failures).toBeLessThan(0);
+      await waitFor(async () => (await bus.bus.pending('STEPS', 'scheduler-result-batches')) === 0, { what: 'the batch message acked', timeoutMs: 5_000 });
+      const { rows: recorded } = await h.pool.query('SELECT provider_message_id FROM step_results WHERE attempt_id = ANY($1::text[]) ORDER BY provider_message_id', [rows.map((r) => `${r.id}:1`)]);
+      expect(recorded).toEqual([{ provider_message_id: 'pb-0' }, { provider_message_id: 'pb-1' }]);
     });
   });
 });

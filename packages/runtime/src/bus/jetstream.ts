@@ -63,7 +63,6 @@ const EVENTS_MAX_AGE_MS = 7 * 24 * 3_600_000;
 const FETCH_EXPIRES_MS = 10_000;
 const RETRY_BASE_MS = 250;
 const RETRY_MAX_MS = 5_000;
-const KV_SCAN_TIMEOUT_MS = 10_000;
 /** How long a publish waits for a lost connection to come back before failing. */
 const PUBLISH_RECONNECT_WAIT_MS = 5_000;
 /** How long a batch waits for its PubAcks when the JetStream options set no timeout (nats.js's default). */
@@ -236,7 +235,7 @@ class JetStreamBus implements Bus {
       const kv = await this.js.views.kv(name, { ttl: options.ttlMs, history: 1 });
       // An existing bucket keeps the TTL it was created with; entries expire by that one.
       const ttlMs = (await kv.status()).ttl || options.ttlMs;
-      return new JetStreamKv(kv, name, ttlMs, this.onError, this.watchers);
+      return new JetStreamKv(this.jsm, kv, name, ttlMs, this.onError, this.watchers);
     } catch (err) {
       throw toBusError(`cannot open bucket ${name}`, err);
     }
@@ -794,6 +793,7 @@ class JetStreamMessage implements BusMessage {
 
 class JetStreamKv implements KvStore {
   constructor(
+    private readonly jsm: JetStreamManager,
     private readonly kv: KV,
     private readonly name: string,
     private readonly ttlMs: number,
@@ -828,39 +828,19 @@ class JetStreamKv implements KvStore {
   }
 
   async entries(): Promise<KvEntry[]> {
-    const latest = new Map<string, NatsKvEntry>();
-    let iterator: QueuedIterator<NatsKvEntry>;
-    let initialized!: () => void;
-    const ready = new Promise<void>((resolve) => {
-      initialized = resolve;
-    });
+    // The keys from the stream's subjects, then each key's last value. A watch that waits to be told it
+    // has seen every key (nats.js initializedFn) hangs when a value expires between the count and its
+    // delivery; reading the subjects has no such window.
+    const prefix = `$KV.${this.name}.`;
+    let subjects: Record<string, number>;
     try {
-      iterator = await this.kv.watch({ key: '>', include: KvWatchInclude.LastValue, initializedFn: () => initialized() });
+      subjects = (await this.jsm.streams.info(`KV_${this.name}`, { subjects_filter: `${prefix}>` })).state.subjects ?? {};
     } catch (err) {
       throw toBusError(`kv ${this.name}: listing entries failed`, err);
     }
-    const reading = (async () => {
-      for await (const entry of iterator) latest.set(entry.key, entry);
-    })();
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), KV_SCAN_TIMEOUT_MS);
-      timer.unref();
-    });
-    try {
-      const outcome = await Promise.race([ready, reading.then(() => 'ended' as const), timedOut]);
-      if (outcome === 'timeout') throw new BusError(`kv ${this.name}: listing entries timed out`);
-    } catch (err) {
-      throw toBusError(`kv ${this.name}: listing entries failed`, err);
-    } finally {
-      clearTimeout(timer);
-      iterator.stop();
-      await reading.catch(() => undefined);
-    }
-    return [...latest.values()]
-      .filter((entry) => this.isLive(entry))
-      .map(toKvEntry)
-      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const keys = Object.keys(subjects).filter((s) => s.startsWith(prefix)).map((s) => s.slice(prefix.length));
+    const found = await Promise.all(keys.map((key) => this.get(key)));
+    return found.filter((e): e is KvEntry => e !== null).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
   async watch(onChange: (key: string, entry: KvEntry | null) => void): Promise<() => void> {
