@@ -23,7 +23,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const pg = require('pg');
 const { createServiceContext, createMemoryBus, connectJetStreamBus, createPool, histogram } = require('@rrs/runtime');
 const { busV1 } = require('@rrs/proto');
-const { startScheduler, startDispatcher, Notifier, ConfiguredChannels, SCHEMA, SESSION_SETTINGS, RESULT_BATCH_SIZE } = require('@rrs/cascade-scheduler');
+const { startScheduler, startDispatcher, Notifier, ConfiguredChannels, SCHEMA, SESSION_SETTINGS } = require('@rrs/cascade-scheduler');
 const { StepResultPublisher } = require('@rrs/sender-kit');
 const { run, makeWorkerUtils } = require('graphile-worker');
 
@@ -185,7 +185,7 @@ try {
   const cpu0 = cpuSnapshot(groups);
   const profiler = process.env.BENCH_PROFILE_OUT ? await startProfiler() : null;
   const t0 = process.hrtime.bigint();
-  const dispatcher = await startDispatcher({ pool, bus, notifier, logger: ctx.logger, minuteMs: 60_000, publicBaseUrl: 'http://127.0.0.1', channels: new ConfiguredChannels(directory), batchSize: Number(process.env.BENCH_BATCH ?? 1000), loops: Number(process.env.BENCH_LOOPS ?? 2), beforeRound: () => scheduler.results.whenWaitingBelow(2 * RESULT_BATCH_SIZE) });
+  const dispatcher = await startDispatcher({ pool, bus, notifier, logger: ctx.logger, minuteMs: 60_000, publicBaseUrl: 'http://127.0.0.1', channels: new ConfiguredChannels(directory), batchSize: Number(process.env.BENCH_BATCH ?? 1000), loops: Number(process.env.BENCH_LOOPS ?? 2), beforeRound: () => scheduler.results.whenRoom() });
   await notifier.start();
   let dispatchedAt = 0;
   await waitUntil(async () => {

@@ -1,6 +1,6 @@
 export { buildConfig, fastClock, DEFAULT_MINUTE_MS, type SchedulerConfig } from './config';
 export { startScheduler, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, SCHEMA, MIGRATIONS_DIR, SESSION_SETTINGS } from './service';
-export { consumeStepResults, applyStepResults, RESULT_BATCH_SIZE, type StepResultConsumer, type StepResultHandler } from './results';
+export { consumeStepResults, applyStepResults, type StepResultConsumer, type StepResultHandler } from './results';
 export { startDispatcher, type RunningDispatcher, type DispatcherOptions } from './dispatcher';
 export { startOutboxRelay } from './outbox';
 export { Notifier } from './notifier';

@@ -133,9 +133,9 @@ export async function consumeStepResults(
   // Messages are decoded only when their results can join the queue: results held waiting are what a
   // young-generation GC has to copy, and a few thousand of them cost more CPU than applying them.
   const capacity = 2 * batchSize;
-  const whenWaitingBelow = (n: number): Promise<void> => {
-    if (queue.length < n) return Promise.resolve();
-    return new Promise((resolve) => waiters.push({ below: n, resolve }));
+  const whenRoom = (): Promise<void> => {
+    if (queue.length < capacity) return Promise.resolve();
+    return new Promise((resolve) => waiters.push({ below: capacity, resolve }));
   };
   const release = (): void => {
     for (let i = waiters.length - 1; i >= 0; i--) {
@@ -188,7 +188,7 @@ export async function consumeStepResults(
   const batches = await bus.consume(
     { stream: 'STEPS', durable: 'scheduler-result-batches', filterSubject: STEP_RESULT_BATCH_SUBJECT, concurrency: options.concurrency ?? 256, maxDeliver },
     async (msg: BusMessage) => {
-      await whenWaitingBelow(capacity);
+      await whenRoom();
       let results: busV1.StepResult[];
       try {
         results = busV1.StepResultBatch.decode(msg.data).results;
@@ -203,7 +203,7 @@ export async function consumeStepResults(
   const singles = await bus.consume(
     { stream: 'STEPS', durable: 'scheduler-results', filterSubject: STEP_RESULT_SUBJECT, concurrency: options.concurrency ?? 256, maxDeliver },
     async (msg: BusMessage) => {
-      await whenWaitingBelow(capacity);
+      await whenRoom();
       let result: busV1.StepResult;
       try {
         result = busV1.StepResult.decode(msg.data);
@@ -220,15 +220,18 @@ export async function consumeStepResults(
       for (const w of waiters.splice(0)) w.resolve();
     },
     waiting: () => queue.length,
-    whenWaitingBelow,
+    whenRoom,
   };
 }
 
 export interface StepResultConsumer extends Subscription {
   /** Results received and not yet taken into a batch being applied. */
   waiting(): number;
-  /** Resolves once fewer than `n` results wait (at once if they already do). */
-  whenWaitingBelow(n: number): Promise<void>;
+  /**
+   * Resolves once the queue has room (fewer than two batches of results wait; at once if it has):
+   * what messages wait for before they are decoded, and the dispatcher before each round.
+   */
+  whenRoom(): Promise<void>;
 }
 
 /**

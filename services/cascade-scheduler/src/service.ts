@@ -9,7 +9,7 @@ import { startDispatcher, type DispatcherOptions, type RunningDispatcher } from 
 import { Flows } from './flows';
 import { Notifier } from './notifier';
 import { startOutboxRelay } from './outbox';
-import { consumeStepResults, RESULT_BATCH_SIZE, type StepResultConsumer, type StepResultHandler } from './results';
+import { consumeStepResults, type StepResultConsumer, type StepResultHandler } from './results';
 import { Reviews } from './reviews';
 import { schedulerGrpcService } from './server';
 import { startResultWatchdog } from './watchdog';
@@ -84,7 +84,7 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
       pool, bus, notifier, logger: ctx.logger, minuteMs, publicBaseUrl,
       channels: new ConfiguredChannels(directory, deps.channelsCacheMs),
       batchSize: config.dispatchBatchSize,
-      beforeRound: () => results.whenWaitingBelow(2 * RESULT_BATCH_SIZE),
+      beforeRound: () => results.whenRoom(),
       afterPublish: deps.afterPublish,
     });
     ctx.lifecycle.onStop('dispatcher', () => dispatcher?.stop());
