@@ -6,3 +6,4 @@ export * as eventsV1 from './gen/rrs/events/v1/events';
 export * as webhooksV1 from './gen/rrs/webhooks/v1/webhooks';
 export * from './subjects';
 export * from './scopes';
+export * from './rules';

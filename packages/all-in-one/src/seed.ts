@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { AppError, randomBase62, type Logger } from '@rrs/runtime';
+import { DomainError, randomBase62, type Logger } from '@rrs/runtime';
 import type { ChannelSettings, Directory, Templates } from '@rrs/contacts';
 import type { Flows } from '@rrs/cascade-scheduler';
 
@@ -78,7 +78,7 @@ async function organizationExists(directory: Directory, id: string): Promise<boo
     await directory.getOrganization(id);
     return true;
   } catch (err) {
-    if (err instanceof AppError && err.status === 404) return false;
+    if (err instanceof DomainError && err.kind === 'not_found') return false;
     throw err;
   }
 }
@@ -87,7 +87,7 @@ async function issueKeyIfNew(directory: Directory, organizationId: string, secre
   try {
     await directory.issueApiKey({ organizationId, name: 'demo (DEMO_API_KEY)', secret });
   } catch (err) {
-    if (!(err instanceof AppError && err.status === 409)) throw err;
+    if (!(err instanceof DomainError && err.kind === 'conflict')) throw err;
   }
 }
 

@@ -122,19 +122,29 @@ export async function migrate(pool: pg.Pool, options: { schema: string; dir: str
   return applied;
 }
 
-/** Runs `fn` in a transaction on one client, rolling back when it throws. */
+/**
+ * Runs `fn` in a transaction on one client: COMMIT when it returns, ROLLBACK when it throws. The one
+ * policy for a broken connection: a client whose ROLLBACK failed (the connection died, the server
+ * restarted) is destroyed, never handed back to the pool; one whose ROLLBACK worked is reused, whatever
+ * `fn` threw. Every transaction of every service goes through here.
+ */
 export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    try {
+      await client.query('ROLLBACK');
+    } catch (rollbackFailed) {
+      broken = rollbackFailed as Error;
+    }
     throw err;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }
 

@@ -2,29 +2,32 @@ import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { context } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import { AppError } from './errors';
+import { AppError, DomainError, isErrorKind, UnavailableError, type ErrorKind } from './errors';
 import type { Health } from './health';
 import { histogram, LATENCY_BUCKETS } from './metrics';
 import { extractTraceContext, injectTraceContext, withSpan, SpanKind } from './tracing';
 
 /*
- * AppErrors cross gRPC intact: the server puts code, HTTP status and details into trailing metadata,
- * the client turns them back into the same AppError. Anything else becomes `internal` (server side) or
+ * Domain errors cross gRPC intact: the server maps the kind to a gRPC status and puts kind, code and
+ * details (and an explicit HTTP status, for the transitional AppError) into trailing metadata; the
+ * client turns them back into the same error. Anything else becomes `internal` (server side) or
  * `service_unavailable` (transport failures, client side).
  */
+const MD_KIND = 'rrs-error-kind';
 const MD_CODE = 'rrs-error-code';
 const MD_STATUS = 'rrs-error-status';
 const MD_DETAILS = 'rrs-error-details-bin';
 
-const HTTP_TO_GRPC: Record<number, grpc.status> = {
-  400: grpc.status.INVALID_ARGUMENT,
-  401: grpc.status.UNAUTHENTICATED,
-  402: grpc.status.FAILED_PRECONDITION,
-  403: grpc.status.PERMISSION_DENIED,
-  404: grpc.status.NOT_FOUND,
-  409: grpc.status.ABORTED,
-  429: grpc.status.RESOURCE_EXHAUSTED,
-  503: grpc.status.UNAVAILABLE,
+export const GRPC_STATUS_OF_KIND: Record<ErrorKind, grpc.status> = {
+  invalid: grpc.status.INVALID_ARGUMENT,
+  unauthenticated: grpc.status.UNAUTHENTICATED,
+  forbidden: grpc.status.PERMISSION_DENIED,
+  not_found: grpc.status.NOT_FOUND,
+  conflict: grpc.status.ABORTED,
+  payment_required: grpc.status.FAILED_PRECONDITION,
+  rate_limited: grpc.status.RESOURCE_EXHAUSTED,
+  unavailable: grpc.status.UNAVAILABLE,
+  internal: grpc.status.INTERNAL,
 };
 
 const grpcDuration = histogram({
@@ -36,30 +39,34 @@ const grpcDuration = histogram({
 
 function toServiceError(err: unknown, logger: Logger, method: string): Partial<grpc.ServiceError> {
   const metadata = new grpc.Metadata();
-  if (err instanceof AppError) {
+  if (err instanceof DomainError && err.kind !== 'internal') {
+    metadata.set(MD_KIND, err.kind);
     metadata.set(MD_CODE, err.code);
-    metadata.set(MD_STATUS, String(err.status));
+    if (err instanceof AppError) metadata.set(MD_STATUS, String(err.status));
     if (err.details) metadata.set(MD_DETAILS, Buffer.from(JSON.stringify(err.details)));
-    return { code: HTTP_TO_GRPC[err.status] ?? grpc.status.UNKNOWN, details: err.message, metadata };
+    return { code: GRPC_STATUS_OF_KIND[err.kind], details: err.message, metadata };
   }
   logger.error({ err, method }, 'gRPC handler failed');
+  metadata.set(MD_KIND, 'internal');
   metadata.set(MD_CODE, 'internal');
-  metadata.set(MD_STATUS, '500');
   return { code: grpc.status.INTERNAL, details: 'internal error', metadata };
 }
 
-export function fromServiceError(err: grpc.ServiceError): AppError {
+export function fromServiceError(err: grpc.ServiceError): DomainError {
   const code = err.metadata?.get(MD_CODE)[0];
-  if (typeof code === 'string') {
-    const status = Number(err.metadata.get(MD_STATUS)[0] ?? 500);
+  const kind = err.metadata?.get(MD_KIND)[0];
+  if (typeof code === 'string' && isErrorKind(kind)) {
     const raw = err.metadata.get(MD_DETAILS)[0];
     const details = raw ? (JSON.parse(Buffer.from(raw as Buffer).toString('utf8')) as Record<string, unknown>) : undefined;
-    return new AppError(status, code, err.details, { cause: err, details });
+    const status = err.metadata.get(MD_STATUS)[0];
+    if (typeof status === 'string') return new AppError(Number(status), code, err.details, { cause: err, details });
+    if (kind === 'internal') return new DomainError('internal', 'internal', `backing service error: ${err.details || err.message}`, { cause: err });
+    return new DomainError(kind, code, err.details, { cause: err, details });
   }
   if (err.code === grpc.status.DEADLINE_EXCEEDED || err.code === grpc.status.UNAVAILABLE) {
-    return new AppError(503, 'service_unavailable', 'a backing service is unavailable, retry later', { cause: err });
+    return new UnavailableError(undefined, { cause: err });
   }
-  return new AppError(500, 'internal', `backing service error: ${err.details || err.message}`, { cause: err });
+  return new DomainError('internal', 'internal', `backing service error: ${err.details || err.message}`, { cause: err });
 }
 
 function metadataRecord(md: grpc.Metadata): Record<string, string> {

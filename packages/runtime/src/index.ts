@@ -14,3 +14,5 @@ export * from './service';
 export * from './otel';
 export * from './busObservability';
 export * from './deployJobs';
+export * from './notifier';
+export * from './dueWork';

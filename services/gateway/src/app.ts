@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { randomUUID } from 'node:crypto';
-import { AppError, counter, histogram, LATENCY_BUCKETS, serveOps, type Health, type Logger } from '@rrs/runtime';
+import { AppError, DomainError, httpStatusOf, counter, histogram, LATENCY_BUCKETS, serveOps, type Health, type Logger } from '@rrs/runtime';
 import type { Authenticator } from './auth';
 import { sendProblem } from './problem';
 import { adminRouter } from './admin/router';
@@ -125,6 +125,11 @@ function toAppError(err: unknown, logger: Logger, requestId: string): AppError {
   if (err instanceof AppError) {
     if (err.status >= 500) logger.error({ err, requestId }, 'request failed');
     return err;
+  }
+  if (err instanceof DomainError) {
+    const status = httpStatusOf(err);
+    if (status >= 500) logger.error({ err, requestId }, 'request failed');
+    return new AppError(status, err.code, err.message, { cause: err, details: err.details });
   }
   const fromBody = bodyError(err);
   if (fromBody) return fromBody;

@@ -1,0 +1,156 @@
+import type { Logger } from 'pino';
+import type { Notifier } from './notifier';
+
+/** A sleep that ends early when `wake()` is called; the due-work loops' only way of waiting. */
+export class Wakeable {
+  private timer: NodeJS.Timeout | null = null;
+  private resolve: (() => void) | null = null;
+  private pendingWake = false;
+  /** Earliest wake time asked for while not sleeping (a notification racing with the loop's own check). */
+  private pendingAt: number | null = null;
+  /** When the current sleep ends by timer (ms since epoch); used to ignore wakes for later times. */
+  private until = 0;
+
+  sleep(ms: number): Promise<void> {
+    if (this.pendingWake) {
+      this.pendingWake = false;
+      return Promise.resolve();
+    }
+    let until = Date.now() + ms;
+    if (this.pendingAt !== null) {
+      until = Math.min(until, this.pendingAt);
+      this.pendingAt = null;
+    }
+    return new Promise((resolve) => {
+      this.until = until;
+      this.resolve = resolve;
+      this.timer = setTimeout(() => this.wake(), Math.max(0, until - Date.now()));
+      this.timer.unref();
+    });
+  }
+
+  /** Wakes the sleeper now, or when `at` (ms since epoch) is given and is earlier than its timer, at `at`. */
+  wake(at?: number): void {
+    if (!this.resolve) {
+      if (at === undefined || at <= Date.now()) this.pendingWake = true;
+      else this.pendingAt = Math.min(this.pendingAt ?? Infinity, at);
+      return;
+    }
+    if (at !== undefined && at > Date.now()) {
+      if (at >= this.until) return;
+      if (this.timer) clearTimeout(this.timer);
+      this.until = at;
+      this.timer = setTimeout(() => this.wake(), at - Date.now());
+      this.timer.unref();
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    const r = this.resolve;
+    this.resolve = null;
+    this.timer = null;
+    r();
+  }
+}
+
+export interface DueWorkOptions {
+  /** Names the loop in logs (`dispatch`, `outbox relay`, …). */
+  name: string;
+  logger: Logger;
+  /**
+   * Does the work due now, in its own transaction(s). Resolves true when there may be more due right
+   * now (it took a full batch), so the loop goes again at once; false to wait.
+   */
+  round(): Promise<boolean>;
+  /**
+   * Milliseconds until the next known due time (≤ 0: due now), or null when nothing is pending. Without
+   * it the loop waits `idleMs` between rounds that found no more.
+   */
+  nextDueInMs?(): Promise<number | null>;
+  /** Longest wait between rounds (default 30 000); notifications end a wait early. */
+  idleMs?: number;
+  /**
+   * Wait after a round that took no full batch while something is due now: another loop or replica
+   * holds it (SKIP LOCKED), so give it a moment rather than spin. Default 20 ms.
+   */
+  contendedMs?: number;
+  /** Awaited before each round (backpressure); a stop ends the wait. */
+  beforeRound?(): Promise<void>;
+  /** Backoff after a failed round: `min(maxMs, baseMs · 2^failures)`. Default 100 ms … 5 s. */
+  backoff?: { baseMs: number; maxMs: number };
+  /** Independent loops running `round` concurrently (default 1). */
+  loops?: number;
+  /** Wake on these LISTEN channels (a numeric payload = the epoch ms the new work is due) and on reconnect. */
+  notifier?: Notifier;
+  channels?: string[];
+}
+
+export interface DueWorkLoop {
+  /** Something may be due now (or at `at`, epoch ms): end the current wait. */
+  wake(at?: number): void;
+  /** Stops taking rounds, wakes the sleepers and waits for the rounds in flight. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The one due-work loop of the services (dispatcher, result watchdog, outbox relay, webhook worker):
+ * round → more? go again : sleep until the next due time, a notification, or the idle bound; a failed
+ * round is logged and retried with backoff, so the loop outlives any outage of its dependencies.
+ */
+export function startDueWorkLoop(o: DueWorkOptions): DueWorkLoop {
+  const idleMs = o.idleMs ?? 30_000;
+  const contendedMs = o.contendedMs ?? 20;
+  const backoff = o.backoff ?? { baseMs: 100, maxMs: 5_000 };
+  const wakeables = Array.from({ length: Math.max(1, o.loops ?? 1) }, () => new Wakeable());
+  const wakeAll = (at?: number) => {
+    for (const w of wakeables) w.wake(at);
+  };
+  for (const channel of o.channels ?? []) {
+    o.notifier?.on(channel, (payload) => {
+      const at = Number(payload);
+      wakeAll(payload !== '' && Number.isFinite(at) ? at : undefined);
+    });
+  }
+  o.notifier?.onReconnect(() => wakeAll());
+
+  let running = true;
+  let stopped!: () => void;
+  const stopping = new Promise<void>((resolve) => (stopped = resolve));
+
+  async function waitBeforeNext(): Promise<number> {
+    if (!o.nextDueInMs) return idleMs;
+    const ms = await o.nextDueInMs();
+    if (ms === null) return idleMs;
+    return ms > 0 ? Math.min(idleMs, ms) : contendedMs;
+  }
+
+  const runLoop = async (wakeable: Wakeable): Promise<void> => {
+    let failures = 0;
+    while (running) {
+      try {
+        if (o.beforeRound) await Promise.race([o.beforeRound(), stopping]);
+        if (!running) break;
+        const more = await o.round();
+        failures = 0;
+        if (more) continue;
+        const wait = await waitBeforeNext();
+        if (running) await wakeable.sleep(wait);
+      } catch (err) {
+        failures++;
+        const delay = Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.min(failures, 16));
+        o.logger.warn({ err, retryInMs: delay, loop: o.name }, `${o.name} round failed`);
+        if (running) await wakeable.sleep(delay);
+      }
+    }
+  };
+  const loops = Promise.all(wakeables.map(runLoop));
+
+  return {
+    wake: wakeAll,
+    async stop() {
+      running = false;
+      stopped();
+      wakeAll();
+      await loops;
+    },
+  };
+}

@@ -1,0 +1,95 @@
+import { testLogger, waitFor } from '@rrs/testkit';
+import { startDueWorkLoop, Wakeable } from '../src';
+
+/** The one due-work loop every background worker runs. */
+describe('startDueWorkLoop', () => {
+  it('goes again at once while a round says there is more, then waits for the next due time', async () => {
+    const rounds: number[] = [];
+    let more = 3;
+    const loop = startDueWorkLoop({
+      name: 'test', logger: testLogger(),
+      round: async () => { rounds.push(Date.now()); return more-- > 0; },
+      nextDueInMs: async () => 60_000,
+    });
+    await waitFor(() => rounds.length >= 4);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(rounds.length).toBe(4);
+    loop.wake();
+    await waitFor(() => rounds.length === 5, { what: 'a round after wake()' });
+    await loop.stop();
+  });
+
+  it('sleeps until the next due time it is told, and briefly when work is due now but held elsewhere', async () => {
+    const rounds: number[] = [];
+    let nextDue: number | null = 150;
+    const loop = startDueWorkLoop({ name: 'test', logger: testLogger(), round: async () => { rounds.push(Date.now()); return false; }, nextDueInMs: async () => nextDue, contendedMs: 10 });
+    await waitFor(() => rounds.length >= 2, { timeoutMs: 2_000 });
+    expect(rounds[1] - rounds[0]).toBeGreaterThanOrEqual(140);
+    nextDue = 0;
+    loop.wake();
+    const count = rounds.length;
+    await waitFor(() => rounds.length >= count + 5, { timeoutMs: 2_000, what: 'contended rounds every 10 ms' });
+    await loop.stop();
+  });
+
+  it('logs a failed round and retries it with backoff until it succeeds', async () => {
+    const logger = testLogger();
+    let calls = 0;
+    const loop = startDueWorkLoop({
+      name: 'flaky', logger, backoff: { baseMs: 5, maxMs: 20 },
+      round: async () => { calls++; if (calls < 4) throw new Error('database is down'); return false; },
+    });
+    await waitFor(() => calls >= 4);
+    await loop.stop();
+    expect(logger.lines.filter((l) => l.includes('flaky round failed')).length).toBe(3);
+    expect(logger.lines[0]).toContain('database is down');
+  });
+
+  it('waits at the gate before each round, and stop() ends that wait and the round in flight', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let rounds = 0;
+    const loop = startDueWorkLoop({ name: 'gated', logger: testLogger(), beforeRound: () => gate, round: async () => { rounds++; return false; } });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(rounds).toBe(0);
+    open();
+    await waitFor(() => rounds === 1);
+    const stopped = startDueWorkLoop({ name: 'stuck', logger: testLogger(), beforeRound: () => new Promise(() => undefined), round: async () => true });
+    await stopped.stop();
+    await loop.stop();
+  });
+
+  it('runs several loops side by side', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const loop = startDueWorkLoop({
+      name: 'parallel', logger: testLogger(), loops: 3,
+      round: async () => { inFlight++; most = Math.max(most, inFlight); await new Promise((r) => setTimeout(r, 20)); inFlight--; return true; },
+    });
+    await waitFor(() => most === 3);
+    await loop.stop();
+    expect(inFlight).toBe(0);
+  });
+});
+
+describe('Wakeable', () => {
+  it('a wake before the sleep makes the next sleep return at once', async () => {
+    const w = new Wakeable();
+    w.wake();
+    const started = Date.now();
+    await w.sleep(10_000);
+    expect(Date.now() - started).toBeLessThan(100);
+  });
+
+  it('a wake for a later time than the sleep ends changes nothing; an earlier one ends it then', async () => {
+    const w = new Wakeable();
+    const started = Date.now();
+    const sleeping = w.sleep(300);
+    w.wake(Date.now() + 10_000);
+    w.wake(Date.now() + 50);
+    await sleeping;
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(45);
+    expect(took).toBeLessThan(250);
+  });
+});

@@ -1,0 +1,45 @@
+/**
+ * Rules and limits that more than one service applies. Each is written here once, beside the scopes
+ * and subjects, and every side (the gateway before it calls a service, the service that owns the
+ * effect) imports it from here. Pure data and functions: no transport, no error classes.
+ */
+
+/** Recipients per `POST /cascades` or channel send (the spec's method reference; the ceiling of the per-organization setting). */
+export const MAX_RECIPIENTS_PER_REQUEST = 500;
+
+/** Steps per flow. */
+export const MAX_FLOW_STEPS = 10;
+
+/** Channel keys are upper-case words (`EMAIL`, `SMS`, …); a subject uses the lower-case form, so a key has no dot. */
+export const CHANNEL_KEY_PATTERN = /^[A-Z][A-Z0-9_]*$/;
+
+/** The keys of a cascade's `counts` (GET /cascades/{id}), in the order they are listed. */
+export const CASCADE_COUNT_KEYS = [
+  'recipients', 'queued', 'skipped', 'running', 'finished', 'rated', 'exhausted', 'unreachable', 'unsubscribed', 'canceled',
+  'opened', 'feedback', 'stepsSent', 'stepsFailed', 'stepsSkipped', 'stepsPending',
+] as const;
+
+export type CascadeCountKey = (typeof CASCADE_COUNT_KEYS)[number];
+
+/** What the sending rule looks at: the organization's plan and whether its account email is confirmed. */
+export interface SendingAccount {
+  plan: string;
+  emailConfirmed: boolean;
+}
+
+/** Why an organization may not send right now; each side raises it as its own error of `kind`. */
+export interface SendingRefusal {
+  kind: 'payment_required' | 'conflict';
+  code: 'plan_required' | 'email_not_confirmed';
+  message: string;
+}
+
+/**
+ * The sending rule (spec, "Channel behaviour rules"): a trial plan cannot send (402 `plan_required`),
+ * and the account email must be confirmed first (409 `email_not_confirmed`). Null when sending is allowed.
+ */
+export function sendingRefusal(account: SendingAccount): SendingRefusal | null {
+  if (account.plan === 'trial') return { kind: 'payment_required', code: 'plan_required', message: 'a trial plan cannot send messages; upgrade the plan in the account' };
+  if (!account.emailConfirmed) return { kind: 'conflict', code: 'email_not_confirmed', message: "confirm the account's email address before sending messages" };
+  return null;
+}
