@@ -103,8 +103,15 @@ export async function handleHook(deps: HookDeps, request: { method: string; path
   if (!connector) return answer(404, 'not_found', 'no such hook');
   const fields = hookFields(request.contentType, request.body);
   if (!(fields instanceof Map)) return fields;
-  if (connector.kind === 'bitrix24' && !verifyBitrix24(deps, connector, fields)) {
-    return answer(401, 'invalid_application_token', 'auth[application_token] does not match the outbound webhook of this connector');
+  if (connector.kind === 'bitrix24') {
+    const expected = bitrix24Token(deps, connector);
+    if (expected === '') {
+      await deps.connectors.recordError(connector.id, 'application_token_missing', 'an event came, but the connector has no application token yet: set the token the outbound webhook shows');
+      return answer(401, 'invalid_application_token', 'this connector has no application token yet; set the one the outbound webhook shows');
+    }
+    if (!tokenMatches(expected, fields.get('auth[application_token]') ?? '')) {
+      return answer(401, 'invalid_application_token', 'auth[application_token] does not match the outbound webhook of this connector');
+    }
   }
   const events = connector.kind === 'amocrm' ? amoCrmEvents(fields) : bitrix24Events(fields);
   if (!Array.isArray(events)) return events;
@@ -117,9 +124,9 @@ export async function handleHook(deps: HookDeps, request: { method: string; path
   return { status: 200, body: { accepted: events.length } };
 }
 
-function verifyBitrix24(deps: HookDeps, connector: Connector, fields: Map<string, string>): boolean {
+function bitrix24Token(deps: HookDeps, connector: Connector): string {
   const credentials = deps.connectors.credentials(connector);
-  return credentials.kind === 'bitrix24' && tokenMatches(credentials.applicationToken, fields.get('auth[application_token]') ?? '');
+  return credentials.kind === 'bitrix24' ? credentials.applicationToken : '';
 }
 
 export interface RunningHooksServer {

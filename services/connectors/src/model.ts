@@ -154,7 +154,9 @@ export function parseBitrix24Credentials(input: Bitrix24CredentialsInput, allowH
   const url = crmUrl(p, '/bitrix24/webhookUrl', input.webhookUrl.trim(), allowHttp);
   const m = url ? /^\/rest\/(\d+)\/([A-Za-z0-9]+)\/?$/.exec(url.pathname) : null;
   if (url && !m) p.add('/bitrix24/webhookUrl', 'must be the inbound webhook URL, https://<portal>/rest/<user id>/<code>/');
-  if (!/^[A-Za-z0-9]{8,128}$/.test(input.applicationToken)) p.add('/bitrix24/applicationToken', 'must be the token the outbound webhook settings show');
+  // Empty until the outbound webhook exists: it is made with the inbound URL this connector's creation
+  // returns, and only then does Bitrix24 show its token. Events are refused until it is set.
+  if (input.applicationToken !== '' && !/^[A-Za-z0-9]{8,128}$/.test(input.applicationToken)) p.add('/bitrix24/applicationToken', 'must be the token the outbound webhook settings show');
   p.throwIfAny();
   const webhookUrl = `${url!.origin}/rest/${m![1]}/${m![2]}/`;
   return { credentials: { kind: 'bitrix24', webhookUrl, applicationToken: input.applicationToken }, crmUrl: url!.origin, authMode: 'webhook' };

@@ -141,6 +141,21 @@ describe('ConnectorsService', () => {
     expect(await events()).toBe(0);
   });
 
+  it('a Bitrix24 connector made before its outbound webhook refuses events until the token is set', async () => {
+    const created = await stack.grpc.createConnector({ ...request({ name: 'Later token' }), kind: 'bitrix24', amocrm: undefined, bitrix24: { webhookUrl: b24.webhookUrl, applicationToken: '' } });
+    const id = created.connector!.id;
+    const body = b24.eventBody('ONCRMDEALUPDATE', b24.addDeal({}).ID);
+    expect(await stack.hook(created.inboundUrl, body)).toMatchObject({ status: 401, body: { code: 'invalid_application_token' } });
+    expect(await stack.hook(created.inboundUrl, b24.eventBody('ONCRMDEALUPDATE', '1', ''))).toMatchObject({ status: 401, body: { code: 'invalid_application_token' } });
+    const { status } = await stack.grpc.getConnectorStatus({ organizationId: stack.organizationId, id });
+    expect(status).toMatchObject({ lastErrorCode: 'application_token_missing', pendingEvents: 0 });
+    await stack.grpc.updateConnector({
+      organizationId: stack.organizationId, id, amocrm: undefined, bitrix24: { webhookUrl: b24.webhookUrl, applicationToken: b24.applicationToken },
+      wonStages: undefined, locationMapping: undefined, writeBack: undefined, rotateInboundSecret: false,
+    });
+    expect(await stack.hook(created.inboundUrl, body)).toEqual({ status: 200, body: { accepted: 1 } });
+  });
+
   it('the inbound endpoint answers only POSTs of forms or JSON, within its size', async () => {
     const { inboundUrl } = await stack.grpc.createConnector(request({ name: 'Hooks' }));
     const local = inboundUrl.replace('http://hooks.test', `http://127.0.0.1:${stack.running.hooksPort}`);

@@ -37,7 +37,11 @@ export interface AmoCrmCredentials {
 export interface Bitrix24Credentials {
   /** `https://<portal>/rest/<user id>/<code>/`, with the scope `crm`. */
   webhookUrl: string;
-  /** The token the outbound webhook settings show; every event must carry it as `auth[application_token]`. */
+  /**
+   * The token the outbound webhook settings show; every event must carry it as `auth[application_token]`.
+   * May be empty at creation (the outbound webhook is made with the inbound URL the creation returns, and
+   * only then shows its token): until it is set with UpdateConnector, events are refused.
+   */
   applicationToken: string;
 }
 
@@ -97,9 +101,15 @@ export interface ConnectorStatus {
   lastEventAt:
     | Date
     | undefined;
-  /** The last failure talking to the CRM or starting a cascade (cleared by the next success). */
+  /**
+   * The last failure talking to the CRM, starting a cascade or writing back. A CRM connection error
+   * (`crm_*`) is cleared by the next successful call; the others stay until the next failure replaces them.
+   */
   lastError: string;
-  /** e.g. `crm_unauthorized`, `crm_rate_limited`, `crm_unavailable`, `deal_without_contact`, `plan_required`. */
+  /**
+   * e.g. `crm_unauthorized`, `crm_rate_limited`, `crm_unavailable`, `crm_rejected`, `deal_without_contact`,
+   * `no_location`, `plan_required`, `application_token_missing`.
+   */
   lastErrorCode: string;
   lastErrorAt:
     | Date
