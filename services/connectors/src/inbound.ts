@@ -134,13 +134,16 @@ export interface RunningHooksServer {
   close(): Promise<void>;
 }
 
-export async function startHooksServer(options: HookDeps & { host: string; port: number }): Promise<RunningHooksServer> {
-  const server = http.createServer((req, res) => {
+/**
+ * The endpoint as a Node request listener: what the hooks server runs, and what an embedding process
+ * (the all-in-one) can mount on its own HTTP server for paths under `/hooks/crm/`.
+ */
+export function hooksRequestListener(deps: HookDeps): http.RequestListener {
+  return (req, res) => {
     const send = (a: HookAnswer, kind = 'unknown') => {
       received.inc({ kind, outcome: String(a.status) });
-      const text = JSON.stringify(a.body);
       res.writeHead(a.status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...(a.status === 405 ? { allow: 'POST' } : {}), ...(a.status === 503 ? { 'retry-after': '5' } : {}) });
-      res.end(text);
+      res.end(JSON.stringify(a.body));
     };
     const chunks: Buffer[] = [];
     let size = 0;
@@ -153,17 +156,21 @@ export async function startHooksServer(options: HookDeps & { host: string; port:
     req.on('end', () => {
       if (tooLarge) return send(answer(413, 'payload_too_large', `at most ${MAX_BODY_BYTES} bytes`));
       const path = new URL(req.url ?? '/', 'http://hooks.invalid').pathname;
-      handleHook(options, { method: req.method ?? 'GET', path, contentType: req.headers['content-type'] ?? '', body: Buffer.concat(chunks).toString('utf8') }).then(
+      handleHook(deps, { method: req.method ?? 'GET', path, contentType: req.headers['content-type'] ?? '', body: Buffer.concat(chunks).toString('utf8') }).then(
         (a) => send(a, path.startsWith('/hooks/crm/') ? 'crm' : 'unknown'),
         (err: unknown) => {
           // Nothing was stored: a 503 makes the CRM deliver it again (and reconciliation covers a CRM that does not).
-          options.logger.error({ err }, 'CRM webhook could not be stored');
+          deps.logger.error({ err }, 'CRM webhook could not be stored');
           send(answer(503, 'service_unavailable', 'the event could not be stored; deliver it again'));
         },
       );
     });
     req.on('error', () => res.destroy());
-  });
+  };
+}
+
+export async function startHooksServer(options: HookDeps & { host: string; port: number }): Promise<RunningHooksServer> {
+  const server = http.createServer(hooksRequestListener(options));
   server.requestTimeout = 15_000;
   server.headersTimeout = 10_000;
   await new Promise<void>((resolve, reject) => {

@@ -1,3 +1,4 @@
+import type http from 'node:http';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { contactsV1, schedulerV1 } from '@rrs/proto';
@@ -7,7 +8,7 @@ import type { ConnectorsConfig } from './config';
 import { Connectors } from './connectors';
 import { createRequestPacer, crmClients } from './crm';
 import { grpcDirectory, type Directory } from './directory';
-import { startHooksServer } from './inbound';
+import { hooksRequestListener, startHooksServer } from './inbound';
 import { purgeProcessed, startInboxWorker } from './inbox';
 import { startReconciler } from './reconcile';
 import { connectorsGrpcService } from './server';
@@ -31,6 +32,8 @@ export interface ConnectorsDeps {
 export interface RunningConnectors {
   grpcPort: number;
   hooksPort: number;
+  /** The CRM webhook endpoint as a request listener, for a process that serves `/hooks/crm/` on its own port. */
+  hooksListener: http.RequestListener;
   connectors: Connectors;
 }
 
@@ -88,12 +91,13 @@ export async function startConnectors(config: StartConnectorsConfig, ctx: Servic
   const sub = await consumeOutcomeEvents(bus, { pool, logger: ctx.logger }, () => writeBack.wake());
   ctx.lifecycle.onStop('outcome events consumer', () => sub.drain());
 
-  const hooks = await startHooksServer({ host: config.hooksHost, port: config.hooksPort, connectors, logger: ctx.logger, onQueued: () => inbox.wake() });
+  const hookDeps = { connectors, logger: ctx.logger, onQueued: () => inbox.wake() };
+  const hooks = await startHooksServer({ ...hookDeps, host: config.hooksHost, port: config.hooksPort });
   ctx.lifecycle.onStop('CRM hooks server', () => hooks.close());
   ctx.logger.info({ port: hooks.port }, 'CRM hooks listening (/hooks/crm)');
 
   const server = await startGrpcServer({ host: config.grpcHost, port: config.grpcPort, services: [connectorsGrpcService(connectors, ctx.logger)], health: ctx.health, logger: ctx.logger });
   ctx.lifecycle.onStop('connectors gRPC server', () => server.stop());
   ctx.logger.info({ port: server.port }, 'connectors gRPC listening');
-  return { grpcPort: server.port, hooksPort: hooks.port, connectors };
+  return { grpcPort: server.port, hooksPort: hooks.port, hooksListener: hooksRequestListener(hookDeps), connectors };
 }

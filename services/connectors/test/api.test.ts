@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY } from '@rrs/idempotency';
 import type { connectorsV1 } from '@rrs/proto';
 import { ConfigError, DomainError, generateSecretKey, SecretBox, secretKeyId } from '@rrs/runtime';
@@ -165,6 +167,18 @@ describe('ConnectorsService', () => {
     expect(await stack.hook(inboundUrl, 'leads[status][0][id]=abc')).toMatchObject({ status: 400, body: { code: 'invalid_event' } });
     expect(await stack.hook(inboundUrl, `x=${'a'.repeat(70_000)}`)).toMatchObject({ status: 413, body: { code: 'payload_too_large' } });
     expect(await stack.hook(inboundUrl, JSON.stringify({ leads: { status: [{ id: '5', status_id: '100', pipeline_id: '1' }] } }), 'application/json')).toEqual({ status: 200, body: { accepted: 1 } });
+    // The same endpoint mounted on another process's server (as the all-in-one does).
+    const mounted = http.createServer(stack.running.hooksListener);
+    await new Promise<void>((resolve) => mounted.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const res = await fetch(inboundUrl.replace('http://hooks.test', `http://127.0.0.1:${(mounted.address() as AddressInfo).port}`), {
+        method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'leads[status][0][id]=6&leads[status][0][status_id]=100&leads[status][0][pipeline_id]=1',
+      });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ accepted: 1 });
+    } finally {
+      await new Promise((resolve) => mounted.close(resolve));
+    }
   });
 
   it('RunSync reconciles now and the status shows when', async () => {
