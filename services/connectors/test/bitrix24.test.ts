@@ -134,4 +134,21 @@ describe('Bitrix24 connector', () => {
     expect(status).toMatchObject({ lastErrorCode: 'deal_without_contact', failedEvents: 1 });
     expect(status!.lastError).toContain(`Bitrix24 deal ${orphan.ID}`);
   });
+
+  it('a deal of an organization that may not send (trial plan) is refused by the scheduler: nothing started, the reason in the status', async () => {
+    await stack.contacts.directory.updateOrganization(stack.organizationId, { plan: 'trial' });
+    try {
+      const deal = b24.addDeal({ contactId: String(customer('Sofia').ID) });
+      b24.moveDeal(deal.ID, 'WON');
+      expect((await stack.hook(inboundUrl, b24.eventBody('ONCRMDEALUPDATE', deal.ID))).status).toBe(200);
+      await stack.settled(connectorId);
+      expect(await outcomes(deal.ID)).toEqual([{ status: 'failed', outcome: 'refused:plan_required' }]);
+      expect(await started(deal.ID)).toEqual([]);
+      expect(await stack.cascadesOf(`bitrix24:deal:${deal.ID}`)).toEqual([]);
+      const { status } = await stack.grpc.getConnectorStatus({ organizationId: stack.organizationId, id: connectorId });
+      expect(status!.lastErrorCode).toBe('plan_required');
+    } finally {
+      await stack.contacts.directory.updateOrganization(stack.organizationId, { plan: 'standard' });
+    }
+  });
 });
