@@ -1,5 +1,5 @@
 // One jest run over every workspace. TypeScript is transpiled by swc; types are checked by `npm run typecheck`.
-const services = ['gateway', 'contacts', 'cascade-scheduler', 'channel-email', 'channel-sms', 'channel-messenger', 'webhooks'];
+const services = ['gateway', 'contacts', 'cascade-scheduler', 'channel-email', 'channel-sms', 'channel-messenger', 'webhooks', 'connectors'];
 
 /** @type {import('jest').Config} */
 module.exports = {

@@ -4,6 +4,7 @@ export * as schedulerV1 from './gen/rrs/scheduler/v1/scheduler';
 export * as busV1 from './gen/rrs/bus/v1/steps';
 export * as eventsV1 from './gen/rrs/events/v1/events';
 export * as webhooksV1 from './gen/rrs/webhooks/v1/webhooks';
+export * as connectorsV1 from './gen/rrs/connectors/v1/connectors';
 export * from './subjects';
 export * from './scopes';
 export * from './rules';

@@ -127,3 +127,5 @@ export function testContext(service = 'test'): ServiceContext & { logger: Logger
 }
 export * from './openapi';
 export * from './browser';
+export * from './fakes/amocrm';
+export * from './fakes/bitrix24';

@@ -1,0 +1,140 @@
+import { ConfigError, envField, parseSecretKeys, readEnv, type Env } from '@rrs/runtime';
+import { z } from 'zod';
+
+/** How the workers pace themselves; tests shorten the delays. */
+export interface ConnectorPolicy {
+  /** Between two reconciliations of a connector. */
+  syncIntervalMs: number;
+  /** Reconciliation re-reads this much before its cursor (clock skew, deals saved late). */
+  syncOverlapMs: number;
+  /** Deals (inbox) and write-backs processed at once per replica. */
+  concurrency: number;
+  /** Attempts of an inbox event or a write-back before it is given up (failed, visible in the status). */
+  maxAttempts: number;
+  /** Backoff between attempts: min(maxMs, baseMs · 2^(attempt-1)). */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** A claimed event or write-back is retried after this when its worker vanished. */
+  leaseMs: number;
+  /** Per CRM request. */
+  httpTimeoutMs: number;
+  /** Waits for a rate-limit token, and in-call retries after 429/503, before the attempt is rescheduled. */
+  maxRateWaitMs: number;
+  /** amoCRM: requests per second per account (its documented limit is 7). */
+  amocrmPerSecond: number;
+  /** Bitrix24: requests per second per portal (the leaky bucket drains 2 per second on most plans). */
+  bitrix24PerSecond: number;
+  /** Processed inbox events are deleted after this. */
+  eventRetentionMs: number;
+}
+
+export interface ConnectorsConfig {
+  databaseUrl: string;
+  natsUrl: string;
+  busPrefix: string;
+  grpcHost: string;
+  grpcPort: number;
+  hooksHost: string;
+  hooksPort: number;
+  opsHost: string;
+  opsPort: number;
+  logLevel: string;
+  contactsAddress: string;
+  schedulerAddress: string;
+  redisUrl?: string;
+  /** Base of the inbound URLs handed to CRMs; the ingress routes `/hooks/crm` of it to this service. */
+  publicBaseUrl: string;
+  /** Keys of the credential box (CONNECTOR_SECRET_KEYS), the first one encrypting. */
+  secretKeys: Buffer[];
+  /** Dev setting: CRM addresses may be plain http (local fakes). Never in production. */
+  allowHttpCrm: boolean;
+  policy: ConnectorPolicy;
+}
+
+const DAY_MS = 24 * 3_600_000;
+
+export const DEFAULT_CONNECTOR_POLICY: ConnectorPolicy = {
+  syncIntervalMs: 5 * 60_000,
+  syncOverlapMs: 10 * 60_000,
+  concurrency: 4,
+  maxAttempts: 12,
+  retryBaseMs: 30_000,
+  retryMaxMs: 3_600_000,
+  leaseMs: 120_000,
+  httpTimeoutMs: 15_000,
+  maxRateWaitMs: 5_000,
+  amocrmPerSecond: 7,
+  bitrix24PerSecond: 2,
+  eventRetentionMs: 30 * DAY_MS,
+};
+
+const hostPort = () => z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port');
+
+export function buildConfig(env: Env): ConnectorsConfig {
+  const e = readEnv(
+    {
+      DATABASE_URL: envField.url(['postgres', 'postgresql']),
+      NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
+      BUS_PREFIX: envField.busPrefix(),
+      GRPC_HOST: envField.host(),
+      GRPC_PORT: envField.port(50054),
+      HOOKS_HOST: envField.host(),
+      HOOKS_PORT: envField.port(8090),
+      OPS_HOST: envField.host(),
+      OPS_PORT: envField.port(9471),
+      LOG_LEVEL: envField.logLevel(),
+      NODE_ENV: envField.nodeEnv(),
+      CONTACTS_ADDR: hostPort().default('127.0.0.1:50051'),
+      SCHEDULER_ADDR: hostPort().default('127.0.0.1:50052'),
+      REDIS_URL: envField.url(['redis', 'rediss']).optional(),
+      PUBLIC_BASE_URL: envField.url(['http', 'https']).default('http://localhost:8080'),
+      CONNECTOR_SECRET_KEYS: z.string().optional(),
+      CONNECTOR_ALLOW_HTTP_CRM: envField.bool(false),
+      CONNECTOR_SYNC_INTERVAL_MS: envField.int(DEFAULT_CONNECTOR_POLICY.syncIntervalMs, 1_000),
+      CONNECTOR_SYNC_OVERLAP_MS: envField.int(DEFAULT_CONNECTOR_POLICY.syncOverlapMs, 0),
+      CONNECTOR_CONCURRENCY: envField.int(DEFAULT_CONNECTOR_POLICY.concurrency, 1),
+      CONNECTOR_MAX_ATTEMPTS: envField.int(DEFAULT_CONNECTOR_POLICY.maxAttempts, 1),
+      CONNECTOR_RETRY_BASE_MS: envField.int(DEFAULT_CONNECTOR_POLICY.retryBaseMs, 100),
+      CONNECTOR_RETRY_MAX_MS: envField.int(DEFAULT_CONNECTOR_POLICY.retryMaxMs, 100),
+      CONNECTOR_HTTP_TIMEOUT_MS: envField.int(DEFAULT_CONNECTOR_POLICY.httpTimeoutMs, 100),
+      CONNECTOR_AMOCRM_REQUESTS_PER_SECOND: envField.int(DEFAULT_CONNECTOR_POLICY.amocrmPerSecond, 1),
+      CONNECTOR_BITRIX24_REQUESTS_PER_SECOND: envField.int(DEFAULT_CONNECTOR_POLICY.bitrix24PerSecond, 1),
+      CONNECTOR_EVENT_RETENTION_DAYS: envField.int(30, 1),
+    },
+    env,
+  );
+  if (e.NODE_ENV === 'production' && e.CONNECTOR_ALLOW_HTTP_CRM) {
+    throw new ConfigError('CONNECTOR_ALLOW_HTTP_CRM', 'plain-http CRM addresses are a development setting and are refused when NODE_ENV=production');
+  }
+  return {
+    databaseUrl: e.DATABASE_URL,
+    natsUrl: e.NATS_URL,
+    busPrefix: e.BUS_PREFIX,
+    grpcHost: e.GRPC_HOST,
+    grpcPort: e.GRPC_PORT,
+    hooksHost: e.HOOKS_HOST,
+    hooksPort: e.HOOKS_PORT,
+    opsHost: e.OPS_HOST,
+    opsPort: e.OPS_PORT,
+    logLevel: e.LOG_LEVEL,
+    contactsAddress: e.CONTACTS_ADDR,
+    schedulerAddress: e.SCHEDULER_ADDR,
+    redisUrl: e.REDIS_URL,
+    publicBaseUrl: e.PUBLIC_BASE_URL.replace(/\/+$/, ''),
+    secretKeys: parseSecretKeys(e.CONNECTOR_SECRET_KEYS, 'CONNECTOR_SECRET_KEYS'),
+    allowHttpCrm: e.CONNECTOR_ALLOW_HTTP_CRM,
+    policy: {
+      ...DEFAULT_CONNECTOR_POLICY,
+      syncIntervalMs: e.CONNECTOR_SYNC_INTERVAL_MS,
+      syncOverlapMs: e.CONNECTOR_SYNC_OVERLAP_MS,
+      concurrency: e.CONNECTOR_CONCURRENCY,
+      maxAttempts: e.CONNECTOR_MAX_ATTEMPTS,
+      retryBaseMs: e.CONNECTOR_RETRY_BASE_MS,
+      retryMaxMs: e.CONNECTOR_RETRY_MAX_MS,
+      httpTimeoutMs: e.CONNECTOR_HTTP_TIMEOUT_MS,
+      amocrmPerSecond: e.CONNECTOR_AMOCRM_REQUESTS_PER_SECOND,
+      bitrix24PerSecond: e.CONNECTOR_BITRIX24_REQUESTS_PER_SECOND,
+      eventRetentionMs: e.CONNECTOR_EVENT_RETENTION_DAYS * DAY_MS,
+    },
+  };
+}

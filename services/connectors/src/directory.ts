@@ -1,0 +1,120 @@
+import { createHash } from 'node:crypto';
+import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY } from '@rrs/idempotency';
+import type { contactsV1, schedulerV1 } from '@rrs/proto';
+import { DomainError, NotFoundError, type PromiseClient } from '@rrs/runtime';
+
+/**
+ * What the connectors ask of the other services: the contacts directory (locations, contacts, the
+ * organization's locale) and the cascade scheduler (flows, cascades). Calls that create something carry
+ * an Idempotency-Key; its fingerprint is derived from the key alone, so a retry whose CRM data changed
+ * in between replays the first answer instead of failing: one deal, one contact write, one cascade.
+ */
+export interface Directory {
+  /** 404 naming `pointer` when the location is not the organization's. */
+  checkLocation(organizationId: string, locationId: string, pointer: string): Promise<void>;
+  /** 404 naming `/flowId` when the flow is not the organization's. */
+  checkFlow(organizationId: string, flowId: string): Promise<void>;
+  organizationLocale(organizationId: string): Promise<string>;
+  upsertContact(input: ContactInput, idempotencyKey: string): Promise<StoredContact>;
+  startCascade(input: CascadeInput, idempotencyKey: string): Promise<{ id: string; replayed: boolean }>;
+}
+
+export interface ContactInput {
+  organizationId: string;
+  externalId: string;
+  name: string;
+  email: string;
+  phone: string;
+  locationId: string;
+}
+
+export interface StoredContact {
+  id: string;
+  externalId: string;
+  name: string;
+  email: string;
+  phone: string;
+}
+
+export interface CascadeInput {
+  organizationId: string;
+  locationId: string;
+  flowId: string;
+  /** The cascade's externalId (`amocrm:lead:<id>`, `bitrix24:deal:<id>`). */
+  externalId: string;
+  name: string;
+  contact: StoredContact;
+}
+
+function idempotencyMetadata(key: string): Record<string, string> {
+  return { [MD_IDEMPOTENCY_KEY]: key, [MD_IDEMPOTENCY_FINGERPRINT]: createHash('sha256').update(`connectors\n${key}`).digest('hex') };
+}
+
+/** The pointers of an `invalid` error's fields (`/phone`, `/email`, …). */
+export function invalidPointers(err: unknown): string[] {
+  if (!(err instanceof DomainError) || err.kind !== 'invalid') return [];
+  const errors = (err.details?.errors ?? []) as Array<{ pointer?: string }>;
+  return errors.map((e) => e.pointer ?? '').filter((p) => p !== '');
+}
+
+export function grpcDirectory(
+  contacts: PromiseClient<contactsV1.ContactsServiceClient>,
+  scheduler: PromiseClient<schedulerV1.CascadeSchedulerServiceClient>,
+): Directory {
+  return {
+    async checkLocation(organizationId, locationId, pointer) {
+      try {
+        await contacts.getLocation({ organizationId, id: locationId });
+      } catch (err) {
+        if (err instanceof DomainError && err.kind === 'not_found') {
+          throw new NotFoundError(`location ${locationId}`, { cause: err, details: { errors: [{ pointer, detail: 'no such location in this organization' }] } });
+        }
+        throw err;
+      }
+    },
+    async checkFlow(organizationId, flowId) {
+      const { flows } = await scheduler.listFlows({ organizationId });
+      if (!flows.some((f) => f.id === flowId)) throw new NotFoundError(`flow ${flowId}`, { details: { errors: [{ pointer: '/flowId', detail: 'no such flow in this organization' }] } });
+    },
+    async organizationLocale(organizationId) {
+      const { organization } = await contacts.getOrganization({ id: organizationId });
+      return organization?.locale ?? 'en';
+    },
+    async upsertContact(input, idempotencyKey) {
+      // Presence matters to UpsertContact: a field left out keeps what is stored, so an empty CRM field
+      // never clears what the directory knows.
+      const r = await contacts.upsertContact(
+        {
+          organizationId: input.organizationId,
+          externalId: input.externalId,
+          name: input.name || undefined,
+          email: input.email || undefined,
+          phone: input.phone || undefined,
+          locationId: input.locationId,
+          consentAt: undefined,
+          attributesJson: undefined,
+          startCascade: false,
+          flowId: '',
+        },
+        { metadata: idempotencyMetadata(idempotencyKey) },
+      );
+      const c = r.contact!;
+      return { id: c.id, externalId: c.externalId ?? input.externalId, name: c.name ?? '', email: c.email ?? '', phone: c.phone ?? '' };
+    },
+    async startCascade(input, idempotencyKey) {
+      const r = await scheduler.startCascade(
+        {
+          organizationId: input.organizationId,
+          locationId: input.locationId,
+          name: input.name,
+          flowId: input.flowId,
+          channel: '',
+          externalId: input.externalId,
+          recipients: [{ name: input.contact.name, email: input.contact.email, phone: input.contact.phone, contactId: input.contact.id, contactExternalId: input.contact.externalId }],
+        },
+        { metadata: idempotencyMetadata(idempotencyKey) },
+      );
+      return { id: r.id, replayed: r.idempotentReplayed };
+    },
+  };
+}

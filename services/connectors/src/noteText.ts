@@ -1,0 +1,49 @@
+/** The note written to a deal, in the organization's language (ru, else en). */
+
+export interface NoteFacts {
+  /** 1..5, null when the customer did not rate. */
+  rating: number | null;
+  feedback: string;
+  /** rated | exhausted | unreachable | unsubscribed | canceled */
+  reason: string;
+  eventType: string;
+  eventId: string;
+}
+
+const REASONS: Record<'ru' | 'en', Record<string, string>> = {
+  en: {
+    rated: 'the customer rated',
+    exhausted: 'no answer after the last message',
+    unreachable: 'no email or phone to reach the customer',
+    unsubscribed: 'the customer unsubscribed',
+    canceled: 'the review request was canceled',
+  },
+  ru: {
+    rated: 'клиент поставил оценку',
+    exhausted: 'нет ответа после последнего сообщения',
+    unreachable: 'нет email или телефона клиента',
+    unsubscribed: 'клиент отписался',
+    canceled: 'запрос отзыва отменён',
+  },
+};
+
+const TEXT = {
+  en: { title: 'Review request', late: 'Review request: rated after it finished', rating: 'Rating', none: 'not rated', feedback: 'Private feedback', outcome: 'Outcome' },
+  ru: { title: 'Запрос отзыва', late: 'Запрос отзыва: оценка после завершения', rating: 'Оценка', none: 'нет оценки', feedback: 'Отзыв (не публикуется)', outcome: 'Итог' },
+};
+
+/** The tag that identifies the note of an event, so a retry can tell the note is already there. */
+export const eventMarker = (eventId: string) => `[rrs:${eventId}]`;
+
+const stars = (rating: number) => '★'.repeat(rating) + '☆'.repeat(5 - rating);
+
+export function noteText(locale: string, f: NoteFacts): string {
+  const lang = locale.toLowerCase().startsWith('ru') ? 'ru' : 'en';
+  const t = TEXT[lang];
+  const lines = [f.eventType === 'cascade.recipient.rated' ? t.late : t.title];
+  lines.push(`${t.rating}: ${f.rating ? `${f.rating}/5 ${stars(f.rating)}` : t.none}`);
+  if (f.feedback) lines.push(`${t.feedback}: ${f.feedback}`);
+  lines.push(`${t.outcome}: ${REASONS[lang][f.reason] ?? f.reason}`);
+  lines.push(eventMarker(f.eventId));
+  return lines.join('\n');
+}
