@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
-import { createGrpcClient, AppError, type GrpcClientHandle } from '@rrs/runtime';
+import { createGrpcClient, httpStatusOf, type DomainError, type GrpcClientHandle } from '@rrs/runtime';
 import { eventsV1, eventSubject, webhooksV1 } from '@rrs/proto';
 import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { DEFAULT_DELIVERY_POLICY, startWebhooks, type RunningWebhooks } from '../src';
@@ -94,7 +94,9 @@ describe('webhook delivery', () => {
       const ds = await deliveriesOf(org, endpointId);
       return ds.length >= count && ds.every((d) => d.status !== 'pending') && ds;
     }, { what: 'deliveries settled' });
-  const rejection = (p: Promise<unknown>) => p.then(() => { throw new Error('expected a rejection'); }, (e: unknown) => e as AppError);
+  /** The error a gRPC call rejects with, and the HTTP status the gateway answers it with (by its kind). */
+  const rejection = (call: Promise<unknown>) =>
+    call.then(() => { throw new Error('expected a rejection'); }, (err: unknown) => Object.assign(err as DomainError, { status: httpStatusOf(err) }));
 
   it('fails 3 times then succeeds: one delivered attempt, one webhook-id, valid signatures, the documented body', async () => {
     const org = randomUUID();
