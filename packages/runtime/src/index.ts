@@ -16,3 +16,4 @@ export * from './busObservability';
 export * from './deployJobs';
 export * from './notifier';
 export * from './dueWork';
+export * from './httpServer';
