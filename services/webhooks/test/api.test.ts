@@ -37,12 +37,12 @@ describe('webhooks API through the gateway', () => {
     );
     ctx.health.setReady(true);
     base = gateway.url;
-    const d = contacts.directory;
-    const mine = await d.createOrganization({ name: 'Acme', plan: 'standard', emailConfirmed: true });
-    const other = await d.createOrganization({ name: 'Other', plan: 'standard', emailConfirmed: true });
-    keys.mine = (await d.issueApiKey({ organizationId: mine.id })).secret;
-    keys.other = (await d.issueApiKey({ organizationId: other.id })).secret;
-    keys.readOnly = (await d.issueApiKey({ organizationId: mine.id, scopes: SCOPES.filter((s) => s !== 'webhooks:write') })).secret;
+    const directory = contacts.directory;
+    const mine = await directory.createOrganization({ name: 'Acme', plan: 'standard', emailConfirmed: true });
+    const other = await directory.createOrganization({ name: 'Other', plan: 'standard', emailConfirmed: true });
+    keys.mine = (await directory.issueApiKey({ organizationId: mine.id })).secret;
+    keys.other = (await directory.issueApiKey({ organizationId: other.id })).secret;
+    keys.readOnly = (await directory.issueApiKey({ organizationId: mine.id, scopes: SCOPES.filter((s) => s !== 'webhooks:write') })).secret;
     api = await openApiChecker(`${base}/api/v1/openapi.json`);
   });
   afterAll(async () => {
@@ -87,9 +87,9 @@ describe('webhooks API through the gateway', () => {
     expect(new Webhook(hook.secret).verify(got.body, got.headers)).toMatchObject({ type: 'webhook.test' });
 
     const log = await waitFor(async () => {
-      const r = await call('GET', `/webhooks/${hook.id}/deliveries`);
-      const ds = (r.body as Json).deliveries;
-      return ds[0]?.status === 'delivered' && (r.body as Json);
+      const response = await call('GET', `/webhooks/${hook.id}/deliveries`);
+      const ds = (response.body as Json).deliveries;
+      return ds[0]?.status === 'delivered' && (response.body as Json);
     });
     expect(log).toEqual({
       deliveries: [{

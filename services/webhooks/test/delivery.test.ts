@@ -111,11 +111,11 @@ describe('webhook delivery', () => {
     const got = receiver.at('/flaky');
     expect(got).toHaveLength(4);
     const wh = new Webhook(secret);
-    for (const r of got) {
-      expect(r.headers['webhook-id']).toBe(event.id);
-      expect(r.headers['content-type']).toBe('application/json');
-      expect(wh.verify(r.body, r.headers)).toEqual(JSON.parse(r.body));
-      expect(r.body).toBe(got[0].body);
+    for (const request of got) {
+      expect(request.headers['webhook-id']).toBe(event.id);
+      expect(request.headers['content-type']).toBe('application/json');
+      expect(wh.verify(request.body, request.headers)).toEqual(JSON.parse(request.body));
+      expect(request.body).toBe(got[0].body);
     }
     expect(JSON.parse(got[0].body)).toEqual({
       type: 'cascade.recipient.finished',
@@ -336,28 +336,28 @@ describe('webhook delivery', () => {
     const [delivery] = await settled(org, endpoint!.id);
     expect(delivery.status).toBe('failed');
     expect(delivery.attempts).toHaveLength(SCHEDULE.length);
-    for (const a of delivery.attempts) {
-      expect(a.statusCode).toBe(0);
-      expect(a.error).toContain('cloudMetadata');
+    for (const attempt of delivery.attempts) {
+      expect(attempt.statusCode).toBe(0);
+      expect(attempt.error).toContain('cloudMetadata');
     }
     expect(receiver.received.length).toBe(before);
   });
 
   it('manages endpoints: list, get, update, delete', async () => {
     const org = randomUUID();
-    const a = (await create(org, '/a', { description: 'first' })).endpoint!;
-    const b = (await create(org, '/b')).endpoint!;
-    expect((await api.listEndpoints({ organizationId: org })).endpoints.map((e) => e.id)).toEqual([a.id, b.id]);
-    expect(a).toMatchObject({ organizationId: org, url: receiver.url('/a'), events: ['cascade.recipient.finished'], description: 'first', disabled: false, disabledReason: '' });
+    const first = (await create(org, '/a', { description: 'first' })).endpoint!;
+    const second = (await create(org, '/b')).endpoint!;
+    expect((await api.listEndpoints({ organizationId: org })).endpoints.map((e) => e.id)).toEqual([first.id, second.id]);
+    expect(first).toMatchObject({ organizationId: org, url: receiver.url('/a'), events: ['cascade.recipient.finished'], description: 'first', disabled: false, disabledReason: '' });
 
-    const updated = (await api.updateEndpoint({ organizationId: org, id: a.id, url: receiver.url('/a2'), description: 'moved', events: undefined })).endpoint!;
+    const updated = (await api.updateEndpoint({ organizationId: org, id: first.id, url: receiver.url('/a2'), description: 'moved', events: undefined })).endpoint!;
     expect(updated).toMatchObject({ url: receiver.url('/a2'), description: 'moved', events: ['cascade.recipient.finished'] });
-    const off = (await api.updateEndpoint({ organizationId: org, id: a.id, disabled: true, events: undefined })).endpoint!;
+    const off = (await api.updateEndpoint({ organizationId: org, id: first.id, disabled: true, events: undefined })).endpoint!;
     expect(off).toMatchObject({ disabled: true, disabledReason: 'manual' });
 
-    await api.deleteEndpoint({ organizationId: org, id: b.id });
-    expect((await api.listEndpoints({ organizationId: org })).endpoints.map((e) => e.id)).toEqual([a.id]);
-    expect(await rejection(api.getEndpoint({ organizationId: org, id: b.id }))).toMatchObject({ status: 404, code: 'not_found' });
+    await api.deleteEndpoint({ organizationId: org, id: second.id });
+    expect((await api.listEndpoints({ organizationId: org })).endpoints.map((e) => e.id)).toEqual([first.id]);
+    expect(await rejection(api.getEndpoint({ organizationId: org, id: second.id }))).toMatchObject({ status: 404, code: 'not_found' });
   });
 
   it('keeps organizations apart: another organization gets not_found and changes nothing', async () => {

@@ -104,8 +104,8 @@ describe('a recipient rates on the form → the integrator receives cascade.reci
     expect(event.data.steps.map((s: { status: string }) => s.status)).toEqual(['sent', 'canceled']);
 
     const log = await waitFor(async () => {
-      const r = await api('GET', `/webhooks/${hook.body.id}/deliveries`);
-      return r.body.deliveries[0]?.status === 'delivered' && r.body.deliveries;
+      const response = await api('GET', `/webhooks/${hook.body.id}/deliveries`);
+      return response.body.deliveries[0]?.status === 'delivered' && response.body.deliveries;
     });
     expect(log).toHaveLength(1);
     expect(log[0]).toMatchObject({ eventId: got.headers['webhook-id'], eventType: 'cascade.recipient.finished', attemptCount: 1 });

@@ -51,13 +51,13 @@ describe('webhooks replicas', () => {
     const { endpoint } = await replicas[0].endpoints.create({ organizationId: org, url: receiver.url('/shared'), events: ['cascade.recipient.finished'], description: '' });
     receiver.reply = () => ({ status: 200 });
     const ids: string[] = [];
-    for (let i = 0; i < 40; i++) {
-      const e: eventsV1.Event = {
+    for (let index = 0; index < 40; index++) {
+      const event: eventsV1.Event = {
         id: randomUUID(), type: 'cascade.recipient.finished', organizationId: org, occurredAt: new Date(),
-        payload: { $case: 'cascadeRecipientFinished', cascadeRecipientFinished: { cascadeId: `c${i}`, cascadeExternalId: '', recipient: undefined, rating: 3, feedback: '', reason: 'rated', steps: [], finishedAt: undefined, reviewRequestId: '', locationId: '' } },
+        payload: { $case: 'cascadeRecipientFinished', cascadeRecipientFinished: { cascadeId: `c${index}`, cascadeExternalId: '', recipient: undefined, rating: 3, feedback: '', reason: 'rated', steps: [], finishedAt: undefined, reviewRequestId: '', locationId: '' } },
       };
-      ids.push(e.id);
-      await tb.bus.publish(eventSubject(e.type), eventsV1.Event.encode(e).finish());
+      ids.push(event.id);
+      await tb.bus.publish(eventSubject(event.type), eventsV1.Event.encode(event).finish());
     }
     await waitFor(async () => {
       const { rows } = await sql.query(`SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 AND status = 'delivered'`, [endpoint.id]);

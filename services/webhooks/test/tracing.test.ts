@@ -79,11 +79,11 @@ describe('webhook delivery tracing', () => {
     const attempts = await waitFor(() => attemptsOf(event.id).length === 2 && attemptsOf(event.id), { what: 'a failed then a delivered attempt' });
     const intake = exporter.getFinishedSpans().find((s) => s.name === `process ${eventSubject(event.type)}` && s.spanContext().traceId === producer);
     expect(intake?.parentSpanContext?.spanId).toBe('00f067aa0ba902b7');
-    for (const a of attempts) {
-      expect(a.kind).toBe(SpanKind.CLIENT);
-      expect(a.spanContext().traceId).toBe(producer);
-      expect(a.parentSpanContext?.spanId).toBe(intake?.spanContext().spanId);
-      expect(a.attributes['server.address']).toBe('127.0.0.1');
+    for (const attempt of attempts) {
+      expect(attempt.kind).toBe(SpanKind.CLIENT);
+      expect(attempt.spanContext().traceId).toBe(producer);
+      expect(attempt.parentSpanContext?.spanId).toBe(intake?.spanContext().spanId);
+      expect(attempt.attributes['server.address']).toBe('127.0.0.1');
     }
     expect(attempts.map((a) => [a.attributes['rrs.webhook.attempt'], a.attributes['rrs.webhook.outcome'], a.attributes['http.response.status_code'], a.status.code])).toEqual([
       [1, 'retry', 503, SpanStatusCode.ERROR],

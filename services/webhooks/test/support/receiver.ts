@@ -32,8 +32,8 @@ export class Receiver {
           at: Date.now(),
         };
         this.received.push(got);
-        const r = this.reply(got, this.received.filter((x) => x.path === got.path));
-        if ('hang' in r) {
+        const reply = this.reply(got, this.received.filter((x) => x.path === got.path));
+        if ('hang' in reply) {
           this.open.add(res);
           this.hanging.add(res);
           res.on('close', () => {
@@ -42,7 +42,7 @@ export class Receiver {
           });
           return;
         }
-        res.writeHead(r.status, r.headers ?? {}).end(r.body ?? '');
+        res.writeHead(reply.status, reply.headers ?? {}).end(reply.body ?? '');
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
