@@ -3,8 +3,9 @@ import { startGateway } from '@rrs/gateway';
 import { SCOPES } from '@rrs/proto';
 import { createTestBus, createTestDatabase, openApiChecker, testContext, waitFor, type OpenApiChecker, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { Webhook } from 'standardwebhooks';
-import { DEFAULT_DELIVERY_POLICY, startWebhooks, type RunningWebhooks } from '../src';
+import { startWebhooks, type RunningWebhooks } from '../src';
 import { Receiver } from './support/receiver';
+import { testWebhooksConfig } from './support/service';
 
 /**
  * /api/v1/webhooks over real HTTP → gateway → gRPC → webhooks → PostgreSQL, every response checked
@@ -27,7 +28,7 @@ describe('webhooks API through the gateway', () => {
     await receiver.start();
     contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
     webhooks = await startWebhooks(
-      { databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, allowLoopbackHttp: true, concurrency: 4, policy: { ...DEFAULT_DELIVERY_POLICY, retryScheduleMs: [0, 100, 100] } },
+      testWebhooksConfig(db.url, tb.prefix, { policy: { retryScheduleMs: [0, 100, 100] } }),
       ctx,
       { bus: tb.bus },
     );

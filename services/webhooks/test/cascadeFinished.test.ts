@@ -1,8 +1,9 @@
 import { Webhook } from 'standardwebhooks';
 import { waitFor } from '@rrs/testkit';
-import { DEFAULT_DELIVERY_POLICY, startWebhooks, type RunningWebhooks } from '../src';
+import { startWebhooks, type RunningWebhooks } from '../src';
 import { LOCATION, ORG, startHarness, startScriptedSender, type Harness } from '../../cascade-scheduler/test/harness';
 import { Receiver } from './support/receiver';
+import { testWebhooksConfig } from './support/service';
 
 /**
  * The real cascade scheduler and the webhooks service on one JetStream bus: a recipient rates (through
@@ -24,10 +25,7 @@ describe('a rating reaches the integrator as a signed cascade.recipient.finished
     sender = await startScriptedSender(harness.tb.bus, ['EMAIL', 'SMS']);
     await receiver.start();
     webhooks = await startWebhooks(
-      {
-        databaseUrl: harness.db.url, natsUrl: 'nats://unused', busPrefix: harness.tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, allowLoopbackHttp: true, concurrency: 4,
-        policy: { ...DEFAULT_DELIVERY_POLICY, retryScheduleMs: [0, 100, 100], timeoutMs: 2000, disableAfterMs: 60_000, secretGraceMs: 60_000 },
-      },
+      testWebhooksConfig(harness.db.url, harness.tb.prefix, { policy: { retryScheduleMs: [0, 100, 100], timeoutMs: 2000, disableAfterMs: 60_000, secretGraceMs: 60_000 } }),
       harness.ctx,
       { bus: harness.tb.bus },
     );

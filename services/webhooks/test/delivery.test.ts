@@ -4,8 +4,9 @@ import { Webhook } from 'standardwebhooks';
 import { createGrpcClient, httpStatusOf, type DomainError, type GrpcClientHandle } from '@rrs/runtime';
 import { eventsV1, eventSubject, webhooksV1 } from '@rrs/proto';
 import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { DEFAULT_DELIVERY_POLICY, startWebhooks, type RunningWebhooks } from '../src';
+import { startWebhooks, type RunningWebhooks } from '../src';
 import { Receiver, type Reply } from './support/receiver';
+import { testWebhooksConfig } from './support/service';
 
 /**
  * The webhooks service for real: PostgreSQL, the bus, its gRPC API, and a local receiver. The retry
@@ -30,16 +31,7 @@ describe('webhook delivery', () => {
     tb = await createTestBus('memory');
     await receiver.start();
     svc = await startWebhooks(
-      {
-        databaseUrl: db.url,
-        natsUrl: 'nats://unused',
-        busPrefix: tb.prefix,
-        grpcHost: '127.0.0.1',
-        grpcPort: 0,
-        allowLoopbackHttp: true,
-        concurrency: 8,
-        policy: { ...DEFAULT_DELIVERY_POLICY, retryScheduleMs: SCHEDULE, timeoutMs: TIMEOUT_MS, disableAfterMs: 60_000, secretGraceMs: 60_000 },
-      },
+      testWebhooksConfig(db.url, tb.prefix, { concurrency: 8, policy: { retryScheduleMs: SCHEDULE, timeoutMs: TIMEOUT_MS, disableAfterMs: 60_000, secretGraceMs: 60_000 } }),
       ctx,
       {
         bus: tb.bus,

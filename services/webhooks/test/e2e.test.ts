@@ -4,9 +4,10 @@ import { startContacts } from '@rrs/contacts';
 import { startScheduler } from '@rrs/cascade-scheduler';
 import { startGateway } from '@rrs/gateway';
 import { createTestBus, createTestDatabase, launchBrowser, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { DEFAULT_DELIVERY_POLICY, startWebhooks } from '../src';
+import { startWebhooks } from '../src';
 import { startScriptedSender } from '../../cascade-scheduler/test/harness';
 import { Receiver } from './support/receiver';
+import { testWebhooksConfig } from './support/service';
 
 /**
  * End to end, every part real except the channel provider (a scripted sender answers each step SENT):
@@ -37,7 +38,7 @@ describe('a recipient rates on the form → the integrator receives cascade.reci
       { bus: tb.bus, channelsCacheMs: 0 },
     );
     const webhooks = await startWebhooks(
-      { databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, allowLoopbackHttp: true, concurrency: 4, policy: DEFAULT_DELIVERY_POLICY },
+      testWebhooksConfig(db.url, tb.prefix),
       ctx,
       { bus: tb.bus },
     );

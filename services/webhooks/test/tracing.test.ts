@@ -4,8 +4,9 @@ import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@o
 import { eventsV1, eventSubject, webhooksV1 } from '@rrs/proto';
 import { createGrpcClient, startTracing, withSpan, type GrpcClientHandle, type Tracing } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { DEFAULT_DELIVERY_POLICY, startWebhooks } from '../src';
+import { startWebhooks } from '../src';
 import { Receiver } from './support/receiver';
+import { testWebhooksConfig } from './support/service';
 
 /**
  * Each delivery attempt is a CLIENT span in the trace of what queued the delivery — the event's bus
@@ -28,16 +29,7 @@ describe('webhook delivery tracing', () => {
     tb = await createTestBus('memory');
     await receiver.start();
     const svc = await startWebhooks(
-      {
-        databaseUrl: db.url,
-        natsUrl: 'nats://unused',
-        busPrefix: tb.prefix,
-        grpcHost: '127.0.0.1',
-        grpcPort: 0,
-        allowLoopbackHttp: true,
-        concurrency: 4,
-        policy: { ...DEFAULT_DELIVERY_POLICY, retryScheduleMs: [0, 100, 100], timeoutMs: 1_000 },
-      },
+      testWebhooksConfig(db.url, tb.prefix, { policy: { retryScheduleMs: [0, 100, 100], timeoutMs: 1_000 } }),
       ctx,
       { bus: tb.bus },
     );

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { eventsV1, eventSubject } from '@rrs/proto';
 import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { DEFAULT_DELIVERY_POLICY, startWebhooks, type RunningWebhooks } from '../src';
+import { startWebhooks, type RunningWebhooks } from '../src';
 import { Receiver } from './support/receiver';
+import { queueDeliveryElsewhere, testWebhooksConfig } from './support/service';
 
 /**
  * The delivery worker of one replica: no more attempts in flight than its concurrency, the next one
@@ -24,11 +25,8 @@ async function startReplica(concurrency: number): Promise<Replica> {
   const tb = await createTestBus('memory');
   const ctx = testContext('webhooks-worker');
   const webhooks = await startWebhooks(
-    {
-      databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, allowLoopbackHttp: true, concurrency,
-      // Attempts never time out here: the receiver answers when the test says so.
-      policy: { ...DEFAULT_DELIVERY_POLICY, retryScheduleMs: [0, 100], timeoutMs: 20_000 },
-    },
+    // Attempts never time out here: the receiver answers when the test says so.
+    testWebhooksConfig(db.url, tb.prefix, { concurrency, policy: { retryScheduleMs: [0, 100], timeoutMs: 20_000 } }),
     ctx,
     { bus: tb.bus },
   );
@@ -120,14 +118,8 @@ describe('webhook delivery worker', () => {
       // Let the round the reconnection starts finish, so the worker is asleep on its idle bound again.
       await new Promise((r) => setTimeout(r, 200));
 
-      const eventId = randomUUID();
       const queuedAt = Date.now();
-      await replica.sql.query(`INSERT INTO events (id, type, organization_id, occurred_at, payload, body) VALUES ($1, 'cascade.recipient.finished', $2, now(), '{}', '{}')`, [eventId, org]);
-      await replica.sql.query(
-        `WITH d AS (INSERT INTO deliveries (id, event_id, endpoint_id, organization_id, status, next_attempt_at) VALUES ($1, $2, $3, $4, 'pending', now()) RETURNING id)
-         SELECT pg_notify('webhook_deliveries_due', '') FROM d`,
-        [randomUUID(), eventId, endpoint.id, org],
-      );
+      const eventId = await queueDeliveryElsewhere(replica.sql, { endpointId: endpoint.id, organizationId: org });
       const [got] = await waitFor(() => receiver.at('/relisten').length === 1 && receiver.at('/relisten'), { what: 'the delivery heard through the new connection', timeoutMs: 5_000 });
       expect(got.headers['webhook-id']).toBe(eventId);
       expect(got.at - queuedAt).toBeLessThan(2_000);
