@@ -17,3 +17,4 @@ export * from './deployJobs';
 export * from './notifier';
 export * from './dueWork';
 export * from './secretBox';
+export * from './httpServer';

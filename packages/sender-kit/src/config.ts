@@ -35,17 +35,17 @@ export interface SenderBaseConfig {
   channelTtlMs: number;
 }
 
-export function senderBaseConfig(e: SenderEnv): SenderBaseConfig {
+export function senderBaseConfig(vars: SenderEnv): SenderBaseConfig {
   return {
-    natsUrl: e.NATS_URL,
-    busPrefix: e.BUS_PREFIX,
-    databaseUrl: e.DATABASE_URL,
-    opsHost: e.OPS_HOST,
-    opsPort: e.OPS_PORT,
-    logLevel: e.LOG_LEVEL,
-    concurrency: e.SENDER_CONCURRENCY,
-    maxDeliver: e.SENDER_MAX_DELIVER,
-    ackWaitMs: e.SENDER_ACK_WAIT_MS,
-    channelTtlMs: e.CHANNEL_TTL_MS,
+    natsUrl: vars.NATS_URL,
+    busPrefix: vars.BUS_PREFIX,
+    databaseUrl: vars.DATABASE_URL,
+    opsHost: vars.OPS_HOST,
+    opsPort: vars.OPS_PORT,
+    logLevel: vars.LOG_LEVEL,
+    concurrency: vars.SENDER_CONCURRENCY,
+    maxDeliver: vars.SENDER_MAX_DELIVER,
+    ackWaitMs: vars.SENDER_ACK_WAIT_MS,
+    channelTtlMs: vars.CHANNEL_TTL_MS,
   };
 }

@@ -1,15 +1,15 @@
 import { Router } from 'express';
 import type { SinkMessage, SinkOutbox } from './sink';
+import { escapeHtml } from './template';
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
 
-function toJson(m: SinkMessage) {
-  return { channel: m.channel, stepId: m.stepId, to: m.to, subject: m.subject || null, text: m.text, link: m.link, sentAt: m.sentAt.toISOString() };
+function toJson(message: SinkMessage) {
+  return { channel: message.channel, stepId: message.stepId, to: message.to, subject: message.subject || null, text: message.text, link: message.link, sentAt: message.sentAt.toISOString() };
 }
 
 function page(messages: SinkMessage[]): string {
   const rows = messages
-    .map((m) => `<tr><td>${escape(m.sentAt.toISOString())}</td><td>${escape(m.channel)}</td><td>${escape(m.to)}</td><td>${m.subject ? `<b>${escape(m.subject)}</b><br>` : ''}<pre>${escape(m.text)}</pre></td><td>${m.link ? `<a href="${escape(m.link)}">${escape(m.link)}</a>` : ''}</td></tr>`)
+    .map((message) => `<tr><td>${escapeHtml(message.sentAt.toISOString())}</td><td>${escapeHtml(message.channel)}</td><td>${escapeHtml(message.to)}</td><td>${message.subject ? `<b>${escapeHtml(message.subject)}</b><br>` : ''}<pre>${escapeHtml(message.text)}</pre></td><td>${message.link ? `<a href="${escapeHtml(message.link)}">${escapeHtml(message.link)}</a>` : ''}</td></tr>`)
     .join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Dev inbox</title><meta http-equiv="refresh" content="5">
@@ -26,7 +26,7 @@ ${rows || '<tr><td colspan="5">No messages yet.</td></tr>'}
  */
 export function devInboxRouter(outbox: SinkOutbox): Router {
   const router = Router();
-  const select = (to: unknown) => [...outbox.list()].reverse().filter((m) => typeof to !== 'string' || m.to === to);
+  const select = (to: unknown) => [...outbox.list()].reverse().filter((message) => typeof to !== 'string' || message.to === to);
   router.get('/dev/messages', (req, res) => {
     res.set('cache-control', 'no-store').json({ messages: select(req.query.to).map(toJson) });
   });

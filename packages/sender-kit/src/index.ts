@@ -10,6 +10,7 @@ export * from './registry';
 export * from './sendLog';
 export * from './sender';
 export * from './sink';
+export * from './template';
 export * from './inbox';
 export * from './config';
 export * from './service';

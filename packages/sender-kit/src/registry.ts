@@ -36,11 +36,11 @@ export async function announceChannels(options: AnnounceOptions): Promise<Channe
   const ttlMs = options.ttlMs ?? DEFAULT_CHANNEL_TTL_MS;
   const refreshMs = options.refreshMs ?? Math.max(50, Math.floor(ttlMs / 3));
   if (refreshMs >= ttlMs) throw new Error(`channel refresh (${refreshMs} ms) must be shorter than the TTL (${ttlMs} ms)`);
-  for (const e of options.entries) {
-    if (!KEY.test(e.key)) throw new Error(`invalid channel key ${JSON.stringify(e.key)}: upper-case letters, digits, _`);
+  for (const entry of options.entries) {
+    if (!KEY.test(entry.key)) throw new Error(`invalid channel key ${JSON.stringify(entry.key)}: upper-case letters, digits, _`);
     // Its steps would go to `steps.result`, where senders answer the scheduler.
-    if (e.key === 'RESULT') throw new Error('channel key RESULT is reserved');
-    if (!SLUG.test(e.slug)) throw new Error(`invalid channel slug ${JSON.stringify(e.slug)}: lower-case letters, digits, -`);
+    if (entry.key === 'RESULT') throw new Error('channel key RESULT is reserved');
+    if (!SLUG.test(entry.slug)) throw new Error(`invalid channel slug ${JSON.stringify(entry.slug)}: lower-case letters, digits, -`);
   }
   const kv = await openChannelsBucket(options.bus, ttlMs);
   const putAll = () => Promise.all(options.entries.map((e) => kv.put(e.key, busV1.ChannelCatalogEntry.encode({ ...e, announcedAt: new Date() }).finish())));

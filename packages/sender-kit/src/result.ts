@@ -88,10 +88,10 @@ export class StepResultPublisher {
       const body = busV1.StepResultBatch.encode({ results: batch.map((w) => w.result) }).finish();
       this.bus.publish(STEP_RESULT_BATCH_SUBJECT, body).then(
         () => {
-          for (const w of batch) w.done();
+          for (const waiting of batch) waiting.done();
         },
         (err: unknown) => {
-          for (const w of batch) w.done(err);
+          for (const waiting of batch) waiting.done(err);
         },
       );
     }

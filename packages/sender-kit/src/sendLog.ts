@@ -86,9 +86,9 @@ export class SendLog {
       `SELECT step_id, attempt_id, channel, organization_id, outcome, reason, parts FROM send_log WHERE provider_message_id = $1 AND state = 'done' LIMIT 1`,
       [providerMessageId],
     );
-    const r = rows[0];
-    if (!r) return null;
-    return { stepId: r.step_id, attemptId: r.attempt_id, channel: r.channel, organizationId: r.organization_id, result: { outcome: r.outcome as busV1.StepOutcome, reason: r.reason ?? undefined, providerMessageId, parts: r.parts } };
+    const sent = rows[0];
+    if (!sent) return null;
+    return { stepId: sent.step_id, attemptId: sent.attempt_id, channel: sent.channel, organizationId: sent.organization_id, result: { outcome: sent.outcome as busV1.StepOutcome, reason: sent.reason ?? undefined, providerMessageId, parts: sent.parts } };
   }
 }
 

@@ -128,7 +128,7 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
           // The send log or the bus failed around the send; the log keeps the step from being sent twice.
           if (msg.deliveryCount >= maxDeliver) {
             log.error({ err, stepId: step.stepId, delivery: msg.deliveryCount }, 'handling the step failed on its last delivery; dead-lettered');
-            await options.sendLog.deadLetter(step, 'sender_error', msg.deliveryCount).catch((e: unknown) => log.error({ err: e, stepId: step.stepId }, 'writing the dead letter failed'));
+            await options.sendLog.deadLetter(step, 'sender_error', msg.deliveryCount).catch((deadLetterErr: unknown) => log.error({ err: deadLetterErr, stepId: step.stepId }, 'writing the dead letter failed'));
             msg.term('max deliveries');
             return;
           }

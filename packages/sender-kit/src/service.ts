@@ -4,11 +4,23 @@ import { announceChannels, type ChannelCatalogEntry } from './registry';
 import { StepResultPublisher } from './result';
 import { startSender, type SendStep } from './sender';
 import { openSendLog, type SendLog } from './sendLog';
+import type { SinkOutbox } from './sink';
 
 /** One channel a sender serves: its catalog entry and how it sends. */
 export interface ChannelSpec {
   entry: Omit<ChannelCatalogEntry, 'announcedAt' | 'sender'>;
   send: SendStep;
+  /** The provider behind `send` (`smtp`, `smsc`, `sink`, …), logged at start. */
+  provider?: string;
+}
+
+/** What a sender service can be handed instead of making its own (all-in-one mode, tests). */
+export interface ChannelSenderDeps {
+  bus?: Bus;
+  /** The send log's pool; it belongs to the caller, who closes and checks it. */
+  pool?: Pool;
+  /** Where the sink provider puts messages: the dev inbox. */
+  outbox?: SinkOutbox;
 }
 
 export type ChannelSenderConfig = Pick<SenderBaseConfig, 'natsUrl' | 'busPrefix' | 'databaseUrl' | 'concurrency'> &
@@ -31,13 +43,14 @@ export interface RunningChannelSender {
 export async function startChannelSender(
   config: ChannelSenderConfig,
   ctx: ServiceContext,
-  options: { service: string; schema: string; channels: ChannelSpec[]; bus?: Bus; pool?: Pool },
+  options: { service: string; schema: string; channels: ChannelSpec[] } & Pick<ChannelSenderDeps, 'bus' | 'pool'>,
 ): Promise<RunningChannelSender> {
   const bus = await openBus(config, ctx, options.service, options.bus);
   const { log: sendLog, pool } = await openSendLog({ databaseUrl: config.databaseUrl, schema: options.schema, pool: options.pool }, ctx);
   const results = new StepResultPublisher(bus);
   const subscriptions: Subscription[] = [];
   for (const channel of options.channels) {
+    if (channel.provider) ctx.logger.info({ channel: channel.entry.key, provider: channel.provider }, 'channel provider');
     const sub = await startSender({
       bus,
       channel: channel.entry.key,

@@ -1,5 +1,6 @@
 import { busV1 } from '@rrs/proto';
 import { StepOutcome, type SendResult } from './result';
+import { fillTemplate } from './template';
 import type { SendStep } from './sender';
 
 /** A message a sink provider "sent": what the dev inbox shows. */
@@ -32,14 +33,6 @@ export class SinkOutbox {
   list(): readonly SinkMessage[] {
     return this.messages;
   }
-}
-
-/** Fills `{{name}}`, `{{location}}` and `{{link}}` in a template text. */
-export function fillTemplate(text: string, step: busV1.StepDue): string {
-  return text
-    .replace(/\{\{\s*name\s*\}\}/g, step.recipient?.name ?? '')
-    .replace(/\{\{\s*location\s*\}\}/g, step.location?.name ?? '')
-    .replace(/\{\{\s*link\s*\}\}/g, step.reviewUrl);
 }
 
 /** A send function that records the filled template into the outbox instead of calling a provider. */

@@ -57,8 +57,8 @@ function startSenderProcess(env: Record<string, string>): Promise<ChildProcess> 
   child.stderr!.on('data', (d) => (out += d));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`sender not ready in 20 s: ${out}`)), 20_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      if (String(d).includes('ready')) {
+    child.stdout!.on('data', (data: Buffer) => {
+      if (String(data).includes('ready')) {
         clearTimeout(timer);
         resolve(child);
       }
@@ -114,8 +114,8 @@ describe('a sender killed mid-flight', () => {
     await sub.drain();
 
     // Nothing lost: every step has exactly one outcome, SENT, with the provider's id.
-    for (const s of steps) {
-      const mine = results.filter((r) => r.stepId === s.stepId);
+    for (const step of steps) {
+      const mine = results.filter((r) => r.stepId === step.stepId);
       expect(mine.map((r) => r.outcome)).toEqual([busV1.StepOutcome.STEP_OUTCOME_SENT]);
       expect(mine[0].providerMessageId).toMatch(/^p\d+$/);
     }

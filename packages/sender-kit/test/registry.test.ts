@@ -18,7 +18,7 @@ describe.each(['memory', 'jetstream'] as const)('channel registry on the %s bus'
   });
 
   it('announces entries, keeps them while refreshed, and lets them expire when the sender is gone', async () => {
-    const a = await announceChannels({ bus: tb.bus, entries: [entry('TELEGRAM', 40), entry('MAX', 30)], logger: ctx.logger, ttlMs });
+    const announcement = await announceChannels({ bus: tb.bus, entries: [entry('TELEGRAM', 40), entry('MAX', 30)], logger: ctx.logger, ttlMs });
     const kv = await openChannelsBucket(tb.bus, ttlMs);
     expect((await readChannelCatalog(kv, ttlMs)).map((e) => e.key)).toEqual(['MAX', 'TELEGRAM']);
     const first = await readChannelCatalog(kv, ttlMs);
@@ -26,7 +26,7 @@ describe.each(['memory', 'jetstream'] as const)('channel registry on the %s bus'
     // Still there well past one TTL, because it is refreshed.
     await new Promise((r) => setTimeout(r, ttlMs * 1.5));
     expect((await readChannelCatalog(kv, ttlMs)).map((e) => e.key)).toEqual(['MAX', 'TELEGRAM']);
-    a.stop();
+    announcement.stop();
     await waitFor(async () => (await readChannelCatalog(kv, ttlMs)).length === 0, { timeoutMs: ttlMs * 3, what: 'entries to expire' });
   });
 

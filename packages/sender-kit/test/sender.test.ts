@@ -4,7 +4,7 @@ import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, 
 import { openSendLog, PermanentSendError, RetryableSendError, retryDelayMs, startSender, type SendLog, type SendStep } from '../src';
 import { collectResults, dueStep, publishStep } from './support/steps';
 
-const O = busV1.StepOutcome;
+const Outcome = busV1.StepOutcome;
 
 describe('startSender over JetStream with a Postgres send log', () => {
   let db: TestDatabase;
@@ -40,14 +40,14 @@ describe('startSender over JetStream with a Postgres send log', () => {
 
   it('sends a due step once, records it, and publishes SENT', async () => {
     const calls: string[] = [];
-    const sub = await run('alpha', async (step, c) => {
-      calls.push(c.idempotencyKey);
-      return { outcome: O.STEP_OUTCOME_SENT, providerMessageId: `p-${step.stepId}` };
+    const sub = await run('alpha', async (step, sendContext) => {
+      calls.push(sendContext.idempotencyKey);
+      return { outcome: Outcome.STEP_OUTCOME_SENT, providerMessageId: `p-${step.stepId}` };
     });
     const step = dueStep('ALPHA');
     await publishStep(tb.bus, step);
-    const [r] = await waitFor(() => resultsFor(step.stepId).length === 1 && resultsFor(step.stepId));
-    expect(r).toMatchObject({ stepId: step.stepId, attemptId: step.attemptId, channel: 'ALPHA', outcome: O.STEP_OUTCOME_SENT, providerMessageId: `p-${step.stepId}`, organizationId: 'org-1' });
+    const [result] = await waitFor(() => resultsFor(step.stepId).length === 1 && resultsFor(step.stepId));
+    expect(result).toMatchObject({ stepId: step.stepId, attemptId: step.attemptId, channel: 'ALPHA', outcome: Outcome.STEP_OUTCOME_SENT, providerMessageId: `p-${step.stepId}`, organizationId: 'org-1' });
     expect(calls).toEqual([step.stepId]);
     const row = await pool.query('SELECT state, outcome FROM send_log WHERE step_id = $1', [step.stepId]);
     expect(row.rows).toEqual([{ state: 'done', outcome: 'STEP_OUTCOME_SENT' }]);
@@ -58,7 +58,7 @@ describe('startSender over JetStream with a Postgres send log', () => {
     let calls = 0;
     const sub = await run('beta', async () => {
       calls += 1;
-      return { outcome: O.STEP_OUTCOME_SENT, providerMessageId: 'p-1' };
+      return { outcome: Outcome.STEP_OUTCOME_SENT, providerMessageId: 'p-1' };
     });
     const first = dueStep('BETA');
     await publishStep(tb.bus, first);
@@ -68,7 +68,7 @@ describe('startSender over JetStream with a Postgres send log', () => {
     await waitFor(() => resultsFor(first.stepId).length === 2);
     expect(calls).toBe(1);
     // The outcome reported again is the recorded one.
-    expect(resultsFor(first.stepId).map((r) => r.outcome)).toEqual([O.STEP_OUTCOME_SENT, O.STEP_OUTCOME_SENT]);
+    expect(resultsFor(first.stepId).map((r) => r.outcome)).toEqual([Outcome.STEP_OUTCOME_SENT, Outcome.STEP_OUTCOME_SENT]);
     await waitFor(async () => (await tb.bus.pending('STEPS', 'sender-beta')) === 0);
     await sub.drain();
   });
@@ -78,14 +78,14 @@ describe('startSender over JetStream with a Postgres send log', () => {
     const sub = await run('gamma', async () => {
       seen.push(Date.now());
       if (seen.length === 1) throw new RetryableSendError('provider_rate_limited', '429', { retryAfterMs: 700 });
-      return { outcome: O.STEP_OUTCOME_SENT };
+      return { outcome: Outcome.STEP_OUTCOME_SENT };
     });
     const step = dueStep('GAMMA');
     await publishStep(tb.bus, step);
     await waitFor(() => resultsFor(step.stepId).length === 1);
     expect(seen).toHaveLength(2);
     expect(seen[1] - seen[0]).toBeGreaterThanOrEqual(650);
-    expect(resultsFor(step.stepId)[0].outcome).toBe(O.STEP_OUTCOME_SENT);
+    expect(resultsFor(step.stepId)[0].outcome).toBe(Outcome.STEP_OUTCOME_SENT);
     await sub.drain();
   });
 
@@ -97,8 +97,8 @@ describe('startSender over JetStream with a Postgres send log', () => {
     });
     const step = dueStep('DELTA');
     await publishStep(tb.bus, step);
-    const [r] = await waitFor(() => resultsFor(step.stepId).length === 1 && resultsFor(step.stepId));
-    expect(r).toMatchObject({ outcome: O.STEP_OUTCOME_FAILED, reason: 'invalid_phone' });
+    const [result] = await waitFor(() => resultsFor(step.stepId).length === 1 && resultsFor(step.stepId));
+    expect(result).toMatchObject({ outcome: Outcome.STEP_OUTCOME_FAILED, reason: 'invalid_phone' });
     await new Promise((res) => setTimeout(res, 300));
     expect(calls).toBe(1);
     expect(await tb.bus.pending('STEPS', 'sender-delta')).toBe(0);
@@ -113,8 +113,8 @@ describe('startSender over JetStream with a Postgres send log', () => {
     }, { maxDeliver: 3 });
     const step = dueStep('EPSILON');
     await publishStep(tb.bus, step);
-    const [r] = await waitFor(() => resultsFor(step.stepId).length === 1 && resultsFor(step.stepId), { timeoutMs: 15_000 });
-    expect(r).toMatchObject({ outcome: O.STEP_OUTCOME_FAILED, reason: 'max_deliveries' });
+    const [result] = await waitFor(() => resultsFor(step.stepId).length === 1 && resultsFor(step.stepId), { timeoutMs: 15_000 });
+    expect(result).toMatchObject({ outcome: Outcome.STEP_OUTCOME_FAILED, reason: 'max_deliveries' });
     expect(calls).toBe(3);
     const dl = await pool.query('SELECT step_id, reason, deliveries, step FROM dead_letters WHERE step_id = $1', [step.stepId]);
     expect(dl.rows).toHaveLength(1);

@@ -11,7 +11,7 @@ export interface EmailConfig extends SenderBaseConfig {
 }
 
 export function buildConfig(env: Env): EmailConfig {
-  const e = readEnv(
+  const vars = readEnv(
     {
       ...senderEnvShape,
       SMTP_URL: envField.url(['smtp', 'smtps']).optional(),
@@ -20,5 +20,5 @@ export function buildConfig(env: Env): EmailConfig {
     },
     env,
   );
-  return { ...senderBaseConfig(e), smtpUrl: e.SMTP_URL, emailFrom: e.EMAIL_FROM, smtpTimeoutMs: e.SMTP_TIMEOUT_MS };
+  return { ...senderBaseConfig(vars), smtpUrl: vars.SMTP_URL, emailFrom: vars.EMAIL_FROM, smtpTimeoutMs: vars.SMTP_TIMEOUT_MS };
 }

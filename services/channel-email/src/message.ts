@@ -1,5 +1,5 @@
 import { busV1 } from '@rrs/proto';
-import { fillTemplate } from '@rrs/sender-kit';
+import { escapeHtml, fillTemplate } from '@rrs/sender-kit';
 
 /** A rendered review-request email, ready for any provider. */
 export interface EmailMessage {
@@ -16,11 +16,9 @@ export interface EmailMessage {
 const DEFAULT_SUBJECT = 'How was your visit to {{location}}?';
 const DEFAULT_BODY = 'Hello {{name}}, thank you for visiting {{location}}. Please rate your visit: {{link}}';
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
-
 function domainOf(from: string): string {
-  const m = /@([^>\s]+)>?\s*$/.exec(from);
-  return m ? m[1] : 'localhost';
+  const match = /@([^>\s]+)>?\s*$/.exec(from);
+  return match ? match[1] : 'localhost';
 }
 
 /**
@@ -42,7 +40,7 @@ export function renderEmail(step: busV1.StepDue, from: string): EmailMessage {
   // The link in the template text becomes a real anchor; every other character is escaped.
   const paragraphs = body
     .split(/\n{2,}/)
-    .map((p) => `<p style="margin:0 0 16px">${escapeHtml(p).split(escapeHtml(link)).join(`<a href="${escapeHtml(link)}">${escapeHtml(link)}</a>`).replace(/\n/g, '<br>')}</p>`)
+    .map((paragraph) => `<p style="margin:0 0 16px">${escapeHtml(paragraph).split(escapeHtml(link)).join(`<a href="${escapeHtml(link)}">${escapeHtml(link)}</a>`).replace(/\n/g, '<br>')}</p>`)
     .join('\n');
   const html = `<!doctype html>
 <html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(subject)}</title></head>

@@ -17,14 +17,14 @@ const TRANSIENT_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 
  * our configuration, not the recipient, that is wrong.
  */
 export function classifySmtpError(err: unknown): RetryableSendError | PermanentSendError {
-  const e = err as { responseCode?: number; code?: string; message?: string };
-  if (e.code === 'EAUTH') return new RetryableSendError('smtp_auth_failed', `SMTP authentication failed: ${e.message}`, { cause: err });
-  if (typeof e.responseCode === 'number') {
-    if (e.responseCode >= 500) return new PermanentSendError(e.code === 'EENVELOPE' ? 'recipient_rejected' : 'provider_rejected', `SMTP ${e.responseCode}: ${e.message}`, { cause: err });
-    return new RetryableSendError('provider_unavailable', `SMTP ${e.responseCode}: ${e.message}`, { cause: err });
+  const failure = err as { responseCode?: number; code?: string; message?: string };
+  if (failure.code === 'EAUTH') return new RetryableSendError('smtp_auth_failed', `SMTP authentication failed: ${failure.message}`, { cause: err });
+  if (typeof failure.responseCode === 'number') {
+    if (failure.responseCode >= 500) return new PermanentSendError(failure.code === 'EENVELOPE' ? 'recipient_rejected' : 'provider_rejected', `SMTP ${failure.responseCode}: ${failure.message}`, { cause: err });
+    return new RetryableSendError('provider_unavailable', `SMTP ${failure.responseCode}: ${failure.message}`, { cause: err });
   }
-  if (e.code && TRANSIENT_CODES.has(e.code)) return new RetryableSendError('provider_unreachable', `SMTP ${e.code}: ${e.message}`, { cause: err });
-  return new RetryableSendError('provider_error', `SMTP: ${e.message ?? String(err)}`, { cause: err });
+  if (failure.code && TRANSIENT_CODES.has(failure.code)) return new RetryableSendError('provider_unreachable', `SMTP ${failure.code}: ${failure.message}`, { cause: err });
+  return new RetryableSendError('provider_error', `SMTP: ${failure.message ?? String(err)}`, { cause: err });
 }
 
 export function smtpProvider(options: { smtpUrl: string; from: string; timeoutMs: number }): EmailProvider {

@@ -1,5 +1,5 @@
-import type { Bus, Pool, ServiceContext } from '@rrs/runtime';
-import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type SendStep } from '@rrs/sender-kit';
+import type { ServiceContext } from '@rrs/runtime';
+import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type SendStep } from '@rrs/sender-kit';
 import type { EmailConfig } from './config';
 import { renderEmail } from './message';
 import { sinkEmailProvider, smtpProvider, type EmailProvider } from './provider';
@@ -7,10 +7,7 @@ import { sinkEmailProvider, smtpProvider, type EmailProvider } from './provider'
 export const CHANNEL = 'EMAIL';
 export const SCHEMA = 'channel_email';
 
-export interface EmailDeps {
-  bus?: Bus;
-  pool?: Pool;
-  outbox?: SinkOutbox;
+export interface EmailDeps extends ChannelSenderDeps {
   provider?: EmailProvider;
 }
 
@@ -31,13 +28,16 @@ export async function startEmailSender(config: ChannelSenderConfig & Partial<Pic
   const from = config.emailFrom ?? 'Reviews <no-reply@localhost>';
   const provider = deps.provider ?? (config.smtpUrl ? smtpProvider({ smtpUrl: config.smtpUrl, from, timeoutMs: config.smtpTimeoutMs ?? 15_000 }) : sinkEmailProvider(outbox));
   ctx.lifecycle.onStop('email provider', () => provider.close());
-  ctx.logger.info({ provider: provider.name }, 'email provider');
   const running = await startChannelSender(config, ctx, {
     service: 'channel-email',
     schema: SCHEMA,
     bus: deps.bus,
     pool: deps.pool,
-    channels: [{ entry: { key: CHANNEL, slug: 'email', label: 'Email', contactField: 'email', capabilities: ['send', 'unsubscribe'], position: 10 }, send: emailSend(provider, from) }],
+    channels: [{
+      entry: { key: CHANNEL, slug: 'email', label: 'Email', contactField: 'email', capabilities: ['send', 'unsubscribe'], position: 10 },
+      send: emailSend(provider, from),
+      provider: provider.name,
+    }],
   });
   return { ...running, outbox, provider };
 }

@@ -12,7 +12,7 @@ import { classifySmtpError, startEmailSender } from '../src';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { simpleParser } = require('mailparser') as { simpleParser(src: Buffer): Promise<{ subject?: string; text?: string; html?: string | false; messageId?: string; headers: Map<string, unknown>; to?: { text: string }; from?: { text: string } }> };
 
-const O = busV1.StepOutcome;
+const Outcome = busV1.StepOutcome;
 
 interface Received { from: string; to: string[]; raw: Buffer }
 
@@ -71,8 +71,8 @@ describe('channel-email through a real SMTP server', () => {
     tb = await createTestBus('memory');
     pool = createPool({ url: db.url, schema: 'channel_email' });
     smtp = await startSmtp();
-    const c = await collectResults(tb.bus);
-    results = c.results;
+    const collected = await collectResults(tb.bus);
+    results = collected.results;
     await startEmailSender(
       { natsUrl: 'nats://unused', busPrefix: '', databaseUrl: db.url, concurrency: 4, ackWaitMs: 5_000, smtpUrl: `smtp://user:secret@127.0.0.1:${smtp.port}`, emailFrom: 'Acme Reviews <reviews@acme.test>', smtpTimeoutMs: 3_000 },
       ctx,
@@ -100,7 +100,7 @@ describe('channel-email through a real SMTP server', () => {
     step.reviewUrl = `${base}/r/tok${step.stepId.slice(-8).replace(/-/g, '')}`;
     await publishStep(tb.bus, step);
     const result = await resultOf(step.stepId);
-    expect(result).toMatchObject({ outcome: O.STEP_OUTCOME_SENT, channel: 'EMAIL', providerMessageId: `<${step.stepId}@acme.test>` });
+    expect(result).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT, channel: 'EMAIL', providerMessageId: `<${step.stepId}@acme.test>` });
     const mail = smtp.received.find((m) => m.to.includes('anna@example.com'));
     expect(mail).toBeDefined();
     expect(mail!.from).toBe('reviews@acme.test');
@@ -135,14 +135,14 @@ describe('channel-email through a real SMTP server', () => {
     const before = smtp.received.length;
     const step = dueStep('EMAIL', { recipient: { name: 'B', email: 'bounce@example.com', phone: '' } });
     await publishStep(tb.bus, step);
-    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_FAILED, reason: 'recipient_rejected' });
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_FAILED, reason: 'recipient_rejected' });
     expect(smtp.received.length).toBe(before);
   });
 
   it('retries a 4xx deferral and then delivers exactly once', async () => {
     const step = dueStep('EMAIL', { recipient: { name: 'L', email: 'later@example.com', phone: '' } });
     await publishStep(tb.bus, step);
-    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_SENT });
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT });
     expect(smtp.received.filter((m) => m.to.includes('later@example.com'))).toHaveLength(1);
   });
 
@@ -150,7 +150,7 @@ describe('channel-email through a real SMTP server', () => {
     const before = smtp.received.length;
     const step = dueStep('EMAIL', { recipient: { name: 'N', email: '', phone: '+79161234567' } });
     await publishStep(tb.bus, step);
-    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_FAILED, reason: 'missing_contact' });
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_FAILED, reason: 'missing_contact' });
     expect(smtp.received.length).toBe(before);
   });
 
@@ -226,7 +226,7 @@ describe('channel-email over smtps:// (TLS from the start)', () => {
     );
     const step = dueStep('EMAIL', { recipient: { name: 'T', email: 'tls@example.com', phone: '' } });
     await publishStep(tb.bus, step);
-    expect(await waitFor(() => results.find((r) => r.stepId === step.stepId))).toMatchObject({ outcome: O.STEP_OUTCOME_SENT });
+    expect(await waitFor(() => results.find((r) => r.stepId === step.stepId))).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT });
     expect(smtp.received.map((m) => m.to)).toEqual([['tls@example.com']]);
   });
 });

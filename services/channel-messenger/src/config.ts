@@ -22,24 +22,24 @@ export interface MessengerConfig extends SenderBaseConfig {
   redisUrl?: string;
 }
 
-function account(e: Record<string, unknown>, prefix: 'MAX' | 'TELEGRAM', defaults: { perAccount: number }): MessengerAccount | undefined {
-  const id = e[`${prefix}_ID_INSTANCE`] as string | undefined;
-  const token = e[`${prefix}_API_TOKEN`] as string | undefined;
+function account(vars: Record<string, unknown>, prefix: 'MAX' | 'TELEGRAM', defaults: { perAccount: number }): MessengerAccount | undefined {
+  const id = vars[`${prefix}_ID_INSTANCE`] as string | undefined;
+  const token = vars[`${prefix}_API_TOKEN`] as string | undefined;
   if (!id && !token) return undefined;
   if (!id) throw new ConfigError(`${prefix}_ID_INSTANCE`, `is required when ${prefix}_API_TOKEN is set`);
   if (!token) throw new ConfigError(`${prefix}_API_TOKEN`, `is required when ${prefix}_ID_INSTANCE is set`);
   return {
-    apiUrl: e[`${prefix}_API_URL`] as string,
+    apiUrl: vars[`${prefix}_API_URL`] as string,
     idInstance: id,
     apiToken: token,
-    timeoutMs: e.MESSENGER_TIMEOUT_MS as number,
-    perAccountPerSecond: (e[`${prefix}_RATE_PER_SECOND`] as number | undefined) ?? defaults.perAccount,
+    timeoutMs: vars.MESSENGER_TIMEOUT_MS as number,
+    perAccountPerSecond: (vars[`${prefix}_RATE_PER_SECOND`] as number | undefined) ?? defaults.perAccount,
     perChatPerSecond: 1,
   };
 }
 
 export function buildConfig(env: Env): MessengerConfig {
-  const e = readEnv(
+  const vars = readEnv(
     {
       ...senderEnvShape,
       // Each service has its own default ops port, so they can run side by side on one host.
@@ -58,9 +58,9 @@ export function buildConfig(env: Env): MessengerConfig {
     env,
   );
   return {
-    ...senderBaseConfig(e),
-    max: account(e, 'MAX', { perAccount: e.MAX_RATE_PER_SECOND }),
-    telegram: account(e, 'TELEGRAM', { perAccount: e.TELEGRAM_RATE_PER_SECOND }),
-    redisUrl: e.REDIS_URL,
+    ...senderBaseConfig(vars),
+    max: account(vars, 'MAX', { perAccount: vars.MAX_RATE_PER_SECOND }),
+    telegram: account(vars, 'TELEGRAM', { perAccount: vars.TELEGRAM_RATE_PER_SECOND }),
+    redisUrl: vars.REDIS_URL,
   };
 }

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
-import type { Bus, Pool, ServiceContext } from '@rrs/runtime';
-import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type SendStep } from '@rrs/sender-kit';
+import type { ServiceContext } from '@rrs/runtime';
+import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type SendStep } from '@rrs/sender-kit';
 import type { MessengerAccount, MessengerConfig } from './config';
 import { renderMessengerText } from './message';
 import { greenApiProvider, sinkMessengerProvider, type MessengerProvider } from './provider';
@@ -16,10 +16,7 @@ const ENTRIES = {
   TELEGRAM: { key: 'TELEGRAM', slug: 'telegram', label: 'Telegram', contactField: 'phone', position: 40 },
 } as const;
 
-export interface MessengerDeps {
-  bus?: Bus;
-  pool?: Pool;
-  outbox?: SinkOutbox;
+export interface MessengerDeps extends ChannelSenderDeps {
   providers?: Partial<Record<MessengerChannel, MessengerProvider>>;
   /** Key prefix of the shared rate buckets in Redis (tests isolate themselves with it). */
   rateKeyPrefix?: string;
@@ -46,12 +43,12 @@ export async function startMessengerSender(
   const outbox = deps.outbox ?? new SinkOutbox();
   let redis: Redis | undefined;
   if (config.redisUrl) {
-    const r = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
-    r.on('error', (err) => ctx.logger.warn({ err }, 'redis (send rates) error'));
+    const client = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
+    client.on('error', (err) => ctx.logger.warn({ err }, 'redis (send rates) error'));
     ctx.lifecycle.onStop('redis', async () => {
-      await r.quit().catch(() => r.disconnect());
+      await client.quit().catch(() => client.disconnect());
     });
-    redis = r;
+    redis = client;
   }
   const accounts: Record<MessengerChannel, MessengerAccount | undefined> = { MAX: config.max, TELEGRAM: config.telegram };
   const providers = {} as Record<MessengerChannel, MessengerProvider>;
@@ -62,14 +59,17 @@ export async function startMessengerSender(
       (account
         ? greenApiProvider(channel.toLowerCase(), account, createSendRateLimiter({ redis, keyPrefix: `${deps.rateKeyPrefix ?? 'rrs'}:msg-rate:${channel.toLowerCase()}:${account.idInstance}`, perAccountPerSecond: account.perAccountPerSecond, perChatPerSecond: account.perChatPerSecond }))
         : sinkMessengerProvider(channel, outbox));
-    ctx.logger.info({ channel, provider: providers[channel].name }, 'messenger provider');
   }
   const running = await startChannelSender(config, ctx, {
     service: 'channel-messenger',
     schema: SCHEMA,
     bus: deps.bus,
     pool: deps.pool,
-    channels: CHANNELS.map((c) => ({ entry: { ...ENTRIES[c], capabilities: ['send', 'reachability'] }, send: messengerSend(providers[c]) })),
+    channels: CHANNELS.map((channel) => ({
+      entry: { ...ENTRIES[channel], capabilities: ['send', 'reachability'] },
+      send: messengerSend(providers[channel]),
+      provider: providers[channel].name,
+    })),
   });
   return { ...running, outbox, providers };
 }

@@ -5,10 +5,10 @@ const base = { DATABASE_URL: 'postgres://u@localhost/db' };
 
 describe('channel-messenger config', () => {
   it('reads one gateway account per messenger; a messenger without one uses the sink provider', () => {
-    const c = buildConfig({ ...base, MAX_ID_INSTANCE: '3100000001', MAX_API_TOKEN: 'tok-123456789', REDIS_URL: 'redis://127.0.0.1:6379' });
-    expect(c.max).toEqual({ apiUrl: 'https://api.green-api.com/v3', idInstance: '3100000001', apiToken: 'tok-123456789', timeoutMs: 10_000, perAccountPerSecond: 20, perChatPerSecond: 1 });
-    expect(c.telegram).toBeUndefined();
-    expect(c.redisUrl).toBe('redis://127.0.0.1:6379');
+    const config = buildConfig({ ...base, MAX_ID_INSTANCE: '3100000001', MAX_API_TOKEN: 'tok-123456789', REDIS_URL: 'redis://127.0.0.1:6379' });
+    expect(config.max).toEqual({ apiUrl: 'https://api.green-api.com/v3', idInstance: '3100000001', apiToken: 'tok-123456789', timeoutMs: 10_000, perAccountPerSecond: 20, perChatPerSecond: 1 });
+    expect(config.telegram).toBeUndefined();
+    expect(config.redisUrl).toBe('redis://127.0.0.1:6379');
     expect(buildConfig({ ...base, TELEGRAM_ID_INSTANCE: '7', TELEGRAM_API_TOKEN: 'tok-123456789' }).telegram?.perAccountPerSecond).toBe(30);
   });
 

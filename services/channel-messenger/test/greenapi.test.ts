@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { collectResults, dueStep, publishStep } from '../../../packages/sender-kit/test/support/steps';
 import { createSendRateLimiter, greenApiProvider, startMessengerSender, type MessengerAccount } from '../src';
 
-const O = busV1.StepOutcome;
+const Outcome = busV1.StepOutcome;
 const TOKEN = 'tok123456789';
 
 interface Call { instance: string; method: string; body: Record<string, unknown>; at: number }
@@ -23,18 +23,18 @@ async function startFakeGateway() {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const m = /^\/v3\/waInstance(\d+)\/(\w+)\/(\w+)$/.exec(req.url ?? "");
+      const route = /^\/v3\/waInstance(\d+)\/(\w+)\/(\w+)$/.exec(req.url ?? "");
       const json = (status: number, body: unknown, headers: Record<string, string> = {}) => res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
-      if (!m || req.method !== 'POST') return json(404, {});
-      if (m[3] !== TOKEN) return json(401, { message: 'Unauthorized' });
+      if (!route || req.method !== 'POST') return json(404, {});
+      if (route[3] !== TOKEN) return json(401, { message: 'Unauthorized' });
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
-      calls.push({ instance: m[1], method: m[2], body, at: Date.now() });
-      if (m[2] === 'checkAccount') {
+      calls.push({ instance: route[1], method: route[2], body, at: Date.now() });
+      if (route[2] === 'checkAccount') {
         const phone = String(body.phoneNumber);
         if (typeof body.phoneNumber !== 'number') return json(400, { message: "Validation failed. Details: 'phoneNumber' must be a number" });
         return json(200, phone.endsWith('0000') ? { exist: false } : { exist: true, chatId: `${phone}@c.us` });
       }
-      if (m[2] === 'sendMessage') {
+      if (route[2] === 'sendMessage') {
         const chat = String(body.chatId);
         const left = failures.get(chat) ?? 0;
         if (left > 0) {
@@ -52,8 +52,8 @@ async function startFakeGateway() {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v3`,
     calls,
-    failNext(chat: string, n: number) {
-      failures = new Map(failures).set(chat, n);
+    failNext(chat: string, count: number) {
+      failures = new Map(failures).set(chat, count);
     },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
@@ -95,7 +95,7 @@ describe('channel-messenger against a fake GREEN-API gateway', () => {
   it('sends on MAX through the MAX account: the location on the first line, then the SMS template with the link', async () => {
     const step = dueStep('MAX', { recipient: { name: 'Anna', email: '', phone: '+79991110001' }, template: { subject: '', body: '{{name}}, rate us: {{link}}' } });
     await publishStep(tb.bus, step);
-    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_SENT, channel: 'MAX' });
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT, channel: 'MAX' });
     const [send] = sendsTo('79991110001@c.us');
     expect(send.instance).toBe('1101');
     expect(send.body.message).toBe(`Acme Dental\nAnna, rate us: ${step.reviewUrl}`);
@@ -105,40 +105,40 @@ describe('channel-messenger against a fake GREEN-API gateway', () => {
   it('sends on TELEGRAM through the Telegram account', async () => {
     const step = dueStep('TELEGRAM', { recipient: { name: 'T', email: '', phone: '+79991110002' } });
     await publishStep(tb.bus, step);
-    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_SENT, channel: 'TELEGRAM' });
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT, channel: 'TELEGRAM' });
     expect(sendsTo('79991110002@c.us')[0].instance).toBe('2202');
   });
 
   it('reports UNREACHABLE not_registered when the number has no account, and sends nothing', async () => {
     const step = dueStep('MAX', { recipient: { name: 'N', email: '', phone: '+79991110000' } });
     await publishStep(tb.bus, step);
-    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_UNREACHABLE, reason: 'not_registered' });
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_UNREACHABLE, reason: 'not_registered' });
     expect(sendsTo('79991110000@c.us')).toHaveLength(0);
   });
 
   it('fails permanently on a 400 from sendMessage', async () => {
     const step = dueStep('MAX', { recipient: { name: 'E', email: '', phone: '+79990000400' } });
     await publishStep(tb.bus, step);
-    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_FAILED, reason: 'provider_rejected' });
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_FAILED, reason: 'provider_rejected' });
   });
 
   it('retries a 429 with Retry-After and then sends once', async () => {
     gw.failNext('79991110429@c.us', 1);
     const step = dueStep('TELEGRAM', { recipient: { name: 'R', email: '', phone: '+79991110429' } });
     await publishStep(tb.bus, step);
-    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_SENT });
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT });
     const sends = sendsTo('79991110429@c.us');
     expect(sends).toHaveLength(2);
     expect(sends[1].at - sends[0].at).toBeGreaterThanOrEqual(900);
   });
 
   it('keeps to about 1 message per second per chat', async () => {
-    const a = dueStep('TELEGRAM', { recipient: { name: 'A', email: '', phone: '+79991110777' } });
-    const b = dueStep('TELEGRAM', { recipient: { name: 'B', email: '', phone: '+79991110777' } });
-    await publishStep(tb.bus, a);
-    await publishStep(tb.bus, b);
-    await resultOf(a.stepId);
-    await resultOf(b.stepId);
+    const first = dueStep('TELEGRAM', { recipient: { name: 'A', email: '', phone: '+79991110777' } });
+    const second = dueStep('TELEGRAM', { recipient: { name: 'B', email: '', phone: '+79991110777' } });
+    await publishStep(tb.bus, first);
+    await publishStep(tb.bus, second);
+    await resultOf(first.stepId);
+    await resultOf(second.stepId);
     const sends = sendsTo('79991110777@c.us');
     expect(sends).toHaveLength(2);
     expect(Math.abs(sends[1].at - sends[0].at)).toBeGreaterThanOrEqual(500);
@@ -151,11 +151,11 @@ describe('send-rate buckets shared through Redis', () => {
     const redisB = new Redis(TEST_REDIS_URL);
     const keyPrefix = uniqueName('rl');
     try {
-      const a = createSendRateLimiter({ redis: redisA, keyPrefix, perAccountPerSecond: 30, perChatPerSecond: 1, maxWaitMs: 0 });
-      const b = createSendRateLimiter({ redis: redisB, keyPrefix, perAccountPerSecond: 30, perChatPerSecond: 1, maxWaitMs: 0 });
-      await a.acquire('chat-1');
-      await expect(b.acquire('chat-1')).rejects.toMatchObject({ reason: 'rate_limited' });
-      await b.acquire('chat-2');
+      const replicaA = createSendRateLimiter({ redis: redisA, keyPrefix, perAccountPerSecond: 30, perChatPerSecond: 1, maxWaitMs: 0 });
+      const replicaB = createSendRateLimiter({ redis: redisB, keyPrefix, perAccountPerSecond: 30, perChatPerSecond: 1, maxWaitMs: 0 });
+      await replicaA.acquire('chat-1');
+      await expect(replicaB.acquire('chat-1')).rejects.toMatchObject({ reason: 'rate_limited' });
+      await replicaB.acquire('chat-2');
       const tight = createSendRateLimiter({ redis: redisA, keyPrefix: uniqueName('rl'), perAccountPerSecond: 2, perChatPerSecond: 5, maxWaitMs: 0 });
       await tight.acquire('x');
       await tight.acquire('y');

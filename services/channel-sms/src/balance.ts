@@ -12,8 +12,8 @@ export interface SmsBalance {
 
 export function contactsSmsBalance(client: PromiseClient<contactsV1.ContactsServiceClient>): SmsBalance {
   return {
-    async debit(r) {
-      const answer = await client.debitSmsBalance({ organizationId: r.organizationId, stepId: r.stepId, parts: r.parts });
+    async debit(request) {
+      const answer = await client.debitSmsBalance({ organizationId: request.organizationId, stepId: request.stepId, parts: request.parts });
       return { debited: answer.debited, balance: Number(answer.balance) };
     },
   };

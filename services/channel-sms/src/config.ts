@@ -13,7 +13,7 @@ export interface SmsConfig extends SenderBaseConfig {
 }
 
 export function buildConfig(env: Env): SmsConfig {
-  const e = readEnv(
+  const vars = readEnv(
     {
       ...senderEnvShape,
       // Each service has its own default ops port, so they can run side by side on one host.
@@ -29,12 +29,12 @@ export function buildConfig(env: Env): SmsConfig {
     },
     env,
   );
-  if (e.SMSC_LOGIN && !e.SMSC_PASSWORD) throw new ConfigError('SMSC_PASSWORD', 'is required when SMSC_LOGIN is set');
+  if (vars.SMSC_LOGIN && !vars.SMSC_PASSWORD) throw new ConfigError('SMSC_PASSWORD', 'is required when SMSC_LOGIN is set');
   return {
-    ...senderBaseConfig(e),
-    contactsAddress: e.CONTACTS_ADDR,
-    smsc: e.SMSC_LOGIN ? { baseUrl: e.SMSC_URL, login: e.SMSC_LOGIN, password: e.SMSC_PASSWORD as string, sender: e.SMSC_SENDER, timeoutMs: e.SMSC_TIMEOUT_MS } : undefined,
-    receiptsHost: e.SMS_RECEIPTS_HOST,
-    receiptsPort: e.SMS_RECEIPTS_PORT,
+    ...senderBaseConfig(vars),
+    contactsAddress: vars.CONTACTS_ADDR,
+    smsc: vars.SMSC_LOGIN ? { baseUrl: vars.SMSC_URL, login: vars.SMSC_LOGIN, password: vars.SMSC_PASSWORD as string, sender: vars.SMSC_SENDER, timeoutMs: vars.SMSC_TIMEOUT_MS } : undefined,
+    receiptsHost: vars.SMS_RECEIPTS_HOST,
+    receiptsPort: vars.SMS_RECEIPTS_PORT,
   };
 }

@@ -22,9 +22,9 @@ export function encodingOf(text: string): SmsEncoding {
 /** Length in the unit of the encoding: septets for GSM-7, UTF-16 code units for UCS-2. */
 export function smsLength(text: string, encoding = encodingOf(text)): number {
   if (encoding === 'UCS-2') return text.length;
-  let n = 0;
-  for (const ch of text) n += GSM_EXTENDED.has(ch) ? 2 : 1;
-  return n;
+  let length = 0;
+  for (const ch of text) length += GSM_EXTENDED.has(ch) ? 2 : 1;
+  return length;
 }
 
 export function fitsOnePart(text: string): boolean {

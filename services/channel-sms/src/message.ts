@@ -20,10 +20,10 @@ export interface SmsText {
  */
 export function renderSms(step: busV1.StepDue): SmsText {
   const template = (step.template?.body || DEFAULT_TEMPLATE).split(/\r?\n/)[0].slice(0, MAX_LINE);
-  const m = LINK.exec(template);
+  const placeholder = LINK.exec(template);
   const noLink = { ...step, reviewUrl: '' };
-  const before = m ? fillTemplate(template.slice(0, m.index), noLink) : `${fillTemplate(template, noLink).trimEnd()} `;
-  const after = m ? fillTemplate(template.slice(m.index + m[0].length), noLink) : '';
+  const before = placeholder ? fillTemplate(template.slice(0, placeholder.index), noLink) : `${fillTemplate(template, noLink).trimEnd()} `;
+  const after = placeholder ? fillTemplate(template.slice(placeholder.index + placeholder[0].length), noLink) : '';
   const text = cutToOnePart(before.replace(/^\s+/, ''), step.reviewUrl, after.trimEnd());
   return { text, encoding: encodingOf(text), parts: smsParts(text) };
 }

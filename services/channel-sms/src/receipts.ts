@@ -1,7 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { counter, type Logger } from '@rrs/runtime';
+import { counter, listenHttp, type ListeningHttpServer, type Logger } from '@rrs/runtime';
 import { StepOutcome, type SendLog, type StepOutcome as Outcome, type StepResultPublisher } from '@rrs/sender-kit';
 
 /** SMSC.ru message statuses that end a message (the others, −1 queued and 0 handed over, are not final). */
@@ -53,7 +52,7 @@ const STATUS: Record<ReceiptResult, number> = { recorded: 200, not_final: 200, u
  * The receipts endpoint, on its own port (`SMS_RECEIPTS_PORT`): `POST /receipts/smsc`, form-encoded or
  * query string, as SMSC sends it. Unknown messages are answered 200 so SMSC stops retrying them.
  */
-export async function startReceiptServer(options: { host: string; port: number; results: StepResultPublisher; sendLog: SendLog; password: string; logger: Logger }) {
+export async function startReceiptServer(options: { host: string; port: number; results: StepResultPublisher; sendLog: SendLog; password: string; logger: Logger }): Promise<ListeningHttpServer> {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://receipts');
     if (url.pathname !== '/receipts/smsc' || (req.method !== 'POST' && req.method !== 'GET')) {
@@ -62,14 +61,14 @@ export async function startReceiptServer(options: { host: string; port: number; 
     }
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
       if (size > 16_384) req.destroy();
-      else chunks.push(c);
+      else chunks.push(chunk);
     });
     req.on('end', () => {
       const fields = new URLSearchParams(url.search);
-      for (const [k, v] of new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) fields.set(k, v);
+      for (const [name, value] of new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) fields.set(name, value);
       handleSmscReceipt(fields, options).then(
         (result) => {
           receipts.inc({ result });
@@ -83,15 +82,5 @@ export async function startReceiptServer(options: { host: string; port: number; 
       );
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    }),
-  };
+  return listenHttp(server, options);
 }

@@ -1,6 +1,6 @@
 import { contactsV1 } from '@rrs/proto';
-import { createGrpcClient, type Bus, type Pool, type ServiceContext } from '@rrs/runtime';
-import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type SendStep } from '@rrs/sender-kit';
+import { createGrpcClient, type ServiceContext } from '@rrs/runtime';
+import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type SendStep } from '@rrs/sender-kit';
 import { contactsSmsBalance, type SmsBalance } from './balance';
 import type { SmsConfig } from './config';
 import { renderSms } from './message';
@@ -10,10 +10,7 @@ import { startReceiptServer } from './receipts';
 export const CHANNEL = 'SMS';
 export const SCHEMA = 'channel_sms';
 
-export interface SmsDeps {
-  bus?: Bus;
-  pool?: Pool;
-  outbox?: SinkOutbox;
+export interface SmsDeps extends ChannelSenderDeps {
   provider?: SmsProvider;
   balance?: SmsBalance;
 }
@@ -50,7 +47,6 @@ export async function startSmsSender(
     ctx.lifecycle.onStop('contacts client', () => contacts.close());
     balance = contactsSmsBalance(contacts.client);
   }
-  ctx.logger.info({ provider: provider.name }, 'SMS provider');
   const running = await startChannelSender(config, ctx, {
     service: 'channel-sms',
     schema: SCHEMA,
@@ -59,6 +55,7 @@ export async function startSmsSender(
     channels: [{
       entry: { key: CHANNEL, slug: 'sms', label: 'SMS', contactField: 'phone', capabilities: config.smsc ? ['send', 'balance', 'delivery_receipts'] : ['send', 'balance'], position: 20 },
       send: smsSend(provider, balance),
+      provider: provider.name,
     }],
   });
   let receiptsPort: number | undefined;

@@ -37,38 +37,38 @@ describe('SMS balance: debit per step, reroute when empty', () => {
   });
 
   async function org(smsBalance: number) {
-    const o = await contacts.directory.createOrganization({ name: `org ${smsBalance}`, plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance });
-    for (const channel of ['SMS', 'MAX', 'TELEGRAM']) await contacts.channels.set({ organizationId: o.id, channel, configured: true });
-    const location = await contacts.directory.createLocation({ organizationId: o.id, name: 'Кофейня', address: 'Тверская 1', city: 'Москва', timeZone: 'Europe/Moscow', reviewLinks: [] });
-    return { id: o.id, locationId: location.id };
+    const organization = await contacts.directory.createOrganization({ name: `org ${smsBalance}`, plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance });
+    for (const channel of ['SMS', 'MAX', 'TELEGRAM']) await contacts.channels.set({ organizationId: organization.id, channel, configured: true });
+    const location = await contacts.directory.createLocation({ organizationId: organization.id, name: 'Кофейня', address: 'Тверская 1', city: 'Москва', timeZone: 'Europe/Moscow', reviewLinks: [] });
+    return { id: organization.id, locationId: location.id };
   }
   const balanceOf = async (organizationId: string) => (await contacts.directory.getOrganization(organizationId)).smsBalance;
 
   it('sends the SMS and debits one part when there is balance', async () => {
-    const o = await org(5);
-    const { result } = await scheduler.cascades.start({ organizationId: o.id, locationId: o.locationId, name: '', flowId: '', channel: 'SMS', externalId: '', recipients: [{ name: 'Анна', email: '', phone: '+79161110001', contactId: '', contactExternalId: '' }] });
+    const organization = await org(5);
+    const { result } = await scheduler.cascades.start({ organizationId: organization.id, locationId: organization.locationId, name: '', flowId: '', channel: 'SMS', externalId: '', recipients: [{ name: 'Анна', email: '', phone: '+79161110001', contactId: '', contactExternalId: '' }] });
     const msg = await waitFor(() => outbox.list().find((m) => m.to === '+79161110001'), { what: 'the SMS' });
     expect(msg.channel).toBe('SMS');
-    expect(await balanceOf(o.id)).toBe(4);
+    expect(await balanceOf(organization.id)).toBe(4);
     const cascade = await waitFor(async () => {
-      const c = await scheduler.cascades.get(o.id, result.id);
-      return c.recipients[0].steps[0].status === 'sent' ? c : undefined;
+      const cascadeNow = await scheduler.cascades.get(organization.id, result.id);
+      return cascadeNow.recipients[0].steps[0].status === 'sent' ? cascadeNow : undefined;
     }, { what: 'step sent' });
     expect(cascade.recipients[0].steps[0].channel).toBe('SMS');
   });
 
   it('reports no_balance with an empty balance, and the step is rerouted to MAX', async () => {
-    const o = await org(0);
-    const { result } = await scheduler.cascades.start({ organizationId: o.id, locationId: o.locationId, name: '', flowId: '', channel: 'SMS', externalId: '', recipients: [{ name: 'Борис', email: '', phone: '+79161110002', contactId: '', contactExternalId: '' }] });
+    const organization = await org(0);
+    const { result } = await scheduler.cascades.start({ organizationId: organization.id, locationId: organization.locationId, name: '', flowId: '', channel: 'SMS', externalId: '', recipients: [{ name: 'Борис', email: '', phone: '+79161110002', contactId: '', contactExternalId: '' }] });
     const msg = await waitFor(() => outbox.list().find((m) => m.to === '+79161110002'), { what: 'the rerouted message' });
     expect(msg.channel).toBe('MAX');
     expect(msg.text.split('\n')[0]).toBe('Кофейня');
     expect(outbox.list().filter((m) => m.to === '+79161110002' && m.channel === 'SMS')).toHaveLength(0);
-    expect(await balanceOf(o.id)).toBe(0);
+    expect(await balanceOf(organization.id)).toBe(0);
     const step = await waitFor(async () => {
-      const c = await scheduler.cascades.get(o.id, result.id);
-      const s = c.recipients[0].steps[0];
-      return s.status === 'sent' ? s : undefined;
+      const cascadeNow = await scheduler.cascades.get(organization.id, result.id);
+      const firstStep = cascadeNow.recipients[0].steps[0];
+      return firstStep.status === 'sent' ? firstStep : undefined;
     }, { what: 'rerouted step sent' });
     expect(JSON.stringify(step)).toContain('no_balance');
   });

@@ -7,7 +7,7 @@ import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, 
 import { collectResults, dueStep, publishStep } from '../../../packages/sender-kit/test/support/steps';
 import { smscProvider, startSmsSender, type SmsBalance } from '../src';
 
-const O = busV1.StepOutcome;
+const Outcome = busV1.StepOutcome;
 const PASSWORD = 's3cret';
 
 /**
@@ -90,8 +90,8 @@ describe('channel-sms against a fake SMSC.ru', () => {
     tb = await createTestBus('memory');
     pool = createPool({ url: db.url, schema: 'channel_sms' });
     smsc = await startFakeSmsc();
-    const c = await collectResults(tb.bus);
-    results = c.results;
+    const collected = await collectResults(tb.bus);
+    results = collected.results;
     const sms = await startSmsSender(
       {
         natsUrl: 'nats://unused', busPrefix: '', databaseUrl: db.url, concurrency: 4, ackWaitMs: 5_000, maxDeliver: 4,
@@ -119,7 +119,7 @@ describe('channel-sms against a fake SMSC.ru', () => {
     const before = money.balances.get('org-1')!;
     const step = dueStep('SMS', { recipient: { name: 'Анна', email: '', phone: '+79160000001' }, template: { subject: '', body: '{{name}}, оцените {{location}}: {{link}}\nsecond line' } });
     await publishStep(tb.bus, step);
-    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_SENT, providerMessageId: step.stepId, parts: 1, channel: 'SMS' });
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT, providerMessageId: step.stepId, parts: 1, channel: 'SMS' });
     const [req] = requestsFor(step.stepId);
     expect(Object.fromEntries(req)).toMatchObject({ login: 'acme', psw: PASSWORD, phones: '+79160000001', sender: 'Acme', fmt: '3', charset: 'utf-8', id: step.stepId });
     expect(req.get('mes')).toBe(`Анна, оцените Acme Dental: ${step.reviewUrl}`);
@@ -129,7 +129,7 @@ describe('channel-sms against a fake SMSC.ru', () => {
   it('reports NO_BALANCE when the organization has no SMS balance, and sends nothing', async () => {
     const step = dueStep('SMS', { organizationId: 'org-broke', recipient: { name: 'B', email: '', phone: '+79160000002' } });
     await publishStep(tb.bus, step);
-    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_NO_BALANCE, reason: 'no_balance', organizationId: 'org-broke' });
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_NO_BALANCE, reason: 'no_balance', organizationId: 'org-broke' });
     expect(requestsFor(step.stepId)).toHaveLength(0);
   });
 
@@ -150,7 +150,7 @@ describe('channel-sms against a fake SMSC.ru', () => {
   ])('fails permanently on %s without retrying', async (_label, phone, reason) => {
     const step = dueStep('SMS', { recipient: { name: 'X', email: '', phone } });
     await publishStep(tb.bus, step);
-    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_FAILED, reason });
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_FAILED, reason });
     await new Promise((r) => setTimeout(r, 200));
     expect(requestsFor(step.stepId)).toHaveLength(1);
   });
@@ -158,20 +158,20 @@ describe('channel-sms against a fake SMSC.ru', () => {
   it('retries a 503 and a 429 with Retry-After, then sends once', async () => {
     smsc.failNext('+79160000503', 1);
     smsc.failNext('+79160000429', 1);
-    const a = dueStep('SMS', { recipient: { name: 'A', email: '', phone: '+79160000503' } });
-    const b = dueStep('SMS', { recipient: { name: 'B', email: '', phone: '+79160000429' } });
-    await publishStep(tb.bus, a);
-    await publishStep(tb.bus, b);
-    expect(await resultOf(a.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_SENT });
-    expect(await resultOf(b.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_SENT });
-    expect(smsc.accepted.has(a.stepId) && smsc.accepted.has(b.stepId)).toBe(true);
-    expect(requestsFor(b.stepId)).toHaveLength(2);
+    const first = dueStep('SMS', { recipient: { name: 'A', email: '', phone: '+79160000503' } });
+    const second = dueStep('SMS', { recipient: { name: 'B', email: '', phone: '+79160000429' } });
+    await publishStep(tb.bus, first);
+    await publishStep(tb.bus, second);
+    expect(await resultOf(first.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT });
+    expect(await resultOf(second.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT });
+    expect(smsc.accepted.has(first.stepId) && smsc.accepted.has(second.stepId)).toBe(true);
+    expect(requestsFor(second.stepId)).toHaveLength(2);
   });
 
   it('fails a step without a phone number with missing_contact: nothing debited or sent', async () => {
     const step = dueStep('SMS', { recipient: { name: 'N', email: 'n@example.com', phone: '' } });
     await publishStep(tb.bus, step);
-    expect(await resultOf(step.stepId)).toMatchObject({ outcome: O.STEP_OUTCOME_FAILED, reason: 'missing_contact' });
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_FAILED, reason: 'missing_contact' });
     expect(money.calls).not.toContain(step.stepId);
     expect(requestsFor(step.stepId)).toHaveLength(0);
   });
@@ -192,8 +192,8 @@ describe('channel-sms against a fake SMSC.ru', () => {
       res = await post({ id: bad.stepId, phone: '79160000011', status: '20', time: '1700000000', err: '1', sha1: sign(bad.stepId, '79160000011', '20') });
       expect(res.status).toBe(200);
       await waitFor(() => resultsOf(ok.stepId).length === 2 && resultsOf(bad.stepId).length === 2);
-      expect(resultsOf(ok.stepId)[1]).toMatchObject({ outcome: O.STEP_OUTCOME_DELIVERED, attemptId: ok.attemptId, organizationId: 'org-1' });
-      expect(resultsOf(bad.stepId)[1]).toMatchObject({ outcome: O.STEP_OUTCOME_UNDELIVERED, reason: 'undeliverable' });
+      expect(resultsOf(ok.stepId)[1]).toMatchObject({ outcome: Outcome.STEP_OUTCOME_DELIVERED, attemptId: ok.attemptId, organizationId: 'org-1' });
+      expect(resultsOf(bad.stepId)[1]).toMatchObject({ outcome: Outcome.STEP_OUTCOME_UNDELIVERED, reason: 'undeliverable' });
     });
 
     it('refuses a receipt with a wrong signature (403) and ignores non-final statuses', async () => {

@@ -39,11 +39,11 @@ const pending = gauge({
   labelNames: ['state'],
   async collect() {
     try {
-      const b = await sample();
-      if (!b) return;
-      this.set({ state: 'due' }, b.due);
-      this.set({ state: 'in_flight' }, b.inFlight);
-      this.set({ state: 'retry_scheduled' }, b.retryScheduled);
+      const backlog = await sample();
+      if (!backlog) return;
+      this.set({ state: 'due' }, backlog.due);
+      this.set({ state: 'in_flight' }, backlog.inFlight);
+      this.set({ state: 'retry_scheduled' }, backlog.retryScheduled);
     } catch {
       // Unknown is left out rather than reported as 0, which would read as "no backlog".
       this.reset();
@@ -56,8 +56,8 @@ const oldestDue = gauge({
   help: 'How long the longest-waiting due webhook delivery has been due (0 when none is). Sampled at scrape time with webhook_deliveries_pending.',
   async collect() {
     try {
-      const b = await sample();
-      this.set(b ? b.oldestDueSeconds : NaN);
+      const backlog = await sample();
+      this.set(backlog ? backlog.oldestDueSeconds : NaN);
     } catch {
       // A gauge without labels cannot be left out; NaN is no value to graphs and alerts (unlike 0).
       this.set(NaN);
@@ -70,8 +70,8 @@ export function watchDeliveryBacklog(pool: Pool): () => void {
   sources.push(pool);
   last = null;
   return () => {
-    const i = sources.indexOf(pool);
-    if (i >= 0) sources.splice(i, 1);
+    const index = sources.indexOf(pool);
+    if (index >= 0) sources.splice(index, 1);
     last = null;
     if (sources.length === 0) {
       pending.reset();

@@ -40,7 +40,7 @@ const scheduleField = () =>
     .optional();
 
 export function buildConfig(env: Env): WebhooksConfig {
-  const e = readEnv(
+  const vars = readEnv(
     {
       DATABASE_URL: envField.url(['postgres', 'postgresql']),
       NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
@@ -62,27 +62,27 @@ export function buildConfig(env: Env): WebhooksConfig {
     },
     env,
   );
-  if (e.NODE_ENV === 'production' && e.WEBHOOK_ALLOW_LOOPBACK_HTTP) {
+  if (vars.NODE_ENV === 'production' && vars.WEBHOOK_ALLOW_LOOPBACK_HTTP) {
     throw new ConfigError('WEBHOOK_ALLOW_LOOPBACK_HTTP', 'loopback webhooks are a development setting and are refused when NODE_ENV=production');
   }
   return {
-    databaseUrl: e.DATABASE_URL,
-    natsUrl: e.NATS_URL,
-    busPrefix: e.BUS_PREFIX,
-    grpcHost: e.GRPC_HOST,
-    grpcPort: e.GRPC_PORT,
-    opsHost: e.OPS_HOST,
-    opsPort: e.OPS_PORT,
-    logLevel: e.LOG_LEVEL,
-    allowLoopbackHttp: e.WEBHOOK_ALLOW_LOOPBACK_HTTP,
-    concurrency: e.WEBHOOK_CONCURRENCY,
+    databaseUrl: vars.DATABASE_URL,
+    natsUrl: vars.NATS_URL,
+    busPrefix: vars.BUS_PREFIX,
+    grpcHost: vars.GRPC_HOST,
+    grpcPort: vars.GRPC_PORT,
+    opsHost: vars.OPS_HOST,
+    opsPort: vars.OPS_PORT,
+    logLevel: vars.LOG_LEVEL,
+    allowLoopbackHttp: vars.WEBHOOK_ALLOW_LOOPBACK_HTTP,
+    concurrency: vars.WEBHOOK_CONCURRENCY,
     policy: {
-      retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS ?? PRODUCTION_RETRY_SCHEDULE_MS,
-      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
-      disableAfterMs: e.WEBHOOK_DISABLE_AFTER_MS,
-      secretGraceMs: e.WEBHOOK_SECRET_GRACE_MS,
-      logRetentionMs: e.WEBHOOK_LOG_RETENTION_DAYS * DAY_MS,
-      claimLeaseMarginMs: e.WEBHOOK_CLAIM_LEASE_MARGIN_MS,
+      retryScheduleMs: vars.WEBHOOK_RETRY_SCHEDULE_MS ?? PRODUCTION_RETRY_SCHEDULE_MS,
+      timeoutMs: vars.WEBHOOK_TIMEOUT_MS,
+      disableAfterMs: vars.WEBHOOK_DISABLE_AFTER_MS,
+      secretGraceMs: vars.WEBHOOK_SECRET_GRACE_MS,
+      logRetentionMs: vars.WEBHOOK_LOG_RETENTION_DAYS * DAY_MS,
+      claimLeaseMarginMs: vars.WEBHOOK_CLAIM_LEASE_MARGIN_MS,
     },
   };
 }

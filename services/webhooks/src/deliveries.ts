@@ -1,4 +1,4 @@
-import { uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
+import { inTransaction, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
 import { nextAttemptDelay, parseRetryAfter } from './schedule';
 import type { SendResult } from './sender';
 
@@ -135,25 +135,30 @@ export async function claimDue(pool: Pool, limit: number, leaseMs: number): Prom
      FROM claimed c JOIN events e ON e.id = c.event_id JOIN endpoints ep ON ep.id = c.endpoint_id`,
     [limit, leaseMs],
   );
-  return rows.map((r) => ({
-    id: r.id,
-    eventId: r.event_id,
-    eventType: r.type,
-    body: r.body,
-    endpointId: r.endpoint_id,
-    url: r.url,
-    secrets: r.secrets,
-    attemptNumber: r.attempt_count,
-    retryIndex: r.retry_index,
-    claimToken: r.claim_token,
-    traceContext: r.trace_context ?? {},
+  return rows.map((row) => ({
+    id: row.id,
+    eventId: row.event_id,
+    eventType: row.type,
+    body: row.body,
+    endpointId: row.endpoint_id,
+    url: row.url,
+    secrets: row.secrets,
+    attemptNumber: row.attempt_count,
+    retryIndex: row.retry_index,
+    claimToken: row.claim_token,
+    traceContext: row.trace_context ?? {},
   }));
 }
 
-/** When the earliest pending delivery is due (null when none is pending). */
-export async function nextDueAt(pool: Pool): Promise<Date | null> {
-  const { rows } = await pool.query<{ at: Date | null }>(`SELECT min(next_attempt_at) AS at FROM deliveries WHERE status = 'pending'`);
-  return rows[0].at;
+/**
+ * Milliseconds until the earliest pending delivery is due, by the database clock (the one
+ * next_attempt_at was set by): ≤ 0 when one is due now, null when none is pending.
+ */
+export async function msUntilNextDue(pool: Pool): Promise<number | null> {
+  const { rows } = await pool.query<{ ms: number | null }>(
+    `SELECT (EXTRACT(EPOCH FROM min(next_attempt_at) - now()) * 1000)::float8 AS ms FROM deliveries WHERE status = 'pending'`,
+  );
+  return rows[0].ms === null ? null : Math.ceil(rows[0].ms);
 }
 
 /** Pending deliveries by state; see countBacklog. */
@@ -181,8 +186,8 @@ export async function countBacklog(client: PoolClient | Pool): Promise<DeliveryB
             COALESCE(GREATEST(0, EXTRACT(EPOCH FROM now() - min(next_attempt_at))), 0)::float8 AS oldest_due_seconds
      FROM deliveries WHERE status = 'pending'`,
   );
-  const r = rows[0];
-  return { due: Number(r.due), inFlight: Number(r.in_flight), retryScheduled: Number(r.retry_scheduled), oldestDueSeconds: r.oldest_due_seconds };
+  const counts = rows[0];
+  return { due: Number(counts.due), inFlight: Number(counts.in_flight), retryScheduled: Number(counts.retry_scheduled), oldestDueSeconds: counts.oldest_due_seconds };
 }
 
 export type AttemptOutcome = 'delivered' | 'retry' | 'failed';
@@ -231,9 +236,7 @@ export async function recordAttempt(
   verdict: AttemptVerdict,
   policy: Pick<DeliveryPolicy, 'disableAfterMs'>,
 ): Promise<{ held: boolean; endpointDisabled: DisabledReason | null }> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return inTransaction(pool, async (client) => {
     await client.query(
       // The delivery is gone when its endpoint was deleted while this attempt was in flight.
       `INSERT INTO attempts (delivery_id, number, started_at, duration_ms, status_code, response_body, error, outcome)
@@ -266,22 +269,16 @@ export async function recordAttempt(
          RETURNING failing_since <= now() - make_interval(secs => $3 / 1000.0) AS failing_too_long, disabled_at IS NOT NULL AS disabled`,
         [claim.endpointId, started, policy.disableAfterMs],
       );
-      const ep = rows[0];
-      if (ep && !ep.disabled) {
-        endpointDisabled = verdict.gone ? 'gone' : ep.failing_too_long ? 'failing' : null;
+      const endpoint = rows[0];
+      if (endpoint && !endpoint.disabled) {
+        endpointDisabled = verdict.gone ? 'gone' : endpoint.failing_too_long ? 'failing' : null;
         if (endpointDisabled) await disableEndpoint(client, claim.endpointId, endpointDisabled);
       }
       // An endpoint disabled while this attempt was in flight gets no further attempt.
-      if (ep?.disabled && verdict.outcome === 'retry') {
+      if (endpoint?.disabled && verdict.outcome === 'retry') {
         await client.query(`UPDATE deliveries SET status = 'failed', next_attempt_at = NULL WHERE id = $1`, [claim.id]);
       }
     }
-    await client.query('COMMIT');
     return { held, endpointDisabled };
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }

@@ -1,5 +1,5 @@
 import { EVENT_TYPES, eventsV1 } from '@rrs/proto';
-import { AppError, injectTraceContext, inTransaction, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
+import { ConflictError, DomainError, injectTraceContext, InvalidError, inTransaction, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
 import { runIdempotent, type Codec, type IdempotencyRequest } from '@rrs/idempotency';
 import { announceDue, createDeliveries, disableEndpoint, storeEvent, type DeliveryPolicy, type DisabledReason } from './deliveries';
 import { eventData, renderBody } from './payload';
@@ -60,35 +60,46 @@ const ENDPOINT_COLUMNS = `e.id, e.organization_id, e.url, e.events, e.descriptio
 
 type Row = Record<string, unknown>;
 
-function toEndpoint(r: Row): Endpoint {
+function toEndpoint(row: Row): Endpoint {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    url: r.url as string,
-    events: r.events as string[],
-    description: r.description as string,
-    disabled: r.disabled_at !== null,
-    disabledReason: (r.disabled_reason as DisabledReason | null) ?? null,
-    disabledAt: (r.disabled_at as Date | null) ?? null,
-    failingSince: (r.failing_since as Date | null) ?? null,
-    createdAt: r.created_at as Date,
-    updatedAt: r.updated_at as Date,
-    previousSecretExpiresAt: (r.previous_secret_expires_at as Date | null) ?? null,
+    id: row.id as string,
+    organizationId: row.organization_id as string,
+    url: row.url as string,
+    events: row.events as string[],
+    description: row.description as string,
+    disabled: row.disabled_at !== null,
+    disabledReason: (row.disabled_reason as DisabledReason | null) ?? null,
+    disabledAt: (row.disabled_at as Date | null) ?? null,
+    failingSince: (row.failing_since as Date | null) ?? null,
+    createdAt: row.created_at as Date,
+    updatedAt: row.updated_at as Date,
+    previousSecretExpiresAt: (row.previous_secret_expires_at as Date | null) ?? null,
   };
 }
 
-function invalid(pointer: string, detail: string): AppError {
-  return new AppError(400, 'invalid_request', `${pointer}: ${detail}`, { details: { errors: [{ pointer, detail }] } });
+function toAttempt(row: Row): Attempt {
+  return {
+    number: row.number as number,
+    startedAt: row.started_at as Date,
+    durationMs: row.duration_ms as number,
+    statusCode: row.status_code as number | null,
+    responseBody: row.response_body as string,
+    error: row.error as string,
+    outcome: row.outcome as Attempt['outcome'],
+  };
 }
 
-function notFound(what: 'endpoint' | 'delivery'): AppError {
-  return new AppError(404, 'not_found', what === 'endpoint' ? 'no such webhook endpoint' : 'no such delivery for this webhook endpoint');
+const invalid = InvalidError.field;
+
+/** Another organization's endpoint or delivery is not found either. */
+function notFound(what: 'endpoint' | 'delivery'): DomainError {
+  return new DomainError('not_found', 'not_found', what === 'endpoint' ? 'no such webhook endpoint' : 'no such delivery for this webhook endpoint');
 }
 
 function checkEvents(events: readonly string[]): string[] {
   if (events.length === 0) throw invalid('/events', 'subscribe to at least one event type');
-  events.forEach((t, i) => {
-    if (!SUBSCRIBABLE_EVENT_TYPES.includes(t)) throw invalid(`/events/${i}`, `unknown event type "${t}"; known: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}`);
+  events.forEach((type, index) => {
+    if (!SUBSCRIBABLE_EVENT_TYPES.includes(type)) throw invalid(`/events/${index}`, `unknown event type "${type}"; known: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}`);
   });
   return [...new Set(events)];
 }
@@ -104,7 +115,7 @@ async function checkUrl(guard: UrlGuard, url: string): Promise<string> {
     return (await guard.check(url)).url.toString();
   } catch (err) {
     if (err instanceof WebhookUrlNotAllowed) {
-      throw new AppError(400, err.code, err.message, { details: { ...err.details, errors: [{ pointer: '/url', detail: err.message }] }, cause: err });
+      throw new InvalidError([{ pointer: '/url', detail: err.message }], { code: err.code, message: err.message, details: err.details, cause: err });
     }
     throw err;
   }
@@ -113,21 +124,21 @@ async function checkUrl(guard: UrlGuard, url: string): Promise<string> {
 /** The saved response of an idempotent test or replay: the delivery id (its state is read fresh). */
 const idCodec: Codec<string> = { encode: (v) => Buffer.from(v), decode: (b) => Buffer.from(b).toString('utf8') };
 
-function endpointDisabled(): AppError {
-  return new AppError(409, 'webhook_endpoint_disabled', 'the endpoint is disabled; enable it first (PATCH with disabled: false)');
+function endpointDisabled(): ConflictError {
+  return new ConflictError('webhook_endpoint_disabled', 'the endpoint is disabled; enable it first (PATCH with disabled: false)');
 }
 
 /** The saved response of an idempotent create or rotation: the endpoint and its secret, as JSON. */
 const createdCodec: Codec<CreatedEndpoint> = {
-  encode: (v) => Buffer.from(JSON.stringify(v)),
+  encode: (created) => Buffer.from(JSON.stringify(created)),
   decode: (bytes) => {
-    const v = JSON.parse(Buffer.from(bytes).toString('utf8')) as CreatedEndpoint;
-    const e = v.endpoint as unknown as Record<string, string | null>;
-    const date = (k: string) => (e[k] === null ? null : new Date(e[k] as string));
+    const saved = JSON.parse(Buffer.from(bytes).toString('utf8')) as CreatedEndpoint;
+    const fields = saved.endpoint as unknown as Record<string, string | null>;
+    const date = (field: string) => (fields[field] === null ? null : new Date(fields[field] as string));
     return {
-      secret: v.secret,
+      secret: saved.secret,
       endpoint: {
-        ...v.endpoint,
+        ...saved.endpoint,
         disabledAt: date('disabledAt'),
         failingSince: date('failingSince'),
         createdAt: date('createdAt') as Date,
@@ -157,7 +168,7 @@ export class WebhookEndpoints {
       await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 1))', [`webhook-endpoints:${input.organizationId}`]);
       const { rows: count } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM endpoints WHERE organization_id = $1', [input.organizationId]);
       if (count[0].n >= MAX_ENDPOINTS_PER_ORGANIZATION) {
-        throw new AppError(409, 'webhook_endpoint_limit', `an organization may have at most ${MAX_ENDPOINTS_PER_ORGANIZATION} webhook endpoints`);
+        throw new ConflictError('webhook_endpoint_limit', `an organization may have at most ${MAX_ENDPOINTS_PER_ORGANIZATION} webhook endpoints`);
       }
       const id = uuidv7();
       const secret = generateSecret();
@@ -240,8 +251,8 @@ export class WebhookEndpoints {
 
   async listDeliveries(organizationId: string, endpointId: string, page: { limit?: number; cursor?: string }): Promise<{ deliveries: Delivery[]; nextCursor: string | null }> {
     const limit = page.limit === undefined || page.limit === 0 ? 50 : page.limit;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new AppError(400, 'invalid_request', 'limit: from 1 to 100', { details: { errors: [{ parameter: 'limit', detail: 'from 1 to 100' }] } });
-    if (page.cursor && !UUID.test(page.cursor)) throw new AppError(400, 'invalid_request', 'cursor: not a cursor from a previous page', { details: { errors: [{ parameter: 'cursor', detail: 'not a cursor from a previous page' }] } });
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new InvalidError([{ parameter: 'limit', detail: 'from 1 to 100' }]);
+    if (page.cursor && !UUID.test(page.cursor)) throw new InvalidError([{ parameter: 'cursor', detail: 'not a cursor from a previous page' }]);
     await this.load(this.pool, organizationId, endpointId);
     return this.deliveries(this.pool, organizationId, endpointId, { limit, before: page.cursor || undefined });
   }
@@ -268,9 +279,9 @@ export class WebhookEndpoints {
   }
 
   private async delivery(organizationId: string, endpointId: string, deliveryId: string): Promise<Delivery> {
-    const [d] = (await this.deliveries(this.pool, organizationId, endpointId, { ids: [deliveryId], limit: 1 })).deliveries;
-    if (!d) throw notFound('delivery');
-    return d;
+    const [delivery] = (await this.deliveries(this.pool, organizationId, endpointId, { ids: [deliveryId], limit: 1 })).deliveries;
+    if (!delivery) throw notFound('delivery');
+    return delivery;
   }
 
   private async load(client: PoolClient | Pool, organizationId: string, id: string, forUpdate = false): Promise<Endpoint> {
@@ -280,40 +291,40 @@ export class WebhookEndpoints {
     return toEndpoint(rows[0]);
   }
 
-  private async deliveries(client: Pool, organizationId: string, endpointId: string, q: { limit: number; before?: string; ids?: string[] }): Promise<{ deliveries: Delivery[]; nextCursor: string | null }> {
+  private async deliveries(client: Pool, organizationId: string, endpointId: string, query: { limit: number; before?: string; ids?: string[] }): Promise<{ deliveries: Delivery[]; nextCursor: string | null }> {
     const { rows } = await client.query(
       `SELECT d.id, d.endpoint_id, d.event_id, e.type, d.status, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at
        FROM deliveries d JOIN events e ON e.id = d.event_id
        WHERE d.endpoint_id = $1 AND d.organization_id = $2 AND ($3::uuid IS NULL OR d.id < $3) AND ($4::uuid[] IS NULL OR d.id = ANY ($4))
        ORDER BY d.id DESC LIMIT $5`,
-      [endpointId, organizationId, q.before ?? null, q.ids ?? null, q.limit + 1],
+      [endpointId, organizationId, query.before ?? null, query.ids ?? null, query.limit + 1],
     );
-    const page = rows.slice(0, q.limit);
+    const page = rows.slice(0, query.limit);
     const { rows: attemptRows } = await client.query(
       `SELECT delivery_id, number, started_at, duration_ms, status_code, response_body, error, outcome FROM attempts WHERE delivery_id = ANY ($1) ORDER BY delivery_id, number`,
-      [page.map((r) => r.id)],
+      [page.map((row) => row.id)],
     );
     const byDelivery = new Map<string, Attempt[]>();
-    for (const a of attemptRows) {
-      const list = byDelivery.get(a.delivery_id) ?? [];
-      list.push({ number: a.number, startedAt: a.started_at, durationMs: a.duration_ms, statusCode: a.status_code, responseBody: a.response_body, error: a.error, outcome: a.outcome });
-      byDelivery.set(a.delivery_id, list);
+    for (const attempt of attemptRows) {
+      const list = byDelivery.get(attempt.delivery_id) ?? [];
+      list.push(toAttempt(attempt));
+      byDelivery.set(attempt.delivery_id, list);
     }
     return {
-      deliveries: page.map((r) => ({
-        id: r.id,
-        endpointId: r.endpoint_id,
-        eventId: r.event_id,
-        eventType: r.type,
-        status: r.status,
-        attemptCount: r.attempt_count,
+      deliveries: page.map((row) => ({
+        id: row.id,
+        endpointId: row.endpoint_id,
+        eventId: row.event_id,
+        eventType: row.type,
+        status: row.status,
+        attemptCount: row.attempt_count,
         // While an attempt is in flight next_attempt_at is its lease end, which is when a retry would come.
-        nextAttemptAt: r.status === 'pending' ? r.next_attempt_at : null,
-        createdAt: r.created_at,
-        updatedAt: r.updated_at,
-        attempts: byDelivery.get(r.id) ?? [],
+        nextAttemptAt: row.status === 'pending' ? row.next_attempt_at : null,
+        createdAt: row.created_at,
+        updatedAt: row.updated_at,
+        attempts: byDelivery.get(row.id) ?? [],
       })),
-      nextCursor: rows.length > q.limit ? page[page.length - 1].id : null,
+      nextCursor: rows.length > query.limit ? page[page.length - 1].id : null,
     };
   }
 }

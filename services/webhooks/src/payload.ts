@@ -14,33 +14,33 @@ export interface WebhookBody {
 const orNull = (s: string): string | null => (s === '' ? null : s);
 const iso = (d: Date | undefined): string | null => (d ? d.toISOString() : null);
 
-export function cascadeRecipientFinishedData(p: eventsV1.CascadeRecipientFinished) {
+export function cascadeRecipientFinishedData(finished: eventsV1.CascadeRecipientFinished) {
   return {
-    cascadeId: p.cascadeId,
-    cascadeExternalId: orNull(p.cascadeExternalId),
-    reviewRequestId: orNull(p.reviewRequestId),
-    locationId: orNull(p.locationId),
-    recipient: p.recipient
+    cascadeId: finished.cascadeId,
+    cascadeExternalId: orNull(finished.cascadeExternalId),
+    reviewRequestId: orNull(finished.reviewRequestId),
+    locationId: orNull(finished.locationId),
+    recipient: finished.recipient
       ? {
-          id: p.recipient.id,
-          name: orNull(p.recipient.name),
-          email: orNull(p.recipient.email),
-          phone: orNull(p.recipient.phone),
-          contactExternalId: orNull(p.recipient.contactExternalId),
+          id: finished.recipient.id,
+          name: orNull(finished.recipient.name),
+          email: orNull(finished.recipient.email),
+          phone: orNull(finished.recipient.phone),
+          contactExternalId: orNull(finished.recipient.contactExternalId),
         }
       : null,
-    rating: p.rating === 0 ? null : p.rating,
-    feedback: orNull(p.feedback),
-    reason: p.reason,
-    steps: p.steps.map((s) => ({
-      order: s.order,
-      channel: s.channel,
-      status: s.status,
-      reason: orNull(s.reason),
-      sentAt: iso(s.sentAt),
-      reroutedTo: orNull(s.reroutedTo),
+    rating: finished.rating === 0 ? null : finished.rating,
+    feedback: orNull(finished.feedback),
+    reason: finished.reason,
+    steps: finished.steps.map((step) => ({
+      order: step.order,
+      channel: step.channel,
+      status: step.status,
+      reason: orNull(step.reason),
+      sentAt: iso(step.sentAt),
+      reroutedTo: orNull(step.reroutedTo),
     })),
-    finishedAt: iso(p.finishedAt),
+    finishedAt: iso(finished.finishedAt),
   };
 }
 

@@ -9,7 +9,7 @@ export async function purgeDeliveryLog(pool: Pool, retentionMs: number, options:
   const batch = options.batch ?? 1_000;
   const maxBatches = options.maxBatches ?? 100;
   const out = { deliveries: 0, events: 0 };
-  for (let i = 0; i < maxBatches; i++) {
+  for (let round = 0; round < maxBatches; round++) {
     const { rowCount } = await pool.query(
       `DELETE FROM deliveries WHERE id = ANY (ARRAY(
          SELECT id FROM deliveries WHERE status <> 'pending' AND updated_at < now() - make_interval(secs => $1 / 1000.0) LIMIT $2))`,
@@ -18,7 +18,7 @@ export async function purgeDeliveryLog(pool: Pool, retentionMs: number, options:
     out.deliveries += rowCount ?? 0;
     if ((rowCount ?? 0) < batch) break;
   }
-  for (let i = 0; i < maxBatches; i++) {
+  for (let round = 0; round < maxBatches; round++) {
     const { rowCount } = await pool.query(
       `DELETE FROM events WHERE id = ANY (ARRAY(
          SELECT e.id FROM events e WHERE e.received_at < now() - make_interval(secs => $1 / 1000.0)

@@ -37,9 +37,9 @@ export function nextAttemptDelay(schedule: readonly number[], attemptsMade: numb
  */
 export function parseRetryAfter(value: string | undefined, now: number = Date.now()): number | null {
   if (value === undefined) return null;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  const at = Date.parse(v);
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const at = Date.parse(trimmed);
   if (Number.isNaN(at)) return null;
   return Math.max(0, at - now);
 }

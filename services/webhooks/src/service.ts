@@ -1,14 +1,14 @@
 import { join } from 'node:path';
-import { openBus, openServiceDatabase, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
+import { Notifier, openBus, openServiceDatabase, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { watchDeliveryBacklog } from './backlog';
 import type { WebhooksConfig } from './config';
 import { WebhookEndpoints } from './endpoints';
 import { consumeEvents } from './intake';
 import { schedulePurgeDeliveryLog } from './retention';
-import { webhooksGrpcService } from './server';
+import { webhooksGrpcService } from './grpcApi';
 import { UrlGuard, type Resolver } from './urlGuard';
-import { DeliveryWorker } from './worker';
+import { startDeliveryWorker, type DeliveryWorker } from './worker';
 
 export const SCHEMA = 'webhooks';
 export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
@@ -43,14 +43,19 @@ export async function startWebhooks(config: StartWebhooksConfig, ctx: ServiceCon
   ctx.lifecycle.onStop('delivery log purge', stopLogPurge);
 
   const guard = new UrlGuard({ allowLoopbackHttp: config.allowLoopbackHttp, resolve: deps.resolve });
-  const worker = new DeliveryWorker({ pool, guard, policy: config.policy, logger: ctx.logger, concurrency: config.concurrency, trustedCa: deps.trustedCa });
-  worker.start();
+  // Every replica's worker hears deliveries queued anywhere (DUE_CHANNEL) on this process's LISTEN connection.
+  const notifier = new Notifier(config.databaseUrl, SCHEMA, ctx.logger);
+  const worker = startDeliveryWorker({ pool, guard, policy: config.policy, logger: ctx.logger, concurrency: config.concurrency, trustedCa: deps.trustedCa, notifier });
   ctx.lifecycle.onStop('webhook delivery worker', () => worker.stop());
+  await notifier.start();
+  ctx.lifecycle.onStop('LISTEN connection', () => notifier.stop());
+  // A delivery queued by another replica before LISTEN was in place is claimed now.
+  worker.wake();
 
-  const endpoints = new WebhookEndpoints(pool, guard, config.policy, () => worker.notify());
+  const endpoints = new WebhookEndpoints(pool, guard, config.policy, () => worker.wake());
   const bus = await openBus(config, ctx, 'webhooks', deps.bus);
-  const sub = await consumeEvents(bus, pool, ctx.logger, () => worker.notify());
-  ctx.lifecycle.onStop('events consumer', () => sub.drain());
+  const events = await consumeEvents(bus, pool, ctx.logger, () => worker.wake());
+  ctx.lifecycle.onStop('events consumer', () => events.drain());
 
   const server = await startGrpcServer({
     host: config.grpcHost,

@@ -1,7 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { AppError } from '@rrs/runtime';
+import { DomainError } from '@rrs/runtime';
 
 /**
  * The SSRF guard: a webhook may only reach public unicast addresses over https. Every address a host
@@ -49,11 +49,11 @@ export function classifyAddress(address: string, allowLoopback: boolean): Addres
 
 export type UrlRefusal = 'invalid_url' | 'scheme' | 'credentials' | 'unresolvable' | 'address';
 
-/** The URL may not be called. 400 `webhook_url_not_allowed`, with `reason` (and `range` for an address). */
-export class WebhookUrlNotAllowed extends AppError {
+/** The URL may not be called: invalid, `webhook_url_not_allowed`, with `reason` (and `range` for an address). */
+export class WebhookUrlNotAllowed extends DomainError {
   readonly reason: UrlRefusal;
   constructor(reason: UrlRefusal, message: string, extra: Record<string, unknown> = {}, cause?: unknown) {
-    super(400, 'webhook_url_not_allowed', message, { details: { reason, ...extra }, cause });
+    super('invalid', 'webhook_url_not_allowed', message, { details: { reason, ...extra }, cause });
     this.name = 'WebhookUrlNotAllowed';
     this.reason = reason;
   }

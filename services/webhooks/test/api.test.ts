@@ -3,8 +3,9 @@ import { startGateway } from '@rrs/gateway';
 import { SCOPES } from '@rrs/proto';
 import { createTestBus, createTestDatabase, openApiChecker, testContext, waitFor, type OpenApiChecker, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { Webhook } from 'standardwebhooks';
-import { DEFAULT_DELIVERY_POLICY, startWebhooks, type RunningWebhooks } from '../src';
+import { startWebhooks, type RunningWebhooks } from '../src';
 import { Receiver } from './support/receiver';
+import { testWebhooksConfig } from './support/service';
 
 /**
  * /api/v1/webhooks over real HTTP → gateway → gRPC → webhooks → PostgreSQL, every response checked
@@ -27,7 +28,7 @@ describe('webhooks API through the gateway', () => {
     await receiver.start();
     contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
     webhooks = await startWebhooks(
-      { databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, allowLoopbackHttp: true, concurrency: 4, policy: { ...DEFAULT_DELIVERY_POLICY, retryScheduleMs: [0, 100, 100] } },
+      testWebhooksConfig(db.url, tb.prefix, { policy: { retryScheduleMs: [0, 100, 100] } }),
       ctx,
       { bus: tb.bus },
     );
@@ -37,12 +38,12 @@ describe('webhooks API through the gateway', () => {
     );
     ctx.health.setReady(true);
     base = gateway.url;
-    const d = contacts.directory;
-    const mine = await d.createOrganization({ name: 'Acme', plan: 'standard', emailConfirmed: true });
-    const other = await d.createOrganization({ name: 'Other', plan: 'standard', emailConfirmed: true });
-    keys.mine = (await d.issueApiKey({ organizationId: mine.id })).secret;
-    keys.other = (await d.issueApiKey({ organizationId: other.id })).secret;
-    keys.readOnly = (await d.issueApiKey({ organizationId: mine.id, scopes: SCOPES.filter((s) => s !== 'webhooks:write') })).secret;
+    const directory = contacts.directory;
+    const mine = await directory.createOrganization({ name: 'Acme', plan: 'standard', emailConfirmed: true });
+    const other = await directory.createOrganization({ name: 'Other', plan: 'standard', emailConfirmed: true });
+    keys.mine = (await directory.issueApiKey({ organizationId: mine.id })).secret;
+    keys.other = (await directory.issueApiKey({ organizationId: other.id })).secret;
+    keys.readOnly = (await directory.issueApiKey({ organizationId: mine.id, scopes: SCOPES.filter((s) => s !== 'webhooks:write') })).secret;
     api = await openApiChecker(`${base}/api/v1/openapi.json`);
   });
   afterAll(async () => {
@@ -87,9 +88,9 @@ describe('webhooks API through the gateway', () => {
     expect(new Webhook(hook.secret).verify(got.body, got.headers)).toMatchObject({ type: 'webhook.test' });
 
     const log = await waitFor(async () => {
-      const r = await call('GET', `/webhooks/${hook.id}/deliveries`);
-      const ds = (r.body as Json).deliveries;
-      return ds[0]?.status === 'delivered' && (r.body as Json);
+      const response = await call('GET', `/webhooks/${hook.id}/deliveries`);
+      const ds = (response.body as Json).deliveries;
+      return ds[0]?.status === 'delivered' && (response.body as Json);
     });
     expect(log).toEqual({
       deliveries: [{

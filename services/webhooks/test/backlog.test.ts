@@ -41,7 +41,7 @@ describe('webhook delivery backlog metrics', () => {
   async function scrape(): Promise<Record<string, number>> {
     const text = await registry.metrics();
     const out: Record<string, number> = {};
-    for (const m of text.matchAll(/^(webhook_deliveries_(?:pending\{state="\w+"\}|oldest_due_seconds)) (\S+)$/gm)) out[m[1]] = Number(m[2]);
+    for (const match of text.matchAll(/^(webhook_deliveries_(?:pending\{state="\w+"\}|oldest_due_seconds)) (\S+)$/gm)) out[match[1]] = Number(match[2]);
     return out;
   }
 

@@ -1,8 +1,9 @@
 import { Webhook } from 'standardwebhooks';
 import { waitFor } from '@rrs/testkit';
-import { DEFAULT_DELIVERY_POLICY, startWebhooks, type RunningWebhooks } from '../src';
+import { startWebhooks, type RunningWebhooks } from '../src';
 import { LOCATION, ORG, startHarness, startScriptedSender, type Harness } from '../../cascade-scheduler/test/harness';
 import { Receiver } from './support/receiver';
+import { testWebhooksConfig } from './support/service';
 
 /**
  * The real cascade scheduler and the webhooks service on one JetStream bus: a recipient rates (through
@@ -12,7 +13,7 @@ import { Receiver } from './support/receiver';
 const MINUTE = 40;
 
 describe('a rating reaches the integrator as a signed cascade.recipient.finished webhook', () => {
-  let h: Harness;
+  let harness: Harness;
   let webhooks: RunningWebhooks;
   let sender: Awaited<ReturnType<typeof startScriptedSender>>;
   const receiver = new Receiver();
@@ -20,30 +21,27 @@ describe('a rating reaches the integrator as a signed cascade.recipient.finished
   let flowId: string;
 
   beforeAll(async () => {
-    h = await startHarness({ minuteMs: MINUTE, feedbackWindowMinutes: 100 });
-    sender = await startScriptedSender(h.tb.bus, ['EMAIL', 'SMS']);
+    harness = await startHarness({ minuteMs: MINUTE, feedbackWindowMinutes: 100 });
+    sender = await startScriptedSender(harness.tb.bus, ['EMAIL', 'SMS']);
     await receiver.start();
     webhooks = await startWebhooks(
-      {
-        databaseUrl: h.db.url, natsUrl: 'nats://unused', busPrefix: h.tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, allowLoopbackHttp: true, concurrency: 4,
-        policy: { ...DEFAULT_DELIVERY_POLICY, retryScheduleMs: [0, 100, 100], timeoutMs: 2000, disableAfterMs: 60_000, secretGraceMs: 60_000 },
-      },
-      h.ctx,
-      { bus: h.tb.bus },
+      testWebhooksConfig(harness.db.url, harness.tb.prefix, { policy: { retryScheduleMs: [0, 100, 100], timeoutMs: 2000, disableAfterMs: 60_000, secretGraceMs: 60_000 } }),
+      harness.ctx,
+      { bus: harness.tb.bus },
     );
     ({ secret } = await webhooks.endpoints.create({ organizationId: ORG, url: receiver.url('/crm'), events: ['cascade.recipient.finished'], description: 'CRM' }));
-    flowId = (await h.scheduler.flows.create({ organizationId: ORG, name: 'two', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 10 }] })).id;
+    flowId = (await harness.scheduler.flows.create({ organizationId: ORG, name: 'two', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 10 }] })).id;
   });
   afterAll(async () => {
     await sender.stop();
-    await h.close();
+    await harness.close();
     await receiver.stop();
   });
 
   async function rateable(email: string) {
-    const { result } = await h.scheduler.cascades.start({ organizationId: ORG, locationId: LOCATION, name: '', flowId, channel: '', externalId: `crm-${email}`, recipients: [{ name: 'Rita', email, phone: '+79000003001' }] });
-    await waitFor(async () => (await h.scheduler.cascades.get(ORG, result.id)).recipients[0].steps[0].status === 'sent', { what: 'first step sent' });
-    const { rows } = await h.pool.query('SELECT rr.token FROM recipients r JOIN review_requests rr ON rr.id = r.review_request_id WHERE r.cascade_id = $1', [result.id]);
+    const { result } = await harness.scheduler.cascades.start({ organizationId: ORG, locationId: LOCATION, name: '', flowId, channel: '', externalId: `crm-${email}`, recipients: [{ name: 'Rita', email, phone: '+79000003001' }] });
+    await waitFor(async () => (await harness.scheduler.cascades.get(ORG, result.id)).recipients[0].steps[0].status === 'sent', { what: 'first step sent' });
+    const { rows } = await harness.pool.query('SELECT rr.token FROM recipients r JOIN review_requests rr ON rr.id = r.review_request_id WHERE r.cascade_id = $1', [result.id]);
     return { cascadeId: result.id, token: rows[0].token as string };
   }
 
@@ -52,8 +50,8 @@ describe('a rating reaches the integrator as a signed cascade.recipient.finished
 
   it('delivers the rating and the reason', async () => {
     const { cascadeId, token } = await rateable('five@example.com');
-    await h.scheduler.reviews.getForm(token, true);
-    await h.scheduler.reviews.submitRating(token, 5);
+    await harness.scheduler.reviews.getForm(token, true);
+    await harness.scheduler.reviews.submitRating(token, 5);
     const [got] = await waitFor(() => bodies('five@example.com').length > 0 && bodies('five@example.com'), { what: 'webhook received', timeoutMs: 15_000 });
     expect(new Webhook(secret).verify(got.raw.body, got.raw.headers)).toEqual(got.body);
     expect(got.body).toMatchObject({
@@ -66,9 +64,9 @@ describe('a rating reaches the integrator as a signed cascade.recipient.finished
 
   it('delivers the private feedback given after a low rating', async () => {
     const { token } = await rateable('two@example.com');
-    await h.scheduler.reviews.getForm(token, true);
-    await h.scheduler.reviews.submitRating(token, 2);
-    await h.scheduler.reviews.submitFeedback(token, 'The coffee was cold');
+    await harness.scheduler.reviews.getForm(token, true);
+    await harness.scheduler.reviews.submitRating(token, 2);
+    await harness.scheduler.reviews.submitFeedback(token, 'The coffee was cold');
     const [got] = await waitFor(() => bodies('two@example.com').length > 0 && bodies('two@example.com'), { what: 'webhook received', timeoutMs: 15_000 });
     expect(got.body.data).toMatchObject({ rating: 2, feedback: 'The coffee was cold', reason: 'rated' });
     await new Promise((r) => setTimeout(r, 300));

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
-import { createGrpcClient, AppError, type GrpcClientHandle } from '@rrs/runtime';
+import { createGrpcClient, httpStatusOf, type DomainError, type GrpcClientHandle } from '@rrs/runtime';
 import { eventsV1, eventSubject, webhooksV1 } from '@rrs/proto';
 import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { DEFAULT_DELIVERY_POLICY, startWebhooks, type RunningWebhooks } from '../src';
+import { startWebhooks, type RunningWebhooks } from '../src';
 import { Receiver, type Reply } from './support/receiver';
+import { testWebhooksConfig } from './support/service';
 
 /**
  * The webhooks service for real: PostgreSQL, the bus, its gRPC API, and a local receiver. The retry
@@ -30,16 +31,7 @@ describe('webhook delivery', () => {
     tb = await createTestBus('memory');
     await receiver.start();
     svc = await startWebhooks(
-      {
-        databaseUrl: db.url,
-        natsUrl: 'nats://unused',
-        busPrefix: tb.prefix,
-        grpcHost: '127.0.0.1',
-        grpcPort: 0,
-        allowLoopbackHttp: true,
-        concurrency: 8,
-        policy: { ...DEFAULT_DELIVERY_POLICY, retryScheduleMs: SCHEDULE, timeoutMs: TIMEOUT_MS, disableAfterMs: 60_000, secretGraceMs: 60_000 },
-      },
+      testWebhooksConfig(db.url, tb.prefix, { concurrency: 8, policy: { retryScheduleMs: SCHEDULE, timeoutMs: TIMEOUT_MS, disableAfterMs: 60_000, secretGraceMs: 60_000 } }),
       ctx,
       {
         bus: tb.bus,
@@ -94,7 +86,9 @@ describe('webhook delivery', () => {
       const ds = await deliveriesOf(org, endpointId);
       return ds.length >= count && ds.every((d) => d.status !== 'pending') && ds;
     }, { what: 'deliveries settled' });
-  const rejection = (p: Promise<unknown>) => p.then(() => { throw new Error('expected a rejection'); }, (e: unknown) => e as AppError);
+  /** The error a gRPC call rejects with, and the HTTP status the gateway answers it with (by its kind). */
+  const rejection = (call: Promise<unknown>) =>
+    call.then(() => { throw new Error('expected a rejection'); }, (err: unknown) => Object.assign(err as DomainError, { status: httpStatusOf(err) }));
 
   it('fails 3 times then succeeds: one delivered attempt, one webhook-id, valid signatures, the documented body', async () => {
     const org = randomUUID();
@@ -109,11 +103,11 @@ describe('webhook delivery', () => {
     const got = receiver.at('/flaky');
     expect(got).toHaveLength(4);
     const wh = new Webhook(secret);
-    for (const r of got) {
-      expect(r.headers['webhook-id']).toBe(event.id);
-      expect(r.headers['content-type']).toBe('application/json');
-      expect(wh.verify(r.body, r.headers)).toEqual(JSON.parse(r.body));
-      expect(r.body).toBe(got[0].body);
+    for (const request of got) {
+      expect(request.headers['webhook-id']).toBe(event.id);
+      expect(request.headers['content-type']).toBe('application/json');
+      expect(wh.verify(request.body, request.headers)).toEqual(JSON.parse(request.body));
+      expect(request.body).toBe(got[0].body);
     }
     expect(JSON.parse(got[0].body)).toEqual({
       type: 'cascade.recipient.finished',
@@ -334,28 +328,28 @@ describe('webhook delivery', () => {
     const [delivery] = await settled(org, endpoint!.id);
     expect(delivery.status).toBe('failed');
     expect(delivery.attempts).toHaveLength(SCHEDULE.length);
-    for (const a of delivery.attempts) {
-      expect(a.statusCode).toBe(0);
-      expect(a.error).toContain('cloudMetadata');
+    for (const attempt of delivery.attempts) {
+      expect(attempt.statusCode).toBe(0);
+      expect(attempt.error).toContain('cloudMetadata');
     }
     expect(receiver.received.length).toBe(before);
   });
 
   it('manages endpoints: list, get, update, delete', async () => {
     const org = randomUUID();
-    const a = (await create(org, '/a', { description: 'first' })).endpoint!;
-    const b = (await create(org, '/b')).endpoint!;
-    expect((await api.listEndpoints({ organizationId: org })).endpoints.map((e) => e.id)).toEqual([a.id, b.id]);
-    expect(a).toMatchObject({ organizationId: org, url: receiver.url('/a'), events: ['cascade.recipient.finished'], description: 'first', disabled: false, disabledReason: '' });
+    const first = (await create(org, '/a', { description: 'first' })).endpoint!;
+    const second = (await create(org, '/b')).endpoint!;
+    expect((await api.listEndpoints({ organizationId: org })).endpoints.map((e) => e.id)).toEqual([first.id, second.id]);
+    expect(first).toMatchObject({ organizationId: org, url: receiver.url('/a'), events: ['cascade.recipient.finished'], description: 'first', disabled: false, disabledReason: '' });
 
-    const updated = (await api.updateEndpoint({ organizationId: org, id: a.id, url: receiver.url('/a2'), description: 'moved', events: undefined })).endpoint!;
+    const updated = (await api.updateEndpoint({ organizationId: org, id: first.id, url: receiver.url('/a2'), description: 'moved', events: undefined })).endpoint!;
     expect(updated).toMatchObject({ url: receiver.url('/a2'), description: 'moved', events: ['cascade.recipient.finished'] });
-    const off = (await api.updateEndpoint({ organizationId: org, id: a.id, disabled: true, events: undefined })).endpoint!;
+    const off = (await api.updateEndpoint({ organizationId: org, id: first.id, disabled: true, events: undefined })).endpoint!;
     expect(off).toMatchObject({ disabled: true, disabledReason: 'manual' });
 
-    await api.deleteEndpoint({ organizationId: org, id: b.id });
-    expect((await api.listEndpoints({ organizationId: org })).endpoints.map((e) => e.id)).toEqual([a.id]);
-    expect(await rejection(api.getEndpoint({ organizationId: org, id: b.id }))).toMatchObject({ status: 404, code: 'not_found' });
+    await api.deleteEndpoint({ organizationId: org, id: second.id });
+    expect((await api.listEndpoints({ organizationId: org })).endpoints.map((e) => e.id)).toEqual([first.id]);
+    expect(await rejection(api.getEndpoint({ organizationId: org, id: second.id }))).toMatchObject({ status: 404, code: 'not_found' });
   });
 
   it('keeps organizations apart: another organization gets not_found and changes nothing', async () => {

@@ -4,9 +4,10 @@ import { startContacts } from '@rrs/contacts';
 import { startScheduler } from '@rrs/cascade-scheduler';
 import { startGateway } from '@rrs/gateway';
 import { createTestBus, createTestDatabase, launchBrowser, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { DEFAULT_DELIVERY_POLICY, startWebhooks } from '../src';
+import { startWebhooks } from '../src';
 import { startScriptedSender } from '../../cascade-scheduler/test/harness';
 import { Receiver } from './support/receiver';
+import { testWebhooksConfig } from './support/service';
 
 /**
  * End to end, every part real except the channel provider (a scripted sender answers each step SENT):
@@ -37,7 +38,7 @@ describe('a recipient rates on the form → the integrator receives cascade.reci
       { bus: tb.bus, channelsCacheMs: 0 },
     );
     const webhooks = await startWebhooks(
-      { databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, allowLoopbackHttp: true, concurrency: 4, policy: DEFAULT_DELIVERY_POLICY },
+      testWebhooksConfig(db.url, tb.prefix),
       ctx,
       { bus: tb.bus },
     );
@@ -104,8 +105,8 @@ describe('a recipient rates on the form → the integrator receives cascade.reci
     expect(event.data.steps.map((s: { status: string }) => s.status)).toEqual(['sent', 'canceled']);
 
     const log = await waitFor(async () => {
-      const r = await api('GET', `/webhooks/${hook.body.id}/deliveries`);
-      return r.body.deliveries[0]?.status === 'delivered' && r.body.deliveries;
+      const response = await api('GET', `/webhooks/${hook.body.id}/deliveries`);
+      return response.body.deliveries[0]?.status === 'delivered' && response.body.deliveries;
     });
     expect(log).toHaveLength(1);
     expect(log[0]).toMatchObject({ eventId: got.headers['webhook-id'], eventType: 'cascade.recipient.finished', attemptCount: 1 });

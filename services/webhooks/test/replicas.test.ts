@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { eventsV1, eventSubject } from '@rrs/proto';
 import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { DEFAULT_DELIVERY_POLICY, startWebhooks, type RunningWebhooks } from '../src';
+import { startWebhooks, type RunningWebhooks } from '../src';
 import { Receiver } from './support/receiver';
+import { queueDeliveryElsewhere, testWebhooksConfig } from './support/service';
 
 /**
  * Two replicas of the webhooks service on one database and one bus: they share the events and the
@@ -25,10 +26,7 @@ describe('webhooks replicas', () => {
     for (const ctx of ctxs) {
       replicas.push(
         await startWebhooks(
-          {
-            databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, allowLoopbackHttp: true, concurrency: 3,
-            policy: { ...DEFAULT_DELIVERY_POLICY, retryScheduleMs: [0, 100], timeoutMs: 2000, disableAfterMs: 60_000, secretGraceMs: 60_000 },
-          },
+          testWebhooksConfig(db.url, tb.prefix, { concurrency: 3, policy: { retryScheduleMs: [0, 100], timeoutMs: 2000, disableAfterMs: 60_000, secretGraceMs: 60_000 } }),
           ctx,
           { bus: tb.bus },
         ),
@@ -51,13 +49,13 @@ describe('webhooks replicas', () => {
     const { endpoint } = await replicas[0].endpoints.create({ organizationId: org, url: receiver.url('/shared'), events: ['cascade.recipient.finished'], description: '' });
     receiver.reply = () => ({ status: 200 });
     const ids: string[] = [];
-    for (let i = 0; i < 40; i++) {
-      const e: eventsV1.Event = {
+    for (let index = 0; index < 40; index++) {
+      const event: eventsV1.Event = {
         id: randomUUID(), type: 'cascade.recipient.finished', organizationId: org, occurredAt: new Date(),
-        payload: { $case: 'cascadeRecipientFinished', cascadeRecipientFinished: { cascadeId: `c${i}`, cascadeExternalId: '', recipient: undefined, rating: 3, feedback: '', reason: 'rated', steps: [], finishedAt: undefined, reviewRequestId: '', locationId: '' } },
+        payload: { $case: 'cascadeRecipientFinished', cascadeRecipientFinished: { cascadeId: `c${index}`, cascadeExternalId: '', recipient: undefined, rating: 3, feedback: '', reason: 'rated', steps: [], finishedAt: undefined, reviewRequestId: '', locationId: '' } },
       };
-      ids.push(e.id);
-      await tb.bus.publish(eventSubject(e.type), eventsV1.Event.encode(e).finish());
+      ids.push(event.id);
+      await tb.bus.publish(eventSubject(event.type), eventsV1.Event.encode(event).finish());
     }
     await waitFor(async () => {
       const { rows } = await sql.query(`SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 AND status = 'delivered'`, [endpoint.id]);
@@ -76,14 +74,8 @@ describe('webhooks replicas', () => {
     receiver.reply = () => ({ status: 200 });
     // Both workers are idle now (nothing pending), sleeping up to their 30 s bound.
     await new Promise((r) => setTimeout(r, 200));
-    const eventId = randomUUID();
     const queuedAt = Date.now();
-    await sql.query(`INSERT INTO events (id, type, organization_id, occurred_at, payload, body) VALUES ($1, 'cascade.recipient.finished', $2, now(), '{}', '{}')`, [eventId, org]);
-    await sql.query(
-      `WITH d AS (INSERT INTO deliveries (id, event_id, endpoint_id, organization_id, status, next_attempt_at) VALUES ($1, $2, $3, $4, 'pending', now()) RETURNING id)
-       SELECT pg_notify('webhook_deliveries_due', '') FROM d`,
-      [randomUUID(), eventId, endpoint.id, org],
-    );
+    const eventId = await queueDeliveryElsewhere(sql, { endpointId: endpoint.id, organizationId: org });
     const [got] = await waitFor(() => receiver.at('/woken').length === 1 && receiver.at('/woken'), { what: 'woken delivery', timeoutMs: 5_000 });
     expect(got.headers['webhook-id']).toBe(eventId);
     expect(got.at - queuedAt).toBeLessThan(2_000);

@@ -168,8 +168,8 @@ describe('webhooks service killed during retries', () => {
     grpc.close();
     let answering = false;
     receiver.reply = () => (answering ? { status: 200 } : { hang: true });
-    const e = event(org);
-    await publish(e);
+    const published = event(org);
+    await publish(published);
     await waitFor(() => receiver.at('/inflight').length === 1, { what: 'attempt in flight', timeoutMs: 10_000 });
     first.proc.kill('SIGKILL');
     await new Promise((r) => first.proc.once('exit', r));
@@ -182,7 +182,7 @@ describe('webhooks service killed during retries', () => {
     }, { what: 'delivered after the lease', timeoutMs: 15_000 });
     const got = receiver.at('/inflight');
     expect(got).toHaveLength(2);
-    expect(got.map((r) => r.headers['webhook-id'])).toEqual([e.id, e.id]);
+    expect(got.map((r) => r.headers['webhook-id'])).toEqual([published.id, published.id]);
     // The killed attempt left no record; the retry is attempt 2 of the delivery.
     const { rows } = await sql.query(`SELECT a.number, a.status_code, a.outcome FROM attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = $1`, [endpoint!.id]);
     expect(rows).toEqual([{ number: 2, status_code: 200, outcome: 'delivered' }]);

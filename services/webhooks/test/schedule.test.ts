@@ -2,34 +2,34 @@ import { JITTER, MAX_RETRY_AFTER_MS, nextAttemptDelay, parseRetryAfter, PRODUCTI
 import { judgeAttempt } from '../src/deliveries';
 import { buildConfig } from '../src/config';
 
-const S = 1000;
-const MIN = 60 * S;
-const H = 60 * MIN;
+const SECOND = 1000;
+const MIN = 60 * SECOND;
+const HOUR = 60 * MIN;
 
 describe('retry schedule', () => {
   it('is, in production: at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', () => {
-    expect(PRODUCTION_RETRY_SCHEDULE_MS).toEqual([0, 5 * S, 5 * MIN, 30 * MIN, 2 * H, 5 * H, 10 * H, 10 * H]);
-    expect(buildConfig({ DATABASE_URL: 'postgres://x/y' }).policy).toEqual({ retryScheduleMs: PRODUCTION_RETRY_SCHEDULE_MS, timeoutMs: 15_000, disableAfterMs: 5 * 24 * H, secretGraceMs: 24 * H, logRetentionMs: 30 * 24 * H, claimLeaseMarginMs: 30_000 });
+    expect(PRODUCTION_RETRY_SCHEDULE_MS).toEqual([0, 5 * SECOND, 5 * MIN, 30 * MIN, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR]);
+    expect(buildConfig({ DATABASE_URL: 'postgres://x/y' }).policy).toEqual({ retryScheduleMs: PRODUCTION_RETRY_SCHEDULE_MS, timeoutMs: 15_000, disableAfterMs: 5 * 24 * HOUR, secretGraceMs: 24 * HOUR, logRetentionMs: 30 * 24 * HOUR, claimLeaseMarginMs: 30_000 });
   });
 
   it('gives each delay with at most ±10 % jitter, then null after the last attempt', () => {
-    PRODUCTION_RETRY_SCHEDULE_MS.forEach((base, i) => {
-      expect(nextAttemptDelay(PRODUCTION_RETRY_SCHEDULE_MS, i, null, () => 0)).toBe(Math.round(base * (1 - JITTER)));
-      expect(nextAttemptDelay(PRODUCTION_RETRY_SCHEDULE_MS, i, null, () => 0.5)).toBe(base);
-      expect(nextAttemptDelay(PRODUCTION_RETRY_SCHEDULE_MS, i, null, () => 0.999999)).toBeLessThanOrEqual(Math.round(base * (1 + JITTER)));
+    PRODUCTION_RETRY_SCHEDULE_MS.forEach((base, attemptsMade) => {
+      expect(nextAttemptDelay(PRODUCTION_RETRY_SCHEDULE_MS, attemptsMade, null, () => 0)).toBe(Math.round(base * (1 - JITTER)));
+      expect(nextAttemptDelay(PRODUCTION_RETRY_SCHEDULE_MS, attemptsMade, null, () => 0.5)).toBe(base);
+      expect(nextAttemptDelay(PRODUCTION_RETRY_SCHEDULE_MS, attemptsMade, null, () => 0.999999)).toBeLessThanOrEqual(Math.round(base * (1 + JITTER)));
     });
     expect(nextAttemptDelay(PRODUCTION_RETRY_SCHEDULE_MS, 8)).toBeNull();
   });
 
   it('waits at least Retry-After, clamped to 24 h, never less than the schedule', () => {
-    expect(nextAttemptDelay(PRODUCTION_RETRY_SCHEDULE_MS, 1, 60 * S, () => 0.5)).toBe(60 * S);
-    expect(nextAttemptDelay(PRODUCTION_RETRY_SCHEDULE_MS, 2, 1 * S, () => 0.5)).toBe(5 * MIN);
-    expect(nextAttemptDelay(PRODUCTION_RETRY_SCHEDULE_MS, 1, 1000 * H, () => 0.5)).toBe(MAX_RETRY_AFTER_MS);
+    expect(nextAttemptDelay(PRODUCTION_RETRY_SCHEDULE_MS, 1, 60 * SECOND, () => 0.5)).toBe(60 * SECOND);
+    expect(nextAttemptDelay(PRODUCTION_RETRY_SCHEDULE_MS, 2, 1 * SECOND, () => 0.5)).toBe(5 * MIN);
+    expect(nextAttemptDelay(PRODUCTION_RETRY_SCHEDULE_MS, 1, 1000 * HOUR, () => 0.5)).toBe(MAX_RETRY_AFTER_MS);
   });
 
   it('reads Retry-After as seconds or an HTTP date', () => {
-    expect(parseRetryAfter('120')).toBe(120 * S);
-    expect(parseRetryAfter(new Date(1_000_000 + 30 * S).toUTCString(), 1_000_000)).toBe(30 * S);
+    expect(parseRetryAfter('120')).toBe(120 * SECOND);
+    expect(parseRetryAfter(new Date(1_000_000 + 30 * SECOND).toUTCString(), 1_000_000)).toBe(30 * SECOND);
     expect(parseRetryAfter('soon')).toBeNull();
     expect(parseRetryAfter(undefined)).toBeNull();
   });
@@ -68,10 +68,10 @@ describe('judging an attempt', () => {
 describe('webhooks config', () => {
   const base = { DATABASE_URL: 'postgres://x/y' };
   it('reads a test schedule and the dev loopback setting', () => {
-    const c = buildConfig({ ...base, WEBHOOK_RETRY_SCHEDULE_MS: '0,50,100', WEBHOOK_ALLOW_LOOPBACK_HTTP: 'true', WEBHOOK_TIMEOUT_MS: '500' });
-    expect(c.policy.retryScheduleMs).toEqual([0, 50, 100]);
-    expect(c.policy.timeoutMs).toBe(500);
-    expect(c.allowLoopbackHttp).toBe(true);
+    const config = buildConfig({ ...base, WEBHOOK_RETRY_SCHEDULE_MS: '0,50,100', WEBHOOK_ALLOW_LOOPBACK_HTTP: 'true', WEBHOOK_TIMEOUT_MS: '500' });
+    expect(config.policy.retryScheduleMs).toEqual([0, 50, 100]);
+    expect(config.policy.timeoutMs).toBe(500);
+    expect(config.allowLoopbackHttp).toBe(true);
     expect(buildConfig(base).allowLoopbackHttp).toBe(false);
   });
 

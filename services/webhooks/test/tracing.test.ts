@@ -4,8 +4,9 @@ import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@o
 import { eventsV1, eventSubject, webhooksV1 } from '@rrs/proto';
 import { createGrpcClient, startTracing, withSpan, type GrpcClientHandle, type Tracing } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { DEFAULT_DELIVERY_POLICY, startWebhooks } from '../src';
+import { startWebhooks } from '../src';
 import { Receiver } from './support/receiver';
+import { testWebhooksConfig } from './support/service';
 
 /**
  * Each delivery attempt is a CLIENT span in the trace of what queued the delivery — the event's bus
@@ -28,16 +29,7 @@ describe('webhook delivery tracing', () => {
     tb = await createTestBus('memory');
     await receiver.start();
     const svc = await startWebhooks(
-      {
-        databaseUrl: db.url,
-        natsUrl: 'nats://unused',
-        busPrefix: tb.prefix,
-        grpcHost: '127.0.0.1',
-        grpcPort: 0,
-        allowLoopbackHttp: true,
-        concurrency: 4,
-        policy: { ...DEFAULT_DELIVERY_POLICY, retryScheduleMs: [0, 100, 100], timeoutMs: 1_000 },
-      },
+      testWebhooksConfig(db.url, tb.prefix, { policy: { retryScheduleMs: [0, 100, 100], timeoutMs: 1_000 } }),
       ctx,
       { bus: tb.bus },
     );
@@ -79,11 +71,11 @@ describe('webhook delivery tracing', () => {
     const attempts = await waitFor(() => attemptsOf(event.id).length === 2 && attemptsOf(event.id), { what: 'a failed then a delivered attempt' });
     const intake = exporter.getFinishedSpans().find((s) => s.name === `process ${eventSubject(event.type)}` && s.spanContext().traceId === producer);
     expect(intake?.parentSpanContext?.spanId).toBe('00f067aa0ba902b7');
-    for (const a of attempts) {
-      expect(a.kind).toBe(SpanKind.CLIENT);
-      expect(a.spanContext().traceId).toBe(producer);
-      expect(a.parentSpanContext?.spanId).toBe(intake?.spanContext().spanId);
-      expect(a.attributes['server.address']).toBe('127.0.0.1');
+    for (const attempt of attempts) {
+      expect(attempt.kind).toBe(SpanKind.CLIENT);
+      expect(attempt.spanContext().traceId).toBe(producer);
+      expect(attempt.parentSpanContext?.spanId).toBe(intake?.spanContext().spanId);
+      expect(attempt.attributes['server.address']).toBe('127.0.0.1');
     }
     expect(attempts.map((a) => [a.attributes['rrs.webhook.attempt'], a.attributes['rrs.webhook.outcome'], a.attributes['http.response.status_code'], a.status.code])).toEqual([
       [1, 'retry', 503, SpanStatusCode.ERROR],

@@ -47,8 +47,8 @@ function fakeDns(table: Record<string, string[]>): Resolver {
   };
 }
 
-async function refusal(p: Promise<unknown>): Promise<WebhookUrlNotAllowed> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+async function refusal(check: Promise<unknown>): Promise<WebhookUrlNotAllowed> {
+  const err = await check.then(() => undefined, (e: unknown) => e);
   expect(err).toBeInstanceOf(WebhookUrlNotAllowed);
   return err as WebhookUrlNotAllowed;
 }
@@ -87,8 +87,8 @@ describe('URL guard at registration', () => {
   });
 
   it.each(REFUSED)('refuses a host name resolving to %s (%s), even next to a public address', async (address, range) => {
-    const g = new UrlGuard({ allowLoopbackHttp: false, resolve: fakeDns({ 'mixed.example.com': [PUBLIC_V4, address] }) });
-    const err = await refusal(g.check('https://mixed.example.com/hook'));
+    const guard = new UrlGuard({ allowLoopbackHttp: false, resolve: fakeDns({ 'mixed.example.com': [PUBLIC_V4, address] }) });
+    const err = await refusal(guard.check('https://mixed.example.com/hook'));
     expect(err.details).toEqual({ reason: 'address', range });
     expect(err.message).not.toContain(address);
   });

@@ -15,6 +15,7 @@ export class Receiver {
   readonly received: ReceivedWebhook[] = [];
   private server!: http.Server;
   private readonly open = new Set<http.ServerResponse>();
+  private readonly hanging = new Set<http.ServerResponse>();
   /** Decides each answer from the requests received so far (the current one included). */
   reply: (req: ReceivedWebhook, all: ReceivedWebhook[]) => Reply = () => ({ status: 200 });
   port = 0;
@@ -31,13 +32,17 @@ export class Receiver {
           at: Date.now(),
         };
         this.received.push(got);
-        const r = this.reply(got, this.received.filter((x) => x.path === got.path));
-        if ('hang' in r) {
+        const reply = this.reply(got, this.received.filter((x) => x.path === got.path));
+        if ('hang' in reply) {
           this.open.add(res);
-          res.on('close', () => this.open.delete(res));
+          this.hanging.add(res);
+          res.on('close', () => {
+            this.open.delete(res);
+            this.hanging.delete(res);
+          });
           return;
         }
-        res.writeHead(r.status, r.headers ?? {}).end(r.body ?? '');
+        res.writeHead(reply.status, reply.headers ?? {}).end(reply.body ?? '');
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
@@ -51,6 +56,14 @@ export class Receiver {
 
   at(path: string): ReceivedWebhook[] {
     return this.received.filter((r) => r.path === path);
+  }
+
+  /** Answers every request left hanging so far; returns how many there were. */
+  answerHanging(reply: { status: number; body?: string }): number {
+    const waiting = [...this.hanging];
+    this.hanging.clear();
+    for (const res of waiting) res.writeHead(reply.status).end(reply.body ?? '');
+    return waiting.length;
   }
 
   async stop(): Promise<void> {
