@@ -96,29 +96,29 @@ export interface DueWorkLoop {
  * round → more? go again : sleep until the next due time, a notification, or the idle bound; a failed
  * round is logged and retried with backoff, so the loop outlives any outage of its dependencies.
  */
-export function startDueWorkLoop(o: DueWorkOptions): DueWorkLoop {
-  const idleMs = o.idleMs ?? 30_000;
-  const contendedMs = o.contendedMs ?? 20;
-  const backoff = o.backoff ?? { baseMs: 100, maxMs: 5_000 };
-  const wakeables = Array.from({ length: Math.max(1, o.loops ?? 1) }, () => new Wakeable());
+export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
+  const idleMs = options.idleMs ?? 30_000;
+  const contendedMs = options.contendedMs ?? 20;
+  const backoff = options.backoff ?? { baseMs: 100, maxMs: 5_000 };
+  const wakeables = Array.from({ length: Math.max(1, options.loops ?? 1) }, () => new Wakeable());
   const wakeAll = (at?: number) => {
     for (const w of wakeables) w.wake(at);
   };
-  for (const channel of o.channels ?? []) {
-    o.notifier?.on(channel, (payload) => {
+  for (const channel of options.channels ?? []) {
+    options.notifier?.on(channel, (payload) => {
       const at = Number(payload);
       wakeAll(payload !== '' && Number.isFinite(at) ? at : undefined);
     });
   }
-  o.notifier?.onReconnect(() => wakeAll());
+  options.notifier?.onReconnect(() => wakeAll());
 
   let running = true;
   let stopped!: () => void;
   const stopping = new Promise<void>((resolve) => (stopped = resolve));
 
   async function waitBeforeNext(): Promise<number> {
-    if (!o.nextDueInMs) return idleMs;
-    const ms = await o.nextDueInMs();
+    if (!options.nextDueInMs) return idleMs;
+    const ms = await options.nextDueInMs();
     if (ms === null) return idleMs;
     return ms > 0 ? Math.min(idleMs, ms) : contendedMs;
   }
@@ -127,9 +127,9 @@ export function startDueWorkLoop(o: DueWorkOptions): DueWorkLoop {
     let failures = 0;
     while (running) {
       try {
-        if (o.beforeRound) await Promise.race([o.beforeRound(), stopping]);
+        if (options.beforeRound) await Promise.race([options.beforeRound(), stopping]);
         if (!running) break;
-        const more = await o.round();
+        const more = await options.round();
         failures = 0;
         if (more) continue;
         const wait = await waitBeforeNext();
@@ -137,7 +137,7 @@ export function startDueWorkLoop(o: DueWorkOptions): DueWorkLoop {
       } catch (err) {
         failures++;
         const delay = Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.min(failures, 16));
-        o.logger.warn({ err, retryInMs: delay, loop: o.name }, `${o.name} round failed`);
+        options.logger.warn({ err, retryInMs: delay, loop: options.name }, `${options.name} round failed`);
         if (running) await wakeable.sleep(delay);
       }
     }

@@ -84,9 +84,9 @@ function invalidMessage(fields: FieldProblem[]): string {
 }
 
 export class NotFoundError extends DomainError {
-  /** `what` names the object in the message: `NotFoundError('cascade')` → "cascade not found". */
-  constructor(what: string, options: DomainErrorOptions & { code?: string } = {}) {
-    super('not_found', options.code ?? 'not_found', `${what} not found`, options);
+  /** `what` names the object in the message: `NotFoundError('cascade')` → "cascade not found"; `message` replaces that wording. */
+  constructor(what: string, options: DomainErrorOptions & { code?: string; message?: string } = {}) {
+    super('not_found', options.code ?? 'not_found', options.message ?? `${what} not found`, options);
     this.name = 'NotFoundError';
   }
 }

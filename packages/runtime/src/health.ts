@@ -1,7 +1,7 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { registry } from './metrics';
+import { listenHttp, type ListeningHttpServer } from './httpServer';
 
 export type Check = () => Promise<void>;
 
@@ -81,10 +81,7 @@ function send(res: http.ServerResponse, status: number, type: string, body: stri
   res.end(body);
 }
 
-export interface OpsServer {
-  port: number;
-  close(): Promise<void>;
-}
+export type OpsServer = ListeningHttpServer;
 
 /** A small HTTP server for services whose main transport is not HTTP (gRPC servers, bus consumers). */
 export async function startOpsServer(options: { host: string; port: number; health: Health; logger: Logger }): Promise<OpsServer> {
@@ -97,15 +94,5 @@ export async function startOpsServer(options: { host: string; port: number; heal
     });
   });
   server.keepAliveTimeout = 5_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    }),
-  };
+  return listenHttp(server, options);
 }
