@@ -127,3 +127,5 @@ export function testContext(service = 'test'): ServiceContext & { logger: Logger
 }
 export * from './openapi';
 export * from './browser';
+export * from './fakes/smtp';
+export * from './fakes/smsc';
