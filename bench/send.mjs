@@ -247,7 +247,8 @@ try {
     const seen = perRecipient.get(to);
     perRecipient.set(to, { first: Math.min(seen?.first ?? Infinity, at), times: (seen?.times ?? 0) + 1 });
   }
-  const lastAccepted = Math.max(...[...perRecipient.values()].map((v) => v.first));
+  let lastAccepted = -Infinity;
+  for (const v of perRecipient.values()) lastAccepted = Math.max(lastAccepted, v.first);
   const sentTwice = providers ? [...perRecipient.values()].filter((v) => v.times > 1).length : Math.max(0, (await providerCount()) - sentBefore - RECIPIENTS);
   const latencies = MODE === 'latency' || providers ? [...perRecipient].map(([to, v]) => v.first - accepted.get(to)) : [];
   const latency = percentiles(latencies);
