@@ -129,3 +129,5 @@ export * from './openapi';
 export * from './browser';
 export * from './fakes/amocrm';
 export * from './fakes/bitrix24';
+export * from './fakes/smtp';
+export * from './fakes/smsc';

@@ -1,0 +1,165 @@
+// The two shapes bench/send.mjs measures, started from the built dist/ the way they run in production:
+// the all-in-one launcher (one process, in-process bus, sink providers) and every service as its own
+// process on NATS JetStream (a bench bus prefix) and PostgreSQL. Each Node process is started with its
+// image's NODE_OPTIONS, NODE_ENV=production, and the PostgreSQL round-trip counter preloaded
+// (bench/lib/pg-round-trips.cjs), with an IPC channel to read it. Loopback only.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePorts } from '../../scripts/smoke-service.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..', '..');
+const PRELOAD = join(here, 'pg-round-trips.cjs');
+const READY_MS = 60_000;
+
+/** The V8 flags an image runs with (`ENV NODE_OPTIONS=…` in its Dockerfile). */
+function imageNodeOptions(dockerfile) {
+  try {
+    const m = /^ENV NODE_OPTIONS=("?)(.*)\1\s*$/m.exec(readFileSync(dockerfile, 'utf8'));
+    return m ? m[2].split(/\s+/).filter(Boolean) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** A Node process of the measured system; its last output is kept for the error message if it dies. */
+function startNode(name, script, env, { dockerfile, extraEnv }) {
+  const flags = imageNodeOptions(dockerfile);
+  const child = spawn(process.execPath, [...flags, '--require', PRELOAD, script], {
+    cwd: root,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...env, ...extraEnv },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  let output = '';
+  const keep = (d) => {
+    output = (output + d).slice(-8_000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  return { name, child, pid: child.pid, flags, output: () => output };
+}
+
+async function waitReady(proc, url) {
+  const deadline = Date.now() + READY_MS;
+  while (Date.now() < deadline) {
+    if (proc.child.exitCode !== null) throw new Error(`${proc.name} exited with ${proc.child.exitCode}:\n${proc.output()}`);
+    try {
+      if ((await fetch(url)).status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${proc.name} not ready at ${url} after ${READY_MS / 1000} s:\n${proc.output()}`);
+}
+
+/** SIGTERM in reverse start order (the gateway first), SIGKILL after 15 s. */
+export async function stopAll(processes) {
+  for (const proc of [...processes].reverse()) {
+    if (proc.child.exitCode !== null || proc.child.signalCode !== null) continue;
+    await new Promise((resolve) => {
+      const timer = setTimeout(() => proc.child.kill('SIGKILL'), 15_000);
+      proc.child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      proc.child.kill('SIGTERM');
+    });
+  }
+}
+
+/**
+ * The all-in-one launcher (packages/all-in-one/dist/main.js) on the given database: its in-process bus,
+ * in-memory rate limits, the sink providers; the gateway serves /metrics and the dev inbox's
+ * /dev/messages on its port.
+ */
+export async function startAllInOneShape({ databaseUrl, adminToken, extraEnv }) {
+  const [port] = await freePorts(1);
+  const dataDir = mkdtempSync(join(tmpdir(), 'rrs-send-bench-'));
+  const base = `http://127.0.0.1:${port}`;
+  const proc = startNode('all-in-one', 'packages/all-in-one/dist/main.js', { HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: databaseUrl, DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, PUBLIC_BASE_URL: base }, { dockerfile: join(root, 'packages', 'all-in-one', 'Dockerfile'), extraEnv });
+  try {
+    await waitReady(proc, `${base}/readyz`);
+  } catch (err) {
+    await stopAll([proc]);
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    processes: [proc],
+    gatewayUrl: base,
+    sendsMetricsUrl: `${base}/metrics`,
+    resultsMetricsUrl: `${base}/metrics`,
+    devMessagesUrl: `${base}/dev/messages`,
+    async stop() {
+      await stopAll([proc]);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * contacts, cascade-scheduler, webhooks, the channel's sender and the gateway, each `node
+ * services/<name>/dist/main.js` with its env, on JetStream under `busPrefix`; the sender talks to the
+ * given provider (`providerEnv`: SMTP_URL, or SMSC_URL/LOGIN/PASSWORD). The gateway uses Redis under
+ * `redisPrefix` for rate limits and its auth cache, as in production.
+ */
+export async function startDistributedShape({ databaseUrl, natsUrl, busPrefix, redisUrl, redisPrefix, adminToken, channel, providerEnv, extraEnv }) {
+  const [contactsGrpc, contactsOps, schedulerGrpc, schedulerOps, webhooksGrpc, webhooksOps, senderOps, gatewayPort] = await freePorts(8);
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const bus = { NATS_URL: natsUrl, BUS_PREFIX: busPrefix };
+  const sender = channel === 'SMS' ? 'channel-sms' : 'channel-email';
+  const specs = [
+    ['contacts', { DATABASE_URL: databaseUrl, GRPC_HOST: '127.0.0.1', GRPC_PORT: contactsGrpc, OPS_PORT: contactsOps }, contactsOps],
+    ['cascade-scheduler', { ...bus, DATABASE_URL: databaseUrl, GRPC_HOST: '127.0.0.1', GRPC_PORT: schedulerGrpc, OPS_PORT: schedulerOps, CONTACTS_ADDR: `127.0.0.1:${contactsGrpc}`, PUBLIC_BASE_URL: gatewayUrl }, schedulerOps],
+    ['webhooks', { ...bus, DATABASE_URL: databaseUrl, GRPC_HOST: '127.0.0.1', GRPC_PORT: webhooksGrpc, OPS_HOST: '127.0.0.1', OPS_PORT: webhooksOps }, webhooksOps],
+    [sender, { ...bus, DATABASE_URL: databaseUrl, OPS_HOST: '127.0.0.1', OPS_PORT: senderOps, CONTACTS_ADDR: `127.0.0.1:${contactsGrpc}`, SMS_RECEIPTS_HOST: '127.0.0.1', SMS_RECEIPTS_PORT: 0, EMAIL_FROM: 'Bench Reviews <reviews@bench.example.com>', ...providerEnv }, senderOps],
+    ['gateway', { ...bus, HOST: '127.0.0.1', PORT: gatewayPort, CONTACTS_ADDR: `127.0.0.1:${contactsGrpc}`, SCHEDULER_ADDR: `127.0.0.1:${schedulerGrpc}`, WEBHOOKS_ADDR: `127.0.0.1:${webhooksGrpc}`, PUBLIC_BASE_URL: gatewayUrl, ADMIN_TOKEN: adminToken, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix }, gatewayPort],
+  ];
+  const processes = [];
+  try {
+    for (const [name, env, port] of specs) {
+      const stringEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)]));
+      const proc = startNode(name, `services/${name}/dist/main.js`, stringEnv, { dockerfile: join(root, 'services', name, 'Dockerfile'), extraEnv });
+      processes.push(proc);
+      await waitReady(proc, `http://127.0.0.1:${port}/readyz`);
+    }
+  } catch (err) {
+    await stopAll(processes);
+    throw err;
+  }
+  return {
+    processes,
+    gatewayUrl,
+    sendsMetricsUrl: `http://127.0.0.1:${senderOps}/metrics`,
+    resultsMetricsUrl: `http://127.0.0.1:${schedulerOps}/metrics`,
+    devMessagesUrl: null,
+    stop: () => stopAll(processes),
+  };
+}
+
+async function admin(base, token, method, path, body) {
+  const res = await fetch(`${base}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json = await res.json();
+  if (res.status >= 300) throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/**
+ * The benchmark's organization, made through the account admin API as an operator would: the pro
+ * plan, a confirmed email, `smsBalance` parts, one location, EMAIL and SMS configured with their own
+ * templates, and an API key.
+ */
+export async function seedOrganization(base, adminToken, { smsBalance }) {
+  const { organization } = await admin(base, adminToken, 'POST', '/organizations', { name: 'Bench Coffee', plan: 'pro', emailConfirmed: true, smsBalance, timeZone: 'UTC', locale: 'en', defaultRegion: 'RU' });
+  const org = `/organizations/${organization.id}`;
+  const { location } = await admin(base, adminToken, 'POST', `${org}/locations`, { name: 'Bench Coffee on Main', address: 'Main st. 1', city: 'Moscow', reviewLinks: [{ provider: 'google', url: 'https://maps.google.com/?cid=1' }] });
+  for (const channel of ['EMAIL', 'SMS']) await admin(base, adminToken, 'PUT', `${org}/channels/${channel}`, { configured: true });
+  await admin(base, adminToken, 'PUT', `${org}/templates/EMAIL`, { subject: 'How was {{location}}?', body: 'Hello {{name}}, thank you for visiting {{location}}. Rate your visit: {{link}}' });
+  await admin(base, adminToken, 'PUT', `${org}/templates/SMS`, { body: 'Bench Coffee: rate your visit {{link}}' });
+  const { secret } = await admin(base, adminToken, 'POST', `${org}/api-keys`, { name: 'bench' });
+  return { organizationId: organization.id, apiKey: secret, locationId: location.id };
+}

@@ -1,0 +1,236 @@
+/**
+ * A local fake of the SMSC.ru HTTP API (https://smsc.ru/api/http/), the SMS gateway channel-sms calls
+ * (services/channel-sms/src/provider.ts), for tests, the chaos suite and `bench/send.mjs`:
+ *
+ * - `/sys/send.php` (GET query or POST form-encoded): `login` + `psw` (or `apikey`), `phones` (several
+ *   separated by `,` or `;`), `mes`, optional `id`, `sender`, `charset`; `fmt=3` answers JSON:
+ *   `{"id": …, "cnt": n}` on success, `{"error": "…", "error_code": N}` on refusal (HTTP 200, as SMSC
+ *   does). Refusals the fake makes on its own: 2 wrong login or password, 1 missing `phones`/`mes` or a
+ *   bad `id`, 7 an invalid number, 3 not enough money, 9 the same request again within a minute (SMSC's
+ *   "duplicate request" rule, which channel-sms reads as "already sent").
+ * - `/sys/balance.php`: `{"balance": "<n.nn>"}` (plus `"currency": "RUR"` with `cur=1`), or error 2.
+ *
+ * Each accepted message is counted by its message id (the given `id`, else one the fake assigns) and by
+ * phone, with the time it was accepted. `respond` lets a test answer a request its own way first (an
+ * error code, an HTTP status, a delay, no answer at all).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** A send request as the fake read it. */
+export interface SmscSendRequest {
+  phones: string[];
+  mes: string;
+  /** The message id given by the caller; '' when none. */
+  id: string;
+  sender: string;
+  /** Every field, as sent. */
+  fields: URLSearchParams;
+}
+
+/** A message the fake accepted. */
+export interface SmscMessage {
+  id: string;
+  phones: string[];
+  mes: string;
+  sender: string;
+  /** Messages charged: one per phone (the fake does not split long texts into parts). */
+  cnt: number;
+  /** Epoch milliseconds (fractional). */
+  acceptedAt: number;
+}
+
+/** What `respond` may answer instead of the fake's own handling. */
+export type SmscAnswer =
+  | { error: string; errorCode: number }
+  | { httpStatus: number; body?: string; headers?: Record<string, string> }
+  /** Never answers: the caller must time out. */
+  | { hang: true };
+
+export interface FakeSmscOptions {
+  /** Credentials the fake accepts (default `bench` / `secret`); `apikey` may replace both. */
+  login?: string;
+  password?: string;
+  apikey?: string;
+  /** Account balance in roubles (default 1 000 000). */
+  balance?: number;
+  /** Price of one message (default 0: the balance never runs out). */
+  pricePerMessage?: number;
+  /** Keep every accepted message in `messages` (default true). */
+  keepMessages?: boolean;
+  /** How long an identical request is refused with error 9 (default 60 000 ms, as SMSC). */
+  duplicateWindowMs?: number;
+  /** Consulted first for every send request; undefined = the fake's own handling. */
+  respond?: (request: SmscSendRequest) => SmscAnswer | undefined | Promise<SmscAnswer | undefined>;
+  /** Called once per accepted message. */
+  onMessage?: (message: SmscMessage) => void;
+}
+
+export interface FakeSmsc {
+  /** Base URL, as channel-sms's `SMSC_URL` takes it. */
+  url: string;
+  port: number;
+  /** Send requests received (accepted or not). */
+  readonly requests: number;
+  /** Messages accepted. */
+  readonly count: number;
+  /** Accepted messages, oldest first (empty with `keepMessages: false`). */
+  readonly messages: readonly SmscMessage[];
+  readonly balance: number;
+  /** The last accepted message with this id (only with `keepMessages`). */
+  byId(id: string): SmscMessage | undefined;
+  /** When the first message with this id was accepted (kept even without `keepMessages`). */
+  acceptedAtOfId(id: string): number | undefined;
+  /** When the first message to this phone (as sent, e.g. `+79161234567`) was accepted. */
+  acceptedAtOf(phone: string): number | undefined;
+  /** Messages accepted for this phone: more than one means it was sent twice. */
+  timesAccepted(phone: string): number;
+  close(): Promise<void>;
+}
+
+/** Documented `id`: an integer 1..2147483647 or up to 40 latin letters, digits, `.`, `_`, `-`. */
+const MESSAGE_ID = /^[A-Za-z0-9._-]{1,40}$/;
+/** A phone as SMSC reads it: digits, optionally with `+`, spaces, dashes and brackets; 10–15 digits. */
+const PHONE_DIGITS = /^\d{10,15}$/;
+
+const nowMs = () => performance.timeOrigin + performance.now();
+
+/** Starts the fake on a free loopback port. */
+export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<FakeSmsc> {
+  const login = options.login ?? 'bench';
+  const password = options.password ?? 'secret';
+  const price = options.pricePerMessage ?? 0;
+  const keep = options.keepMessages ?? true;
+  const duplicateWindowMs = options.duplicateWindowMs ?? 60_000;
+  let balance = options.balance ?? 1_000_000;
+  let requests = 0;
+  let count = 0;
+  let nextId = 1;
+  const messages: SmscMessage[] = [];
+  const byId = new Map<string, SmscMessage>();
+  const acceptedIds = new Map<string, number>();
+  const firstByPhone = new Map<string, number>();
+  const timesByPhone = new Map<string, number>();
+  /** Request fingerprint → when it was last accepted, for error 9. */
+  const recent = new Map<string, number>();
+  const hanging = new Set<http.ServerResponse>();
+
+  const authorized = (f: URLSearchParams) => (options.apikey !== undefined && f.get('apikey') === options.apikey) || (f.get('login') === login && f.get('psw') === password);
+
+  function sendMessage(request: SmscSendRequest): { status: number; body: unknown } {
+    const refuse = (errorCode: number, error: string) => ({ status: 200, body: { error, error_code: errorCode, ...(request.id ? { id: request.id } : {}) } });
+    if (!authorized(request.fields)) return refuse(2, 'authorise error');
+    if (request.phones.length === 0 || !request.mes) return refuse(1, 'parameters error');
+    if (request.id && !MESSAGE_ID.test(request.id)) return refuse(1, 'parameters error');
+    if (request.phones.some((p) => !PHONE_DIGITS.test(p.replace(/[\s()+-]/g, '')))) return refuse(7, 'invalid number');
+    const fingerprint = JSON.stringify([request.phones, request.mes, request.id, request.sender]);
+    const now = nowMs();
+    const last = recent.get(fingerprint);
+    if (last !== undefined && now - last < duplicateWindowMs) return refuse(9, 'duplicate request, wait a minute');
+    const cnt = request.phones.length;
+    if (balance < cnt * price) return refuse(3, 'no money');
+    balance -= cnt * price;
+    // Oldest first, so the expired ones are cut from the front.
+    recent.delete(fingerprint);
+    recent.set(fingerprint, now);
+    for (const [key, at] of recent) {
+      if (now - at < duplicateWindowMs) break;
+      recent.delete(key);
+    }
+    const message: SmscMessage = { id: request.id || String(nextId++), phones: request.phones, mes: request.mes, sender: request.sender, cnt, acceptedAt: now };
+    count++;
+    if (!acceptedIds.has(message.id)) acceptedIds.set(message.id, now);
+    for (const phone of message.phones) {
+      if (!firstByPhone.has(phone)) firstByPhone.set(phone, now);
+      timesByPhone.set(phone, (timesByPhone.get(phone) ?? 0) + 1);
+    }
+    if (keep) {
+      messages.push(message);
+      byId.set(message.id, message);
+    }
+    options.onMessage?.(message);
+    return { status: 200, body: { id: /^\d+$/.test(message.id) ? Number(message.id) : message.id, cnt } };
+  }
+
+  async function handle(path: string, fields: URLSearchParams, res: http.ServerResponse): Promise<void> {
+    const json = (status: number, body: unknown): void => {
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
+    };
+    if (fields.get('fmt') !== '3') {
+      res.writeHead(400, { 'content-type': 'text/plain' }).end('this fake answers fmt=3 (JSON) only');
+      return;
+    }
+    if (path === '/sys/balance.php') {
+      if (!authorized(fields)) return json(200, { error: 'authorise error', error_code: 2 });
+      return json(200, { balance: balance.toFixed(2), ...(fields.get('cur') === '1' ? { currency: 'RUR' } : {}) });
+    }
+    if (path !== '/sys/send.php') return json(404, { error: 'not found' });
+    requests++;
+    const request: SmscSendRequest = {
+      phones: (fields.get('phones') ?? '').split(/[,;]/).map((p) => p.trim()).filter(Boolean),
+      mes: fields.get('mes') ?? '',
+      id: fields.get('id') ?? '',
+      sender: fields.get('sender') ?? '',
+      fields,
+    };
+    const answer = await options.respond?.(request);
+    if (answer && 'hang' in answer) {
+      hanging.add(res);
+      res.on('close', () => hanging.delete(res));
+      return;
+    }
+    if (answer && 'httpStatus' in answer) {
+      res.writeHead(answer.httpStatus, { 'content-type': 'application/json', ...answer.headers }).end(answer.body ?? '{}');
+      return;
+    }
+    if (answer) {
+      json(200, { error: answer.error, error_code: answer.errorCode });
+      return;
+    }
+    const result = sendMessage(request);
+    json(result.status, result.body);
+  }
+
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://smsc');
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const fields = new URLSearchParams(url.search);
+      if (req.method === 'POST') for (const [k, v] of new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) fields.set(k, v);
+      handle(url.pathname, fields, res).catch((err: unknown) => {
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' }).end(String(err));
+      });
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    get requests() {
+      return requests;
+    },
+    get count() {
+      return count;
+    },
+    get balance() {
+      return balance;
+    },
+    messages,
+    byId: (id) => byId.get(id),
+    acceptedAtOfId: (id) => acceptedIds.get(id),
+    acceptedAtOf: (phone) => firstByPhone.get(phone),
+    timesAccepted: (phone) => timesByPhone.get(phone) ?? 0,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const res of hanging) res.destroy();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
