@@ -58,22 +58,22 @@ export const envField = {
 };
 
 /**
- * The variables every gRPC service reads: its database, where it listens, its ops endpoints and its log
- * level. A service spreads this into its own shape and reads the values back with `grpcServiceConfig`:
+ * The variables every gRPC service reads besides its two ports: its database, the interfaces it
+ * listens on and its log level. A service spreads this into its own shape next to its ports (their
+ * defaults differ per service, so services can run side by side on one host) and reads the common
+ * part back with `grpcServiceConfig`:
  *
- *     const vars = readEnv({ ...grpcServiceEnv({ grpcPort: 50051, opsPort: 9464 }), MY_SETTING: … }, env);
- *     return { ...grpcServiceConfig(vars), mySetting: vars.MY_SETTING };
+ *     const vars = readEnv({ ...grpcServiceEnvShape, GRPC_PORT: envField.port(50051), OPS_PORT: envField.port(9464), … }, env);
+ *     return { ...grpcServiceConfig(vars), … };
  */
-export function grpcServiceEnv(ports: { grpcPort: number; opsPort: number }) {
-  return {
-    DATABASE_URL: envField.url(['postgres', 'postgresql']),
-    GRPC_HOST: envField.host(),
-    GRPC_PORT: envField.port(ports.grpcPort),
-    OPS_HOST: envField.host(),
-    OPS_PORT: envField.port(ports.opsPort),
-    LOG_LEVEL: envField.logLevel(),
-  };
-}
+export const grpcServiceEnvShape = {
+  DATABASE_URL: envField.url(['postgres', 'postgresql']),
+  GRPC_HOST: envField.host(),
+  OPS_HOST: envField.host(),
+  LOG_LEVEL: envField.logLevel(),
+};
+
+export type GrpcServiceEnv = z.infer<z.ZodObject<typeof grpcServiceEnvShape>> & { GRPC_PORT: number; OPS_PORT: number };
 
 export interface GrpcServiceConfig {
   databaseUrl: string;
@@ -84,7 +84,7 @@ export interface GrpcServiceConfig {
   logLevel: string;
 }
 
-export function grpcServiceConfig(vars: z.infer<z.ZodObject<ReturnType<typeof grpcServiceEnv>>>): GrpcServiceConfig {
+export function grpcServiceConfig(vars: GrpcServiceEnv): GrpcServiceConfig {
   return {
     databaseUrl: vars.DATABASE_URL,
     grpcHost: vars.GRPC_HOST,
@@ -96,12 +96,10 @@ export function grpcServiceConfig(vars: z.infer<z.ZodObject<ReturnType<typeof gr
 }
 
 /** The variables of a service that connects to the bus itself; read back with `busConfig`. */
-export function busEnv() {
-  return {
-    NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
-    BUS_PREFIX: envField.busPrefix(),
-  };
-}
+export const busEnvShape = {
+  NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
+  BUS_PREFIX: envField.busPrefix(),
+};
 
 /** Where a service's own bus connection goes: the JetStream server and the prefix of its streams and subjects. */
 export interface BusConfig {
@@ -109,6 +107,6 @@ export interface BusConfig {
   busPrefix: string;
 }
 
-export function busConfig(vars: z.infer<z.ZodObject<ReturnType<typeof busEnv>>>): BusConfig {
+export function busConfig(vars: z.infer<z.ZodObject<typeof busEnvShape>>): BusConfig {
   return { natsUrl: vars.NATS_URL, busPrefix: vars.BUS_PREFIX };
 }

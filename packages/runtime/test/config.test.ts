@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { busConfig, busEnv, ConfigError, envField, grpcServiceConfig, grpcServiceEnv, readEnv } from '../src';
+import { busConfig, busEnvShape, ConfigError, envField, grpcServiceConfig, grpcServiceEnvShape, readEnv } from '../src';
 
 describe('readEnv', () => {
   const shape = { PORT: envField.port(8080), DATABASE_URL: envField.url(['postgres']), FLAG: envField.bool(false), NAME: z.string().optional() };
@@ -52,10 +52,10 @@ describe('shared env fields', () => {
   });
 });
 
-describe('grpcServiceEnv and busEnv', () => {
-  const shape = { ...grpcServiceEnv({ grpcPort: 50051, opsPort: 9464 }), ...busEnv(), OWN: envField.int(3) };
+describe('grpcServiceEnvShape and busEnvShape', () => {
+  const shape = { ...grpcServiceEnvShape, GRPC_PORT: envField.port(50051), OPS_PORT: envField.port(9464), ...busEnvShape, OWN: envField.int(3) };
 
-  it('give every gRPC service the same variables, with the ports it defaults to', () => {
+  it('give every gRPC service the same variables, next to the ports it defaults to', () => {
     const vars = readEnv(shape, { DATABASE_URL: 'postgres://db/x' });
     expect(grpcServiceConfig(vars)).toEqual({ databaseUrl: 'postgres://db/x', grpcHost: '0.0.0.0', grpcPort: 50051, opsHost: '0.0.0.0', opsPort: 9464, logLevel: 'info' });
     expect(busConfig(vars)).toEqual({ natsUrl: 'nats://127.0.0.1:4222', busPrefix: '' });

@@ -1,4 +1,4 @@
-import { grpcServiceConfig, grpcServiceEnv, readEnv, type Env, type GrpcServiceConfig } from '@rrs/runtime';
+import { envField, grpcServiceConfig, grpcServiceEnvShape, readEnv, type Env, type GrpcServiceConfig } from '@rrs/runtime';
 import { DEFAULT_IDEMPOTENCY_TTL_MS } from '@rrs/idempotency';
 import { z } from 'zod';
 
@@ -12,7 +12,9 @@ const HOUR_MS = 3_600_000;
 export function buildConfig(env: Env): ContactsConfig {
   const vars = readEnv(
     {
-      ...grpcServiceEnv({ grpcPort: 50051, opsPort: 9464 }),
+      ...grpcServiceEnvShape,
+      GRPC_PORT: envField.port(50051),
+      OPS_PORT: envField.port(9464),
       IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive('must be a positive number of hours').max(24 * 30, 'must be at most 720 hours').default(DEFAULT_IDEMPOTENCY_TTL_MS / HOUR_MS),
     },
     env,
