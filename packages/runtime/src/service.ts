@@ -133,7 +133,7 @@ export interface ServiceDatabaseOptions {
 export async function openServiceDatabase(ctx: ServiceContext, options: ServiceDatabaseOptions): Promise<Pool> {
   const pool = createPool({ url: options.url, schema: options.schema, applicationName: options.applicationName ?? options.schema, max: options.max, logger: ctx.logger, settings: options.settings });
   ctx.lifecycle.onStop(`${options.schema} pool`, () => pool.end());
-  for (const m of options.migrations) await migrate(pool, { schema: options.schema, dir: m.dir, component: m.component, logger: ctx.logger });
+  for (const migrations of options.migrations) await migrate(pool, { schema: options.schema, dir: migrations.dir, component: migrations.component, logger: ctx.logger });
   ctx.health.addCheck(`${options.schema}-postgres`, async () => {
     await pool.query('SELECT 1');
   });
