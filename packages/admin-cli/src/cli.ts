@@ -38,20 +38,27 @@ interface Request {
 interface Command {
   summary: string;
   flags: Record<string, FlagSpec>;
-  request(f: Flags): Request;
+  request(flags: Flags): Request;
 }
 
 type Flags = Record<string, string | number | boolean | string[] | undefined>;
 
 const org: FlagSpec = { kind: 'string', required: true, help: 'organization id' };
-const enc = encodeURIComponent;
-const s = (v: unknown) => v as string;
+const requiredId = (help: string): FlagSpec => ({ kind: 'string', required: true, help });
+
+/** A string flag's value (parseFlags has checked that required ones are there). */
+const text = (flags: Flags, name: string): string => flags[name] as string;
+
+/** `/organizations/<org>` followed by the given path segments, each URL-encoded. */
+function orgPath(flags: Flags, ...segments: string[]): string {
+  return ['/organizations', text(flags, 'org'), ...segments].map((segment, index) => (index === 0 ? segment : encodeURIComponent(segment))).join('/');
+}
 
 /** Only the flags given go into a body, so PATCH changes just those fields. */
-function pick(f: Flags, mapping: Record<string, string>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [flag, field] of Object.entries(mapping)) if (f[flag] !== undefined) out[field] = f[flag];
-  return out;
+function pick(flags: Flags, mapping: Record<string, string>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [flag, field] of Object.entries(mapping)) if (flags[flag] !== undefined) body[field] = flags[flag];
+  return body;
 }
 
 const ORG_FIELDS = { name: 'name', plan: 'plan', 'email-confirmed': 'emailConfirmed', 'sms-balance': 'smsBalance', 'time-zone': 'timeZone', locale: 'locale', region: 'defaultRegion' };
@@ -67,22 +74,24 @@ const orgFlags = (nameRequired: boolean): Record<string, FlagSpec> => ({
 
 function reviewLinks(values: string[] | undefined): Array<{ provider: string; url: string }> | undefined {
   if (values === undefined) return undefined;
-  return values.map((v) => {
-    const i = v.indexOf('=');
-    if (i <= 0) throw new UsageError(`--review-link must be provider=url, got ${JSON.stringify(v)}`);
-    return { provider: v.slice(0, i), url: v.slice(i + 1) };
+  return values.map((value) => {
+    const separator = value.indexOf('=');
+    if (separator <= 0) throw new UsageError(`--review-link must be provider=url, got ${JSON.stringify(value)}`);
+    return { provider: value.slice(0, separator), url: value.slice(separator + 1) };
   });
 }
 
 /** `EMAIL:0,SMS:60` → steps. */
-function steps(text: string): Array<{ channel: string; delayMinutes: number }> {
-  return text.split(',').map((part) => {
-    const m = /^\s*([A-Za-z][A-Za-z0-9_]*)(?::(\d+))?\s*$/.exec(part);
-    if (!m) throw new UsageError(`--steps must look like EMAIL:0,SMS:60, got ${JSON.stringify(text)}`);
-    return { channel: m[1].toUpperCase(), delayMinutes: m[2] === undefined ? 0 : Number(m[2]) };
+function steps(list: string): Array<{ channel: string; delayMinutes: number }> {
+  return list.split(',').map((part) => {
+    const match = /^\s*([A-Za-z][A-Za-z0-9_]*)(?::(\d+))?\s*$/.exec(part);
+    if (!match) throw new UsageError(`--steps must look like EMAIL:0,SMS:60, got ${JSON.stringify(list)}`);
+    const [, channel, delay] = match;
+    return { channel: channel.toUpperCase(), delayMinutes: delay === undefined ? 0 : Number(delay) };
   });
 }
 
+const LOCATION_FIELDS = { name: 'name', address: 'address', city: 'city', 'time-zone': 'timeZone' };
 const locationFlags = (nameRequired: boolean): Record<string, FlagSpec> => ({
   org,
   name: { kind: 'string', required: nameRequired, help: 'location name' },
@@ -92,91 +101,102 @@ const locationFlags = (nameRequired: boolean): Record<string, FlagSpec> => ({
   'review-link': { kind: 'list', help: 'provider=https://… (repeat for several)' },
 });
 
+/** A channel key as the API spells it (upper case). */
+const channelOf = (flags: Flags): string => text(flags, 'channel').toUpperCase();
+
 export const COMMANDS: Record<string, Command> = {
-  'orgs:create': { summary: 'Create an organization', flags: orgFlags(true), request: (f) => ({ method: 'POST', path: '/organizations', body: pick(f, ORG_FIELDS) }) },
+  'orgs:create': { summary: 'Create an organization', flags: orgFlags(true), request: (flags) => ({ method: 'POST', path: '/organizations', body: pick(flags, ORG_FIELDS) }) },
   'orgs:list': {
     summary: 'List organizations (one page)',
     flags: { limit: { kind: 'int', help: 'page size, 1..500' }, after: { kind: 'string', help: 'nextAfter of the previous page' } },
-    request: (f) => {
-      const q = new URLSearchParams();
-      if (f.limit !== undefined) q.set('limit', String(f.limit));
-      if (f.after !== undefined) q.set('after', s(f.after));
-      return { method: 'GET', path: `/organizations${q.size ? `?${q}` : ''}` };
+    request: (flags) => {
+      const query = new URLSearchParams();
+      if (flags.limit !== undefined) query.set('limit', String(flags.limit));
+      if (flags.after !== undefined) query.set('after', text(flags, 'after'));
+      return { method: 'GET', path: `/organizations${query.size ? `?${query}` : ''}` };
     },
   },
-  'orgs:get': { summary: 'Get an organization', flags: { org }, request: (f) => ({ method: 'GET', path: `/organizations/${enc(s(f.org))}` }) },
-  'orgs:update': { summary: 'Update an organization (only the flags given)', flags: { org, ...orgFlags(false) }, request: (f) => ({ method: 'PATCH', path: `/organizations/${enc(s(f.org))}`, body: pick(f, ORG_FIELDS) }) },
+  'orgs:get': { summary: 'Get an organization', flags: { org }, request: (flags) => ({ method: 'GET', path: orgPath(flags) }) },
+  'orgs:update': { summary: 'Update an organization (only the flags given)', flags: { org, ...orgFlags(false) }, request: (flags) => ({ method: 'PATCH', path: orgPath(flags), body: pick(flags, ORG_FIELDS) }) },
 
   'keys:issue': {
     summary: 'Issue an API key (the secret is printed once)',
     flags: { org, name: { kind: 'string', help: 'label' }, scopes: { kind: 'string', help: 'comma-separated; default every scope' } },
-    request: (f) => ({ method: 'POST', path: `/organizations/${enc(s(f.org))}/api-keys`, body: { ...pick(f, { name: 'name' }), ...(f.scopes !== undefined ? { scopes: s(f.scopes).split(',').map((x) => x.trim()).filter(Boolean) } : {}) } }),
+    request: (flags) => ({
+      method: 'POST',
+      path: orgPath(flags, 'api-keys'),
+      body: { ...pick(flags, { name: 'name' }), ...(flags.scopes !== undefined ? { scopes: text(flags, 'scopes').split(',').map((scope) => scope.trim()).filter(Boolean) } : {}) },
+    }),
   },
-  'keys:list': { summary: 'List API keys', flags: { org }, request: (f) => ({ method: 'GET', path: `/organizations/${enc(s(f.org))}/api-keys` }) },
-  'keys:revoke': { summary: 'Revoke an API key', flags: { org, key: { kind: 'string', required: true, help: 'key id' } }, request: (f) => ({ method: 'DELETE', path: `/organizations/${enc(s(f.org))}/api-keys/${enc(s(f.key))}` }) },
+  'keys:list': { summary: 'List API keys', flags: { org }, request: (flags) => ({ method: 'GET', path: orgPath(flags, 'api-keys') }) },
+  'keys:revoke': { summary: 'Revoke an API key', flags: { org, key: requiredId('key id') }, request: (flags) => ({ method: 'DELETE', path: orgPath(flags, 'api-keys', text(flags, 'key')) }) },
 
   'locations:create': {
     summary: 'Create a location',
     flags: locationFlags(true),
-    request: (f) => ({ method: 'POST', path: `/organizations/${enc(s(f.org))}/locations`, body: { ...pick(f, { name: 'name', address: 'address', city: 'city', 'time-zone': 'timeZone' }), ...(f['review-link'] ? { reviewLinks: reviewLinks(f['review-link'] as string[]) } : {}) } }),
+    request: (flags) => ({
+      method: 'POST',
+      path: orgPath(flags, 'locations'),
+      body: { ...pick(flags, LOCATION_FIELDS), ...(flags['review-link'] ? { reviewLinks: reviewLinks(flags['review-link'] as string[]) } : {}) },
+    }),
   },
-  'locations:list': { summary: 'List locations', flags: { org }, request: (f) => ({ method: 'GET', path: `/organizations/${enc(s(f.org))}/locations` }) },
-  'locations:get': { summary: 'Get a location', flags: { org, location: { kind: 'string', required: true, help: 'location id' } }, request: (f) => ({ method: 'GET', path: `/organizations/${enc(s(f.org))}/locations/${enc(s(f.location))}` }) },
+  'locations:list': { summary: 'List locations', flags: { org }, request: (flags) => ({ method: 'GET', path: orgPath(flags, 'locations') }) },
+  'locations:get': { summary: 'Get a location', flags: { org, location: requiredId('location id') }, request: (flags) => ({ method: 'GET', path: orgPath(flags, 'locations', text(flags, 'location')) }) },
   'locations:update': {
     summary: 'Update a location (only the flags given; --review-link replaces all links)',
-    flags: { ...locationFlags(false), location: { kind: 'string', required: true, help: 'location id' }, 'clear-review-links': { kind: 'switch', help: 'remove every review link' } },
-    request: (f) => {
-      const body: Record<string, unknown> = pick(f, { name: 'name', address: 'address', city: 'city', 'time-zone': 'timeZone' });
-      if (f['review-link'] && f['clear-review-links']) throw new UsageError('give --review-link or --clear-review-links, not both');
-      if (f['review-link']) body.reviewLinks = reviewLinks(f['review-link'] as string[]);
-      if (f['clear-review-links']) body.reviewLinks = [];
-      return { method: 'PATCH', path: `/organizations/${enc(s(f.org))}/locations/${enc(s(f.location))}`, body };
+    flags: { ...locationFlags(false), location: requiredId('location id'), 'clear-review-links': { kind: 'switch', help: 'remove every review link' } },
+    request: (flags) => {
+      const body: Record<string, unknown> = pick(flags, LOCATION_FIELDS);
+      if (flags['review-link'] && flags['clear-review-links']) throw new UsageError('give --review-link or --clear-review-links, not both');
+      if (flags['review-link']) body.reviewLinks = reviewLinks(flags['review-link'] as string[]);
+      if (flags['clear-review-links']) body.reviewLinks = [];
+      return { method: 'PATCH', path: orgPath(flags, 'locations', text(flags, 'location')), body };
     },
   },
-  'locations:delete': { summary: 'Delete a location', flags: { org, location: { kind: 'string', required: true, help: 'location id' } }, request: (f) => ({ method: 'DELETE', path: `/organizations/${enc(s(f.org))}/locations/${enc(s(f.location))}` }) },
+  'locations:delete': { summary: 'Delete a location', flags: { org, location: requiredId('location id') }, request: (flags) => ({ method: 'DELETE', path: orgPath(flags, 'locations', text(flags, 'location')) }) },
 
   'flows:create': {
     summary: 'Create a flow',
-    flags: { org, name: { kind: 'string', required: true, help: 'flow name' }, steps: { kind: 'string', required: true, help: 'CHANNEL:delayMinutes,… e.g. EMAIL:0,SMS:60' }, default: { kind: 'switch', help: 'make it the default flow' } },
-    request: (f) => ({ method: 'POST', path: `/organizations/${enc(s(f.org))}/flows`, body: { name: f.name, steps: steps(s(f.steps)), ...(f.default ? { isDefault: true } : {}) } }),
+    flags: { org, name: requiredId('flow name'), steps: requiredId('CHANNEL:delayMinutes,… e.g. EMAIL:0,SMS:60'), default: { kind: 'switch', help: 'make it the default flow' } },
+    request: (flags) => ({ method: 'POST', path: orgPath(flags, 'flows'), body: { name: flags.name, steps: steps(text(flags, 'steps')), ...(flags.default ? { isDefault: true } : {}) } }),
   },
-  'flows:list': { summary: 'List flows', flags: { org }, request: (f) => ({ method: 'GET', path: `/organizations/${enc(s(f.org))}/flows` }) },
+  'flows:list': { summary: 'List flows', flags: { org }, request: (flags) => ({ method: 'GET', path: orgPath(flags, 'flows') }) },
   'flows:update': {
     summary: 'Replace the name and steps of a flow',
-    flags: { org, flow: { kind: 'string', required: true, help: 'flow id' }, name: { kind: 'string', required: true, help: 'flow name' }, steps: { kind: 'string', required: true, help: 'CHANNEL:delayMinutes,…' } },
-    request: (f) => ({ method: 'PUT', path: `/organizations/${enc(s(f.org))}/flows/${enc(s(f.flow))}`, body: { name: f.name, steps: steps(s(f.steps)) } }),
+    flags: { org, flow: requiredId('flow id'), name: requiredId('flow name'), steps: requiredId('CHANNEL:delayMinutes,…') },
+    request: (flags) => ({ method: 'PUT', path: orgPath(flags, 'flows', text(flags, 'flow')), body: { name: flags.name, steps: steps(text(flags, 'steps')) } }),
   },
-  'flows:set-default': { summary: "Make a flow the organization's default", flags: { org, flow: { kind: 'string', required: true, help: 'flow id' } }, request: (f) => ({ method: 'POST', path: `/organizations/${enc(s(f.org))}/flows/${enc(s(f.flow))}/default` }) },
+  'flows:set-default': { summary: "Make a flow the organization's default", flags: { org, flow: requiredId('flow id') }, request: (flags) => ({ method: 'POST', path: orgPath(flags, 'flows', text(flags, 'flow'), 'default') }) },
 
-  'templates:list': { summary: 'List message templates', flags: { org }, request: (f) => ({ method: 'GET', path: `/organizations/${enc(s(f.org))}/templates` }) },
+  'templates:list': { summary: 'List message templates', flags: { org }, request: (flags) => ({ method: 'GET', path: orgPath(flags, 'templates') }) },
   'templates:set': {
     summary: "Set a channel's message template",
-    flags: { org, channel: { kind: 'string', required: true, help: 'EMAIL, SMS, MAX, TELEGRAM, …' }, subject: { kind: 'string', help: 'EMAIL only' }, body: { kind: 'string', required: true, help: 'text with {{name}}, {{location}}, {{link}}' } },
-    request: (f) => ({ method: 'PUT', path: `/organizations/${enc(s(f.org))}/templates/${enc(s(f.channel).toUpperCase())}`, body: pick(f, { subject: 'subject', body: 'body' }) }),
+    flags: { org, channel: requiredId('EMAIL, SMS, MAX, TELEGRAM, …'), subject: { kind: 'string', help: 'EMAIL only' }, body: requiredId('text with {{name}}, {{location}}, {{link}}') },
+    request: (flags) => ({ method: 'PUT', path: orgPath(flags, 'templates', channelOf(flags)), body: pick(flags, { subject: 'subject', body: 'body' }) }),
   },
-  'templates:reset': { summary: "Go back to a channel's default template", flags: { org, channel: { kind: 'string', required: true, help: 'channel key' } }, request: (f) => ({ method: 'DELETE', path: `/organizations/${enc(s(f.org))}/templates/${enc(s(f.channel).toUpperCase())}` }) },
+  'templates:reset': { summary: "Go back to a channel's default template", flags: { org, channel: requiredId('channel key') }, request: (flags) => ({ method: 'DELETE', path: orgPath(flags, 'templates', channelOf(flags)) }) },
 
-  'channels:list': { summary: 'Which channels are configured', flags: { org }, request: (f) => ({ method: 'GET', path: `/organizations/${enc(s(f.org))}/channels` }) },
+  'channels:list': { summary: 'Which channels are configured', flags: { org }, request: (flags) => ({ method: 'GET', path: orgPath(flags, 'channels') }) },
   'channels:set': {
     summary: 'Configure a channel',
-    flags: { org, channel: { kind: 'string', required: true, help: 'channel key' }, configured: { kind: 'bool', required: true, help: 'true | false' } },
-    request: (f) => ({ method: 'PUT', path: `/organizations/${enc(s(f.org))}/channels/${enc(s(f.channel).toUpperCase())}`, body: { configured: f.configured } }),
+    flags: { org, channel: requiredId('channel key'), configured: { kind: 'bool', required: true, help: 'true | false' } },
+    request: (flags) => ({ method: 'PUT', path: orgPath(flags, 'channels', channelOf(flags)), body: { configured: flags.configured } }),
   },
 
   'sms:credit': {
     summary: 'Add SMS parts to the balance',
     flags: { org, parts: { kind: 'int', required: true, help: 'parts to add' }, reason: { kind: 'string', help: 'kept in the ledger' } },
-    request: (f) => ({ method: 'POST', path: `/organizations/${enc(s(f.org))}/sms-balance/credits`, body: pick(f, { parts: 'parts', reason: 'reason' }) }),
+    request: (flags) => ({ method: 'POST', path: orgPath(flags, 'sms-balance', 'credits'), body: pick(flags, { parts: 'parts', reason: 'reason' }) }),
   },
 };
 
 export function parseFlags(args: string[], specs: Record<string, FlagSpec>): Flags {
   const flags: Flags = {};
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    const m = /^--([a-z][a-z0-9-]*)(?:=(.*))?$/s.exec(arg);
-    if (!m) throw new UsageError(`unexpected argument ${JSON.stringify(arg)}`);
-    const [, name, inline] = m;
+  for (let position = 0; position < args.length; position++) {
+    const arg = args[position];
+    const match = /^--([a-z][a-z0-9-]*)(?:=(.*))?$/s.exec(arg);
+    if (!match) throw new UsageError(`unexpected argument ${JSON.stringify(arg)}`);
+    const [, name, inline] = match;
     const spec = specs[name];
     if (!spec) throw new UsageError(`unknown flag --${name}`);
     if (spec.kind === 'switch') {
@@ -186,8 +206,8 @@ export function parseFlags(args: string[], specs: Record<string, FlagSpec>): Fla
     }
     let value = inline;
     if (value === undefined) {
-      if (i + 1 >= args.length || /^--[a-z]/.test(args[i + 1])) throw new UsageError(`--${name} needs a value`);
-      value = args[++i];
+      if (position + 1 >= args.length || /^--[a-z]/.test(args[position + 1])) throw new UsageError(`--${name} needs a value`);
+      value = args[++position];
     }
     if (spec.kind === 'list') flags[name] = [...((flags[name] as string[] | undefined) ?? []), value];
     else if (flags[name] !== undefined) throw new UsageError(`--${name} is given twice`);
@@ -205,9 +225,9 @@ export function parseFlags(args: string[], specs: Record<string, FlagSpec>): Fla
 
 export function usage(): string {
   const lines = ['Usage: npm run admin -- <command> [--flags]', '', 'Environment: ADMIN_URL (default http://localhost:8080), ADMIN_TOKEN (required).', '', 'Commands:'];
-  for (const [name, c] of Object.entries(COMMANDS)) {
-    lines.push(`  ${name.padEnd(18)} ${c.summary}`);
-    for (const [flag, spec] of Object.entries(c.flags)) lines.push(`      --${flag}${spec.kind === 'switch' ? '' : ' <value>'}${spec.required ? '' : ' (optional)'}  ${spec.help}`);
+  for (const [name, command] of Object.entries(COMMANDS)) {
+    lines.push(`  ${name.padEnd(18)} ${command.summary}`);
+    for (const [flag, spec] of Object.entries(command.flags)) lines.push(`      --${flag}${spec.kind === 'switch' ? '' : ' <value>'}${spec.required ? '' : ' (optional)'}  ${spec.help}`);
   }
   return lines.join('\n');
 }

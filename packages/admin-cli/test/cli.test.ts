@@ -37,10 +37,10 @@ describe('admin CLI', () => {
   });
 
   /** Runs a command; answers its exit code and the JSON it printed (stdout on success, stderr otherwise). */
-  async function admin(line: string[], e: Record<string, string> = env): Promise<{ code: number; json: any; stderr: string }> {
+  async function admin(line: string[], cliEnv: Record<string, string> = env): Promise<{ code: number; json: any; stderr: string }> {
     const out: string[] = [];
     const err: string[] = [];
-    const code = await runCli(line, e, { out: (t) => out.push(t), err: (t) => err.push(t) });
+    const code = await runCli(line, cliEnv, { out: (t) => out.push(t), err: (t) => err.push(t) });
     const text = (code === 0 ? out : err).join('\n');
     let json: unknown;
     try {
@@ -55,9 +55,9 @@ describe('admin CLI', () => {
     const used = new Set<string>();
     const run = async (line: string[]) => {
       used.add(line[0]);
-      const r = await admin(line);
-      if (r.code !== 0) throw new Error(`${line.join(' ')} failed (${r.code}): ${r.stderr}`);
-      return r.json;
+      const result = await admin(line);
+      if (result.code !== 0) throw new Error(`${line.join(' ')} failed (${result.code}): ${result.stderr}`);
+      return result.json;
     };
 
     const org = (await run(['orgs:create', '--name', 'CLI Coffee', '--plan', 'standard', '--email-confirmed', 'true', '--sms-balance', '10', '--locale', 'ru', '--time-zone', 'Europe/Moscow', '--region', 'RU'])).organization;
@@ -100,17 +100,17 @@ describe('admin CLI', () => {
 
   it('prints the problem on stderr and exits 1 when the API refuses', async () => {
     const org = (await admin(['orgs:create', '--name', 'Refused'])).json.organization;
-    const r = await admin(['locations:create', '--org', org.id, '--name', 'X', '--review-link', 'google=http://insecure.example']);
-    expect(r.code).toBe(1);
-    expect(r.json).toMatchObject({ status: 400, code: 'invalid_request', errors: [{ pointer: '/reviewLinks/0/url' }] });
+    const result = await admin(['locations:create', '--org', org.id, '--name', 'X', '--review-link', 'google=http://insecure.example']);
+    expect(result.code).toBe(1);
+    expect(result.json).toMatchObject({ status: 400, code: 'invalid_request', errors: [{ pointer: '/reviewLinks/0/url' }] });
     expect(await contacts.directory.listLocations(org.id)).toEqual([]);
     const missing = await admin(['orgs:get', '--org', '0190c3c4-0000-7000-8000-000000000000']);
     expect(missing).toMatchObject({ code: 1, json: { code: 'not_found' } });
   });
 
   it('exits 1 with the problem for a wrong token', async () => {
-    const r = await admin(['orgs:list'], { ...env, ADMIN_TOKEN: 'wrong-token-0123456789' });
-    expect(r).toMatchObject({ code: 1, json: { status: 401, code: 'invalid_admin_token' } });
+    const result = await admin(['orgs:list'], { ...env, ADMIN_TOKEN: 'wrong-token-0123456789' });
+    expect(result).toMatchObject({ code: 1, json: { status: 401, code: 'invalid_admin_token' } });
   });
 
   it.each<[string, string[], Record<string, string> | undefined, RegExp]>([
@@ -123,17 +123,17 @@ describe('admin CLI', () => {
     ['malformed steps', ['flows:create', '--org', 'x', '--name', 'n', '--steps', 'EMAIL:soon'], undefined, /--steps must look like/],
     ['a review link without provider', ['locations:create', '--org', 'x', '--name', 'n', '--review-link', 'https://x'], undefined, /provider=url/],
     ['no ADMIN_TOKEN', ['orgs:list'], { ADMIN_URL: 'http://127.0.0.1:1' }, /ADMIN_TOKEN/],
-  ])('exits 2 with a usage error for %s, without calling the API', async (_l, line, e, message) => {
+  ])('exits 2 with a usage error for %s, without calling the API', async (_label, line, cliEnv, message) => {
     const before = (await contacts.directory.listOrganizations({ limit: 500 })).organizations.length;
-    const r = await admin(line, e ?? env);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(message);
+    const result = await admin(line, cliEnv ?? env);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(message);
     expect((await contacts.directory.listOrganizations({ limit: 500 })).organizations.length).toBe(before);
   });
 
   it('exits 1 when the admin API cannot be reached', async () => {
-    const r = await admin(['orgs:list'], { ADMIN_URL: 'http://127.0.0.1:1', ADMIN_TOKEN: TOKEN });
-    expect(r).toMatchObject({ code: 1, json: { code: 'request_failed' } });
+    const result = await admin(['orgs:list'], { ADMIN_URL: 'http://127.0.0.1:1', ADMIN_TOKEN: TOKEN });
+    expect(result).toMatchObject({ code: 1, json: { code: 'request_failed' } });
   });
 
   it('prints help', async () => {
@@ -156,7 +156,7 @@ describe('admin CLI', () => {
       }
       const { stdout } = await promisify(execFile)(process.execPath, [join(dir, 'main.js'), 'orgs:create', '--name', 'From a child'], { env: { ...process.env, ...env }, timeout: 20_000 });
       expect(JSON.parse(stdout)).toMatchObject({ organization: { name: 'From a child', plan: 'trial' } });
-      const usage = await promisify(execFile)(process.execPath, [join(dir, 'main.js'), 'orgs:get'], { env: { ...process.env, ...env } }).catch((e: { code: number; stderr: string }) => e);
+      const usage = await promisify(execFile)(process.execPath, [join(dir, 'main.js'), 'orgs:get'], { env: { ...process.env, ...env } }).catch((failed: { code: number; stderr: string }) => failed);
       expect(usage).toMatchObject({ code: 2, stderr: expect.stringContaining('--org is required') });
     } finally {
       rmSync(dir, { recursive: true, force: true });

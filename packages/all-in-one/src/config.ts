@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import { readEnv, envField, type Env } from '@rrs/runtime';
 import { z } from 'zod';
 import { DEFAULT_MINUTE_MS, fastClock } from '@rrs/cascade-scheduler';
+import { isWellFormedApiKey } from '@rrs/contacts';
 
 export interface AllInOneConfig {
   host: string;
@@ -26,7 +27,7 @@ export interface AllInOneConfig {
 const REPO_ROOT = resolve(__dirname, '..', '..', '..');
 
 export function buildConfig(env: Env): AllInOneConfig {
-  const e = readEnv(
+  const vars = readEnv(
     {
       HOST: envField.host('127.0.0.1'),
       PORT: envField.port(8080),
@@ -35,9 +36,9 @@ export function buildConfig(env: Env): AllInOneConfig {
       EMBEDDED_PG_PORT: envField.port(54329),
       NATS_URL: envField.url(['nats', 'tls']).optional(),
       REDIS_URL: envField.url(['redis', 'rediss']).optional(),
-      DEMO_API_KEY: z.string().regex(/^rrs_[0-9A-Za-z]{36}$/, 'must be an API key: rrs_ followed by 36 letters and digits').optional(),
+      DEMO_API_KEY: z.string().refine(isWellFormedApiKey, 'must be an API key: rrs_ followed by 36 letters and digits, the last 6 a checksum').optional(),
       ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-      PUBLIC_BASE_URL: envField.url(['http', 'https']).optional(),
+      PUBLIC_BASE_URL: envField.baseUrl().optional(),
       DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
       NODE_ENV: envField.nodeEnv(),
       LOG_LEVEL: envField.logLevel(),
@@ -45,17 +46,17 @@ export function buildConfig(env: Env): AllInOneConfig {
     env,
   );
   return {
-    host: e.HOST,
-    port: e.PORT,
-    dataDir: resolve(e.DATA_DIR),
-    databaseUrl: e.DATABASE_URL,
-    embeddedPostgresPort: e.EMBEDDED_PG_PORT,
-    natsUrl: e.NATS_URL,
-    redisUrl: e.REDIS_URL,
-    demoApiKey: e.DEMO_API_KEY,
-    adminToken: e.ADMIN_TOKEN,
-    publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ''),
-    minuteMs: fastClock(e.DELAY_MINUTE_MS, e.NODE_ENV),
-    logLevel: e.LOG_LEVEL,
+    host: vars.HOST,
+    port: vars.PORT,
+    dataDir: resolve(vars.DATA_DIR),
+    databaseUrl: vars.DATABASE_URL,
+    embeddedPostgresPort: vars.EMBEDDED_PG_PORT,
+    natsUrl: vars.NATS_URL,
+    redisUrl: vars.REDIS_URL,
+    demoApiKey: vars.DEMO_API_KEY,
+    adminToken: vars.ADMIN_TOKEN,
+    publicBaseUrl: vars.PUBLIC_BASE_URL ?? `http://localhost:${vars.PORT}`,
+    minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
+    logLevel: vars.LOG_LEVEL,
   };
 }

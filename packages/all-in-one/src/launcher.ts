@@ -25,13 +25,14 @@ export interface RunningAllInOne {
  */
 export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext): Promise<RunningAllInOne> {
   collectProcessMetrics();
-  const log = (service: string) => ({ ...ctx, logger: ctx.logger.child({ service }) });
+  const contextOf = (service: string): ServiceContext => ({ ...ctx, logger: ctx.logger.child({ service }) });
+  const loopback = (port: number) => `127.0.0.1:${port}`;
 
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
-    const pg = await startEmbeddedPostgres({ dir: join(config.dataDir, 'postgres'), port: config.embeddedPostgresPort, logger: ctx.logger });
-    ctx.lifecycle.onStop('embedded postgres', () => pg.stop());
-    databaseUrl = pg.url;
+    const embedded = await startEmbeddedPostgres({ dir: join(config.dataDir, 'postgres'), port: config.embeddedPostgresPort, logger: ctx.logger });
+    ctx.lifecycle.onStop('embedded postgres', () => embedded.stop());
+    databaseUrl = embedded.url;
   }
 
   let bus: Bus;
@@ -45,23 +46,25 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
 
   const outbox = new SinkOutbox();
   const grpc = { grpcHost: '127.0.0.1', grpcPort: 0 };
+  // Every service is handed `bus`, so it never opens a connection of its own with these settings.
   const busConfig = { natsUrl: config.natsUrl ?? 'nats://unused', busPrefix: '' };
 
-  const contacts = await startContacts({ databaseUrl, ...grpc }, log('contacts'));
+  const contacts = await startContacts({ databaseUrl, ...grpc }, contextOf('contacts'));
+  const contactsAddress = loopback(contacts.grpcPort);
   const scheduler = await startScheduler(
-    { databaseUrl, ...busConfig, ...grpc, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: config.publicBaseUrl, minuteMs: config.minuteMs },
-    log('cascade-scheduler'),
+    { databaseUrl, ...busConfig, ...grpc, contactsAddress, publicBaseUrl: config.publicBaseUrl, minuteMs: config.minuteMs },
+    contextOf('cascade-scheduler'),
     { bus },
   );
   // Senders keep their send logs in this database and announce themselves in the channel catalog.
   const senderConfig = { ...busConfig, databaseUrl, concurrency: 16 };
-  await startEmailSender(senderConfig, log('channel-email'), { bus, outbox });
-  await startSmsSender({ ...senderConfig, contactsAddress: `127.0.0.1:${contacts.grpcPort}` }, log('channel-sms'), { bus, outbox });
-  await startMessengerSender(senderConfig, log('channel-messenger'), { bus, outbox });
+  await startEmailSender(senderConfig, contextOf('channel-email'), { bus, outbox });
+  await startSmsSender({ ...senderConfig, contactsAddress }, contextOf('channel-sms'), { bus, outbox });
+  await startMessengerSender(senderConfig, contextOf('channel-messenger'), { bus, outbox });
   const channelCatalog = await startChannelCatalog({ bus, logger: ctx.logger.child({ service: 'gateway' }) });
   ctx.lifecycle.onStop('channel catalog', () => channelCatalog.stop());
   // Loopback http receivers are the dev setting of this mode only; distributed deployments never allow them.
-  const webhooks = await startWebhooks({ databaseUrl, ...busConfig, ...grpc, allowLoopbackHttp: true, concurrency: 16, policy: DEFAULT_DELIVERY_POLICY }, log('webhooks'), { bus });
+  const webhooks = await startWebhooks({ databaseUrl, ...busConfig, ...grpc, allowLoopbackHttp: true, concurrency: 16, policy: DEFAULT_DELIVERY_POLICY }, contextOf('webhooks'), { bus });
 
   const demo = await seedDemo({
     stateFile: join(config.dataDir, 'demo.json'),
@@ -78,14 +81,14 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
     {
       host: config.host,
       port: config.port,
-      contactsAddress: `127.0.0.1:${contacts.grpcPort}`,
-      schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`,
-      webhooksAddress: `127.0.0.1:${webhooks.grpcPort}`,
+      contactsAddress,
+      schedulerAddress: loopback(scheduler.grpcPort),
+      webhooksAddress: loopback(webhooks.grpcPort),
       adminToken: demo.adminToken,
       redisUrl: config.redisUrl,
       publicBaseUrl: config.publicBaseUrl,
     },
-    log('gateway'),
+    contextOf('gateway'),
     // The dev inbox (/dev/messages, /dev/inbox) lists what the sink providers "sent".
     { channelCatalog, extraRouters: [devInboxRouter(outbox)] },
   );

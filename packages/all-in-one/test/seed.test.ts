@@ -26,7 +26,7 @@ describe('demo seed', () => {
   });
 
   it('configures every channel, sets its own EMAIL and SMS templates, and keeps a working key', async () => {
-    const recorder = { create: async (f: (typeof flows)[number]) => flows.push(f) } as unknown as Flows;
+    const recorder = { create: async (flow: (typeof flows)[number]) => flows.push(flow) } as unknown as Flows;
     const state = await seedDemo({ stateFile: join(dir, 'demo.json'), directory: contacts.directory, templates: contacts.templates, channels: contacts.channels, flows: recorder, logger: testLogger() });
     const org = state.organizationId;
     expect((await contacts.channels.list(org)).map((c) => [c.channel, c.configured])).toEqual([['EMAIL', true], ['SMS', true], ['MAX', true], ['TELEGRAM', true]]);

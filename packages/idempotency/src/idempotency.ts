@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Metadata } from '@grpc/grpc-js';
-import { AppError, counter, type Pool, type PoolClient, type ServiceContext } from '@rrs/runtime';
+import { ConflictError, counter, DomainError, inTransaction, type Pool, type PoolClient, type ServiceContext } from '@rrs/runtime';
 
 export const IDEMPOTENCY_MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 export const IDEMPOTENCY_COMPONENT = 'idempotency';
@@ -17,11 +17,14 @@ export interface IdempotencyRequest {
   fingerprint: string;
 }
 
-export function idempotencyFromMetadata(md: Metadata, organizationId: string): IdempotencyRequest | undefined {
-  const key = md.get(MD_IDEMPOTENCY_KEY)[0];
-  const fingerprint = md.get(MD_IDEMPOTENCY_FINGERPRINT)[0];
+export function idempotencyFromMetadata(metadata: Metadata, organizationId: string): IdempotencyRequest | undefined {
+  const key = metadata.get(MD_IDEMPOTENCY_KEY)[0];
+  const fingerprint = metadata.get(MD_IDEMPOTENCY_FINGERPRINT)[0];
   if (typeof key !== 'string' || key === '') return undefined;
-  if (typeof fingerprint !== 'string' || fingerprint === '') throw new AppError(400, 'invalid_request', 'an idempotency key needs a request fingerprint');
+  if (typeof fingerprint !== 'string' || fingerprint === '') {
+    // The gateway sends both; a key alone is a caller's bug, not a field the client could correct.
+    throw new DomainError('invalid', 'invalid_request', 'an idempotency key needs a request fingerprint');
+  }
   return { organizationId, key, fingerprint };
 }
 
@@ -33,11 +36,12 @@ export interface Codec<T> {
 const replays = counter({ name: 'idempotent_replays_total', help: 'Requests answered from a saved Idempotency-Key response.' });
 
 /**
- * Runs `effect` in a transaction. With an idempotency key, the response is saved in that same
+ * Runs `effect` in a transaction (the runtime's `inTransaction`, so a connection that broke inside it
+ * is destroyed, never reused). With an idempotency key, the response is saved in that same
  * transaction, so "effect happened" and "response saved" can never disagree:
  * - a repeat with the same fingerprint returns the saved response and runs nothing;
- * - a repeat with another fingerprint fails with 409 `idempotency_key_reused`;
- * - a repeat while the first is still running fails at once with 409 `idempotency_key_in_use`
+ * - a repeat with another fingerprint fails with conflict `idempotency_key_reused`;
+ * - a repeat while the first is still running fails at once with conflict `idempotency_key_in_use`
  *   (the first holds a transaction-scoped advisory lock on the key).
  * Only successful effects are saved: an effect that throws rolls back, so nothing happened and the key
  * may be used again.
@@ -49,45 +53,42 @@ export async function runIdempotent<T>(
   effect: (client: PoolClient) => Promise<T>,
   options: { ttlMs?: number } = {},
 ): Promise<{ result: T; replayed: boolean }> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    if (request) {
-      const { rows: lock } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS ok', [`${request.organizationId}:${request.key}`]);
-      if (!lock[0].ok) {
-        throw new AppError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry shortly', { details: { retryAfterSeconds: 1 } });
-      }
-      const { rows } = await client.query<{ fingerprint: string; response: Buffer }>(
-        'SELECT fingerprint, response FROM idempotency_keys WHERE organization_id = $1 AND key = $2 AND expires_at > now()',
-        [request.organizationId, request.key],
-      );
-      if (rows[0]) {
-        if (rows[0].fingerprint !== request.fingerprint) {
-          throw new AppError(409, 'idempotency_key_reused', 'this Idempotency-Key was already used with a different request');
-        }
-        await client.query('COMMIT');
-        replays.inc();
-        return { result: codec.decode(rows[0].response), replayed: true };
-      }
-    }
+  const outcome = await inTransaction(pool, async (client) => {
+    if (!request) return { result: await effect(client), replayed: false };
+    const saved = await savedResponse(client, request);
+    if (saved) return { result: codec.decode(saved), replayed: true };
     const result = await effect(client);
-    if (request) {
-      await client.query(
-        `INSERT INTO idempotency_keys (organization_id, key, fingerprint, response, expires_at)
-         VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5 / 1000.0))
-         ON CONFLICT (organization_id, key) DO UPDATE
-           SET fingerprint = excluded.fingerprint, response = excluded.response, created_at = now(), expires_at = excluded.expires_at`,
-        [request.organizationId, request.key, request.fingerprint, Buffer.from(codec.encode(result)), options.ttlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS],
-      );
-    }
-    await client.query('COMMIT');
+    await client.query(
+      `INSERT INTO idempotency_keys (organization_id, key, fingerprint, response, expires_at)
+       VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5 / 1000.0))
+       ON CONFLICT (organization_id, key) DO UPDATE
+         SET fingerprint = excluded.fingerprint, response = excluded.response, created_at = now(), expires_at = excluded.expires_at`,
+      [request.organizationId, request.key, request.fingerprint, Buffer.from(codec.encode(result)), options.ttlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS],
+    );
     return { result, replayed: false };
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
+  });
+  if (outcome.replayed) replays.inc();
+  return outcome;
+}
+
+/**
+ * Takes the key's advisory lock for this transaction and returns the live saved response of the same
+ * request, if any; refuses a key that is held by a request still running or was used with another body.
+ */
+async function savedResponse(client: PoolClient, request: IdempotencyRequest): Promise<Buffer | null> {
+  const { rows: lock } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS ok', [`${request.organizationId}:${request.key}`]);
+  if (!lock[0].ok) {
+    throw new ConflictError('idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry shortly', { details: { retryAfterSeconds: 1 } });
   }
+  const { rows } = await client.query<{ fingerprint: string; response: Buffer }>(
+    'SELECT fingerprint, response FROM idempotency_keys WHERE organization_id = $1 AND key = $2 AND expires_at > now()',
+    [request.organizationId, request.key],
+  );
+  if (!rows[0]) return null;
+  if (rows[0].fingerprint !== request.fingerprint) {
+    throw new ConflictError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request');
+  }
+  return rows[0].response;
 }
 
 /** Deletes expired keys in bounded batches; returns how many were deleted. */

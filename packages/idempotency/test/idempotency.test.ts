@@ -1,4 +1,4 @@
-import { createPool, migrate, type Pool, AppError } from '@rrs/runtime';
+import { createPool, httpStatusOf, migrate, NotFoundError, type Pool } from '@rrs/runtime';
 import { createTestDatabase, type TestDatabase } from '@rrs/testkit';
 import { IDEMPOTENCY_COMPONENT, IDEMPOTENCY_MIGRATIONS_DIR, purgeExpiredIdempotencyKeys, requestFingerprint, runIdempotent, canonicalJson } from '../src';
 
@@ -26,6 +26,11 @@ describe('runIdempotent (real PostgreSQL)', () => {
     return { id: rows[0].id, label };
   };
   const count = async (label: string) => (await pool.query('SELECT count(*)::int AS n FROM effects WHERE label = $1', [label])).rows[0].n;
+  /** The error `call` rejects with, with the HTTP status the gateway answers its kind with. */
+  const refusal = (call: Promise<unknown>) => call.then(
+    () => { throw new Error('expected a rejection'); },
+    (err: unknown) => Object.assign(err as Error, { status: httpStatusOf(err) }),
+  );
 
   it('replays the saved response and runs the effect once', async () => {
     const req = { organizationId: ORG, key: 'k1', fingerprint: requestFingerprint('POST', '/x', { a: 1, b: 2 }) };
@@ -39,7 +44,7 @@ describe('runIdempotent (real PostgreSQL)', () => {
   it('refuses the same key with another body: 409 idempotency_key_reused', async () => {
     const req = { organizationId: ORG, key: 'k2', fingerprint: requestFingerprint('POST', '/x', { a: 1 }) };
     await runIdempotent(pool, req, json, effect('two'));
-    await expect(runIdempotent(pool, { ...req, fingerprint: requestFingerprint('POST', '/x', { a: 2 }) }, json, effect('two'))).rejects.toMatchObject({ status: 409, code: 'idempotency_key_reused' });
+    expect(await refusal(runIdempotent(pool, { ...req, fingerprint: requestFingerprint('POST', '/x', { a: 2 }) }, json, effect('two')))).toMatchObject({ status: 409, code: 'idempotency_key_reused' });
     expect(await count('two')).toBe(1);
   });
 
@@ -49,7 +54,7 @@ describe('runIdempotent (real PostgreSQL)', () => {
     const ok = outcomes.filter((o) => o.status === 'fulfilled');
     const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
     expect(ok).toHaveLength(1);
-    expect(refused.every((r) => r.reason instanceof AppError && r.reason.code === 'idempotency_key_in_use')).toBe(true);
+    expect(refused.every((r) => httpStatusOf(r.reason) === 409 && r.reason.code === 'idempotency_key_in_use')).toBe(true);
     expect(await count('three')).toBe(1);
     expect((await runIdempotent(pool, req, json, effect('three'))).replayed).toBe(true);
   });
@@ -57,7 +62,7 @@ describe('runIdempotent (real PostgreSQL)', () => {
   it('saves nothing when the effect fails, so the key can be used again', async () => {
     const req = { organizationId: ORG, key: 'k4', fingerprint: 'f' };
     await expect(runIdempotent(pool, req, json, async () => {
-      throw new AppError(404, 'not_found', 'no such location');
+      throw new NotFoundError('location');
     })).rejects.toMatchObject({ code: 'not_found' });
     expect((await runIdempotent(pool, req, json, effect('four'))).replayed).toBe(false);
   });
@@ -74,6 +79,25 @@ describe('runIdempotent (real PostgreSQL)', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(await purgeExpiredIdempotencyKeys(pool)).toBeGreaterThanOrEqual(1);
     expect((await runIdempotent(pool, { ...req, fingerprint: 'other' }, json, effect('six'))).replayed).toBe(false);
+  });
+
+  it('drops a connection that died inside the effect: nothing is saved and the key works again on a fresh connection', async () => {
+    const single = createPool({ url: db.url, schema: 'svc', max: 1 });
+    const backendPid = async () => (await single.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    try {
+      const dead = await backendPid();
+      const req = { organizationId: ORG, key: 'k7', fingerprint: 'a' };
+      await expect(runIdempotent(single, req, json, async (client) => {
+        await pool.query('SELECT pg_terminate_backend($1)', [dead]);
+        return effect('seven')(client);
+      })).rejects.toThrow();
+      expect(await count('seven')).toBe(0);
+      expect((await runIdempotent(single, req, json, effect('seven'))).replayed).toBe(false);
+      expect(await count('seven')).toBe(1);
+      expect(await backendPid()).not.toBe(dead);
+    } finally {
+      await single.end();
+    }
   });
 
   it('canonicalizes nested bodies', () => {

@@ -27,25 +27,86 @@ function redactIfSecret(variable: string, value: string): string {
   return /KEY|TOKEN|SECRET|PASSWORD|URL/.test(variable) ? '<redacted>' : value;
 }
 
+function urlField(protocols: string[]) {
+  return z.string().refine((value) => {
+    try {
+      return protocols.includes(new URL(value).protocol.replace(/:$/, ''));
+    } catch {
+      return false;
+    }
+  }, `must be a URL with scheme ${protocols.join(' or ')}`);
+}
+
 /** Field helpers for env shapes. */
 export const envField = {
   port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
   int: (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback),
-  url: (protocols: string[]) =>
-    z.string().refine((v) => {
-      try {
-        return protocols.includes(new URL(v).protocol.replace(/:$/, ''));
-      } catch {
-        return false;
-      }
-    }, `must be a URL with scheme ${protocols.join(' or ')}`),
+  url: urlField,
+  /** An absolute http(s) base for links (`<base>/r/<token>`), read without trailing slashes. */
+  baseUrl: () => urlField(['http', 'https']).transform((url) => url.replace(/\/+$/, '')),
   bool: (fallback: boolean) =>
     z
       .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' })
       .default(fallback ? 'true' : 'false')
-      .transform((v) => v === 'true' || v === '1' || v === 'yes'),
+      .transform((value) => value === 'true' || value === '1' || value === 'yes'),
   host: (fallback = '0.0.0.0') => z.string().min(1).default(fallback),
+  /** Another service's gRPC address, `host:port` (no scheme). */
+  address: (fallback: string) => z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port').default(fallback),
   busPrefix: () => z.string().regex(/^[a-z][a-z0-9]{0,31}$/, 'must be lower-case letters and digits').default(''),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   nodeEnv: () => z.enum(['production', 'development', 'test']).default('development'),
 };
+
+/**
+ * The variables every gRPC service reads besides its two ports: its database, the interfaces it
+ * listens on and its log level. A service spreads this into its own shape next to its ports (their
+ * defaults differ per service, so services can run side by side on one host) and reads the common
+ * part back with `grpcServiceConfig`:
+ *
+ *     const vars = readEnv({ ...grpcServiceEnvShape, GRPC_PORT: envField.port(50051), OPS_PORT: envField.port(9464), … }, env);
+ *     return { ...grpcServiceConfig(vars), … };
+ */
+export const grpcServiceEnvShape = {
+  DATABASE_URL: envField.url(['postgres', 'postgresql']),
+  GRPC_HOST: envField.host(),
+  OPS_HOST: envField.host(),
+  LOG_LEVEL: envField.logLevel(),
+};
+
+export type GrpcServiceEnv = z.infer<z.ZodObject<typeof grpcServiceEnvShape>> & { GRPC_PORT: number; OPS_PORT: number };
+
+export interface GrpcServiceConfig {
+  databaseUrl: string;
+  grpcHost: string;
+  grpcPort: number;
+  opsHost: string;
+  opsPort: number;
+  logLevel: string;
+}
+
+export function grpcServiceConfig(vars: GrpcServiceEnv): GrpcServiceConfig {
+  return {
+    databaseUrl: vars.DATABASE_URL,
+    grpcHost: vars.GRPC_HOST,
+    grpcPort: vars.GRPC_PORT,
+    opsHost: vars.OPS_HOST,
+    opsPort: vars.OPS_PORT,
+    logLevel: vars.LOG_LEVEL,
+  };
+}
+
+/** The variables of a service that connects to the bus itself; read back with `busConfig`. */
+export const busEnvShape = {
+  NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
+  BUS_PREFIX: envField.busPrefix(),
+};
+
+/** Where a service's own bus connection goes: the JetStream server and the prefix of its streams and subjects. */
+export interface BusConfig {
+  natsUrl: string;
+  busPrefix: string;
+}
+
+export function busConfig(vars: z.infer<z.ZodObject<typeof busEnvShape>>): BusConfig {
+  return { natsUrl: vars.NATS_URL, busPrefix: vars.BUS_PREFIX };
+}

@@ -1,7 +1,9 @@
 import { connectJetStreamBus, type Bus } from './bus';
 import { createPool, migrate, type Pool, type PoolOptions } from './db';
 import type { Logger } from 'pino';
+import type { BusConfig } from './config';
 import { ConfigError } from './errors';
+import { startGrpcServer, type GrpcServerOptions } from './grpc';
 import { Health, startOpsServer } from './health';
 import { Lifecycle } from './lifecycle';
 import { createLogger } from './logger';
@@ -21,38 +23,53 @@ export function createServiceContext(service: string, level = 'info'): ServiceCo
   return { logger, health: new Health(), lifecycle: new Lifecycle(logger) };
 }
 
-export interface RunServiceOptions<C> {
+export interface RunServiceOptions<C, R = unknown> {
+  /** The service's name: in its logs, its traces and a configuration error's message. */
   name: string;
   buildConfig: (env: NodeJS.ProcessEnv) => C & { logLevel: string; opsPort?: number; opsHost?: string };
-  start: (config: C, ctx: ServiceContext) => Promise<unknown>;
+  start: (config: C, ctx: ServiceContext) => Promise<R>;
+  /** How a configuration error introduces the program on stderr, when not by `name`. */
+  displayName?: string;
+  /** The OpenTelemetry service name, when not `name`. */
+  tracingName?: string;
+  /** Called once the service is ready, e.g. to print where it can be reached. */
+  onReady?: (running: R, config: C) => void;
 }
 
 /**
- * The body of every service's `main.ts`: config from the environment (exiting with a message that
- * names the variable when it is wrong), start, then ready, with graceful shutdown on SIGTERM.
+ * The config from the environment; on a wrong variable the process exits 78 (EX_CONFIG) with a message
+ * that names it, before anything has started.
  */
-export async function runService<C>(options: RunServiceOptions<C>): Promise<void> {
-  let config: ReturnType<RunServiceOptions<C>['buildConfig']>;
+export function configOrExit<C>(label: string, buildConfig: (env: NodeJS.ProcessEnv) => C): C {
   try {
-    config = options.buildConfig(process.env);
+    return buildConfig(process.env);
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`${options.name}: invalid configuration: ${err.message}\n`);
+      process.stderr.write(`${label}: invalid configuration: ${err.message}\n`);
       process.exit(78);
     }
     throw err;
   }
+}
+
+/**
+ * The body of every `main.ts`: config from the environment (exiting with a message that names the
+ * variable when it is wrong), start, then ready, with graceful shutdown on SIGTERM.
+ */
+export async function runService<C, R = unknown>(options: RunServiceOptions<C, R>): Promise<void> {
+  const config = configOrExit(options.displayName ?? options.name, options.buildConfig);
   const ctx = createServiceContext(options.name, config.logLevel);
   collectProcessMetrics();
   // Registered first so it stops last: spans of the shutdown itself are still exported.
-  const tracing = startTracing({ serviceName: options.name });
+  const tracing = startTracing({ serviceName: options.tracingName ?? options.name });
   if (tracing) {
     ctx.lifecycle.onStop('tracing', () => tracing.shutdown());
     ctx.logger.info('OpenTelemetry tracing on (OTLP export)');
   }
   ctx.lifecycle.handleSignals();
+  let running: R;
   try {
-    await options.start(config, ctx);
+    running = await options.start(config, ctx);
     if (config.opsPort !== undefined) {
       const ops = await startOpsServer({ host: config.opsHost ?? '0.0.0.0', port: config.opsPort, health: ctx.health, logger: ctx.logger });
       ctx.lifecycle.onStop('ops server', () => ops.close());
@@ -66,15 +83,33 @@ export async function runService<C>(options: RunServiceOptions<C>): Promise<void
     await ctx.lifecycle.shutdown('start failed');
     process.exit(1);
   }
+  options.onReady?.(running, config);
 }
 
 /**
- * The bus a service uses: the one handed in (all-in-one mode, tests) or a JetStream connection it owns
- * and closes last on shutdown; either way with tracing and consumer-lag metrics (see busObservability).
+ * A service's gRPC server on host:port (0 = any free port) with its services and grpc.health.v1
+ * following the process readiness; on shutdown it refuses new calls and drains those in flight.
+ * Returns the port it listens on.
  */
-export async function openBus(config: { natsUrl: string; busPrefix: string }, ctx: ServiceContext, name: string, provided?: Bus): Promise<Bus> {
+export async function serveGrpc(
+  ctx: ServiceContext,
+  options: { name: string; host: string; port: number; services: GrpcServerOptions['services']; logFields?: Record<string, unknown> },
+): Promise<number> {
+  const server = await startGrpcServer({ host: options.host, port: options.port, services: options.services, health: ctx.health, logger: ctx.logger });
+  ctx.lifecycle.onStop(`${options.name} gRPC server`, () => server.stop());
+  ctx.logger.info({ ...options.logFields, port: server.port }, `${options.name} gRPC listening`);
+  return server.port;
+}
+
+/**
+ * The bus a service uses: the one handed in (all-in-one mode, tests), or else a JetStream connection
+ * to `natsUrl` it owns and closes last on shutdown; either way with tracing and consumer-lag metrics
+ * (see busObservability). Connection settings are needed only when no bus is handed in.
+ */
+export async function openBus(config: Partial<BusConfig>, ctx: ServiceContext, name: string, provided?: Bus): Promise<Bus> {
   if (provided) return observeBus(provided);
-  const bus = observeBus(await connectJetStreamBus({ url: config.natsUrl, prefix: config.busPrefix, name }));
+  if (!config.natsUrl) throw new Error(`${name}: no bus was handed in and no NATS URL is configured`);
+  const bus = observeBus(await connectJetStreamBus({ url: config.natsUrl, prefix: config.busPrefix ?? '', name }));
   await bus.ensureStreams();
   ctx.lifecycle.onStop('bus', () => bus.close());
   return bus;
@@ -98,7 +133,7 @@ export interface ServiceDatabaseOptions {
 export async function openServiceDatabase(ctx: ServiceContext, options: ServiceDatabaseOptions): Promise<Pool> {
   const pool = createPool({ url: options.url, schema: options.schema, applicationName: options.applicationName ?? options.schema, max: options.max, logger: ctx.logger, settings: options.settings });
   ctx.lifecycle.onStop(`${options.schema} pool`, () => pool.end());
-  for (const m of options.migrations) await migrate(pool, { schema: options.schema, dir: m.dir, component: m.component, logger: ctx.logger });
+  for (const migrations of options.migrations) await migrate(pool, { schema: options.schema, dir: migrations.dir, component: migrations.component, logger: ctx.logger });
   ctx.health.addCheck(`${options.schema}-postgres`, async () => {
     await pool.query('SELECT 1');
   });

@@ -12,14 +12,16 @@ const BODY_LENGTH = 30;
 const KEY_PATTERN = /^rrs_[0-9A-Za-z]{36}$/;
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
+const CHECKSUM_LENGTH = 6;
+
 function checksum(text: string): string {
-  let n = crc32(Buffer.from(text));
-  let out = '';
-  for (let i = 0; i < 6; i++) {
-    out = ALPHABET[n % 62] + out;
-    n = Math.floor(n / 62);
+  let remaining = crc32(Buffer.from(text));
+  let digits = '';
+  for (let position = 0; position < CHECKSUM_LENGTH; position++) {
+    digits = ALPHABET[remaining % 62] + digits;
+    remaining = Math.floor(remaining / 62);
   }
-  return out;
+  return digits;
 }
 
 export function generateApiKey(): string {
@@ -29,7 +31,7 @@ export function generateApiKey(): string {
 
 export function isWellFormedApiKey(key: string): boolean {
   if (!KEY_PATTERN.test(key)) return false;
-  return checksum(key.slice(0, -6)) === key.slice(-6);
+  return checksum(key.slice(0, -CHECKSUM_LENGTH)) === key.slice(-CHECKSUM_LENGTH);
 }
 
 export function hashApiKey(key: string): Buffer {

@@ -1,5 +1,5 @@
 import type { Pool } from '@rrs/runtime';
-import { checkChannelKey, KNOWN_CHANNELS, localeOf } from './templates';
+import { checkChannelKey, localeOf, shownChannels } from './templates';
 
 export interface ChannelConfiguration {
   channel: string;
@@ -16,9 +16,8 @@ export class ChannelSettings {
       'SELECT channel, configured FROM channel_configurations WHERE organization_id = $1 ORDER BY channel',
       [organizationId],
     );
-    const set = new Map(rows.map((r) => [r.channel, r.configured]));
-    const channels = [...KNOWN_CHANNELS, ...rows.map((r) => r.channel).filter((c) => !(KNOWN_CHANNELS as readonly string[]).includes(c))];
-    return channels.map((channel) => ({ channel, configured: set.get(channel) ?? false }));
+    const configured = new Map(rows.map((row) => [row.channel, row.configured]));
+    return shownChannels(rows.map((row) => row.channel)).map((channel) => ({ channel, configured: configured.get(channel) ?? false }));
   }
 
   async set(input: { organizationId: string; channel: string; configured: boolean }): Promise<ChannelConfiguration> {

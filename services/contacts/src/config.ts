@@ -1,34 +1,23 @@
-import { readEnv, envField, type Env } from '@rrs/runtime';
+import { envField, grpcServiceConfig, grpcServiceEnvShape, readEnv, type Env, type GrpcServiceConfig } from '@rrs/runtime';
+import { DEFAULT_IDEMPOTENCY_TTL_MS } from '@rrs/idempotency';
 import { z } from 'zod';
 
-export interface ContactsConfig {
-  databaseUrl: string;
-  grpcHost: string;
-  grpcPort: number;
-  opsPort: number;
-  logLevel: string;
+export interface ContactsConfig extends GrpcServiceConfig {
   /** How long a saved Idempotency-Key response of POST /contacts is kept. */
   idempotencyTtlMs: number;
 }
 
+const HOUR_MS = 3_600_000;
+
 export function buildConfig(env: Env): ContactsConfig {
-  const e = readEnv(
+  const vars = readEnv(
     {
-      DATABASE_URL: envField.url(['postgres', 'postgresql']),
-      GRPC_HOST: envField.host(),
+      ...grpcServiceEnvShape,
       GRPC_PORT: envField.port(50051),
       OPS_PORT: envField.port(9464),
-      LOG_LEVEL: envField.logLevel(),
-      IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive('must be a positive number of hours').max(24 * 30, 'must be at most 720 hours').default(24),
+      IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive('must be a positive number of hours').max(24 * 30, 'must be at most 720 hours').default(DEFAULT_IDEMPOTENCY_TTL_MS / HOUR_MS),
     },
     env,
   );
-  return {
-    databaseUrl: e.DATABASE_URL,
-    grpcHost: e.GRPC_HOST,
-    grpcPort: e.GRPC_PORT,
-    opsPort: e.OPS_PORT,
-    logLevel: e.LOG_LEVEL,
-    idempotencyTtlMs: Math.round(e.IDEMPOTENCY_TTL_HOURS * 3_600_000),
-  };
+  return { ...grpcServiceConfig(vars), idempotencyTtlMs: Math.round(vars.IDEMPOTENCY_TTL_HOURS * HOUR_MS) };
 }

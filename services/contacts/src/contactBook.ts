@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
-import { AppError, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
+import { InvalidError, NotFoundError, sendingRefused, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
+import { sendingRefusal } from '@rrs/proto';
 import { runIdempotent, type Codec, type IdempotencyRequest } from '@rrs/idempotency';
-import { asUuid, checkText, FieldErrors, invalidField, isUuid } from './validation';
+import { asUuid, checkText, FieldErrors, found, isUuid } from './validation';
 
 export interface Contact {
   id: string;
@@ -56,13 +57,13 @@ const CONTACT_COLUMNS = `id, organization_id AS "organizationId", external_id AS
 
 /** Saved responses are JSON; the dates are revived so a replay equals the first answer. */
 const upsertCodec: Codec<UpsertResult> = {
-  encode: (v) => Buffer.from(JSON.stringify(v)),
+  encode: (result) => Buffer.from(JSON.stringify(result)),
   decode: (bytes) => {
-    const v = JSON.parse(Buffer.from(bytes).toString('utf8')) as UpsertResult;
-    const c = v.contact as unknown as Record<string, string | null>;
+    const saved = JSON.parse(Buffer.from(bytes).toString('utf8')) as UpsertResult;
+    const dates = saved.contact as unknown as Record<'consentAt' | 'createdAt' | 'updatedAt', string | null>;
     return {
-      created: v.created,
-      contact: { ...v.contact, consentAt: c.consentAt ? new Date(c.consentAt) : null, createdAt: new Date(c.createdAt!), updatedAt: new Date(c.updatedAt!) },
+      created: saved.created,
+      contact: { ...saved.contact, consentAt: dates.consentAt ? new Date(dates.consentAt) : null, createdAt: new Date(dates.createdAt!), updatedAt: new Date(dates.updatedAt!) },
     };
   },
 };
@@ -78,10 +79,11 @@ export class ContactBook {
 
   /**
    * Creates or updates a contact (POST /contacts). Checks run in this order, all before any write:
-   * fields (400), sending rules when `startCascade` (402 `plan_required`, 409 `email_not_confirmed`),
-   * the location (404), and with `startCascade` a location at all (400 `/locationId`). The cascade
-   * itself is started by the caller (the gateway) with the cascade scheduler once this returns. With an Idempotency-Key the answer is saved in the same
-   * transaction as the write.
+   * fields (invalid), the sending rule when `startCascade` (payment_required `plan_required`, conflict
+   * `email_not_confirmed`), the location (not_found), and with `startCascade` a location at all (invalid
+   * `/locationId`). The cascade itself is started by the caller (the gateway) with the cascade
+   * scheduler once this returns. With an Idempotency-Key the answer is saved in the same transaction
+   * as the write.
    */
   async upsert(input: ContactSubmission, idempotency?: IdempotencyRequest): Promise<UpsertResult & { replayed: boolean }> {
     asUuid(input.organizationId, 'organization');
@@ -90,18 +92,15 @@ export class ContactBook {
         'SELECT plan, email_confirmed AS "emailConfirmed", default_region AS "defaultRegion" FROM organizations WHERE id = $1',
         [input.organizationId],
       );
-      const org = orgs[0];
-      if (!org) throw new AppError(404, 'not_found', `organization ${input.organizationId} not found`);
-      const normalized = normalize(input, org.defaultRegion);
-      if (input.startCascade) {
-        if (org.plan === 'trial') throw new AppError(402, 'plan_required', 'a trial plan cannot send messages; upgrade the plan in the account');
-        if (!org.emailConfirmed) throw new AppError(409, 'email_not_confirmed', "confirm the account's email address before sending messages");
-      }
+      const organization = found(orgs[0], `organization ${input.organizationId}`);
+      const normalized = normalize(input, organization.defaultRegion);
+      const refusal = input.startCascade ? sendingRefusal(organization) : null;
+      if (refusal) throw sendingRefused(refusal);
       if (normalized.fields.locationId) await requireLocation(client, input.organizationId, normalized.fields.locationId);
       // The cascade of `startCascade` runs at the contact's location; without one the request is refused
-      // before the write, so a 400 never leaves a saved contact behind.
+      // before the write, so a refusal never leaves a saved contact behind.
       if (input.startCascade && !(await effectiveLocation(client, input.organizationId, normalized))) {
-        throw invalidField('/locationId', 'startCascade needs the contact to have a location: send locationId (an id from GET /locations)');
+        throw InvalidError.field('/locationId', 'startCascade needs the contact to have a location: send locationId (an id from GET /locations)');
       }
       return write(client, input.organizationId, normalized);
     }, { ttlMs: this.options.idempotencyTtlMs });
@@ -113,109 +112,118 @@ export class ContactBook {
       `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE organization_id = $1 AND id = $2`,
       [asUuid(organizationId, 'organization'), asUuid(id, 'contact')],
     );
-    if (!rows[0]) throw new AppError(404, 'not_found', `contact ${id} not found`);
-    return rows[0];
+    return found(rows[0], `contact ${id}`);
   }
 
   async count(organizationId: string): Promise<number> {
-    const { rows } = await this.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts WHERE organization_id = $1', [asUuid(organizationId, 'organization')]);
-    return rows[0].n;
+    const { rows } = await this.pool.query<{ total: number }>('SELECT count(*)::int AS total FROM contacts WHERE organization_id = $1', [asUuid(organizationId, 'organization')]);
+    return rows[0].total;
   }
 }
 
 function normalize(input: ContactSubmission, defaultRegion: string): Normalized {
-  const f = new FieldErrors();
-  const out: Normalized = { externalId: null, fields: {} };
+  const errors = new FieldErrors();
+  const normalized: Normalized = { externalId: null, fields: {} };
+  const { fields } = normalized;
 
   if (input.externalId !== undefined && input.externalId !== '') {
-    checkText(f, '/externalId', input.externalId, { min: 1, max: MAX_EXTERNAL_ID_LENGTH });
-    out.externalId = input.externalId;
+    checkText(errors, '/externalId', input.externalId, { min: 1, max: MAX_EXTERNAL_ID_LENGTH });
+    normalized.externalId = input.externalId;
   }
   if (input.name !== undefined) {
-    checkText(f, '/name', input.name, { max: 200 });
-    out.fields.name = input.name === '' ? null : input.name;
+    checkText(errors, '/name', input.name, { max: 200 });
+    fields.name = input.name === '' ? null : input.name;
   }
   if (input.email !== undefined) {
     const email = input.email.trim();
-    if (email !== '' && (email.length > 254 || !emailSchema.safeParse(email).success)) f.add('/email', 'must be an email address');
-    out.fields.email = email === '' ? null : email;
+    if (email !== '' && (email.length > 254 || !emailSchema.safeParse(email).success)) errors.add('/email', 'must be an email address');
+    fields.email = email === '' ? null : email;
   }
   if (input.phone !== undefined) {
-    if (input.phone.trim() === '') out.fields.phone = null;
+    if (input.phone.trim() === '') fields.phone = null;
     else {
       const parsed = input.phone.length <= 64 ? parsePhoneNumberFromString(input.phone, { defaultCountry: defaultRegion as CountryCode }) : undefined;
-      if (!parsed || !parsed.isValid()) f.add('/phone', `is not a phone number (numbers without a country code are read as ${defaultRegion})`);
-      else out.fields.phone = parsed.number;
+      if (!parsed || !parsed.isValid()) errors.add('/phone', `is not a phone number (numbers without a country code are read as ${defaultRegion})`);
+      else fields.phone = parsed.number;
     }
   }
   if (input.locationId !== undefined) {
     // A malformed id cannot name a location; it is reported as unknown below, like any other.
-    out.fields.locationId = input.locationId === '' ? null : input.locationId;
+    fields.locationId = input.locationId === '' ? null : input.locationId;
   }
   if (input.consentAt !== undefined) {
-    if (input.consentAt === '') out.fields.consentAt = null;
+    if (input.consentAt === '') fields.consentAt = null;
     else {
-      const d = new Date(input.consentAt);
-      if (!ISO_WITH_OFFSET.test(input.consentAt) || Number.isNaN(d.getTime())) f.add('/consentAt', 'must be an ISO 8601 date-time with an offset, e.g. 2026-05-01T12:00:00+03:00');
-      else out.fields.consentAt = d;
+      const consentAt = new Date(input.consentAt);
+      if (!ISO_WITH_OFFSET.test(input.consentAt) || Number.isNaN(consentAt.getTime())) errors.add('/consentAt', 'must be an ISO 8601 date-time with an offset, e.g. 2026-05-01T12:00:00+03:00');
+      else fields.consentAt = consentAt;
     }
   }
   if (input.attributesJson !== undefined) {
-    let attributes: unknown;
-    try {
-      attributes = JSON.parse(input.attributesJson);
-    } catch {
-      attributes = undefined;
-    }
-    if (!attributes || typeof attributes !== 'object' || Array.isArray(attributes)) f.add('/attributes', 'must be a JSON object');
-    else if (Object.keys(attributes).length > MAX_ATTRIBUTE_KEYS) f.add('/attributes', `may have at most ${MAX_ATTRIBUTE_KEYS} keys`);
-    else if (Buffer.byteLength(JSON.stringify(attributes)) > MAX_ATTRIBUTES_BYTES) f.add('/attributes', `may be at most ${MAX_ATTRIBUTES_BYTES} bytes as JSON`);
-    else if (JSON.stringify(attributes).includes('\\u0000')) f.add('/attributes', 'must not contain NUL characters');
-    else out.fields.attributes = attributes as Record<string, unknown>;
+    const attributes = readAttributes(input.attributesJson);
+    if (typeof attributes === 'string') errors.add('/attributes', attributes);
+    else fields.attributes = attributes;
   }
-  if (input.flowId && !input.startCascade) f.add('/flowId', 'is only used with startCascade: true');
-  f.throwIfAny();
-  return out;
+  if (input.flowId && !input.startCascade) errors.add('/flowId', 'is only used with startCascade: true');
+  errors.throwIfAny();
+  return normalized;
+}
+
+/** The attributes object of the JSON text, or what is wrong with it. */
+function readAttributes(json: string): Record<string, unknown> | string {
+  let attributes: unknown;
+  try {
+    attributes = JSON.parse(json);
+  } catch {
+    attributes = undefined;
+  }
+  if (!attributes || typeof attributes !== 'object' || Array.isArray(attributes)) return 'must be a JSON object';
+  if (Object.keys(attributes).length > MAX_ATTRIBUTE_KEYS) return `may have at most ${MAX_ATTRIBUTE_KEYS} keys`;
+  const text = JSON.stringify(attributes);
+  if (Buffer.byteLength(text) > MAX_ATTRIBUTES_BYTES) return `may be at most ${MAX_ATTRIBUTES_BYTES} bytes as JSON`;
+  if (text.includes('\\u0000')) return 'must not contain NUL characters';
+  return attributes as Record<string, unknown>;
 }
 
 async function requireLocation(client: PoolClient, organizationId: string, locationId: string): Promise<void> {
-  const found = isUuid(locationId)
+  const live = isUuid(locationId)
     ? (await client.query('SELECT 1 FROM locations WHERE organization_id = $1 AND id = $2 AND deleted_at IS NULL', [organizationId, locationId])).rowCount
     : 0;
-  if (!found) {
-    throw new AppError(404, 'not_found', `location ${locationId} not found`, { details: { errors: [{ pointer: '/locationId', detail: 'no such location in this organization' }] } });
+  if (!live) {
+    throw new NotFoundError(`location ${locationId}`, { details: { errors: [{ pointer: '/locationId', detail: 'no such location in this organization' }] } });
   }
 }
 
 /** The location the contact will have once written: the one sent (null when cleared), else the stored one. */
-async function effectiveLocation(client: PoolClient, organizationId: string, n: Normalized): Promise<string | null> {
-  if ('locationId' in n.fields) return n.fields.locationId ?? null;
-  if (n.externalId === null) return null;
+async function effectiveLocation(client: PoolClient, organizationId: string, normalized: Normalized): Promise<string | null> {
+  if ('locationId' in normalized.fields) return normalized.fields.locationId ?? null;
+  if (normalized.externalId === null) return null;
   const { rows } = await client.query<{ locationId: string | null }>(
-    `SELECT location_id AS "locationId" FROM contacts c
-      WHERE c.organization_id = $1 AND c.external_id = $2
-        AND EXISTS (SELECT 1 FROM locations l WHERE l.id = c.location_id AND l.deleted_at IS NULL)`,
-    [organizationId, n.externalId],
+    `SELECT location_id AS "locationId" FROM contacts
+      WHERE organization_id = $1 AND external_id = $2
+        AND EXISTS (SELECT 1 FROM locations WHERE locations.id = contacts.location_id AND locations.deleted_at IS NULL)`,
+    [organizationId, normalized.externalId],
   );
   return rows[0]?.locationId ?? null;
 }
 
 const FIELD_COLUMNS = { name: 'name', email: 'email', phone: 'phone', locationId: 'location_id', consentAt: 'consent_at', attributes: 'attributes' } as const;
 
-async function write(client: PoolClient, organizationId: string, n: Normalized): Promise<UpsertResult> {
-  const keys = Object.keys(n.fields) as Array<keyof typeof FIELD_COLUMNS>;
-  const columns = keys.map((k) => FIELD_COLUMNS[k]);
-  const values = keys.map((k) => (k === 'attributes' ? JSON.stringify(n.fields.attributes) : n.fields[k]));
+async function write(client: PoolClient, organizationId: string, normalized: Normalized): Promise<UpsertResult> {
+  const { externalId, fields } = normalized;
+  const sent = Object.keys(fields) as Array<keyof typeof FIELD_COLUMNS>;
+  const columns = sent.map((field) => FIELD_COLUMNS[field]);
+  const values = sent.map((field) => (field === 'attributes' ? JSON.stringify(fields.attributes) : fields[field]));
   const insertColumns = ['id', 'organization_id', 'external_id', ...columns];
-  const placeholders = insertColumns.map((_c, i) => `$${i + 1}`);
+  const placeholders = insertColumns.map((_column, index) => `$${index + 1}`);
   // Only the fields sent are overwritten on a repeat submission; the others keep their stored value.
-  const onConflict = n.externalId === null
+  const onConflict = externalId === null
     ? ''
-    : `ON CONFLICT (organization_id, external_id) DO UPDATE SET ${[...columns.map((c) => `${c} = excluded.${c}`), 'updated_at = now()'].join(', ')}`;
+    : `ON CONFLICT (organization_id, external_id) DO UPDATE SET ${[...columns.map((column) => `${column} = excluded.${column}`), 'updated_at = now()'].join(', ')}`;
   const { rows } = await client.query<Contact & { created: boolean }>(
     `INSERT INTO contacts (${insertColumns.join(', ')}) VALUES (${placeholders.join(', ')}) ${onConflict}
      RETURNING ${CONTACT_COLUMNS}, (xmax = 0) AS created`,
-    [uuidv7(), organizationId, n.externalId, ...values],
+    [uuidv7(), organizationId, externalId, ...values],
   );
   const { created, ...contact } = rows[0];
   return { contact, created };

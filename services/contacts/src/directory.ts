@@ -1,9 +1,8 @@
-import type { Pool } from '@rrs/runtime';
-import { AppError, inTransaction, uuidv7 } from '@rrs/runtime';
+import { ConflictError, inTransaction, InvalidError, NotFoundError, UnauthenticatedError, uuidv7, type Pool } from '@rrs/runtime';
 import { DEFAULT_SCOPES, isScope } from '@rrs/proto';
 import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './apiKeys';
-import { recordLedgerEntry } from './smsBalance';
-import { asUuid, checkText, FieldErrors, isHttpsUrl, isRegion, isTimeZone, isUuid, LOCALES, PLANS } from './validation';
+import { MAX_SMS_BALANCE, recordLedgerEntry } from './smsBalance';
+import { asUuid, checkText, FieldErrors, found, isHttpsUrl, isRegion, isTimeZone, isUuid, LOCALES, PLANS } from './validation';
 
 export { asUuid } from './validation';
 
@@ -78,8 +77,7 @@ export interface LocationPatch {
   reviewLinks?: ReviewLink[];
 }
 
-/** Largest SMS balance an organization may hold; far above any real purchase, well below 2^53. */
-export const MAX_SMS_BALANCE = 1_000_000_000;
+export { MAX_SMS_BALANCE } from './smsBalance';
 export const MAX_REVIEW_LINKS = 20;
 const PROVIDER = /^[a-z0-9][a-z0-9._-]{0,31}$/;
 
@@ -89,32 +87,39 @@ const KEY_COLUMNS = `id, organization_id AS "organizationId", name, scopes, pref
 const LOCATION_COLUMNS = `id, organization_id AS "organizationId", name, address, city, time_zone AS "timeZone", review_links AS "reviewLinks",
   created_at AS "createdAt", updated_at AS "updatedAt"`;
 
-function checkOrganization(f: FieldErrors, o: OrganizationPatch): void {
-  if (o.name !== undefined) checkText(f, '/name', o.name, { min: 1, max: 200 });
-  if (o.plan !== undefined && !(PLANS as readonly string[]).includes(o.plan)) f.add('/plan', `must be one of ${PLANS.join(', ')}`);
-  if (o.locale !== undefined && !(LOCALES as readonly string[]).includes(o.locale)) f.add('/locale', `must be one of ${LOCALES.join(', ')}`);
-  if (o.timeZone !== undefined && !isTimeZone(o.timeZone)) f.add('/timeZone', 'must be an IANA time zone, e.g. Europe/Moscow');
-  if (o.defaultRegion !== undefined && !isRegion(o.defaultRegion)) f.add('/defaultRegion', 'must be an ISO 3166 alpha-2 region with a phone numbering plan, e.g. RU');
-  if (o.smsBalance !== undefined && (!Number.isSafeInteger(o.smsBalance) || o.smsBalance < 0 || o.smsBalance > MAX_SMS_BALANCE)) {
-    f.add('/smsBalance', `must be an integer from 0 to ${MAX_SMS_BALANCE}`);
+function checkOrganization(errors: FieldErrors, organization: OrganizationPatch): void {
+  const { name, plan, locale, timeZone, defaultRegion, smsBalance } = organization;
+  if (name !== undefined) checkText(errors, '/name', name, { min: 1, max: 200 });
+  if (plan !== undefined && !(PLANS as readonly string[]).includes(plan)) errors.add('/plan', `must be one of ${PLANS.join(', ')}`);
+  if (locale !== undefined && !(LOCALES as readonly string[]).includes(locale)) errors.add('/locale', `must be one of ${LOCALES.join(', ')}`);
+  if (timeZone !== undefined && !isTimeZone(timeZone)) errors.add('/timeZone', 'must be an IANA time zone, e.g. Europe/Moscow');
+  if (defaultRegion !== undefined && !isRegion(defaultRegion)) errors.add('/defaultRegion', 'must be an ISO 3166 alpha-2 region with a phone numbering plan, e.g. RU');
+  if (smsBalance !== undefined && (!Number.isSafeInteger(smsBalance) || smsBalance < 0 || smsBalance > MAX_SMS_BALANCE)) {
+    errors.add('/smsBalance', `must be an integer from 0 to ${MAX_SMS_BALANCE}`);
   }
 }
 
-function checkLocation(f: FieldErrors, l: LocationPatch): void {
-  if (l.name !== undefined) checkText(f, '/name', l.name, { min: 1, max: 200 });
-  if (l.address !== undefined) checkText(f, '/address', l.address, { max: 500 });
-  if (l.city !== undefined) checkText(f, '/city', l.city, { max: 200 });
-  if (l.timeZone !== undefined && l.timeZone !== '' && !isTimeZone(l.timeZone)) f.add('/timeZone', 'must be an IANA time zone, e.g. Europe/Moscow, or empty for the organization\'s');
-  if (l.reviewLinks !== undefined) {
-    if (l.reviewLinks.length > MAX_REVIEW_LINKS) f.add('/reviewLinks', `at most ${MAX_REVIEW_LINKS} links`);
+function checkLocation(errors: FieldErrors, location: LocationPatch): void {
+  const { name, address, city, timeZone, reviewLinks } = location;
+  if (name !== undefined) checkText(errors, '/name', name, { min: 1, max: 200 });
+  if (address !== undefined) checkText(errors, '/address', address, { max: 500 });
+  if (city !== undefined) checkText(errors, '/city', city, { max: 200 });
+  if (timeZone !== undefined && timeZone !== '' && !isTimeZone(timeZone)) errors.add('/timeZone', 'must be an IANA time zone, e.g. Europe/Moscow, or empty for the organization\'s');
+  if (reviewLinks !== undefined) {
+    if (reviewLinks.length > MAX_REVIEW_LINKS) errors.add('/reviewLinks', `at most ${MAX_REVIEW_LINKS} links`);
     const seen = new Set<string>();
-    l.reviewLinks.forEach((link, i) => {
-      if (!PROVIDER.test(link.provider)) f.add(`/reviewLinks/${i}/provider`, 'must be a lower-case provider name such as google, yandex or 2gis');
-      else if (seen.has(link.provider)) f.add(`/reviewLinks/${i}/provider`, `${link.provider} is listed twice`);
+    reviewLinks.forEach((link, index) => {
+      if (!PROVIDER.test(link.provider)) errors.add(`/reviewLinks/${index}/provider`, 'must be a lower-case provider name such as google, yandex or 2gis');
+      else if (seen.has(link.provider)) errors.add(`/reviewLinks/${index}/provider`, `${link.provider} is listed twice`);
       seen.add(link.provider);
-      if (!isHttpsUrl(link.url)) f.add(`/reviewLinks/${i}/url`, 'must be an absolute https URL');
+      if (!isHttpsUrl(link.url)) errors.add(`/reviewLinks/${index}/url`, 'must be an absolute https URL');
     });
   }
+}
+
+/** Review links as stored: exactly `{provider, url}` each, whatever else the caller's objects carry. */
+function reviewLinksJson(links: ReviewLink[]): string {
+  return JSON.stringify(links.map(({ provider, url }) => ({ provider, url })));
 }
 
 /** Organizations, their API keys and their locations. Every query is scoped to one organization. */
@@ -123,7 +128,7 @@ export class Directory {
 
   async createOrganization(input: OrganizationInput): Promise<Organization> {
     // gRPC sends unset strings as '', which mean "the default" here.
-    const o: OrganizationInput = {
+    const organization: Required<OrganizationInput> = {
       name: input.name,
       plan: input.plan || 'trial',
       emailConfirmed: input.emailConfirmed ?? false,
@@ -132,17 +137,18 @@ export class Directory {
       locale: input.locale || 'en',
       defaultRegion: input.defaultRegion || 'RU',
     };
-    const f = new FieldErrors();
-    checkOrganization(f, o);
-    f.throwIfAny();
+    const errors = new FieldErrors();
+    checkOrganization(errors, organization);
+    errors.throwIfAny();
+    const { name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion } = organization;
     return inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<Organization>(
         `INSERT INTO organizations (id, name, plan, email_confirmed, sms_balance, time_zone, locale, default_region)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${ORG_COLUMNS}`,
-        [uuidv7(), o.name, o.plan, o.emailConfirmed, o.smsBalance, o.timeZone, o.locale, o.defaultRegion],
+        [uuidv7(), name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion],
       );
-      if (o.smsBalance! > 0) {
-        await recordLedgerEntry(client, { organizationId: rows[0].id, kind: 'initial', parts: o.smsBalance!, delta: o.smsBalance!, balanceAfter: o.smsBalance!, reason: 'opening balance' });
+      if (smsBalance > 0) {
+        await recordLedgerEntry(client, { organizationId: rows[0].id, kind: 'initial', parts: smsBalance, delta: smsBalance, balanceAfter: smsBalance, reason: 'opening balance' });
       }
       return rows[0];
     });
@@ -150,15 +156,14 @@ export class Directory {
 
   async getOrganization(id: string): Promise<Organization> {
     const { rows } = await this.pool.query<Organization>(`SELECT ${ORG_COLUMNS} FROM organizations WHERE id = $1`, [asUuid(id, 'organization')]);
-    if (!rows[0]) throw new AppError(404, 'not_found', `organization ${id} not found`);
-    return rows[0];
+    return found(rows[0], `organization ${id}`);
   }
 
   /** Organizations in creation order (ids are UUIDv7), one page at a time. */
   async listOrganizations(options: { limit?: number; after?: string } = {}): Promise<{ organizations: Organization[]; nextAfter: string }> {
     const limit = options.limit || 100;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new AppError(400, 'invalid_request', 'limit must be 1 to 500', { details: { errors: [{ parameter: 'limit', detail: 'must be an integer from 1 to 500' }] } });
-    if (options.after && !isUuid(options.after)) throw new AppError(400, 'invalid_request', 'after must be an organization id', { details: { errors: [{ parameter: 'after', detail: 'must be an organization id' }] } });
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new InvalidError([{ parameter: 'limit', detail: 'must be an integer from 1 to 500' }], { message: 'limit must be 1 to 500' });
+    if (options.after && !isUuid(options.after)) throw new InvalidError([{ parameter: 'after', detail: 'must be an organization id' }], { message: 'after must be an organization id' });
     const { rows } = await this.pool.query<Organization>(
       `SELECT ${ORG_COLUMNS} FROM organizations WHERE ($1::uuid IS NULL OR id > $1::uuid) ORDER BY id LIMIT $2`,
       [options.after || null, limit + 1],
@@ -170,12 +175,12 @@ export class Directory {
   /** Changes the given fields. A new SMS balance is written to the ledger as an adjustment. */
   async updateOrganization(id: string, patch: OrganizationPatch): Promise<Organization> {
     asUuid(id, 'organization');
-    const f = new FieldErrors();
-    checkOrganization(f, patch);
-    f.throwIfAny();
+    const errors = new FieldErrors();
+    checkOrganization(errors, patch);
+    errors.throwIfAny();
     return inTransaction(this.pool, async (client) => {
-      const { rows: current } = await client.query<Organization>(`SELECT ${ORG_COLUMNS} FROM organizations WHERE id = $1 FOR UPDATE`, [id]);
-      if (!current[0]) throw new AppError(404, 'not_found', `organization ${id} not found`);
+      const { rows: locked } = await client.query<Organization>(`SELECT ${ORG_COLUMNS} FROM organizations WHERE id = $1 FOR UPDATE`, [id]);
+      const current = found(locked[0], `organization ${id}`);
       const { rows } = await client.query<Organization>(
         `UPDATE organizations SET
            name = coalesce($2, name), plan = coalesce($3, plan), email_confirmed = coalesce($4, email_confirmed),
@@ -184,8 +189,8 @@ export class Directory {
          WHERE id = $1 RETURNING ${ORG_COLUMNS}`,
         [id, patch.name ?? null, patch.plan ?? null, patch.emailConfirmed ?? null, patch.smsBalance ?? null, patch.timeZone ?? null, patch.locale ?? null, patch.defaultRegion ?? null],
       );
-      if (patch.smsBalance !== undefined && patch.smsBalance !== current[0].smsBalance) {
-        const delta = patch.smsBalance - current[0].smsBalance;
+      if (patch.smsBalance !== undefined && patch.smsBalance !== current.smsBalance) {
+        const delta = patch.smsBalance - current.smsBalance;
         await recordLedgerEntry(client, { organizationId: id, kind: 'adjustment', parts: Math.abs(delta), delta, balanceAfter: patch.smsBalance, reason: 'balance set by the account admin' });
       }
       return rows[0];
@@ -195,15 +200,15 @@ export class Directory {
   /** Issues a key. The secret is returned here and never again: only its hash is stored. */
   async issueApiKey(input: { organizationId: string; name?: string; scopes?: string[]; secret?: string }): Promise<{ apiKey: ApiKeyRecord; secret: string }> {
     await this.getOrganization(input.organizationId);
-    const f = new FieldErrors();
-    if (input.name) checkText(f, '/name', input.name, { max: 200 });
+    const errors = new FieldErrors();
+    if (input.name) checkText(errors, '/name', input.name, { max: 200 });
     const scopes = input.scopes && input.scopes.length > 0 ? input.scopes : [...DEFAULT_SCOPES];
-    scopes.forEach((s, i) => {
-      if (!isScope(s)) f.add(`/scopes/${i}`, `unknown scope ${JSON.stringify(s)}`);
+    scopes.forEach((scope, index) => {
+      if (!isScope(scope)) errors.add(`/scopes/${index}`, `unknown scope ${JSON.stringify(scope)}`);
     });
     const secret = input.secret || generateApiKey();
-    if (!isWellFormedApiKey(secret)) f.add('/secret', 'is not a well-formed API key');
-    f.throwIfAny();
+    if (!isWellFormedApiKey(secret)) errors.add('/secret', 'is not a well-formed API key');
+    errors.throwIfAny();
     const { prefix, last4 } = displayParts(secret);
     const { rows } = await this.pool.query<ApiKeyRecord>(
       `INSERT INTO api_keys (id, organization_id, name, key_hash, prefix, last4, scopes)
@@ -212,7 +217,7 @@ export class Directory {
        RETURNING ${KEY_COLUMNS}`,
       [uuidv7(), input.organizationId, input.name ?? '', hashApiKey(secret), prefix, last4, [...new Set(scopes)]],
     );
-    if (!rows[0]) throw new AppError(409, 'conflict', 'this key already exists');
+    if (!rows[0]) throw new ConflictError('conflict', 'this key already exists');
     return { apiKey: rows[0], secret };
   }
 
@@ -230,38 +235,36 @@ export class Directory {
       `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE organization_id = $1 AND id = $2 RETURNING ${KEY_COLUMNS}`,
       [organizationId, id],
     );
-    if (!rows[0]) throw new AppError(404, 'not_found', `API key ${id} not found`);
-    return rows[0];
+    return found(rows[0], `API key ${id}`);
   }
 
   /** Resolves a key to its organization and scopes; anything else is `invalid_api_key`. */
   async authenticate(secret: string): Promise<{ organization: Organization; keyId: string; scopes: string[] }> {
-    if (!isWellFormedApiKey(secret)) throw new AppError(401, 'invalid_api_key', 'the API key is malformed');
+    if (!isWellFormedApiKey(secret)) throw new UnauthenticatedError('invalid_api_key', 'the API key is malformed');
     const { rows } = await this.pool.query<{ keyId: string; scopes: string[]; revokedAt: Date | null } & Organization>(
-      `SELECT k.id AS "keyId", k.scopes, k.revoked_at AS "revokedAt",
-              o.id, o.name, o.plan, o.email_confirmed AS "emailConfirmed", o.sms_balance AS "smsBalance",
-              o.time_zone AS "timeZone", o.locale, o.default_region AS "defaultRegion", o.created_at AS "createdAt"
-         FROM api_keys k JOIN organizations o ON o.id = k.organization_id
-        WHERE k.key_hash = $1`,
+      // The key's columns are renamed in the subquery, so ORG_COLUMNS name the organization's alone.
+      `SELECT api_key.key_id AS "keyId", api_key.scopes, api_key.revoked_at AS "revokedAt", ${ORG_COLUMNS}
+         FROM (SELECT id AS key_id, organization_id, scopes, revoked_at FROM api_keys WHERE key_hash = $1) api_key
+         JOIN organizations ON organizations.id = api_key.organization_id`,
       [hashApiKey(secret)],
     );
     const row = rows[0];
-    if (!row) throw new AppError(401, 'invalid_api_key', 'the API key is not known');
-    if (row.revokedAt) throw new AppError(401, 'invalid_api_key', 'the API key has been revoked');
+    if (!row) throw new UnauthenticatedError('invalid_api_key', 'the API key is not known');
+    if (row.revokedAt) throw new UnauthenticatedError('invalid_api_key', 'the API key has been revoked');
     const { keyId, scopes, revokedAt: _revoked, ...organization } = row;
     return { organization, keyId, scopes };
   }
 
   async createLocation(input: LocationInput): Promise<Location> {
-    const l = { name: input.name, address: input.address ?? '', city: input.city ?? '', timeZone: input.timeZone ?? '', reviewLinks: input.reviewLinks ?? [] };
+    const location = { name: input.name, address: input.address ?? '', city: input.city ?? '', timeZone: input.timeZone ?? '', reviewLinks: input.reviewLinks ?? [] };
     await this.getOrganization(input.organizationId);
-    const f = new FieldErrors();
-    checkLocation(f, l);
-    f.throwIfAny();
+    const errors = new FieldErrors();
+    checkLocation(errors, location);
+    errors.throwIfAny();
     const { rows } = await this.pool.query<Location>(
       `INSERT INTO locations (id, organization_id, name, address, city, time_zone, review_links)
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${LOCATION_COLUMNS}`,
-      [uuidv7(), input.organizationId, l.name, l.address, l.city, l.timeZone, JSON.stringify(l.reviewLinks.map(({ provider, url }) => ({ provider, url })))],
+      [uuidv7(), input.organizationId, location.name, location.address, location.city, location.timeZone, reviewLinksJson(location.reviewLinks)],
     );
     return rows[0];
   }
@@ -272,25 +275,23 @@ export class Directory {
       `SELECT ${LOCATION_COLUMNS} FROM locations WHERE organization_id = $1 AND id = $2 AND deleted_at IS NULL`,
       [asUuid(organizationId, 'organization'), asUuid(id, 'location')],
     );
-    if (!rows[0]) throw new AppError(404, 'not_found', `location ${id} not found`);
-    return rows[0];
+    return found(rows[0], `location ${id}`);
   }
 
   async updateLocation(organizationId: string, id: string, patch: LocationPatch): Promise<Location> {
     asUuid(organizationId, 'organization');
     asUuid(id, 'location');
-    const f = new FieldErrors();
-    checkLocation(f, patch);
-    f.throwIfAny();
+    const errors = new FieldErrors();
+    checkLocation(errors, patch);
+    errors.throwIfAny();
     const { rows } = await this.pool.query<Location>(
       `UPDATE locations SET name = coalesce($3, name), address = coalesce($4, address), city = coalesce($5, city),
               time_zone = coalesce($6, time_zone), review_links = coalesce($7::jsonb, review_links), updated_at = now()
         WHERE organization_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING ${LOCATION_COLUMNS}`,
       [organizationId, id, patch.name ?? null, patch.address ?? null, patch.city ?? null, patch.timeZone ?? null,
-        patch.reviewLinks ? JSON.stringify(patch.reviewLinks.map(({ provider, url }) => ({ provider, url }))) : null],
+        patch.reviewLinks ? reviewLinksJson(patch.reviewLinks) : null],
     );
-    if (!rows[0]) throw new AppError(404, 'not_found', `location ${id} not found`);
-    return rows[0];
+    return found(rows[0], `location ${id}`);
   }
 
   /** Soft delete: contacts keep their reference; the location leaves lists and lookups. */
@@ -299,7 +300,7 @@ export class Directory {
       'UPDATE locations SET deleted_at = now(), updated_at = now() WHERE organization_id = $1 AND id = $2 AND deleted_at IS NULL',
       [asUuid(organizationId, 'organization'), asUuid(id, 'location')],
     );
-    if (!rowCount) throw new AppError(404, 'not_found', `location ${id} not found`);
+    if (!rowCount) throw new NotFoundError(`location ${id}`);
   }
 
   async listLocations(organizationId: string): Promise<Location[]> {

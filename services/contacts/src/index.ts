@@ -1,5 +1,5 @@
 export { buildConfig, type ContactsConfig } from './config';
-export { startContacts, type RunningContacts, SCHEMA, MIGRATIONS_DIR } from './service';
+export { startContacts, type RunningContacts, type StartContactsConfig, SCHEMA, MIGRATIONS_DIR } from './service';
 export { Directory, type Organization, type Location, type ApiKeyRecord, type ReviewLink } from './directory';
 export { ContactBook, type Contact, type ContactSubmission } from './contactBook';
 export { Templates, KNOWN_CHANNELS, PLACEHOLDERS, defaultTemplate, type MessageTemplate } from './templates';

@@ -1,8 +1,13 @@
-import { AppError, type Pool } from '@rrs/runtime';
-import { asUuid, CHANNEL_KEY, checkText, FieldErrors } from './validation';
+import { InvalidError, type Pool } from '@rrs/runtime';
+import { asUuid, checkText, FieldErrors, found, isChannelKey, MAX_CHANNEL_KEY_LENGTH } from './validation';
 
 /** Channels every organization is shown, configured or not. Other keys appear once they are set. */
 export const KNOWN_CHANNELS = ['EMAIL', 'SMS', 'MAX', 'TELEGRAM'] as const;
+
+/** The channels a list shows: the known ones, then every other key the organization has set. */
+export function shownChannels(keysSet: string[]): string[] {
+  return [...KNOWN_CHANNELS, ...keysSet.filter((key) => !(KNOWN_CHANNELS as readonly string[]).includes(key))];
+}
 
 export const PLACEHOLDERS = ['name', 'location', 'link'] as const;
 export const MAX_SUBJECT_LENGTH = 200;
@@ -43,24 +48,27 @@ const DEFAULTS: Record<Locale, { EMAIL: { subject: string; body: string }; SMS: 
 };
 
 export function defaultTemplate(locale: string, channel: string): MessageTemplate {
-  const d = DEFAULTS[(locale in DEFAULTS ? locale : 'en') as Locale];
-  if (channel === 'EMAIL') return { channel, subject: d.EMAIL.subject, body: d.EMAIL.body, isDefault: true };
-  if (channel === 'SMS') return { channel, subject: '', body: d.SMS, isDefault: true };
+  const texts = DEFAULTS[(locale in DEFAULTS ? locale : 'en') as Locale];
+  if (channel === 'EMAIL') return { channel, subject: texts.EMAIL.subject, body: texts.EMAIL.body, isDefault: true };
+  if (channel === 'SMS') return { channel, subject: '', body: texts.SMS, isDefault: true };
   // MAX, TELEGRAM and any channel added later are short text messages.
-  return { channel, subject: '', body: d.MESSENGER, isDefault: true };
+  return { channel, subject: '', body: texts.MESSENGER, isDefault: true };
 }
 
 export function checkChannelKey(channel: string): void {
-  if (!CHANNEL_KEY.test(channel)) {
-    throw new AppError(400, 'invalid_request', `channel ${JSON.stringify(channel)} is not a channel key`, {
-      details: { errors: [{ pointer: '/channel', detail: 'must be an upper-case channel key such as EMAIL, SMS, MAX or TELEGRAM (^[A-Z][A-Z0-9_]*$, at most 32 characters)' }] },
-    });
+  if (!isChannelKey(channel)) {
+    throw new InvalidError(
+      [{ pointer: '/channel', detail: `must be an upper-case channel key such as EMAIL, SMS, MAX or TELEGRAM (^[A-Z][A-Z0-9_]*$, at most ${MAX_CHANNEL_KEY_LENGTH} characters)` }],
+      { message: `channel ${JSON.stringify(channel)} is not a channel key` },
+    );
   }
 }
 
-function checkPlaceholders(f: FieldErrors, pointer: string, text: string): void {
-  for (const m of text.matchAll(/\{\{(.*?)\}\}/g)) {
-    if (!(PLACEHOLDERS as readonly string[]).includes(m[1])) f.add(pointer, `unknown placeholder ${m[0]}; the placeholders are ${PLACEHOLDERS.map((p) => `{{${p}}}`).join(', ')}`);
+function checkPlaceholders(errors: FieldErrors, pointer: string, text: string): void {
+  for (const [placeholder, name] of text.matchAll(/\{\{(.*?)\}\}/g)) {
+    if (!(PLACEHOLDERS as readonly string[]).includes(name)) {
+      errors.add(pointer, `unknown placeholder ${placeholder}; the placeholders are ${PLACEHOLDERS.map((known) => `{{${known}}}`).join(', ')}`);
+    }
   }
 }
 
@@ -75,11 +83,10 @@ export class Templates {
       'SELECT channel, subject, body FROM message_templates WHERE organization_id = $1 ORDER BY channel',
       [organizationId],
     );
-    const own = new Map(rows.map((r) => [r.channel, r]));
-    const channels = [...KNOWN_CHANNELS, ...rows.map((r) => r.channel).filter((c) => !(KNOWN_CHANNELS as readonly string[]).includes(c))];
-    return channels.map((channel) => {
-      const t = own.get(channel);
-      return t ? { channel, subject: t.subject, body: t.body, isDefault: false } : defaultTemplate(locale, channel);
+    const own = new Map(rows.map((row) => [row.channel, row]));
+    return shownChannels(rows.map((row) => row.channel)).map((channel) => {
+      const template = own.get(channel);
+      return template ? { channel, subject: template.subject, body: template.body, isDefault: false } : defaultTemplate(locale, channel);
     });
   }
 
@@ -87,18 +94,18 @@ export class Templates {
     await localeOf(this.pool, input.organizationId);
     checkChannelKey(input.channel);
     const subject = input.subject ?? '';
-    const f = new FieldErrors();
+    const errors = new FieldErrors();
     if (input.channel === 'EMAIL') {
-      checkText(f, '/subject', subject, { min: 1, max: MAX_SUBJECT_LENGTH });
-      checkPlaceholders(f, '/subject', subject);
+      checkText(errors, '/subject', subject, { min: 1, max: MAX_SUBJECT_LENGTH });
+      checkPlaceholders(errors, '/subject', subject);
     } else if (subject !== '') {
-      f.add('/subject', 'only EMAIL templates have a subject');
+      errors.add('/subject', 'only EMAIL templates have a subject');
     }
-    checkText(f, '/body', input.body, { min: 1, max: MAX_BODY_LENGTH, multiline: true });
-    checkPlaceholders(f, '/body', input.body);
+    checkText(errors, '/body', input.body, { min: 1, max: MAX_BODY_LENGTH, multiline: true });
+    checkPlaceholders(errors, '/body', input.body);
     // Without the link the message cannot lead to the review form, which is its whole purpose.
-    if (!input.body.includes('{{link}}')) f.add('/body', 'must contain the {{link}} placeholder');
-    f.throwIfAny();
+    if (!input.body.includes('{{link}}')) errors.add('/body', 'must contain the {{link}} placeholder');
+    errors.throwIfAny();
     await this.pool.query(
       `INSERT INTO message_templates (organization_id, channel, subject, body) VALUES ($1, $2, $3, $4)
        ON CONFLICT (organization_id, channel) DO UPDATE SET subject = excluded.subject, body = excluded.body, updated_at = now()`,
@@ -116,9 +123,8 @@ export class Templates {
   }
 }
 
-/** The organization's locale; 404 when the organization does not exist. */
+/** The organization's locale; `not_found` when the organization does not exist. */
 export async function localeOf(pool: Pool, organizationId: string): Promise<string> {
   const { rows } = await pool.query<{ locale: string }>('SELECT locale FROM organizations WHERE id = $1', [asUuid(organizationId, 'organization')]);
-  if (!rows[0]) throw new AppError(404, 'not_found', `organization ${organizationId} not found`);
-  return rows[0].locale;
+  return found(rows[0], `organization ${organizationId}`).locale;
 }

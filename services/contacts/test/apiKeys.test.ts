@@ -14,13 +14,13 @@ describe('API keys', () => {
 
   it('fail the checksum when one character is changed', () => {
     const key = generateApiKey();
-    const i = 10;
-    const changed = key.slice(0, i) + (key[i] === 'a' ? 'b' : 'a') + key.slice(i + 1);
+    const position = 10;
+    const changed = key.slice(0, position) + (key[position] === 'a' ? 'b' : 'a') + key.slice(position + 1);
     expect(isWellFormedApiKey(changed)).toBe(false);
   });
 
-  it.each(['', 'rrs_', 'Bearer x', 'sk_live_abc', `rrs_${'a'.repeat(35)}`, `xxx_${'a'.repeat(36)}`])('refuses %j', (k) => {
-    expect(isWellFormedApiKey(k)).toBe(false);
+  it.each(['', 'rrs_', 'Bearer x', 'sk_live_abc', `rrs_${'a'.repeat(35)}`, `xxx_${'a'.repeat(36)}`])('refuses %j', (candidate) => {
+    expect(isWellFormedApiKey(candidate)).toBe(false);
   });
 
   it('show only a prefix and the last four characters', () => {

@@ -9,12 +9,12 @@ describe('contacts config', () => {
     expect(buildConfig({ ...base, IDEMPOTENCY_TTL_HOURS: '1.5' }).idempotencyTtlMs).toBe(5_400_000);
   });
 
-  it.each(['0', '-1', 'soon', '721'])('refuses IDEMPOTENCY_TTL_HOURS=%s naming the variable', (v) => {
+  it.each(['0', '-1', 'soon', '721'])('refuses IDEMPOTENCY_TTL_HOURS=%s naming the variable', (value) => {
     let err: unknown;
     try {
-      buildConfig({ ...base, IDEMPOTENCY_TTL_HOURS: v });
-    } catch (e) {
-      err = e;
+      buildConfig({ ...base, IDEMPOTENCY_TTL_HOURS: value });
+    } catch (caught) {
+      err = caught;
     }
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).variable).toBe('IDEMPOTENCY_TTL_HOURS');

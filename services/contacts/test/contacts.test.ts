@@ -1,34 +1,34 @@
 import { requestFingerprint } from '@rrs/idempotency';
 import type { contactsV1 } from '@rrs/proto';
-import { count, failure, queryRows, startHarness, type ContactsHarness } from './harness';
+import { asRefusal, count, failure, queryRows, startHarness, type ContactsHarness } from './harness';
 
 /** UpsertContact (POST /contacts) through gRPC against real PostgreSQL. */
 describe('UpsertContact over gRPC', () => {
-  let h: ContactsHarness;
+  let harness: ContactsHarness;
   let org: contactsV1.Organization;
   let location: contactsV1.Location;
 
   beforeAll(async () => {
-    h = await startHarness('contacts-upsert');
-    org = (await h.client.createOrganization({ name: 'Acme', plan: 'standard', emailConfirmed: true, smsBalance: 0, timeZone: 'Europe/Moscow', locale: 'ru', defaultRegion: 'RU' })).organization!;
-    location = (await h.client.createLocation({ organizationId: org.id, name: 'Main', address: '', city: '', timeZone: '', reviewLinks: [] })).location!;
+    harness = await startHarness('contacts-upsert');
+    org = (await harness.client.createOrganization({ name: 'Acme', plan: 'standard', emailConfirmed: true, smsBalance: 0, timeZone: 'Europe/Moscow', locale: 'ru', defaultRegion: 'RU' })).organization!;
+    location = (await harness.client.createLocation({ organizationId: org.id, name: 'Main', address: '', city: '', timeZone: '', reviewLinks: [] })).location!;
   });
-  afterAll(() => h.close());
+  afterAll(() => harness.close());
 
   type Sub = Partial<contactsV1.UpsertContactRequest>;
   const upsert = (sub: Sub, options: { key?: string; organizationId?: string } = {}) => {
     const req = { startCascade: false, flowId: '', ...sub, organizationId: options.organizationId ?? org.id } as contactsV1.UpsertContactRequest;
     const metadata = options.key ? { 'idempotency-key': options.key, 'idempotency-fingerprint': requestFingerprint('POST', '/contacts', sub) } : undefined;
-    return h.client.upsertContact(req, { metadata });
+    return harness.client.upsertContact(req, { metadata });
   };
-  const contactsOf = (organizationId = org.id) => count(h, 'contacts', 'organization_id = $1', [organizationId]);
+  const contactsOf = (organizationId = org.id) => count(harness, 'contacts', 'organization_id = $1', [organizationId]);
 
   it('creates a contact with a normalized phone and the given fields', async () => {
-    const r = await upsert({ externalId: 'c-1', name: 'Анна', email: 'anna@example.com', phone: '8 (916) 123-45-67', locationId: location.id, consentAt: '2026-05-01T12:00:00+03:00', attributesJson: '{"orderId":42}' });
-    expect(r.created).toBe(true);
-    expect(r.idempotentReplayed).toBe(false);
-    expect(r.contact).toMatchObject({ externalId: 'c-1', name: 'Анна', email: 'anna@example.com', phone: '+79161234567', locationId: location.id, attributesJson: '{"orderId":42}' });
-    expect(r.contact!.consentAt!.toISOString()).toBe('2026-05-01T09:00:00.000Z');
+    const response = await upsert({ externalId: 'c-1', name: 'Анна', email: 'anna@example.com', phone: '8 (916) 123-45-67', locationId: location.id, consentAt: '2026-05-01T12:00:00+03:00', attributesJson: '{"orderId":42}' });
+    expect(response.created).toBe(true);
+    expect(response.idempotentReplayed).toBe(false);
+    expect(response.contact).toMatchObject({ externalId: 'c-1', name: 'Анна', email: 'anna@example.com', phone: '+79161234567', locationId: location.id, attributesJson: '{"orderId":42}' });
+    expect(response.contact!.consentAt!.toISOString()).toBe('2026-05-01T09:00:00.000Z');
   });
 
   it('updates the same contact on a second submission with the same externalId, keeping fields not sent', async () => {
@@ -37,45 +37,45 @@ describe('UpsertContact over gRPC', () => {
     expect(second.created).toBe(false);
     expect(second.contact!.id).toBe(first.contact!.id);
     expect(second.contact).toMatchObject({ name: 'Ivan', email: 'ivan.new@example.com', phone: '+79160000001', attributesJson: '{"tier":"gold"}' });
-    expect(await count(h, 'contacts', 'organization_id = $1 AND external_id = $2', [org.id, 'c-2'])).toBe(1);
+    expect(await count(harness, 'contacts', 'organization_id = $1 AND external_id = $2', [org.id, 'c-2'])).toBe(1);
   });
 
   it('makes one contact of concurrent first submissions of one externalId', async () => {
     const results = await Promise.all(Array.from({ length: 10 }, (_v, i) => upsert({ externalId: 'race', name: `n${i}` })));
-    expect(new Set(results.map((r) => r.contact!.id)).size).toBe(1);
-    expect(results.filter((r) => r.created)).toHaveLength(1);
-    expect(await count(h, 'contacts', 'organization_id = $1 AND external_id = $2', [org.id, 'race'])).toBe(1);
+    expect(new Set(results.map((response) => response.contact!.id)).size).toBe(1);
+    expect(results.filter((response) => response.created)).toHaveLength(1);
+    expect(await count(harness, 'contacts', 'organization_id = $1 AND external_id = $2', [org.id, 'race'])).toBe(1);
   });
 
   it('clears a field sent as an empty string', async () => {
     await upsert({ externalId: 'c-3', name: 'Olga', phone: '+79160000002' });
-    const r = await upsert({ externalId: 'c-3', phone: '' });
-    expect(r.contact!.phone).toBeUndefined();
-    expect(r.contact!.name).toBe('Olga');
+    const response = await upsert({ externalId: 'c-3', phone: '' });
+    expect(response.contact!.phone).toBeUndefined();
+    expect(response.contact!.name).toBe('Olga');
   });
 
   it('creates a new contact every time when there is no externalId', async () => {
     const before = await contactsOf();
-    const a = await upsert({ name: 'Walk-in' });
-    const b = await upsert({ name: 'Walk-in' });
-    expect(a.contact!.id).not.toBe(b.contact!.id);
-    expect(a.contact!.externalId).toBeUndefined();
+    const oneWalkIn = await upsert({ name: 'Walk-in' });
+    const anotherWalkIn = await upsert({ name: 'Walk-in' });
+    expect(oneWalkIn.contact!.id).not.toBe(anotherWalkIn.contact!.id);
+    expect(oneWalkIn.contact!.externalId).toBeUndefined();
     expect(await contactsOf()).toBe(before + 2);
   });
 
   it("reads local numbers with the organization's default region", async () => {
-    const us = (await h.client.createOrganization({ name: 'US', plan: 'standard', emailConfirmed: true, smsBalance: 0, timeZone: '', locale: 'en', defaultRegion: 'US' })).organization!;
-    const r = await upsert({ externalId: 'u', phone: '(415) 555-2671' }, { organizationId: us.id });
-    expect(r.contact!.phone).toBe('+14155552671');
+    const us = (await harness.client.createOrganization({ name: 'US', plan: 'standard', emailConfirmed: true, smsBalance: 0, timeZone: '', locale: 'en', defaultRegion: 'US' })).organization!;
+    const response = await upsert({ externalId: 'u', phone: '(415) 555-2671' }, { organizationId: us.id });
+    expect(response.contact!.phone).toBe('+14155552671');
   });
 
   it('keeps two organizations with the same externalId apart', async () => {
-    const other = (await h.client.createOrganization({ name: 'Other', plan: 'standard', emailConfirmed: true, smsBalance: 0, timeZone: '', locale: '', defaultRegion: '' })).organization!;
+    const other = (await harness.client.createOrganization({ name: 'Other', plan: 'standard', emailConfirmed: true, smsBalance: 0, timeZone: '', locale: '', defaultRegion: '' })).organization!;
     const mine = await upsert({ externalId: 'shared', name: 'Mine' });
     const theirs = await upsert({ externalId: 'shared', name: 'Theirs' }, { organizationId: other.id });
     expect(theirs.contact!.id).not.toBe(mine.contact!.id);
-    expect((await h.client.getContact({ organizationId: org.id, id: mine.contact!.id })).contact!.name).toBe('Mine');
-    expect(await failure(h.client.getContact({ organizationId: other.id, id: mine.contact!.id }))).toMatchObject({ status: 404, code: 'not_found' });
+    expect((await harness.client.getContact({ organizationId: org.id, id: mine.contact!.id })).contact!.name).toBe('Mine');
+    expect(await failure(harness.client.getContact({ organizationId: other.id, id: mine.contact!.id }))).toMatchObject({ status: 404, code: 'not_found' });
   });
 
   it.each<[string, Sub, string]>([
@@ -90,7 +90,7 @@ describe('UpsertContact over gRPC', () => {
     ['attributes over 8 KB', { attributesJson: JSON.stringify({ big: 'x'.repeat(9000) }) }, '/attributes'],
     ['an externalId over 200 characters', { externalId: 'x'.repeat(201) }, '/externalId'],
     ['a flowId without startCascade', { flowId: '0190c3c4-0000-7000-8000-000000000000' }, '/flowId'],
-  ])('refuses %s with 400 naming the field, and creates nothing', async (_l, sub, pointer) => {
+  ])('refuses %s with 400 naming the field, and creates nothing', async (_label, sub, pointer) => {
     const before = await contactsOf();
     const err = await failure(upsert({ externalId: 'bad', ...sub }));
     expect(err).toMatchObject({ status: 400, code: 'invalid_request' });
@@ -104,10 +104,10 @@ describe('UpsertContact over gRPC', () => {
   });
 
   it('answers 404 for an unknown, malformed, deleted or foreign locationId, and creates nothing', async () => {
-    const other = (await h.client.createOrganization({ name: 'Foreign', plan: 'standard', emailConfirmed: true, smsBalance: 0, timeZone: '', locale: '', defaultRegion: '' })).organization!;
-    const foreign = (await h.client.createLocation({ organizationId: other.id, name: 'Theirs', address: '', city: '', timeZone: '', reviewLinks: [] })).location!;
-    const gone = (await h.client.createLocation({ organizationId: org.id, name: 'Gone', address: '', city: '', timeZone: '', reviewLinks: [] })).location!;
-    await h.client.deleteLocation({ organizationId: org.id, id: gone.id });
+    const other = (await harness.client.createOrganization({ name: 'Foreign', plan: 'standard', emailConfirmed: true, smsBalance: 0, timeZone: '', locale: '', defaultRegion: '' })).organization!;
+    const foreign = (await harness.client.createLocation({ organizationId: other.id, name: 'Theirs', address: '', city: '', timeZone: '', reviewLinks: [] })).location!;
+    const gone = (await harness.client.createLocation({ organizationId: org.id, name: 'Gone', address: '', city: '', timeZone: '', reviewLinks: [] })).location!;
+    await harness.client.deleteLocation({ organizationId: org.id, id: gone.id });
     const before = await contactsOf();
     for (const locationId of ['0190c3c4-0000-7000-8000-000000000000', 'nope', gone.id, foreign.id]) {
       expect(await failure(upsert({ externalId: 'loc', locationId }))).toMatchObject({ status: 404, code: 'not_found', details: { errors: [{ pointer: '/locationId' }] } });
@@ -117,13 +117,13 @@ describe('UpsertContact over gRPC', () => {
 
   describe('startCascade', () => {
     it('is 402 plan_required on a trial plan, and creates nothing', async () => {
-      const trial = (await h.client.createOrganization({ name: 'Trial', plan: 'trial', emailConfirmed: true, smsBalance: 0, timeZone: '', locale: '', defaultRegion: '' })).organization!;
+      const trial = (await harness.client.createOrganization({ name: 'Trial', plan: 'trial', emailConfirmed: true, smsBalance: 0, timeZone: '', locale: '', defaultRegion: '' })).organization!;
       expect(await failure(upsert({ externalId: 't', email: 'a@example.com', startCascade: true }, { organizationId: trial.id }))).toMatchObject({ status: 402, code: 'plan_required' });
       expect(await contactsOf(trial.id)).toBe(0);
     });
 
     it('is 409 email_not_confirmed while the account email is unconfirmed, and creates nothing', async () => {
-      const unconfirmed = (await h.client.createOrganization({ name: 'Unconfirmed', plan: 'standard', emailConfirmed: false, smsBalance: 0, timeZone: '', locale: '', defaultRegion: '' })).organization!;
+      const unconfirmed = (await harness.client.createOrganization({ name: 'Unconfirmed', plan: 'standard', emailConfirmed: false, smsBalance: 0, timeZone: '', locale: '', defaultRegion: '' })).organization!;
       expect(await failure(upsert({ externalId: 'u', email: 'a@example.com', startCascade: true }, { organizationId: unconfirmed.id }))).toMatchObject({ status: 409, code: 'email_not_confirmed' });
       expect(await contactsOf(unconfirmed.id)).toBe(0);
     });
@@ -142,9 +142,9 @@ describe('UpsertContact over gRPC', () => {
     });
 
     it('saves the contact with its location; the cascade itself is started by the caller', async () => {
-      const r = await upsert({ externalId: 'sc-new', email: 'c@example.com', locationId: location.id, startCascade: true });
-      expect(r.created).toBe(true);
-      expect(r.contact).toMatchObject({ externalId: 'sc-new', locationId: location.id });
+      const response = await upsert({ externalId: 'sc-new', email: 'c@example.com', locationId: location.id, startCascade: true });
+      expect(response.created).toBe(true);
+      expect(response.contact).toMatchObject({ externalId: 'sc-new', locationId: location.id });
     });
   });
 
@@ -164,7 +164,7 @@ describe('UpsertContact over gRPC', () => {
     it('refuses the same key with another body with 409 idempotency_key_reused, changing nothing', async () => {
       await upsert({ externalId: 'k2', name: 'First' }, { key: 'idem-2' });
       expect(await failure(upsert({ externalId: 'k2', name: 'Second' }, { key: 'idem-2' }))).toMatchObject({ status: 409, code: 'idempotency_key_reused' });
-      const rows = await queryRows(h, 'SELECT name FROM contacts.contacts WHERE external_id = $1', ['k2']);
+      const rows = await queryRows(harness, 'SELECT name FROM contacts.contacts WHERE external_id = $1', ['k2']);
       expect(rows).toEqual([{ name: 'First' }]);
     });
 
@@ -178,17 +178,17 @@ describe('UpsertContact over gRPC', () => {
       const before = await contactsOf();
       const sub = { name: 'Concurrent' };
       const results = await Promise.allSettled(Array.from({ length: 8 }, () => upsert(sub, { key: 'idem-4' })));
-      const ok = results.filter((r): r is PromiseFulfilledResult<contactsV1.UpsertContactResponse> => r.status === 'fulfilled');
-      const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      const ok = results.filter((outcome): outcome is PromiseFulfilledResult<contactsV1.UpsertContactResponse> => outcome.status === 'fulfilled');
+      const refused = results.filter((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
       expect(ok.length).toBeGreaterThanOrEqual(1);
-      for (const r of refused) expect(r.reason).toMatchObject({ status: 409, code: 'idempotency_key_in_use' });
-      expect(new Set(ok.map((r) => r.value.contact!.id)).size).toBe(1);
+      for (const rejection of refused) expect(asRefusal(rejection.reason)).toMatchObject({ status: 409, code: 'idempotency_key_in_use' });
+      expect(new Set(ok.map((outcome) => outcome.value.contact!.id)).size).toBe(1);
       expect(await contactsOf()).toBe(before + 1);
       expect((await upsert(sub, { key: 'idem-4' })).idempotentReplayed).toBe(true);
     });
 
     it('is scoped to the organization', async () => {
-      const other = (await h.client.createOrganization({ name: 'Scoped', plan: 'standard', emailConfirmed: true, smsBalance: 0, timeZone: '', locale: '', defaultRegion: '' })).organization!;
+      const other = (await harness.client.createOrganization({ name: 'Scoped', plan: 'standard', emailConfirmed: true, smsBalance: 0, timeZone: '', locale: '', defaultRegion: '' })).organization!;
       const sub = { name: 'Same key elsewhere' };
       await upsert(sub, { key: 'idem-5' });
       const theirs = await upsert(sub, { key: 'idem-5', organizationId: other.id });
@@ -199,7 +199,7 @@ describe('UpsertContact over gRPC', () => {
     it('survives a restart of the service', async () => {
       const sub = { externalId: 'restart', name: 'Before restart' };
       const first = await upsert(sub, { key: 'idem-6' });
-      await h.restart();
+      await harness.restart();
       const again = await upsert(sub, { key: 'idem-6' });
       expect(again.idempotentReplayed).toBe(true);
       expect(again.contact).toEqual(first.contact);

@@ -12,8 +12,8 @@ describe('contacts answers the standard gRPC health check', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     const { grpcPort } = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
-    const def = grpc.loadPackageDefinition(protoLoader.loadSync(protoPath, { enums: String })) as unknown as { grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } } };
-    client = new def.grpc.health.v1.Health(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure()) as never;
+    const definitions = grpc.loadPackageDefinition(protoLoader.loadSync(protoPath, { enums: String })) as unknown as { grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } } };
+    client = new definitions.grpc.health.v1.Health(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure()) as never;
   });
   afterAll(async () => {
     client.close();

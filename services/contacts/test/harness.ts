@@ -1,4 +1,4 @@
-import { createGrpcClient, type PromiseClient } from '@rrs/runtime';
+import { createGrpcClient, DomainError, httpStatusOf, type PromiseClient } from '@rrs/runtime';
 import { contactsV1 } from '@rrs/proto';
 import { createTestDatabase, testContext, type TestDatabase } from '@rrs/testkit';
 import { startContacts, type RunningContacts } from '../src';
@@ -23,49 +23,50 @@ export async function startHarness(label: string): Promise<ContactsHarness> {
     ctx.lifecycle.onStop('test client', () => grpc.close());
     return { service, client: grpc.client };
   };
-  const h = { db, ...(await boot()) } as ContactsHarness;
-  h.stopService = () => ctx.stop();
-  h.restart = async () => {
+  const harness = { db, ...(await boot()) } as ContactsHarness;
+  harness.stopService = () => ctx.stop();
+  harness.restart = async () => {
     await ctx.stop();
     ctx = testContext(label);
-    Object.assign(h, await boot());
+    Object.assign(harness, await boot());
   };
-  h.close = async () => {
+  harness.close = async () => {
     await ctx.stop();
     await db.drop();
   };
-  return h;
+  return harness;
 }
 
-/** Runs `p` and returns the AppError it rejects with (fails the test when it resolves). */
-export async function failure(p: Promise<unknown>): Promise<{ status: number; code: string; message: string; details?: Record<string, unknown> }> {
+/** A refused call's error, with the HTTP status the gateway answers its kind with (`status`). */
+export type Refusal = DomainError & { status: number };
+
+export function asRefusal(err: unknown): Refusal {
+  if (!(err instanceof DomainError)) throw err;
+  return Object.assign(err, { status: httpStatusOf(err) });
+}
+
+/** Runs `call` and returns the error it rejects with (fails the test when it resolves). */
+export async function failure(call: Promise<unknown>): Promise<Refusal> {
   try {
-    await p;
+    await call;
   } catch (err) {
-    return err as { status: number; code: string; message: string; details?: Record<string, unknown> };
+    return asRefusal(err);
   }
   throw new Error('expected the call to fail, but it succeeded');
 }
 
-export async function count(h: ContactsHarness, table: string, where = 'true', params: unknown[] = []): Promise<number> {
-  const { default: pg } = await import('pg');
-  const c = new pg.Client({ connectionString: h.db.url });
-  await c.connect();
-  try {
-    const { rows } = await c.query(`SELECT count(*)::int AS n FROM contacts.${table} WHERE ${where}`, params);
-    return rows[0].n as number;
-  } finally {
-    await c.end();
-  }
+export async function count(harness: ContactsHarness, table: string, where = 'true', params: unknown[] = []): Promise<number> {
+  const rows = await queryRows<{ total: number }>(harness, `SELECT count(*)::int AS total FROM contacts.${table} WHERE ${where}`, params);
+  return rows[0].total;
 }
 
-export async function queryRows<T>(h: ContactsHarness, sql: string, params: unknown[] = []): Promise<T[]> {
+export async function queryRows<T>(harness: ContactsHarness, sql: string, params: unknown[] = []): Promise<T[]> {
   const { default: pg } = await import('pg');
-  const c = new pg.Client({ connectionString: h.db.url });
-  await c.connect();
+  const client = new pg.Client({ connectionString: harness.db.url });
+  await client.connect();
   try {
-    return (await c.query(sql, params)).rows as T[];
+    return (await client.query(sql, params)).rows as T[];
   } finally {
-    await c.end();
+    await client.end();
   }
 }

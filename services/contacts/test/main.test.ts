@@ -8,9 +8,9 @@ const DIR = join(__dirname, '..');
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
     });
   });
 }

@@ -17,33 +17,30 @@ export interface ContactsParts {
   smsBalance: SmsBalance;
 }
 
-const toOrganization = (o: Organization): contactsV1.Organization => ({ ...o });
-const toLocation = (l: Location): contactsV1.Location => ({ ...l, createdAt: l.createdAt, updatedAt: l.updatedAt });
-const toApiKey = (k: ApiKeyRecord): contactsV1.ApiKey => ({ ...k, revokedAt: k.revokedAt ?? undefined });
-const toContact = (c: Contact): contactsV1.Contact => ({
-  id: c.id,
-  organizationId: c.organizationId,
-  externalId: c.externalId ?? undefined,
-  name: c.name ?? undefined,
-  email: c.email ?? undefined,
-  phone: c.phone ?? undefined,
-  locationId: c.locationId ?? undefined,
-  consentAt: c.consentAt ?? undefined,
-  attributesJson: JSON.stringify(c.attributes),
-  createdAt: c.createdAt,
-  updatedAt: c.updatedAt,
-});
+/** proto3 leaves an unset field absent (undefined), where the domain says null. */
+type AbsentForNull<T> = { [K in keyof T]: null extends T[K] ? Exclude<T[K], null> | undefined : T[K] };
+
+function absentForNull<T extends object>(record: T): AbsentForNull<T> {
+  return Object.fromEntries(Object.entries(record).map(([field, value]) => [field, value ?? undefined])) as AbsentForNull<T>;
+}
+
+const toOrganization = (organization: Organization): contactsV1.Organization => ({ ...organization });
+const toLocation = (location: Location): contactsV1.Location => ({ ...location, createdAt: location.createdAt, updatedAt: location.updatedAt });
+const toApiKey = (apiKey: ApiKeyRecord): contactsV1.ApiKey => absentForNull(apiKey);
+const toContact = ({ attributes, ...contact }: Contact): contactsV1.Contact => ({ ...absentForNull(contact), attributesJson: JSON.stringify(attributes) });
+
+const SERVICE_NAME = 'rrs.contacts.v1.ContactsService';
 
 /** gRPC transport of the directory: maps messages to domain calls and back, nothing else. */
 export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
   const { directory, contacts, templates, channels, smsBalance } = parts;
   return {
-    name: 'rrs.contacts.v1.ContactsService',
+    name: SERVICE_NAME,
     definition: contactsV1.ContactsServiceService,
-    implementation: unaryService<contactsV1.ContactsServiceServer>('rrs.contacts.v1.ContactsService', contactsV1.ContactsServiceService, {
+    implementation: unaryService<contactsV1.ContactsServiceServer>(SERVICE_NAME, contactsV1.ContactsServiceService, {
       async authenticate(req) {
-        const r = await directory.authenticate(req.apiKey);
-        return { organization: toOrganization(r.organization), keyId: r.keyId, scopes: r.scopes };
+        const principal = await directory.authenticate(req.apiKey);
+        return { organization: toOrganization(principal.organization), keyId: principal.keyId, scopes: principal.scopes };
       },
       async createOrganization(req) {
         return { organization: toOrganization(await directory.createOrganization(req)) };
@@ -52,16 +49,16 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         return { organization: toOrganization(await directory.getOrganization(req.id)) };
       },
       async listOrganizations(req) {
-        const r = await directory.listOrganizations({ limit: req.limit, after: req.after });
-        return { organizations: r.organizations.map(toOrganization), nextAfter: r.nextAfter };
+        const page = await directory.listOrganizations({ limit: req.limit, after: req.after });
+        return { organizations: page.organizations.map(toOrganization), nextAfter: page.nextAfter };
       },
       async updateOrganization(req) {
         const { id, ...patch } = req;
         return { organization: toOrganization(await directory.updateOrganization(id, patch)) };
       },
       async issueApiKey(req) {
-        const r = await directory.issueApiKey(req);
-        return { apiKey: toApiKey(r.apiKey), secret: r.secret };
+        const issued = await directory.issueApiKey(req);
+        return { apiKey: toApiKey(issued.apiKey), secret: issued.secret };
       },
       async listApiKeys(req) {
         return { apiKeys: (await directory.listApiKeys(req.organizationId)).map(toApiKey) };
@@ -87,8 +84,8 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         return {};
       },
       async upsertContact(req, metadata) {
-        const r = await contacts.upsert(req, idempotencyFromMetadata(metadata, req.organizationId));
-        return { contact: toContact(r.contact), created: r.created, idempotentReplayed: r.replayed };
+        const upserted = await contacts.upsert(req, idempotencyFromMetadata(metadata, req.organizationId));
+        return { contact: toContact(upserted.contact), created: upserted.created, idempotentReplayed: upserted.replayed };
       },
       async getContact(req) {
         return { contact: toContact(await contacts.get(req.organizationId, req.id)) };
@@ -109,8 +106,8 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         return { channel: await channels.set(req) };
       },
       async getSendingProfile(req) {
-        const p = await sendingProfile(parts, req.organizationId);
-        return { organization: toOrganization(p.organization), templates: p.templates, channels: p.channels };
+        const profile = await sendingProfile(parts, req.organizationId);
+        return { organization: toOrganization(profile.organization), templates: profile.templates, channels: profile.channels };
       },
       async debitSmsBalance(req) {
         return smsBalance.debit(req);
