@@ -238,7 +238,8 @@ webhooks: webhooks
 
 {{/*
 What each service's migrations Job applies: the same (schema, component, folder) triples its start
-function applies, run from the image's /app. test/helm.test.ts compares them with the services' code.
+function applies, run from the image's /app. test/helm-chart.test.ts compares the rendered Jobs with the
+services' code.
 */}}
 {{- define "rrs.migrationPlans" -}}
 contacts:
