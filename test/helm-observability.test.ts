@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
-import { read, registeredMetrics, ROOT } from './helmChart';
+import { read, registeredMetrics, ROOT } from './repo';
 
 /*
  * The dashboard and the alert rules in deploy/observability query metrics by name; these tests keep them

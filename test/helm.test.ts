@@ -1,305 +1,181 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Ajv from 'ajv';
 import YAML from 'yaml';
-import {
-  CHART,
-  chartEnv,
-  chartValues,
-  configEnv,
-  defines,
-  literalEnvValue,
-  read,
-  runtimeEnv,
-  serviceKeys,
-  serviceNames,
-  staticDefine,
-  stripComments,
-  template,
-  templateBlockErrors,
-} from './helmChart';
+import { CHART, CI_VALUES, helm, KUBERNETES, KUBERNETES_MINORS, template, templateRefused, validate, type K8sObject } from './helmRender';
 
-const schema = JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8'));
-const validate = new Ajv({ allErrors: true, strict: false }).compile(schema);
+/*
+ * The chart through real Helm (scripts/helm.mjs): `helm lint --strict` and `helm template` for every
+ * values file in deploy/helm/ci, at every Kubernetes version the chart supports, and every rendered
+ * object checked against the Kubernetes schemas of the oldest and newest of them (scripts/k8s-validate.mjs).
+ * What the objects say (probes, env, policies, Jobs) is checked in helm-chart.test.ts.
+ */
 
-function merged(...overrides: Array<Record<string, unknown>>): Record<string, unknown> {
-  const merge = (a: any, b: any): any => {
-    for (const [k, v] of Object.entries(b)) {
-      if (v && typeof v === 'object' && !Array.isArray(v) && a[k] && typeof a[k] === 'object' && !Array.isArray(a[k])) merge(a[k], v);
-      else a[k] = v;
-    }
-    return a;
-  };
-  return overrides.reduce((acc, o) => merge(acc, o), chartValues());
-}
+const chartYaml = YAML.parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8'));
+/** Values of the ci files plus the least a real install needs: the chart's defaults and the three URLs. */
+const MINIMAL = ['postgresql.url="postgres://rrs:pw@postgres:5432/rrs"', 'nats.url="nats://nats:4222"', 'redis.url="redis://redis:6379"'];
+const SCENARIOS: Array<[string, { values?: string[]; set?: string[] }]> = [
+  ...CI_VALUES.map((file): [string, { values: string[] }] => [file, { values: [file] }]),
+  ['defaults with the connection URLs', { set: MINIMAL }],
+];
 
-const services = serviceNames();
-const grpcServices = services.filter((s) => configEnv(s).some((v) => v.name === 'GRPC_PORT'));
-
-/** The default of a `port` field in a service's config, e.g. GRPC_PORT: envField.port(50051). */
-function defaultPort(service: string, variable: string): number | undefined {
-  const shapes = [stripComments(read('services', service, 'src', 'config.ts')), stripComments(read('packages', 'sender-kit', 'src', 'config.ts'))];
-  for (const text of shapes) {
-    const m = new RegExp(`${variable}:\\s*envField\\.port\\((\\d+)\\)`).exec(text);
-    if (m) return Number(m[1]);
-  }
-  return undefined;
-}
-
-describe('chart values', () => {
-  it('values.yaml validates against values.schema.json', () => {
-    const ok = validate(chartValues());
-    expect(validate.errors ?? []).toEqual([]);
-    expect(ok).toBe(true);
+describe('Chart.yaml', () => {
+  it('declares the Kubernetes versions the checks cover, from the oldest on', () => {
+    expect(chartYaml.apiVersion).toBe('v2');
+    expect(chartYaml.kubeVersion).toBe(`>=${KUBERNETES.oldest}.0-0`);
   });
 
-  it.each(readdirSync(join(CHART, 'ci')).filter((f) => f.endsWith('.yaml')))('ci/%s validates merged over values.yaml', (file) => {
-    const ok = validate(merged(YAML.parse(readFileSync(join(CHART, 'ci', file), 'utf8'))));
-    expect(validate.errors ?? []).toEqual([]);
-    expect(ok).toBe(true);
+  it('refuses a Kubernetes older than the oldest supported', () => {
+    expect(templateRefused({ values: ['ci/external-values.yaml'], kubeVersion: '1.26' })).toMatch(/chart requires kubeVersion: >=1\.27\.0-0 which is incompatible with Kubernetes v1\.26\.0/);
+  });
+});
+
+describe('helm lint --strict', () => {
+  const lint = (args: string[], kubernetes: string) => helm(['lint', CHART, '--strict', '--kube-version', `${kubernetes}.0`, ...args]);
+
+  it.each(SCENARIOS)('%s passes at the oldest and newest supported Kubernetes', (_name, { values = [], set = [] }) => {
+    for (const kubernetes of [KUBERNETES.oldest, KUBERNETES.newest]) {
+      const run = lint([...values.flatMap((f) => ['-f', join(CHART, f)]), ...set.flatMap((s) => ['--set-json', s])], kubernetes);
+      expect({ kubernetes, status: run.status, out: run.stdout + run.stderr }).toEqual({ kubernetes, status: 0, out: expect.stringContaining('1 chart(s) linted, 0 chart(s) failed') });
+    }
+  });
+
+  // Helm's deprecation check fails an API that the given version no longer serves; full-values renders every kind.
+  it.each(KUBERNETES_MINORS)('finds no API that Kubernetes %s does not serve', (kubernetes) => {
+    const run = lint(['-f', join(CHART, 'ci', 'full-values.yaml')], kubernetes);
+    expect(run.stdout).not.toMatch(/deprecated|unavailable/);
+    expect(run.status).toBe(0);
+  });
+});
+
+describe('helm template, validated against the Kubernetes schemas', () => {
+  const reports = new Map<string, ReturnType<typeof validate>>();
+  const counts = new Map<string, number>();
+
+  beforeAll(() => {
+    for (const kubernetes of [KUBERNETES.oldest, KUBERNETES.newest]) {
+      const renders: Record<string, string> = {};
+      for (const [name, scenario] of SCENARIOS) {
+        const render = template({ ...scenario, kubeVersion: kubernetes });
+        renders[name] = render.text;
+        counts.set(`${name} ${kubernetes}`, render.objects.length);
+      }
+      reports.set(kubernetes, validate(renders, kubernetes));
+    }
+  });
+
+  it.each([KUBERNETES.oldest, KUBERNETES.newest])('checks every rendered object against the Kubernetes %s schemas', (kubernetes) => {
+    const report = reports.get(kubernetes)!;
+    expect(report.objects).toBe(SCENARIOS.reduce((sum, [name]) => sum + (counts.get(`${name} ${kubernetes}`) ?? 0), 0));
+    expect(report.targets.some((t) => t.startsWith(`Kubernetes ${kubernetes}:`))).toBe(true);
+  });
+
+  it.each(SCENARIOS)('%s: every object is valid in the oldest and the newest supported Kubernetes', (name) => {
+    for (const kubernetes of [KUBERNETES.oldest, KUBERNETES.newest]) {
+      expect(counts.get(`${name} ${kubernetes}`)).toBeGreaterThan(5);
+      expect(reports.get(kubernetes)!.errors.filter((e) => e.file === name)).toEqual([]);
+    }
+  });
+
+  it('gives every object a valid, unique name, even under the longest release name Helm accepts', () => {
+    const release = 'reviews-production-eu-west-1-blue-green-canary-abcdef';
+    expect(release).toHaveLength(53);
+    const { objects } = template({ release, values: ['ci/full-values.yaml'] });
+    const seen = new Set<string>();
+    for (const o of objects) {
+      const id = `${o.kind}/${o.metadata.name}`;
+      expect({ id, unique: !seen.has(id) }).toEqual({ id, unique: true });
+      seen.add(id);
+      // DNS-1123 subdomain; Services (DNS-1035 labels) and Jobs (their name is their pods' job-name label) at most 63.
+      expect(o.metadata.name).toMatch(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+      const limit = o.kind === 'Service' || o.kind === 'Job' || o.kind === 'Deployment' ? 63 : 253;
+      expect({ id, length: o.metadata.name.length <= limit }).toEqual({ id, length: true });
+      for (const [key, value] of Object.entries(labelsOf(o))) {
+        expect({ id, key, value, valid: /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/.test(value) && value.length <= 63 }).toEqual({ id, key, value, valid: true });
+      }
+    }
+  });
+
+  it('renders the same objects for every supported Kubernetes version (the templates do not branch on it)', () => {
+    const oldest = template({ values: ['ci/full-values.yaml'], kubeVersion: KUBERNETES.oldest }).text;
+    expect(template({ values: ['ci/full-values.yaml'], kubeVersion: KUBERNETES.newest }).text).toBe(oldest);
+  });
+});
+
+function labelsOf(o: K8sObject): Record<string, string> {
+  return { ...(o.metadata.labels ?? {}), ...(o.spec?.template?.metadata?.labels ?? {}) };
+}
+
+describe('values: Helm refuses what values.schema.json and the chart refuse', () => {
+  it.each([
+    ['an unknown top-level key', 'replicas=3', '(root): Additional property replicas is not allowed'],
+    ['a bus prefix the runtime refuses', 'busPrefix="Prod-1"', 'busPrefix: Does not match pattern'],
+    ['a database URL that is not postgres', 'postgresql.url="mysql://db/rrs"', 'postgresql.url: Does not match pattern'],
+    ['an ingress path exposing /metrics', 'gateway.ingress.paths=["/api","/metrics"]', 'gateway.ingress.paths: Must not validate'],
+    ['a service env name that is not a variable name', 'webhooks.env={"webhook-concurrency":"4"}', 'webhooks.env: Property name of "webhook-concurrency" does not match'],
+    ['an unknown service setting', 'contacts.replica=2', 'contacts: Additional property replica is not allowed'],
+    ['a memory quantity with a typo', 'gateway.resources.requests={"cpu":"100m","memory":"128MB"}', 'gateway.resources.requests.memory: Does not match pattern'],
+  ])('rejects %s', (_what, setting, message) => {
+    expect(templateRefused({ values: ['ci/external-values.yaml'], set: [setting] })).toContain(message);
   });
 
   it.each([
-    ['an unknown top-level key', { replicas: 3 }, ''],
-    ['a bus prefix the runtime refuses', { busPrefix: 'Prod-1' }, '/busPrefix'],
-    ['a database URL that is not postgres', { postgresql: { url: 'mysql://db/rrs' } }, '/postgresql/url'],
-    ['an ingress path exposing /metrics', { gateway: { ingress: { paths: ['/api', '/metrics'] } } }, '/gateway/ingress/paths'],
-    ['a service env name that is not a variable name', { webhooks: { env: { 'webhook-concurrency': '4' } } }, '/webhooks/env'],
-    ['an unknown service setting', { contacts: { replica: 2 } }, '/contacts'],
-    ['a memory quantity with a typo', { gateway: { resources: { requests: { cpu: '100m', memory: '128MB' } } } }, '/gateway/resources/requests/memory'],
-  ])('rejects %s', (_what, override, path) => {
-    expect(validate(merged(override))).toBe(false);
-    expect(validate.errors?.some((e) => e.instancePath === path || e.instancePath.startsWith(`${path}/`))).toBe(true);
-  });
-
-  it('has a values block for every service the chart knows, and the chart knows every service', () => {
-    const keys = serviceKeys();
-    expect(Object.keys(keys).sort()).toEqual(services);
-    const values = chartValues();
-    for (const [service, key] of Object.entries(keys)) {
-      expect({ service, enabled: values[key]?.enabled }).toEqual({ service, enabled: true });
-      expect(values[key].image).toEqual({});
-      expect(values[key].resources.requests).toBeDefined();
-      expect(values[key].resources.limits).toBeDefined();
-    }
+    ['the default values (no database)', [], 'postgresql.url is required'],
+    ['no NATS', ['postgresql.url="postgres://db/rrs"'], 'nats.url is required'],
+    ['several gateway replicas without Redis', ['postgresql.url="postgres://db/rrs"', 'nats.url="nats://nats:4222"'], 'redis.url is required when the gateway runs more than one replica'],
+    ['receipts on an Ingress that is off', [...MINIMAL, 'channelSms.receipts.ingress.enabled=true', 'gateway.ingress.enabled=false'], 'channelSms.receipts.ingress needs gateway.ingress'],
+    ['a disabled directory that its callers cannot reach', [...MINIMAL, 'contacts.enabled=false'], 'contacts is disabled: set contacts.externalAddress'],
+    ['a disabled scheduler that the gateway cannot reach', [...MINIMAL, 'cascadeScheduler.enabled=false'], 'cascadeScheduler is disabled: set cascadeScheduler.externalAddress'],
+  ])('refuses %s with a message naming the setting', (_what, set, message) => {
+    expect(templateRefused({ set })).toContain(message);
   });
 });
 
-describe('templates', () => {
-  it.each(readdirSync(join(CHART, 'templates')))('%s has balanced template actions', (file) => {
-    expect(templateBlockErrors(template(file))).toEqual([]);
-  });
+describe('the checks can fail: a chart with broken objects', () => {
+  let dir: string;
+  const broken = (file: string, from: string, to: string) => {
+    const path = join(dir, 'templates', file);
+    const text = readFileSync(path, 'utf8');
+    expect(text).toContain(from);
+    writeFileSync(path, text.replace(from, to));
+  };
 
-  it.each(services)('%s has its own template: a Deployment and a Service, switched by its enabled flag, with its own image', (service) => {
-    const file = join(CHART, 'templates', `${service}.yaml`);
-    expect(existsSync(file)).toBe(true);
-    const text = template(`${service}.yaml`);
-    const key = serviceKeys()[service];
-    expect(text).toContain(`{{- $svc := .Values.${key} }}`);
-    expect(text).toContain('{{- if $svc.enabled }}');
-    expect(text).toContain(`{{- $name := "${service}" }}`);
-    expect(text).toMatch(/^kind: Deployment$/m);
-    expect(text).toMatch(/^kind: Service$/m);
-    expect(text).toContain('image: {{ include "rrs.image" (list . $name $svc) | quote }}');
-    // Replicas are left to the HPA when it is on.
-    expect(text).toMatch(/\{\{- if not \$svc\.autoscaling\.enabled \}\}\s*\n\s*replicas: \{\{ \$svc\.replicaCount \}\}/);
-    expect(text).toContain('{{- toYaml $svc.resources | nindent 12 }}');
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rrs-chart-'));
+    cpSync(CHART, dir, { recursive: true });
+    broken('gateway.yaml', 'readinessProbe:', 'readinesProbe:');
+    broken('contacts.yaml', 'containerPort: 50051', 'containerPort: "50051"');
+    broken('hpa.yaml', '  maxReplicas: {{ $svc.autoscaling.maxReplicas }}\n', '');
+    broken('webhooks.yaml', '  type: ClusterIP\n', '  type: ClusterIP\n  trafficDistribution: PreferClose\n');
+    broken('servicemonitor.yaml', '    - port: ops', '    - port: 9464');
+    broken('pdb.yaml', 'apiVersion: policy/v1', 'apiVersion: policy/v1beta1');
   });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it.each(services)('%s runs non-root on a read-only root filesystem with every capability dropped and /tmp writable', (service) => {
-    const text = template(`${service}.yaml`);
-    expect(text).toContain('{{- include "rrs.containerSecurityContext" . | nindent 12 }}');
-    expect(text).toContain('{{- include "rrs.podSpecCommon" (list . $svc $name) | nindent 6 }}');
-    expect(text).toContain('{{- include "rrs.tmpVolumeMount" . | nindent 12 }}');
-    const helpers = defines();
-    const container = YAML.parse(helpers.get('rrs.containerSecurityContext') ?? '');
-    expect(container).toEqual({
-      runAsNonRoot: true,
-      runAsUser: 1000,
-      runAsGroup: 1000,
-      readOnlyRootFilesystem: true,
-      allowPrivilegeEscalation: false,
-      privileged: false,
-      capabilities: { drop: ['ALL'] },
-    });
-    expect(YAML.parse(helpers.get('rrs.podSecurityContext') ?? '')).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
-    expect(helpers.get('rrs.podSpecCommon')).toContain('{{- include "rrs.podSecurityContext" $root | nindent 2 }}');
-    expect(helpers.get('rrs.podSpecCommon')).toContain('{{- include "rrs.tmpVolume" $root | nindent 2 }}');
-    expect(YAML.parse(helpers.get('rrs.tmpVolumeMount') ?? '')).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
-    // The images run as uid 1000 too.
-    expect(read('services', service, 'Dockerfile')).toMatch(/^USER 1000:1000$/m);
-  });
-
-  it.each(grpcServices)('%s (gRPC) is probed with the native gRPC health probe on the port it listens on', (service) => {
-    const text = template(`${service}.yaml`);
-    const port = Number(literalEnvValue(service, 'GRPC_PORT'));
-    expect(port).toBe(defaultPort(service, 'GRPC_PORT'));
-    expect(text).toMatch(new RegExp(`readinessProbe:\\s*\\n\\s*grpc: \\{ port: ${port} \\}`));
-    expect(text).toMatch(new RegExp(`startupProbe:\\s*\\n\\s*grpc: \\{ port: ${port} \\}`));
-    expect(text).toMatch(new RegExp(`- name: grpc\\s*\\n\\s*containerPort: ${port}`));
-    // Liveness is the ops port's /healthz: a dependency outage must not restart the pod.
-    const ops = Number(literalEnvValue(service, 'OPS_PORT'));
-    expect(text).toMatch(new RegExp(`- name: ops\\s*\\n\\s*containerPort: ${ops}`));
-    expect(text).toMatch(/livenessProbe:\s*\n\s*httpGet: \{ path: \/healthz, port: ops \}/);
-  });
-
-  it.each(services.filter((s) => !grpcServices.includes(s)))('%s (HTTP) is probed on /healthz and /readyz of the port it serves them on', (service) => {
-    const text = template(`${service}.yaml`);
-    const portName = service === 'gateway' ? 'http' : 'ops';
-    const port = Number(literalEnvValue(service, service === 'gateway' ? 'PORT' : 'OPS_PORT'));
-    expect(port).toBeGreaterThan(0);
-    expect(text).toMatch(new RegExp(`- name: ${portName}\\s*\\n\\s*containerPort: ${port}`));
-    expect(text).toMatch(new RegExp(`livenessProbe:\\s*\\n\\s*httpGet: \\{ path: /healthz, port: ${portName} \\}`));
-    expect(text).toMatch(new RegExp(`readinessProbe:\\s*\\n\\s*httpGet: \\{ path: /readyz, port: ${portName} \\}`));
-  });
-
-  it('gives every service a distinct ops port, and the one its image expects', () => {
-    const ports = services.map((s) => Number(literalEnvValue(s, s === 'gateway' ? 'PORT' : 'OPS_PORT')));
-    expect(new Set(ports).size).toBe(services.length);
-    for (const [i, service] of services.entries()) {
-      // The image's HEALTHCHECK and EXPOSE name the port it is told to use.
-      expect(read('services', service, 'Dockerfile')).toContain(`|| ${ports[i]})`);
+  it('reports each broken field, in the Kubernetes version whose schema it breaks', () => {
+    const errors = (kubernetes: string) => {
+      const render = template({ chart: dir, values: ['ci/full-values.yaml'], kubeVersion: kubernetes });
+      return validate({ broken: render.text }, kubernetes).errors.map((e) => `${e.kind}/${e.name} ${e.path}: ${e.message}`);
+    };
+    const oldest = errors(KUBERNETES.oldest);
+    const newest = errors(KUBERNETES.newest);
+    const gateway = 'Deployment/rrs-reviews-gateway /spec/template/spec/containers/0';
+    // A misspelt field: only the strict schema (the oldest) knows every field.
+    expect(oldest).toContain(`${gateway}: has a field the schema does not declare: readinesProbe`);
+    // A port as a string, a required field left out: both versions.
+    for (const found of [oldest, newest]) {
+      expect(found).toContain('Deployment/rrs-reviews-contacts /spec/template/spec/containers/0/ports/0/containerPort: must be integer');
+      expect(found).toContain('HorizontalPodAutoscaler/rrs-reviews-contacts /spec: misses the required field maxReplicas');
+      expect(found).toContain('ServiceMonitor/rrs-reviews /spec/endpoints/0/port: must be string');
     }
+    // A field newer than the oldest supported version (Service.spec.trafficDistribution, 1.30).
+    expect(oldest).toContain('Service/rrs-reviews-webhooks /spec: has a field the schema does not declare: trafficDistribution');
+    expect(newest.filter((e) => e.includes('trafficDistribution'))).toEqual([]);
   });
 
-  it('has one ServiceAccount, HPA and PodDisruptionBudget per enabled service', () => {
-    for (const file of ['serviceaccounts.yaml', 'hpa.yaml', 'pdb.yaml']) {
-      expect(template(file)).toContain('{{- range $name, $key := (include "rrs.services" $ | fromYaml) }}');
-    }
-    expect(template('hpa.yaml')).toMatch(/kind: HorizontalPodAutoscaler/);
-    expect(template('hpa.yaml')).toContain('{{- if and $svc.enabled $svc.autoscaling.enabled }}');
-    expect(template('pdb.yaml')).toMatch(/kind: PodDisruptionBudget/);
-    expect(template('serviceaccounts.yaml')).toMatch(/kind: ServiceAccount/);
-    expect(defines().get('rrs.podSpecCommon')).toContain('serviceAccountName: {{ include "rrs.componentName" (list $root (index . 2)) }}');
-  });
-
-  it('has an Ingress for the gateway only', () => {
-    const withIngress = readdirSync(join(CHART, 'templates')).filter((f) => /kind: Ingress\b/.test(template(f)));
-    expect(withIngress).toEqual(['ingress.yaml']);
-    const backends = [...template('ingress.yaml').matchAll(/name: \{\{ include "rrs\.componentName" \(list \S+ "([a-z-]+)"\) \}\}/g)].map((m) => m[1]);
-    // The SMS receipts path is optional and off by default (values: channelSms.receipts.ingress.enabled).
-    expect(backends).toEqual(['gateway', 'gateway', 'channel-sms']);
-    expect(chartValues().channelSms.receipts.ingress.enabled).toBe(false);
-  });
-});
-
-describe('env variables: the chart and the services agree', () => {
-  const runtime = runtimeEnv();
-
-  it('reads the env shapes of the services (sanity of the parser)', () => {
-    const sms = configEnv('channel-sms');
-    expect(sms.find((v) => v.name === 'DATABASE_URL')).toEqual({ name: 'DATABASE_URL', required: true });
-    expect(sms.find((v) => v.name === 'NATS_URL')).toEqual({ name: 'NATS_URL', required: false });
-    expect(sms.find((v) => v.name === 'SMSC_LOGIN')).toEqual({ name: 'SMSC_LOGIN', required: false });
-    expect(sms.find((v) => v.name === 'SENDER_CONCURRENCY')).toBeDefined();
-    expect(configEnv('gateway').find((v) => v.name === 'PUBLIC_BASE_URL')).toEqual({ name: 'PUBLIC_BASE_URL', required: false });
-    // A field helper of the config file itself (`scheduleField()` ends in `.optional()`).
-    expect(configEnv('webhooks').find((v) => v.name === 'WEBHOOK_RETRY_SCHEDULE_MS')).toEqual({ name: 'WEBHOOK_RETRY_SCHEDULE_MS', required: false });
-    expect(runtime.has('OTEL_EXPORTER_OTLP_ENDPOINT')).toBe(true);
-  });
-
-  it.each(services)('%s: every variable the chart sets is one the service (or the runtime) reads', (service) => {
-    const reads = new Set(configEnv(service).map((v) => v.name));
-    const unknown = [...chartEnv(service)].filter((name) => !reads.has(name) && !runtime.has(name));
-    expect(unknown).toEqual([]);
-  });
-
-  it.each(services)('%s: every required variable of the service is set by the chart', (service) => {
-    const set = chartEnv(service);
-    const missing = configEnv(service).filter((v) => v.required && !set.has(v.name)).map((v) => v.name);
-    expect(missing).toEqual([]);
-  });
-
-  it.each(services)('%s: every secret it reads is one the chart Secret can hold', (service) => {
-    const secretKeys = new Set([...(defines().get('rrs.secretData') ?? '').matchAll(/set \$data "([A-Z_]+)"/g)].map((m) => m[1]));
-    for (const m of template(`${service}.yaml`).matchAll(/include "rrs\.secretEnv" \(list [^"]*"([A-Z][A-Z0-9_]*)"/g)) {
-      expect({ service, key: m[1], inSecret: secretKeys.has(m[1]) }).toEqual({ service, key: m[1], inSecret: true });
-    }
-  });
-
-  it('never turns the fast clock on', () => {
-    for (const service of services) expect(chartEnv(service).has('DELAY_MINUTE_MS')).toBe(false);
-  });
-});
-
-describe('architecture: arrows, migrations, jobs', () => {
-  const ADDR_OF: Record<string, string> = { CONTACTS_ADDR: 'contacts', SCHEDULER_ADDR: 'cascade-scheduler', WEBHOOKS_ADDR: 'webhooks' };
-  const arrows = staticDefine<Record<string, { key: string; port: number; from: string[] }>>('rrs.grpcArrows');
-
-  it('allows exactly the gRPC calls the services make (from the *_ADDR variables they read)', () => {
-    const calls: Record<string, string[]> = {};
-    for (const service of services) {
-      for (const v of configEnv(service)) {
-        const callee = ADDR_OF[v.name];
-        if (callee) (calls[callee] ??= []).push(service);
-      }
-    }
-    expect(Object.keys(arrows).sort()).toEqual(Object.keys(calls).sort());
-    for (const [callee, arrow] of Object.entries(arrows)) {
-      expect({ callee, from: [...arrow.from].sort() }).toEqual({ callee, from: calls[callee].sort() });
-      expect({ callee, port: arrow.port }).toEqual({ callee, port: defaultPort(callee, 'GRPC_PORT') });
-      expect(arrow.key).toBe(serviceKeys()[callee]);
-    }
-    // Whoever calls sets the address to this release's Service (or the callee's externalAddress).
-    for (const [callee, arrow] of Object.entries(arrows)) {
-      for (const caller of arrow.from) {
-        const variable = Object.keys(ADDR_OF).find((k) => ADDR_OF[k] === callee) as string;
-        expect(template(`${caller}.yaml`)).toContain(`- name: ${variable}\n              value: {{ include "rrs.address" (list . "${callee}" .Values.${arrow.key} ${arrow.port}) | quote }}`);
-      }
-    }
-  });
-
-  it('lets only the gateway take traffic from the ingress controller, and only senders and webhooks leave the cluster', () => {
-    const policies = template('networkpolicies.yaml');
-    expect(policies.match(/\$np\.ingressControllerFrom/g)).toHaveLength(2);
-    expect(policies).toContain('{{- if eq $name "gateway" }}');
-    expect(policies).toContain('{{- if and (eq $name "channel-sms") $svc.receipts.ingress.enabled }}');
-    expect(policies).toContain('{{- $leavesCluster := list "webhooks" "channel-email" "channel-sms" "channel-messenger" }}');
-    expect(policies).toMatch(/policyTypes: \[Ingress, Egress\]/);
-  });
-
-  it('migrates, in each service image, exactly what the service migrates at start', () => {
-    const plans = staticDefine<Record<string, { key: string; args: string[] }>>('rrs.migrationPlans');
-    const idempotencyComponent = /IDEMPOTENCY_COMPONENT = '([a-z-]+)'/.exec(read('packages', 'idempotency', 'src', 'idempotency.ts'))?.[1];
-    const senderKitComponent = /component: '([a-z-]+)'/.exec(read('packages', 'sender-kit', 'src', 'sendLog.ts'))?.[1];
-    expect(idempotencyComponent).toBe('idempotency');
-    expect(senderKitComponent).toBe('sender-kit');
-    for (const service of services) {
-      const code = stripComments(read('services', service, 'src', 'service.ts'));
-      const schema = /export const SCHEMA = '([a-z_]+)'/.exec(code)?.[1];
-      if (!schema) {
-        expect({ service, plan: plans[service] }).toEqual({ service, plan: undefined });
-        continue;
-      }
-      const expected = ['--schema', schema];
-      if (/migrate\(pool, \{[^}]*dir: MIGRATIONS_DIR/.test(code) || /migrations: \[\{ dir: MIGRATIONS_DIR \}/.test(code)) {
-        expect(existsSync(join(__dirname, '..', 'services', service, 'migrations'))).toBe(true);
-        expected.push('service=migrations');
-      }
-      if (/IDEMPOTENCY_MIGRATIONS(_DIR)?\b/.test(code)) expected.push(`${idempotencyComponent}=node_modules/@rrs/idempotency/migrations`);
-      if (/startChannelSender|openSendLog/.test(code)) expected.push(`${senderKitComponent}=node_modules/@rrs/sender-kit/migrations`);
-      expect({ service, args: plans[service]?.args }).toEqual({ service, args: expected });
-      expect(plans[service].key).toBe(serviceKeys()[service]);
-    }
-    // The folders the Job points at are the ones the packages ship (pack-service copies migrations/).
-    expect(existsSync(join(__dirname, '..', 'packages', 'idempotency', 'migrations'))).toBe(true);
-    expect(existsSync(join(__dirname, '..', 'packages', 'sender-kit', 'migrations'))).toBe(true);
-  });
-
-  it('runs the migrations and the bus provisioning as pre-install/pre-upgrade hooks with the runtime scripts', () => {
-    const jobs = template('jobs.yaml');
-    expect(jobs).toContain('command: ["node", "node_modules/@rrs/runtime/dist/bin/migrate.js"]');
-    expect(jobs).toContain('command: ["node", "node_modules/@rrs/runtime/dist/bin/provision-bus.js"]');
-    expect(existsSync(join(__dirname, '..', 'packages', 'runtime', 'src', 'bin', 'migrate.ts'))).toBe(true);
-    expect(existsSync(join(__dirname, '..', 'packages', 'runtime', 'src', 'bin', 'provision-bus.ts'))).toBe(true);
-    expect(jobs.match(/"helm\.sh\/hook": pre-install,pre-upgrade/g)).toHaveLength(3);
-    // The Secret the Jobs read exists before them.
-    expect(template('secret.yaml')).toContain('"helm.sh/hook": pre-install,pre-upgrade');
-    expect(template('secret.yaml')).toContain('"helm.sh/hook-weight": "-20"');
-    // The provisioning Job's TTL is the one the gateway and the senders are given.
-    expect(jobs).toMatch(/- name: CHANNEL_TTL_MS\s*\n\s*value: \{\{ \.Values\.channelTtlMs \| quote \}\}/);
-    for (const service of services.filter((s) => chartEnv(s).has('CHANNEL_TTL_MS'))) {
-      expect(template(`${service}.yaml`)).toMatch(/- name: CHANNEL_TTL_MS\s*\n\s*value: \{\{ \.Values\.channelTtlMs \| quote \}\}/);
-    }
+  it('fails helm lint on an API the supported versions no longer serve', () => {
+    const run = helm(['lint', dir, '--strict', '--kube-version', `${KUBERNETES.oldest}.0`, '-f', join(dir, 'ci', 'external-values.yaml')]);
+    expect(run.stdout).toContain('policy/v1beta1 PodDisruptionBudget is deprecated in v1.21+, unavailable in v1.25+; use policy/v1 PodDisruptionBudget');
+    expect(run.status).not.toBe(0);
   });
 });

@@ -27,6 +27,16 @@ them lives here.
 {{- printf "%s-%s" (include "rrs.fullname" $root | trunc 40 | trimSuffix "-") (index . 1) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/*
+Name of a hook Job: <base>-<suffix>, the base shortened so the whole stays within 63 characters (the Job
+controller puts the name in its pods' job-name label, and a longer label value makes the API refuse the
+Job). Args: (list (include "rrs.fullname" .) "provision-bus")
+*/}}
+{{- define "rrs.jobName" -}}
+{{- $suffix := index . 1 -}}
+{{- printf "%s-%s" (index . 0 | trunc (int (sub 62 (len $suffix))) | trimSuffix "-") $suffix -}}
+{{- end -}}
+
 {{- define "rrs.selectorLabels" -}}
 {{- $root := index . 0 -}}
 app.kubernetes.io/name: {{ include "rrs.name" $root }}
@@ -80,6 +90,18 @@ helm.sh/chart: {{ printf "%s-%s" $root.Chart.Name $root.Chart.Version | replace 
       optional: {{ index . 3 }}
 {{- end -}}
 
+{{/*
+A value as an env variable's string. Helm reads every number of the values as a float, and a float of a
+million or more prints as 1.2e+06: whole numbers are written as digits instead.
+*/}}
+{{- define "rrs.envString" -}}
+{{- if and (kindIs "float64" .) (eq (float64 (int64 .)) .) -}}
+{{- int64 . -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}
+
 {{/* host:port of a gRPC service of this release, or its externalAddress. Args: (list $ "contacts" .Values.contacts 50051) */}}
 {{- define "rrs.address" -}}
 {{- $svc := index . 2 -}}
@@ -112,7 +134,7 @@ helm.sh/chart: {{ printf "%s-%s" $root.Chart.Name $root.Chart.Version | replace 
 {{- $svc := index . 1 -}}
 {{- range $name, $value := $svc.env }}
 - name: {{ $name }}
-  value: {{ $value | toString | quote }}
+  value: {{ include "rrs.envString" $value | quote }}
 {{- end }}
 {{- with $svc.extraEnv }}
 {{ toYaml . }}
@@ -216,7 +238,8 @@ webhooks: webhooks
 
 {{/*
 What each service's migrations Job applies: the same (schema, component, folder) triples its start
-function applies, run from the image's /app. test/helm.test.ts compares them with the services' code.
+function applies, run from the image's /app. test/helm-chart.test.ts compares the rendered Jobs with the
+services' code.
 */}}
 {{- define "rrs.migrationPlans" -}}
 contacts:
@@ -266,9 +289,9 @@ webhooks:
 {{- if $v.secrets.smtpUrl }}{{ $_ := set $data "SMTP_URL" $v.secrets.smtpUrl }}{{ end -}}
 {{- if $v.secrets.smscLogin }}{{ $_ := set $data "SMSC_LOGIN" $v.secrets.smscLogin }}{{ end -}}
 {{- if $v.secrets.smscPassword }}{{ $_ := set $data "SMSC_PASSWORD" $v.secrets.smscPassword }}{{ end -}}
-{{- if $v.secrets.maxIdInstance }}{{ $_ := set $data "MAX_ID_INSTANCE" ($v.secrets.maxIdInstance | toString) }}{{ end -}}
+{{- if $v.secrets.maxIdInstance }}{{ $_ := set $data "MAX_ID_INSTANCE" (include "rrs.envString" $v.secrets.maxIdInstance) }}{{ end -}}
 {{- if $v.secrets.maxApiToken }}{{ $_ := set $data "MAX_API_TOKEN" $v.secrets.maxApiToken }}{{ end -}}
-{{- if $v.secrets.telegramIdInstance }}{{ $_ := set $data "TELEGRAM_ID_INSTANCE" ($v.secrets.telegramIdInstance | toString) }}{{ end -}}
+{{- if $v.secrets.telegramIdInstance }}{{ $_ := set $data "TELEGRAM_ID_INSTANCE" (include "rrs.envString" $v.secrets.telegramIdInstance) }}{{ end -}}
 {{- if $v.secrets.telegramApiToken }}{{ $_ := set $data "TELEGRAM_API_TOKEN" $v.secrets.telegramApiToken }}{{ end -}}
 {{- toYaml $data -}}
 {{- end -}}
@@ -288,6 +311,20 @@ webhooks:
 {{- end -}}
 {{- if and (not $v.redis.url) $v.channelMessenger.enabled (or $v.channelMessenger.autoscaling.enabled (gt (int $v.channelMessenger.replicaCount) 1)) -}}
 {{- fail "redis.url is required when channel-messenger runs more than one replica: send rates must be shared" -}}
+{{- end -}}
+{{- end -}}
+{{- /* A gRPC service left out of this release must be reachable elsewhere by those that call it. */ -}}
+{{- $services := include "rrs.services" . | fromYaml -}}
+{{- range $callee, $arrow := include "rrs.grpcArrows" . | fromYaml -}}
+{{- $calleeValues := index $v $arrow.key -}}
+{{- if and (not $calleeValues.enabled) (not $calleeValues.externalAddress) -}}
+{{- $callers := list -}}
+{{- range $arrow.from -}}
+{{- if (index $v (index $services .)).enabled -}}{{- $callers = append $callers . -}}{{- end -}}
+{{- end -}}
+{{- if $callers -}}
+{{- fail (printf "%s is disabled: set %s.externalAddress to the host:port of a %s run elsewhere (called by %s)" $arrow.key $arrow.key $callee (join ", " $callers)) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- if and $v.channelSms.receipts.ingress.enabled (not $v.gateway.ingress.enabled) -}}
