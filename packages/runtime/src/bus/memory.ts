@@ -2,21 +2,9 @@ import { BusError, defaultErrorHandler, type BusErrorHandler } from './errors';
 import { MemoryConsumer, MemorySubscription, type StoredMessage } from './memoryConsumer';
 import { MemoryBucket } from './memoryKv';
 import { BusRules, DuplicateWindow, STREAMS, subjectMatches, subjectsOverlap, type CheckedMessage, type ConsumerRule } from './rules';
-import type {
-  Bus,
-  BusOptions,
-  ConsumeOptions,
-  KvOptions,
-  KvStore,
-  MessageHandler,
-  OutgoingMessage,
-  PublishAck,
-  PublishOptions,
-  StreamName,
-  Subscription,
-} from './types';
+import type * as contract from './types';
 
-export interface MemoryBusOptions extends BusOptions {
+export interface MemoryBusOptions extends contract.BusOptions {
   /** Failures with no caller to throw to (handler errors, watch callbacks). Default `console.error`. */
   onError?: BusErrorHandler;
 }
@@ -27,7 +15,7 @@ export interface MemoryBusOptions extends BusOptions {
  * here, durable consumers with ack wait and delivery counts in `memoryConsumer.ts`, buckets in
  * `memoryKv.ts`.
  */
-export function createMemoryBus(options: MemoryBusOptions = {}): Bus {
+export function createMemoryBus(options: MemoryBusOptions = {}): contract.Bus {
   return new MemoryBus(options);
 }
 
@@ -60,10 +48,10 @@ export class Timers {
   }
 }
 
-class MemoryBus implements Bus {
+class MemoryBus implements contract.Bus {
   readonly kind = 'memory' as const;
   private readonly rules: BusRules;
-  private readonly streams: Record<StreamName, MemoryStream>;
+  private readonly streams: Record<contract.StreamName, MemoryStream>;
   private readonly buckets = new Map<string, MemoryBucket>();
   private readonly subscriptions = new Set<MemorySubscription>();
   private readonly timers = new Timers();
@@ -73,7 +61,7 @@ class MemoryBus implements Bus {
   constructor(options: MemoryBusOptions) {
     this.rules = new BusRules(options);
     this.onError = options.onError ?? defaultErrorHandler;
-    const stream = (name: StreamName): MemoryStream => new MemoryStream(name, this.rules, this.timers);
+    const stream = (name: contract.StreamName): MemoryStream => new MemoryStream(name, this.rules, this.timers);
     this.streams = { STEPS: stream('STEPS'), EVENTS: stream('EVENTS') };
   }
 
@@ -81,18 +69,18 @@ class MemoryBus implements Bus {
     this.assertOpen();
   }
 
-  async publish(subject: string, data: Uint8Array, options: PublishOptions = {}): Promise<PublishAck> {
+  async publish(subject: string, data: Uint8Array, options: contract.PublishOptions = {}): Promise<contract.PublishAck> {
     this.assertOpen();
     return this.store(this.rules.outgoing({ subject, data, options }));
   }
 
-  async publishBatch(messages: OutgoingMessage[]): Promise<PublishAck[]> {
+  async publishBatch(messages: contract.OutgoingMessage[]): Promise<contract.PublishAck[]> {
     this.assertOpen();
     // Every message is checked before the first is stored, so an invalid one leaves nothing published.
     return messages.map((m) => this.rules.outgoing(m)).map((m) => this.store(m));
   }
 
-  async consume(options: ConsumeOptions, handler: MessageHandler): Promise<Subscription> {
+  async consume(options: contract.ConsumeOptions, handler: contract.MessageHandler): Promise<contract.Subscription> {
     this.assertOpen();
     const rule = this.rules.consumer(options);
     const consumer = this.streams[rule.stream].upsertConsumer(rule);
@@ -102,7 +90,7 @@ class MemoryBus implements Bus {
     return subscription;
   }
 
-  async kv(bucket: string, options: KvOptions): Promise<KvStore> {
+  async kv(bucket: string, options: contract.KvOptions): Promise<contract.KvStore> {
     this.assertOpen();
     const name = this.rules.bucketName(bucket, options);
     let store = this.buckets.get(name);
@@ -114,7 +102,7 @@ class MemoryBus implements Bus {
     return store;
   }
 
-  async pending(stream: StreamName, durable: string): Promise<number> {
+  async pending(stream: contract.StreamName, durable: string): Promise<number> {
     const memoryStream = this.streams[stream];
     const consumer = memoryStream?.consumers.get(durable);
     if (!consumer) throw new BusError(`cannot read consumer ${memoryStream?.name ?? stream}/${durable}: consumer not found`);
@@ -132,7 +120,7 @@ class MemoryBus implements Bus {
     return this.closing;
   }
 
-  private store(message: CheckedMessage): PublishAck {
+  private store(message: CheckedMessage): contract.PublishAck {
     // The stream keeps its own copy: a caller reusing its buffer must not change what is delivered.
     return this.streams[message.stream].append(message.subject, message.data.slice(), message.headers ?? {}, message.msgId);
   }
@@ -154,7 +142,7 @@ export class MemoryStream {
   private readonly duplicates: DuplicateWindow;
 
   constructor(
-    stream: StreamName,
+    stream: contract.StreamName,
     rules: BusRules,
     private readonly timers: Timers,
   ) {
@@ -164,7 +152,7 @@ export class MemoryStream {
     this.duplicates = new DuplicateWindow(rules.duplicateWindowMs);
   }
 
-  append(subject: string, data: Uint8Array, headers: Record<string, string>, msgId: string | undefined): PublishAck {
+  append(subject: string, data: Uint8Array, headers: Record<string, string>, msgId: string | undefined): contract.PublishAck {
     const now = Date.now();
     const earlier = this.duplicates.earlier(msgId, now);
     if (earlier !== undefined) return { stream: this.name, seq: earlier, duplicate: true };
