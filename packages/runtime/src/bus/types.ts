@@ -1,6 +1,8 @@
 /**
- * The message bus every service talks through. Two implementations share these semantics:
- * NATS JetStream (production, integration tests) and an in-process bus (all-in-one mode, unit tests).
+ * The message bus every service talks through. Two transports share these semantics: NATS JetStream
+ * (production, integration tests) and an in-process bus (all-in-one mode, unit tests). The rules behind
+ * them are written once, in `rules.ts` (names, subjects, headers, dedupe, consumer limits, KV) and
+ * `delivery.ts` (settlement); the contract suite in `test/bus.*.test.ts` holds both transports to them.
  *
  * Streams (names are prefixed by `BusOptions.prefix`, so tests can isolate themselves):
  * - `STEPS` on `steps.>`: work-queue retention. A due step goes to `steps.<channel>`; senders answer on
