@@ -91,33 +91,26 @@ export class NotFoundError extends DomainError {
   }
 }
 
-export class ConflictError extends DomainError {
-  constructor(code: string, message: string, options: DomainErrorOptions = {}) {
-    super('conflict', code, message, options);
-    this.name = 'ConflictError';
-  }
+/** An error class of one kind whose callers name the code and the message. */
+function errorOfKind<K extends ErrorKind>(kind: K, name: string) {
+  const ErrorOfKind = class extends DomainError {
+    constructor(code: string, message: string, options: DomainErrorOptions = {}) {
+      super(kind, code, message, options);
+      this.name = name;
+    }
+  };
+  Object.defineProperty(ErrorOfKind, 'name', { value: name });
+  return ErrorOfKind;
 }
 
-export class PaymentRequiredError extends DomainError {
-  constructor(code: string, message: string, options: DomainErrorOptions = {}) {
-    super('payment_required', code, message, options);
-    this.name = 'PaymentRequiredError';
-  }
-}
-
-export class UnauthenticatedError extends DomainError {
-  constructor(code: string, message: string, options: DomainErrorOptions = {}) {
-    super('unauthenticated', code, message, options);
-    this.name = 'UnauthenticatedError';
-  }
-}
-
-export class ForbiddenError extends DomainError {
-  constructor(code: string, message: string, options: DomainErrorOptions = {}) {
-    super('forbidden', code, message, options);
-    this.name = 'ForbiddenError';
-  }
-}
+export const ConflictError = errorOfKind('conflict', 'ConflictError');
+export type ConflictError = InstanceType<typeof ConflictError>;
+export const PaymentRequiredError = errorOfKind('payment_required', 'PaymentRequiredError');
+export type PaymentRequiredError = InstanceType<typeof PaymentRequiredError>;
+export const UnauthenticatedError = errorOfKind('unauthenticated', 'UnauthenticatedError');
+export type UnauthenticatedError = InstanceType<typeof UnauthenticatedError>;
+export const ForbiddenError = errorOfKind('forbidden', 'ForbiddenError');
+export type ForbiddenError = InstanceType<typeof ForbiddenError>;
 
 export class RateLimitedError extends DomainError {
   constructor(code: string, message: string, retryAfterSeconds: number, options: DomainErrorOptions = {}) {
