@@ -26,10 +26,10 @@ const E164 = /^\+[1-9]\d{6,14}$/;
 
 /** The messenger send step: "not registered on this messenger" is UNREACHABLE, so the scheduler moves on. */
 export function messengerSend(provider: MessengerProvider): SendStep {
-  return async (step) => {
+  return async (step, ctx) => {
     const phone = step.recipient?.phone ?? '';
     if (!E164.test(phone)) throw new PermanentSendError('missing_contact', 'the recipient has no E.164 phone number');
-    const answer = await provider.send({ stepId: step.stepId, phone, text: renderMessengerText(step), link: step.reviewUrl });
+    const answer = await provider.send({ stepId: step.stepId, phone, text: renderMessengerText(step), link: step.reviewUrl, resumed: ctx.resumed });
     if (answer.kind === 'not_registered') return { outcome: StepOutcome.STEP_OUTCOME_UNREACHABLE, reason: 'not_registered' };
     return { outcome: StepOutcome.STEP_OUTCOME_SENT, providerMessageId: answer.providerMessageId };
   };
