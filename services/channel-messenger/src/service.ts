@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import type { ServiceContext } from '@rrs/runtime';
+import { collapseRepeats, type ServiceContext } from '@rrs/runtime';
 import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type SendStep } from '@rrs/sender-kit';
 import type { MessengerAccount, MessengerConfig } from './config';
 import { renderMessengerText } from './message';
@@ -44,9 +44,12 @@ export async function startMessengerSender(
   let redis: Redis | undefined;
   if (config.redisUrl) {
     const client = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
-    client.on('error', (err) => ctx.logger.warn({ err }, 'redis (send rates) error'));
+    // ioredis reports every failed reconnect: while Redis is down, one line per cause per interval.
+    const redisErrors = collapseRepeats(ctx.logger);
+    client.on('error', (err) => redisErrors.warn({ err }, 'redis (send rates) error'));
     ctx.lifecycle.onStop('redis', async () => {
       await client.quit().catch(() => client.disconnect());
+      redisErrors.flush();
     });
     redis = client;
   }

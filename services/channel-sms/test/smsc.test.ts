@@ -2,10 +2,11 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { busV1 } from '@rrs/proto';
-import { createPool, type Pool } from '@rrs/runtime';
-import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
+import { createMemoryBus, createPool, type Pool } from '@rrs/runtime';
+import { SendLog, StepResultPublisher } from '@rrs/sender-kit';
+import { createTestBus, createTestDatabase, testContext, testLogger, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { collectResults, dueStep, publishStep } from '../../../packages/sender-kit/test/support/steps';
-import { renderSms, smscProvider, startSmsSender, type SmsBalance } from '../src';
+import { renderSms, smscProvider, startReceiptServer, startSmsSender, type SmsBalance } from '../src';
 
 const Outcome = busV1.StepOutcome;
 const PASSWORD = 's3cret';
@@ -343,5 +344,29 @@ describe('the SMSC adapter on its own', () => {
     await expect(provider().send({ stepId: 's-429', phone: '+79160000429', text: 'hi', link: '' })).rejects.toMatchObject({ reason: 'provider_rate_limited', retryAfterMs: 1_000 });
     smsc.failNext('+79160000503', 1);
     await expect(provider().send({ stepId: 's-503', phone: '+79160000503', text: 'hi', link: '' })).rejects.toMatchObject({ reason: 'provider_unavailable' });
+  });
+});
+
+describe('the receipts endpoint while the send log is down', () => {
+  it('answers 503 to every receipt (SMSC retries) and logs the failure once, with a count on close', async () => {
+    const logger = testLogger('receipts');
+    const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const sendLog = { findByProviderMessageId: async () => { throw down; } } as unknown as SendLog;
+    const bus = createMemoryBus({ prefix: 'receipts' });
+    const server = await startReceiptServer({ host: '127.0.0.1', port: 0, results: new StepResultPublisher(bus), sendLog, password: PASSWORD, logger });
+    try {
+      const sign = (id: string) => createHash('sha1').update(`${id}:79160000040:1:${PASSWORD}`).digest('hex');
+      for (let i = 0; i < 30; i++) {
+        const res = await fetch(`http://127.0.0.1:${server.port}/receipts/smsc`, { method: 'POST', body: new URLSearchParams({ id: `s${i}`, phone: '79160000040', status: '1', sha1: sign(`s${i}`) }) });
+        expect(res.status).toBe(503);
+      }
+    } finally {
+      await server.close();
+      await bus.close();
+    }
+    const lines = logger.lines.map((l) => JSON.parse(l) as { msg: string; err?: unknown; repeated?: number }).filter((l) => l.msg === 'SMS receipt failed; the provider will retry');
+    expect(lines).toHaveLength(2);
+    expect(lines[0].err).toBeDefined();
+    expect(lines[1].repeated).toBe(29);
   });
 });
