@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { collapseRepeats } from './logger';
 import type { Notifier } from './notifier';
 
 /** A sleep that ends early when `wake()` is called; the due-work loops' only way of waiting. */
@@ -82,6 +83,8 @@ export interface DueWorkOptions {
   /** Wake on these LISTEN channels (a numeric payload = the epoch ms the new work is due) and on reconnect. */
   notifier?: Notifier;
   channels?: string[];
+  /** A failing round is logged once per cause per this interval, with a count (default 10 000 ms). */
+  logIntervalMs?: number;
 }
 
 export interface DueWorkLoop {
@@ -94,12 +97,14 @@ export interface DueWorkLoop {
 /**
  * The one due-work loop of the services (dispatcher, result watchdog, outbox relay, webhook worker):
  * round → more? go again : sleep until the next due time, a notification, or the idle bound; a failed
- * round is logged and retried with backoff, so the loop outlives any outage of its dependencies.
+ * round is retried with backoff, so the loop outlives any outage of its dependencies; its failures are
+ * logged once per cause per interval with a count (`collapseRepeats`), not once per round.
  */
 export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
   const idleMs = options.idleMs ?? 30_000;
   const contendedMs = options.contendedMs ?? 20;
   const backoff = options.backoff ?? { baseMs: 100, maxMs: 5_000 };
+  const failureLog = collapseRepeats(options.logger, { intervalMs: options.logIntervalMs });
   const wakeables = Array.from({ length: Math.max(1, options.loops ?? 1) }, () => new Wakeable());
   const wakeAll = (at?: number) => {
     for (const w of wakeables) w.wake(at);
@@ -137,7 +142,7 @@ export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
       } catch (err) {
         failures++;
         const delay = Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.min(failures, 16));
-        options.logger.warn({ err, retryInMs: delay, loop: options.name }, `${options.name} round failed`);
+        failureLog.warn({ err, retryInMs: delay, loop: options.name }, `${options.name} round failed`);
         if (running) await wakeable.sleep(delay);
       }
     }
@@ -151,6 +156,7 @@ export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
       stopped();
       wakeAll();
       await loops;
+      failureLog.flush();
     },
   };
 }

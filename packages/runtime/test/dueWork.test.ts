@@ -32,7 +32,7 @@ describe('startDueWorkLoop', () => {
     await loop.stop();
   });
 
-  it('logs a failed round and retries it with backoff until it succeeds', async () => {
+  it('retries a failed round with backoff until it succeeds, logging the first failure and a count of the repeats', async () => {
     const logger = testLogger();
     let calls = 0;
     const loop = startDueWorkLoop({
@@ -41,8 +41,27 @@ describe('startDueWorkLoop', () => {
     });
     await waitFor(() => calls >= 4);
     await loop.stop();
-    expect(logger.lines.filter((l) => l.includes('flaky round failed')).length).toBe(3);
-    expect(logger.lines[0]).toContain('database is down');
+    const failures = logger.lines.filter((l) => l.includes('flaky round failed')).map((l) => JSON.parse(l) as { err?: { message: string }; repeated?: number });
+    expect(failures).toHaveLength(2);
+    expect(failures[0].err?.message).toBe('database is down');
+    expect(failures[1]).toMatchObject({ repeated: 2 });
+  });
+
+  it('logs a round failing for a long time once per interval, not once per round', async () => {
+    const logger = testLogger();
+    let calls = 0;
+    const loop = startDueWorkLoop({
+      name: 'down', logger, backoff: { baseMs: 1, maxMs: 2 }, logIntervalMs: 150,
+      round: async () => { calls++; throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }); },
+    });
+    await new Promise((r) => setTimeout(r, 400));
+    await loop.stop();
+    const failures = logger.lines.filter((l) => l.includes('down round failed')).map((l) => JSON.parse(l) as { err?: unknown; repeated?: number });
+    expect(calls).toBeGreaterThan(50);
+    // One full line, then one count line per 150 ms interval (and the rest on stop).
+    expect(failures.filter((f) => f.err)).toHaveLength(1);
+    expect(failures.length).toBeLessThanOrEqual(5);
+    expect(failures.reduce((sum, f) => sum + (f.repeated ?? 0), 0)).toBe(calls - 1);
   });
 
   it('waits at the gate before each round, and stop() ends that wait and the round in flight', async () => {

@@ -5,10 +5,17 @@
  */
 export class RetryableSendError extends Error {
   readonly retryAfterMs?: number;
-  constructor(readonly reason: string, message: string, options: { retryAfterMs?: number; cause?: unknown } = {}) {
+  /**
+   * The failure does not prove the provider refused the message (no answer in time, the connection lost
+   * after the request went out, a 5xx): the next try is made as `resumed`, so the adapter asks the provider
+   * first where it can. Any error that is not a RetryableSendError counts as maybe delivered too.
+   */
+  readonly maybeDelivered: boolean;
+  constructor(readonly reason: string, message: string, options: { retryAfterMs?: number; cause?: unknown; maybeDelivered?: boolean } = {}) {
     super(message, { cause: options.cause });
     this.name = 'RetryableSendError';
     this.retryAfterMs = options.retryAfterMs;
+    this.maybeDelivered = options.maybeDelivered ?? false;
   }
 }
 

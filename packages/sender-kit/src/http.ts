@@ -15,10 +15,14 @@ export interface ProviderRequestOptions {
   timeoutMs: number;
 }
 
+/** Network errors raised before a request could reach the provider: it cannot have the message. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
 /**
  * One HTTP call to a provider, with its failures sorted: a timeout, a network error, 429 and 5xx are
  * retryable (429 and 503 carry the provider's Retry-After); other non-2xx answers are returned for the
- * adapter to read, since providers put their own error codes in the body.
+ * adapter to read, since providers put their own error codes in the body. A timeout, a connection lost
+ * after connecting and a 5xx are marked `maybeDelivered`: the provider may have taken the request.
  */
 export async function providerFetch(url: string, init: RequestInit, options: ProviderRequestOptions): Promise<Response> {
   let res: Response;
@@ -26,7 +30,11 @@ export async function providerFetch(url: string, init: RequestInit, options: Pro
     res = await fetch(url, { ...init, signal: AbortSignal.timeout(options.timeoutMs) });
   } catch (err) {
     const timedOut = (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError';
-    throw new RetryableSendError(timedOut ? 'provider_timeout' : 'provider_unreachable', `${options.provider}: ${timedOut ? `no answer within ${options.timeoutMs} ms` : (err as Error).message}`, { cause: err });
+    const code = ((err as Error).cause as { code?: string } | undefined)?.code;
+    throw new RetryableSendError(timedOut ? 'provider_timeout' : 'provider_unreachable', `${options.provider}: ${timedOut ? `no answer within ${options.timeoutMs} ms` : (err as Error).message}${code ? ` (${code})` : ''}`, {
+      cause: err,
+      maybeDelivered: timedOut || !code || !NOT_CONNECTED.has(code),
+    });
   }
   if (res.status === 429) {
     await res.body?.cancel();
@@ -34,7 +42,7 @@ export async function providerFetch(url: string, init: RequestInit, options: Pro
   }
   if (res.status >= 500) {
     await res.body?.cancel();
-    throw new RetryableSendError('provider_unavailable', `${options.provider}: HTTP ${res.status}`, { retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) });
+    throw new RetryableSendError('provider_unavailable', `${options.provider}: HTTP ${res.status}`, { retryAfterMs: parseRetryAfter(res.headers.get('retry-after')), maybeDelivered: true });
   }
   return res;
 }

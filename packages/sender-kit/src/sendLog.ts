@@ -7,7 +7,11 @@ export const SENDER_KIT_MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 
 /** What to do with a delivered step, decided by its row in the send log. */
 export type Claim =
-  /** Nobody has sent it: send it now. `resumed` = a holder died mid-call, so the provider may already have it. */
+  /**
+   * Nobody has recorded an outcome: send it now. `resumed` = an earlier provider call for it ended without
+   * a recorded outcome (its holder died, or the call failed in a way that does not prove the provider
+   * refused it), so the provider may already have the message.
+   */
   | { kind: 'send'; resumed: boolean }
   /** Its outcome is recorded: publish that again (the publish is deduplicated), never send again. */
   | { kind: 'done'; result: SendResult }
@@ -25,9 +29,10 @@ export interface LoggedSend {
 /**
  * The send log of one sender, in the sender's own schema. The check and the record sit around the
  * provider call: `claim` before it (a row `sending` with a lease), `complete` after it. A redelivered
- * step whose outcome is recorded is therefore never sent again; the only window where the provider may
- * have the message without a record is a crash during the call, and then the call is repeated with the
- * same idempotency key (the step id).
+ * step whose outcome is recorded is therefore never sent again. The sender holds an outcome it could
+ * not record and retries the write (sender.ts), so the only window where the provider may have the
+ * message without a record is the process dying between the call and the record; the next claim then
+ * says `resumed`, and the adapter asks its provider first where the provider can say (docs/channels.md).
  */
 export class SendLog {
   constructor(private readonly pool: Pool) {}
@@ -68,11 +73,37 @@ export class SendLog {
     );
   }
 
-  /** The provider did not take the message (a retryable failure): the next delivery sends afresh. */
-  async release(stepId: string): Promise<void> {
-    await this.pool.query(`UPDATE send_log SET state = 'retry', updated_at = now() WHERE step_id = $1 AND state = 'sending'`, [stepId]);
+  /**
+   * A retryable failure: the next delivery may send at once. When the failure does not prove the provider
+   * refused the message (`maybeDelivered`: no answer, a lost connection, a 5xx), the row stays `sending`
+   * with its lease ended, so that delivery's claim says `resumed`; otherwise it becomes `retry`.
+   */
+  async release(stepId: string, options: { maybeDelivered?: boolean } = {}): Promise<void> {
+    await this.pool.query(
+      options.maybeDelivered
+        ? `UPDATE send_log SET lease_until = now(), updated_at = now() WHERE step_id = $1 AND state = 'sending'`
+        : `UPDATE send_log SET state = 'retry', updated_at = now() WHERE step_id = $1 AND state = 'sending'`,
+      [stepId],
+    );
   }
 
+  /**
+   * Gives a step up after its last delivery: the outcome and the dead letter in one statement, so a retry
+   * after a write whose answer was lost neither writes a second dead letter nor leaves one without the other.
+   */
+  async failDeadLettered(step: busV1.StepDue, result: SendResult, deadLetterReason: string, deliveries: number): Promise<void> {
+    await this.pool.query(
+      `WITH failed AS (
+         UPDATE send_log SET state = 'done', outcome = $5, reason = $6, provider_message_id = NULL, parts = 0, updated_at = now()
+         WHERE step_id = $1 AND state <> 'done' RETURNING step_id
+       )
+       INSERT INTO dead_letters (step_id, attempt_id, channel, reason, deliveries, step)
+       SELECT $1, $2, $3, $4, $7, $8 FROM failed`,
+      [step.stepId, step.attemptId, step.channel, deadLetterReason, result.outcome, result.reason ?? null, deliveries, Buffer.from(busV1.StepDue.encode(step).finish())],
+    );
+  }
+
+  /** A dead letter for a step whose handling failed before any outcome was known (its send log unreachable). */
   async deadLetter(step: busV1.StepDue, reason: string, deliveries: number): Promise<void> {
     await this.pool.query(
       `INSERT INTO dead_letters (step_id, attempt_id, channel, reason, deliveries, step) VALUES ($1, $2, $3, $4, $5, $6)`,

@@ -1,5 +1,5 @@
 import { busV1, stepSubject } from '@rrs/proto';
-import { counter, extractTraceContext, histogram, LATENCY_BUCKETS, withSpan, SpanKind, type Bus, type BusMessage, type Logger, type Subscription } from '@rrs/runtime';
+import { collapseRepeats, counter, extractTraceContext, histogram, LATENCY_BUCKETS, withSpan, SpanKind, type Bus, type BusMessage, type Logger, type Subscription } from '@rrs/runtime';
 import { PermanentSendError, RetryableSendError } from './errors';
 import { resultLabel, StepOutcome, StepResultPublisher, type SendResult } from './result';
 import type { SendLog } from './sendLog';
@@ -7,7 +7,11 @@ import type { SendLog } from './sendLog';
 export interface SendContext {
   /** The step id: passed to the provider as its idempotency key wherever the provider takes one. */
   idempotencyKey: string;
-  /** An earlier delivery died during its provider call, so the provider may already have the message. */
+  /**
+   * An earlier provider call for this step ended without a recorded outcome (its process died, or the
+   * call failed without proving the provider refused it), so the provider may already have the message:
+   * an adapter whose provider can say so looks before sending.
+   */
   resumed: boolean;
 }
 
@@ -34,10 +38,18 @@ export interface SenderOptions {
   /** First retry delay; doubles per delivery, capped at `maxBackoffMs`. Default 1 000. */
   baseBackoffMs?: number;
   maxBackoffMs?: number;
+  /**
+   * Once the sender is stopping, how long a step whose outcome is known but not yet stored or reported
+   * keeps retrying before it is handed back to the bus (default 10 000, inside the shutdown step timeout).
+   */
+  stopGraceMs?: number;
+  /** A repeating failure is logged once per cause per this interval, with a count. Default 10 000. */
+  logIntervalMs?: number;
 }
 
 const sends = counter({ name: 'sender_sends_total', help: 'Steps handled by senders, by channel and result (sent, failed, no_balance, unreachable, retry, duplicate, dead_letter).', labelNames: ['channel', 'result'] });
 const providerLatency = histogram({ name: 'sender_provider_duration_seconds', help: 'Time spent in provider calls, by channel and result.', labelNames: ['channel', 'result'], buckets: LATENCY_BUCKETS });
+const heldOutcomes = counter({ name: 'sender_outcomes_held_total', help: 'Outcomes of provider calls whose recording or report failed at first and was retried while the step was held.', labelNames: ['channel'] });
 
 /** Delay before the next delivery: exponential backoff, never shorter than the provider's Retry-After. */
 export function retryDelayMs(deliveryCount: number, retryAfterMs: number | undefined, base = 1_000, cap = 60_000): number {
@@ -45,32 +57,121 @@ export function retryDelayMs(deliveryCount: number, retryAfterMs: number | undef
   return Math.max(backoff, retryAfterMs ?? 0);
 }
 
+/** First pause between tries of a held outcome's write; doubles up to a third of the ack wait, at most 2 s. */
+const HOLD_RETRY_BASE_MS = 100;
+
 /**
  * Consumes `steps.<channel>`. For each due step: check the send log, send, record, publish the result,
  * then ack. Errors are sorted: retryable → nak with backoff; permanent → FAILED + term; the last
  * delivery of a retryable failure → FAILED `max_deliveries` + a dead-letter record.
+ *
+ * An outcome the provider gave is never dropped: if recording or reporting it fails (the database or the
+ * bus is gone), the step is held in progress (`working()`) and the write retried with backoff until it
+ * succeeds, and only then acked. Nak'ing it instead would let its redelivery, once the lease ran out,
+ * take the unrecorded send for a crashed one and send it again.
  */
 export async function startSender(options: SenderOptions): Promise<Subscription> {
   const channel = options.channel;
   const durable = `sender-${channel.toLowerCase()}`;
   const maxDeliver = options.maxDeliver ?? 10;
   const ackWaitMs = options.ackWaitMs ?? 30_000;
+  const stopGraceMs = options.stopGraceMs ?? 10_000;
   const log = options.logger;
+  const failures = collapseRepeats(log, { intervalMs: options.logIntervalMs });
   const results = options.results ?? new StepResultPublisher(options.bus);
+  const heartbeatMs = Math.max(50, Math.floor(ackWaitMs / 3));
+  const holdRetryCapMs = Math.max(HOLD_RETRY_BASE_MS, Math.min(2_000, heartbeatMs));
 
-  const finish = async (step: busV1.StepDue, result: SendResult, label = resultLabel(result.outcome)) => {
-    await options.sendLog.complete(step.stepId, result);
-    await results.publish(step, result);
+  /** Outcomes this process holds while retrying their write, by step id: another delivery of the step waits for it. */
+  const held = new Map<string, Promise<void>>();
+  /** Set when the sender starts stopping: held steps give up at this time. */
+  let giveUpAt: number | null = null;
+  const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+  /** Keeps `msg` in progress until `work` settles. */
+  const holding = async <T>(msg: BusMessage, work: () => Promise<T>): Promise<T> => {
+    msg.working();
+    const heartbeat = setInterval(() => msg.working(), heartbeatMs);
+    try {
+      return await work();
+    } finally {
+      clearInterval(heartbeat);
+    }
+  };
+
+  /**
+   * Stores a known outcome with `record` (none when it is already stored) and reports it. The first try
+   * is the normal path, without extra work. If it fails, the step is held in progress and both are
+   * retried with backoff until they succeed. Resolves false only when the sender is stopping and its grace
+   * ran out first: the caller then hands the message back to the bus.
+   */
+  const settle = async (msg: BusMessage, step: busV1.StepDue, result: SendResult, record: (() => Promise<void>) | null): Promise<boolean> => {
+    let recorded = record === null;
+    const writeAndReport = async () => {
+      if (!recorded) {
+        await record!();
+        recorded = true;
+      }
+      await results.publish(step, result);
+    };
+    try {
+      await writeAndReport();
+      return true;
+    } catch (first) {
+      heldOutcomes.inc({ channel });
+      let release!: () => void;
+      held.set(step.stepId, new Promise<void>((resolve) => (release = resolve)));
+      try {
+        return await holding(msg, async () => {
+          let err = first;
+          for (let tries = 1; ; tries++) {
+            const what = recorded ? 'reporting a recorded outcome failed' : 'recording the outcome of a provider call failed';
+            failures.error({ err, stepId: step.stepId, outcome: resultLabel(result.outcome) }, `${what}; holding the step and retrying`);
+            if (giveUpAt !== null && Date.now() >= giveUpAt) {
+              log.error(
+                { err, stepId: step.stepId, outcome: resultLabel(result.outcome), recorded },
+                recorded
+                  ? 'stopping with an outcome recorded but not reported; its next delivery reports it from the send log'
+                  : 'stopping with the outcome of a provider call not recorded; its next delivery resumes the send (docs/channels.md)',
+              );
+              return false;
+            }
+            await pause(Math.min(holdRetryCapMs, HOLD_RETRY_BASE_MS * 2 ** (tries - 1)));
+            try {
+              await writeAndReport();
+              return true;
+            } catch (again) {
+              err = again;
+            }
+          }
+        });
+      } finally {
+        held.delete(step.stepId);
+        release();
+      }
+    }
+  };
+
+  /** Settles and then acks (or terms); a message whose outcome could not be settled goes back to the bus. */
+  const finish = async (msg: BusMessage, step: busV1.StepDue, result: SendResult, record: (() => Promise<void>) | null, label: string, end: 'ack' | 'term') => {
+    if (!(await settle(msg, step, result, record))) {
+      msg.nak();
+      return;
+    }
     sends.inc({ channel, result: label });
+    if (end === 'ack') msg.ack();
+    else msg.term(result.reason);
   };
 
   const handle = async (msg: BusMessage, step: busV1.StepDue) => {
+    // A redelivery, or a new attempt, of a step whose outcome this process is still trying to store:
+    // wait for that rather than claim, so its send log row is complete when the claim reads it.
+    const pending = held.get(step.stepId);
+    if (pending) await holding(msg, () => pending);
     const claim = await options.sendLog.claim(step, ackWaitMs);
     if (claim.kind === 'done') {
       // Sent (or settled) by an earlier delivery whose ack was lost: report again, never resend.
-      await results.publish(step, claim.result);
-      sends.inc({ channel, result: 'duplicate' });
-      msg.ack();
+      await finish(msg, step, claim.result, null, 'duplicate', 'ack');
       return;
     }
     if (claim.kind === 'busy') {
@@ -85,31 +186,35 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
     } catch (err) {
       providerLatency.observe({ channel, result: err instanceof PermanentSendError ? 'failed' : 'retry' }, Number(process.hrtime.bigint() - started) / 1e9);
       if (err instanceof PermanentSendError) {
-        log.warn({ err, stepId: step.stepId, reason: err.reason }, 'send failed permanently');
-        await finish(step, { outcome: StepOutcome.STEP_OUTCOME_FAILED, reason: err.reason });
-        msg.term(err.reason);
+        failures.warn({ err, stepId: step.stepId, reason: err.reason }, 'send failed permanently');
+        const failed: SendResult = { outcome: StepOutcome.STEP_OUTCOME_FAILED, reason: err.reason };
+        await finish(msg, step, failed, () => options.sendLog.complete(step.stepId, failed), 'failed', 'term');
         return;
       }
       const reason = err instanceof RetryableSendError ? err.reason : 'sender_error';
       if (msg.deliveryCount >= maxDeliver) {
-        log.error({ err, stepId: step.stepId, deliveries: msg.deliveryCount, reason }, 'send failed on the last delivery; dead-lettered');
-        await options.sendLog.deadLetter(step, reason, msg.deliveryCount);
-        await finish(step, { outcome: StepOutcome.STEP_OUTCOME_FAILED, reason: 'max_deliveries' }, 'dead_letter');
-        msg.term('max deliveries');
+        failures.error({ err, stepId: step.stepId, deliveries: msg.deliveryCount, reason }, 'send failed on the last delivery; dead-lettered');
+        const failed: SendResult = { outcome: StepOutcome.STEP_OUTCOME_FAILED, reason: 'max_deliveries' };
+        await finish(msg, step, failed, () => options.sendLog.failDeadLettered(step, failed, reason, msg.deliveryCount), 'dead_letter', 'term');
         return;
       }
-      await options.sendLog.release(step.stepId);
+      const maybeDelivered = !(err instanceof RetryableSendError) || err.maybeDelivered;
+      try {
+        await options.sendLog.release(step.stepId, { maybeDelivered });
+      } catch (releaseErr) {
+        // Still `sending`: the next delivery waits out the lease, then resumes (and asks the provider first).
+        failures.error({ err: releaseErr, stepId: step.stepId }, 'releasing a step after a retryable failure failed; its next delivery waits for the lease');
+      }
       const delay = retryDelayMs(msg.deliveryCount, err instanceof RetryableSendError ? err.retryAfterMs : undefined, options.baseBackoffMs, options.maxBackoffMs);
-      log.warn({ err, stepId: step.stepId, delivery: msg.deliveryCount, reason, retryInMs: delay }, 'send failed, will retry');
+      failures.warn({ err, stepId: step.stepId, delivery: msg.deliveryCount, reason, retryInMs: delay }, 'send failed, will retry');
       sends.inc({ channel, result: 'retry' });
       msg.nak(delay);
       return;
     }
-    await finish(step, result);
-    msg.ack();
+    await finish(msg, step, result, () => options.sendLog.complete(step.stepId, result), resultLabel(result.outcome), 'ack');
   };
 
-  return options.bus.consume(
+  const subscription = await options.bus.consume(
     { stream: 'STEPS', durable, filterSubject: stepSubject(channel), concurrency: options.concurrency ?? 16, maxDeliver, ackWaitMs },
     async (msg: BusMessage) => {
       let step: busV1.StepDue;
@@ -117,7 +222,7 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
         step = busV1.StepDue.decode(msg.data);
         if (!step.stepId || !step.attemptId) throw new Error('step without step_id or attempt_id');
       } catch (err) {
-        log.error({ err, seq: msg.seq }, 'undecodable step message, dropped');
+        failures.error({ err, seq: msg.seq }, 'undecodable step message, dropped');
         msg.term('undecodable');
         return;
       }
@@ -125,17 +230,28 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
         try {
           await handle(msg, step);
         } catch (err) {
-          // The send log or the bus failed around the send; the log keeps the step from being sent twice.
+          // The send log failed before the provider was called (a claim): nothing was sent by this delivery.
           if (msg.deliveryCount >= maxDeliver) {
-            log.error({ err, stepId: step.stepId, delivery: msg.deliveryCount }, 'handling the step failed on its last delivery; dead-lettered');
-            await options.sendLog.deadLetter(step, 'sender_error', msg.deliveryCount).catch((deadLetterErr: unknown) => log.error({ err: deadLetterErr, stepId: step.stepId }, 'writing the dead letter failed'));
+            failures.error({ err, stepId: step.stepId, delivery: msg.deliveryCount }, 'handling the step failed on its last delivery; dead-lettered');
+            await options.sendLog.deadLetter(step, 'sender_error', msg.deliveryCount).catch((deadLetterErr: unknown) => failures.error({ err: deadLetterErr, stepId: step.stepId }, 'writing the dead letter failed'));
             msg.term('max deliveries');
             return;
           }
-          log.error({ err, stepId: step.stepId, delivery: msg.deliveryCount }, 'handling the step failed, will retry');
+          failures.error({ err, stepId: step.stepId, delivery: msg.deliveryCount }, 'handling the step failed, will retry');
           msg.nak(retryDelayMs(msg.deliveryCount, undefined, options.baseBackoffMs, options.maxBackoffMs));
         }
       }, { kind: SpanKind.CONSUMER, parent: extractTraceContext(msg.headers) });
     },
   );
+
+  return {
+    async drain() {
+      giveUpAt ??= Date.now() + stopGraceMs;
+      try {
+        await subscription.drain();
+      } finally {
+        failures.flush();
+      }
+    },
+  };
 }

@@ -10,6 +10,8 @@ export interface EmailProvider {
 
 /** Error codes of nodemailer's SMTP transport that mean "could not talk to the server": try again later. */
 const TRANSIENT_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'EPROTOCOL', 'ECONNRESET', 'ECONNREFUSED']);
+/** Of those, the ones that can cut a session after DATA went out, before the 250: the server may have the message. */
+const MID_SESSION_CODES = new Set(['ETIMEDOUT', 'ESOCKET', 'EPROTOCOL', 'ECONNRESET']);
 
 /**
  * Sorts an SMTP failure: a 4xx reply or a connection problem is retryable; a 5xx reply is permanent
@@ -23,8 +25,8 @@ export function classifySmtpError(err: unknown): RetryableSendError | PermanentS
     if (failure.responseCode >= 500) return new PermanentSendError(failure.code === 'EENVELOPE' ? 'recipient_rejected' : 'provider_rejected', `SMTP ${failure.responseCode}: ${failure.message}`, { cause: err });
     return new RetryableSendError('provider_unavailable', `SMTP ${failure.responseCode}: ${failure.message}`, { cause: err });
   }
-  if (failure.code && TRANSIENT_CODES.has(failure.code)) return new RetryableSendError('provider_unreachable', `SMTP ${failure.code}: ${failure.message}`, { cause: err });
-  return new RetryableSendError('provider_error', `SMTP: ${failure.message ?? String(err)}`, { cause: err });
+  if (failure.code && TRANSIENT_CODES.has(failure.code)) return new RetryableSendError('provider_unreachable', `SMTP ${failure.code}: ${failure.message}`, { cause: err, maybeDelivered: MID_SESSION_CODES.has(failure.code) });
+  return new RetryableSendError('provider_error', `SMTP: ${failure.message ?? String(err)}`, { cause: err, maybeDelivered: true });
 }
 
 export function smtpProvider(options: { smtpUrl: string; from: string; timeoutMs: number }): EmailProvider {

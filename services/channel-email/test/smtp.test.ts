@@ -243,4 +243,14 @@ describe('classifySmtpError', () => {
     expect(sorted.name).toBe(name);
     expect(sorted.reason).toBe(reason);
   });
+
+  it('marks a session cut after it began as maybe delivered (the next try is resumed), a refusal or no connection as not', () => {
+    const maybe = (err: Record<string, unknown>) => (classifySmtpError(Object.assign(new Error('x'), err)) as { maybeDelivered?: boolean }).maybeDelivered;
+    expect(maybe({ code: 'ETIMEDOUT' })).toBe(true);
+    expect(maybe({ code: 'ECONNRESET' })).toBe(true);
+    expect(maybe({})).toBe(true);
+    expect(maybe({ code: 'ECONNECTION' })).toBe(false);
+    expect(maybe({ responseCode: 451, code: 'EENVELOPE' })).toBe(false);
+    expect(maybe({ code: 'EAUTH' })).toBe(false);
+  });
 });

@@ -5,9 +5,30 @@ export type MessengerSendAnswer = { kind: 'sent'; providerMessageId: string } | 
 
 export interface MessengerProvider {
   readonly name: string;
-  /** Sends `text` to the account registered on `phone` (E.164), if there is one. */
-  send(request: { stepId: string; phone: string; text: string; link: string }): Promise<MessengerSendAnswer>;
+  /**
+   * Sends `text` to the account registered on `phone` (E.164), if there is one. `resumed`: an earlier call
+   * for this step may have reached the gateway (SendContext.resumed), so look for it before sending.
+   */
+  send(request: { stepId: string; phone: string; text: string; link: string; resumed?: boolean }): Promise<MessengerSendAnswer>;
 }
+
+/** An entry of `showMessagesQueue` (the MAX docs name the id `messageID`, the Telegram ones `idMessage`). */
+interface QueuedMessage {
+  messageID?: string;
+  idMessage?: string;
+  body?: { chatId?: string; message?: string };
+}
+
+/** An entry of `lastOutgoingMessages`. */
+interface OutgoingMessage {
+  idMessage?: string;
+  chatId?: string;
+  textMessage?: string;
+  extendedTextMessage?: { text?: string };
+}
+
+/** How far back a resumed send looks in the account's outgoing journal: the method's default, one day. */
+const JOURNAL_MINUTES = 1440;
 
 /** Sorts a non-2xx answer of the gateway (429 and 5xx are already sorted by providerFetch). */
 async function failure(res: Response, what: string): Promise<never> {
@@ -23,18 +44,40 @@ async function failure(res: Response, what: string): Promise<never> {
  * An HTTP messenger gateway of the GREEN-API shape (the same for MAX and Telegram accounts):
  * `POST {apiUrl}/waInstance{id}/checkAccount/{token}` `{phoneNumber}` → `{exist, chatId}`, then
  * `POST {apiUrl}/waInstance{id}/sendMessage/{token}` `{chatId, message}` → `{idMessage}`.
+ *
+ * sendMessage takes no client message id and does not deduplicate. A resumed send therefore looks for
+ * its message first, by chat and exact text (the text carries the recipient's personal link): in the
+ * account's send queue (`GET showMessagesQueue`, messages accepted but not yet sent) and in its outgoing
+ * journal (`GET lastOutgoingMessages?minutes=1440`), and sends only if neither has it.
  */
 export function greenApiProvider(name: string, account: MessengerAccount, limiter: { acquire(chat: string): Promise<void> }): MessengerProvider {
   const base = account.apiUrl.replace(/\/$/, '');
-  const call = async <T>(method: string, body: unknown): Promise<T> => {
-    const res = await providerFetch(`${base}/waInstance${account.idInstance}/${method}/${account.apiToken}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    }, { provider: name, timeoutMs: account.timeoutMs });
+  const call = async <T>(method: string, body?: unknown, query = ''): Promise<T> => {
+    const res = await providerFetch(`${base}/waInstance${account.idInstance}/${method}/${account.apiToken}${query}`, body === undefined
+      ? { method: 'GET' }
+      : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }, { provider: name, timeoutMs: account.timeoutMs });
     if (!res.ok) return failure(res, `${name} ${method}`);
     return providerJson<T>(res, name);
   };
+
+  /** The id of a message with this text to this chat the account already has (queued or sent), if any. */
+  const alreadyTaken = async (chatId: string, text: string): Promise<string | null> => {
+    try {
+      const queue = await call<QueuedMessage[]>('showMessagesQueue');
+      if (!Array.isArray(queue)) throw new RetryableSendError('provider_bad_response', `${name} showMessagesQueue: not a list`);
+      const queued = queue.find((q) => q.body?.chatId === chatId && q.body?.message === text);
+      if (queued) return queued.messageID ?? queued.idMessage ?? '';
+      const journal = await call<OutgoingMessage[]>('lastOutgoingMessages', undefined, `?minutes=${JOURNAL_MINUTES}`);
+      if (!Array.isArray(journal)) throw new RetryableSendError('provider_bad_response', `${name} lastOutgoingMessages: not a list`);
+      const sent = journal.find((m) => m.chatId === chatId && (m.textMessage === text || m.extendedTextMessage?.text === text));
+      return sent ? sent.idMessage ?? '' : null;
+    } catch (err) {
+      // Still unknown whether the gateway has it: the next try must look again.
+      const reason = err instanceof RetryableSendError || err instanceof PermanentSendError ? err.reason : 'provider_error';
+      throw new RetryableSendError(reason, `${name}: looking for an earlier send failed: ${(err as Error).message}`, { cause: err, maybeDelivered: true, retryAfterMs: (err as RetryableSendError).retryAfterMs });
+    }
+  };
+
   return {
     name,
     async send(req) {
@@ -42,9 +85,13 @@ export function greenApiProvider(name: string, account: MessengerAccount, limite
       const check = await call<{ exist?: boolean; chatId?: string }>('checkAccount', { phoneNumber: Number(digits) });
       if (check.exist !== true) return { kind: 'not_registered' };
       const chatId = check.chatId || `${digits}@c.us`;
+      if (req.resumed) {
+        const earlier = await alreadyTaken(chatId, req.text);
+        if (earlier !== null) return { kind: 'sent', providerMessageId: earlier };
+      }
       await limiter.acquire(chatId);
       const sent = await call<{ idMessage?: string }>('sendMessage', { chatId, message: req.text });
-      if (!sent.idMessage) throw new RetryableSendError('provider_bad_response', `${name} sendMessage: answer without idMessage`);
+      if (!sent.idMessage) throw new RetryableSendError('provider_bad_response', `${name} sendMessage: answer without idMessage`, { maybeDelivered: true });
       return { kind: 'sent', providerMessageId: sent.idMessage };
     },
   };

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import type { ServiceContext } from '@rrs/runtime';
+import { collapseRepeats, type ServiceContext } from '@rrs/runtime';
 import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type SendStep } from '@rrs/sender-kit';
 import type { MessengerAccount, MessengerConfig } from './config';
 import { renderMessengerText } from './message';
@@ -26,10 +26,10 @@ const E164 = /^\+[1-9]\d{6,14}$/;
 
 /** The messenger send step: "not registered on this messenger" is UNREACHABLE, so the scheduler moves on. */
 export function messengerSend(provider: MessengerProvider): SendStep {
-  return async (step) => {
+  return async (step, ctx) => {
     const phone = step.recipient?.phone ?? '';
     if (!E164.test(phone)) throw new PermanentSendError('missing_contact', 'the recipient has no E.164 phone number');
-    const answer = await provider.send({ stepId: step.stepId, phone, text: renderMessengerText(step), link: step.reviewUrl });
+    const answer = await provider.send({ stepId: step.stepId, phone, text: renderMessengerText(step), link: step.reviewUrl, resumed: ctx.resumed });
     if (answer.kind === 'not_registered') return { outcome: StepOutcome.STEP_OUTCOME_UNREACHABLE, reason: 'not_registered' };
     return { outcome: StepOutcome.STEP_OUTCOME_SENT, providerMessageId: answer.providerMessageId };
   };
@@ -44,9 +44,12 @@ export async function startMessengerSender(
   let redis: Redis | undefined;
   if (config.redisUrl) {
     const client = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
-    client.on('error', (err) => ctx.logger.warn({ err }, 'redis (send rates) error'));
+    // ioredis reports every failed reconnect: while Redis is down, one line per cause per interval.
+    const redisErrors = collapseRepeats(ctx.logger);
+    client.on('error', (err) => redisErrors.warn({ err }, 'redis (send rates) error'));
     ctx.lifecycle.onStop('redis', async () => {
       await client.quit().catch(() => client.disconnect());
+      redisErrors.flush();
     });
     redis = client;
   }

@@ -5,36 +5,52 @@ import { createPool, type Pool } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, TEST_REDIS_URL, uniqueName, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { Redis } from 'ioredis';
 import { collectResults, dueStep, publishStep } from '../../../packages/sender-kit/test/support/steps';
-import { createSendRateLimiter, greenApiProvider, startMessengerSender, type MessengerAccount } from '../src';
+import { createSendRateLimiter, greenApiProvider, renderMessengerText, startMessengerSender, type MessengerAccount } from '../src';
 
 const Outcome = busV1.StepOutcome;
 const TOKEN = 'tok123456789';
 
 interface Call { instance: string; method: string; body: Record<string, unknown>; at: number }
+interface Outgoing { idMessage: string; chatId: string; textMessage: string }
 
 /**
- * A local messenger gateway speaking the GREEN-API HTTP shape: checkAccount and sendMessage under
- * /waInstance{id}/{method}/{token}. Numbers ending in 0000 have no account; special endings give errors.
+ * A local messenger gateway speaking the GREEN-API HTTP shape under /waInstance{id}/{method}/{token}:
+ * checkAccount and sendMessage (POST), showMessagesQueue and lastOutgoingMessages (GET). Numbers ending in
+ * 0000 have no account; special endings give errors. Like GREEN-API, sendMessage takes no client id and
+ * never deduplicates; what it took shows in the journal (or, while `queueing`, in the send queue).
  */
 async function startFakeGateway() {
   const calls: Call[] = [];
+  const journal = new Map<string, Outgoing[]>();
+  const queue = new Map<string, Outgoing[]>();
+  const unanswered = new Set<string>();
   let failures = new Map<string, number>();
+  let taken = 0;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const route = /^\/v3\/waInstance(\d+)\/(\w+)\/(\w+)$/.exec(req.url ?? "");
+      const url = new URL(req.url ?? '/', 'http://gateway');
+      const route = /^\/v3\/waInstance(\d+)\/(\w+)\/(\w+)$/.exec(url.pathname);
       const json = (status: number, body: unknown, headers: Record<string, string> = {}) => res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
-      if (!route || req.method !== 'POST') return json(404, {});
+      if (!route) return json(404, {});
       if (route[3] !== TOKEN) return json(401, { message: 'Unauthorized' });
+      const [, instance, method] = route;
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
-      calls.push({ instance: route[1], method: route[2], body, at: Date.now() });
-      if (route[2] === 'checkAccount') {
+      calls.push({ instance, method, body: method === 'lastOutgoingMessages' ? { minutes: url.searchParams.get('minutes') } : body, at: Date.now() });
+      if (req.method === 'GET' && method === 'showMessagesQueue') {
+        return json(200, (queue.get(instance) ?? []).map((m) => ({ messageID: m.idMessage, type: 'sendMessage', body: { chatId: m.chatId, message: m.textMessage } })));
+      }
+      if (req.method === 'GET' && method === 'lastOutgoingMessages') {
+        return json(200, (journal.get(instance) ?? []).map((m) => ({ type: 'outgoing', idMessage: m.idMessage, timestamp: Math.floor(Date.now() / 1000), statusMessage: 'delivered', typeMessage: 'textMessage', chatId: m.chatId, textMessage: m.textMessage, sendByApi: true })));
+      }
+      if (req.method !== 'POST') return json(404, {});
+      if (method === 'checkAccount') {
         const phone = String(body.phoneNumber);
         if (typeof body.phoneNumber !== 'number') return json(400, { message: "Validation failed. Details: 'phoneNumber' must be a number" });
         return json(200, phone.endsWith('0000') ? { exist: false } : { exist: true, chatId: `${phone}@c.us` });
       }
-      if (route[2] === 'sendMessage') {
+      if (method === 'sendMessage') {
         const chat = String(body.chatId);
         const left = failures.get(chat) ?? 0;
         if (left > 0) {
@@ -43,7 +59,11 @@ async function startFakeGateway() {
         }
         if (chat.startsWith('79990000466')) return json(466, { message: 'Quota exceeded' });
         if (chat.startsWith('79990000400')) return json(400, { message: "Validation failed. Details: 'message' is required" });
-        return json(200, { idMessage: `MSG${calls.length}` });
+        const message = { idMessage: `MSG${++taken}`, chatId: chat, textMessage: String(body.message) };
+        journal.set(instance, [...(journal.get(instance) ?? []), message]);
+        // Taken, but the answer is lost on the way back: the caller times out.
+        if (unanswered.delete(chat)) return;
+        return json(200, { idMessage: message.idMessage });
       }
       json(404, {});
     });
@@ -52,10 +72,23 @@ async function startFakeGateway() {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v3`,
     calls,
+    /** A message the account sent earlier (journal) or holds in its send queue. */
+    preload(instance: string, where: 'journal' | 'queue', message: Outgoing) {
+      const list = where === 'journal' ? journal : queue;
+      list.set(instance, [...(list.get(instance) ?? []), message]);
+    },
+    /** Messages the gateway took for this chat: more than one means it was sent twice. */
+    takenFor: (instance: string, chat: string) => (journal.get(instance) ?? []).filter((m) => m.chatId === chat && !m.idMessage.startsWith('EARLY')),
+    takeWithoutAnswer(chat: string) {
+      unanswered.add(chat);
+    },
     failNext(chat: string, count: number) {
       failures = new Map(failures).set(chat, count);
     },
-    close: () => new Promise<void>((r) => server.close(() => r())),
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
   };
 }
 
@@ -130,6 +163,50 @@ describe('channel-messenger against a fake GREEN-API gateway', () => {
     const sends = sendsTo('79991110429@c.us');
     expect(sends).toHaveLength(2);
     expect(sends[1].at - sends[0].at).toBeGreaterThanOrEqual(900);
+  });
+
+  describe('the at-least-once windows (docs/channels.md)', () => {
+    const killedMidSend = (stepId: string, attemptId: string) =>
+      pool.query(`INSERT INTO send_log (step_id, attempt_id, channel, organization_id, state, lease_until) VALUES ($1, $2, 'MAX', 'org-1', 'sending', now() - interval '1 second')`, [stepId, attemptId]);
+    const lookups = () => gw.calls.filter((c) => c.method === 'showMessagesQueue' || c.method === 'lastOutgoingMessages').length;
+
+    it.each([
+      ['sent (in the outgoing journal)', 'journal', '+79991110031'],
+      ['still in the send queue', 'queue', '+79991110032'],
+    ] as const)('a send resumed after the sender died once the gateway took it (%s) is not sent again', async (_label, where, phone) => {
+      const step = dueStep('MAX', { recipient: { name: 'J', email: '', phone } });
+      const chat = `${phone.slice(1)}@c.us`;
+      gw.preload('1101', where, { idMessage: `EARLY-${step.stepId}`, chatId: chat, textMessage: renderMessengerText(step) });
+      await killedMidSend(step.stepId, step.attemptId);
+      const lookupsBefore = lookups();
+      await publishStep(tb.bus, step);
+      expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT, providerMessageId: `EARLY-${step.stepId}` });
+      expect(lookups()).toBeGreaterThan(lookupsBefore);
+      expect(sendsTo(chat)).toHaveLength(0);
+    });
+
+    it('a resumed send the gateway has no trace of is sent, once', async () => {
+      const phone = '+79991110033';
+      const step = dueStep('MAX', { recipient: { name: 'J', email: '', phone } });
+      // Another message to the same chat with other text is not this step's.
+      gw.preload('1101', 'journal', { idMessage: 'EARLY-other', chatId: `${phone.slice(1)}@c.us`, textMessage: 'another text' });
+      await killedMidSend(step.stepId, step.attemptId);
+      await publishStep(tb.bus, step);
+      expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT });
+      expect(gw.takenFor('1101', `${phone.slice(1)}@c.us`)).toHaveLength(1);
+    });
+
+    it('a sendMessage whose answer was lost is found in the journal on the next try, not sent again', async () => {
+      const phone = '+79991110034';
+      const chat = `${phone.slice(1)}@c.us`;
+      gw.takeWithoutAnswer(chat);
+      const step = dueStep('MAX', { recipient: { name: 'L', email: '', phone } });
+      await publishStep(tb.bus, step);
+      expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT });
+      expect(sendsTo(chat)).toHaveLength(1);
+      expect(gw.takenFor('1101', chat)).toHaveLength(1);
+      expect(resultsOf(step.stepId)[0].providerMessageId).toBe(gw.takenFor('1101', chat)[0].idMessage);
+    });
   });
 
   it('keeps to about 1 message per second per chat', async () => {

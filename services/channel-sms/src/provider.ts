@@ -6,6 +6,8 @@ export interface SmsSendRequest {
   phone: string;
   text: string;
   link: string;
+  /** An earlier call for this step may have reached the provider (SendContext.resumed): look before sending. */
+  resumed?: boolean;
 }
 
 export interface SmsProvider {
@@ -31,6 +33,12 @@ interface SmscAnswer {
   error_code?: number;
 }
 
+interface SmscStatusAnswer {
+  status?: number | string;
+  error?: string;
+  error_code?: number;
+}
+
 /**
  * SMSC.ru error codes of `send.php` (fmt=3 answers `{"error": "...", "error_code": N}`), sorted.
  * Codes 2–4 are about our account, not the recipient, so they are retried (and dead-lettered if they last).
@@ -45,19 +53,55 @@ const SMSC_ERRORS: Record<number, { kind: 'permanent' | 'retryable'; reason: str
   7: { kind: 'permanent', reason: 'invalid_phone' },
   8: { kind: 'permanent', reason: 'undeliverable' },
 };
-/** "The same request was already sent within a minute": SMSC has the message. */
-const SMSC_DUPLICATE = 9;
+/**
+ * Error 9 of send.php: the same request again within a minute, or 15 and more requests at once under one
+ * login ("too many concurrent requests"). The two cannot be told apart by the code, so the status method
+ * decides: SMSC has the message → it went out; it has not → SMSC was busy, try again.
+ */
+const SMSC_DUPLICATE_OR_BUSY = 9;
+/** Status of status.php for a phone and id SMSC has no message for. */
+const SMSC_STATUS_NOT_FOUND = -3;
 
 /**
  * The SMSC.ru HTTP API (`POST /sys/send.php`, form-encoded, `fmt=3` for JSON answers). The message
- * `id` is the step id, so the delivery receipt names the step, and a repeat of the same request within
- * a minute (a send resumed after a crash) is refused by SMSC with error 9 instead of being sent again.
+ * `id` is the step id (SMSC takes up to 40 latin letters, digits, `.`, `_`, `-`: a UUID fits), so the
+ * delivery receipt names the step, and SMSC can be asked whether it has the step's message.
+ *
+ * SMSC does not refuse a second message with the same `id` (its docs: "не обязательно уникален"); it
+ * refuses only the same request within a minute (error 9). So a resumed send (the process died after
+ * the call, or the call ended without an answer) first asks `status.php` for this phone and id, and sends
+ * only if SMSC has no such message: that closes the window whatever the time since the first call.
  */
 export function smscProvider(options: SmscOptions): SmsProvider {
-  const url = `${options.baseUrl.replace(/\/$/, '')}/sys/send.php`;
+  const base = options.baseUrl.replace(/\/$/, '');
+  const url = `${base}/sys/send.php`;
+  const statusUrl = `${base}/sys/status.php`;
+
+  /** Whether SMSC has a message with this id for this phone; null when the gateway has no status method. */
+  const hasMessage = async (req: SmsSendRequest): Promise<boolean | null> => {
+    const form = new URLSearchParams({ login: options.login, psw: options.password, phone: req.phone, id: req.stepId, fmt: '3', charset: 'utf-8' });
+    const res = await providerFetch(statusUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form }, { provider: 'smsc', timeoutMs: options.timeoutMs });
+    // A compatible gateway without the status method: send as before (error 9 still refuses a repeat within a minute).
+    if (res.status === 404) {
+      await res.body?.cancel();
+      return null;
+    }
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new RetryableSendError('provider_bad_response', `smsc status: HTTP ${res.status}`, { maybeDelivered: true });
+    }
+    const answer = await providerJson<SmscStatusAnswer>(res, 'smsc');
+    if (answer.error_code !== undefined || answer.error !== undefined) {
+      throw new RetryableSendError('provider_status_unavailable', `smsc status error ${answer.error_code ?? ''}: ${answer.error ?? ''}`, { maybeDelivered: true });
+    }
+    if (answer.status === undefined || !Number.isFinite(Number(answer.status))) throw new RetryableSendError('provider_bad_response', 'smsc status: answer without status', { maybeDelivered: true });
+    return Number(answer.status) !== SMSC_STATUS_NOT_FOUND;
+  };
+
   return {
     name: 'smsc',
     async send(req) {
+      if (req.resumed && (await hasMessage(req))) return { providerMessageId: req.stepId };
       const form = new URLSearchParams({
         login: options.login,
         psw: options.password,
@@ -71,7 +115,7 @@ export function smscProvider(options: SmscOptions): SmsProvider {
       const res = await providerFetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form }, { provider: 'smsc', timeoutMs: options.timeoutMs });
       if (!res.ok) {
         await res.body?.cancel();
-        throw new RetryableSendError('provider_bad_response', `smsc: HTTP ${res.status}`);
+        throw new RetryableSendError('provider_bad_response', `smsc: HTTP ${res.status}`, { maybeDelivered: true });
       }
       const answer = await providerJson<SmscAnswer>(res, 'smsc');
       if (answer.error_code === undefined && answer.error === undefined) {
@@ -79,7 +123,10 @@ export function smscProvider(options: SmscOptions): SmsProvider {
         return { providerMessageId: String(answer.id) };
       }
       const code = Number(answer.error_code);
-      if (code === SMSC_DUPLICATE) return { providerMessageId: req.stepId };
+      if (code === SMSC_DUPLICATE_OR_BUSY) {
+        if ((await hasMessage(req)) !== false) return { providerMessageId: req.stepId };
+        throw new RetryableSendError('provider_busy', `smsc error 9 without a message for this id: ${answer.error ?? ''}`, { retryAfterMs: 5_000 });
+      }
       const known = SMSC_ERRORS[code];
       const message = `smsc error ${code}: ${answer.error ?? ''}`;
       if (known?.kind === 'permanent') throw new PermanentSendError(known.reason, message);

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
-import { counter, listenHttp, type ListeningHttpServer, type Logger } from '@rrs/runtime';
+import { collapseRepeats, counter, listenHttp, type ListeningHttpServer, type Logger } from '@rrs/runtime';
 import { StepOutcome, type SendLog, type StepOutcome as Outcome, type StepResultPublisher } from '@rrs/sender-kit';
 
 /** SMSC.ru message statuses that end a message (the others, −1 queued and 0 handed over, are not final). */
@@ -53,6 +53,8 @@ const STATUS: Record<ReceiptResult, number> = { recorded: 200, not_final: 200, u
  * query string, as SMSC sends it. Unknown messages are answered 200 so SMSC stops retrying them.
  */
 export async function startReceiptServer(options: { host: string; port: number; results: StepResultPublisher; sendLog: SendLog; password: string; logger: Logger }): Promise<ListeningHttpServer> {
+  // While the send log or the bus is down every receipt fails the same way: one line per cause per interval.
+  const failures = collapseRepeats(options.logger);
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://receipts');
     if (url.pathname !== '/receipts/smsc' || (req.method !== 'POST' && req.method !== 'GET')) {
@@ -76,11 +78,18 @@ export async function startReceiptServer(options: { host: string; port: number; 
           res.writeHead(STATUS[result], { 'content-type': 'text/plain' }).end(result === 'recorded' || result === 'not_final' || result === 'unknown_message' ? 'OK' : result);
         },
         (err) => {
-          options.logger.error({ err }, 'SMS receipt failed; the provider will retry');
+          failures.error({ err }, 'SMS receipt failed; the provider will retry');
           res.writeHead(503, { 'content-type': 'text/plain' }).end('retry');
         },
       );
     });
   });
-  return listenHttp(server, options);
+  const listening = await listenHttp(server, options);
+  return {
+    port: listening.port,
+    async close() {
+      await listening.close();
+      failures.flush();
+    },
+  };
 }

@@ -22,13 +22,13 @@ const E164 = /^\+[1-9]\d{6,14}$/;
  * even on redelivery), then hand to the provider. No balance → NO_BALANCE, and the scheduler reroutes.
  */
 export function smsSend(provider: SmsProvider, balance: SmsBalance): SendStep {
-  return async (step) => {
+  return async (step, ctx) => {
     const phone = step.recipient?.phone ?? '';
     if (!E164.test(phone)) throw new PermanentSendError('missing_contact', 'the recipient has no E.164 phone number');
     const sms = renderSms(step);
     const debit = await balance.debit({ organizationId: step.organizationId, stepId: step.stepId, parts: sms.parts });
     if (!debit.debited) return { outcome: StepOutcome.STEP_OUTCOME_NO_BALANCE, reason: 'no_balance' };
-    const { providerMessageId } = await provider.send({ stepId: step.stepId, phone, text: sms.text, link: step.reviewUrl });
+    const { providerMessageId } = await provider.send({ stepId: step.stepId, phone, text: sms.text, link: step.reviewUrl, resumed: ctx.resumed });
     return { outcome: StepOutcome.STEP_OUTCOME_SENT, providerMessageId, parts: sms.parts };
   };
 }
