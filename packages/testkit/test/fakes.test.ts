@@ -108,6 +108,17 @@ describe('the fake SMSC.ru', () => {
     expect(smsc.timesAccepted('+79161234567')).toBe(1);
   });
 
+  it("answers status.php as SMSC does, so a resumed send of channel-sms finds the message and never sends it again", async () => {
+    const sent = { stepId: '0190e0e0-0000-7000-8000-000000000001', phone: '+79161234567', text: 'Rate us: https://x/r/1', link: 'https://x/r/1', resumed: true };
+    const before = smsc.requests;
+    expect(await provider().send(sent)).toEqual({ providerMessageId: sent.stepId });
+    expect(smsc.requests).toBe(before);
+    const status = async (id: string, phone: string) => (await fetch(`${smsc.url}/sys/status.php`, { method: 'POST', body: new URLSearchParams({ login: 'acme', psw: 'pw', phone, id, fmt: '3' }) })).json();
+    expect(await status(sent.stepId, sent.phone)).toMatchObject({ status: 0 });
+    expect(await status(sent.stepId, '+79160000000')).toEqual({ status: -3 });
+    expect(await status('never-sent', sent.phone)).toEqual({ status: -3 });
+  });
+
   it.each([
     ['a wrong password (error 2)', () => provider('wrong').send({ stepId: 's-2', phone: '+79161234568', text: 'hi', link: '' }), { name: 'RetryableSendError', reason: 'provider_auth_failed' }],
     ['an invalid number (error 7)', () => provider().send({ stepId: 's-7', phone: '+7916', text: 'hi', link: '' }), { name: 'PermanentSendError', reason: 'invalid_phone' }],

@@ -7,7 +7,10 @@
  *   `{"id": …, "cnt": n}` on success, `{"error": "…", "error_code": N}` on refusal (HTTP 200, as SMSC
  *   does). Refusals the fake makes on its own: 2 wrong login or password, 1 missing `phones`/`mes` or a
  *   bad `id`, 7 an invalid number, 3 not enough money, 9 the same request again within a minute (SMSC's
- *   "duplicate request" rule, which channel-sms reads as "already sent").
+ *   "duplicate request" rule). Like SMSC, a second message with the same `id` is accepted ("не обязательно
+ *   уникален"): ids are not deduplicated.
+ * - `/sys/status.php`: `phone` + `id` → `{"status": 0, …}` for the last message with that id to that
+ *   phone, `{"status": -3}` when there is none (what a resumed send of channel-sms asks first).
  * - `/sys/balance.php`: `{"balance": "<n.nn>"}` (plus `"currency": "RUR"` with `cur=1`), or error 2.
  *
  * Each accepted message is counted by its message id (the given `id`, else one the fake assigns) and by
@@ -108,6 +111,8 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
   let nextId = 1;
   const messages: SmscMessage[] = [];
   const byId = new Map<string, SmscMessage>();
+  /** `<id>|<phone>` → when the last such message was accepted, for status.php (kept without `keepMessages`). */
+  const lastByIdAndPhone = new Map<string, number>();
   const acceptedIds = new Map<string, number>();
   const firstByPhone = new Map<string, number>();
   const timesByPhone = new Map<string, number>();
@@ -141,6 +146,7 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
     count++;
     if (!acceptedIds.has(message.id)) acceptedIds.set(message.id, now);
     for (const phone of message.phones) {
+      lastByIdAndPhone.set(`${message.id}|${phone}`, now);
       if (!firstByPhone.has(phone)) firstByPhone.set(phone, now);
       timesByPhone.set(phone, (timesByPhone.get(phone) ?? 0) + 1);
     }
@@ -163,6 +169,11 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
     if (path === '/sys/balance.php') {
       if (!authorized(fields)) return json(200, { error: 'authorise error', error_code: 2 });
       return json(200, { balance: balance.toFixed(2), ...(fields.get('cur') === '1' ? { currency: 'RUR' } : {}) });
+    }
+    if (path === '/sys/status.php') {
+      if (!authorized(fields)) return json(200, { error: 'authorise error', error_code: 2 });
+      const at = lastByIdAndPhone.get(`${fields.get('id') ?? ''}|${fields.get('phone') ?? ''}`);
+      return json(200, at === undefined ? { status: -3 } : { status: 0, last_timestamp: Math.floor(at / 1000), err: 0 });
     }
     if (path !== '/sys/send.php') return json(404, { error: 'not found' });
     requests++;
