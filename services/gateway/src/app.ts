@@ -1,16 +1,18 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { randomUUID } from 'node:crypto';
-import { AppError, DomainError, httpStatusOf, counter, histogram, LATENCY_BUCKETS, serveOps, type Health, type Logger } from '@rrs/runtime';
-import type { Authenticator } from './auth';
-import { sendProblem } from './problem';
-import { adminRouter } from './admin/router';
+import { DomainError, counter, histogram, LATENCY_BUCKETS, serveOps, type Health, type Logger } from '@rrs/runtime';
+import { adminApi, adminApiDisabled } from './admin/api';
 import type { GatewayClients } from './clients';
-import { bodyError, dispatcher } from './http/dispatch';
-import { currentRoutes, type RouteSource } from './routes/registry';
-import type { RateLimiter } from './rateLimit';
-import { openApiCache } from './openapi';
 import { renderDocsPage } from './docsPage';
 import { reviewFormRouter } from './form';
+import { serveApi } from './http/api';
+import type { Authenticator } from './http/auth';
+import { bodyError } from './http/body';
+import { notFound, statusOf } from './http/errors';
+import { sendProblem } from './http/problem';
+import type { RouteSource } from './http/route';
+import type { RateLimiter } from './rateLimit';
+import { publicApi } from './routes/api';
 
 export interface AppDeps {
   authenticate: Authenticator;
@@ -20,6 +22,7 @@ export interface AppDeps {
   clients: GatewayClients;
   /** Absolute base URL the gateway is reached at, e.g. `https://reviews.example.com`. */
   publicBaseUrl: string;
+  /** Bearer token of the account admin API; unset = the admin API answers 404. */
   adminToken?: string;
   /** Routers of the all-in-one mode only (the dev inbox at /dev/*); a distributed gateway has none. */
   extraRouters?: express.Router[];
@@ -38,25 +41,10 @@ const httpErrors = counter({ name: 'http_server_errors_total', help: 'Error resp
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
-export const API_DESCRIPTION = `Hand customers over from a CRM and have review requests sent to them through a cascade of channels (email, SMS, MAX, Telegram), or through one channel.
-
-Authenticate with \`Authorization: Bearer <API key>\`. Every error is RFC 9457 \`application/problem+json\` with a stable \`code\` and a \`requestId\`; each operation lists the codes it can answer. Every POST accepts an \`Idempotency-Key\`. Rate-limited operations carry \`RateLimit\` and \`RateLimit-Policy\` headers.`;
-
-export const TAG_DESCRIPTIONS: Record<string, string> = {
-  account: 'The API key and its organization.',
-  locations: 'Points where reviews are collected.',
-  contacts: 'Customers handed over from the CRM.',
-  flows: 'Cascade scenarios: steps of channel + delay.',
-  cascades: 'Recipients put into a flow.',
-  channels: 'The channel catalog and one send method per channel.',
-  'review-requests': 'Personal review links delivered by the caller.',
-  webhooks: 'Endpoints that receive signed events.',
-};
-
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
-  // Problem `type`s link to this server's docs page (see problem.ts).
+  // Problem `type`s link to this server's docs page (see http/problem.ts).
   app.locals.publicBaseUrl = deps.publicBaseUrl;
   app.set('etag', false);
 
@@ -84,55 +72,38 @@ export function createApp(deps: AppDeps): express.Express {
     serveOps(deps.health, req, res).then((handled) => (handled ? undefined : next()), next);
   });
 
-  const openApi = openApiCache({
-    title: 'Review-Request API',
-    version: '1.0.0',
-    description: API_DESCRIPTION,
-    serverUrl: `${deps.publicBaseUrl}/api/v1`,
-    tags: TAG_DESCRIPTIONS,
-  });
-  const documentNow = () => openApi(currentRoutes(deps.routes));
-  // The description is public (no key): integrators generate clients from it before they have a key.
-  app.get('/api/v1/openapi.json', (_req, res) => {
-    res.locals.route = '/api/v1/openapi.json';
-    res.type('application/json').send(JSON.stringify(documentNow()));
-  });
+  const publicApiServed = serveApi(publicApi(deps));
   app.get(['/docs', '/api/v1/docs'], (_req, res) => {
     res.locals.route = '/docs';
     res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
-    res.type('text/html').send(renderDocsPage(documentNow()));
+    res.type('text/html').send(renderDocsPage(publicApiServed.document()));
   });
-
-  app.use('/api/v1', dispatcher({ routes: deps.routes, authenticate: deps.authenticate, rateLimiter: deps.rateLimiter }));
-  app.use('/admin/v1', adminRouter(deps.clients, deps.adminToken));
+  app.use('/api/v1', publicApiServed.handler);
+  app.use('/admin/v1', deps.adminToken ? serveApi(adminApi(deps.clients, deps.adminToken)).handler : adminApiDisabled);
   app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger }));
   for (const router of deps.extraRouters ?? []) app.use(router);
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
-    next(new AppError(404, 'not_found', `no route for ${req.method} ${req.path}`));
+    next(notFound(`no route for ${req.method} ${req.path}`));
   });
 
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const appErr = toAppError(err, deps.logger, res.locals.requestId as string);
-    httpErrors.inc({ status: String(appErr.status), code: appErr.code });
+    const problem = asDomainError(err, deps.logger, String(res.locals.requestId));
+    httpErrors.inc({ status: String(statusOf(problem)), code: problem.code });
     if (res.headersSent) return;
-    sendProblem(req, res, appErr);
+    sendProblem(req, res, problem);
   });
   return app;
 }
 
-function toAppError(err: unknown, logger: Logger, requestId: string): AppError {
-  if (err instanceof AppError) {
-    if (err.status >= 500) logger.error({ err, requestId }, 'request failed');
-    return err;
-  }
+/** Any error as the domain error it is answered with; a fault of ours (5xx, or not a domain error) is logged. */
+function asDomainError(err: unknown, logger: Logger, requestId: string): DomainError {
   if (err instanceof DomainError) {
-    const status = httpStatusOf(err);
-    if (status >= 500) logger.error({ err, requestId }, 'request failed');
-    return new AppError(status, err.code, err.message, { cause: err, details: err.details });
+    if (statusOf(err) >= 500) logger.error({ err, requestId }, 'request failed');
+    return err;
   }
   const fromBody = bodyError(err);
   if (fromBody) return fromBody;
   logger.error({ err, requestId }, 'unexpected error');
-  return new AppError(500, 'internal', 'an unexpected error occurred; the request id identifies it in the logs');
+  return new DomainError('internal', 'internal', 'an unexpected error occurred; the request id identifies it in the logs');
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { AppError, counter, type Logger } from '@rrs/runtime';
-import type { Authenticator, Principal } from './auth';
+import { DomainError, UnauthenticatedError, counter, type Logger } from '@rrs/runtime';
+import type { Authenticator, Principal } from './http/auth';
 
 /** The longest an answer may be cached: a revoked key must stop working within 5 s. */
 export const MAX_AUTH_CACHE_TTL_MS = 5_000;
@@ -74,18 +74,23 @@ export function cachedAuthenticator(inner: Authenticator, options: { ttlMs: numb
         options.logger?.warn({ err }, 'auth cache read failed; asking the directory');
       }
     }
+    let refusal: DomainError | undefined;
     if (entry) lookups.inc({ outcome: 'shared_hit' });
     else {
       lookups.inc({ outcome: 'miss' });
       try {
         entry = { principal: await inner(apiKey) };
       } catch (err) {
-        if (!(err instanceof AppError) || err.code !== 'invalid_api_key') throw err;
+        // Only a key nobody issued (or a revoked one) is an answer worth caching; a failure is not.
+        if (!(err instanceof DomainError) || err.kind !== 'unauthenticated' || err.code !== 'invalid_api_key') throw err;
         entry = { invalid: err.message };
+        refusal = err;
       }
       if (shared) await shared.set(id, entry, sharedTtl).catch((err: unknown) => options.logger?.warn({ err }, 'auth cache write failed'));
     }
     if (localTtl > 0) await local.set(id, entry, localTtl);
+    // The lookup that asked the directory rejects with its refusal; the cached answer serves the others.
+    if (refusal) throw refusal;
     return unwrap(entry);
   };
 
@@ -107,6 +112,6 @@ export function cachedAuthenticator(inner: Authenticator, options: { ttlMs: numb
 }
 
 function unwrap(entry: Entry): Principal {
-  if ('invalid' in entry) throw new AppError(401, 'invalid_api_key', entry.invalid);
+  if ('invalid' in entry) throw new UnauthenticatedError('invalid_api_key', entry.invalid);
   return entry.principal;
 }

@@ -1,8 +1,7 @@
 import type { Response } from 'express';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { AppError, counter, type Logger } from '@rrs/runtime';
-import type { Principal } from './auth';
+import { RateLimitedError, counter, type Logger } from '@rrs/runtime';
 
 /** Requests a key may make per window, by the organization's plan. */
 export interface RateLimitConfig {
@@ -23,8 +22,14 @@ export interface RateLimitDecision {
   resetSeconds: number;
 }
 
+/** Who a quota is counted for: one API key, with the plan of its organization. */
+export interface QuotaHolder {
+  keyId: string;
+  organization: { plan: string };
+}
+
 export interface RateLimiter {
-  consume(principal: Principal): Promise<RateLimitDecision>;
+  consume(principal: QuotaHolder): Promise<RateLimitDecision>;
 }
 
 const storeFailures = counter({ name: 'gateway_rate_limit_store_errors_total', help: 'Rate-limit store (Redis) failures answered by the in-memory insurance limiter.' });
@@ -32,7 +37,7 @@ const refusals = counter({ name: 'gateway_rate_limited_total', help: 'Requests r
 
 type Plan = keyof RateLimitConfig['perPlan'];
 
-function planOf(principal: Principal): Plan {
+function planOf(principal: QuotaHolder): Plan {
   const p = principal.organization.plan;
   // A plan the gateway does not know yet (added in contacts first) gets the standard quota.
   return p === 'trial' || p === 'pro' ? p : 'standard';
@@ -94,15 +99,13 @@ export function createRateLimiter(options: { config: RateLimitConfig; redis?: Re
  * fields (structured-field form): `RateLimit-Policy: "standard";q=600;w=60` and
  * `RateLimit: "standard";r=599;t=42`. Over quota: 429 `rate_limited` with `Retry-After`.
  */
-export async function applyRateLimit(limiter: RateLimiter, principal: Principal, res: Response): Promise<void> {
+export async function applyRateLimit(limiter: RateLimiter, principal: QuotaHolder, res: Response): Promise<void> {
   const d = await limiter.consume(principal);
   res.setHeader('RateLimit-Policy', `"${d.policy}";q=${d.limit};w=${d.windowSeconds}`);
   res.setHeader('RateLimit', `"${d.policy}";r=${d.remaining};t=${d.resetSeconds}`);
   if (!d.allowed) {
     refusals.inc({ plan: d.policy });
     res.setHeader('Retry-After', String(d.resetSeconds));
-    throw new AppError(429, 'rate_limited', `the key's quota of ${d.limit} requests per ${d.windowSeconds} s is used up; retry in ${d.resetSeconds} s`, {
-      details: { retryAfterSeconds: d.resetSeconds },
-    });
+    throw new RateLimitedError('rate_limited', `the key's quota of ${d.limit} requests per ${d.windowSeconds} s is used up; retry in ${d.resetSeconds} s`, d.resetSeconds);
   }
 }

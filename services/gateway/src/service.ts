@@ -6,7 +6,7 @@ import { createGrpcClient, type ServiceContext } from '@rrs/runtime';
 import { contactsV1, schedulerV1, webhooksV1 } from '@rrs/proto';
 import { createApp } from './app';
 import { clientErrorHandler } from './http/clientError';
-import type { Authenticator } from './auth';
+import type { Authenticator } from './http/auth';
 import { cachedAuthenticator } from './authCache';
 import { DEFAULT_WEBHOOKS_ADDR, type GatewayConfig } from './config';
 import { createRateLimiter, DEFAULT_RATE_LIMITS } from './rateLimit';

@@ -2,7 +2,7 @@ import { openApiChecker, waitFor, type OpenApiChecker } from '@rrs/testkit';
 import { schedulerV1 } from '@rrs/proto';
 import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY } from '@rrs/idempotency';
 import { createGrpcClient } from '@rrs/runtime';
-import { startContactCascade } from '../src/routes/cascades';
+import { startContactCascade } from '../src/useCases/cascades';
 import { startCascadeStack, type CascadeStack } from './cascadeStack';
 
 /** Flows, cascades and review requests over real HTTP → gateway → gRPC → contacts + cascade-scheduler → Postgres + JetStream. */

@@ -1,11 +1,10 @@
-import { startContacts, type RunningContacts } from '@rrs/contacts';
-import { createTestDatabase, openApiChecker, testContext, type OpenApiChecker, type TestDatabase } from '@rrs/testkit';
-import { startGateway } from '../src';
+import type { RunningContacts } from '@rrs/contacts';
+import { openApiChecker, type OpenApiChecker } from '@rrs/testkit';
+import { startDirectoryStack, type DirectoryStack } from './directoryStack';
 
 /** POST /api/v1/contacts and GET /api/v1/locations over real HTTP → gateway → gRPC → contacts → PostgreSQL. */
 describe('contacts and locations through the gateway', () => {
-  let db: TestDatabase;
-  const ctx = testContext('gateway-contacts');
+  let stack: DirectoryStack;
   let contacts: RunningContacts;
   let base: string;
   let api: OpenApiChecker;
@@ -15,11 +14,8 @@ describe('contacts and locations through the gateway', () => {
   let foreignLocationId: string;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
-    const gateway = await startGateway({ host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: '127.0.0.1:1', publicBaseUrl: 'http://localhost' }, ctx);
-    ctx.health.setReady(true);
-    base = gateway.url;
+    stack = await startDirectoryStack('gateway-contacts');
+    ({ contacts, base } = stack);
     const setups = {
       paid: { name: 'Acme', plan: 'standard', emailConfirmed: true },
       other: { name: 'Other', plan: 'pro', emailConfirmed: true },
@@ -35,10 +31,7 @@ describe('contacts and locations through the gateway', () => {
     foreignLocationId = (await contacts.directory.createLocation({ organizationId: orgs.other, name: 'Theirs', address: 'Elsewhere 2', city: 'Kazan' })).id;
     api = await openApiChecker(`${base}/api/v1/openapi.json`);
   });
-  afterAll(async () => {
-    await ctx.stop();
-    await db.drop();
-  });
+  afterAll(() => stack.close());
 
   const post = (body: unknown, who: keyof typeof keys = 'paid', headers: Record<string, string> = {}) =>
     api.fetch(`${base}/api/v1/contacts`, { method: 'POST', headers: { authorization: `Bearer ${keys[who]}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });

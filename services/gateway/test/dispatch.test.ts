@@ -1,6 +1,7 @@
 import { requestFingerprint } from '@rrs/idempotency';
 import { openApiChecker, type OpenApiChecker } from '@rrs/testkit';
-import { defineRoute, z, type HandlerContext, type Route } from '../src/routes/registry';
+import { z } from 'zod';
+import { defineRoute, type HandlerContext, type Route } from '../src/http/route';
 import { principal, rawRequest, serveApp, tableAuthenticator, widgetRoutes, type TestGateway } from './support';
 
 /**
@@ -175,7 +176,7 @@ describe('gateway request pipeline', () => {
     expect(res.headers.get('idempotent-replayed')).toBe('true');
   });
 
-  it('passes AppErrors of the handler (as they come from a service) through as problems', async () => {
+  it('passes domain errors of the handler (as they come from a service) through as problems', async () => {
     const res = await post({ ...valid, locationId: 'missing' });
     expect(res.status).toBe(404);
     expect(res.body).toMatchObject({ code: 'not_found' });
@@ -222,6 +223,7 @@ describe('routes that change at run time (RouteProvider)', () => {
         operationId: `send${slug[0].toUpperCase()}${slug.slice(1)}`,
         summary: `Send through ${slug}`,
         tags: ['channels'],
+        auth: 'apiKey',
         scope: 'cascades:write',
         rateLimited: false,
         sends: true,

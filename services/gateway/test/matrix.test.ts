@@ -1,11 +1,11 @@
-import { generateApiKey, startContacts, type RunningContacts } from '@rrs/contacts';
+import { generateApiKey, type RunningContacts } from '@rrs/contacts';
 import { busV1, contactsV1, SCOPES } from '@rrs/proto';
-import { AppError, createGrpcClient } from '@rrs/runtime';
-import { createTestDatabase, openApiChecker, testContext, type OpenApiChecker, type TestDatabase } from '@rrs/testkit';
-import { startGateway } from '../src';
+import { UnavailableError, createGrpcClient } from '@rrs/runtime';
+import { openApiChecker, type OpenApiChecker } from '@rrs/testkit';
 import type { GatewayClients } from '../src/clients';
 import { publicRoutes } from '../src/routes';
-import { currentRoutes, type Route, type RouteExample } from '../src/routes/registry';
+import { currentRoutes, type Route, type RouteExample } from '../src/http/route';
+import { startDirectoryStack, type DirectoryStack } from './directoryStack';
 
 /**
  * Every public route in the registry × every way a request can be refused before it does anything:
@@ -57,7 +57,7 @@ function recordingClients(directory: { current?: GatewayClients['contacts'] }, l
             return (directory.current!.authenticate as (...a: unknown[]) => unknown)(...args);
           }
           log.push(`${service}.${method}`);
-          throw new AppError(503, 'service_unavailable', `${service}.${method} is not reachable in the matrix test`);
+          throw new UnavailableError(`${service}.${method} is not reachable in the matrix test`);
         };
       },
     });
@@ -102,8 +102,7 @@ function sendingExample(route: Route): Route['example'] | undefined {
 }
 
 describe('auth and plan matrix over every public route', () => {
-  let db: TestDatabase;
-  const ctx = testContext('matrix-test');
+  let stack: DirectoryStack;
   let contacts: RunningContacts;
   let base: string;
   let api: OpenApiChecker;
@@ -111,25 +110,12 @@ describe('auth and plan matrix over every public route', () => {
   const orgIds: string[] = [];
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
-    const gateway = await startGateway(
-      {
-        host: '127.0.0.1',
-        port: 0,
-        contactsAddress: `127.0.0.1:${contacts.grpcPort}`,
-        // Nothing listens here: a refused request must never get that far.
-        schedulerAddress: '127.0.0.1:1',
-        publicBaseUrl: 'http://localhost',
-        rateLimits: { windowSeconds: 60, perPlan: { trial: 100_000, standard: 100_000, pro: 100_000 } },
-      },
-      ctx,
-      { clients, channelCatalog },
-    );
+    // No scheduler listens behind this gateway: a refused request must never get that far.
+    stack = await startDirectoryStack('matrix-test', { rateLimits: { windowSeconds: 60, perPlan: { trial: 100_000, standard: 100_000, pro: 100_000 } } }, { clients, channelCatalog });
+    ({ contacts, base } = stack);
     const c = createGrpcClient(contactsV1.ContactsServiceClient, `127.0.0.1:${contacts.grpcPort}`);
-    ctx.lifecycle.onStop('matrix directory client', () => c.close());
+    stack.ctx.lifecycle.onStop('matrix directory client', () => c.close());
     directoryClient.current = c.client;
-    base = gateway.url;
     api = await openApiChecker(`${base}/api/v1/openapi.json`);
 
     const d = contacts.directory;
@@ -147,10 +133,7 @@ describe('auth and plan matrix over every public route', () => {
     }
   });
 
-  afterAll(async () => {
-    await ctx.stop();
-    await db.drop();
-  });
+  afterAll(() => stack.close());
 
   beforeEach(() => {
     calls.length = 0;

@@ -1,11 +1,10 @@
-import { startContacts, type RunningContacts } from '@rrs/contacts';
-import { createTestDatabase, openApiChecker, testContext, type OpenApiChecker, type TestDatabase } from '@rrs/testkit';
-import { startGateway } from '../src';
+import type { RunningContacts } from '@rrs/contacts';
+import { openApiChecker, type OpenApiChecker } from '@rrs/testkit';
+import { startDirectoryStack, type DirectoryStack } from './directoryStack';
 
 /** The walking skeleton: HTTP → gateway → gRPC → contacts → PostgreSQL, all real. */
 describe('GET /api/v1/ping through gateway and contacts', () => {
-  let db: TestDatabase;
-  const ctx = testContext('ping-test');
+  let stack: DirectoryStack;
   let contacts: RunningContacts;
   let base: string;
   let key = '';
@@ -13,20 +12,14 @@ describe('GET /api/v1/ping through gateway and contacts', () => {
   let api: OpenApiChecker;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
-    const gateway = await startGateway({ host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: '127.0.0.1:1', publicBaseUrl: 'http://localhost' }, ctx);
-    ctx.health.setReady(true);
-    base = gateway.url;
+    stack = await startDirectoryStack('ping-test');
+    ({ contacts, base } = stack);
     const org = await contacts.directory.createOrganization({ name: 'Acme Dental', plan: 'standard' });
     orgId = org.id;
     key = (await contacts.directory.issueApiKey({ organizationId: org.id })).secret;
     api = await openApiChecker(`${base}/api/v1/openapi.json`);
   });
-  afterAll(async () => {
-    await ctx.stop();
-    await db.drop();
-  });
+  afterAll(() => stack.close());
 
   const ping = async (headers: Record<string, string> = {}) => {
     const res = await api.fetch(`${base}/api/v1/ping`, { headers });
@@ -66,9 +59,9 @@ describe('GET /api/v1/ping through gateway and contacts', () => {
 
   it('logs one JSON line per request with its request id, and never the key', async () => {
     await ping({ authorization: `Bearer ${key}`, 'x-request-id': 'crm-req-log' });
-    const line = ctx.logger.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.requestId === 'crm-req-log' && l.msg === 'request');
+    const line = stack.ctx.logger.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.requestId === 'crm-req-log' && l.msg === 'request');
     expect(line).toMatchObject({ level: 'info', method: 'GET', route: '/api/v1/ping', status: 200 });
-    expect(ctx.logger.lines.join('\n')).not.toContain(key);
+    expect(stack.ctx.logger.lines.join('\n')).not.toContain(key);
   });
 
   it('answers unknown routes with a not_found problem', async () => {

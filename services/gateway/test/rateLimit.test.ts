@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { AppError } from '@rrs/runtime';
+import { AppError, UnavailableError } from '@rrs/runtime';
 import { cachedAuthenticator } from '../src/authCache';
 import { createRateLimiter } from '../src/rateLimit';
 import { principal } from './support';
@@ -48,6 +48,7 @@ describe('rate limiter and auth cache without Redis', () => {
     const auth = cachedAuthenticator(
       async (key) => {
         lookups++;
+        // As the directory's refusal arrives over gRPC while contacts still names it by HTTP status.
         if (key !== 'good') throw new AppError(401, 'invalid_api_key', 'unknown key');
         return p;
       },
@@ -76,7 +77,7 @@ describe('rate limiter and auth cache without Redis', () => {
       async () => {
         lookups++;
         await new Promise((r) => setTimeout(r, 20));
-        if (fail) throw new AppError(503, 'service_unavailable', 'directory down');
+        if (fail) throw new UnavailableError('directory down');
         return p;
       },
       { ttlMs: 4000, keyPrefix: 'mem:' },

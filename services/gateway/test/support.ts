@@ -1,14 +1,15 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { AppError, Health } from '@rrs/runtime';
+import { ConflictError, Health, NotFoundError, UnauthenticatedError } from '@rrs/runtime';
+import { z } from 'zod';
 import { testLogger } from '@rrs/testkit';
 import { createApp } from '../src/app';
 import { clientErrorHandler } from '../src/http/clientError';
-import type { Authenticator, Principal } from '../src/auth';
+import type { Authenticator, Principal } from '../src/http/auth';
 import type { GatewayClients } from '../src/clients';
 import { createRateLimiter, type RateLimitConfig, type RateLimiter } from '../src/rateLimit';
-import { defineRoute, z, type HandlerContext, type Route, type RouteSource } from '../src/routes/registry';
+import { defineRoute, type HandlerContext, type Route, type RouteSource } from '../src/http/route';
 
 export function principal(overrides: Partial<Principal['organization']> = {}, scopes: string[] = ['locations:read', 'contacts:write', 'cascades:write', 'cascades:read', 'review-requests:write']): Principal {
   return {
@@ -23,7 +24,7 @@ export function tableAuthenticator(table: Record<string, Principal>): Authentica
   const fn = async (key: string) => {
     fn.calls++;
     const p = table[key];
-    if (!p) throw new AppError(401, 'invalid_api_key', 'the API key is not valid');
+    if (!p) throw new UnauthenticatedError('invalid_api_key', 'the API key is not valid');
     return p;
   };
   fn.calls = 0;
@@ -105,6 +106,7 @@ export function widgetRoutes(calls: HandlerContext<unknown, unknown, unknown>[])
       operationId: 'createWidget',
       summary: 'Create a widget',
       tags: ['widgets'],
+      auth: 'apiKey',
       scope: 'cascades:write',
       rateLimited: false,
       sends: ({ body }) => body.send === true,
@@ -114,8 +116,8 @@ export function widgetRoutes(calls: HandlerContext<unknown, unknown, unknown>[])
       example: { body: { locationId: 'loc_1', send: true, recipients: [{ email: 'ann@example.com' }] } },
       handler: async (ctx) => {
         calls.push(ctx as HandlerContext<unknown, unknown, unknown>);
-        if (ctx.body.locationId === 'missing') throw new AppError(404, 'not_found', 'no location with this id');
-        if (ctx.body.locationId === 'unconfigured') throw new AppError(409, 'channel_not_configured', 'EMAIL is not configured');
+        if (ctx.body.locationId === 'missing') throw new NotFoundError('location');
+        if (ctx.body.locationId === 'unconfigured') throw new ConflictError('channel_not_configured', 'EMAIL is not configured');
         return { body: { id: 'w_1', queued: ctx.body.recipients.length }, replayed: ctx.body.locationId === 'replayed' };
       },
     }),
@@ -125,6 +127,7 @@ export function widgetRoutes(calls: HandlerContext<unknown, unknown, unknown>[])
       operationId: 'getWidget',
       summary: 'Read a widget',
       tags: ['widgets'],
+      auth: 'apiKey',
       scope: 'cascades:read',
       rateLimited: true,
       request: { params: z.object({ id: z.string().regex(/^w_\w+$/) }), query: z.object({ limit: z.coerce.number().int().min(1).max(10).optional() }) },
@@ -140,6 +143,7 @@ export function widgetRoutes(calls: HandlerContext<unknown, unknown, unknown>[])
       operationId: 'deleteWidget',
       summary: 'Delete a widget',
       tags: ['widgets'],
+      auth: 'apiKey',
       scope: 'cascades:write',
       rateLimited: false,
       responses: { 204: { description: 'Deleted' } },

@@ -1,15 +1,13 @@
 import { z } from 'zod';
-import { SCOPES, type contactsV1, type schedulerV1 } from '@rrs/proto';
+import { CHANNEL_KEY_PATTERN, MAX_FLOW_STEPS, SCOPES, type contactsV1, type schedulerV1 } from '@rrs/proto';
 import type { GatewayClients } from '../clients';
-import { defineAdminRoute, type AdminRoute } from './define';
+import { defineRoute, type Route } from '../http/route';
 
 /*
  * Every admin operation. Transport only: the contacts service (organizations, keys, locations,
  * templates, channels, SMS balance) and the cascade scheduler (flows) own the rules; the schemas here
  * refuse what is malformed before any call and document the shapes.
  */
-
-const CHANNEL_KEY = /^[A-Z][A-Z0-9_]{0,31}$/;
 
 const Id = z.string().min(1).max(64);
 const OrgParams = z.object({ organizationId: Id });
@@ -95,7 +93,8 @@ const UpdateLocationBody = z.strictObject({
   reviewLinks: z.array(ReviewLink).max(20).optional().meta({ description: 'Replaces every link; [] removes them all.' }),
 });
 
-const Channel = z.string().regex(CHANNEL_KEY).meta({ description: 'Channel key: EMAIL, SMS, MAX, TELEGRAM or any channel added later.' });
+const Channel = z.string().max(32).regex(CHANNEL_KEY_PATTERN).meta({ description: 'Channel key: EMAIL, SMS, MAX, TELEGRAM or any channel added later.' });
+const FLOW_STEPS = `a flow has 1 to ${MAX_FLOW_STEPS} steps`;
 const FlowStep = z.strictObject({ channel: Channel, delayMinutes: z.number().int().min(0).max(525_600) });
 const Flow = z.object({
   id: z.string(),
@@ -106,10 +105,10 @@ const Flow = z.object({
 const FlowParams = z.object({ organizationId: Id, flowId: Id });
 const CreateFlowBody = z.strictObject({
   name: z.string().min(1).max(200),
-  steps: z.array(FlowStep).min(1).max(20).meta({ description: 'In order; step 1 is sent at once whatever its delay.' }),
+  steps: z.array(FlowStep).min(1, FLOW_STEPS).max(MAX_FLOW_STEPS, FLOW_STEPS).meta({ description: 'In order; step 1 is sent at once whatever its delay.' }),
   isDefault: z.boolean().optional().meta({ description: "Make it the organization's default flow." }),
 });
-const UpdateFlowBody = z.strictObject({ name: z.string().min(1).max(200), steps: z.array(FlowStep).min(1).max(20) });
+const UpdateFlowBody = z.strictObject({ name: z.string().min(1).max(200), steps: z.array(FlowStep).min(1, FLOW_STEPS).max(MAX_FLOW_STEPS, FLOW_STEPS) });
 
 const Template = z.object({
   channel: z.string(),
@@ -139,218 +138,218 @@ const locationJson = (l: contactsV1.Location) => ({
 const flowJson = (f: schedulerV1.Flow) => ({ id: f.id, name: f.name, isDefault: f.isDefault, steps: f.steps.map((s) => ({ order: s.order, channel: s.channel, delayMinutes: s.delayMinutes })) });
 const templateJson = (t: contactsV1.MessageTemplate) => ({ channel: t.channel, subject: t.subject, body: t.body, isDefault: t.isDefault });
 
-export function adminRoutes(clients: GatewayClients): AdminRoute[] {
+export function adminRoutes(clients: GatewayClients): Route[] {
   const { contacts, scheduler } = clients;
   /** Flows live in the scheduler, which does not know organizations: the directory is asked first. */
   const requireOrganization = (organizationId: string, metadata: Record<string, string>) => contacts.getOrganization({ id: organizationId }, { metadata });
 
   return [
     // Organizations
-    defineAdminRoute({
-      method: 'POST', path: '/organizations', operationId: 'createOrganization', summary: 'Create an organization', tag: 'organizations',
+    defineRoute({
+      method: 'POST', path: '/organizations', operationId: 'createOrganization', summary: 'Create an organization', tags: ['organizations'], auth: 'adminToken',
       request: { body: CreateOrganizationBody },
-      response: { status: 201, description: 'The organization.', body: z.object({ organization: Organization }) },
-      example: { name: 'Acme Dental', plan: 'standard', emailConfirmed: true, smsBalance: 500, timeZone: 'Europe/Moscow', locale: 'ru', defaultRegion: 'RU' },
+      responses: { 201: { description: 'The organization.', body: z.object({ organization: Organization }) } },
+      example: { body: { name: 'Acme Dental', plan: 'standard', emailConfirmed: true, smsBalance: 500, timeZone: 'Europe/Moscow', locale: 'ru', defaultRegion: 'RU' } },
       handler: async ({ body, metadata }) => {
         const r = await contacts.createOrganization({
           name: body.name, plan: body.plan ?? '', emailConfirmed: body.emailConfirmed ?? false, smsBalance: body.smsBalance ?? 0,
           timeZone: body.timeZone ?? '', locale: body.locale ?? '', defaultRegion: body.defaultRegion ?? '',
         }, { metadata });
-        return { organization: organizationJson(r.organization!) };
+        return { body: { organization: organizationJson(r.organization!) } };
       },
     }),
-    defineAdminRoute({
-      method: 'GET', path: '/organizations', operationId: 'listOrganizations', summary: 'List organizations', tag: 'organizations',
+    defineRoute({
+      method: 'GET', path: '/organizations', operationId: 'listOrganizations', summary: 'List organizations', tags: ['organizations'], auth: 'adminToken',
       description: 'In creation order, one page at a time: pass `nextAfter` as `after` for the next page.',
       request: { query: z.object({ limit: z.coerce.number().int().min(1).max(500).optional(), after: z.string().max(64).optional() }) },
-      response: { status: 200, description: 'One page of organizations.', body: z.object({ organizations: z.array(Organization), nextAfter: z.string().nullable() }) },
+      responses: { 200: { description: 'One page of organizations.', body: z.object({ organizations: z.array(Organization), nextAfter: z.string().nullable() }) } },
       handler: async ({ query, metadata }) => {
         const r = await contacts.listOrganizations({ limit: query.limit ?? 0, after: query.after ?? '' }, { metadata });
-        return { organizations: r.organizations.map(organizationJson), nextAfter: r.nextAfter || null };
+        return { body: { organizations: r.organizations.map(organizationJson), nextAfter: r.nextAfter || null } };
       },
     }),
-    defineAdminRoute({
-      method: 'GET', path: '/organizations/{organizationId}', operationId: 'getOrganization', summary: 'Get an organization', tag: 'organizations',
+    defineRoute({
+      method: 'GET', path: '/organizations/{organizationId}', operationId: 'getOrganization', summary: 'Get an organization', tags: ['organizations'], auth: 'adminToken',
       request: { params: OrgParams },
-      response: { status: 200, description: 'The organization.', body: z.object({ organization: Organization }) },
-      handler: async ({ params, metadata }) => ({ organization: organizationJson((await contacts.getOrganization({ id: params.organizationId }, { metadata })).organization!) }),
+      responses: { 200: { description: 'The organization.', body: z.object({ organization: Organization }) } },
+      handler: async ({ params, metadata }) => ({ body: { organization: organizationJson((await contacts.getOrganization({ id: params.organizationId }, { metadata })).organization!) } }),
     }),
-    defineAdminRoute({
-      method: 'PATCH', path: '/organizations/{organizationId}', operationId: 'updateOrganization', summary: 'Update an organization', tag: 'organizations',
+    defineRoute({
+      method: 'PATCH', path: '/organizations/{organizationId}', operationId: 'updateOrganization', summary: 'Update an organization', tags: ['organizations'], auth: 'adminToken',
       description: 'Changes the fields sent; the others keep their value.',
       request: { params: OrgParams, body: UpdateOrganizationBody },
-      response: { status: 200, description: 'The organization as it is now.', body: z.object({ organization: Organization }) },
-      example: { plan: 'pro', emailConfirmed: true },
-      handler: async ({ params, body, metadata }) => ({ organization: organizationJson((await contacts.updateOrganization({ id: params.organizationId, ...body }, { metadata })).organization!) }),
+      responses: { 200: { description: 'The organization as it is now.', body: z.object({ organization: Organization }) } },
+      example: { body: { plan: 'pro', emailConfirmed: true } },
+      handler: async ({ params, body, metadata }) => ({ body: { organization: organizationJson((await contacts.updateOrganization({ id: params.organizationId, ...body }, { metadata })).organization!) } }),
     }),
 
     // API keys
-    defineAdminRoute({
-      method: 'POST', path: '/organizations/{organizationId}/api-keys', operationId: 'issueApiKey', summary: 'Issue an API key', tag: 'api-keys',
+    defineRoute({
+      method: 'POST', path: '/organizations/{organizationId}/api-keys', operationId: 'issueApiKey', summary: 'Issue an API key', tags: ['api-keys'], auth: 'adminToken',
       description: 'The key (`secret`) is in this response only: it is not stored and cannot be read again. Without `scopes` the key gets every scope.',
       request: { params: OrgParams, body: z.strictObject({ name: z.string().max(200).optional(), scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length).optional().meta({ description: 'Leave out for every scope.' }) }) },
-      response: { status: 201, description: 'The key and its secret.', body: z.object({ apiKey: ApiKey, secret: z.string() }) },
-      example: { name: 'CRM', scopes: ['locations:read', 'contacts:write'] },
+      responses: { 201: { description: 'The key and its secret.', body: z.object({ apiKey: ApiKey, secret: z.string() }) } },
+      example: { body: { name: 'CRM', scopes: ['locations:read', 'contacts:write'] } },
       handler: async ({ params, body, metadata }) => {
         const r = await contacts.issueApiKey({ organizationId: params.organizationId, name: body.name ?? '', scopes: body.scopes ?? [], secret: '' }, { metadata });
-        return { apiKey: apiKeyJson(r.apiKey!), secret: r.secret };
+        return { body: { apiKey: apiKeyJson(r.apiKey!), secret: r.secret } };
       },
     }),
-    defineAdminRoute({
-      method: 'GET', path: '/organizations/{organizationId}/api-keys', operationId: 'listApiKeys', summary: 'List API keys', tag: 'api-keys',
+    defineRoute({
+      method: 'GET', path: '/organizations/{organizationId}/api-keys', operationId: 'listApiKeys', summary: 'List API keys', tags: ['api-keys'], auth: 'adminToken',
       description: 'Revoked keys included; only the prefix and the last 4 characters of each key are shown.',
       request: { params: OrgParams },
-      response: { status: 200, description: 'The keys.', body: z.object({ apiKeys: z.array(ApiKey) }) },
-      handler: async ({ params, metadata }) => ({ apiKeys: (await contacts.listApiKeys({ organizationId: params.organizationId }, { metadata })).apiKeys.map(apiKeyJson) }),
+      responses: { 200: { description: 'The keys.', body: z.object({ apiKeys: z.array(ApiKey) }) } },
+      handler: async ({ params, metadata }) => ({ body: { apiKeys: (await contacts.listApiKeys({ organizationId: params.organizationId }, { metadata })).apiKeys.map(apiKeyJson) } }),
     }),
-    defineAdminRoute({
-      method: 'DELETE', path: '/organizations/{organizationId}/api-keys/{keyId}', operationId: 'revokeApiKey', summary: 'Revoke an API key', tag: 'api-keys',
+    defineRoute({
+      method: 'DELETE', path: '/organizations/{organizationId}/api-keys/{keyId}', operationId: 'revokeApiKey', summary: 'Revoke an API key', tags: ['api-keys'], auth: 'adminToken',
       description: 'The key stops working within 5 seconds. Revoking a revoked key changes nothing.',
       request: { params: z.object({ organizationId: Id, keyId: Id }) },
-      response: { status: 200, description: 'The revoked key.', body: z.object({ apiKey: ApiKey }) },
-      handler: async ({ params, metadata }) => ({ apiKey: apiKeyJson((await contacts.revokeApiKey({ organizationId: params.organizationId, id: params.keyId }, { metadata })).apiKey!) }),
+      responses: { 200: { description: 'The revoked key.', body: z.object({ apiKey: ApiKey }) } },
+      handler: async ({ params, metadata }) => ({ body: { apiKey: apiKeyJson((await contacts.revokeApiKey({ organizationId: params.organizationId, id: params.keyId }, { metadata })).apiKey!) } }),
     }),
 
     // Locations
-    defineAdminRoute({
-      method: 'POST', path: '/organizations/{organizationId}/locations', operationId: 'createLocation', summary: 'Create a location', tag: 'locations',
+    defineRoute({
+      method: 'POST', path: '/organizations/{organizationId}/locations', operationId: 'createLocation', summary: 'Create a location', tags: ['locations'], auth: 'adminToken',
       request: { params: OrgParams, body: CreateLocationBody },
-      response: { status: 201, description: 'The location.', body: z.object({ location: Location }) },
-      example: { name: 'Tverskaya', address: 'Tverskaya st. 1', city: 'Moscow', timeZone: 'Europe/Moscow', reviewLinks: [{ provider: 'yandex', url: 'https://yandex.ru/maps/org/1/reviews/' }] },
+      responses: { 201: { description: 'The location.', body: z.object({ location: Location }) } },
+      example: { body: { name: 'Tverskaya', address: 'Tverskaya st. 1', city: 'Moscow', timeZone: 'Europe/Moscow', reviewLinks: [{ provider: 'yandex', url: 'https://yandex.ru/maps/org/1/reviews/' }] } },
       handler: async ({ params, body, metadata }) => {
         const r = await contacts.createLocation({ organizationId: params.organizationId, name: body.name, address: body.address ?? '', city: body.city ?? '', timeZone: body.timeZone ?? '', reviewLinks: body.reviewLinks ?? [] }, { metadata });
-        return { location: locationJson(r.location!) };
+        return { body: { location: locationJson(r.location!) } };
       },
     }),
-    defineAdminRoute({
-      method: 'GET', path: '/organizations/{organizationId}/locations', operationId: 'listLocations', summary: 'List locations', tag: 'locations',
+    defineRoute({
+      method: 'GET', path: '/organizations/{organizationId}/locations', operationId: 'listLocations', summary: 'List locations', tags: ['locations'], auth: 'adminToken',
       request: { params: OrgParams },
-      response: { status: 200, description: 'The live locations.', body: z.object({ locations: z.array(Location) }) },
+      responses: { 200: { description: 'The live locations.', body: z.object({ locations: z.array(Location) }) } },
       handler: async ({ params, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
-        return { locations: (await contacts.listLocations({ organizationId: params.organizationId }, { metadata })).locations.map(locationJson) };
+        return { body: { locations: (await contacts.listLocations({ organizationId: params.organizationId }, { metadata })).locations.map(locationJson) } };
       },
     }),
-    defineAdminRoute({
-      method: 'GET', path: '/organizations/{organizationId}/locations/{locationId}', operationId: 'getLocation', summary: 'Get a location', tag: 'locations',
+    defineRoute({
+      method: 'GET', path: '/organizations/{organizationId}/locations/{locationId}', operationId: 'getLocation', summary: 'Get a location', tags: ['locations'], auth: 'adminToken',
       request: { params: LocationParams },
-      response: { status: 200, description: 'The location.', body: z.object({ location: Location }) },
-      handler: async ({ params, metadata }) => ({ location: locationJson((await contacts.getLocation({ organizationId: params.organizationId, id: params.locationId }, { metadata })).location!) }),
+      responses: { 200: { description: 'The location.', body: z.object({ location: Location }) } },
+      handler: async ({ params, metadata }) => ({ body: { location: locationJson((await contacts.getLocation({ organizationId: params.organizationId, id: params.locationId }, { metadata })).location!) } }),
     }),
-    defineAdminRoute({
-      method: 'PATCH', path: '/organizations/{organizationId}/locations/{locationId}', operationId: 'updateLocation', summary: 'Update a location', tag: 'locations',
+    defineRoute({
+      method: 'PATCH', path: '/organizations/{organizationId}/locations/{locationId}', operationId: 'updateLocation', summary: 'Update a location', tags: ['locations'], auth: 'adminToken',
       request: { params: LocationParams, body: UpdateLocationBody },
-      response: { status: 200, description: 'The location as it is now.', body: z.object({ location: Location }) },
-      example: { reviewLinks: [{ provider: '2gis', url: 'https://2gis.ru/moscow/firm/1' }] },
+      responses: { 200: { description: 'The location as it is now.', body: z.object({ location: Location }) } },
+      example: { body: { reviewLinks: [{ provider: '2gis', url: 'https://2gis.ru/moscow/firm/1' }] } },
       handler: async ({ params, body, metadata }) => {
         const r = await contacts.updateLocation({
           organizationId: params.organizationId, id: params.locationId, name: body.name, address: body.address, city: body.city, timeZone: body.timeZone,
           reviewLinks: body.reviewLinks ?? [], replaceReviewLinks: body.reviewLinks !== undefined,
         }, { metadata });
-        return { location: locationJson(r.location!) };
+        return { body: { location: locationJson(r.location!) } };
       },
     }),
-    defineAdminRoute({
-      method: 'DELETE', path: '/organizations/{organizationId}/locations/{locationId}', operationId: 'deleteLocation', summary: 'Delete a location', tag: 'locations',
+    defineRoute({
+      method: 'DELETE', path: '/organizations/{organizationId}/locations/{locationId}', operationId: 'deleteLocation', summary: 'Delete a location', tags: ['locations'], auth: 'adminToken',
       description: 'The location leaves lists and lookups; contacts that named it keep the reference.',
       request: { params: LocationParams },
-      response: { status: 204, description: 'Deleted.' },
+      responses: { 204: { description: 'Deleted.' } },
       handler: async ({ params, metadata }) => {
         await contacts.deleteLocation({ organizationId: params.organizationId, id: params.locationId }, { metadata });
-        return undefined;
+        return {};
       },
     }),
 
     // Flows
-    defineAdminRoute({
-      method: 'POST', path: '/organizations/{organizationId}/flows', operationId: 'createFlow', summary: 'Create a flow', tag: 'flows',
+    defineRoute({
+      method: 'POST', path: '/organizations/{organizationId}/flows', operationId: 'createFlow', summary: 'Create a flow', tags: ['flows'], auth: 'adminToken',
       request: { params: OrgParams, body: CreateFlowBody },
-      response: { status: 201, description: 'The flow.', body: z.object({ flow: Flow }) },
-      example: { name: 'Email, then SMS a day later', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 1440 }] },
+      responses: { 201: { description: 'The flow.', body: z.object({ flow: Flow }) } },
+      example: { body: { name: 'Email, then SMS a day later', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 1440 }] } },
       handler: async ({ params, body, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
         const r = await scheduler.createFlow({ organizationId: params.organizationId, name: body.name, isDefault: body.isDefault ?? false, steps: body.steps.map((s, i) => ({ order: i + 1, ...s })) }, { metadata });
-        return { flow: flowJson(r.flow!) };
+        return { body: { flow: flowJson(r.flow!) } };
       },
     }),
-    defineAdminRoute({
-      method: 'GET', path: '/organizations/{organizationId}/flows', operationId: 'listFlows', summary: 'List flows', tag: 'flows',
+    defineRoute({
+      method: 'GET', path: '/organizations/{organizationId}/flows', operationId: 'listFlows', summary: 'List flows', tags: ['flows'], auth: 'adminToken',
       request: { params: OrgParams },
-      response: { status: 200, description: 'The flows, the default first.', body: z.object({ flows: z.array(Flow) }) },
+      responses: { 200: { description: 'The flows, the default first.', body: z.object({ flows: z.array(Flow) }) } },
       handler: async ({ params, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
-        return { flows: (await scheduler.listFlows({ organizationId: params.organizationId }, { metadata })).flows.map(flowJson) };
+        return { body: { flows: (await scheduler.listFlows({ organizationId: params.organizationId }, { metadata })).flows.map(flowJson) } };
       },
     }),
-    defineAdminRoute({
-      method: 'PUT', path: '/organizations/{organizationId}/flows/{flowId}', operationId: 'updateFlow', summary: 'Replace the name and steps of a flow', tag: 'flows',
+    defineRoute({
+      method: 'PUT', path: '/organizations/{organizationId}/flows/{flowId}', operationId: 'updateFlow', summary: 'Replace the name and steps of a flow', tags: ['flows'], auth: 'adminToken',
       description: 'Cascades already running keep the steps they started with.',
       request: { params: FlowParams, body: UpdateFlowBody },
-      response: { status: 200, description: 'The flow as it is now.', body: z.object({ flow: Flow }) },
-      example: { name: 'Email only', steps: [{ channel: 'EMAIL', delayMinutes: 0 }] },
+      responses: { 200: { description: 'The flow as it is now.', body: z.object({ flow: Flow }) } },
+      example: { body: { name: 'Email only', steps: [{ channel: 'EMAIL', delayMinutes: 0 }] } },
       handler: async ({ params, body, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
         const r = await scheduler.updateFlow({ organizationId: params.organizationId, id: params.flowId, name: body.name, steps: body.steps.map((s, i) => ({ order: i + 1, ...s })) }, { metadata });
-        return { flow: flowJson(r.flow!) };
+        return { body: { flow: flowJson(r.flow!) } };
       },
     }),
-    defineAdminRoute({
-      method: 'POST', path: '/organizations/{organizationId}/flows/{flowId}/default', operationId: 'setDefaultFlow', summary: "Make a flow the organization's default", tag: 'flows',
+    defineRoute({
+      method: 'POST', path: '/organizations/{organizationId}/flows/{flowId}/default', operationId: 'setDefaultFlow', summary: "Make a flow the organization's default", tags: ['flows'], auth: 'adminToken',
       request: { params: FlowParams },
-      response: { status: 200, description: 'The flow, now the default.', body: z.object({ flow: Flow }) },
+      responses: { 200: { description: 'The flow, now the default.', body: z.object({ flow: Flow }) } },
       handler: async ({ params, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
-        return { flow: flowJson((await scheduler.setDefaultFlow({ organizationId: params.organizationId, id: params.flowId }, { metadata })).flow!) };
+        return { body: { flow: flowJson((await scheduler.setDefaultFlow({ organizationId: params.organizationId, id: params.flowId }, { metadata })).flow!) } };
       },
     }),
 
     // Message templates
-    defineAdminRoute({
-      method: 'GET', path: '/organizations/{organizationId}/templates', operationId: 'listTemplates', summary: 'List message templates', tag: 'templates',
+    defineRoute({
+      method: 'GET', path: '/organizations/{organizationId}/templates', operationId: 'listTemplates', summary: 'List message templates', tags: ['templates'], auth: 'adminToken',
       description: "The template in effect for each channel: the organization's own, or the default of its locale.",
       request: { params: OrgParams },
-      response: { status: 200, description: 'The templates.', body: z.object({ templates: z.array(Template) }) },
-      handler: async ({ params, metadata }) => ({ templates: (await contacts.listTemplates({ organizationId: params.organizationId }, { metadata })).templates.map(templateJson) }),
+      responses: { 200: { description: 'The templates.', body: z.object({ templates: z.array(Template) }) } },
+      handler: async ({ params, metadata }) => ({ body: { templates: (await contacts.listTemplates({ organizationId: params.organizationId }, { metadata })).templates.map(templateJson) } }),
     }),
-    defineAdminRoute({
-      method: 'PUT', path: '/organizations/{organizationId}/templates/{channel}', operationId: 'setTemplate', summary: "Set a channel's message template", tag: 'templates',
+    defineRoute({
+      method: 'PUT', path: '/organizations/{organizationId}/templates/{channel}', operationId: 'setTemplate', summary: "Set a channel's message template", tags: ['templates'], auth: 'adminToken',
       request: { params: ChannelParams, body: SetTemplateBody },
-      response: { status: 200, description: 'The template.', body: z.object({ template: Template }) },
-      example: { subject: 'How was {{location}}?', body: 'Hello {{name}}, please rate your visit: {{link}}' },
-      handler: async ({ params, body, metadata }) => ({ template: templateJson((await contacts.setTemplate({ organizationId: params.organizationId, channel: params.channel, subject: body.subject ?? '', body: body.body }, { metadata })).template!) }),
+      responses: { 200: { description: 'The template.', body: z.object({ template: Template }) } },
+      example: { body: { subject: 'How was {{location}}?', body: 'Hello {{name}}, please rate your visit: {{link}}' } },
+      handler: async ({ params, body, metadata }) => ({ body: { template: templateJson((await contacts.setTemplate({ organizationId: params.organizationId, channel: params.channel, subject: body.subject ?? '', body: body.body }, { metadata })).template!) } }),
     }),
-    defineAdminRoute({
-      method: 'DELETE', path: '/organizations/{organizationId}/templates/{channel}', operationId: 'resetTemplate', summary: "Go back to a channel's default template", tag: 'templates',
+    defineRoute({
+      method: 'DELETE', path: '/organizations/{organizationId}/templates/{channel}', operationId: 'resetTemplate', summary: "Go back to a channel's default template", tags: ['templates'], auth: 'adminToken',
       request: { params: ChannelParams },
-      response: { status: 200, description: 'The default template now in effect.', body: z.object({ template: Template }) },
-      handler: async ({ params, metadata }) => ({ template: templateJson((await contacts.resetTemplate({ organizationId: params.organizationId, channel: params.channel }, { metadata })).template!) }),
+      responses: { 200: { description: 'The default template now in effect.', body: z.object({ template: Template }) } },
+      handler: async ({ params, metadata }) => ({ body: { template: templateJson((await contacts.resetTemplate({ organizationId: params.organizationId, channel: params.channel }, { metadata })).template!) } }),
     }),
 
     // Channel configuration
-    defineAdminRoute({
-      method: 'GET', path: '/organizations/{organizationId}/channels', operationId: 'listChannelConfigurations', summary: 'Which channels are configured', tag: 'channels',
+    defineRoute({
+      method: 'GET', path: '/organizations/{organizationId}/channels', operationId: 'listChannelConfigurations', summary: 'Which channels are configured', tags: ['channels'], auth: 'adminToken',
       request: { params: OrgParams },
-      response: { status: 200, description: 'One entry per known channel and per channel ever set.', body: z.object({ channels: z.array(ChannelConfiguration) }) },
-      handler: async ({ params, metadata }) => ({ channels: (await contacts.listChannelConfigurations({ organizationId: params.organizationId }, { metadata })).channels.map((c) => ({ channel: c.channel, configured: c.configured })) }),
+      responses: { 200: { description: 'One entry per known channel and per channel ever set.', body: z.object({ channels: z.array(ChannelConfiguration) }) } },
+      handler: async ({ params, metadata }) => ({ body: { channels: (await contacts.listChannelConfigurations({ organizationId: params.organizationId }, { metadata })).channels.map((c) => ({ channel: c.channel, configured: c.configured })) } }),
     }),
-    defineAdminRoute({
-      method: 'PUT', path: '/organizations/{organizationId}/channels/{channel}', operationId: 'setChannelConfiguration', summary: 'Configure a channel', tag: 'channels',
+    defineRoute({
+      method: 'PUT', path: '/organizations/{organizationId}/channels/{channel}', operationId: 'setChannelConfiguration', summary: 'Configure a channel', tags: ['channels'], auth: 'adminToken',
       request: { params: ChannelParams, body: SetChannelBody },
-      response: { status: 200, description: 'The configuration.', body: z.object({ channel: ChannelConfiguration }) },
-      example: { configured: true },
+      responses: { 200: { description: 'The configuration.', body: z.object({ channel: ChannelConfiguration }) } },
+      example: { body: { configured: true } },
       handler: async ({ params, body, metadata }) => {
         const r = await contacts.setChannelConfiguration({ organizationId: params.organizationId, channel: params.channel, configured: body.configured }, { metadata });
-        return { channel: { channel: r.channel!.channel, configured: r.channel!.configured } };
+        return { body: { channel: { channel: r.channel!.channel, configured: r.channel!.configured } } };
       },
     }),
 
     // SMS balance
-    defineAdminRoute({
-      method: 'POST', path: '/organizations/{organizationId}/sms-balance/credits', operationId: 'creditSmsBalance', summary: 'Add SMS parts to the balance', tag: 'sms-balance',
+    defineRoute({
+      method: 'POST', path: '/organizations/{organizationId}/sms-balance/credits', operationId: 'creditSmsBalance', summary: 'Add SMS parts to the balance', tags: ['sms-balance'], auth: 'adminToken',
       request: { params: OrgParams, body: CreditBody },
-      response: { status: 200, description: 'The balance after the credit.', body: z.object({ balance: z.number().int() }) },
-      example: { parts: 1000, reason: 'invoice 2026-118' },
-      handler: async ({ params, body, metadata }) => ({ balance: (await contacts.creditSmsBalance({ organizationId: params.organizationId, parts: body.parts, reason: body.reason ?? '' }, { metadata })).balance }),
+      responses: { 200: { description: 'The balance after the credit.', body: z.object({ balance: z.number().int() }) } },
+      example: { body: { parts: 1000, reason: 'invoice 2026-118' } },
+      handler: async ({ params, body, metadata }) => ({ body: { balance: (await contacts.creditSmsBalance({ organizationId: params.organizationId, parts: body.parts, reason: body.reason ?? '' }, { metadata })).balance } }),
     }),
   ];
 }

@@ -1,7 +1,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { AppError, type Logger, type PromiseClient } from '@rrs/runtime';
+import { DomainError, httpStatusOf, type Logger, type PromiseClient } from '@rrs/runtime';
 import type { schedulerV1 } from '@rrs/proto';
 import { localeOf, TEXT } from './i18n';
 import { messagePage, reviewPage, unsubscribePage } from './pages';
@@ -91,90 +91,90 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
   }
 
   function fail(res: Response, err: unknown, locale?: 'ru' | 'en'): void {
-    if (err instanceof AppError && err.status === 404) return send(res, 404, messagePage('notFound'));
+    if (err instanceof DomainError && err.kind === 'not_found') return send(res, 404, messagePage('notFound'));
     options.logger.error({ err }, 'review form failed');
-    send(res, err instanceof AppError && err.status < 500 ? err.status : 500, messagePage('error', locale));
+    const status = httpStatusOf(err);
+    send(res, status < 500 ? status : 500, messagePage('error', locale));
   }
 
   const base = (token: string) => `/r/${token}`;
 
-  router.get('/r/:token', async (req, res) => {
-    res.locals.route = '/r/:token';
-    const token = String(req.params.token);
-    if (!TOKEN.test(token)) return send(res, 404, messagePage('notFound'));
-    if (!(await allowed(views, req, res, token))) return;
-    try {
+  /**
+   * A page of one link: a token that cannot be one is the not-found page; then the link's rate limit
+   * (views for GETs, submits for POSTs) and, for a POST, the CSRF check, before the scheduler is asked.
+   */
+  const linkPage =
+    (route: string, handle: (token: string, req: Request, res: Response) => Promise<void>) =>
+    async (req: Request, res: Response): Promise<void> => {
+      res.locals.route = route;
+      const token = String(req.params.token);
+      if (!TOKEN.test(token)) return send(res, 404, messagePage('notFound'));
+      const submits = req.method === 'POST';
+      if (!(await allowed(submits ? limiter : views, req, res, token))) return;
+      if (submits && !csrfOk(req)) return send(res, 403, messagePage('csrf'));
+      try {
+        await handle(token, req, res);
+      } catch (err) {
+        fail(res, err);
+      }
+    };
+
+  router.get(
+    '/r/:token',
+    linkPage('/r/:token', async (token, req, res) => {
       const { form } = await options.scheduler.getReviewForm({ token, recordOpen: true });
       send(res, 200, reviewPage(form!, issueCsrf(req, res, base(token)), base(token)));
-    } catch (err) {
-      fail(res, err);
-    }
-  });
+    }),
+  );
 
-  router.post('/r/:token/rating', urlencoded, async (req, res) => {
-    res.locals.route = '/r/:token/rating';
-    const token = String(req.params.token);
-    if (!TOKEN.test(token)) return send(res, 404, messagePage('notFound'));
-    if (!(await allowed(limiter, req, res, token))) return;
-    if (!csrfOk(req)) return send(res, 403, messagePage('csrf'));
-    const rating = Number(req.body?.rating);
-    try {
+  router.post(
+    '/r/:token/rating',
+    urlencoded,
+    linkPage('/r/:token/rating', async (token, req, res) => {
+      const rating = Number(req.body?.rating);
       if (!Number.isInteger(rating) || rating < 1 || rating > 5) {
         const { form } = await options.scheduler.getReviewForm({ token, recordOpen: false });
         return send(res, 400, reviewPage(form!, issueCsrf(req, res, base(token)), base(token), TEXT[localeOf(form!.locale)].pickOne));
       }
       await options.scheduler.submitRating({ token, rating });
       res.redirect(303, base(token));
-    } catch (err) {
-      fail(res, err);
-    }
-  });
+    }),
+  );
 
-  router.post('/r/:token/feedback', urlencoded, async (req, res) => {
-    res.locals.route = '/r/:token/feedback';
-    const token = String(req.params.token);
-    if (!TOKEN.test(token)) return send(res, 404, messagePage('notFound'));
-    if (!(await allowed(limiter, req, res, token))) return;
-    if (!csrfOk(req)) return send(res, 403, messagePage('csrf'));
-    const text = typeof req.body?.text === 'string' ? req.body.text : '';
-    try {
-      await options.scheduler.submitFeedback({ token, text });
+  router.post(
+    '/r/:token/feedback',
+    urlencoded,
+    linkPage('/r/:token/feedback', async (token, req, res) => {
+      const text = typeof req.body?.text === 'string' ? req.body.text : '';
+      try {
+        await options.scheduler.submitFeedback({ token, text });
+      } catch (err) {
+        // Feedback before a rating, or feedback the scheduler refuses: back to the form, which shows the state.
+        if (!(err instanceof DomainError && (err.code === 'not_rated' || err.kind === 'invalid'))) throw err;
+      }
       res.redirect(303, base(token));
-    } catch (err) {
-      if (err instanceof AppError && (err.code === 'not_rated' || err.status === 400)) return res.redirect(303, base(token));
-      fail(res, err);
-    }
-  });
+    }),
+  );
 
-  router.get('/u/:token', async (req, res) => {
-    res.locals.route = '/u/:token';
-    const token = String(req.params.token);
-    if (!TOKEN.test(token)) return send(res, 404, messagePage('notFound'));
-    if (!(await allowed(views, req, res, token))) return;
-    try {
+  router.get(
+    '/u/:token',
+    linkPage('/u/:token', async (token, req, res) => {
       const { form } = await options.scheduler.getReviewForm({ token, recordOpen: false });
       // Only cascade links (which carry the recipient's email) have an unsubscribe page.
       if (!form!.email) return send(res, 404, messagePage('notFound'));
       // A GET only shows the button: mail scanners follow links and must not unsubscribe anyone.
       send(res, 200, unsubscribePage(form!, issueCsrf(req, res, `/u/${token}`), `/u/${token}`));
-    } catch (err) {
-      fail(res, err);
-    }
-  });
+    }),
+  );
 
-  router.post('/u/:token', urlencoded, async (req, res) => {
-    res.locals.route = '/u/:token';
-    const token = String(req.params.token);
-    if (!TOKEN.test(token)) return send(res, 404, messagePage('notFound'));
-    if (!(await allowed(limiter, req, res, token))) return;
-    if (!csrfOk(req)) return send(res, 403, messagePage('csrf'));
-    try {
+  router.post(
+    '/u/:token',
+    urlencoded,
+    linkPage('/u/:token', async (token, _req, res) => {
       const { form } = await options.scheduler.unsubscribe({ token });
       send(res, 200, unsubscribePage(form!, '', `/u/${token}`));
-    } catch (err) {
-      fail(res, err);
-    }
-  });
+    }),
+  );
 
   return router;
 }

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { STATUS_TITLES } from '../errors';
-import { problemType } from '../problem';
+import { STATUS_TITLES } from './errorCodes';
+import { problemBody } from './problem';
 
 /**
  * Requests node's HTTP parser refuses (bad header bytes, oversized headers) never reach express; by
@@ -21,15 +21,8 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket, publicBas
   const status = tooLarge ? 431 : 400;
   const code = tooLarge ? 'headers_too_large' : 'malformed_http';
   const requestId = randomUUID();
-  const body = JSON.stringify({
-    type: problemType(code, publicBaseUrl),
-    title: STATUS_TITLES[status] ?? 'Bad Request',
-    status,
-    code,
-    detail: tooLarge ? 'the request headers are too large' : 'the request is not valid HTTP/1.1 (check header names and values)',
-    instance: '',
-    requestId,
-  });
+  const detail = tooLarge ? 'the request headers are too large' : 'the request is not valid HTTP/1.1 (check header names and values)';
+  const body = JSON.stringify(problemBody(status, code, detail, { publicBaseUrl, instance: '', requestId }));
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_TITLES[status] ?? 'Bad Request'}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
   );

@@ -1,4 +1,4 @@
-import { AppError } from '@rrs/runtime';
+import { InvalidError } from '@rrs/runtime';
 
 const PRINTABLE = /^[\x20-\x7e]{1,255}$/;
 
@@ -20,6 +20,6 @@ export function parseIdempotencyKey(header: string | string[] | undefined): stri
   return key;
 }
 
-function refuse(detail: string): AppError {
-  return new AppError(400, 'invalid_idempotency_key', detail, { details: { errors: [{ header: 'Idempotency-Key', detail }] } });
+function refuse(detail: string): InvalidError {
+  return new InvalidError([{ header: 'Idempotency-Key', detail }], { code: 'invalid_idempotency_key', message: detail });
 }

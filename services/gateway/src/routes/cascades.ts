@@ -1,10 +1,9 @@
-import type { schedulerV1 } from '@rrs/proto';
-import { MD_IDEMPOTENCY_KEY } from '@rrs/idempotency';
-import { defineRoute, z, type Route } from './registry';
-import { FlowStepJson } from './flows';
-import type { PublicRouteDeps } from '.';
-
-export const MAX_RECIPIENTS = 500;
+import { z } from 'zod';
+import { CASCADE_COUNT_KEYS, MAX_RECIPIENTS_PER_REQUEST, type CascadeCountKey, type schedulerV1 } from '@rrs/proto';
+import { defineRoute, type Route } from '../http/route';
+import { startCascade } from '../useCases/cascades';
+import type { PublicRouteDeps } from './deps';
+import { FlowStepJson, flowStepJson, isoOrNull, orNull } from './shapes';
 
 const Recipient = z.strictObject({
   name: z.string().max(200).optional(),
@@ -19,7 +18,7 @@ const StartCascadeBody = z
     flowId: z.string().min(1).max(64).optional().meta({ description: "Default: the organization's default flow. Mutually exclusive with `channel`." }),
     channel: z.enum(['EMAIL', 'SMS', 'MAX', 'TELEGRAM']).optional().meta({ description: 'A one-step cascade in this channel. Mutually exclusive with `flowId`.' }),
     externalId: z.string().max(200).optional().meta({ description: 'Your id (order number, deal id); returned in GET /cascades/{id} and in the finish event.' }),
-    recipients: z.array(Recipient).min(1, `1 to ${MAX_RECIPIENTS} recipients`).max(MAX_RECIPIENTS, `at most ${MAX_RECIPIENTS} recipients per request`),
+    recipients: z.array(Recipient).min(1, `1 to ${MAX_RECIPIENTS_PER_REQUEST} recipients`).max(MAX_RECIPIENTS_PER_REQUEST, `at most ${MAX_RECIPIENTS_PER_REQUEST} recipients per request`),
   })
   .superRefine((b, ctx) => {
     if (b.flowId !== undefined && b.channel !== undefined) ctx.addIssue({ code: 'custom', path: ['channel'], message: 'flowId and channel are mutually exclusive' });
@@ -70,35 +69,27 @@ const RecipientJson = z.object({
   steps: z.array(StepJson),
 });
 
-export const COUNT_KEYS = [
-  'recipients', 'queued', 'skipped', 'running', 'finished', 'rated', 'exhausted', 'unreachable', 'unsubscribed', 'canceled',
-  'opened', 'feedback', 'stepsSent', 'stepsFailed', 'stepsSkipped', 'stepsPending',
-] as const;
-
 const GetCascadeResponse = z.object({
   id: z.string(),
   status: z.string().meta({ description: '`running`, then `finished` once every recipient has finished.' }),
   externalId: z.string().nullable(),
-  counts: z.object(Object.fromEntries(COUNT_KEYS.map((k) => [k, z.number().int()])) as Record<(typeof COUNT_KEYS)[number], z.ZodNumber>),
+  counts: z.object(Object.fromEntries(CASCADE_COUNT_KEYS.map((k) => [k, z.number().int()])) as Record<CascadeCountKey, z.ZodNumber>),
   recipients: z.array(RecipientJson),
 });
 
-const iso = (d: Date | undefined) => (d ? d.toISOString() : null);
-const orNull = (s: string) => (s === '' ? null : s);
-
-export function startCascadeJson(r: schedulerV1.StartCascadeResponse) {
+function startCascadeJson(r: schedulerV1.StartCascadeResponse) {
   const flow = r.flow!;
   return {
     id: r.id,
     status: r.status,
     queued: r.queued,
     skipped: r.skipped,
-    flow: { id: orNull(flow.id), name: flow.name, steps: flow.steps.map((s) => ({ order: s.order, channel: s.channel, delayMinutes: s.delayMinutes })) },
+    flow: { id: orNull(flow.id), name: flow.name, steps: flow.steps.map(flowStepJson) },
   };
 }
 
-export function cascadeJson(c: schedulerV1.Cascade) {
-  const counts = Object.fromEntries(COUNT_KEYS.map((k) => [k, 0])) as Record<string, number>;
+function cascadeJson(c: schedulerV1.Cascade) {
+  const counts = Object.fromEntries(CASCADE_COUNT_KEYS.map((k) => [k, 0])) as Record<string, number>;
   for (const { key, value } of c.counts) if (key in counts) counts[key] = value;
   return {
     id: c.id,
@@ -115,15 +106,15 @@ export function cascadeJson(c: schedulerV1.Cascade) {
       finishReason: orNull(r.finishReason),
       rating: r.rating === 0 ? null : r.rating,
       feedback: orNull(r.feedback),
-      ratedAt: iso(r.ratedAt),
-      finishedAt: iso(r.finishedAt),
+      ratedAt: isoOrNull(r.ratedAt),
+      finishedAt: isoOrNull(r.finishedAt),
       steps: r.steps.map((s) => ({
         order: s.order,
         channel: s.channel,
         status: s.status,
-        dueAt: iso(s.dueAt),
-        sentAt: iso(s.sentAt),
-        skippedAt: iso(s.skippedAt),
+        dueAt: isoOrNull(s.dueAt),
+        sentAt: isoOrNull(s.sentAt),
+        skippedAt: isoOrNull(s.skippedAt),
         reason: orNull(s.reason),
         reroute: s.reroutes.length
           ? { to: s.sentChannel, hops: s.reroutes.map((x) => ({ from: x.fromChannel, to: x.toChannel, reason: x.reason })) }
@@ -142,10 +133,11 @@ export function cascadeRoutes({ clients }: PublicRouteDeps): Route[] {
       operationId: 'startCascade',
       summary: 'Start a cascade',
       description:
-        'Puts 1 to 500 recipients into a flow (or a one-step cascade in `channel`) and answers at once; steps run in the background. ' +
+        `Puts 1 to ${MAX_RECIPIENTS_PER_REQUEST} recipients into a flow (or a one-step cascade in \`channel\`) and answers at once; steps run in the background. ` +
         'Step 1 goes at once; each later step goes `delayMinutes` after the last step actually sent, unless the recipient has rated. ' +
         'A recipient with no usable contact for any step is counted in `skipped`.',
       tags: ['cascades'],
+      auth: 'apiKey',
       scope: 'cascades:write',
       rateLimited: true,
       sends: true,
@@ -154,18 +146,7 @@ export function cascadeRoutes({ clients }: PublicRouteDeps): Route[] {
       errors: [404, 'channel_not_configured'],
       example: { body: { locationId: 'loc_1', externalId: 'order-1042', recipients: [{ name: 'Anna', email: 'anna@example.com', phone: '+7 916 123-45-67' }] } },
       handler: async ({ body, principal, metadata }) => {
-        const r = await clients.scheduler.startCascade(
-          {
-            organizationId: principal.organization.id,
-            locationId: body.locationId,
-            name: body.name ?? '',
-            flowId: body.flowId ?? '',
-            channel: body.channel ?? '',
-            externalId: body.externalId ?? '',
-            recipients: body.recipients.map((x) => ({ name: x.name ?? '', email: x.email ?? '', phone: x.phone ?? '', contactId: '', contactExternalId: '' })),
-          },
-          { metadata },
-        );
+        const r = await startCascade(clients, { organizationId: principal.organization.id, ...body }, metadata);
         return { body: startCascadeJson(r), replayed: r.idempotentReplayed };
       },
     }),
@@ -176,6 +157,7 @@ export function cascadeRoutes({ clients }: PublicRouteDeps): Route[] {
       summary: 'Read a cascade',
       description: 'The cascade with each recipient, the status of each of its steps, and the rating and feedback when given. Status values and `counts` keys: see the docs (cascades.md).',
       tags: ['cascades'],
+      auth: 'apiKey',
       scope: 'cascades:read',
       rateLimited: true,
       request: { params: z.object({ id: z.string().max(64) }) },
@@ -187,34 +169,4 @@ export function cascadeRoutes({ clients }: PublicRouteDeps): Route[] {
       },
     }),
   ];
-}
-
-/**
- * The cascade of `POST /contacts` with `startCascade: true`, for the contacts route to call after
- * `UpsertContact` succeeded. The contact and the cascade belong to two services, so no single
- * transaction can hold both: each service writes its own Idempotency-Key record in its own
- * transaction, the cascade's under the request's key suffixed `:cascade` (same fingerprint). A retry
- * replays the saved contact and then the saved cascade: never a second contact nor a second cascade;
- * a retry after a failed cascade start replays the contact and starts the cascade.
- */
-export async function startContactCascade(
-  clients: PublicRouteDeps['clients'],
-  input: { organizationId: string; locationId: string; flowId?: string; contact: { id: string; externalId?: string; name?: string; email?: string; phone?: string } },
-  metadata: Record<string, string>,
-): Promise<{ id: string; status: string; queued: number; skipped: number; replayed: boolean }> {
-  const md = { ...metadata };
-  if (md[MD_IDEMPOTENCY_KEY]) md[MD_IDEMPOTENCY_KEY] = `${md[MD_IDEMPOTENCY_KEY]}:cascade`;
-  const r = await clients.scheduler.startCascade(
-    {
-      organizationId: input.organizationId,
-      locationId: input.locationId,
-      name: '',
-      flowId: input.flowId ?? '',
-      channel: '',
-      externalId: input.contact.externalId ?? '',
-      recipients: [{ name: input.contact.name ?? '', email: input.contact.email ?? '', phone: input.contact.phone ?? '', contactId: input.contact.id, contactExternalId: input.contact.externalId ?? '' }],
-    },
-    { metadata: md },
-  );
-  return { id: r.id, status: r.status, queued: r.queued, skipped: r.skipped, replayed: r.idempotentReplayed };
 }

@@ -1,8 +1,11 @@
+import { z } from 'zod';
+import { MAX_RECIPIENTS_PER_REQUEST } from '@rrs/proto';
 import type { ChannelCatalogEntry } from '@rrs/sender-kit';
 import type { ChannelCatalogSource } from '../catalog/channelCatalog';
-import { MAX_RECIPIENTS } from './cascades';
-import { AppError, defineRoute, z, type Route, type RouteProvider, type RouteSource } from './registry';
-import type { PublicRouteDeps } from '.';
+import { notFound } from '../http/errors';
+import { defineRoute, type Route, type RouteProvider, type RouteSource } from '../http/route';
+import { startCascade } from '../useCases/cascades';
+import type { PublicRouteDeps } from './deps';
 
 const CatalogEntryJson = z.object({
   key: z.string().meta({ description: '`EMAIL`, `SMS`, `MAX`, `TELEGRAM`, or a channel added later.' }),
@@ -25,7 +28,7 @@ const SendBody = z.strictObject({
   locationId: z.string().min(1).max(64).meta({ description: 'An id from GET /locations; an unknown one is 404.' }),
   name: z.string().max(200).optional().meta({ description: 'Name of the mailing, for history.' }),
   externalId: z.string().max(200).optional().meta({ description: 'Your id (order number, deal id); returned in responses.' }),
-  recipients: z.array(Recipient).min(1, `1 to ${MAX_RECIPIENTS} recipients`).max(MAX_RECIPIENTS, `at most ${MAX_RECIPIENTS} recipients per request`),
+  recipients: z.array(Recipient).min(1, `1 to ${MAX_RECIPIENTS_PER_REQUEST} recipients`).max(MAX_RECIPIENTS_PER_REQUEST, `at most ${MAX_RECIPIENTS_PER_REQUEST} recipients per request`),
 });
 
 const SendResponse = z.object({
@@ -51,6 +54,7 @@ function sendRoute(entry: ChannelCatalogEntry, deps: PublicRouteDeps, catalog: C
     summary: `Send a review request by ${entry.label}`,
     description: `A one-step cascade in the ${entry.key} channel: visible through GET /cascades/{id}, stopped by a rating, ended with the finish event. Recipients without \`${entry.contactField}\` are skipped and counted. This method exists while a ${entry.key} sender is running.`,
     tags: ['channels'],
+    auth: 'apiKey',
     scope: 'cascades:write',
     rateLimited: !NOT_RATE_LIMITED.has(entry.slug),
     sends: true,
@@ -60,19 +64,8 @@ function sendRoute(entry: ChannelCatalogEntry, deps: PublicRouteDeps, catalog: C
     example: { body: { locationId: 'loc_1', recipients: [entry.contactField === 'email' ? { name: 'Anna', email: 'anna@example.com' } : { name: 'Anna', phone: '+7 916 123-45-67' }] } },
     handler: async ({ body, principal, metadata }) => {
       // The route list is cached per catalog version; a channel that left between two reads is gone.
-      if (!catalog.list().some((e) => e.key === entry.key)) throw new AppError(404, 'not_found', `no channel ${entry.slug}`);
-      const r = await deps.clients.scheduler.startCascade(
-        {
-          organizationId: principal.organization.id,
-          locationId: body.locationId,
-          name: body.name ?? '',
-          flowId: '',
-          channel: entry.key,
-          externalId: body.externalId ?? '',
-          recipients: body.recipients.map((x) => ({ name: x.name ?? '', email: x.email ?? '', phone: x.phone ?? '', contactId: '', contactExternalId: '' })),
-        },
-        { metadata },
-      );
+      if (!catalog.list().some((e) => e.key === entry.key)) throw notFound(`no channel ${entry.slug}`);
+      const r = await startCascade(deps.clients, { organizationId: principal.organization.id, ...body, channel: entry.key }, metadata);
       return { body: { id: r.id, status: r.status, channel: entry.key, queued: r.queued, skipped: r.skipped }, replayed: r.idempotentReplayed };
     },
   });
@@ -83,7 +76,7 @@ function sendRoute(entry: ChannelCatalogEntry, deps: PublicRouteDeps, catalog: C
  * channels the running senders announce: a channel deployed later appears with its send method, and
  * leaves with its last sender, without a gateway release. No catalog source = an empty catalog.
  */
-export function channelRoutes(deps: PublicRouteDeps & { channelCatalog?: ChannelCatalogSource }): RouteSource[] {
+export function channelRoutes(deps: PublicRouteDeps): RouteSource[] {
   const catalog: ChannelCatalogSource = deps.channelCatalog ?? { list: () => [], version: 0 };
   const list = defineRoute({
     method: 'GET',
@@ -92,6 +85,7 @@ export function channelRoutes(deps: PublicRouteDeps & { channelCatalog?: Channel
     summary: 'The channel catalog',
     description: 'The channels whose senders are running, with their readiness for your organization and their send method. Read it instead of hard-coding a list.',
     tags: ['channels'],
+    auth: 'apiKey',
     scope: null,
     rateLimited: true,
     responses: { 200: { description: 'The catalog.', body: ChannelsResponse } },

@@ -1,9 +1,8 @@
+import { z } from 'zod';
 import type { contactsV1 } from '@rrs/proto';
-import { AppError } from '@rrs/runtime';
-import { defineRoute, z, type Route } from './registry';
-import { startContactCascade } from './cascades';
-import { checkSendingAllowed } from '../http/dispatch';
-import type { PublicRouteDeps } from '.';
+import { defineRoute, type Route } from '../http/route';
+import { checkContactCascade, startContactCascade } from '../useCases/cascades';
+import type { PublicRouteDeps } from './deps';
 
 /*
  * POST /api/v1/contacts. The contacts service owns every rule (E.164 phones with the organization's
@@ -52,7 +51,7 @@ type Nullable<T> = T | null | undefined;
 /** undefined = keep (absent from the gRPC request), null = clear (''), a value = set. */
 const presence = (v: Nullable<string>): string | undefined => (v === undefined ? undefined : v ?? '');
 
-export function contactJson(c: contactsV1.Contact) {
+function contactJson(c: contactsV1.Contact) {
   return {
     id: c.id,
     externalId: c.externalId ?? null,
@@ -81,6 +80,7 @@ export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
         'An unknown `flowId` (or no default flow) is 404 and saves nothing. A retry with the same Idempotency-Key replays the saved contact and cascade ' +
         '(`Idempotent-Replayed: true` only when both were replayed) and creates neither a second contact nor a second cascade.',
       tags: ['contacts'],
+      auth: 'apiKey',
       scope: 'contacts:write',
       rateLimited: true,
       sends: ({ body }) => body.startCascade === true,
@@ -91,15 +91,8 @@ export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
       sendingExample: { body: { externalId: 'crm-1042', name: 'Anna', email: 'anna@example.com', locationId: 'loc_1', startCascade: true } },
       handler: async ({ body, principal, metadata }) => {
         const organizationId = principal.organization.id;
-        // The flow lives in the scheduler and the contact in contacts: no transaction spans both, so the
-        // flow is checked first and an unknown one saves nothing (the location is checked by contacts).
-        if (body.startCascade) {
-          // The principal comes from the auth cache, up to its TTL stale: the sending rules are checked again
-          // on the organization as contacts holds it now, so a plan just set to trial never reaches the scheduler.
-          const { organization } = await clients.contacts.getOrganization({ id: organizationId }, { metadata });
-          checkSendingAllowed({ ...principal, organization: { ...principal.organization, plan: organization!.plan, emailConfirmed: organization!.emailConfirmed } });
-          await requireFlow(clients, organizationId, body.flowId, metadata);
-        }
+        // Refused before the contact is saved: an unknown flow saves nothing (the location is checked by contacts).
+        if (body.startCascade) await checkContactCascade(clients, organizationId, body.flowId, metadata);
         const r = await clients.contacts.upsertContact(
           {
             organizationId,
@@ -135,16 +128,4 @@ export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
       },
     }),
   ];
-}
-
-/** 404 `not_found` (pointer `/flowId`) for a flow that is not the organization's, or when it has no default flow. */
-async function requireFlow(clients: PublicRouteDeps['clients'], organizationId: string, flowId: string | undefined, metadata: Record<string, string>): Promise<void> {
-  const { flows } = await clients.scheduler.listFlows({ organizationId }, { metadata });
-  if (flowId !== undefined) {
-    if (!flows.some((f) => f.id === flowId)) {
-      throw new AppError(404, 'not_found', `flow ${flowId} not found`, { details: { errors: [{ pointer: '/flowId', detail: 'no such flow in this organization' }] } });
-    }
-  } else if (!flows.some((f) => f.isDefault)) {
-    throw new AppError(404, 'not_found', 'the organization has no default flow; pass flowId', { details: { errors: [{ pointer: '/flowId', detail: 'no default flow; pass flowId' }] } });
-  }
 }

@@ -1,5 +1,6 @@
-import { defineRoute, z, type Route } from './registry';
-import type { PublicRouteDeps } from '.';
+import { z } from 'zod';
+import { defineRoute, type Route } from '../http/route';
+import type { PublicRouteDeps } from './deps';
 
 const LocationItem = z.object({
   id: z.string(),
@@ -19,6 +20,7 @@ export function locationRoutes({ clients }: PublicRouteDeps): Route[] {
       summary: 'List locations',
       description: 'The points where reviews are collected. A location id is what `locationId` takes in the other methods. Deleted locations are not listed.',
       tags: ['locations'],
+      auth: 'apiKey',
       scope: 'locations:read',
       rateLimited: true,
       responses: { 200: { description: "The organization's locations.", body: ListLocationsResponse } },

@@ -1,4 +1,5 @@
-import { defineRoute, z, type Route } from './registry';
+import { z } from 'zod';
+import { defineRoute, type Route } from '../http/route';
 
 const PingResponse = z.object({
   ok: z.literal(true),
@@ -16,6 +17,7 @@ export function pingRoutes(): Route[] {
       summary: 'Check the API key',
       description: 'Answers the organization the key belongs to and the scopes it grants. Needs only a valid key.',
       tags: ['account'],
+      auth: 'apiKey',
       scope: null,
       rateLimited: true,
       responses: { 200: { description: 'The key is valid.', body: PingResponse } },

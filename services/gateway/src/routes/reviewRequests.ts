@@ -1,5 +1,6 @@
-import { defineRoute, z, type Route } from './registry';
-import type { PublicRouteDeps } from '.';
+import { z } from 'zod';
+import { defineRoute, type Route } from '../http/route';
+import type { PublicRouteDeps } from './deps';
 
 const CreateReviewRequestBody = z.strictObject({
   locationId: z.string().min(1).max(64).meta({ description: 'An id from GET /locations; an unknown one is 404.' }),
@@ -23,6 +24,7 @@ export function reviewRequestRoutes({ clients }: PublicRouteDeps): Route[] {
       summary: 'Create a personal review link',
       description: 'The link opens the same review form as a cascade message, with the same low-rating interception.',
       tags: ['review-requests'],
+      auth: 'apiKey',
       scope: 'review-requests:write',
       rateLimited: true,
       request: { body: CreateReviewRequestBody },

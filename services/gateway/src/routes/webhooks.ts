@@ -1,6 +1,8 @@
+import { z } from 'zod';
 import { EVENT_TYPES, type webhooksV1 } from '@rrs/proto';
-import { defineRoute, z, type Route } from './registry';
-import type { PublicRouteDeps } from '.';
+import { defineRoute, type Route } from '../http/route';
+import type { PublicRouteDeps } from './deps';
+import { isoOrNull } from './shapes';
 
 /*
  * /api/v1/webhooks: the organization's webhook endpoints and their delivery log. The webhooks service
@@ -73,8 +75,6 @@ const DeliveriesQuery = z.strictObject({
   cursor: z.uuid().optional().meta({ description: '`nextCursor` of the previous page.' }),
 });
 
-const iso = (d: Date | undefined): string | null => (d ? d.toISOString() : null);
-
 function webhookJson(e: webhooksV1.Endpoint) {
   return {
     id: e.id,
@@ -83,9 +83,9 @@ function webhookJson(e: webhooksV1.Endpoint) {
     description: e.description,
     disabled: e.disabled,
     disabledReason: (e.disabledReason || null) as 'manual' | 'gone' | 'failing' | null,
-    disabledAt: iso(e.disabledAt),
-    failingSince: iso(e.failingSince),
-    previousSecretExpiresAt: iso(e.previousSecretExpiresAt),
+    disabledAt: isoOrNull(e.disabledAt),
+    failingSince: isoOrNull(e.failingSince),
+    previousSecretExpiresAt: isoOrNull(e.previousSecretExpiresAt),
     createdAt: e.createdAt!.toISOString(),
     updatedAt: e.updatedAt!.toISOString(),
   };
@@ -98,7 +98,7 @@ function deliveryJson(d: webhooksV1.Delivery) {
     eventType: d.eventType,
     status: d.status as 'pending' | 'delivered' | 'failed',
     attemptCount: d.attemptCount,
-    nextAttemptAt: iso(d.nextAttemptAt),
+    nextAttemptAt: isoOrNull(d.nextAttemptAt),
     createdAt: d.createdAt!.toISOString(),
     updatedAt: d.updatedAt!.toISOString(),
     attempts: d.attempts.map((a) => ({
@@ -132,6 +132,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       summary: 'Register a webhook endpoint',
       description: 'Events of the chosen types are POSTed to the URL, signed per Standard Webhooks v1 with the secret in this response (shown once). See the webhooks guide for the payload, retries and verification.',
       tags: ['webhooks'],
+      auth: 'apiKey',
       scope: 'webhooks:write',
       rateLimited: true,
       request: { body: CreateWebhookBody },
@@ -149,6 +150,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       operationId: 'listWebhooks',
       summary: 'List webhook endpoints',
       tags: ['webhooks'],
+      auth: 'apiKey',
       scope: 'webhooks:read',
       rateLimited: true,
       responses: { 200: { description: "The organization's endpoints, oldest first.", body: z.object({ webhooks: z.array(Webhook) }) } },
@@ -164,6 +166,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       summary: 'Get a webhook endpoint',
       description: 'Shows whether the endpoint is disabled and why (`gone` after a 410, `failing` after 5 days of failed attempts).',
       tags: ['webhooks'],
+      auth: 'apiKey',
       scope: 'webhooks:read',
       rateLimited: true,
       request: { params: IdParams },
@@ -181,6 +184,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       summary: 'Change a webhook endpoint',
       description: 'Changes only the fields sent. `disabled: false` enables a disabled endpoint (deliveries failed while it was disabled can be replayed).',
       tags: ['webhooks'],
+      auth: 'apiKey',
       scope: 'webhooks:write',
       rateLimited: true,
       request: { params: IdParams, body: UpdateWebhookBody },
@@ -202,6 +206,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       summary: 'Delete a webhook endpoint',
       description: 'Deletes the endpoint and its delivery log; nothing more is sent to it.',
       tags: ['webhooks'],
+      auth: 'apiKey',
       scope: 'webhooks:write',
       rateLimited: true,
       request: { params: IdParams },
@@ -219,6 +224,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       summary: 'Rotate the signing secret',
       description: 'Issues a new secret (in this response only). For a grace period of 24 hours every delivery carries two signatures, one per secret, so receivers can switch without missing a webhook.',
       tags: ['webhooks'],
+      auth: 'apiKey',
       scope: 'webhooks:write',
       rateLimited: true,
       request: { params: IdParams },
@@ -236,6 +242,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       summary: 'Send a test event',
       description: 'Queues a `webhook.test` event for this endpoint only, delivered like any other (signed, retried).',
       tags: ['webhooks'],
+      auth: 'apiKey',
       scope: 'webhooks:write',
       rateLimited: true,
       request: { params: IdParams },
@@ -254,6 +261,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       summary: 'The delivery log of an endpoint',
       description: 'Deliveries, newest first, each with its attempts (status codes, durations, errors) and when the next retry is due.',
       tags: ['webhooks'],
+      auth: 'apiKey',
       scope: 'webhooks:read',
       rateLimited: true,
       request: { params: IdParams, query: DeliveriesQuery },
@@ -276,6 +284,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       summary: 'Replay a delivery',
       description: 'Sends the delivery again at once, with a fresh retry schedule. The `webhook-id` is the same as before: receivers that already processed it will skip it.',
       tags: ['webhooks'],
+      auth: 'apiKey',
       scope: 'webhooks:write',
       rateLimited: true,
       request: { params: DeliveryParams },

@@ -1,7 +1,8 @@
 /**
  * The catalog of error codes the public API can answer. A code always comes with the same HTTP status,
  * so an integrator may switch on `code` alone. The OpenAPI document lists, per operation and status,
- * the codes that operation can give (as an enum), taken from this catalog.
+ * the codes that operation can give (as an enum), taken from this catalog. Codes of an auth kind other
+ * than the API key live with that kind (auth/adminToken.ts).
  */
 export interface ErrorCodeInfo {
   status: number;
@@ -32,6 +33,12 @@ export const ERROR_CODES = {
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** An error an operation may answer: a bare status (its default codes), a catalog code, or a code of its own. */
+export type RouteError = number | ErrorCode | { status: number; code: string; description: string };
+
+/** The codes the kernel itself answers on any API, whatever the auth kind: routing, body, validation, dependencies. */
+export const KERNEL_CODES: readonly ErrorCode[] = ['invalid_request', 'malformed_json', 'not_found', 'method_not_allowed', 'payload_too_large', 'unsupported_media_type', 'service_unavailable', 'internal'];
 
 /** Codes a bare status number in a route's `errors` stands for. */
 export const DEFAULT_CODES_BY_STATUS: Record<number, ErrorCode[]> = {

@@ -1,18 +1,15 @@
 /**
- * The route registry: one definition per public operation. The same zod schemas validate the request
- * (see ../http/dispatch.ts) and generate the OpenAPI 3.1 document (see ../openapi.ts), so the two can
- * never drift apart. Handlers get plain, validated values and never see express objects.
+ * Route definitions: one per operation, for every API the gateway serves. A route is its method and
+ * path, its zod schemas, its auth kind and its handler, with what the docs say about it. The same
+ * schemas validate the request (./pipeline.ts) and generate the OpenAPI 3.1 document (./openapi.ts),
+ * so the two never drift apart. Handlers get plain, validated values and never see express objects.
  *
  * How to add a route: docs/gateway-routes.md.
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Scope } from '@rrs/proto';
-import { AppError } from '@rrs/runtime';
-import type { Principal } from '../auth';
-import { ERROR_CODES, type ErrorCode } from '../errors';
-
-export { z, AppError };
-export type { Principal, Scope, ErrorCode };
+import type { AuthKind, AuthRequirement, PrincipalOfKind } from './auth';
+import { ERROR_CODES, type RouteError } from './errorCodes';
 
 export interface RouteExample {
   body?: unknown;
@@ -22,16 +19,13 @@ export interface RouteExample {
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-/** An error the operation may answer: a bare status (its default codes), a catalog code, or a code of its own. */
-export type RouteError = number | ErrorCode | { status: number; code: string; description: string };
-
 export interface RouteResponse {
   description: string;
   /** Schema of the JSON body; omitted = no body. */
   body?: z.ZodType;
 }
 
-/** What a handler returns. `status` defaults to the route's only 2xx response. */
+/** What a handler returns. `status` defaults to the route's only 2xx response; no `body` = an empty response. */
 export interface RouteResult {
   status?: number;
   body?: unknown;
@@ -50,11 +44,12 @@ export interface IdempotencyInput {
   fingerprint: string;
 }
 
-export interface HandlerContext<B, P, Q> {
+export interface HandlerContext<B, P, Q, A = PrincipalOfKind['apiKey']> {
   body: B;
   params: P;
   query: Q;
-  principal: Principal;
+  /** Who is calling, as the route's auth kind knows it (an API key's organization, the admin, …). */
+  principal: A;
   idempotency?: IdempotencyInput;
   /**
    * gRPC metadata to pass on EVERY call to the owning service (`client.method(req, { metadata })`):
@@ -65,61 +60,67 @@ export interface HandlerContext<B, P, Q> {
 }
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
+type Schema = z.ZodType | undefined;
 
-export interface RouteDefinition<B extends z.ZodType | undefined = undefined, P extends z.ZodType | undefined = undefined, Q extends z.ZodType | undefined = undefined> {
+interface CommonDefinition<B extends Schema, P extends Schema, Q extends Schema, K extends AuthKind> {
   method: HttpMethod;
-  /** OpenAPI-style path below /api/v1, e.g. `/cascades/{id}`. */
+  /** OpenAPI-style path below the API's base path, e.g. `/cascades/{id}`. */
   path: string;
   operationId: string;
   summary: string;
   description?: string;
   tags: string[];
-  /** The scope the key needs (403 `insufficient_scope` without it); null = any valid key. */
-  scope: Scope | null;
+  /** How the caller proves who it is (./auth/kinds.ts). */
+  auth: K;
   request?: { body?: B; params?: P; query?: Q };
   responses: Record<number, RouteResponse>;
   /**
-   * Errors the operation itself can answer, beyond those the gateway adds from the other fields:
-   * 401 always; 403 `insufficient_scope` with a scope; 429 when rateLimited; 400/413/415 with a body;
-   * 400 `invalid_idempotency_key` and 409 `idempotency_key_*` on POST; 402/409 `email_not_confirmed`
-   * when it sends; 404 with path parameters.
+   * Errors the operation itself can answer, beyond those the gateway adds from the other fields: the
+   * auth kind's (401; with an API key 403 `insufficient_scope` with a scope, 429 when rateLimited);
+   * 400/413/415 with a body; 404 with path parameters; 400 `invalid_idempotency_key` and 409
+   * `idempotency_key_*` on POST where the API takes keys; 402/409 `email_not_confirmed` when it sends; 503.
    */
   errors?: RouteError[];
-  /** Counted against the key's per-plan request quota, with RateLimit headers on every response. */
+  /** A valid request, shown in the docs and used by the auth/plan matrix test. */
+  example?: RouteExample;
+  handler: (ctx: HandlerContext<Out<B>, Out<P>, Out<Q>, PrincipalOfKind[K]>) => Promise<RouteResult>;
+}
+
+/** What only API-key routes have: the key's scope and quota, and the sending rule. */
+interface ApiKeyFields<B extends Schema, P extends Schema, Q extends Schema> {
+  scope: Scope | null;
   rateLimited: boolean;
   /**
    * The operation sends messages: a trial plan gets 402 `plan_required` and an unconfirmed account email
    * 409 `email_not_confirmed` before the handler runs. A function decides from the validated request
-   * (e.g. POST /contacts sends only with `startCascade`). The owning service enforces the same rules.
+   * (e.g. POST /contacts sends only with `startCascade`). The owning service enforces the same rule.
    */
   sends?: boolean | ((input: { body: Out<B>; params: Out<P>; query: Out<Q> }) => boolean);
-  /** A valid request, shown in the docs and used by the auth/plan matrix test. */
-  example?: RouteExample;
   /** With a `sends` function: a valid request that sends, when `example` does not (the matrix test needs one). */
   sendingExample?: RouteExample;
-  handler: (ctx: HandlerContext<Out<B>, Out<P>, Out<Q>>) => Promise<RouteResult>;
 }
 
-/** A route with its types erased, as the dispatcher and the OpenAPI generator see it. */
-export interface Route {
+export type RouteDefinition<B extends Schema, P extends Schema, Q extends Schema, K extends AuthKind> = CommonDefinition<B, P, Q, K> &
+  (K extends 'apiKey' ? ApiKeyFields<B, P, Q> : { scope?: never; rateLimited?: never; sends?: never; sendingExample?: never });
+
+/** A route with its types erased, as the pipeline and the OpenAPI generator see it. */
+export interface Route extends AuthRequirement {
   readonly method: HttpMethod;
   readonly path: string;
   readonly operationId: string;
   readonly summary: string;
   readonly description?: string;
   readonly tags: string[];
-  readonly scope: Scope | null;
   readonly request: { body?: z.ZodType; params?: z.ZodType; query?: z.ZodType };
   readonly responses: Record<number, RouteResponse>;
   readonly errors: RouteError[];
-  readonly rateLimited: boolean;
   readonly sends?: boolean | ((input: { body: unknown; params: unknown; query: unknown }) => boolean);
   readonly example?: RouteExample;
   readonly sendingExample?: RouteExample;
   readonly successStatus: number;
   /** Path split into segments; `{name}` segments are parameters. */
   readonly segments: readonly string[];
-  readonly handler: (ctx: HandlerContext<unknown, unknown, unknown>) => Promise<RouteResult>;
+  readonly handler: (ctx: HandlerContext<unknown, unknown, unknown, unknown>) => Promise<RouteResult>;
 }
 
 /**
@@ -142,9 +143,7 @@ export class RouteDefinitionError extends Error {
   }
 }
 
-export function defineRoute<B extends z.ZodType | undefined = undefined, P extends z.ZodType | undefined = undefined, Q extends z.ZodType | undefined = undefined>(
-  def: RouteDefinition<B, P, Q>,
-): Route {
+export function defineRoute<B extends Schema = undefined, P extends Schema = undefined, Q extends Schema = undefined, K extends AuthKind = AuthKind>(def: RouteDefinition<B, P, Q, K>): Route {
   const fail = (message: string) => new RouteDefinitionError(def.operationId, message);
   if (!OPERATION_ID.test(def.operationId)) throw fail('operationId must be camelCase');
   if (!PATH.test(def.path)) throw fail(`path "${def.path}" must be lower-case segments or {param}s, starting with /`);
@@ -161,6 +160,7 @@ export function defineRoute<B extends z.ZodType | undefined = undefined, P exten
   for (const e of def.errors ?? []) {
     if (typeof e === 'string' && !(e in ERROR_CODES)) throw fail(`unknown error code ${e}`);
   }
+  const apiKey = def as Partial<ApiKeyFields<B, P, Q>>;
   return {
     method: def.method,
     path: def.path,
@@ -168,14 +168,15 @@ export function defineRoute<B extends z.ZodType | undefined = undefined, P exten
     summary: def.summary,
     description: def.description,
     tags: def.tags,
-    scope: def.scope,
+    auth: def.auth,
+    scope: apiKey.scope ?? null,
+    rateLimited: apiKey.rateLimited ?? false,
     request: { body: def.request?.body, params: def.request?.params, query: def.request?.query },
     responses: def.responses,
     errors: def.errors ?? [],
-    rateLimited: def.rateLimited,
-    sends: def.sends as Route['sends'],
+    sends: apiKey.sends as Route['sends'],
     example: def.example,
-    sendingExample: def.sendingExample,
+    sendingExample: apiKey.sendingExample,
     successStatus: successes[0],
     segments: def.path.split('/').slice(1),
     handler: def.handler as Route['handler'],

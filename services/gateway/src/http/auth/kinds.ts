@@ -1,0 +1,43 @@
+/**
+ * Auth kinds: how the caller of a route proves who it is. A route names its kind (`auth`); the API it
+ * belongs to brings a gate for that kind, which the pipeline runs after route matching and before the
+ * body is read; the kind's description gives the OpenAPI security scheme and the refusals it documents.
+ *
+ * - `apiKey`: an integrator's API key (`Authorization: Bearer rrs_…`), with a scope, the plan's request
+ *   quota and the sending rule (the public API, ./apiKey.ts).
+ * - `adminToken`: the ADMIN_TOKEN (the account admin API, ./adminToken.ts).
+ * - `session` is the next one: the account console's cookie session with CSRF protection. It is added
+ *   as a third member here, with its gate and description beside the others (docs/gateway-routes.md,
+ *   "Adding an auth kind").
+ */
+import type { Request, Response } from 'express';
+import type { Scope } from '@rrs/proto';
+import type { ErrorCodeInfo, RouteError } from '../errorCodes';
+
+export type AuthKind = 'apiKey' | 'adminToken';
+
+/** What a route asks of its caller. `scope` and `rateLimited` belong to API keys (null/false for the other kinds). */
+export interface AuthRequirement {
+  readonly auth: AuthKind;
+  /** The scope the key needs (403 `insufficient_scope` without it); null = any valid key. */
+  readonly scope: Scope | null;
+  /** Counted against the key's per-plan request quota, with RateLimit headers on every response. */
+  readonly rateLimited: boolean;
+}
+
+/** Admits a request to a route of its kind, or throws the refusal (401, 403, 429, …); resolves to the principal handlers get. */
+export interface AuthGate<P> {
+  admit(requirement: AuthRequirement, req: Request, res: Response): Promise<P>;
+}
+
+/** What the OpenAPI document says about a kind. */
+export interface AuthDescription {
+  /** The security scheme, registered under the kind's name. */
+  securityScheme: Record<string, unknown>;
+  /** Fields of an operation of this kind (its security requirement, vendor extensions), placed after `tags`. */
+  operation(requirement: AuthRequirement): Record<string, unknown>;
+  /** The refusals of the kind's gate for a route, in the order they happen. */
+  errors(requirement: AuthRequirement): RouteError[];
+  /** The kind's own codes that are not in the public catalog, by code. */
+  codes: Record<string, ErrorCodeInfo>;
+}

@@ -1,0 +1,74 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY, requestFingerprint } from '@rrs/idempotency';
+import type { AuthGate, AuthGates, Principal } from './auth';
+import { readJsonBody } from './body';
+import { parseIdempotencyKey } from './idempotencyKey';
+import { currentRoutes, type IdempotencyInput, type Route, type RouteResult, type RouteSource } from './route';
+import { resolveRoute } from './router';
+import { checkSendingAllowed, requestSends } from './sending';
+import { validateRequest } from './validation';
+
+export interface PipelineOptions {
+  /** Where the API is mounted, e.g. `/api/v1`; route paths are below it. */
+  basePath: string;
+  routes: readonly RouteSource[];
+  /** One gate per auth kind the routes use. */
+  gates: AuthGates;
+  /** POSTs take an Idempotency-Key, handed to the owning service with the request's fingerprint. */
+  idempotencyKeys: boolean;
+}
+
+/**
+ * Runs an API: route match (404/405) → the route's auth gate (401, 429, 403) → body (415/413/400) →
+ * Idempotency-Key (400) → validation (400; 404 for a path parameter) → sending rule (402/409) →
+ * handler. Every refusal before the handler happens before any effect, so nothing is created, sent or
+ * saved under an Idempotency-Key.
+ */
+export function pipeline(options: PipelineOptions): RequestHandler {
+  // Without run-time providers the route list never changes: flatten it once, not per request.
+  const fixed = options.routes.every((s) => !('routes' in s && typeof s.routes === 'function')) ? currentRoutes(options.routes) : undefined;
+  const routesNow = () => fixed ?? currentRoutes(options.routes);
+  return (req: Request, res: Response, next: NextFunction) => {
+    handle(options, routesNow(), req, res).catch(next);
+  };
+}
+
+async function handle(options: PipelineOptions, routes: readonly Route[], req: Request, res: Response): Promise<void> {
+  const { route, params: rawParams } = resolveRoute(routes, req.method, req.path, `${options.basePath}${req.path}`);
+  res.locals.route = `${options.basePath}${route.path}`;
+  const gate = options.gates[route.auth] as AuthGate<unknown> | undefined;
+  if (!gate) throw new Error(`route ${route.operationId}: this API has no ${route.auth} gate`);
+  const principal = await gate.admit(route, req, res);
+
+  const rawBody = route.request.body ? await readJsonBody(req, res) : undefined;
+
+  let idempotency: IdempotencyInput | undefined;
+  if (options.idempotencyKeys && route.method === 'POST') {
+    const key = parseIdempotencyKey(req.headers['idempotency-key']);
+    if (key !== undefined) idempotency = { key, fingerprint: requestFingerprint(route.method, req.path.replace(/(.)\/$/, '$1'), rawBody ?? null) };
+  }
+
+  const input = validateRequest(route.request, route.path, { params: rawParams, query: req.query, body: rawBody });
+  // Only API-key routes send (route.ts): their principal carries the organization's plan and email state.
+  if (route.sends && requestSends(route, input)) checkSendingAllowed((principal as Principal).organization);
+
+  const requestId = String(res.locals.requestId ?? '');
+  const metadata: Record<string, string> = { 'x-request-id': requestId };
+  if (idempotency) {
+    metadata[MD_IDEMPOTENCY_KEY] = idempotency.key;
+    metadata[MD_IDEMPOTENCY_FINGERPRINT] = idempotency.fingerprint;
+  }
+  const result = await route.handler({ ...input, principal, idempotency, metadata, requestId });
+  writeResult(res, route, result);
+}
+
+function writeResult(res: Response, route: Route, result: RouteResult): void {
+  const status = result.status ?? route.successStatus;
+  if (result.headers) for (const [k, v] of Object.entries(result.headers)) res.setHeader(k, v);
+  if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  if (result.body === undefined) {
+    res.status(status).end();
+    return;
+  }
+  res.status(status).type('application/json').send(JSON.stringify(result.body));
+}
