@@ -88,12 +88,12 @@ describe('timing and skip rules (fast clock, Postgres + JetStream)', () => {
 
   it('a channel not configured for the organization is skipped when the step fires, with the reason', async () => {
     const id = await flow([['EMAIL', 0], ['SMS', 0]]);
-    h.directory.setConfigured(ORG, 'SMS', false);
+    h.profiles.setConfigured(ORG, 'SMS', false);
     try {
       const { steps } = await run(id, { email: 'a5@example.com', phone: '+79000000005' });
       expect(steps[1]).toMatchObject({ status: 'skipped', reason: 'channel_not_configured' });
     } finally {
-      h.directory.setConfigured(ORG, 'SMS', true);
+      h.profiles.setConfigured(ORG, 'SMS', true);
     }
   });
 
