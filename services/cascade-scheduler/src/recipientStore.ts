@@ -98,7 +98,18 @@ function toState(row: RecipientRow, cascade: CascadeMeta): LoadedRecipient {
     },
     row as unknown as Record<string, unknown>,
   );
-  const meta: RecipientMeta = { ...cascade, contactExternalId: row.contact_external_id, reviewRequestId: row.review_request_id, token: row.token };
+  // Fields written out, not spread: a batch builds a thousand of these per round.
+  const meta: RecipientMeta = {
+    cascadeExternalId: cascade.cascadeExternalId,
+    locationId: cascade.locationId,
+    locale: cascade.locale,
+    templates: cascade.templates,
+    location: cascade.location,
+    traceContext: cascade.traceContext,
+    contactExternalId: row.contact_external_id,
+    reviewRequestId: row.review_request_id,
+    token: row.token,
+  };
   return { recipient, steps: [], meta };
 }
 
