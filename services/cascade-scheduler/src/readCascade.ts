@@ -22,19 +22,9 @@ const PENDING: ReadonlySet<StepStatus> = new Set(['pending', 'scheduled', 'dispa
 const STEP_COUNT_OF: Partial<Record<StepStatus, CascadeCountKey>> = { sent: 'stepsSent', failed: 'stepsFailed', skipped: 'stepsSkipped' };
 
 function toStep(step: StepRow): schedulerV1.RecipientStep {
-  return {
-    order: step.step_order,
-    channel: step.channel,
-    status: step.status,
-    dueAt: step.due_at ?? undefined,
-    sentAt: step.sent_at ?? undefined,
-    skippedAt: step.skipped_at ?? undefined,
-    dispatchedAt: step.dispatched_at ?? undefined,
-    deliveredAt: step.delivered_at ?? undefined,
-    reason: step.reason ?? '',
-    reroutes: step.reroutes.map((hop) => ({ fromChannel: hop.from, toChannel: hop.to, reason: hop.reason })),
-    sentChannel: step.sent_channel,
-  };
+  const [dueAt, sentAt, skippedAt, dispatchedAt, deliveredAt] = [step.due_at, step.sent_at, step.skipped_at, step.dispatched_at, step.delivered_at].map((at) => at ?? undefined);
+  const reroutes = step.reroutes.map((hop) => ({ fromChannel: hop.from, toChannel: hop.to, reason: hop.reason }));
+  return { order: step.step_order, channel: step.channel, status: step.status, dueAt, sentAt, skippedAt, dispatchedAt, deliveredAt, reason: step.reason ?? '', reroutes, sentChannel: step.sent_channel };
 }
 
 /**

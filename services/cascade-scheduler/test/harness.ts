@@ -85,6 +85,9 @@ export async function collectEvents(bus: Bus): Promise<{ events: eventsV1.Event[
   return { events, stop: () => sub.drain() };
 }
 
+export type ScriptedSender = Awaited<ReturnType<typeof startScriptedSender>>;
+export type CollectedEvents = Awaited<ReturnType<typeof collectEvents>>;
+
 export interface Harness {
   db: TestDatabase;
   tb: TestBus;
@@ -92,13 +95,26 @@ export interface Harness {
   profiles: FakeProfiles;
   scheduler: RunningScheduler;
   ctx: ReturnType<typeof testContext>;
+  /** The scripted sender asked for with `sender` (one with no channels otherwise). */
+  sender: ScriptedSender;
+  /** The finish events, when asked for with `collectEvents` (none otherwise). */
+  events: CollectedEvents;
   close(): Promise<void>;
 }
 
+export interface HarnessOptions {
+  minuteMs?: number;
+  kind?: 'jetstream' | 'memory';
+  deps?: SchedulerDeps;
+  feedbackWindowMinutes?: number;
+  config?: Partial<SchedulerStartConfig>;
+  /** A scripted sender on these channels, answering what `decide` picks (SENT by default). */
+  sender?: { channels: string[]; decide?: (step: busV1.StepDue) => Outcome };
+  collectEvents?: boolean;
+}
+
 /** A scheduler on a fresh database and a fresh JetStream prefix, with the fast clock. */
-export async function startHarness(
-  options: { minuteMs?: number; kind?: 'jetstream' | 'memory'; deps?: SchedulerDeps; feedbackWindowMinutes?: number; config?: Partial<SchedulerStartConfig> } = {},
-): Promise<Harness> {
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const db = await createTestDatabase();
   const tb = await createTestBus(options.kind ?? 'jetstream');
   await tb.bus.ensureStreams();
@@ -114,9 +130,13 @@ export async function startHarness(
     { bus: tb.bus, profiles, channelsCacheMs: 0, ...options.deps },
   );
   const pool = createPool({ url: db.url, schema: SCHEMA });
+  const sender = await startScriptedSender(tb.bus, options.sender?.channels ?? [], options.sender?.decide);
+  const events = options.collectEvents ? await collectEvents(tb.bus) : { events: [], stop: async () => undefined };
   return {
-    db, tb, pool, profiles, scheduler, ctx,
+    db, tb, pool, profiles, scheduler, ctx, sender, events,
     async close() {
+      await sender.stop();
+      await events.stop();
       await pool.end();
       await ctx.stop();
       await tb.cleanup();

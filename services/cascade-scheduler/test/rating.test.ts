@@ -1,25 +1,19 @@
 import { InvalidError } from '@rrs/runtime';
 import { waitFor } from '@rrs/testkit';
-import { collectEvents, LOCATION, ORG, rejection, startHarness, startScriptedSender, type Harness } from './harness';
+import { LOCATION, ORG, rejection, startHarness, type Harness } from './harness';
 
 const MINUTE = 40;
 
 describe('ratings, feedback and unsubscribe (Postgres + JetStream)', () => {
   let h: Harness;
-  let sender: Awaited<ReturnType<typeof startScriptedSender>>;
-  let events: Awaited<ReturnType<typeof collectEvents>>;
   let flowId: string;
 
   beforeAll(async () => {
-    h = await startHarness({ minuteMs: MINUTE, feedbackWindowMinutes: 100 });
-    sender = await startScriptedSender(h.tb.bus, ['EMAIL', 'SMS']);
-    events = await collectEvents(h.tb.bus);
+    h = await startHarness({ minuteMs: MINUTE, feedbackWindowMinutes: 100, sender: { channels: ['EMAIL', 'SMS'] }, collectEvents: true });
     // The SMS follows 10 flow minutes (400 ms) after the email.
     flowId = (await h.scheduler.flows.create({ organizationId: ORG, name: 'two', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 10 }] })).id;
   });
   afterAll(async () => {
-    await sender.stop();
-    await events.stop();
     await h.close();
   });
 
@@ -31,7 +25,7 @@ describe('ratings, feedback and unsubscribe (Postgres + JetStream)', () => {
   }
 
   const finishEvents = (email: string) =>
-    events.events.filter((e) => e.payload?.$case === 'cascadeRecipientFinished' && e.payload.cascadeRecipientFinished.recipient?.email === email);
+    h.events.events.filter((e) => e.payload?.$case === 'cascadeRecipientFinished' && e.payload.cascadeRecipientFinished.recipient?.email === email);
 
   it('a rating cancels the pending steps and finishes the recipient; a second submit never counts twice', async () => {
     const { cascadeId, token } = await startOne('rate5@example.com', '+79000002001');
@@ -48,7 +42,7 @@ describe('ratings, feedback and unsubscribe (Postgres + JetStream)', () => {
     expect(c.status).toBe('finished');
     expect(c.recipients[0]).toMatchObject({ status: 'finished', finishReason: 'rated', rating: 5 });
     expect(c.recipients[0].steps.map((s) => s.status)).toEqual(['sent', 'canceled']);
-    expect(sender.received.filter((s) => s.recipient?.email === 'rate5@example.com').map((s) => s.channel)).toEqual(['EMAIL']);
+    expect(h.sender.received.filter((s) => s.recipient?.email === 'rate5@example.com').map((s) => s.channel)).toEqual(['EMAIL']);
     const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM ratings r JOIN review_requests rr ON rr.id = r.review_request_id WHERE rr.token = $1', [token]);
     expect(rows[0].n).toBe(1);
     const { rows: rr } = await h.pool.query('SELECT status, opened_at, rated_at, public_links_shown_at FROM review_requests WHERE token = $1', [token]);
@@ -127,6 +121,6 @@ describe('ratings, feedback and unsubscribe (Postgres + JetStream)', () => {
       return x.status === 'finished' ? x : undefined;
     }, { what: 'second cascade finished' });
     expect(later.recipients[0].steps[0]).toMatchObject({ status: 'skipped', reason: 'opted_out' });
-    expect(sender.received.filter((s) => s.recipient?.email?.toLowerCase() === 'unsub@example.com')).toHaveLength(1);
+    expect(h.sender.received.filter((s) => s.recipient?.email?.toLowerCase() === 'unsub@example.com')).toHaveLength(1);
   });
 });
