@@ -21,9 +21,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 const require = createRequire(import.meta.url);
 const here = dirname(fileURLToPath(import.meta.url));
 const pg = require('pg');
-const { createServiceContext, createMemoryBus, connectJetStreamBus, createPool, histogram } = require('@rrs/runtime');
+const { createServiceContext, createMemoryBus, connectJetStreamBus, createPool, histogram, Notifier } = require('@rrs/runtime');
 const { busV1 } = require('@rrs/proto');
-const { startScheduler, startDispatcher, Notifier, ConfiguredChannels, SCHEMA, SESSION_SETTINGS } = require('@rrs/cascade-scheduler');
+const { startScheduler, startDispatcher, ConfiguredChannels, SCHEMA, SESSION_SETTINGS } = require('@rrs/cascade-scheduler');
 const { StepResultPublisher } = require('@rrs/sender-kit');
 const { run, makeWorkerUtils } = require('graphile-worker');
 
@@ -63,7 +63,7 @@ async function admin(sql) {
   }
 }
 
-const directory = {
+const profiles = {
   async getSendingProfile(id) {
     return {
       organization: { id, name: 'Bench', plan: 'pro', emailConfirmed: true, locale: 'en', timeZone: 'UTC', defaultRegion: 'RU' },
@@ -148,7 +148,7 @@ let applied = 0;
 let theirs;
 try {
   await bus.ensureStreams();
-  const scheduler = await startScheduler({ databaseUrl: dbUrl, natsUrl, busPrefix: prefix, grpcHost: '127.0.0.1', grpcPort: 0, minuteMs: 60_000 }, ctx, { bus, directory, noDispatcher: true, onStepResult: async () => void applied++ });
+  const scheduler = await startScheduler({ databaseUrl: dbUrl, natsUrl, busPrefix: prefix, grpcHost: '127.0.0.1', grpcPort: 0, minuteMs: 60_000 }, ctx, { bus, profiles, noDispatcher: true, onStepResult: async () => void applied++ });
   // Two-step flow: applying each step's SENT schedules the next one (a day later), as in real cascades.
   const flow = await scheduler.flows.create({ organizationId: ORG, name: 'bench', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'EMAIL', delayMinutes: 1440 }] });
   for (let c = 0; c < STEPS / 500; c++) {
@@ -185,7 +185,7 @@ try {
   const cpu0 = cpuSnapshot(groups);
   const profiler = process.env.BENCH_PROFILE_OUT ? await startProfiler() : null;
   const t0 = process.hrtime.bigint();
-  const dispatcher = await startDispatcher({ pool, bus, notifier, logger: ctx.logger, minuteMs: 60_000, publicBaseUrl: 'http://127.0.0.1', channels: new ConfiguredChannels(directory), batchSize: Number(process.env.BENCH_BATCH ?? 1000), loops: Number(process.env.BENCH_LOOPS ?? 2), beforeRound: () => scheduler.results.whenRoom() });
+  const dispatcher = await startDispatcher({ pool, bus, notifier, logger: ctx.logger, minuteMs: 60_000, publicBaseUrl: 'http://127.0.0.1', channels: new ConfiguredChannels(profiles), batchSize: Number(process.env.BENCH_BATCH ?? 1000), loops: Number(process.env.BENCH_LOOPS ?? 2), beforeRound: () => scheduler.results.whenRoom() });
   await notifier.start();
   let dispatchedAt = 0;
   await waitUntil(async () => {

@@ -12,10 +12,10 @@ import { cpus, loadavg } from 'node:os';
 
 const require = createRequire(import.meta.url);
 const pg = require('pg');
-const { createServiceContext, createMemoryBus, connectJetStreamBus, createPool } = require('@rrs/runtime');
+const { createServiceContext, createMemoryBus, connectJetStreamBus, createPool, Notifier } = require('@rrs/runtime');
 const { busV1 } = require('@rrs/proto');
 const { StepResultPublisher } = require('@rrs/sender-kit');
-const { startScheduler, startDispatcher, Notifier, ConfiguredChannels, SCHEMA, SESSION_SETTINGS } = require('@rrs/cascade-scheduler');
+const { startScheduler, startDispatcher, ConfiguredChannels, SCHEMA, SESSION_SETTINGS } = require('@rrs/cascade-scheduler');
 
 const { values } = parseArgs({ options: { future: { type: 'string', default: '1000000' }, seconds: { type: 'string', default: '10' }, bus: { type: 'string', default: 'jetstream' } } });
 const FUTURE = Math.min(2_000_000, Math.max(0, Number(values.future)));
@@ -38,7 +38,7 @@ async function admin(sql) {
     await c.end();
   }
 }
-const directory = {
+const profiles = {
   async getSendingProfile(id) {
     return { organization: { id, name: 'Bench', plan: 'pro', emailConfirmed: true, locale: 'en', timeZone: 'UTC', defaultRegion: 'RU' }, templates: [], channels: [{ channel: 'EMAIL', configured: true }] };
   },
@@ -80,7 +80,7 @@ const ctx = createServiceContext('bench', 'warn');
 const bus = values.bus === 'memory' ? createMemoryBus({ prefix }) : await connectJetStreamBus({ url: natsUrl, prefix, name: 'bench-lateness' });
 try {
   await bus.ensureStreams();
-  const scheduler = await startScheduler({ databaseUrl: dbUrl, natsUrl, busPrefix: prefix, grpcHost: '127.0.0.1', grpcPort: 0, minuteMs: 60_000 }, ctx, { bus, directory, noDispatcher: true });
+  const scheduler = await startScheduler({ databaseUrl: dbUrl, natsUrl, busPrefix: prefix, grpcHost: '127.0.0.1', grpcPort: 0, minuteMs: 60_000 }, ctx, { bus, profiles, noDispatcher: true });
   const pool = createPool({ url: dbUrl, schema: SCHEMA, max: 8 });
   const t = Date.now();
   for (let done = 0; done < FUTURE; done += 100_000) await seed(pool, Math.min(100_000, FUTURE - done), `now() + interval '30 days'`, 1);
@@ -98,7 +98,7 @@ try {
   });
   const dpool = createPool({ url: dbUrl, schema: SCHEMA, max: 8, settings: SESSION_SETTINGS });
   const notifier = new Notifier(dbUrl, SCHEMA, ctx.logger);
-  const dispatcher = await startDispatcher({ pool: dpool, bus, notifier, logger: ctx.logger, minuteMs: 60_000, publicBaseUrl: 'http://127.0.0.1', channels: new ConfiguredChannels(directory) });
+  const dispatcher = await startDispatcher({ pool: dpool, bus, notifier, logger: ctx.logger, minuteMs: 60_000, publicBaseUrl: 'http://127.0.0.1', channels: new ConfiguredChannels(profiles) });
   await notifier.start();
 
   // Phase "timers": RATE steps/s pre-scheduled, starting 2 s from now.

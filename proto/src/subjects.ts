@@ -1,8 +1,7 @@
 /** Bus subjects. Channel keys are upper-case in the catalog and lower-case in subjects. */
-/** One StepResult per message: what senders of earlier versions publish; the scheduler still reads it. */
-export const STEP_RESULT_SUBJECT = 'steps.result';
 /**
- * StepResultBatch messages. No channel can take this subject: channel keys have no dot.
+ * Step results: StepResultBatch messages, what every sender publishes. No channel can take this
+ * subject: channel keys have no dot.
  */
 export const STEP_RESULT_BATCH_SUBJECT = 'steps.result.batch';
 

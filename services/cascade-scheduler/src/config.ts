@@ -36,7 +36,7 @@ export const DEFAULT_STEP_RESULT_TIMEOUT_MINUTES = 30;
 export const DEFAULT_STEP_RESULT_MAX_ATTEMPTS = 3;
 
 export function buildConfig(env: Env): SchedulerConfig {
-  const e = readEnv(
+  const vars = readEnv(
     {
       DATABASE_URL: envField.url(['postgres', 'postgresql']),
       NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
@@ -57,20 +57,20 @@ export function buildConfig(env: Env): SchedulerConfig {
     env,
   );
   return {
-    databaseUrl: e.DATABASE_URL,
-    natsUrl: e.NATS_URL,
-    busPrefix: e.BUS_PREFIX,
-    grpcHost: e.GRPC_HOST,
-    grpcPort: e.GRPC_PORT,
-    opsPort: e.OPS_PORT,
-    logLevel: e.LOG_LEVEL,
-    contactsAddress: e.CONTACTS_ADDR,
-    publicBaseUrl: e.PUBLIC_BASE_URL.replace(/\/+$/, ''),
-    minuteMs: fastClock(e.DELAY_MINUTE_MS, e.NODE_ENV),
-    feedbackWindowMinutes: e.FEEDBACK_WINDOW_MINUTES,
-    dispatchBatchSize: e.DISPATCH_BATCH_SIZE,
-    stepResultTimeoutMinutes: e.STEP_RESULT_TIMEOUT_MINUTES,
-    stepResultMaxAttempts: e.STEP_RESULT_MAX_ATTEMPTS,
+    databaseUrl: vars.DATABASE_URL,
+    natsUrl: vars.NATS_URL,
+    busPrefix: vars.BUS_PREFIX,
+    grpcHost: vars.GRPC_HOST,
+    grpcPort: vars.GRPC_PORT,
+    opsPort: vars.OPS_PORT,
+    logLevel: vars.LOG_LEVEL,
+    contactsAddress: vars.CONTACTS_ADDR,
+    publicBaseUrl: vars.PUBLIC_BASE_URL.replace(/\/+$/, ''),
+    minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
+    feedbackWindowMinutes: vars.FEEDBACK_WINDOW_MINUTES,
+    dispatchBatchSize: vars.DISPATCH_BATCH_SIZE,
+    stepResultTimeoutMinutes: vars.STEP_RESULT_TIMEOUT_MINUTES,
+    stepResultMaxAttempts: vars.STEP_RESULT_MAX_ATTEMPTS,
   };
 }
 

@@ -76,13 +76,13 @@ export function contactField(channel: string): 'email' | 'phone' {
   return channel === 'EMAIL' ? 'email' : 'phone';
 }
 
-export function addressFor(channel: string, r: Pick<RecipientFields, 'email' | 'phone'>): string {
-  return contactField(channel) === 'email' ? r.email.toLowerCase() : r.phone;
+export function addressFor(channel: string, recipient: Pick<RecipientFields, 'email' | 'phone'>): string {
+  return contactField(channel) === 'email' ? recipient.email.toLowerCase() : recipient.phone;
 }
 
 /** True when some step of the flow has its contact field: the recipient is queued, not skipped. */
-export function canReachAny(channels: string[], r: Pick<RecipientFields, 'email' | 'phone'>): boolean {
-  return channels.some((c) => addressFor(c, r) !== '');
+export function canReachAny(channels: string[], recipient: Pick<RecipientFields, 'email' | 'phone'>): boolean {
+  return channels.some((c) => addressFor(c, recipient) !== '');
 }
 
 function touch(state: RecipientState, step?: StepState): void {
@@ -90,12 +90,12 @@ function touch(state: RecipientState, step?: StepState): void {
   else state.dirty = true;
 }
 
-export function finish(state: RecipientState, reason: FinishReason, t: Timing): void {
-  const r = state.recipient;
-  if (r.status === 'finished') return;
-  r.status = 'finished';
-  r.finishReason = reason;
-  r.finishedAt = t.now;
+export function finish(state: RecipientState, reason: FinishReason, timing: Timing): void {
+  const recipient = state.recipient;
+  if (recipient.status === 'finished') return;
+  recipient.status = 'finished';
+  recipient.finishReason = reason;
+  recipient.finishedAt = timing.now;
   state.finishedNow = true;
   touch(state);
 }
@@ -105,24 +105,24 @@ export function finish(state: RecipientState, reason: FinishReason, t: Timing): 
  * - Step k>1 is due `delayMinutes` after the last step actually sent to the recipient.
  * - When nothing was sent yet (every earlier step skipped or failed), it is due at once.
  */
-export function scheduleNext(state: RecipientState, t: Timing): void {
+export function scheduleNext(state: RecipientState, timing: Timing): void {
   if (state.recipient.status === 'finished') return;
   if (state.steps.some((s) => s.status === 'scheduled' || s.status === 'dispatched')) return;
   const next = state.steps.find((s) => s.status === 'pending');
   if (!next) {
-    finish(state, exhaustionReason(state), t);
+    finish(state, exhaustionReason(state), timing);
     return;
   }
   const last = lastSent(state);
   next.status = 'scheduled';
-  next.dueAt = last ? new Date(last.getTime() + next.delayMinutes * t.minuteMs) : t.now;
+  next.dueAt = last ? new Date(last.getTime() + next.delayMinutes * timing.minuteMs) : timing.now;
   touch(state, next);
 }
 
 /** When the last step actually sent to the recipient went out (read from the steps, not stored twice). */
 export function lastSent(state: RecipientState): Date | null {
   let last: Date | null = null;
-  for (const s of state.steps) if (s.sentAt && (!last || s.sentAt > last)) last = s.sentAt;
+  for (const step of state.steps) if (step.sentAt && (!last || step.sentAt > last)) last = step.sentAt;
   return last;
 }
 
@@ -135,8 +135,8 @@ export function exhaustionReason(state: RecipientState): FinishReason {
 }
 
 /** The first step of a new recipient is due at once, whatever its delay. */
-export function start(state: RecipientState, t: Timing): void {
-  scheduleNext(state, t);
+export function start(state: RecipientState, timing: Timing): void {
+  scheduleNext(state, timing);
 }
 
 export interface Dispatch {
@@ -146,36 +146,36 @@ export interface Dispatch {
   channel: string;
 }
 
-function skip(state: RecipientState, step: StepState, reason: SkipReason, t: Timing): void {
+function skip(state: RecipientState, step: StepState, reason: SkipReason, timing: Timing): void {
   step.status = 'skipped';
-  step.skippedAt = t.now;
+  step.skippedAt = timing.now;
   step.reason = reason;
   touch(state, step);
-  scheduleNext(state, t);
+  scheduleNext(state, timing);
 }
 
-function fail(state: RecipientState, step: StepState, reason: string, t: Timing): void {
+function fail(state: RecipientState, step: StepState, reason: string, timing: Timing): void {
   step.status = 'failed';
   step.reason = reason;
   touch(state, step);
-  scheduleNext(state, t);
+  scheduleNext(state, timing);
 }
 
 /**
  * Moves a phone step to the next phone channel (SMS → MAX → TELEGRAM), due at once; when there is no
  * next channel the step fails with the reason.
  */
-export function reroute(state: RecipientState, step: StepState, reason: string, t: Timing): void {
+export function reroute(state: RecipientState, step: StepState, reason: string, timing: Timing): void {
   const at = PHONE_CHAIN.indexOf(step.sentChannel as (typeof PHONE_CHAIN)[number]);
   const to = at >= 0 ? PHONE_CHAIN[at + 1] : undefined;
   if (!to) {
-    fail(state, step, reason, t);
+    fail(state, step, reason, timing);
     return;
   }
   step.reroutes = [...step.reroutes, { from: step.sentChannel, to, reason }];
   step.sentChannel = to;
   step.status = 'scheduled';
-  step.dueAt = t.now;
+  step.dueAt = timing.now;
   touch(state, step);
 }
 
@@ -184,7 +184,7 @@ export function reroute(state: RecipientState, step: StepState, reason: string, 
  * contact field, opted out of the channel, or the channel is not configured; otherwise it is dispatched.
  * A rerouted step whose new channel is not configured moves on along the phone chain.
  */
-export function fire(state: RecipientState, step: StepState, checks: FireChecks, t: Timing): Dispatch | null {
+export function fire(state: RecipientState, step: StepState, checks: FireChecks, timing: Timing): Dispatch | null {
   if (step.status !== 'scheduled') return null;
   if (state.recipient.status === 'finished') {
     step.status = 'canceled';
@@ -195,24 +195,24 @@ export function fire(state: RecipientState, step: StepState, checks: FireChecks,
     const channel = step.sentChannel;
     const address = addressFor(channel, state.recipient);
     if (address === '') {
-      skip(state, step, 'no_contact', t);
+      skip(state, step, 'no_contact', timing);
       return null;
     }
     if (checks.optedOut(channel, address)) {
-      skip(state, step, 'opted_out', t);
+      skip(state, step, 'opted_out', timing);
       return null;
     }
     if (checks.configured(channel)) break;
     if (step.reroutes.length === 0) {
-      skip(state, step, 'channel_not_configured', t);
+      skip(state, step, 'channel_not_configured', timing);
       return null;
     }
-    reroute(state, step, 'channel_not_configured', t);
+    reroute(state, step, 'channel_not_configured', timing);
     if (step.status !== 'scheduled') return null;
   }
   step.attempt += 1;
   step.status = 'dispatched';
-  step.dispatchedAt = t.now;
+  step.dispatchedAt = timing.now;
   touch(state, step);
   return { step, attemptId: `${step.id}:${step.attempt}`, channel: step.sentChannel };
 }
@@ -222,14 +222,14 @@ export function fire(state: RecipientState, step: StepState, checks: FireChecks,
  * dispatched again as a new attempt — the sender's send log is keyed by step id, so a step that was sent
  * is reported again, not sent again — or, on its last attempt, fails `no_result` and the recipient moves on.
  */
-export function resultTimedOut(state: RecipientState, step: StepState, lastAttempt: boolean, t: Timing): void {
+export function resultTimedOut(state: RecipientState, step: StepState, lastAttempt: boolean, timing: Timing): void {
   if (step.status !== 'dispatched') return;
   if (lastAttempt) {
-    fail(state, step, NO_RESULT, t);
+    fail(state, step, NO_RESULT, timing);
     return;
   }
   step.status = 'scheduled';
-  step.dueAt = t.now;
+  step.dueAt = timing.now;
   touch(state, step);
 }
 
@@ -241,10 +241,10 @@ export type Outcome = 'SENT' | 'FAILED' | 'NO_BALANCE' | 'UNREACHABLE' | 'DELIVE
  * Applies a sender's result. Results for an attempt that is no longer the step's current one (the
  * recipient rated while the message was in flight, a duplicate) only record the send time.
  */
-export function applyResult(state: RecipientState, step: StepState, attemptId: string, outcome: Outcome, reason: string, t: Timing): void {
+export function applyResult(state: RecipientState, step: StepState, attemptId: string, outcome: Outcome, reason: string, timing: Timing): void {
   if (outcome === 'DELIVERED') {
     if (!step.deliveredAt) {
-      step.deliveredAt = t.now;
+      step.deliveredAt = timing.now;
       touch(state, step);
     }
     return;
@@ -259,7 +259,7 @@ export function applyResult(state: RecipientState, step: StepState, attemptId: s
   if (step.status === 'scheduled' && attemptId === `${step.id}:${step.attempt + 1}` && state.recipient.status === 'running') {
     step.attempt += 1;
     step.status = 'dispatched';
-    step.dispatchedAt = t.now;
+    step.dispatchedAt = timing.now;
     touch(state, step);
   }
   const current = step.status === 'dispatched' && attemptId === `${step.id}:${step.attempt}`;
@@ -267,7 +267,7 @@ export function applyResult(state: RecipientState, step: StepState, attemptId: s
     // A message that went out after all (a late result of a canceled or `no_result` step) keeps its send time.
     const settledWithoutResult = step.status === 'canceled' || (step.status === 'failed' && step.reason === NO_RESULT);
     if (outcome === 'SENT' && step.sentAt === null && settledWithoutResult) {
-      step.sentAt = t.now;
+      step.sentAt = timing.now;
       touch(state, step);
     }
     return;
@@ -275,50 +275,50 @@ export function applyResult(state: RecipientState, step: StepState, attemptId: s
   switch (outcome) {
     case 'SENT':
       step.status = 'sent';
-      step.sentAt = t.now;
+      step.sentAt = timing.now;
       touch(state, step);
-      scheduleNext(state, t);
+      scheduleNext(state, timing);
       return;
     case 'NO_BALANCE':
-      if (step.sentChannel === 'SMS') reroute(state, step, 'no_balance', t);
-      else fail(state, step, 'no_balance', t);
+      if (step.sentChannel === 'SMS') reroute(state, step, 'no_balance', timing);
+      else fail(state, step, 'no_balance', timing);
       return;
     case 'UNREACHABLE':
-      if (MESSENGERS.has(step.sentChannel)) reroute(state, step, 'unreachable', t);
-      else fail(state, step, 'unreachable', t);
+      if (MESSENGERS.has(step.sentChannel)) reroute(state, step, 'unreachable', timing);
+      else fail(state, step, 'unreachable', timing);
       return;
     case 'FAILED':
     default:
-      fail(state, step, reason || 'failed', t);
+      fail(state, step, reason || 'failed', timing);
   }
 }
 
 /** Cancels every step not yet dispatched; a dispatched one is already on its way to the provider. */
 function cancelPending(state: RecipientState): void {
-  for (const s of state.steps) {
-    if (s.status === 'pending' || s.status === 'scheduled') {
-      s.status = 'canceled';
-      touch(state, s);
+  for (const step of state.steps) {
+    if (step.status === 'pending' || step.status === 'scheduled') {
+      step.status = 'canceled';
+      touch(state, step);
     }
   }
 }
 
 /** The first rating finishes the recipient and cancels its pending steps; later ones change nothing. */
-export function rate(state: RecipientState, rating: number, t: Timing): boolean {
-  const r = state.recipient;
-  if (r.rating !== null) return false;
-  r.rating = rating;
-  r.ratedAt = t.now;
+export function rate(state: RecipientState, rating: number, timing: Timing): boolean {
+  const recipient = state.recipient;
+  if (recipient.rating !== null) return false;
+  recipient.rating = rating;
+  recipient.ratedAt = timing.now;
   touch(state);
-  if (r.status === 'running') {
+  if (recipient.status === 'running') {
     cancelPending(state);
-    finish(state, 'rated', t);
+    finish(state, 'rated', timing);
   }
   return true;
 }
 
-export function stop(state: RecipientState, reason: 'unsubscribed' | 'canceled', t: Timing): void {
+export function stop(state: RecipientState, reason: 'unsubscribed' | 'canceled', timing: Timing): void {
   if (state.recipient.status === 'finished') return;
   cancelPending(state);
-  finish(state, reason, t);
+  finish(state, reason, timing);
 }

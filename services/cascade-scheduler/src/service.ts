@@ -1,18 +1,18 @@
 import { join } from 'node:path';
 import { contactsV1 } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
-import { createGrpcClient, openBus, openServiceDatabase, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
-import { DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, type SchedulerConfig } from './config';
+import { createGrpcClient, Notifier, openBus, openServiceDatabase, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
 import { Cascades } from './cascades';
-import { ConfiguredChannels, grpcDirectory, type Directory } from './directory';
-import { startDispatcher, type DispatcherOptions, type RunningDispatcher } from './dispatcher';
+import { DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, type SchedulerConfig } from './config';
+import { startDispatcher, type DispatcherOptions, type RunningDispatcher } from './dispatchDueSteps';
 import { Flows } from './flows';
-import { Notifier } from './notifier';
-import { startOutboxRelay } from './outbox';
-import { consumeStepResults, type StepResultConsumer, type StepResultHandler } from './results';
+import { schedulerGrpcService } from './grpcApi';
+import { ConfiguredChannels, grpcOrganizationProfiles, type OrganizationProfiles } from './organizationProfiles';
+import { startOutboxRelay } from './outboxRelay';
+import { startResultWatchdog } from './resultWatchdog';
 import { Reviews } from './reviews';
-import { schedulerGrpcService } from './server';
-import { startResultWatchdog } from './watchdog';
+import { SnapshotWriter } from './snapshots';
+import { consumeStepResults, type StepResultConsumer, type StepResultHandler } from './stepResultConsumer';
 
 export const SCHEMA = 'scheduler';
 /**
@@ -27,14 +27,14 @@ export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 export interface SchedulerDeps {
   /** The in-process bus in the all-in-one mode; otherwise the service connects to NATS itself. */
   bus?: Bus;
-  /** The directory; by default a gRPC client of `contactsAddress`. */
-  directory?: Directory;
+  /** What the scheduler asks `contacts`; by default a gRPC client of `contactsAddress`. */
+  profiles?: OrganizationProfiles;
   onStepResult?: StepResultHandler;
   /** Test hook, see DispatcherOptions. */
   afterPublish?: DispatcherOptions['afterPublish'];
   /** Run no dispatcher in this process (tests that start their own). */
   noDispatcher?: boolean;
-  /** How long the dispatcher trusts a directory answer about configured channels (default 5 000 ms). */
+  /** How long the dispatcher trusts an answer of `contacts` about configured channels (default 5 000 ms). */
   channelsCacheMs?: number;
 }
 
@@ -65,16 +65,18 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   startIdempotencyPurge(pool, ctx);
   const bus = await openBus(config, ctx, 'cascade-scheduler', deps.bus);
 
-  let directory = deps.directory;
-  if (!directory) {
+  let profiles = deps.profiles;
+  if (!profiles) {
     const contacts = createGrpcClient(contactsV1.ContactsServiceClient, config.contactsAddress ?? '127.0.0.1:50051');
     ctx.lifecycle.onStop('contacts client', () => contacts.close());
-    directory = grpcDirectory(contacts.client);
+    profiles = grpcOrganizationProfiles(contacts.client);
   }
+  const snapshots = new SnapshotWriter();
   const flows = new Flows(pool);
-  const cascades = new Cascades(pool, flows, directory);
-  const reviews = new Reviews(pool, directory, { publicBaseUrl, minuteMs, feedbackWindowMinutes: config.feedbackWindowMinutes ?? 30 });
+  const cascades = new Cascades({ pool, flows, profiles, snapshots, minuteMs });
+  const reviews = new Reviews({ pool, profiles, snapshots, publicBaseUrl, minuteMs, feedbackWindowMinutes: config.feedbackWindowMinutes ?? 30 });
 
+  // One LISTEN connection for the process: the dispatcher and the relay register their channels on it.
   const notifier = new Notifier(config.databaseUrl, SCHEMA, ctx.logger);
   const results = await consumeStepResults(bus, pool, ctx.logger, { minuteMs, onApplied: deps.onStepResult });
   ctx.lifecycle.onStop('step results consumer', () => results.drain());
@@ -82,7 +84,7 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   if (!deps.noDispatcher) {
     dispatcher = await startDispatcher({
       pool, bus, notifier, logger: ctx.logger, minuteMs, publicBaseUrl,
-      channels: new ConfiguredChannels(directory, deps.channelsCacheMs),
+      channels: new ConfiguredChannels(profiles, deps.channelsCacheMs),
       batchSize: config.dispatchBatchSize,
       beforeRound: () => results.whenRoom(),
       afterPublish: deps.afterPublish,

@@ -1,6 +1,6 @@
-import { createPool, type Bus, type OutgoingMessage, type Pool, type PublishAck, type PublishOptions } from '@rrs/runtime';
+import { createPool, Notifier, type Bus, type OutgoingMessage, type Pool, type PublishAck, type PublishOptions } from '@rrs/runtime';
 import { testLogger, waitFor } from '@rrs/testkit';
-import { ConfiguredChannels, Notifier, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
+import { ConfiguredChannels, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
 import { LOCATION, ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
 
 /** A bus that counts what each dispatcher publishes (the stream would hide a double publish). */
@@ -55,7 +55,7 @@ describe('dispatcher replicas and crashes (Postgres + JetStream)', () => {
     extra.push(entry);
     entry.dispatcher = await startDispatcher({
       pool, bus, notifier, logger: testLogger(), minuteMs: 40, publicBaseUrl: 'http://reviews.test',
-      channels: new ConfiguredChannels(h.directory), batchSize: options.batchSize, loops: options.loops, afterPublish: options.afterPublish, beforeRound: options.beforeRound,
+      channels: new ConfiguredChannels(h.profiles), batchSize: options.batchSize, loops: options.loops, afterPublish: options.afterPublish, beforeRound: options.beforeRound,
     });
     await notifier.start();
     return entry.dispatcher;

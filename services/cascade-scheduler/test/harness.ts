@@ -1,8 +1,8 @@
 import { busV1, eventsV1, stepSubject } from '@rrs/proto';
 import { StepResultPublisher } from '@rrs/sender-kit';
-import { AppError, createPool, type Bus, type Pool, type Subscription } from '@rrs/runtime';
+import { createPool, httpStatusOf, NotFoundError, type Bus, type DomainError, type Pool, type Subscription } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { startScheduler, SCHEMA, type Directory, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, type SendingProfile } from '../src';
+import { startScheduler, SCHEMA, type OrganizationProfiles, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, type SendingProfile } from '../src';
 
 export const ORG = '0190e0e0-0000-7000-8000-000000000001';
 export const OTHER_ORG = '0190e0e0-0000-7000-8000-000000000002';
@@ -10,13 +10,13 @@ export const LOCATION = 'loc-1';
 
 export type Outcome = keyof typeof busV1.StepOutcome;
 
-/** An in-test directory: the profile and locations the scheduler would get from `contacts`. */
-export class FakeDirectory implements Directory {
-  profiles = new Map<string, SendingProfile>();
+/** In-test organization profiles: the profile and locations the scheduler would get from `contacts`. */
+export class FakeProfiles implements OrganizationProfiles {
+  byOrganization = new Map<string, SendingProfile>();
   calls = 0;
 
   constructor() {
-    for (const org of [ORG, OTHER_ORG]) this.profiles.set(org, FakeDirectory.profile(org));
+    for (const org of [ORG, OTHER_ORG]) this.byOrganization.set(org, FakeProfiles.profile(org));
   }
 
   static profile(org: string, over: Partial<SendingProfile['organization']> = {}): SendingProfile {
@@ -31,19 +31,19 @@ export class FakeDirectory implements Directory {
   }
 
   setConfigured(org: string, channel: string, configured: boolean): void {
-    const p = this.profiles.get(org)!;
-    p.channels = p.channels.map((c) => (c.channel === channel ? { ...c, configured } : c));
+    const profile = this.byOrganization.get(org)!;
+    profile.channels = profile.channels.map((c) => (c.channel === channel ? { ...c, configured } : c));
   }
 
   async getSendingProfile(organizationId: string): Promise<SendingProfile> {
     this.calls++;
-    const p = this.profiles.get(organizationId);
-    if (!p) throw new AppError(404, 'not_found', 'organization not found');
-    return structuredClone(p);
+    const profile = this.byOrganization.get(organizationId);
+    if (!profile) throw new NotFoundError('organization');
+    return structuredClone(profile);
   }
 
   async getLocation(organizationId: string, id: string) {
-    if (organizationId !== ORG || id !== LOCATION) throw new AppError(404, 'not_found', 'location not found');
+    if (organizationId !== ORG || id !== LOCATION) throw new NotFoundError('location');
     return { id, name: 'Coffee on Tverskaya', address: 'Tverskaya 1', city: 'Moscow', reviewLinks: [{ provider: 'google', url: 'https://g.example/review' }] };
   }
 }
@@ -85,24 +85,40 @@ export async function collectEvents(bus: Bus): Promise<{ events: eventsV1.Event[
   return { events, stop: () => sub.drain() };
 }
 
+export type ScriptedSender = Awaited<ReturnType<typeof startScriptedSender>>;
+export type CollectedEvents = Awaited<ReturnType<typeof collectEvents>>;
+
 export interface Harness {
   db: TestDatabase;
   tb: TestBus;
   pool: Pool;
-  directory: FakeDirectory;
+  profiles: FakeProfiles;
   scheduler: RunningScheduler;
   ctx: ReturnType<typeof testContext>;
+  /** The scripted sender asked for with `sender` (one with no channels otherwise). */
+  sender: ScriptedSender;
+  /** The finish events, when asked for with `collectEvents` (none otherwise). */
+  events: CollectedEvents;
   close(): Promise<void>;
 }
 
+export interface HarnessOptions {
+  minuteMs?: number;
+  kind?: 'jetstream' | 'memory';
+  deps?: SchedulerDeps;
+  feedbackWindowMinutes?: number;
+  config?: Partial<SchedulerStartConfig>;
+  /** A scripted sender on these channels, answering what `decide` picks (SENT by default). */
+  sender?: { channels: string[]; decide?: (step: busV1.StepDue) => Outcome };
+  collectEvents?: boolean;
+}
+
 /** A scheduler on a fresh database and a fresh JetStream prefix, with the fast clock. */
-export async function startHarness(
-  options: { minuteMs?: number; kind?: 'jetstream' | 'memory'; deps?: SchedulerDeps; feedbackWindowMinutes?: number; config?: Partial<SchedulerStartConfig> } = {},
-): Promise<Harness> {
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const db = await createTestDatabase();
   const tb = await createTestBus(options.kind ?? 'jetstream');
   await tb.bus.ensureStreams();
-  const directory = new FakeDirectory();
+  const profiles = new FakeProfiles();
   const ctx = testContext('scheduler-test');
   const scheduler = await startScheduler(
     {
@@ -111,12 +127,16 @@ export async function startHarness(
       ...options.config,
     },
     ctx,
-    { bus: tb.bus, directory, channelsCacheMs: 0, ...options.deps },
+    { bus: tb.bus, profiles, channelsCacheMs: 0, ...options.deps },
   );
   const pool = createPool({ url: db.url, schema: SCHEMA });
+  const sender = await startScriptedSender(tb.bus, options.sender?.channels ?? [], options.sender?.decide);
+  const events = options.collectEvents ? await collectEvents(tb.bus) : { events: [], stop: async () => undefined };
   return {
-    db, tb, pool, directory, scheduler, ctx,
+    db, tb, pool, profiles, scheduler, ctx, sender, events,
     async close() {
+      await sender.stop();
+      await events.stop();
       await pool.end();
       await ctx.stop();
       await tb.cleanup();
@@ -130,4 +150,27 @@ export function recipientsInput(n: number, make: (i: number) => { name?: string;
     const r = make(i);
     return { name: r.name ?? '', email: r.email ?? '', phone: r.phone ?? '' };
   });
+}
+
+/** What a test reads off a refused call. */
+export interface Rejection {
+  kind: DomainError['kind'];
+  code: string;
+  message: string;
+  /** The HTTP status the gateway answers it with. */
+  status: number;
+  details: { errors: Array<{ pointer: string; detail: string }> };
+}
+
+/**
+ * The error a call rejects with, and the HTTP status the gateway answers it with (by its kind): domain
+ * code and the gRPC boundary speak kinds, not statuses.
+ */
+export function rejection(call: Promise<unknown>): Promise<Rejection> {
+  return call.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (err: unknown) => Object.assign(err as DomainError, { status: httpStatusOf(err) }) as unknown as Rejection,
+  );
 }

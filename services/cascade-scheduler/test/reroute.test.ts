@@ -75,7 +75,7 @@ describe('reroutes of phone steps (Postgres + JetStream)', () => {
   it('a reroute skips a messenger the organization has not configured', async () => {
     const phone = '+79000001005';
     script.set(`${phone}|SMS`, 'STEP_OUTCOME_NO_BALANCE');
-    h.directory.setConfigured(ORG, 'MAX', false);
+    h.profiles.setConfigured(ORG, 'MAX', false);
     try {
       const r = await runSms(phone);
       expect(r.steps[0]).toMatchObject({
@@ -84,7 +84,7 @@ describe('reroutes of phone steps (Postgres + JetStream)', () => {
       });
       expect(sender.received.filter((s) => s.recipient?.phone === phone).map((s) => s.channel)).toEqual(['SMS', 'TELEGRAM']);
     } finally {
-      h.directory.setConfigured(ORG, 'MAX', true);
+      h.profiles.setConfigured(ORG, 'MAX', true);
     }
   });
 });

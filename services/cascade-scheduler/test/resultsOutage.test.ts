@@ -1,8 +1,8 @@
-import { busV1, STEP_RESULT_BATCH_SUBJECT, STEP_RESULT_SUBJECT } from '@rrs/proto';
+import { busV1, STEP_RESULT_BATCH_SUBJECT } from '@rrs/proto';
 import type { Pool, Subscription } from '@rrs/runtime';
 import { createTestBus, testLogger, waitFor, type TestBus } from '@rrs/testkit';
 import { consumeStepResults } from '../src';
-import { redeliveryDelayMs, RESULT_BACKOFF, RESULT_MAX_DELIVER } from '../src/results';
+import { redeliveryDelayMs, RESULT_BACKOFF, RESULT_MAX_DELIVER } from '../src/stepResultConsumer';
 import { LOCATION, ORG, recipientsInput, startHarness, type Harness } from './harness';
 
 /** A pool whose first `failures` connection attempts fail as if PostgreSQL were down; records every attempt. */
@@ -63,10 +63,12 @@ describe('step results during a PostgreSQL outage', () => {
       const { pool: down, attempts } = downFor(h.pool, failures);
       sub = await consumeStepResults(bus.bus, down, testLogger(), { minuteMs: 50, backoff: { baseMs: 40, maxMs: 200 }, maxDeliver: 20 });
       await bus.bus.publish(
-        STEP_RESULT_SUBJECT,
-        busV1.StepResult.encode({
-          stepId, attemptId: `${stepId}:1`, channel: 'EMAIL', outcome: busV1.StepOutcome.STEP_OUTCOME_SENT,
-          reason: '', providerMessageId: 'p-1', parts: 1, at: new Date(), organizationId: ORG, traceContext: {},
+        STEP_RESULT_BATCH_SUBJECT,
+        busV1.StepResultBatch.encode({
+          results: [{
+            stepId, attemptId: `${stepId}:1`, channel: 'EMAIL', outcome: busV1.StepOutcome.STEP_OUTCOME_SENT,
+            reason: '', providerMessageId: 'p-1', parts: 1, at: new Date(), organizationId: ORG, traceContext: {},
+          }],
         }).finish(),
         { msgId: `${stepId}:1:SENT` },
       );

@@ -2,7 +2,7 @@ import { schedulerV1 } from '@rrs/proto';
 import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY } from '@rrs/idempotency';
 import { createGrpcClient, type GrpcClientHandle } from '@rrs/runtime';
 import { waitFor } from '@rrs/testkit';
-import { FakeDirectory, LOCATION, ORG, OTHER_ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
+import { FakeProfiles, LOCATION, ORG, OTHER_ORG, recipientsInput, rejection, startHarness, startScriptedSender, type Harness } from './harness';
 
 /** StartCascade over gRPC: validation, plan/account/channel errors (nothing created or sent), idempotent replay. */
 describe('StartCascade over gRPC', () => {
@@ -45,8 +45,8 @@ describe('StartCascade over gRPC', () => {
 
   it("another organization's cascade is not found", async () => {
     const res = await grpc.client.startCascade(base());
-    await expect(grpc.client.getCascade({ organizationId: OTHER_ORG, id: res.id })).rejects.toMatchObject({ status: 404, code: 'not_found' });
-    await expect(grpc.client.getCascade({ organizationId: ORG, id: 'not-a-uuid' })).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    expect(await rejection(grpc.client.getCascade({ organizationId: OTHER_ORG, id: res.id }))).toMatchObject({ status: 404, code: 'not_found' });
+    expect(await rejection(grpc.client.getCascade({ organizationId: ORG, id: 'not-a-uuid' }))).toMatchObject({ status: 404, code: 'not_found' });
   });
 
   it.each([
@@ -58,7 +58,7 @@ describe('StartCascade over gRPC', () => {
     ['a malformed email', { recipients: [{ name: '', email: 'not-mail', phone: '', contactId: '', contactExternalId: '' }] }, '/recipients/0/email'],
   ])('400 invalid_request for %s, nothing created', async (_name, over, field) => {
     const before = [await cascadeRows(), await stepRows()];
-    const err = await grpc.client.startCascade(base(over as Partial<schedulerV1.StartCascadeRequest>)).catch((e) => e);
+    const err = await rejection(grpc.client.startCascade(base(over as Partial<schedulerV1.StartCascadeRequest>)));
     expect(err).toMatchObject({ status: 400, code: 'invalid_request' });
     expect(err.details.errors.map((e: { pointer: string }) => e.pointer)).toContain(field);
     if (field === '/recipients') expect(err.message).toContain('500');
@@ -66,21 +66,21 @@ describe('StartCascade over gRPC', () => {
   });
 
   it.each([
-    ['a trial plan', 402, 'plan_required', (): unknown => h.directory.profiles.set(ORG, FakeDirectory.profile(ORG, { plan: 'trial' })), {}],
-    ['an unconfirmed account email', 409, 'email_not_confirmed', (): unknown => h.directory.profiles.set(ORG, FakeDirectory.profile(ORG, { emailConfirmed: false })), {}],
+    ['a trial plan', 402, 'plan_required', (): unknown => h.profiles.byOrganization.set(ORG, FakeProfiles.profile(ORG, { plan: 'trial' })), {}],
+    ['an unconfirmed account email', 409, 'email_not_confirmed', (): unknown => h.profiles.byOrganization.set(ORG, FakeProfiles.profile(ORG, { emailConfirmed: false })), {}],
     ['an unknown location', 404, 'not_found', (): unknown => undefined, { locationId: 'elsewhere' }],
     ['an unknown flow', 404, 'not_found', (): unknown => undefined, { flowId: '0190e0e0-0000-7000-8000-0000000000ff' }],
     ['a malformed flow id', 404, 'not_found', (): unknown => undefined, { flowId: 'nope' }],
-    ['a channel send on an unconfigured channel', 409, 'channel_not_configured', (): unknown => h.directory.setConfigured(ORG, 'SMS', false), { channel: 'SMS' }],
+    ['a channel send on an unconfigured channel', 409, 'channel_not_configured', (): unknown => h.profiles.setConfigured(ORG, 'SMS', false), { channel: 'SMS' }],
   ] as const)('%s → %d %s, nothing created or sent', async (_name, status, code, arrange, over) => {
     arrange();
     try {
       const before = [await cascadeRows(), await stepRows(), sender.received.length];
-      await expect(grpc.client.startCascade(base(over as Partial<schedulerV1.StartCascadeRequest>))).rejects.toMatchObject({ status, code });
+      expect(await rejection(grpc.client.startCascade(base(over as Partial<schedulerV1.StartCascadeRequest>)))).toMatchObject({ status, code });
       await new Promise((r) => setTimeout(r, 100));
       expect([await cascadeRows(), await stepRows(), sender.received.length]).toEqual(before);
     } finally {
-      h.directory.profiles.set(ORG, FakeDirectory.profile(ORG));
+      h.profiles.byOrganization.set(ORG, FakeProfiles.profile(ORG));
     }
   });
 
@@ -89,12 +89,12 @@ describe('StartCascade over gRPC', () => {
     expect(settings.settings).toEqual({ organizationId: ORG, lowRatingThreshold: 3, maxRecipientsPerRequest: 2 });
     try {
       const before = await cascadeRows();
-      const err = await grpc.client.startCascade(base({ recipients: recipientsInput(3).map((r) => ({ ...r, contactId: '', contactExternalId: '' })) })).catch((e) => e);
+      const err = await rejection(grpc.client.startCascade(base({ recipients: recipientsInput(3).map((r) => ({ ...r, contactId: '', contactExternalId: '' })) })));
       expect(err).toMatchObject({ status: 400, code: 'invalid_request' });
       expect(err.details.errors).toEqual([{ pointer: '/recipients', detail: 'at most 2 recipients per request for this organization' }]);
       expect(await cascadeRows()).toBe(before);
       expect((await grpc.client.startCascade(base())).queued).toBe(2);
-      await expect(grpc.client.setOrganizationSettings({ organizationId: ORG, lowRatingThreshold: 3, maxRecipientsPerRequest: 501 })).rejects.toMatchObject({ status: 400 });
+      expect(await rejection(grpc.client.setOrganizationSettings({ organizationId: ORG, lowRatingThreshold: 3, maxRecipientsPerRequest: 501 }))).toMatchObject({ status: 400 });
     } finally {
       await grpc.client.setOrganizationSettings({ organizationId: ORG, lowRatingThreshold: 3, maxRecipientsPerRequest: 0 });
     }
@@ -110,7 +110,7 @@ describe('StartCascade over gRPC', () => {
     const cascades = await cascadeRows();
     const replay = await grpc.client.startCascade(req, { metadata: md });
     expect(replay).toEqual({ ...first, idempotentReplayed: true });
-    await expect(grpc.client.startCascade({ ...req, name: 'other' }, { metadata: { ...md, [MD_IDEMPOTENCY_FINGERPRINT]: 'fp-2' } })).rejects.toMatchObject({ status: 409, code: 'idempotency_key_reused' });
+    expect(await rejection(grpc.client.startCascade({ ...req, name: 'other' }, { metadata: { ...md, [MD_IDEMPOTENCY_FINGERPRINT]: 'fp-2' } }))).toMatchObject({ status: 409, code: 'idempotency_key_reused' });
     await new Promise((r) => setTimeout(r, 300));
     expect(await cascadeRows()).toBe(cascades);
     expect(sender.received.filter((s) => s.recipient?.email.startsWith('idem'))).toHaveLength(3);
@@ -123,7 +123,7 @@ describe('StartCascade over gRPC', () => {
     const c = (await grpc.client.getCascade({ organizationId: ORG, id: res.id })).cascade!;
     expect(c.status).toBe('finished');
     expect(c.recipients.map((r) => [r.finishReason, r.steps[1].status])).toEqual([['canceled', 'canceled'], ['canceled', 'canceled']]);
-    await expect(grpc.client.cancelCascade({ organizationId: OTHER_ORG, id: res.id })).rejects.toMatchObject({ status: 404 });
+    expect(await rejection(grpc.client.cancelCascade({ organizationId: OTHER_ORG, id: res.id }))).toMatchObject({ status: 404 });
   });
 
   it('flows: create, update, set default, and their errors', async () => {
@@ -134,9 +134,9 @@ describe('StartCascade over gRPC', () => {
     await grpc.client.setDefaultFlow({ organizationId: ORG, id: flow!.id });
     const list = (await grpc.client.listFlows({ organizationId: ORG })).flows;
     expect(list.filter((f) => f.isDefault).map((f) => f.id)).toEqual([flow!.id]);
-    await expect(grpc.client.setDefaultFlow({ organizationId: OTHER_ORG, id: flow!.id })).rejects.toMatchObject({ status: 404 });
-    await expect(grpc.client.createFlow({ organizationId: ORG, name: 'Empty', isDefault: false, steps: [] })).rejects.toMatchObject({ status: 400, code: 'invalid_request' });
-    await expect(grpc.client.createFlow({ organizationId: ORG, name: 'Neg', isDefault: false, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: -1 }] })).rejects.toMatchObject({ status: 400 });
+    expect(await rejection(grpc.client.setDefaultFlow({ organizationId: OTHER_ORG, id: flow!.id }))).toMatchObject({ status: 404 });
+    expect(await rejection(grpc.client.createFlow({ organizationId: ORG, name: 'Empty', isDefault: false, steps: [] }))).toMatchObject({ status: 400, code: 'invalid_request' });
+    expect(await rejection(grpc.client.createFlow({ organizationId: ORG, name: 'Neg', isDefault: false, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: -1 }] }))).toMatchObject({ status: 400 });
     expect((await grpc.client.listFlows({ organizationId: OTHER_ORG })).flows).toEqual([]);
   });
 });

@@ -1,21 +1,15 @@
 import { busV1 } from '@rrs/proto';
 import { waitFor } from '@rrs/testkit';
-import { collectEvents, LOCATION, ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
+import { LOCATION, ORG, recipientsInput, startHarness, type Harness } from './harness';
 
 /** A cascade's step goes out over the bus to a sender, its result comes back, the recipient finishes and its event is relayed. */
 describe.each(['memory', 'jetstream'] as const)('cascade round trip on the %s bus', (kind) => {
   let h: Harness;
-  let sender: Awaited<ReturnType<typeof startScriptedSender>>;
-  let events: Awaited<ReturnType<typeof collectEvents>>;
 
   beforeAll(async () => {
-    h = await startHarness({ kind });
-    sender = await startScriptedSender(h.tb.bus, ['EMAIL']);
-    events = await collectEvents(h.tb.bus);
+    h = await startHarness({ kind, sender: { channels: ['EMAIL'] }, collectEvents: true });
   });
   afterAll(async () => {
-    await sender.stop();
-    await events.stop();
     await h.close();
   });
 
@@ -25,8 +19,8 @@ describe.each(['memory', 'jetstream'] as const)('cascade round trip on the %s bu
       recipients: recipientsInput(1, () => ({ name: 'Anna', email: 'anna@example.com' })),
     });
     expect(result).toMatchObject({ status: 'running', queued: 1, skipped: 0, channel: 'EMAIL' });
-    await waitFor(() => sender.received.length === 1, { what: 'step delivered' });
-    const step = sender.received[0];
+    await waitFor(() => h.sender.received.length === 1, { what: 'step delivered' });
+    const step = h.sender.received[0];
     expect(step).toMatchObject({
       channel: 'EMAIL', organizationId: ORG, cascadeId: result.id, attempt: 1, locale: 'en',
       recipient: { name: 'Anna', email: 'anna@example.com', phone: '' },
@@ -44,7 +38,7 @@ describe.each(['memory', 'jetstream'] as const)('cascade round trip on the %s bu
     expect(cascade.recipients[0]).toMatchObject({ status: 'finished', finishReason: 'exhausted' });
     expect(cascade.recipients[0].steps[0]).toMatchObject({ status: 'sent', channel: 'EMAIL', sentChannel: 'EMAIL' });
 
-    const event = await waitFor(() => events.events.find((e) => e.payload?.$case === 'cascadeRecipientFinished'), { what: 'finish event' });
+    const event = await waitFor(() => h.events.events.find((e) => e.payload?.$case === 'cascadeRecipientFinished'), { what: 'finish event' });
     expect(event.type).toBe('cascade.recipient.finished');
     if (event.payload?.$case !== 'cascadeRecipientFinished') throw new Error('unexpected payload');
     expect(event.payload.cascadeRecipientFinished).toMatchObject({

@@ -1,5 +1,5 @@
 import { waitFor } from '@rrs/testkit';
-import { collectEvents, LOCATION, ORG, startHarness, startScriptedSender, type Harness } from './harness';
+import { LOCATION, ORG, startHarness, type Harness } from './harness';
 
 /**
  * The timing and skip rules of the design brief §3, with the fast clock (one flow minute = 40 ms) on
@@ -9,18 +9,12 @@ const MINUTE = 40;
 
 describe('timing and skip rules (fast clock, Postgres + JetStream)', () => {
   let h: Harness;
-  let sender: Awaited<ReturnType<typeof startScriptedSender>>;
-  let events: Awaited<ReturnType<typeof collectEvents>>;
   const failFor = new Set<string>();
 
   beforeAll(async () => {
-    h = await startHarness({ minuteMs: MINUTE });
-    sender = await startScriptedSender(h.tb.bus, ['EMAIL', 'SMS', 'MAX', 'TELEGRAM'], (s) => (failFor.has(`${s.recipient?.email}|${s.channel}`) ? 'STEP_OUTCOME_FAILED' : 'STEP_OUTCOME_SENT'));
-    events = await collectEvents(h.tb.bus);
+    h = await startHarness({ minuteMs: MINUTE, sender: { channels: ['EMAIL', 'SMS', 'MAX', 'TELEGRAM'], decide: (s) => (failFor.has(`${s.recipient?.email}|${s.channel}`) ? 'STEP_OUTCOME_FAILED' : 'STEP_OUTCOME_SENT') }, collectEvents: true });
   });
   afterAll(async () => {
-    await sender.stop();
-    await events.stop();
     await h.close();
   });
 
@@ -88,12 +82,12 @@ describe('timing and skip rules (fast clock, Postgres + JetStream)', () => {
 
   it('a channel not configured for the organization is skipped when the step fires, with the reason', async () => {
     const id = await flow([['EMAIL', 0], ['SMS', 0]]);
-    h.directory.setConfigured(ORG, 'SMS', false);
+    h.profiles.setConfigured(ORG, 'SMS', false);
     try {
       const { steps } = await run(id, { email: 'a5@example.com', phone: '+79000000005' });
       expect(steps[1]).toMatchObject({ status: 'skipped', reason: 'channel_not_configured' });
     } finally {
-      h.directory.setConfigured(ORG, 'SMS', true);
+      h.profiles.setConfigured(ORG, 'SMS', true);
     }
   });
 
@@ -103,7 +97,7 @@ describe('timing and skip rules (fast clock, Postgres + JetStream)', () => {
     const { steps, recipient } = await run(id, { email: 'A6@example.com' });
     expect(steps[0]).toMatchObject({ status: 'skipped', reason: 'opted_out' });
     expect(recipient.finishReason).toBe('unsubscribed');
-    expect(sender.received.some((s) => s.recipient?.email === 'A6@example.com')).toBe(false);
+    expect(h.sender.received.some((s) => s.recipient?.email === 'A6@example.com')).toBe(false);
   });
 
   it('a recipient with no contact for any step is counted in skipped, finishes unreachable and gets its event', async () => {
@@ -121,7 +115,7 @@ describe('timing and skip rules (fast clock, Postgres + JetStream)', () => {
     expect(cascade.recipients[0].steps.map((s) => [s.status, s.reason])).toEqual([['skipped', 'no_contact'], ['skipped', 'no_contact']]);
     const counts = Object.fromEntries(cascade.counts.map((c) => [c.key, c.value]));
     expect(counts).toMatchObject({ recipients: 2, queued: 1, skipped: 1, finished: 2, running: 0, unreachable: 1, exhausted: 1, stepsSent: 1 });
-    const ev = await waitFor(() => events.events.find((e) => e.payload?.$case === 'cascadeRecipientFinished' && e.payload.cascadeRecipientFinished.recipient?.name === 'Nobody'), { what: 'unreachable event' });
+    const ev = await waitFor(() => h.events.events.find((e) => e.payload?.$case === 'cascadeRecipientFinished' && e.payload.cascadeRecipientFinished.recipient?.name === 'Nobody'), { what: 'unreachable event' });
     expect(ev.payload?.$case === 'cascadeRecipientFinished' && ev.payload.cascadeRecipientFinished.reason).toBe('unreachable');
   });
 

@@ -1,0 +1,74 @@
+import { busV1 } from '@rrs/proto';
+import { counter, inTransaction, sqlArray, type Pool, type PoolClient } from '@rrs/runtime';
+import { applyResult, type Outcome, type StepState, type Timing } from './engine';
+import { isUuid } from './ids';
+import { dbNow, lockRecipientsOfSteps, saveStates, type LoadedRecipient } from './recipientStore';
+
+const applied = counter({ name: 'scheduler_step_results_total', help: 'Step results received from senders, by outcome.', labelNames: ['outcome'] });
+
+const OUTCOMES: Partial<Record<busV1.StepOutcome, Outcome>> = {
+  [busV1.StepOutcome.STEP_OUTCOME_SENT]: 'SENT',
+  [busV1.StepOutcome.STEP_OUTCOME_FAILED]: 'FAILED',
+  [busV1.StepOutcome.STEP_OUTCOME_NO_BALANCE]: 'NO_BALANCE',
+  [busV1.StepOutcome.STEP_OUTCOME_UNREACHABLE]: 'UNREACHABLE',
+  [busV1.StepOutcome.STEP_OUTCOME_DELIVERED]: 'DELIVERED',
+  [busV1.StepOutcome.STEP_OUTCOME_UNDELIVERED]: 'UNDELIVERED',
+};
+
+/**
+ * The recipient step a result belongs to, from its attempt id `<step row id>:<attempt>` (the step id a
+ * sender sees differs on reroute hops); null for a result that is not one of ours.
+ */
+function rowIdOf(result: busV1.StepResult): string | null {
+  const id = result.attemptId.slice(0, result.attemptId.lastIndexOf(':'));
+  return isUuid(id) ? id : null;
+}
+
+/** Records each (attempt, outcome) once; returns the results seen for the first time. */
+async function recordFresh(client: PoolClient, results: busV1.StepResult[]): Promise<busV1.StepResult[]> {
+  const outcomes = results.map((result) => busV1.stepOutcomeToJSON(result.outcome));
+  const { rows: fresh } = await client.query<{ attempt_id: string; outcome: string }>(
+    `INSERT INTO step_results (attempt_id, outcome, step_id, channel, reason, provider_message_id)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+     ON CONFLICT DO NOTHING RETURNING attempt_id, outcome`,
+    [
+      sqlArray(results.map((result) => result.attemptId)),
+      sqlArray(outcomes),
+      sqlArray(results.map((result) => result.stepId)),
+      sqlArray(results.map((result) => result.channel)),
+      sqlArray(results.map((result) => result.reason)),
+      sqlArray(results.map((result) => result.providerMessageId)),
+    ],
+  );
+  const isFresh = new Set(fresh.map((row) => `${row.attempt_id}|${row.outcome}`));
+  return results.filter((result, i) => isFresh.has(`${result.attemptId}|${outcomes[i]}`));
+}
+
+/**
+ * Applies a batch of step results in one transaction. A result is recorded once per (attempt, outcome)
+ * in `step_results` in the same transaction that applies it, so a redelivered message changes nothing.
+ * Recipients are locked in id order, so concurrent batches never deadlock. Returns the results applied
+ * now (not seen before).
+ */
+export async function applyStepResults(pool: Pool, results: busV1.StepResult[], minuteMs: number): Promise<busV1.StepResult[]> {
+  return inTransaction(pool, async (client) => {
+    const toApply = await recordFresh(client, results);
+    const stepIds = [...new Set(toApply.map(rowIdOf).filter((id): id is string => id !== null))];
+    if (stepIds.length === 0) return toApply;
+    const states = await lockRecipientsOfSteps(client, stepIds);
+    const ownerOf = new Map<string, { state: LoadedRecipient; step: StepState }>();
+    for (const state of states.values()) for (const step of state.steps) ownerOf.set(step.id, { state, step });
+    const timing: Timing = { now: await dbNow(client), minuteMs };
+    for (const result of toApply) {
+      const found = ownerOf.get(rowIdOf(result) ?? '');
+      if (!found) continue;
+      // An outcome this version does not know must not leave the step dispatched forever.
+      const known = OUTCOMES[result.outcome];
+      const outcome = known ?? 'FAILED';
+      applyResult(found.state, found.step, result.attemptId, outcome, known ? result.reason : `unknown_outcome: ${String(result.outcome)}`, timing);
+      applied.inc({ outcome });
+    }
+    await saveStates(client, states.values(), timing.now);
+    return toApply;
+  });
+}

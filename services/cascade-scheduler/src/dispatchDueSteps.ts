@@ -1,0 +1,144 @@
+import { busV1, stepSubject } from '@rrs/proto';
+import { counter, histogram, inTransaction, startDueWorkLoop, type Bus, type Logger, type Notifier, type Pool, type PoolClient } from '@rrs/runtime';
+import { fire, type Dispatch, type FireChecks, type Timing } from './engine';
+import { fireChecksFor } from './fireChecks';
+import type { ConfiguredChannels } from './organizationProfiles';
+import { dbNow, DUE_CHANNEL, loadRecipients, saveStates, type LoadedRecipient } from './recipientStore';
+import { claimDueSteps, msUntilNextDueStep, type ClaimedStep } from './sql/dueSteps';
+import { stepDueMessage } from './stepMessage';
+
+const lateness = histogram({
+  name: 'scheduler_step_lateness_seconds',
+  help: 'Time from a step being due to its dispatch.',
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+});
+const dispatched = counter({ name: 'scheduler_steps_dispatched_total', help: 'Steps published to their channel.', labelNames: ['channel'] });
+const skippedAtFire = counter({ name: 'scheduler_steps_skipped_total', help: 'Steps skipped when they came due.', labelNames: ['reason'] });
+
+export interface DispatcherOptions {
+  pool: Pool;
+  bus: Bus;
+  notifier: Notifier;
+  channels: ConfiguredChannels;
+  logger: Logger;
+  minuteMs: number;
+  publicBaseUrl: string;
+  batchSize?: number;
+  /** Longest sleep with nothing due: a safety net against a lost notification, not the wake mechanism. */
+  maxIdleMs?: number;
+  /**
+   * Claim loops in this process (default 2): while one waits on PostgreSQL, another publishes. They
+   * share work through SKIP LOCKED exactly as replicas do.
+   */
+  loops?: number;
+  /**
+   * Awaited before each round. The scheduler passes "until fewer than two batches of results wait":
+   * a result finishes work already in flight and schedules the next step, so it goes first; steps
+   * dispatched faster than their results can be applied would only lengthen the queue of results
+   * (and, on a shared CPU, slow their applying down).
+   */
+  beforeRound?: () => Promise<void>;
+  /** Test hook: runs after a batch's publishes, before its transaction commits. */
+  afterPublish?: (client: PoolClient, dispatches: Dispatch[]) => Promise<void>;
+}
+
+export interface RunningDispatcher {
+  stop(): Promise<void>;
+  /** Steps dispatched by this dispatcher since start. */
+  readonly dispatchedCount: number;
+}
+
+type Dispatched = { state: LoadedRecipient; dispatch: Dispatch };
+
+/**
+ * Fires the claimed steps (checking each one's conditions now that it fires). A skip schedules the
+ * next step, due at once when nothing was sent yet: that one fires in the same round.
+ */
+function fireClaimed(states: Map<string, LoadedRecipient>, claimed: ClaimedStep[], checksOf: (organizationId: string) => FireChecks, timing: Timing): Dispatched[] {
+  const out: Dispatched[] = [];
+  for (const { stepId, recipientId } of claimed) {
+    const state = states.get(recipientId);
+    let current = state?.steps.find((step) => step.id === stepId);
+    if (!state || !current) continue;
+    const checks = checksOf(state.recipient.organizationId);
+    for (let guard = 0; current && guard <= state.steps.length * 3; guard++) {
+      const dispatch = fire(state, current, checks, timing);
+      if (dispatch) {
+        out.push({ state, dispatch });
+        break;
+      }
+      if (current.status === 'skipped') skippedAtFire.inc({ reason: current.reason ?? '' });
+      current = state.steps.find((step) => step.status === 'scheduled' && step.dueAt !== null && step.dueAt <= timing.now);
+    }
+  }
+  return out;
+}
+
+/**
+ * One dispatch round, in one transaction: claim due steps, lock their recipients (SKIP LOCKED: a
+ * recipient held elsewhere — a result being applied, a rating — waits for the next round with its
+ * step), fire them, publish the dispatched ones to `steps.<channel>` with Nats-Msg-Id = attempt id,
+ * save, commit. Nothing here ever waits for a lock, so rounds never deadlock with the transactions
+ * that lock a recipient first and then its steps. Returns how many steps it claimed and what it sent.
+ */
+async function dispatchRound(options: DispatcherOptions, batchSize: number): Promise<{ claimed: number; sent: Dispatch[]; now: Date }> {
+  return inTransaction(options.pool, async (client) => {
+    const now = await dbNow(client);
+    const due = await claimDueSteps(client, now, batchSize);
+    if (due.length === 0) return { claimed: 0, sent: [], now };
+    const states = await loadRecipients(client, due.map((step) => step.recipientId), { skipLocked: true, token: true });
+    const claimed = due.filter((step) => states.has(step.recipientId));
+    if (claimed.length === 0) return { claimed: 0, sent: [], now };
+    const checksOf = await fireChecksFor(client, options.channels, states.values());
+    const dispatches = fireClaimed(states, claimed, checksOf, { now, minuteMs: options.minuteMs });
+    // One pipelined batch: every message is written before any acknowledgement is awaited.
+    await options.bus.publishBatch(
+      dispatches.map(({ state, dispatch }) => ({
+        subject: stepSubject(dispatch.channel),
+        data: busV1.StepDue.encode(stepDueMessage(state, dispatch, options.publicBaseUrl, now)).finish(),
+        // The cascade's start is the parent of its steps' publication (the bus wrapper reads it).
+        options: { msgId: dispatch.attemptId, headers: state.meta.traceContext },
+      })),
+    );
+    const sent = dispatches.map((entry) => entry.dispatch);
+    if (options.afterPublish) await options.afterPublish(client, sent);
+    await saveStates(client, states.values(), now);
+    return { claimed: claimed.length, sent, now };
+  });
+}
+
+/**
+ * The durable-timer dispatcher: dispatch rounds on the runtime's due-work loop. A crash before a
+ * round's commit releases its claim; the next claimer publishes the same attempt ids, which the stream
+ * drops as duplicates. Between rounds it sleeps until the nearest due time or a notification of newly
+ * committed work (`DUE_CHANNEL`).
+ */
+export async function startDispatcher(options: DispatcherOptions): Promise<RunningDispatcher> {
+  const batchSize = options.batchSize ?? 500;
+  let count = 0;
+  const loop = startDueWorkLoop({
+    name: 'dispatch',
+    logger: options.logger,
+    loops: options.loops ?? 2,
+    notifier: options.notifier,
+    channels: [DUE_CHANNEL],
+    idleMs: options.maxIdleMs ?? 30_000,
+    beforeRound: options.beforeRound,
+    nextDueInMs: () => msUntilNextDueStep(options.pool),
+    async round() {
+      const { claimed, sent, now } = await dispatchRound(options, batchSize);
+      for (const dispatch of sent) {
+        lateness.observe(Math.max(0, now.getTime() - (dispatch.step.dueAt ?? now).getTime()) / 1000);
+        dispatched.inc({ channel: dispatch.channel });
+      }
+      count += sent.length;
+      return claimed > 0;
+    },
+  });
+  return {
+    get dispatchedCount() {
+      return count;
+    },
+    stop: () => loop.stop(),
+  };
+}

@@ -1,0 +1,43 @@
+import type { Metadata } from '@grpc/grpc-js';
+import { idempotencyFromMetadata } from '@rrs/idempotency';
+import { unaryService, type Logger } from '@rrs/runtime';
+import { schedulerV1 } from '@rrs/proto';
+import type { Cascades } from './cascades';
+import type { Flows } from './flows';
+import type { Reviews } from './reviews';
+
+export const SERVICE_NAME = 'rrs.scheduler.v1.CascadeSchedulerService';
+
+/** An idempotent call's answer as sent: the saved answer, and whether this call replayed it. */
+function answered<Answer>({ result, replayed }: { result: Answer; replayed: boolean }): Answer & { idempotentReplayed: boolean } {
+  return { ...result, idempotentReplayed: replayed };
+}
+
+/**
+ * gRPC transport of the scheduler: maps messages to use cases and back, nothing else. Domain errors
+ * reach the caller as the gRPC status of their kind (the runtime's unaryService maps them).
+ */
+export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; reviews: Reviews }, logger: Logger) {
+  const { flows, cascades, reviews } = parts;
+  const idempotency = (metadata: Metadata, organizationId: string) => idempotencyFromMetadata(metadata, organizationId);
+  return {
+    name: SERVICE_NAME,
+    definition: schedulerV1.CascadeSchedulerServiceService,
+    implementation: unaryService<schedulerV1.CascadeSchedulerServiceServer>(SERVICE_NAME, schedulerV1.CascadeSchedulerServiceService, {
+      createFlow: async (req) => ({ flow: await flows.create(req) }),
+      listFlows: async (req) => ({ flows: await flows.list(req.organizationId) }),
+      updateFlow: async (req) => ({ flow: await flows.update(req) }),
+      setDefaultFlow: async (req) => ({ flow: await flows.setDefault(req.organizationId, req.id) }),
+      startCascade: async (req, metadata) => answered(await cascades.start(req, idempotency(metadata, req.organizationId))),
+      getCascade: async (req) => ({ cascade: await cascades.get(req.organizationId, req.id) }),
+      cancelCascade: async (req) => ({ canceled: await cascades.cancel(req.organizationId, req.id) }),
+      createReviewRequest: async (req, metadata) => answered(await reviews.create(req, idempotency(metadata, req.organizationId))),
+      getReviewForm: async (req) => ({ form: await reviews.getForm(req.token, req.recordOpen) }),
+      submitRating: (req) => reviews.submitRating(req.token, req.rating),
+      submitFeedback: (req) => reviews.submitFeedback(req.token, req.text),
+      unsubscribe: (req) => reviews.unsubscribe(req.token),
+      getOrganizationSettings: async (req) => ({ settings: await reviews.getSettings(req.organizationId) }),
+      setOrganizationSettings: async (req) => ({ settings: await reviews.setSettings(req.organizationId, req.lowRatingThreshold, req.maxRecipientsPerRequest) }),
+    }, logger),
+  };
+}

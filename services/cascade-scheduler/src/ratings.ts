@@ -1,0 +1,78 @@
+import type { schedulerV1 } from '@rrs/proto';
+import { ConflictError, InvalidError, inTransaction, type Pool, type PoolClient } from '@rrs/runtime';
+import { rate } from './engine';
+import { releaseFinishEvent } from './outbox';
+import { dbNow, lockRecipients, saveStates, type LoadedRecipient } from './recipientStore';
+import { currentForm, loadReviewLink, lowRatingThresholdOf, type ReviewLink } from './reviewForm';
+
+export const MAX_FEEDBACK_LENGTH = 2_000;
+
+export interface RatingOptions {
+  minuteMs: number;
+  /** How long (flow minutes) a low rating's finish event waits for the private feedback. */
+  feedbackWindowMinutes: number;
+}
+
+/**
+ * Records a review link's rating or feedback row once (`insert` is an INSERT … ON CONFLICT DO NOTHING),
+ * in a transaction that first locks the link's recipient: the recipient row is the lock of a
+ * recipient's state, taken before anything else. When the row is new, `recorded` runs in the same
+ * transaction with the database time and, for a cascade link, the recipient's state.
+ */
+async function recordOnce(
+  pool: Pool,
+  link: ReviewLink,
+  insert: { text: string; values: unknown[] },
+  recorded: (client: PoolClient, now: Date, state: LoadedRecipient | undefined) => Promise<void>,
+): Promise<boolean> {
+  return inTransaction(pool, async (client) => {
+    const states = link.recipient_id ? await lockRecipients(client, [link.recipient_id]) : new Map<string, LoadedRecipient>();
+    const { rowCount } = await client.query(insert.text, insert.values);
+    if (!rowCount) return false;
+    const now = await dbNow(client);
+    await recorded(client, now, link.recipient_id ? states.get(link.recipient_id) : undefined);
+    return true;
+  });
+}
+
+/**
+ * Records the first rating of a link once: on the review request and, for a cascade link, on the
+ * recipient, whose pending steps are canceled and which finishes `rated`. The public review links are
+ * shown to every rater, low or high, and that is recorded. A low rating's finish event waits for the
+ * feedback form (or the feedback window) so that it carries the feedback.
+ */
+export async function submitRating(pool: Pool, options: RatingOptions, token: string, rating: number): Promise<schedulerV1.SubmitRatingResponse> {
+  if (!Number.isInteger(rating) || rating < 1 || rating > 5) throw InvalidError.field('/rating', 'an integer from 1 to 5');
+  const link = await loadReviewLink(pool, token);
+  const insert = { text: 'INSERT INTO ratings (review_request_id, organization_id, rating) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', values: [link.id, link.organization_id, rating] };
+  const recorded = await recordOnce(pool, link, insert, async (client, now, state) => {
+    await client.query(
+      `UPDATE review_requests SET status = 'rated', rated_at = $2, opened_at = coalesce(opened_at, $2), public_links_shown_at = $2 WHERE id = $1`,
+      [link.id, now],
+    );
+    if (!state) return;
+    if (rating <= lowRatingThresholdOf(link)) state.eventNotBefore = new Date(now.getTime() + options.feedbackWindowMinutes * options.minuteMs);
+    rate(state, rating, { now, minuteMs: options.minuteMs });
+    await saveStates(client, [state], now);
+  });
+  const form = await currentForm(pool, token);
+  return { form, recorded, feedbackRequested: form.rating > 0 && form.rating <= form.lowRatingThreshold && !form.feedbackGiven };
+}
+
+/** Private feedback after a low rating; recorded once, and the recipient's held finish event now carries it. */
+export async function submitFeedback(pool: Pool, token: string, text: string): Promise<schedulerV1.SubmitFeedbackResponse> {
+  const trimmed = text.trim();
+  if (trimmed.length === 0 || trimmed.length > MAX_FEEDBACK_LENGTH) throw InvalidError.field('/text', `1 to ${MAX_FEEDBACK_LENGTH} characters`);
+  const link = await loadReviewLink(pool, token);
+  if (link.rating === null) throw new ConflictError('not_rated', 'rate first; feedback follows a rating');
+  const insert = { text: 'INSERT INTO feedback (review_request_id, organization_id, text) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', values: [link.id, link.organization_id, trimmed] };
+  const recorded = await recordOnce(pool, link, insert, async (client, now, state) => {
+    await client.query(`UPDATE review_requests SET status = 'feedback', feedback_at = $2 WHERE id = $1`, [link.id, now]);
+    if (!state) return;
+    state.recipient.feedback = trimmed;
+    state.dirty = true;
+    await saveStates(client, [state], now);
+    await releaseFinishEvent(client, state, now);
+  });
+  return { form: await currentForm(pool, token), recorded };
+}

@@ -1,0 +1,29 @@
+import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
+import type { schedulerV1 } from '@rrs/proto';
+import { InvalidError, type FieldProblem } from '@rrs/runtime';
+
+/** A recipient as a request gives it; `contactId`/`contactExternalId` only for a directory contact. */
+export type RecipientInput = Pick<schedulerV1.RecipientInput, 'name' | 'email' | 'phone'> & Partial<Pick<schedulerV1.RecipientInput, 'contactId' | 'contactExternalId'>>;
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/**
+ * Phones to E.164 (numbers without a country code read in the organization's region), emails
+ * trimmed; a malformed one is `invalid` naming the recipient, and nothing is created.
+ */
+export function normalizeRecipients(recipients: RecipientInput[], defaultRegion = 'RU'): RecipientInput[] {
+  const problems: FieldProblem[] = [];
+  const normalized = recipients.map((recipient, i) => {
+    const email = recipient.email.trim();
+    if (email && (!EMAIL.test(email) || email.length > 254)) problems.push({ pointer: `/recipients/${i}/email`, detail: 'not an email address' });
+    let phone = recipient.phone.trim();
+    if (phone) {
+      const parsed = parsePhoneNumberFromString(phone, (defaultRegion || 'RU') as CountryCode);
+      if (!parsed || !parsed.isValid()) problems.push({ pointer: `/recipients/${i}/phone`, detail: 'not a valid phone number' });
+      else phone = parsed.number;
+    }
+    return { ...recipient, name: recipient.name.trim(), email, phone };
+  });
+  if (problems.length) throw new InvalidError(problems);
+  return normalized;
+}

@@ -1,0 +1,296 @@
+import { eventSubject, EVENT_TYPES } from '@rrs/proto';
+import { sqlArray, type PoolClient } from '@rrs/runtime';
+import type { RecipientFields, RecipientState, StepState } from './engine';
+import { finishEventOf } from './finishEvent';
+import { writeOutbox, type OutboxEvent } from './outbox';
+import { rememberLoaded, timestampColumn, updateChanged, type ChangeColumn } from './sql/updateChanged';
+
+/**
+ * The recipient store: loading, locking and saving recipients with their steps. The recipient row
+ * lock is the one mutex of a recipient's state: every transaction that changes a recipient or its
+ * steps locks the recipient row first (several at once in id order), so steps need no locks of their
+ * own. The dispatcher takes its locks with SKIP LOCKED and never waits; cascade rows are locked last,
+ * in id order.
+ */
+
+/** Notified (with the earliest new due time, epoch ms) when steps are scheduled; dispatchers listen. */
+export const DUE_CHANNEL = 'rrs_scheduler_due';
+
+export interface RecipientMeta {
+  cascadeExternalId: string | null;
+  locationId: string;
+  contactExternalId: string;
+  reviewRequestId: string;
+  locale: string;
+  templates: Record<string, { subject: string; body: string }>;
+  /** The personal link's token: loaded for dispatching (the message carries the link), not otherwise. */
+  token?: string;
+  location: { id: string; name: string; address: string; city: string };
+  /** The trace context the cascade was started in (empty when untraced): headers of its messages. */
+  traceContext: Record<string, string>;
+}
+
+export type LoadedRecipient = RecipientState & {
+  meta: RecipientMeta;
+  /** Holds the finish event back until then (the low-rating feedback window). */
+  eventNotBefore?: Date;
+};
+
+/** The database clock: the one clock every replica reads. */
+export async function dbNow(client: PoolClient): Promise<Date> {
+  const { rows } = await client.query<{ now: Date }>('SELECT clock_timestamp() AS now');
+  return rows[0].now;
+}
+
+const RECIPIENT_COLUMNS = `r.id, r.cascade_id, r.organization_id, r.name, r.email, r.phone, r.status, r.finish_reason,
+  r.rating, r.rated_at, r.feedback, r.finished_at, r.contact_external_id, r.review_request_id`;
+const WITH_TOKEN = { columns: `${RECIPIENT_COLUMNS}, rr.token`, from: 'recipients r JOIN review_requests rr ON rr.id = r.review_request_id' };
+const WITHOUT_TOKEN = { columns: RECIPIENT_COLUMNS, from: 'recipients r' };
+
+interface RecipientRow {
+  id: string;
+  cascade_id: string;
+  organization_id: string;
+  name: string;
+  email: string;
+  phone: string;
+  status: 'running' | 'finished';
+  finish_reason: RecipientFields['finishReason'];
+  rating: number | null;
+  rated_at: Date | null;
+  feedback: string | null;
+  finished_at: Date | null;
+  contact_external_id: string;
+  review_request_id: string;
+  token?: string;
+}
+
+/** What recipients of one cascade share: read once per cascade per batch, not once per recipient. */
+type CascadeMeta = Pick<RecipientMeta, 'cascadeExternalId' | 'locationId' | 'locale' | 'templates' | 'location' | 'traceContext'>;
+
+interface CascadeRow {
+  id: string;
+  external_id: string | null;
+  location_id: string;
+  locale: string;
+  templates: RecipientMeta['templates'];
+  trace_context: Record<string, string>;
+  location_name: string;
+  location_address: string;
+  location_city: string;
+}
+
+function toState(row: RecipientRow, cascade: CascadeMeta): LoadedRecipient {
+  const recipient: RecipientFields = rememberLoaded(
+    {
+      id: row.id,
+      cascadeId: row.cascade_id,
+      organizationId: row.organization_id,
+      name: row.name,
+      email: row.email,
+      phone: row.phone,
+      status: row.status,
+      finishReason: row.finish_reason,
+      rating: row.rating,
+      ratedAt: row.rated_at,
+      feedback: row.feedback,
+      finishedAt: row.finished_at,
+    },
+    row as unknown as Record<string, unknown>,
+  );
+  // Fields written out, not spread: a batch builds a thousand of these per round.
+  const meta: RecipientMeta = {
+    cascadeExternalId: cascade.cascadeExternalId,
+    locationId: cascade.locationId,
+    locale: cascade.locale,
+    templates: cascade.templates,
+    location: cascade.location,
+    traceContext: cascade.traceContext,
+    contactExternalId: row.contact_external_id,
+    reviewRequestId: row.review_request_id,
+    token: row.token,
+  };
+  return { recipient, steps: [], meta };
+}
+
+async function loadCascadeMeta(client: PoolClient, cascadeIds: string[]): Promise<Map<string, CascadeMeta>> {
+  const { rows } = await client.query<CascadeRow>(
+    `SELECT c.id, c.external_id, c.location_id, c.locale, c.templates, c.trace_context, coalesce(ls.name, '') AS location_name,
+            coalesce(ls.address, '') AS location_address, coalesce(ls.city, '') AS location_city
+       FROM cascades c LEFT JOIN location_snapshots ls ON ls.organization_id = c.organization_id AND ls.location_id = c.location_id
+      WHERE c.id = ANY($1::uuid[])`,
+    [sqlArray(cascadeIds, { bare: true })],
+  );
+  return new Map(
+    rows.map((cascade) => [
+      cascade.id,
+      {
+        cascadeExternalId: cascade.external_id,
+        locationId: cascade.location_id,
+        locale: cascade.locale,
+        templates: cascade.templates,
+        location: { id: cascade.location_id, name: cascade.location_name, address: cascade.location_address, city: cascade.location_city },
+        traceContext: cascade.trace_context,
+      },
+    ]),
+  );
+}
+
+/** Builds the states of loaded recipient rows: their cascades' shared data, then their steps. */
+async function toStates(client: PoolClient, rows: RecipientRow[]): Promise<Map<string, LoadedRecipient>> {
+  const states = new Map<string, LoadedRecipient>();
+  if (rows.length === 0) return states;
+  const cascades = await loadCascadeMeta(client, [...new Set(rows.map((row) => row.cascade_id))]);
+  for (const row of rows) {
+    const cascade = cascades.get(row.cascade_id);
+    // Recipients are never created without their cascade, nor outlive it.
+    if (!cascade) throw new Error(`cascade ${row.cascade_id} of recipient ${row.id} not found`);
+    states.set(row.id, toState(row, cascade));
+  }
+  await attachSteps(client, states);
+  return states;
+}
+
+const STEP_SELECT = `id, recipient_id, step_order, channel, delay_minutes, status, sent_channel, attempt, due_at, dispatched_at,
+            sent_at, skipped_at, delivered_at, reason, reroutes`;
+
+/** A step from a row of STEP_SELECT (array mode); the row stays with it as loaded. */
+function toStep(row: unknown[]): StepState {
+  const step: StepState = {
+    id: row[0] as string,
+    order: row[2] as number,
+    channel: row[3] as string,
+    delayMinutes: row[4] as number,
+    status: row[5] as StepState['status'],
+    sentChannel: row[6] as string,
+    attempt: row[7] as number,
+    dueAt: row[8] as Date | null,
+    dispatchedAt: row[9] as Date | null,
+    sentAt: row[10] as Date | null,
+    skippedAt: row[11] as Date | null,
+    deliveredAt: row[12] as Date | null,
+    reason: row[13] as string | null,
+    reroutes: row[14] as StepState['reroutes'],
+  };
+  return rememberLoaded(step, row);
+}
+
+async function attachSteps(client: PoolClient, states: Map<string, LoadedRecipient>): Promise<void> {
+  // Rows as arrays: a thousand recipients' steps are parsed per batch, and keyed row objects cost more.
+  const { rows } = await client.query<unknown[]>({
+    text: `SELECT ${STEP_SELECT} FROM recipient_steps WHERE recipient_id = ANY($1::uuid[]) ORDER BY recipient_id, step_order`,
+    values: [sqlArray([...states.keys()], { bare: true })],
+    rowMode: 'array',
+  });
+  let state: LoadedRecipient | undefined;
+  for (const row of rows) {
+    const recipientId = row[1] as string;
+    if (state?.recipient.id !== recipientId) state = states.get(recipientId);
+    state?.steps.push(toStep(row));
+  }
+}
+
+/** Locks recipients (waiting for other holders, in id order) and loads them with their steps. */
+export async function lockRecipients(client: PoolClient, ids: string[]): Promise<Map<string, LoadedRecipient>> {
+  if (ids.length === 0) return new Map();
+  return lockWhere(client, 'r.id = ANY($1::uuid[])', [...new Set(ids)]);
+}
+
+/** As lockRecipients, for the recipients owning these steps. */
+export async function lockRecipientsOfSteps(client: PoolClient, stepIds: string[]): Promise<Map<string, LoadedRecipient>> {
+  if (stepIds.length === 0) return new Map();
+  return lockWhere(client, 'r.id IN (SELECT recipient_id FROM recipient_steps WHERE id = ANY($1::uuid[]))', stepIds);
+}
+
+async function lockWhere(client: PoolClient, where: string, ids: string[]): Promise<Map<string, LoadedRecipient>> {
+  const { rows } = await client.query<RecipientRow>(`SELECT ${WITHOUT_TOKEN.columns} FROM ${WITHOUT_TOKEN.from} WHERE ${where} ORDER BY r.id FOR UPDATE OF r`, [sqlArray(ids, { bare: true })]);
+  return toStates(client, rows);
+}
+
+/**
+ * Loads recipients with their steps: ones this transaction already holds locked, or (`skipLocked`)
+ * locking them now, passing over those another transaction holds; with their review link token for
+ * dispatching (`token`).
+ */
+export async function loadRecipients(client: PoolClient, ids: string[], options: { skipLocked?: boolean; token?: boolean } = {}): Promise<Map<string, LoadedRecipient>> {
+  if (ids.length === 0) return new Map();
+  const source = options.token ? WITH_TOKEN : WITHOUT_TOKEN;
+  const { rows } = await client.query<RecipientRow>(
+    `SELECT ${source.columns} FROM ${source.from} WHERE r.id = ANY($1::uuid[])${options.skipLocked ? ' FOR UPDATE OF r SKIP LOCKED' : ''}`,
+    [sqlArray([...new Set(ids)], { bare: true })],
+  );
+  return toStates(client, rows);
+}
+
+const reroutesJson = (reroutes: StepState['reroutes']): string => (reroutes.length ? JSON.stringify(reroutes) : '[]');
+
+/** What a transition may change on a step; `index` is the column's place in STEP_SELECT. */
+const STEP_COLUMNS: ChangeColumn<StepState>[] = [
+  { name: 'status', index: 5, type: 'text', get: (step) => step.status },
+  { name: 'sent_channel', index: 6, type: 'text', get: (step) => step.sentChannel },
+  { name: 'attempt', index: 7, type: 'int', get: (step) => step.attempt },
+  timestampColumn('due_at', (step) => step.dueAt, 8),
+  timestampColumn('dispatched_at', (step) => step.dispatchedAt, 9),
+  timestampColumn('sent_at', (step) => step.sentAt, 10),
+  timestampColumn('skipped_at', (step) => step.skippedAt, 11),
+  timestampColumn('delivered_at', (step) => step.deliveredAt, 12),
+  { name: 'reason', index: 13, type: 'text', get: (step) => step.reason },
+  { name: 'reroutes', index: 14, type: 'jsonb', get: (step) => reroutesJson(step.reroutes), loaded: (value) => (typeof value === 'string' ? value : reroutesJson(value as StepState['reroutes'])) },
+];
+
+/** What a transition may change on a recipient. */
+const RECIPIENT_COLUMNS_CHANGED: ChangeColumn<RecipientFields>[] = [
+  { name: 'status', type: 'text', get: (recipient) => recipient.status },
+  { name: 'finish_reason', type: 'text', get: (recipient) => recipient.finishReason },
+  { name: 'rating', type: 'int', get: (recipient) => recipient.rating },
+  timestampColumn('rated_at', (recipient) => recipient.ratedAt),
+  { name: 'feedback', type: 'text', get: (recipient) => recipient.feedback },
+  timestampColumn('finished_at', (recipient) => recipient.finishedAt),
+];
+
+/** Counts recipients finished now off their cascades' running counts; a cascade reaching 0 finishes. */
+async function finishOnCascades(client: PoolClient, finishedByCascade: Map<string, number>, now: Date): Promise<void> {
+  const ids = [...finishedByCascade.keys()].sort();
+  await client.query('SELECT 1 FROM cascades WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
+  await client.query(
+    `UPDATE cascades c SET active_recipients = c.active_recipients - u.finished,
+            status = CASE WHEN c.active_recipients - u.finished <= 0 AND c.status = 'running' THEN 'finished' ELSE c.status END,
+            finished_at = CASE WHEN c.active_recipients - u.finished <= 0 AND c.finished_at IS NULL THEN $3::timestamptz ELSE c.finished_at END
+       FROM unnest($1::uuid[], $2::int[]) AS u(id, finished) WHERE c.id = u.id`,
+    [ids, ids.map((id) => finishedByCascade.get(id)), now],
+  );
+}
+
+/**
+ * Writes back what transitions marked dirty: steps, recipients, the cascades' running counts, and a
+ * `cascade.recipient.finished` outbox row for each recipient finished now. Notifies the dispatcher of
+ * the earliest new due time and the relay of new outbox rows; both notifications fire on commit.
+ */
+export async function saveStates(client: PoolClient, states: Iterable<LoadedRecipient>, now: Date): Promise<void> {
+  const steps: StepState[] = [];
+  const recipients: RecipientFields[] = [];
+  const finishedByCascade = new Map<string, number>();
+  const events: OutboxEvent[] = [];
+  let earliestDue: number | null = null;
+  for (const state of states) {
+    for (const step of state.steps) {
+      if (!step.dirty) continue;
+      steps.push(step);
+      step.dirty = false;
+      if (step.status === 'scheduled' && step.dueAt && (earliestDue === null || step.dueAt.getTime() < earliestDue)) earliestDue = step.dueAt.getTime();
+    }
+    if (state.dirty) recipients.push(state.recipient);
+    state.dirty = false;
+    if (state.finishedNow) {
+      state.finishedNow = false;
+      const cascadeId = state.recipient.cascadeId;
+      finishedByCascade.set(cascadeId, (finishedByCascade.get(cascadeId) ?? 0) + 1);
+      events.push({ ...finishEventOf(state, now), recipientId: state.recipient.id, availableAt: state.eventNotBefore ?? now, headers: state.meta.traceContext });
+    }
+  }
+  if (steps.length) await updateChanged(client, 'recipient_steps', STEP_COLUMNS, steps);
+  if (recipients.length) await updateChanged(client, 'recipients', RECIPIENT_COLUMNS_CHANGED, recipients);
+  if (finishedByCascade.size) await finishOnCascades(client, finishedByCascade, now);
+  if (events.length) await writeOutbox(client, eventSubject(EVENT_TYPES.cascadeRecipientFinished), events);
+  if (earliestDue !== null) await client.query('SELECT pg_notify($1, $2)', [DUE_CHANNEL, String(earliestDue)]);
+}

@@ -1,0 +1,75 @@
+import { counter, inTransaction, startDueWorkLoop, type Logger, type Pool } from '@rrs/runtime';
+import { resultTimedOut, type Timing } from './engine';
+import { dbNow, loadRecipients, saveStates, type LoadedRecipient } from './recipientStore';
+import { claimTimedOutSteps } from './sql/dueSteps';
+
+const timedOut = counter({
+  name: 'scheduler_step_result_timeouts_total',
+  help: 'Dispatched steps that got no result in time, by action (redispatched, failed).',
+  labelNames: ['action'],
+});
+
+export interface ResultWatchdogOptions {
+  pool: Pool;
+  logger: Logger;
+  minuteMs: number;
+  /** Flow minutes a dispatched step may wait for its result. */
+  timeoutMinutes: number;
+  /** Dispatches of a step without a result before it fails `no_result` (1 = never redispatched). */
+  maxAttempts: number;
+  batchSize?: number;
+  /** Time between sweeps; default a quarter of the timeout, between 50 ms and 60 s. */
+  intervalMs?: number;
+}
+
+export interface RunningWatchdog {
+  stop(): Promise<void>;
+  sweepOnce(): Promise<number>;
+}
+
+/**
+ * Finds steps dispatched more than the timeout ago with no result, claims them with their recipients
+ * (SKIP LOCKED, so replicas share and never act twice), and redispatches or fails each one in the same
+ * transaction. A redispatched step is `scheduled` again, due now: the dispatcher checks its conditions
+ * and publishes it as the next attempt (a new Nats-Msg-Id, the same sender step id). Sweeps run on the
+ * runtime's due-work loop every `intervalMs` (at once again after a full batch; a failed sweep is
+ * retried after the same interval).
+ */
+export function startResultWatchdog(options: ResultWatchdogOptions): RunningWatchdog {
+  const timeoutMs = options.timeoutMinutes * options.minuteMs;
+  const batchSize = options.batchSize ?? 500;
+  const intervalMs = options.intervalMs ?? Math.min(60_000, Math.max(50, Math.floor(timeoutMs / 4)));
+
+  const sweepOnce = (): Promise<number> =>
+    inTransaction(options.pool, async (client) => {
+      const now = await dbNow(client);
+      const steps = await claimTimedOutSteps(client, new Date(now.getTime() - timeoutMs), batchSize);
+      if (steps.length === 0) return 0;
+      // The steps' recipients were locked with them.
+      const states = await loadRecipients(client, steps.map((step) => step.recipientId));
+      const timing: Timing = { now, minuteMs: options.minuteMs };
+      const ownerOf = new Map<string, LoadedRecipient>();
+      for (const state of states.values()) for (const step of state.steps) ownerOf.set(step.id, state);
+      for (const { stepId, timeouts } of steps) {
+        const state = ownerOf.get(stepId);
+        const step = state?.steps.find((candidate) => candidate.id === stepId);
+        if (!state || !step) continue;
+        const last = timeouts >= options.maxAttempts;
+        resultTimedOut(state, step, last, timing);
+        const action = last ? 'failed' : 'redispatched';
+        timedOut.inc({ action });
+        options.logger.warn({ stepId, attempt: step.attempt, timeouts, action }, 'no result for a dispatched step');
+      }
+      await saveStates(client, states.values(), now);
+      return steps.length;
+    });
+
+  const loop = startDueWorkLoop({
+    name: 'result watchdog',
+    logger: options.logger,
+    idleMs: intervalMs,
+    backoff: { baseMs: intervalMs, maxMs: intervalMs },
+    round: async () => (await sweepOnce()) >= batchSize,
+  });
+  return { sweepOnce, stop: () => loop.stop() };
+}

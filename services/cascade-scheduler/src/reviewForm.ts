@@ -1,0 +1,79 @@
+import type { schedulerV1 } from '@rrs/proto';
+import { NotFoundError, type Pool, type PoolClient } from '@rrs/runtime';
+import { TOKEN_PATTERN } from './links';
+import { DEFAULT_LOW_RATING_THRESHOLD } from './organizationSettings';
+
+/** A review link with everything its form shows. */
+export interface ReviewLink {
+  id: string;
+  organization_id: string;
+  token: string;
+  status: string;
+  recipient_id: string | null;
+  opened_at: Date | null;
+  location_name: string | null;
+  review_links: Array<{ provider: string; url: string }> | null;
+  locale: string | null;
+  organization_name: string | null;
+  low_rating_threshold: number | null;
+  rating: number | null;
+  feedback: string | null;
+  email: string | null;
+  unsubscribed: boolean;
+}
+
+const REVIEW_LINK_QUERY = `
+  SELECT rr.id, rr.organization_id, rr.token, rr.status, rr.recipient_id, rr.opened_at, ls.name AS location_name, ls.review_links,
+         os.locale, os.name AS organization_name, os.low_rating_threshold, ra.rating, fb.text AS feedback, r.email,
+         (r.email IS NOT NULL AND r.email <> '' AND EXISTS (
+            SELECT 1 FROM opt_outs oo WHERE oo.organization_id = rr.organization_id AND oo.channel = 'EMAIL' AND oo.address = lower(r.email))) AS unsubscribed
+    FROM review_requests rr
+    LEFT JOIN location_snapshots ls ON ls.organization_id = rr.organization_id AND ls.location_id = rr.location_id
+    LEFT JOIN organization_settings os ON os.organization_id = rr.organization_id
+    LEFT JOIN ratings ra ON ra.review_request_id = rr.id
+    LEFT JOIN feedback fb ON fb.review_request_id = rr.id
+    LEFT JOIN recipients r ON r.id = rr.recipient_id
+   WHERE rr.token = $1`;
+
+/** The review link of a token; `not_found` for an unknown or malformed one (a malformed one is not looked up). */
+export async function loadReviewLink(db: Pool | PoolClient, token: string): Promise<ReviewLink> {
+  const link = TOKEN_PATTERN.test(token) ? (await db.query<ReviewLink>(REVIEW_LINK_QUERY, [token])).rows[0] : undefined;
+  if (!link) throw new NotFoundError('review link', { message: 'unknown review link' });
+  return link;
+}
+
+export function lowRatingThresholdOf(link: ReviewLink): number {
+  return link.low_rating_threshold ?? DEFAULT_LOW_RATING_THRESHOLD;
+}
+
+export function toForm(link: ReviewLink): schedulerV1.ReviewForm {
+  return {
+    token: link.token,
+    locationName: link.location_name ?? '',
+    locale: link.locale === 'ru' ? 'ru' : 'en',
+    rating: link.rating ?? 0,
+    feedbackGiven: link.feedback !== null,
+    lowRatingThreshold: lowRatingThresholdOf(link),
+    reviewLinks: link.review_links ?? [],
+    organizationName: link.organization_name ?? '',
+    unsubscribed: link.unsubscribed,
+    email: link.email ?? '',
+  };
+}
+
+/** The form as it is now (after a change by the caller). */
+export async function currentForm(pool: Pool, token: string): Promise<schedulerV1.ReviewForm> {
+  return toForm(await loadReviewLink(pool, token));
+}
+
+/** The form's data; with `recordOpen`, the first view is recorded as `opened`. */
+export async function getReviewForm(pool: Pool, token: string, recordOpen: boolean): Promise<schedulerV1.ReviewForm> {
+  const link = await loadReviewLink(pool, token);
+  if (recordOpen && link.opened_at === null) {
+    await pool.query(
+      `UPDATE review_requests SET opened_at = coalesce(opened_at, clock_timestamp()), status = CASE WHEN status = 'created' THEN 'opened' ELSE status END WHERE id = $1`,
+      [link.id],
+    );
+  }
+  return toForm(link);
+}

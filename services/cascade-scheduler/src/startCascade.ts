@@ -1,0 +1,152 @@
+import { runIdempotent, type IdempotencyRequest } from '@rrs/idempotency';
+import { CHANNEL_KEY_PATTERN, eventSubject, EVENT_TYPES, MAX_RECIPIENTS_PER_REQUEST, schedulerV1, sendingRefusal } from '@rrs/proto';
+import { ConflictError, injectTraceContext, InvalidError, sendingRefused, type FieldProblem, type Pool, type PoolClient } from '@rrs/runtime';
+import { canReachAny } from './engine';
+import { finishEventFor } from './finishEvent';
+import type { Flow, Flows } from './flows';
+import { tokenBatch, uuidv7Batch } from './ids';
+import type { OrganizationProfiles, SendingProfile } from './organizationProfiles';
+import { recipientLimit } from './organizationSettings';
+import { writeOutbox } from './outbox';
+import { dbNow } from './recipientStore';
+import { normalizeRecipients, type RecipientInput } from './recipientInput';
+import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
+import { templatesByChannel, type SnapshotWriter } from './snapshots';
+import { insertCascade, type CascadeRow, type NewCascade, type RecipientRow, type ReviewLinkRow, type StepRow } from './sql/insertCascade';
+
+export type StartCascadeInput = Omit<schedulerV1.StartCascadeRequest, 'recipients'> & { recipients: RecipientInput[] };
+export type StartCascadeResult = SavedAnswer<schedulerV1.StartCascadeResponse>;
+
+export interface IntakeDeps {
+  pool: Pool;
+  flows: Flows;
+  profiles: OrganizationProfiles;
+  snapshots: SnapshotWriter;
+}
+
+const answerCodec = savedAnswerCodec(schedulerV1.StartCascadeResponse);
+
+/**
+ * Starts a cascade: the cascade, its recipients, their review links and steps, and the
+ * Idempotency-Key record are written in ONE transaction with one statement; the first steps are due
+ * at once and the dispatcher is woken on commit. A replay returns the saved answer and writes nothing.
+ */
+export async function startCascade(deps: IntakeDeps, input: StartCascadeInput, idempotency?: IdempotencyRequest): Promise<{ result: StartCascadeResult; replayed: boolean }> {
+  validateStart(input);
+  // The organization's answers are read before the transaction: a replay still answers from the saved
+  // record (checked first inside runIdempotent), and no connection is held during the gRPC calls.
+  const [profile, location, flow, limit] = await Promise.all([
+    deps.profiles.getSendingProfile(input.organizationId),
+    deps.profiles.getLocation(input.organizationId, input.locationId),
+    resolveFlow(deps.flows, input),
+    recipientLimit(deps.pool, input.organizationId),
+  ]);
+  if (input.recipients.length > limit) throw InvalidError.field('/recipients', `at most ${limit} recipients per request for this organization`);
+  const recipients = normalizeRecipients(input.recipients, profile.organization.defaultRegion);
+  return runIdempotent(deps.pool, idempotency, answerCodec, async (client) => {
+    const refusal = sendingRefusal(profile.organization);
+    if (refusal) throw sendingRefused(refusal);
+    if (input.channel && !profile.channels.some((c) => c.channel === input.channel && c.configured)) {
+      throw new ConflictError('channel_not_configured', `the ${input.channel} channel is not configured for this organization`);
+    }
+    await deps.snapshots.write(deps.pool, input.organizationId, profile, location);
+    return writeCascade(client, { ...input, recipients }, flow, profile);
+  });
+}
+
+function validateStart(input: StartCascadeInput): void {
+  const problems: FieldProblem[] = [];
+  if (!input.locationId) problems.push({ pointer: '/locationId', detail: 'required' });
+  if (input.flowId && input.channel) problems.push({ pointer: '/channel', detail: 'flowId and channel are mutually exclusive' });
+  if (input.recipients.length < 1 || input.recipients.length > MAX_RECIPIENTS_PER_REQUEST) {
+    problems.push({ pointer: '/recipients', detail: `1 to ${MAX_RECIPIENTS_PER_REQUEST} recipients per request` });
+  }
+  if (input.channel && !CHANNEL_KEY_PATTERN.test(input.channel)) problems.push({ pointer: '/channel', detail: 'not a channel key' });
+  if (problems.length) throw new InvalidError(problems);
+}
+
+/** A `channel` send is a one-step flow in that channel (no flow id); otherwise `flowId`, or the default flow. */
+function resolveFlow(flows: Flows, input: StartCascadeInput): Promise<Flow> {
+  if (input.channel) return Promise.resolve({ id: '', organizationId: input.organizationId, name: input.channel, isDefault: false, steps: [{ order: 1, channel: input.channel, delayMinutes: 0 }] });
+  if (input.flowId) return flows.get(input.organizationId, input.flowId);
+  return flows.getDefault(input.organizationId);
+}
+
+/**
+ * The rows of a new cascade. Step 1 of each reachable recipient is due at once, whatever its delay;
+ * later steps wait for the previous one's outcome. A recipient none of whose steps has its contact
+ * field is stored finished (`unreachable`, its steps skipped `no_contact`) and counted in `skipped`.
+ */
+function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfile, now: Date, traceContext: Record<string, string>): NewCascade {
+  const count = input.recipients.length;
+  const channels = flow.steps.map((step) => step.channel);
+  const ids = uuidv7Batch(1 + count * (2 + flow.steps.length), now.getTime());
+  const tokens = tokenBatch(count);
+  let nextId = 1;
+  const reviewLinks: ReviewLinkRow[] = [];
+  const recipients: RecipientRow[] = [];
+  const steps: StepRow[] = [];
+  input.recipients.forEach((recipient, position) => {
+    const id = ids[nextId++];
+    const reviewRequestId = ids[nextId++];
+    const reachable = canReachAny(channels, recipient);
+    reviewLinks.push({ id: reviewRequestId, token: tokens[position], recipient_id: id, customer_name: recipient.name, contact: recipient.email || recipient.phone });
+    recipients.push({
+      id, position, name: recipient.name, email: recipient.email, phone: recipient.phone, contact_id: recipient.contactId ?? '',
+      contact_external_id: recipient.contactExternalId ?? '', status: reachable ? 'running' : 'finished', finish_reason: reachable ? null : 'unreachable',
+      review_request_id: reviewRequestId,
+    });
+    flow.steps.forEach((step, index) => {
+      const status = !reachable ? 'skipped' : index === 0 ? 'scheduled' : 'pending';
+      steps.push({ id: ids[nextId++], recipient_id: id, step_order: step.order, channel: step.channel, delay_minutes: step.delayMinutes, status, reason: reachable ? null : 'no_contact' });
+    });
+  });
+  const skipped = recipients.filter((recipient) => recipient.status === 'finished').length;
+  const active = count - skipped;
+  const cascade: CascadeRow = {
+    id: ids[0], organization_id: input.organizationId, location_id: input.locationId, name: input.name, flow_id: flow.id || null,
+    channel: input.channel || null, external_id: input.externalId || null, status: active === 0 ? 'finished' : 'running',
+    locale: profile.organization.locale || 'en', templates: JSON.stringify(templatesByChannel(profile)), flow_steps: JSON.stringify(flow.steps),
+    recipients_total: count, skipped, active_recipients: active, created_at: now, finished_at: active === 0 ? now : null, trace_context: JSON.stringify(traceContext),
+  };
+  return { cascade, reviewLinks, recipients, steps };
+}
+
+/** Writes the cascade's rows, and the finish events of the recipients it could not reach. */
+async function writeCascade(client: PoolClient, input: StartCascadeInput, flow: Flow, profile: SendingProfile): Promise<StartCascadeResult> {
+  const now = await dbNow(client);
+  // The StartCascade span's context: every message of this cascade is published as its child.
+  const traceContext = injectTraceContext({});
+  const rows = planCascade(input, flow, profile, now, traceContext);
+  await insertCascade(client, rows);
+  const { cascade } = rows;
+  const unreachable = rows.recipients.filter((recipient) => recipient.status === 'finished');
+  if (unreachable.length) {
+    const events = unreachable.map((recipient) => ({
+      ...finishEventFor({
+        organizationId: input.organizationId,
+        cascadeId: cascade.id,
+        cascadeExternalId: cascade.external_id,
+        locationId: input.locationId,
+        reviewRequestId: recipient.review_request_id,
+        recipient: { id: recipient.id, ...input.recipients[recipient.position] },
+        rating: null,
+        feedback: null,
+        reason: 'unreachable',
+        steps: flow.steps.map((step) => ({ order: step.order, channel: step.channel, status: 'skipped', reason: 'no_contact', sentAt: null, reroutedTo: '' })),
+        finishedAt: now,
+      }),
+      headers: traceContext,
+    }));
+    await writeOutbox(client, eventSubject(EVENT_TYPES.cascadeRecipientFinished), events);
+  }
+  return {
+    id: cascade.id,
+    status: cascade.status,
+    queued: cascade.active_recipients,
+    skipped: cascade.skipped,
+    flow: { id: flow.id, organizationId: input.organizationId, name: flow.name, isDefault: flow.isDefault, steps: flow.steps },
+    channel: input.channel,
+    externalId: input.externalId,
+  };
+}

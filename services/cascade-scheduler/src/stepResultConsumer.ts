@@ -1,0 +1,157 @@
+import { busV1, STEP_RESULT_BATCH_SUBJECT } from '@rrs/proto';
+import { extractTraceContext, SpanKind, withSpan, type Bus, type BusMessage, type Logger, type Pool, type Subscription } from '@rrs/runtime';
+import { applyStepResults } from './applyStepResults';
+
+/** Results applied in one transaction at most. */
+export const RESULT_BATCH_SIZE = 500;
+
+export type StepResultHandler = (result: busV1.StepResult) => Promise<void>;
+
+/**
+ * Redelivery of a result that could not be applied (PostgreSQL down, a lock timeout): exponential from
+ * `baseMs`, capped at `maxMs`. With the defaults (1 s doubling to 60 s) and `RESULT_MAX_DELIVER`
+ * deliveries a result survives a database outage of about 16 hours; a result is the only record that a
+ * message went out, so dropping it early would make the watchdog send the step again.
+ */
+export const RESULT_MAX_DELIVER = 1000;
+export interface RedeliveryBackoff {
+  baseMs: number;
+  maxMs: number;
+}
+export const RESULT_BACKOFF: RedeliveryBackoff = { baseMs: 1_000, maxMs: 60_000 };
+
+export function redeliveryDelayMs(deliveryCount: number, backoff: RedeliveryBackoff = RESULT_BACKOFF): number {
+  const doublings = Math.min(Math.max(0, deliveryCount - 1), 30);
+  return Math.min(backoff.maxMs, backoff.baseMs * 2 ** doublings);
+}
+
+/**
+ * Consumes step results from `steps.result.batch` (a StepResultBatch per message, what senders
+ * publish). Results are gathered into batches (up to `batchSize`, of what arrived while earlier batches
+ * were being written), applied in one transaction each — at most `parallel` at once, so a batch waiting
+ * for a dispatcher's recipient locks does not stall the others. A message is acked once all its results
+ * are applied, nak'ed with a backoff if any failed (applying is idempotent, so its other results are
+ * harmless the second time).
+ */
+export async function consumeStepResults(
+  bus: Bus,
+  pool: Pool,
+  logger: Logger,
+  options: {
+    minuteMs: number;
+    batchSize?: number;
+    parallel?: number;
+    concurrency?: number;
+    onApplied?: StepResultHandler;
+    /** Tests shorten these; see RESULT_BACKOFF and RESULT_MAX_DELIVER. */
+    backoff?: RedeliveryBackoff;
+    maxDeliver?: number;
+  },
+): Promise<StepResultConsumer> {
+  const backoff = options.backoff ?? RESULT_BACKOFF;
+  const maxDeliver = options.maxDeliver ?? RESULT_MAX_DELIVER;
+  const batchSize = options.batchSize ?? RESULT_BATCH_SIZE;
+  const parallel = options.parallel ?? 2;
+  const queue: Array<{ result: busV1.StepResult; done: (err?: unknown) => void }> = [];
+  let active = 0;
+  const waiters: Array<{ below: number; resolve: () => void }> = [];
+  // Messages are decoded only when their results can join the queue: results held waiting are what a
+  // young-generation GC has to copy, and a few thousand of them cost more CPU than applying them.
+  const capacity = 2 * batchSize;
+  const whenRoom = (): Promise<void> => {
+    if (queue.length < capacity) return Promise.resolve();
+    return new Promise((resolve) => waiters.push({ below: capacity, resolve }));
+  };
+  const release = (): void => {
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      if (queue.length < waiters[i].below) waiters.splice(i, 1)[0].resolve();
+    }
+  };
+
+  const apply = async (batch: typeof queue): Promise<void> => {
+    try {
+      const done = await applyStepResults(pool, batch.map((entry) => entry.result), options.minuteMs);
+      if (options.onApplied) for (const result of done) await options.onApplied(result);
+      for (const entry of batch) entry.done();
+    } catch (err) {
+      logger.warn({ err, size: batch.length }, 'applying step results failed; they will be redelivered');
+      for (const entry of batch) entry.done(err);
+    }
+  };
+  const pump = (): void => {
+    while (active < parallel && queue.length) {
+      const batch = queue.splice(0, batchSize);
+      release();
+      active++;
+      void apply(batch).finally(() => {
+        active--;
+        pump();
+      });
+    }
+  };
+  /** Resolves once the result is applied, with the error if its batch failed. */
+  const enqueue = (result: busV1.StepResult): Promise<unknown> =>
+    new Promise((resolve) => {
+      queue.push({ result, done: resolve });
+      if (queue.length === 1) setImmediate(pump);
+      else if (queue.length >= batchSize) pump();
+    });
+  const settle = (msg: BusMessage, errors: unknown[], attemptId: string): void => {
+    const err = errors.find((error) => error !== undefined);
+    if (err === undefined) {
+      msg.ack();
+      return;
+    }
+    if (msg.deliveryCount >= maxDeliver) logger.error({ err, seq: msg.seq, attemptId }, 'step results dropped after their last delivery');
+    msg.nak(redeliveryDelayMs(msg.deliveryCount, backoff));
+  };
+
+  const subscription = await bus.consume(
+    { stream: 'STEPS', durable: 'scheduler-result-batches', filterSubject: STEP_RESULT_BATCH_SUBJECT, concurrency: options.concurrency ?? 256, maxDeliver },
+    async (msg: BusMessage) => {
+      await whenRoom();
+      let results: busV1.StepResult[];
+      try {
+        results = busV1.StepResultBatch.decode(msg.data).results;
+      } catch (err) {
+        logger.error({ err, seq: msg.seq, subject: msg.subject }, 'undecodable step result, dropped');
+        msg.term('undecodable');
+        return;
+      }
+      const errors = await Promise.all(results.map((result) => withResultSpan(result, () => enqueue(result))));
+      settle(msg, errors, results[0]?.attemptId ?? '');
+    },
+  );
+  return {
+    async drain() {
+      await subscription.drain();
+      for (const waiter of waiters.splice(0)) waiter.resolve();
+    },
+    waiting: () => queue.length,
+    whenRoom,
+  };
+}
+
+export interface StepResultConsumer extends Subscription {
+  /** Results received and not yet taken into a batch being applied. */
+  waiting(): number;
+  /**
+   * Resolves once the queue has room (fewer than two batches of results wait; at once if it has):
+   * what messages wait for before they are decoded, and the dispatcher before each round.
+   */
+  whenRoom(): Promise<void>;
+}
+
+/**
+ * A result from a batch is processed in a span of its own trace (the context the sender put in it);
+ * results without one (tracing off) skip the span machinery.
+ */
+function withResultSpan<T>(result: busV1.StepResult, fn: () => Promise<T>): Promise<T> {
+  if (!result.traceContext || Object.keys(result.traceContext).length === 0) return fn();
+  return withSpan(
+    'process steps.result',
+    { 'messaging.system': 'nats', 'messaging.destination.name': STEP_RESULT_BATCH_SUBJECT, 'messaging.operation': 'process', 'rrs.step_id': result.stepId },
+    fn,
+    { kind: SpanKind.CONSUMER, parent: extractTraceContext(result.traceContext) },
+  );
+}

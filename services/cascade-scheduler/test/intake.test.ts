@@ -1,0 +1,68 @@
+import { LOCATION, ORG, startHarness, type Harness } from './harness';
+
+/**
+ * Intake writes every row of a cascade in one statement, one array parameter per column: whatever a
+ * CRM sends in a name is stored as sent, and every row of the cascade carries the cascade's time.
+ */
+describe('intake statement (Postgres)', () => {
+  let h: Harness;
+
+  beforeAll(async () => {
+    h = await startHarness({ deps: { noDispatcher: true } });
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('stores names with quotes, commas, braces, backslashes, NULL and empty strings exactly as sent', async () => {
+    const names = [`O'Brien, "Jr"`, '{a,b}', 'back\\slash', 'NULL', 'null', '', 'Анна Мария', 'tab\there'];
+    const { result } = await h.scheduler.cascades.start({
+      organizationId: ORG, locationId: LOCATION, name: 'quoting, "all" {of} it', flowId: '', channel: 'EMAIL', externalId: 'NULL',
+      recipients: names.map((name, i) => ({ name, email: `q${i}@example.com`, phone: '', contactId: i === 0 ? 'NULL' : '', contactExternalId: `ext "${i}"` })),
+    });
+    const cascade = await h.scheduler.cascades.get(ORG, result.id);
+    expect(cascade).toMatchObject({ name: 'quoting, "all" {of} it', externalId: 'NULL', hasExternalId: true });
+    expect(cascade.recipients.map((r) => r.name)).toEqual(names);
+    expect(cascade.recipients.map((r) => r.contactExternalId)).toEqual(names.map((_, i) => `ext "${i}"`));
+    const { rows } = await h.pool.query<{ contact_id: string; customer_name: string; contact: string }>(
+      'SELECT r.contact_id, rr.customer_name, rr.contact FROM recipients r JOIN review_requests rr ON rr.id = r.review_request_id WHERE r.cascade_id = $1 ORDER BY r.position',
+      [result.id],
+    );
+    expect(rows.map((r) => r.customer_name)).toEqual(names);
+    expect(rows.map((r) => r.contact)).toEqual(names.map((_, i) => `q${i}@example.com`));
+    expect(rows[0].contact_id).toBe('NULL');
+  });
+
+  it('gives the cascade, its review links, recipients and steps one time; only the first step of a reachable recipient is due', async () => {
+    const flow = await h.scheduler.flows.create({ organizationId: ORG, name: 'three', isDefault: false, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 5 }, { channel: 'EMAIL', delayMinutes: 10 }] });
+    const { result } = await h.scheduler.cascades.start({
+      organizationId: ORG, locationId: LOCATION, name: '', flowId: flow.id, channel: '', externalId: '',
+      recipients: [{ name: 'reachable', email: 'r@example.com', phone: '' }, { name: 'unreachable', email: '', phone: '' }],
+    });
+    expect(result).toMatchObject({ status: 'running', queued: 1, skipped: 1 });
+    const { rows: times } = await h.pool.query<{ n: number }>(
+      `SELECT count(DISTINCT t)::int AS n FROM (
+         SELECT created_at AS t FROM cascades WHERE id = $1
+         UNION ALL SELECT rr.created_at FROM review_requests rr JOIN recipients r ON r.review_request_id = rr.id WHERE r.cascade_id = $1
+         UNION ALL SELECT finished_at FROM recipients WHERE cascade_id = $1 AND finished_at IS NOT NULL
+         UNION ALL SELECT coalesce(due_at, skipped_at) FROM recipient_steps WHERE cascade_id = $1 AND coalesce(due_at, skipped_at) IS NOT NULL) times`,
+      [result.id],
+    );
+    expect(times[0].n).toBe(1);
+    const { rows: steps } = await h.pool.query<{ name: string; step_order: number; status: string; reason: string | null; sent_channel: string; due: boolean }>(
+      `SELECT r.name, s.step_order, s.status, s.reason, s.sent_channel, s.due_at IS NOT NULL AS due
+         FROM recipient_steps s JOIN recipients r ON r.id = s.recipient_id WHERE s.cascade_id = $1 ORDER BY r.position, s.step_order`,
+      [result.id],
+    );
+    expect(steps).toEqual([
+      { name: 'reachable', step_order: 1, status: 'scheduled', reason: null, sent_channel: 'EMAIL', due: true },
+      { name: 'reachable', step_order: 2, status: 'pending', reason: null, sent_channel: 'SMS', due: false },
+      { name: 'reachable', step_order: 3, status: 'pending', reason: null, sent_channel: 'EMAIL', due: false },
+      { name: 'unreachable', step_order: 1, status: 'skipped', reason: 'no_contact', sent_channel: 'EMAIL', due: false },
+      { name: 'unreachable', step_order: 2, status: 'skipped', reason: 'no_contact', sent_channel: 'SMS', due: false },
+      { name: 'unreachable', step_order: 3, status: 'skipped', reason: 'no_contact', sent_channel: 'EMAIL', due: false },
+    ]);
+    const { rows: recipients } = await h.pool.query('SELECT name, status, finish_reason FROM recipients WHERE cascade_id = $1 ORDER BY position', [result.id]);
+    expect(recipients).toEqual([{ name: 'reachable', status: 'running', finish_reason: null }, { name: 'unreachable', status: 'finished', finish_reason: 'unreachable' }]);
+  });
+});
