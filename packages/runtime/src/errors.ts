@@ -2,7 +2,8 @@
  * Domain errors: what went wrong, in the domain's words (`kind`), with a stable machine-readable `code`.
  * Domain code throws these and knows nothing of transports; each boundary maps the kind once: to a gRPC
  * status where a service answers (grpc.ts, which also carries kind, code and details across intact), and
- * to an HTTP status and RFC 9457 problem details at the gateway.
+ * to an HTTP status and RFC 9457 problem details at the gateway (only the gateway's HTTP layer has
+ * statuses of its own: 405, 413, 415).
  */
 export const ERROR_KINDS = [
   /** The input breaks a rule of the operation; `details.errors` may list the offending fields. */
@@ -148,27 +149,9 @@ export const HTTP_STATUS_OF_KIND: Record<ErrorKind, number> = {
   unavailable: 503,
 };
 
-const KIND_OF_HTTP_STATUS: Record<number, ErrorKind> = Object.fromEntries(Object.entries(HTTP_STATUS_OF_KIND).map(([kind, status]) => [status, kind as ErrorKind]));
-
-/**
- * @deprecated Transitional: an error named by its HTTP status. Domain code throws the errors of its
- * kind above; only the gateway's HTTP layer has statuses of its own (405, 413, 415, 431).
- */
-export class AppError extends DomainError {
-  readonly status: number;
-
-  constructor(status: number, code: string, message: string, options: DomainErrorOptions = {}) {
-    super(KIND_OF_HTTP_STATUS[status] ?? (status >= 500 ? 'internal' : 'invalid'), code, message, options);
-    this.name = 'AppError';
-    this.status = status;
-  }
-}
-
-/** The HTTP status of any error: an explicit one (AppError, HTTP-layer errors), else its kind's, else 500. */
+/** The HTTP status of an error where it reaches HTTP: its kind's, or 500 for anything that is not a domain error. */
 export function httpStatusOf(err: unknown): number {
-  if (err instanceof AppError) return err.status;
-  if (err instanceof DomainError) return HTTP_STATUS_OF_KIND[err.kind];
-  return 500;
+  return err instanceof DomainError ? HTTP_STATUS_OF_KIND[err.kind] : 500;
 }
 
 export class ConfigError extends Error {
@@ -178,8 +161,4 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
     this.variable = variable;
   }
-}
-
-export function isAppError(err: unknown): err is AppError {
-  return err instanceof AppError;
 }

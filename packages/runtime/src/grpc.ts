@@ -2,20 +2,18 @@ import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { context } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import { AppError, DomainError, isErrorKind, UnavailableError, type ErrorKind } from './errors';
+import { DomainError, isErrorKind, UnavailableError, type ErrorKind } from './errors';
 import type { Health } from './health';
 import { histogram, LATENCY_BUCKETS } from './metrics';
 import { extractTraceContext, injectTraceContext, withSpan, SpanKind } from './tracing';
 
 /*
  * Domain errors cross gRPC intact: the server maps the kind to a gRPC status and puts kind, code and
- * details (and an explicit HTTP status, for the transitional AppError) into trailing metadata; the
- * client turns them back into the same error. Anything else becomes `internal` (server side) or
+ * details into trailing metadata; the client turns them back into the same error. Anything else becomes `internal` (server side) or
  * `service_unavailable` (transport failures, client side).
  */
 const MD_KIND = 'rrs-error-kind';
 const MD_CODE = 'rrs-error-code';
-const MD_STATUS = 'rrs-error-status';
 const MD_DETAILS = 'rrs-error-details-bin';
 
 export const GRPC_STATUS_OF_KIND: Record<ErrorKind, grpc.status> = {
@@ -42,7 +40,6 @@ function toServiceError(err: unknown, logger: Logger, method: string): Partial<g
   if (err instanceof DomainError && err.kind !== 'internal') {
     metadata.set(MD_KIND, err.kind);
     metadata.set(MD_CODE, err.code);
-    if (err instanceof AppError) metadata.set(MD_STATUS, String(err.status));
     if (err.details) metadata.set(MD_DETAILS, Buffer.from(JSON.stringify(err.details)));
     return { code: GRPC_STATUS_OF_KIND[err.kind], details: err.message, metadata };
   }
@@ -58,8 +55,6 @@ export function fromServiceError(err: grpc.ServiceError): DomainError {
   if (typeof code === 'string' && isErrorKind(kind)) {
     const raw = err.metadata.get(MD_DETAILS)[0];
     const details = raw ? (JSON.parse(Buffer.from(raw as Buffer).toString('utf8')) as Record<string, unknown>) : undefined;
-    const status = err.metadata.get(MD_STATUS)[0];
-    if (typeof status === 'string') return new AppError(Number(status), code, err.details, { cause: err, details });
     if (kind === 'internal') return new DomainError('internal', 'internal', `backing service error: ${err.details || err.message}`, { cause: err });
     return new DomainError(kind, code, err.details, { cause: err, details });
   }
@@ -180,7 +175,7 @@ export interface GrpcClientHandle<C> {
   close(): void;
 }
 
-/** Creates a client whose calls carry the trace context and a deadline, and reject with AppError. */
+/** Creates a client whose calls carry the trace context and a deadline, and reject with the domain error the server threw. */
 export function createGrpcClient<C extends grpc.Client>(Ctor: GrpcClientCtor<C>, address: string, defaults: { deadlineMs?: number } = {}): GrpcClientHandle<C> {
   const raw = new Ctor(address, grpc.credentials.createInsecure(), {
     'grpc.keepalive_time_ms': 30_000,

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { AppError, UnavailableError } from '@rrs/runtime';
+import { httpStatusOf, UnauthenticatedError, UnavailableError, type DomainError } from '@rrs/runtime';
 import { cachedAuthenticator } from '../src/authCache';
 import { createRateLimiter } from '../src/rateLimit';
 import { principal } from './support';
@@ -48,8 +48,8 @@ describe('rate limiter and auth cache without Redis', () => {
     const auth = cachedAuthenticator(
       async (key) => {
         lookups++;
-        // As the directory's refusal arrives over gRPC while contacts still names it by HTTP status.
-        if (key !== 'good') throw new AppError(401, 'invalid_api_key', 'unknown key');
+        // As the directory's refusal arrives over gRPC: an error of its kind, with no HTTP status.
+        if (key !== 'good') throw new UnauthenticatedError('invalid_api_key', 'unknown key');
         return p;
       },
       { ttlMs: 400, redis: down, keyPrefix: 'down:' },
@@ -58,7 +58,8 @@ describe('rate limiter and auth cache without Redis', () => {
       expect(await auth('good')).toBe(p);
       expect(await auth('good')).toBe(p);
       expect(lookups).toBe(1);
-      await expect(auth('bad')).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
+      const refusal = (await auth('bad').catch((err: unknown) => err)) as DomainError;
+      expect({ status: httpStatusOf(refusal), code: refusal.code }).toEqual({ status: 401, code: 'invalid_api_key' });
       await expect(auth('bad')).rejects.toMatchObject({ code: 'invalid_api_key' });
       expect(lookups).toBe(2);
       await new Promise((r) => setTimeout(r, 150));
