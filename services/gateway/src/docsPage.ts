@@ -22,9 +22,17 @@ function resolve(doc: Json, node: unknown): Json {
 const pre = (v: unknown) =>
   `<pre>${esc(JSON.stringify(v, null, 2)).replace(/&#34;#\/components\/schemas\/([\w.-]+)&#34;/g, (_m, name: string) => `&#34;<a href="#schema-${name}">#/components/schemas/${name}</a>&#34;`)}</pre>`;
 
-function operationHtml(doc: Json, method: string, path: string, op: Json): string {
+/** Who may call an operation: an API key's scope, any key, the document's scheme (the admin token), or, for a webhook, us. */
+function callerHtml(doc: Json, op: Json, webhook: boolean): string {
+  if (webhook) return 'Sent by the service to your endpoint, signed per Standard Webhooks: verify the signature';
+  if (op['x-required-scope']) return `Permission: <code>${esc(op['x-required-scope'])}</code>`;
+  if ('x-required-scope' in op) return 'Permission: any valid key';
+  const schemes = ((doc.security as Json[] | undefined) ?? []).flatMap((r) => Object.keys(r));
+  return `Authorization: ${schemes.map((s) => `<code>${esc(s)}</code>`).join(', ')}`;
+}
+
+function operationHtml(doc: Json, method: string, path: string, op: Json, webhook = false): string {
   const id = esc(op.operationId);
-  const scope = op['x-required-scope'] ? `<code>${esc(op['x-required-scope'])}</code>` : 'any valid key';
   const params = ((op.parameters as unknown[]) ?? []).map((p) => resolve(doc, p));
   const body = (op.requestBody as Json | undefined)?.content as Json | undefined;
   const json = body?.['application/json'] as Json | undefined;
@@ -44,7 +52,7 @@ function operationHtml(doc: Json, method: string, path: string, op: Json): strin
   return `<section class="op" id="${id}">
 <h3><span class="m ${esc(method)}">${esc(method.toUpperCase())}</span> <code>${esc(path)}</code> — ${esc(op.summary)}</h3>
 ${op.description ? `<p>${text(op.description)}</p>` : ''}
-<p class="meta">Permission: ${scope}${op['x-rate-limited'] ? ' · rate-limited' : ''} · operationId <code>${id}</code></p>
+<p class="meta">${callerHtml(doc, op, webhook)}${op['x-rate-limited'] ? ' · rate-limited' : ''} · operationId <code>${id}</code></p>
 ${params.length ? `<h4>Parameters</h4><table>${params.map((p) => `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}${p.required ? ', required' : ''}</td><td>${text(p.description ?? '')}</td></tr>`).join('')}</table>` : ''}
 ${json ? `<h4>Request body</h4><details open><summary>schema</summary>${pre(json.schema)}</details>${json.example !== undefined ? `<details><summary>example</summary>${pre(json.example)}</details>` : ''}` : ''}
 <h4>Responses</h4><table>${responses.join('')}</table>
@@ -75,6 +83,11 @@ export function renderDocsPage(doc: Json): string {
       toc.push(`<li><a href="#${esc(o.operationId)}"><span class="m ${esc(method)}">${esc(method.toUpperCase())}</span> ${esc(path)}</a></li>`);
     }
   }
+  const events = Object.entries((doc.webhooks as Json | undefined) ?? {}).map(([type, item]) => {
+    const o = (item as Json).post as Json;
+    toc.push(`<li><a href="#${esc(o.operationId)}"><span class="m post">EVENT</span> ${esc(type)}</a></li>`);
+    return operationHtml(doc, 'post', type, o, true);
+  });
   const tagInfo = new Map(((doc.tags as Json[] | undefined) ?? []).map((t) => [String(t.name), String(t.description ?? '')]));
   const problem = resolve(doc, { $ref: '#/components/schemas/Problem' });
   const codes = (((problem.properties as Json | undefined)?.code as Json | undefined)?.enum as string[] | undefined) ?? [];
@@ -99,6 +112,7 @@ table{border-collapse:collapse;width:100%}td{border-bottom:1px solid #eee;paddin
 <p>${text(info.description)}</p>
 ${servers.length ? `<p>Base URL: <code>${esc(servers[0].url)}</code> · OpenAPI ${esc(doc.openapi)}${docUrl ? `: <a href="${esc(docUrl)}">openapi.json</a>` : ''}</p>` : ''}
 ${[...byTag].map(([tag, ops]) => `<h2>${esc(tag)}</h2><p>${text(tagInfo.get(tag) ?? '')}</p>${ops.join('\n')}`).join('\n')}
+${events.length ? `<h2 id="webhook-events">Webhook events</h2><p>What your endpoint receives (register it with POST /webhooks): one POST per event, at least once.</p>${events.join('\n')}` : ''}
 <h2 id="schemas">Schemas</h2><p>Named schemas the operations refer to. An enum lists every value a field can have today; a later release may add one.</p>
 ${schemas.map(([name, raw]) => schemaHtml(name, raw as Json)).join('\n')}
 <h2 id="errors">Errors</h2><p>Every error is RFC 9457 <code>application/problem+json</code>; its <code>type</code> points to the code's row below.</p><div id="schema-Problem">${pre(problem)}</div>

@@ -15,7 +15,7 @@ function typed(value: unknown, schema: Json): unknown {
 
 /**
  * Every place of an OpenAPI document that must carry an example — each request body, parameter,
- * response body and response header of every operation — and what is wrong with it: missing, or not
+ * response body and response header of every operation and webhook — and what is wrong with it: missing, or not
  * valid against its schema (ajv, JSON Schema 2020-12, formats checked). Empty = all present and valid.
  */
 export function exampleProblems(doc: Json): string[] {
@@ -40,11 +40,15 @@ export function exampleProblems(doc: Json): string[] {
     const validate = ajv.compile({ $ref: `doc#${schemaPointer}` });
     if (!validate(typed(example, schema))) problems.push(`${where}: example does not match its schema: ${ajv.errorsText(validate.errors)}`);
   };
-  for (const [path, item] of Object.entries((doc.paths as Json) ?? {})) {
+  const operations = [
+    ...Object.entries((doc.paths as Json) ?? {}).map(([path, item]) => ['paths', path, item] as const),
+    ...Object.entries((doc.webhooks as Json) ?? {}).map(([event, item]) => ['webhooks', event, item] as const),
+  ];
+  for (const [section, path, item] of operations) {
     for (const [method, raw] of Object.entries(item as Json)) {
       const op = raw as Json;
-      const at = `/paths/${escape(path)}/${method}`;
-      const name = `${method.toUpperCase()} ${path}`;
+      const at = `/${section}/${escape(path)}/${method}`;
+      const name = `${section === 'webhooks' ? 'webhook ' : ''}${method.toUpperCase()} ${path}`;
       ((op.parameters as unknown[] | undefined) ?? []).forEach((p, i) => {
         const { node, pointer } = resolve(p);
         check(`${name} parameter ${String(node.name)}`, `${pointer ?? `${at}/parameters/${i}`}/schema`, node.example, node.schema as Json);

@@ -1,5 +1,7 @@
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import {
-  CASCADE_STATUSES, CONTACT_FIELDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS, REVIEW_REQUEST_STATUSES, SCOPES,
+  CASCADE_STATUSES, EVENT_TYPES, eventsV1, CONTACT_FIELDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS, REVIEW_REQUEST_STATUSES, SCOPES,
   SKIP_REASONS, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENT_TYPES,
 } from '@rrs/proto';
 import { adminApi } from '../src/admin/api';
@@ -8,6 +10,8 @@ import { renderDocsPage } from '../src/docsPage';
 import { serveApi } from '../src/http/api';
 import { publicRoutes } from '../src/routes';
 import { publicApi } from '../src/routes/api';
+// The renderer of the bodies the webhooks service POSTs: the document's `webhooks` must describe its output.
+import { renderBody } from '../../webhooks/src/payload';
 
 /*
  * What a client generated from the documents (openapi-typescript) gets typed: the enums of @rrs/proto,
@@ -145,10 +149,48 @@ describe('the types of the OpenAPI documents', () => {
     expect(problemPart(adminCreate, 401).properties.code.enum).toEqual(['missing_admin_token', 'invalid_admin_token']);
   });
 
+  it('describes the webhook events a receiver gets, and the webhooks service renders exactly such bodies', () => {
+    const webhooks = doc.webhooks as Record<string, { post: { requestBody: { content: { 'application/json': { schema: Json } } }; parameters: Json[] } }>;
+    expect(Object.keys(webhooks)).toEqual([...WEBHOOK_EVENT_TYPES]);
+    expect(webhooks['cascade.recipient.finished'].post.parameters.map((p) => p.$ref)).toEqual(['#/components/parameters/WebhookId', '#/components/parameters/WebhookTimestamp', '#/components/parameters/WebhookSignature']);
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(ajv);
+    ajv.addSchema(doc, 'doc');
+    const bodyOf = (type: string) => ajv.compile({ $ref: `doc#/webhooks/${type.replace(/~/g, '~0').replace(/\//g, '~1')}/post/requestBody/content/application~1json/schema` });
+    const at = new Date('2026-05-01T12:30:00Z');
+    const step = (order: number, status: string, reason: string, rerouted = '') => ({ order, channel: order === 1 ? 'EMAIL' : 'SMS', status, reason, sentAt: status === 'sent' ? at : undefined, reroutedTo: rerouted });
+    const finished = (over: Partial<eventsV1.CascadeRecipientFinished>): eventsV1.Event => ({
+      id: 'e1', type: EVENT_TYPES.cascadeRecipientFinished, organizationId: 'o', occurredAt: at,
+      payload: {
+        $case: 'cascadeRecipientFinished',
+        cascadeRecipientFinished: {
+          cascadeId: 'c', cascadeExternalId: '', reviewRequestId: 'rr', locationId: 'l', rating: 0, feedback: '', reason: 'exhausted', finishedAt: at,
+          recipient: { id: 'r', name: '', email: 'a@example.com', phone: '', contactExternalId: '' },
+          steps: [step(1, 'sent', ''), step(2, 'failed', 'no_balance', 'TELEGRAM')],
+          ...over,
+        },
+      },
+    });
+    const events: eventsV1.Event[] = [
+      finished({}),
+      finished({ rating: 2, feedback: 'slow', reason: 'rated', cascadeExternalId: 'crm-1', steps: [step(1, 'sent', ''), step(2, 'canceled', '')] }),
+      finished({ reason: 'unreachable', steps: [step(1, 'skipped', 'no_contact'), step(2, 'skipped', 'opted_out')] }),
+      { id: 'e2', type: EVENT_TYPES.webhookTest, organizationId: 'o', occurredAt: at, payload: { $case: 'webhookTest', webhookTest: { endpointId: 'w', message: 'A test event' } } },
+    ];
+    for (const event of events) {
+      const validate = bodyOf(event.type);
+      const body = JSON.parse(renderBody(event)) as unknown;
+      expect([event.type, validate(body) ? 'valid' : ajv.errorsText(validate.errors)]).toEqual([event.type, 'valid']);
+    }
+    // The check can fail: a body the renderer would not make is refused.
+    expect(bodyOf(EVENT_TYPES.cascadeRecipientFinished)({ type: 'cascade.recipient.finished', timestamp: 't', data: {} })).toBe(false);
+  });
+
   it('the docs page shows every operation, every named schema with its values, and every error code of the document', () => {
     for (const d of [doc, admin]) {
       const html = renderDocsPage(d);
-      for (const item of Object.values(d.paths as Record<string, Record<string, { operationId: string }>>)) for (const o of Object.values(item)) expect(html).toContain(`id="${o.operationId}"`);
+      const items = [...Object.values(d.paths as Json), ...Object.values((d.webhooks as Json | undefined) ?? {})] as Array<Record<string, { operationId: string }>>;
+      for (const item of items) for (const o of Object.values(item)) expect(html).toContain(`id="${o.operationId}"`);
       for (const [name, schema] of Object.entries(schemasOf(d))) {
         expect(html).toContain(`id="schema-${name}"`);
         for (const value of (schema.enum as string[] | undefined) ?? []) expect(html).toContain(`<code>${value}</code>`);

@@ -38,6 +38,21 @@ export interface DocumentInfo {
   errorCatalog: Record<string, ErrorCodeInfo>;
   /** POST operations take an Idempotency-Key (as the pipeline's `idempotencyKeys`). */
   idempotencyKeys: boolean;
+  /** The events the API POSTs to its integrators' endpoints (the document's `webhooks`). */
+  webhooks?: readonly WebhookDefinition[];
+}
+
+/** An event delivered by webhook (Standard Webhooks v1): what a receiver gets. */
+export interface WebhookDefinition {
+  /** The event type, the key of the document's `webhooks` (e.g. `cascade.recipient.finished`). */
+  type: string;
+  operationId: string;
+  summary: string;
+  description: string;
+  /** Schema of the JSON body. */
+  body: z.ZodType;
+  /** A body, valid against `body`. */
+  example: unknown;
 }
 
 const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
@@ -287,6 +302,41 @@ const SHARED_PARAMETERS: Json = {
     example: 'crm-deal-1042-won',
   },
 };
+/** The Standard Webhooks headers of every delivery (docs/webhooks.md, "Verifying signatures"). */
+const WEBHOOK_PARAMETERS: Json = {
+  WebhookId: {
+    name: 'webhook-id', in: 'header', required: true, schema: { type: 'string' }, example: '0190c3c4-0000-7000-8000-000000000003',
+    description: 'The event id: the same on every attempt and replay of the event. Deduplicate on it.',
+  },
+  WebhookTimestamp: {
+    name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'integer' }, example: 1777638601,
+    description: 'When this attempt was signed, in seconds since the epoch. Refuse one more than 5 minutes away from your clock.',
+  },
+  WebhookSignature: {
+    name: 'webhook-signature', in: 'header', required: true, schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$' },
+    example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
+    description: 'Space-separated `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<raw body>` with the endpoint\'s secret; two during a secret rotation. Genuine when any one matches.',
+  },
+};
+
+/** A webhook event as a receiver implements it: the Standard Webhooks headers, the body, and what its answers mean. */
+function webhookOperation(event: WebhookDefinition, schemas: Json): Json {
+  return {
+    operationId: event.operationId,
+    summary: event.summary,
+    description: event.description,
+    tags: ['webhooks'],
+    // The receiver's endpoint, not this API: our API key is not sent; the signature proves the sender.
+    security: [],
+    parameters: ['WebhookId', 'WebhookTimestamp', 'WebhookSignature'].map((name) => ({ $ref: `#/components/parameters/${name}` })),
+    requestBody: { required: true, content: { 'application/json': { schema: schemaOf(event.body, 'output', schemas), example: event.example } } },
+    responses: {
+      '200': { description: 'Any 2xx, within 15 seconds, acknowledges the delivery; the body is ignored (its first 4 KiB are kept in the delivery log).' },
+      '410': { description: 'Gone: the endpoint is disabled (`disabledReason: gone`) and gets no more deliveries. Any other answer, or none, is a failed attempt, retried on the schedule.' },
+    },
+  };
+}
+
 /** Headers that are always present on the responses that list them (see the note on `$ref`s at the top). */
 const SHARED_HEADERS: Json = {
   RequestId: { description: 'The request id (the caller\'s `X-Request-Id` when it is sane, otherwise generated).', required: true, schema: { type: 'string' }, example: EXAMPLE_REQUEST_ID },
@@ -313,9 +363,10 @@ export function buildOpenApiDocument(routes: readonly Route[], info: DocumentInf
   // Every code the API can answer, with its status and meaning: the catalog plus the routes' own.
   const catalog: Record<string, ErrorCodeInfo> = { ...info.errorCatalog };
   for (const r of sorted) for (const [status, codes] of errorCodesOf(r, info)) for (const [code, description] of codes) catalog[code] ??= { status, description };
-  const used = JSON.stringify(paths);
+  const webhooks = Object.fromEntries((info.webhooks ?? []).map((event) => [event.type, { post: webhookOperation(event, schemas) }]));
+  const used = JSON.stringify(paths) + JSON.stringify(webhooks);
   const pick = (kind: string, all: Json): Json => Object.fromEntries(Object.entries(all).filter(([name]) => used.includes(`"#/components/${kind}/${name}"`)));
-  const parameters = pick('parameters', SHARED_PARAMETERS);
+  const parameters = pick('parameters', { ...SHARED_PARAMETERS, ...WEBHOOK_PARAMETERS });
   return {
     openapi: '3.1.0',
     'x-error-codes': catalog,
@@ -324,6 +375,7 @@ export function buildOpenApiDocument(routes: readonly Route[], info: DocumentInf
     security: kinds.map((kind) => ({ [kind]: [] })),
     tags: tagNames.map((name) => ({ name, description: info.tags?.[name] ?? info.defaultTagDescription?.(name) ?? `Operations on ${name}.` })),
     paths,
+    ...(Object.keys(webhooks).length > 0 ? { webhooks } : {}),
     components: {
       securitySchemes: Object.fromEntries(kinds.map((kind) => [kind, AUTH_DESCRIPTIONS[kind].securityScheme])),
       ...(Object.keys(parameters).length > 0 ? { parameters } : {}),

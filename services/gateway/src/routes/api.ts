@@ -4,6 +4,7 @@ import { ERROR_CODES } from '../http/errorCodes';
 import { serverUrlFor } from '../http/openapi';
 import type { RouteSource } from '../http/route';
 import type { RateLimiter } from '../rateLimit';
+import { PUBLIC_WEBHOOKS } from './events';
 
 export const PUBLIC_API_DESCRIPTION = `Hand customers over from a CRM and have review requests sent to them through a cascade of channels (email, SMS, MAX, Telegram), or through one channel.
 
@@ -19,7 +20,7 @@ export const PUBLIC_TAG_DESCRIPTIONS: Record<string, string> = {
   cascades: 'Recipients put into a flow.',
   channels: 'The channel catalog and one send method per channel.',
   'review-requests': 'Personal review links delivered by the caller.',
-  webhooks: 'Endpoints that receive signed events.',
+  webhooks: 'Endpoints that receive signed events, and the events they receive (the `webhooks` of this document).',
 };
 
 /** The public API `/api/v1`: integrators' API keys, every POST idempotent, the public error catalog. */
@@ -36,6 +37,7 @@ export function publicApi(deps: { routes: readonly RouteSource[]; authenticate: 
       serverUrl: serverUrlFor(deps.publicBaseUrl, '/api/v1'),
       tags: PUBLIC_TAG_DESCRIPTIONS,
       errorCatalog: ERROR_CODES,
+      webhooks: PUBLIC_WEBHOOKS,
     },
   };
 }
