@@ -71,7 +71,6 @@ describe('the types of the OpenAPI documents', () => {
 
   it('a value added to a list in @rrs/proto appears in the validation and the document, with no other change', () => {
     jest.isolateModules(() => {
-      /* eslint-disable @typescript-eslint/no-require-imports */
       const proto = require('@rrs/proto') as { RECIPIENT_STATUSES: string[]; SKIP_REASONS: string[]; SUBSCRIBABLE_EVENT_TYPES: string[] };
       proto.RECIPIENT_STATUSES.push('waiting');
       proto.SKIP_REASONS.push('cooldown');
@@ -80,7 +79,6 @@ describe('the types of the OpenAPI documents', () => {
       const api = require('../src/routes/api') as { publicApi: typeof publicApi };
       const http = require('../src/http/api') as { serveApi: typeof serveApi };
       const enums = require('../src/routes/enums') as { SkipReason: { safeParse(v: unknown): { success: boolean } } };
-      /* eslint-enable @typescript-eslint/no-require-imports */
       expect(enums.SkipReason.safeParse('cooldown').success).toBe(true);
       const grown = schemasOf(publicDocument(routes.publicRoutes, api.publicApi, http.serveApi));
       expect(grown.RecipientStatus.enum).toEqual([...RECIPIENT_STATUSES, 'waiting']);
