@@ -8,3 +8,4 @@ export * as connectorsV1 from './gen/rrs/connectors/v1/connectors';
 export * from './subjects';
 export * from './scopes';
 export * from './rules';
+export * from './states';

@@ -1,8 +1,11 @@
 /**
- * Checks HTTP responses against an OpenAPI 3.1 document: the status must be documented for the
+ * Checks HTTP exchanges against an OpenAPI 3.1 document: the status must be documented for the
  * operation, the content type must be one it documents, and the body must be valid against its schema
- * (JSON Schema 2020-12, with ajv). Tests use it on every response they receive, so the document and
- * the behaviour cannot drift apart.
+ * (JSON Schema 2020-12, with ajv); headers the document requires must be there and match, and a header
+ * the document describes somewhere may only appear on the responses it is documented for. With the
+ * request (`fetch` passes it), a request the document says is invalid must not succeed: a 2xx to it
+ * means the server accepts what the document refuses. Tests use it on every response they receive, so
+ * the document and the behaviour cannot drift apart.
  */
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
@@ -26,6 +29,12 @@ export interface ResponseSnapshot {
   body: unknown;
 }
 
+/** The request a response answered, as far as the document describes it. */
+export interface RequestSnapshot {
+  /** The parsed JSON body; undefined when none was sent or it was not JSON. */
+  body?: unknown;
+}
+
 export interface CheckedResponse {
   status: number;
   headers: Headers;
@@ -46,6 +55,8 @@ export class OpenApiChecker {
   private readonly basePath: string;
   private readonly paths: PathEntry[];
   private readonly validators = new Map<string, ValidateFunction>();
+  /** Every header name (lower case) some response of the document describes. */
+  private readonly documentedHeaders: Set<string>;
 
   constructor(doc: Json) {
     this.doc = doc;
@@ -61,6 +72,14 @@ export class OpenApiChecker {
       template,
       regex: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}/g, '[^/]+')}/?$`),
     }));
+    this.documentedHeaders = new Set();
+    for (const item of Object.values((doc.paths as Json) ?? {})) {
+      for (const op of Object.values(item as Json)) {
+        for (const res of Object.values(((op as Json).responses as Json | undefined) ?? {})) {
+          for (const name of Object.keys((this.resolve(res).headers as Json | undefined) ?? {})) this.documentedHeaders.add(name.toLowerCase());
+        }
+      }
+    }
   }
 
   private validator(pointer: string): ValidateFunction {
@@ -80,8 +99,8 @@ export class OpenApiChecker {
     }
   }
 
-  /** Throws OpenApiMismatch when the response is not what the document says `method url` can answer. */
-  check(method: string, url: string, res: ResponseSnapshot): void {
+  /** Throws OpenApiMismatch when the response is not what the document says `method url` can answer (to `req`, when given). */
+  check(method: string, url: string, res: ResponseSnapshot, req?: RequestSnapshot): void {
     const what = `${method.toUpperCase()} ${url} → ${res.status}`;
     const pathname = new URL(url, 'http://x').pathname;
     const local = pathname.startsWith(this.basePath) ? pathname.slice(this.basePath.length) || '/' : undefined;
@@ -95,6 +114,7 @@ export class OpenApiChecker {
       this.validate('/components/schemas/Problem', res.body, what);
       return;
     }
+    if (req && res.status >= 200 && res.status < 300) this.checkAcceptedRequest(what, entry.template, method, op, url, req);
     const responses = (op.responses as Json) ?? {};
     const key = String(res.status) in responses ? String(res.status) : `${String(res.status)[0]}XX` in responses ? `${String(res.status)[0]}XX` : 'default' in responses ? 'default' : undefined;
     if (!key) throw new OpenApiMismatch(`${what}: status not documented for ${op.operationId as string} (documented: ${Object.keys(responses).join(', ')})${res.body ? `\nbody: ${JSON.stringify(res.body).slice(0, 500)}` : ''}`);
@@ -109,6 +129,29 @@ export class OpenApiChecker {
     if ((content[type] as Json).schema === undefined) return;
     const pointer = `/paths/${pointerEscape(entry.template)}/${method.toLowerCase()}/responses/${key}/content/${pointerEscape(type)}/schema`;
     this.validate(pointer, res.body, what);
+  }
+
+  /** A request the server accepted (2xx) must be one the document allows: its body and its query parameters. */
+  private checkAcceptedRequest(what: string, template: string, method: string, op: Json, url: string, req: RequestSnapshot): void {
+    const media = ((this.resolve(op.requestBody).content as Json | undefined)?.['application/json'] as Json | undefined) ?? undefined;
+    if (media?.schema !== undefined && req.body !== undefined) {
+      const v = this.validator(`/paths/${pointerEscape(template)}/${method.toLowerCase()}/requestBody/content/application~1json/schema`);
+      if (!v(req.body)) {
+        const errs = (v.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message ?? ''}`).join('; ');
+        throw new OpenApiMismatch(`${what}: the server accepted a request body the document refuses (${errs})\nrequest: ${JSON.stringify(req.body).slice(0, 2000)}`);
+      }
+    }
+    const query = new URL(url, 'http://x').searchParams;
+    for (const p of ((op.parameters as unknown[] | undefined) ?? []).map((x) => this.resolve(x))) {
+      if (p.in !== 'query') continue;
+      const value = query.get(String(p.name));
+      if (value === null) {
+        if (p.required === true) throw new OpenApiMismatch(`${what}: the server accepted a request without the required query parameter ${String(p.name)}`);
+        continue;
+      }
+      const schema = (p.schema as Json | undefined) ?? {};
+      if (!this.ajv.compile(schema)(typedValue(value, schema))) throw new OpenApiMismatch(`${what}: the server accepted query parameter ${String(p.name)}=${JSON.stringify(value)}, which the document refuses`);
+    }
   }
 
   private resolve(node: unknown): Json {
@@ -130,9 +173,14 @@ export class OpenApiChecker {
       }
       const schema = h.schema as Json | undefined;
       if (!schema) continue;
-      const typed = schema.type === 'integer' || schema.type === 'number' ? Number(value) : value;
       const v = this.ajv.compile(schema);
-      if (!v(typed)) throw new OpenApiMismatch(`${what}: header ${name}: ${JSON.stringify(value)} does not match ${JSON.stringify(schema)} (${pointer})`);
+      if (!v(typedValue(value, schema))) throw new OpenApiMismatch(`${what}: header ${name}: ${JSON.stringify(value)} does not match ${JSON.stringify(schema)} (${pointer})`);
+    }
+    // A header the document describes elsewhere but not for this response (e.g. `Idempotent-Replayed` on a GET).
+    const here = new Set(Object.keys(documented ?? {}).map((n) => n.toLowerCase()));
+    const present = got instanceof Headers ? [...got.keys()] : Object.entries(got).filter(([, v]) => v !== undefined).map(([k]) => k);
+    for (const name of present.map((n) => n.toLowerCase())) {
+      if (this.documentedHeaders.has(name) && !here.has(name)) throw new OpenApiMismatch(`${what}: header ${name} is not documented for response ${key}`);
     }
   }
 
@@ -147,8 +195,26 @@ export class OpenApiChecker {
     const contentType = res.headers.get('content-type');
     let body: unknown = text === '' ? undefined : text;
     if (text !== '' && contentType && /json/i.test(contentType)) body = JSON.parse(text);
-    this.check(init.method ?? 'GET', url, { status: res.status, contentType, body, headers: res.headers });
+    this.check(init.method ?? 'GET', url, { status: res.status, contentType, body, headers: res.headers }, { body: jsonBodyOf(init) });
     return { status: res.status, headers: res.headers, body };
+  }
+}
+
+/** A header's or query parameter's text as the JSON type its schema has. */
+function typedValue(value: string, schema: Json): unknown {
+  const types = ([] as unknown[]).concat(schema.type ?? []);
+  if ((types.includes('integer') || types.includes('number')) && value.trim() !== '' && !Number.isNaN(Number(value))) return Number(value);
+  if (types.includes('boolean') && (value === 'true' || value === 'false')) return value === 'true';
+  return value;
+}
+
+/** The JSON body of a fetch() request, when it sent one as a string that parses. */
+function jsonBodyOf(init: RequestInit): unknown {
+  if (typeof init.body !== 'string') return undefined;
+  try {
+    return JSON.parse(init.body) as unknown;
+  } catch {
+    return undefined;
   }
 }
 

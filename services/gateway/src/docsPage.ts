@@ -18,31 +18,52 @@ function resolve(doc: Json, node: unknown): Json {
   return n ?? {};
 }
 
-const pre = (v: unknown) => `<pre>${esc(JSON.stringify(v, null, 2))}</pre>`;
+/** JSON in a <pre>, with each `$ref` to a named schema linked to that schema's entry on the page. */
+const pre = (v: unknown) =>
+  `<pre>${esc(JSON.stringify(v, null, 2)).replace(/&#34;#\/components\/schemas\/([\w.-]+)&#34;/g, (_m, name: string) => `&#34;<a href="#schema-${name}">#/components/schemas/${name}</a>&#34;`)}</pre>`;
 
-function operationHtml(doc: Json, method: string, path: string, op: Json): string {
+/** Who may call an operation: an API key's scope, any key, the document's scheme (the admin token), or, for a webhook, us. */
+function callerHtml(doc: Json, op: Json, webhook: boolean): string {
+  if (webhook) return 'Sent by the service to your endpoint, signed per Standard Webhooks: verify the signature';
+  if (op['x-required-scope']) return `Permission: <code>${esc(op['x-required-scope'])}</code>`;
+  if ('x-required-scope' in op) return 'Permission: any valid key';
+  const schemes = ((doc.security as Json[] | undefined) ?? []).flatMap((r) => Object.keys(r));
+  return `Authorization: ${schemes.map((s) => `<code>${esc(s)}</code>`).join(', ')}`;
+}
+
+function operationHtml(doc: Json, method: string, path: string, op: Json, webhook = false): string {
   const id = esc(op.operationId);
-  const scope = op['x-required-scope'] ? `<code>${esc(op['x-required-scope'])}</code>` : 'any valid key';
   const params = ((op.parameters as unknown[]) ?? []).map((p) => resolve(doc, p));
   const body = (op.requestBody as Json | undefined)?.content as Json | undefined;
   const json = body?.['application/json'] as Json | undefined;
   const responses = Object.entries((op.responses as Json) ?? {}).map(([status, r]) => {
     const res = resolve(doc, r);
     const content = res.content as Json | undefined;
-    const schema = content ? (Object.values(content)[0] as Json).schema : undefined;
+    const media = content ? (Object.values(content)[0] as Json) : undefined;
+    const schema = media?.schema;
     const codes = ((((schema as Json | undefined)?.allOf as Json[] | undefined)?.[1]?.properties as Json | undefined)?.code as Json | undefined)?.enum as string[] | undefined;
+    const headers = Object.keys((res.headers as Json | undefined) ?? {}).filter((h) => h !== 'X-Request-Id');
     return `<tr><td class="st s${esc(status[0])}">${esc(status)}</td><td>${text(String(res.description).split('\n')[0])}${
-      codes ? `<div>${codes.map((c) => `<code>${esc(c)}</code>`).join(' ')}</div>` : ''
-    }${schema && !codes ? `<details><summary>schema</summary>${pre(schema)}</details>` : ''}</td></tr>`;
+      codes ? `<div>${codes.map((c) => `<a href="#error-${esc(c)}"><code>${esc(c)}</code></a>`).join(' ')}</div>` : ''
+    }${headers.length ? `<div class="meta">Headers: ${headers.map((h) => `<code>${esc(h)}</code>`).join(' ')}</div>` : ''}${
+      schema && !codes ? `<details><summary>schema</summary>${pre(schema)}</details>` : ''
+    }${media?.example !== undefined && !codes ? `<details><summary>example</summary>${pre(media.example)}</details>` : ''}</td></tr>`;
   });
   return `<section class="op" id="${id}">
 <h3><span class="m ${esc(method)}">${esc(method.toUpperCase())}</span> <code>${esc(path)}</code> — ${esc(op.summary)}</h3>
 ${op.description ? `<p>${text(op.description)}</p>` : ''}
-<p class="meta">Permission: ${scope}${op['x-rate-limited'] ? ' · rate-limited' : ''} · operationId <code>${id}</code></p>
+<p class="meta">${callerHtml(doc, op, webhook)}${op['x-rate-limited'] ? ' · rate-limited' : ''} · operationId <code>${id}</code></p>
 ${params.length ? `<h4>Parameters</h4><table>${params.map((p) => `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}${p.required ? ', required' : ''}</td><td>${text(p.description ?? '')}</td></tr>`).join('')}</table>` : ''}
 ${json ? `<h4>Request body</h4><details open><summary>schema</summary>${pre(json.schema)}</details>${json.example !== undefined ? `<details><summary>example</summary>${pre(json.example)}</details>` : ''}` : ''}
 <h4>Responses</h4><table>${responses.join('')}</table>
 </section>`;
+}
+
+function schemaHtml(name: string, schema: Json): string {
+  const values = schema.enum as unknown[] | undefined;
+  return `<section class="op" id="schema-${esc(name)}"><h3><code>${esc(name)}</code></h3>${schema.description ? `<p>${text(schema.description)}</p>` : ''}${
+    values ? `<p>${values.map((v) => `<code>${esc(v)}</code>`).join(' ')}</p>` : pre(schema)
+  }</section>`;
 }
 
 export function renderDocsPage(doc: Json): string {
@@ -62,10 +83,16 @@ export function renderDocsPage(doc: Json): string {
       toc.push(`<li><a href="#${esc(o.operationId)}"><span class="m ${esc(method)}">${esc(method.toUpperCase())}</span> ${esc(path)}</a></li>`);
     }
   }
+  const events = Object.entries((doc.webhooks as Json | undefined) ?? {}).map(([type, item]) => {
+    const o = (item as Json).post as Json;
+    toc.push(`<li><a href="#${esc(o.operationId)}"><span class="m post">EVENT</span> ${esc(type)}</a></li>`);
+    return operationHtml(doc, 'post', type, o, true);
+  });
   const tagInfo = new Map(((doc.tags as Json[] | undefined) ?? []).map((t) => [String(t.name), String(t.description ?? '')]));
   const problem = resolve(doc, { $ref: '#/components/schemas/Problem' });
   const codes = (((problem.properties as Json | undefined)?.code as Json | undefined)?.enum as string[] | undefined) ?? [];
   const catalog = (doc['x-error-codes'] as Record<string, { status?: number; description?: string }> | undefined) ?? {};
+  const schemas = Object.entries(((doc.components as Json | undefined)?.schemas as Json | undefined) ?? {}).filter(([name]) => name !== 'Problem');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(info.title)} ${esc(info.version)}</title>
@@ -85,7 +112,10 @@ table{border-collapse:collapse;width:100%}td{border-bottom:1px solid #eee;paddin
 <p>${text(info.description)}</p>
 ${servers.length ? `<p>Base URL: <code>${esc(servers[0].url)}</code> · OpenAPI ${esc(doc.openapi)}${docUrl ? `: <a href="${esc(docUrl)}">openapi.json</a>` : ''}</p>` : ''}
 ${[...byTag].map(([tag, ops]) => `<h2>${esc(tag)}</h2><p>${text(tagInfo.get(tag) ?? '')}</p>${ops.join('\n')}`).join('\n')}
-<h2 id="errors">Errors</h2><p>Every error is RFC 9457 <code>application/problem+json</code>; its <code>type</code> points to the code's row below.</p>${pre(problem)}
+${events.length ? `<h2 id="webhook-events">Webhook events</h2><p>What your endpoint receives (register it with POST /webhooks): one POST per event, at least once.</p>${events.join('\n')}` : ''}
+<h2 id="schemas">Schemas</h2><p>Named schemas the operations refer to. An enum lists every value a field can have today; a later release may add one.</p>
+${schemas.map(([name, raw]) => schemaHtml(name, raw as Json)).join('\n')}
+<h2 id="errors">Errors</h2><p>Every error is RFC 9457 <code>application/problem+json</code>; its <code>type</code> points to the code's row below.</p><div id="schema-Problem">${pre(problem)}</div>
 <table>${codes.map((c) => `<tr id="error-${esc(c)}"><td><code>${esc(c)}</code></td><td class="st s${esc(String(catalog[c]?.status ?? '')[0])}">${esc(catalog[c]?.status ?? '')}</td><td>${text(catalog[c]?.description ?? '')}</td></tr>`).join('')}</table>
 </main></body></html>`;
 }

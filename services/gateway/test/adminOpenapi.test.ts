@@ -1,6 +1,7 @@
 import type { GatewayClients } from '../src/clients';
 import { adminApi } from '../src/admin/api';
 import { serveApi } from '../src/http/api';
+import { exampleProblems } from './documentExamples';
 import { lint } from './redocly';
 
 describe('the admin API OpenAPI document', () => {
@@ -11,6 +12,10 @@ describe('the admin API OpenAPI document', () => {
     expect(result.problems.map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)).toEqual([]);
     expect(result.totals).toMatchObject({ errors: 0, warnings: 0 });
   }, 60_000);
+
+  it('has an example for every request body, parameter, response and response header, each valid against its schema', () => {
+    expect(exampleProblems(doc)).toEqual([]);
+  });
 
   it('lint does report a broken document (the check can fail)', async () => {
     const broken = JSON.parse(JSON.stringify(doc));

@@ -86,6 +86,7 @@ describe('cascades through the gateway', () => {
     ['501 recipients', { locationId: 'l', recipients: Array.from({ length: 501 }, (_, i) => ({ email: `x${i}@example.com` })) }, '/recipients'],
     ['flowId and channel', { locationId: 'l', flowId: 'f', channel: 'EMAIL', recipients: [{ email: 'x@example.com' }] }, '/channel'],
     ['a bad email', { locationId: 'l', recipients: [{ email: 'nope' }] }, '/recipients/0/email'],
+    ['a channel that is not a channel key', { locationId: 'l', channel: 'viber', recipients: [{ phone: '+79161234567' }] }, '/channel'],
   ])('400 invalid_request for %s, nothing created', async (_n, body, pointer) => {
     const before = await cascadeCount();
     const res = await call('POST', '/cascades', body);
@@ -119,6 +120,14 @@ describe('cascades through the gateway', () => {
   it('409 channel_not_configured for a one-step cascade on an unconfigured channel', async () => {
     const before = await cascadeCount();
     const res = await call('POST', '/cascades', { locationId, channel: 'MAX', recipients: [{ phone: '+79161234567' }] });
+    expect(res.status).toBe(409);
+    expect((res.body as { code: string }).code).toBe('channel_not_configured');
+    expect(await cascadeCount()).toBe(before);
+  });
+
+  it('any channel key is taken (the catalog is live): one no sender runs and the organization has not configured is 409 channel_not_configured', async () => {
+    const before = await cascadeCount();
+    const res = await call('POST', '/cascades', { locationId, channel: 'VIBER', recipients: [{ phone: '+79161234567' }] });
     expect(res.status).toBe(409);
     expect((res.body as { code: string }).code).toBe('channel_not_configured');
     expect(await cascadeCount()).toBe(before);

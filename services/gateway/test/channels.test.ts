@@ -81,9 +81,9 @@ describe('channel catalog and send endpoints built from running senders', () => 
   });
 
   it('POST /channels/email/send → 202 and the email goes out as a one-step cascade', async () => {
-    const res = await call('POST', '/channels/email/send', { locationId, externalId: 'order-1', recipients: [{ name: 'Anna', email: 'anna@example.com' }, { name: 'No email', phone: '+79161234567' }] });
+    const res = await call('POST', '/channels/email/send', { locationId, externalId: 'order-1', recipients: [{ name: 'Anna', email: 'anna@example.com' }, { name: 'Boris', email: 'boris@example.com', phone: '+79161234567' }] });
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ id: expect.any(String), status: 'running', channel: 'EMAIL', queued: 1, skipped: 1 });
+    expect(res.body).toEqual({ id: expect.any(String), status: 'running', channel: 'EMAIL', queued: 2, skipped: 0 });
     const id = (res.body as { id: string }).id;
     await waitFor(() => outbox.list().some((m) => m.channel === 'EMAIL' && m.to === 'anna@example.com'), { what: 'email in the sink' });
     const cascade = await waitFor(async () => {
@@ -114,10 +114,20 @@ describe('channel catalog and send endpoints built from running senders', () => 
       { key: 'VIBER', slug: 'viber', label: 'Viber', contactField: 'phone', configured: true, sendEndpoint: '/api/v1/channels/viber/send' },
     ]);
 
-    const res = await call('POST', '/channels/viber/send', { locationId, name: 'Spring', recipients: [{ name: 'Boris', phone: '8 916 765-43-21' }, { name: 'Only email', email: 'x@example.com' }] });
+    // Its request requires the entry's contactField (phone), its result's channel is its key.
+    const doc = (await (await fetch(`${base}/api/v1/openapi.json`)).json()) as { paths: Record<string, { post: { requestBody: { content: { 'application/json': { schema: { properties: { recipients: { items: { required: string[] } } } } } } }; responses: Record<string, { content: { 'application/json': { schema: { properties: { channel: unknown } } } } }> } }> };
+    const viber = doc.paths['/channels/viber/send'].post;
+    expect(viber.requestBody.content['application/json'].schema.properties.recipients.items.required).toEqual(['phone']);
+    expect(viber.responses['202'].content['application/json'].schema.properties.channel).toMatchObject({ const: 'VIBER' });
+    const withoutPhone = await call('POST', '/channels/viber/send', { locationId, recipients: [{ name: 'Boris', phone: '8 916 765-43-21' }, { name: 'Only email', email: 'x@example.com' }] });
+    expect(withoutPhone.status).toBe(400);
+    expect(withoutPhone.body).toMatchObject({ code: 'invalid_request', errors: [{ pointer: '/recipients/1/phone' }] });
+    expect(viberOutbox.list()).toEqual([]);
+
+    const res = await call('POST', '/channels/viber/send', { locationId, name: 'Spring', recipients: [{ name: 'Boris', phone: '8 916 765-43-21' }, { name: 'Vera', phone: '+7 916 000-11-22', email: 'vera@example.com' }] });
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ id: expect.any(String), status: 'running', channel: 'VIBER', queued: 1, skipped: 1 });
-    const msg = await waitFor(() => viberOutbox.list()[0], { what: 'viber message' });
+    expect(res.body).toEqual({ id: expect.any(String), status: 'running', channel: 'VIBER', queued: 2, skipped: 0 });
+    const msg = await waitFor(() => viberOutbox.list().find((m) => m.to === '+79167654321'), { what: 'viber message' });
     expect(msg).toMatchObject({ channel: 'VIBER', to: '+79167654321' });
 
     await viberCtx.stop();
@@ -134,6 +144,7 @@ describe('channel catalog and send endpoints built from running senders', () => 
     ['no recipients', 'paid', () => ({ locationId, recipients: [] }), 400, 'invalid_request'],
     ['501 recipients', 'paid', () => ({ locationId, recipients: Array.from({ length: 501 }, (_, i) => ({ email: `r${i}@example.com` })) }), 400, 'invalid_request'],
     ['a bad email', 'paid', () => ({ locationId, recipients: [{ email: 'not-an-email' }] }), 400, 'invalid_request'],
+    ['a recipient without the email the channel needs', 'paid', () => ({ locationId, recipients: [{ email: 'a@example.com' }, { name: 'Boris', phone: '+79161234567' }] }), 400, 'invalid_request'],
   ])('refuses %s with %s and creates or sends nothing', async (_label, who, body, status, code) => {
     const cascadesBefore = await cascadeCount();
     const sentBefore = outbox.list().length;

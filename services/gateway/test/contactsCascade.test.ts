@@ -145,6 +145,24 @@ describe('POST /contacts with startCascade', () => {
     expect(await cascadesOf()).toBe(cascadesBefore);
   });
 
+  it('a flowId without startCascade is accepted and ignored: the contact is saved, no cascade starts, the flow is not even looked up', async () => {
+    const flow = await stack.scheduler.flows.create({ organizationId: stack.orgIds.paid, name: 'CRM flow', isDefault: false, steps: [{ channel: 'EMAIL', delayMinutes: 0 }] });
+    const [contactsBefore, cascadesBefore] = [await contactsOf(), await cascadesOf()];
+    const known = await post({ externalId: 'crm-flow-1', email: 'crm1@example.com', locationId: stack.locationId, flowId: flow.id });
+    expect(known.status).toBe(200);
+    expect(known.body).toMatchObject({ contact: { externalId: 'crm-flow-1', email: 'crm1@example.com' }, cascade: null });
+    // An unknown flow id is not checked either (with startCascade it would be 404), and the trial plan may save contacts.
+    const unknown = await post({ externalId: 'crm-flow-2', email: 'crm2@example.com', flowId: 'no-such-flow', startCascade: false });
+    expect(unknown.status).toBe(200);
+    expect(unknown.body).toMatchObject({ contact: { externalId: 'crm-flow-2' }, cascade: null });
+    const trial = await post({ externalId: 'crm-flow-3', email: 'crm3@example.com', flowId: flow.id }, 'trial');
+    expect(trial.status).toBe(200);
+    expect(await contactsOf()).toBe(contactsBefore + 2);
+    expect(await contactsOf('trial')).toBe(1);
+    expect(await cascadesOf()).toBe(cascadesBefore);
+    expect(await cascadesOf('trial')).toBe(0);
+  });
+
   it('no longer documents 501 for the route', () => {
     const responses = (api.doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>)['/contacts'].post.responses;
     expect(Object.keys(responses)).not.toContain('501');

@@ -1,24 +1,34 @@
 import { OpenApiChecker, OpenApiMismatch } from '@rrs/testkit';
 import type { GatewayClients } from '../src/clients';
+import { renderDocsPage } from '../src/docsPage';
 import { publicRoutes } from '../src/routes';
+import { serverUrlFor } from '../src/http/openapi';
 import type { HandlerContext } from '../src/http/route';
+import { exampleProblems } from './documentExamples';
 import { lint } from './redocly';
 import { principal, serveApp, tableAuthenticator, widgetRoutes, type TestGateway } from './support';
 
 describe('the OpenAPI document', () => {
   let publicGw: TestGateway;
+  let localGw: TestGateway;
   let widgetGw: TestGateway;
   const calls: HandlerContext<unknown, unknown, unknown>[] = [];
 
   beforeAll(async () => {
     const authenticate = tableAuthenticator({ key_full: principal() });
     const entry = (key: string, contactField: string, position: number) => ({ key, slug: key.toLowerCase(), label: key, contactField, capabilities: ['send'], sender: 'test', announcedAt: new Date(), position });
-    const channelCatalog = { list: () => [entry('EMAIL', 'email', 1), entry('SMS', 'phone', 2), entry('MAX', 'phone', 3), entry('TELEGRAM', 'phone', 4)], version: 1 };
+    // The spec's four channels, one deployed later (VIBER), and one whose contact field recipients do not have.
+    const channelCatalog = {
+      list: () => [entry('EMAIL', 'email', 1), entry('SMS', 'phone', 2), entry('MAX', 'phone', 3), entry('TELEGRAM', 'phone', 4), entry('VIBER', 'phone', 5), entry('PIGEON', 'address', 6)],
+      version: 1,
+    };
     publicGw = await serveApp({ routes: publicRoutes({ clients: {} as GatewayClients, publicBaseUrl: 'https://reviews.acme.test', channelCatalog }), authenticate });
+    localGw = await serveApp({ routes: publicRoutes({ clients: {} as GatewayClients, publicBaseUrl: 'http://localhost:8080', channelCatalog }), authenticate, publicBaseUrl: 'http://localhost:8080' });
     widgetGw = await serveApp({ routes: widgetRoutes(calls), authenticate });
   });
   afterAll(async () => {
     await publicGw.close();
+    await localGw.close();
     await widgetGw.close();
   });
 
@@ -37,6 +47,37 @@ describe('the OpenAPI document', () => {
     expect(result.problems.map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)).toEqual([]);
     expect(result.totals).toMatchObject({ errors: 0, warnings: 0 });
   }, 60_000);
+
+  it('served by a gateway on the default PUBLIC_BASE_URL (localhost) also passes: its server is relative', async () => {
+    const doc = await docOf(localGw);
+    expect(doc.servers).toEqual([{ url: '/api/v1', description: expect.any(String) }]);
+    const result = await lint(doc);
+    expect(result.problems.map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)).toEqual([]);
+    expect(result.totals).toMatchObject({ errors: 0, warnings: 0 });
+  }, 60_000);
+
+  it('names the configured PUBLIC_BASE_URL as its server, unless that is a loopback address', async () => {
+    expect((await docOf(publicGw)).servers).toEqual([{ url: 'https://reviews.acme.test/api/v1', description: expect.any(String) }]);
+    expect(serverUrlFor('https://reviews.acme.test', '/api/v1')).toBe('https://reviews.acme.test/api/v1');
+    expect(serverUrlFor('https://reviews.acme.test/', '/api/v1')).toBe('https://reviews.acme.test/api/v1');
+    for (const local of ['http://localhost:8080', 'http://127.0.0.1:3000', 'http://[::1]:8080', 'http://LOCALHOST']) expect(serverUrlFor(local, '/api/v1')).toBe('/api/v1');
+  });
+
+  it('has an example for every request body, parameter, response and response header, each valid against its schema', async () => {
+    for (const doc of [await docOf(publicGw), await docOf(localGw)]) expect(exampleProblems(doc)).toEqual([]);
+  });
+
+  it('the example check can fail: a wrong or missing example is reported', async () => {
+    const doc = JSON.parse(JSON.stringify(await docOf(publicGw))) as { paths: Record<string, Record<string, { requestBody: { content: Record<string, { example?: unknown }> }; responses: Record<string, { content: Record<string, { example?: unknown }> }> }>> };
+    doc.paths['/cascades'].post.requestBody.content['application/json'].example = { locationId: 'l', recipients: [] };
+    delete doc.paths['/ping'].get.responses['200'].content['application/json'].example;
+    (doc.paths['/ping'].get.responses['401'].content['application/problem+json'].example as { code: string }).code = 'plan_required';
+    expect(exampleProblems(doc)).toEqual([
+      expect.stringMatching(/^POST \/cascades request body: example does not match/),
+      'GET /ping → 200 application/json: no example',
+      expect.stringMatching(/^GET \/ping → 401 application\/problem\+json: example does not match/),
+    ]);
+  });
 
   it('with bodies, parameters, idempotency and own errors also passes', async () => {
     const result = await lint(await docOf(widgetGw));
@@ -91,6 +132,27 @@ describe('the OpenAPI document', () => {
       ['a body on a body-less response', 'DELETE', '/widgets/w_1', { status: 204, body: { x: 1 } }],
     ])('rejects %s', (_label, method, path, res) => {
       expect(() => checker.check(method, `${url}${path}`, res)).toThrow(OpenApiMismatch);
+    });
+
+    it('refuses a success to a request the document refuses (the server would accept what the document forbids)', () => {
+      const ok = { status: 202, contentType: 'application/json', body: { id: 'w', queued: 1 } };
+      checker.check('POST', `${url}/widgets`, ok, { body: { locationId: 'l', recipients: [{ email: 'a@example.com' }] } });
+      expect(() => checker.check('POST', `${url}/widgets`, ok, { body: { locationId: 'l', recipients: [] } })).toThrow(/accepted a request body the document refuses/);
+      // Refusing it is what the document says: no mismatch.
+      const refusal = { type: 'https://reviews.acme.test/docs#error-invalid_request', title: 'Bad Request', status: 400, code: 'invalid_request', detail: 'd', instance: '/x', requestId: 'r' };
+      checker.check('POST', `${url}/widgets`, { status: 400, contentType: 'application/problem+json', body: refusal }, { body: { locationId: 'l', recipients: [] } });
+      const read = { status: 200, contentType: 'application/json', body: { id: 'w_1', limit: 5 } };
+      checker.check('GET', `${url}/widgets/w_1?limit=5`, read, {});
+      expect(() => checker.check('GET', `${url}/widgets/w_1?limit=50`, read, {})).toThrow(/query parameter limit/);
+    });
+
+    it('refuses a header the document describes, on a response it is not documented for', () => {
+      const rate = { 'x-request-id': 'r', ratelimit: '"standard";r=5;t=60', 'ratelimit-policy': '"standard";q=600;w=60' };
+      const read = { status: 200, contentType: 'application/json', body: { id: 'w_1', limit: null } };
+      expect(() => checker.check('GET', `${url}/widgets/w_1`, { ...read, headers: { ...rate, 'idempotent-replayed': 'true' } })).toThrow(/idempotent-replayed is not documented/);
+      checker.check('POST', `${url}/widgets`, { status: 202, contentType: 'application/json', body: { id: 'w', queued: 1 }, headers: { 'x-request-id': 'r', 'idempotent-replayed': 'true' } });
+      const unauthorized = { type: 'https://reviews.acme.test/docs#error-missing_api_key', title: 'Unauthorized', status: 401, code: 'missing_api_key', detail: 'd', instance: '/x', requestId: 'r' };
+      expect(() => checker.check('GET', `${url}/widgets/w_1`, { status: 401, contentType: 'application/problem+json', body: unauthorized, headers: rate })).toThrow(/ratelimit is not documented for response 401/);
     });
 
     it('checks the headers the document requires', () => {

@@ -37,18 +37,19 @@ export interface TestGateway {
 }
 
 /** The gateway's HTTP app on a loopback port, with the given routes and no gRPC services behind it. */
-export async function serveApp(options: { routes: RouteSource[]; authenticate: Authenticator; rateLimiter?: RateLimiter; rateLimits?: RateLimitConfig }): Promise<TestGateway> {
+export async function serveApp(options: { routes: RouteSource[]; authenticate: Authenticator; rateLimiter?: RateLimiter; rateLimits?: RateLimitConfig; publicBaseUrl?: string }): Promise<TestGateway> {
+  const publicBaseUrl = options.publicBaseUrl ?? 'https://reviews.acme.test';
   const app = createApp({
     authenticate: options.authenticate,
     rateLimiter: options.rateLimiter ?? createRateLimiter({ config: options.rateLimits ?? { windowSeconds: 60, perPlan: { trial: 1000, standard: 1000, pro: 1000 } }, keyPrefix: 'test:' }),
     routes: options.routes,
     clients: {} as GatewayClients,
-    publicBaseUrl: 'https://reviews.acme.test',
+    publicBaseUrl,
     health: new Health(),
     logger: testLogger('gateway-test'),
   });
   const server = http.createServer(app);
-  server.on('clientError', clientErrorHandler('https://reviews.acme.test'));
+  server.on('clientError', clientErrorHandler(publicBaseUrl));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.address() as AddressInfo;
   return {

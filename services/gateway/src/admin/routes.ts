@@ -1,7 +1,9 @@
 import { z } from 'zod';
-import { CHANNEL_KEY_PATTERN, MAX_FLOW_STEPS, SCOPES, type contactsV1, type schedulerV1 } from '@rrs/proto';
+import { MAX_FLOW_STEPS, SCOPES, type contactsV1, type schedulerV1 } from '@rrs/proto';
 import type { GatewayClients } from '../clients';
 import { defineRoute, type Route } from '../http/route';
+import { ChannelKey, Locale, Plan, Scope } from '../routes/enums';
+import { EXAMPLE_IDS } from '../routes/shapes';
 
 /*
  * Every admin operation. Transport only: the contacts service (organizations, keys, locations,
@@ -10,9 +12,10 @@ import { defineRoute, type Route } from '../http/route';
  */
 
 const Id = z.string().min(1).max(64);
-const OrgParams = z.object({ organizationId: Id });
-const Plan = z.enum(['trial', 'standard', 'pro']);
-const Locale = z.enum(['en', 'ru']);
+/** A path parameter's id, with the example the document shows for it. */
+const idOf = (example: string) => Id.meta({ examples: [example] });
+const OrganizationId = idOf(EXAMPLE_IDS.organization);
+const OrgParams = z.object({ organizationId: OrganizationId });
 
 const Organization = z.object({
   id: z.string(),
@@ -56,7 +59,7 @@ const UpdateOrganizationBody = z.strictObject({
 const ApiKey = z.object({
   id: z.string(),
   name: z.string(),
-  scopes: z.array(z.string()),
+  scopes: z.array(Scope),
   prefix: z.string().meta({ description: 'The first characters of the key, for display.' }),
   last4: z.string(),
   createdAt: z.string(),
@@ -77,7 +80,7 @@ const Location = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
 });
-const LocationParams = z.object({ organizationId: Id, locationId: Id });
+const LocationParams = z.object({ organizationId: OrganizationId, locationId: idOf(EXAMPLE_IDS.location) });
 const CreateLocationBody = z.strictObject({
   name: z.string().min(1).max(200),
   address: z.string().max(500).optional(),
@@ -93,16 +96,15 @@ const UpdateLocationBody = z.strictObject({
   reviewLinks: z.array(ReviewLink).max(20).optional().meta({ description: 'Replaces every link; [] removes them all.' }),
 });
 
-const Channel = z.string().max(32).regex(CHANNEL_KEY_PATTERN).meta({ description: 'Channel key: EMAIL, SMS, MAX, TELEGRAM or any channel added later.' });
 const FLOW_STEPS = `a flow has 1 to ${MAX_FLOW_STEPS} steps`;
-const FlowStep = z.strictObject({ channel: Channel, delayMinutes: z.number().int().min(0).max(525_600) });
+const FlowStep = z.strictObject({ channel: ChannelKey, delayMinutes: z.number().int().min(0).max(525_600) });
 const Flow = z.object({
   id: z.string(),
   name: z.string(),
   isDefault: z.boolean(),
-  steps: z.array(z.object({ order: z.number().int(), channel: z.string(), delayMinutes: z.number().int() })),
+  steps: z.array(z.object({ order: z.number().int(), channel: ChannelKey, delayMinutes: z.number().int() })),
 });
-const FlowParams = z.object({ organizationId: Id, flowId: Id });
+const FlowParams = z.object({ organizationId: OrganizationId, flowId: idOf(EXAMPLE_IDS.flow) });
 const CreateFlowBody = z.strictObject({
   name: z.string().min(1).max(200),
   steps: z.array(FlowStep).min(1, FLOW_STEPS).max(MAX_FLOW_STEPS, FLOW_STEPS).meta({ description: 'In order; step 1 is sent at once whatever its delay.' }),
@@ -111,19 +113,35 @@ const CreateFlowBody = z.strictObject({
 const UpdateFlowBody = z.strictObject({ name: z.string().min(1).max(200), steps: z.array(FlowStep).min(1, FLOW_STEPS).max(MAX_FLOW_STEPS, FLOW_STEPS) });
 
 const Template = z.object({
-  channel: z.string(),
+  channel: ChannelKey,
   subject: z.string().meta({ description: 'EMAIL only; empty for the other channels.' }),
   body: z.string(),
   isDefault: z.boolean().meta({ description: "True when this is the default of the organization's locale." }),
 });
-const ChannelParams = z.object({ organizationId: Id, channel: Channel });
+const ChannelParams = z.object({ organizationId: OrganizationId, channel: ChannelKey.meta({ examples: ['EMAIL'] }) });
 const SetTemplateBody = z.strictObject({
   subject: z.string().max(200).optional().meta({ description: 'Required for EMAIL; not allowed for other channels.' }),
   body: z.string().min(1).max(4000).meta({ description: 'Placeholders: {{name}}, {{location}}, {{link}}; {{link}} is required.' }),
 });
-const ChannelConfiguration = z.object({ channel: z.string(), configured: z.boolean() });
+const ChannelConfiguration = z.object({ channel: ChannelKey, configured: z.boolean() });
 const SetChannelBody = z.strictObject({ configured: z.boolean() });
 const CreditBody = z.strictObject({ parts: z.number().int().min(1).max(1_000_000), reason: z.string().max(500).optional().meta({ description: 'Kept in the ledger, e.g. an invoice number.' }) });
+
+const EXAMPLE_ORGANIZATION = {
+  id: EXAMPLE_IDS.organization, name: 'Acme Dental', plan: 'standard', emailConfirmed: true, smsBalance: 500,
+  timeZone: 'Europe/Moscow', locale: 'ru', defaultRegion: 'RU', createdAt: '2026-05-01T09:00:00.000Z',
+};
+const EXAMPLE_API_KEY = {
+  id: '0190e0e0-8888-7000-8000-000000000008', name: 'CRM', scopes: ['locations:read', 'contacts:write'], prefix: 'rrs_live_3f9a', last4: 'x7Qe',
+  createdAt: '2026-05-01T09:00:00.000Z', revokedAt: null,
+};
+const EXAMPLE_LOCATION = {
+  id: EXAMPLE_IDS.location, name: 'Tverskaya', address: 'Tverskaya st. 1', city: 'Moscow', timeZone: 'Europe/Moscow',
+  reviewLinks: [{ provider: 'yandex', url: 'https://yandex.ru/maps/org/1/reviews/' }], createdAt: '2026-05-01T09:00:00.000Z', updatedAt: '2026-05-01T09:00:00.000Z',
+};
+const EXAMPLE_FLOW = { id: EXAMPLE_IDS.flow, name: 'Email, then SMS a day later', isDefault: true, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 0 }, { order: 2, channel: 'SMS', delayMinutes: 1440 }] };
+const EXAMPLE_EMAIL_TEMPLATE = { channel: 'EMAIL', subject: 'How was {{location}}?', body: 'Hello {{name}}, please rate your visit: {{link}}', isDefault: false };
+const EXAMPLE_SMS_TEMPLATE = { channel: 'SMS', subject: '', body: '{{location}}: rate your visit {{link}}', isDefault: true };
 
 const iso = (d: Date | undefined) => (d ? d.toISOString() : '');
 const organizationJson = (o: contactsV1.Organization) => ({
@@ -148,7 +166,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
     defineRoute({
       method: 'POST', path: '/organizations', operationId: 'createOrganization', summary: 'Create an organization', tags: ['organizations'], auth: 'adminToken',
       request: { body: CreateOrganizationBody },
-      responses: { 201: { description: 'The organization.', body: z.object({ organization: Organization }) } },
+      responses: { 201: { description: 'The organization.', body: z.object({ organization: Organization }), example: { organization: EXAMPLE_ORGANIZATION } } },
       example: { body: { name: 'Acme Dental', plan: 'standard', emailConfirmed: true, smsBalance: 500, timeZone: 'Europe/Moscow', locale: 'ru', defaultRegion: 'RU' } },
       handler: async ({ body, metadata }) => {
         const r = await contacts.createOrganization({
@@ -161,8 +179,14 @@ export function adminRoutes(clients: GatewayClients): Route[] {
     defineRoute({
       method: 'GET', path: '/organizations', operationId: 'listOrganizations', summary: 'List organizations', tags: ['organizations'], auth: 'adminToken',
       description: 'In creation order, one page at a time: pass `nextAfter` as `after` for the next page.',
-      request: { query: z.object({ limit: z.coerce.number().int().min(1).max(500).optional(), after: z.string().max(64).optional() }) },
-      responses: { 200: { description: 'One page of organizations.', body: z.object({ organizations: z.array(Organization), nextAfter: z.string().nullable() }) } },
+      request: {
+        query: z.object({
+          limit: z.coerce.number().int().min(1).max(500).optional().meta({ description: 'Page size, 1 to 500.' }),
+          after: z.string().max(64).optional().meta({ description: '`nextAfter` of the previous page.', examples: [EXAMPLE_IDS.organization] }),
+        }),
+      },
+      responses: { 200: { description: 'One page of organizations.', body: z.object({ organizations: z.array(Organization), nextAfter: z.string().nullable() }), example: { organizations: [EXAMPLE_ORGANIZATION], nextAfter: EXAMPLE_IDS.organization } } },
+      example: { query: { limit: '1' } },
       handler: async ({ query, metadata }) => {
         const r = await contacts.listOrganizations({ limit: query.limit ?? 0, after: query.after ?? '' }, { metadata });
         return { body: { organizations: r.organizations.map(organizationJson), nextAfter: r.nextAfter || null } };
@@ -171,14 +195,14 @@ export function adminRoutes(clients: GatewayClients): Route[] {
     defineRoute({
       method: 'GET', path: '/organizations/{organizationId}', operationId: 'getOrganization', summary: 'Get an organization', tags: ['organizations'], auth: 'adminToken',
       request: { params: OrgParams },
-      responses: { 200: { description: 'The organization.', body: z.object({ organization: Organization }) } },
+      responses: { 200: { description: 'The organization.', body: z.object({ organization: Organization }), example: { organization: EXAMPLE_ORGANIZATION } } },
       handler: async ({ params, metadata }) => ({ body: { organization: organizationJson((await contacts.getOrganization({ id: params.organizationId }, { metadata })).organization!) } }),
     }),
     defineRoute({
       method: 'PATCH', path: '/organizations/{organizationId}', operationId: 'updateOrganization', summary: 'Update an organization', tags: ['organizations'], auth: 'adminToken',
       description: 'Changes the fields sent; the others keep their value.',
       request: { params: OrgParams, body: UpdateOrganizationBody },
-      responses: { 200: { description: 'The organization as it is now.', body: z.object({ organization: Organization }) } },
+      responses: { 200: { description: 'The organization as it is now.', body: z.object({ organization: Organization }), example: { organization: { ...EXAMPLE_ORGANIZATION, plan: 'pro' } } } },
       example: { body: { plan: 'pro', emailConfirmed: true } },
       handler: async ({ params, body, metadata }) => ({ body: { organization: organizationJson((await contacts.updateOrganization({ id: params.organizationId, ...body }, { metadata })).organization!) } }),
     }),
@@ -187,8 +211,8 @@ export function adminRoutes(clients: GatewayClients): Route[] {
     defineRoute({
       method: 'POST', path: '/organizations/{organizationId}/api-keys', operationId: 'issueApiKey', summary: 'Issue an API key', tags: ['api-keys'], auth: 'adminToken',
       description: 'The key (`secret`) is in this response only: it is not stored and cannot be read again. Without `scopes` the key gets every scope.',
-      request: { params: OrgParams, body: z.strictObject({ name: z.string().max(200).optional(), scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length).optional().meta({ description: 'Leave out for every scope.' }) }) },
-      responses: { 201: { description: 'The key and its secret.', body: z.object({ apiKey: ApiKey, secret: z.string() }) } },
+      request: { params: OrgParams, body: z.strictObject({ name: z.string().max(200).optional(), scopes: z.array(Scope).min(1).max(SCOPES.length).optional().meta({ description: 'Leave out for every scope.' }) }) },
+      responses: { 201: { description: 'The key and its secret.', body: z.object({ apiKey: ApiKey, secret: z.string() }), example: { apiKey: EXAMPLE_API_KEY, secret: 'rrs_live_3f9aT2kq8ZsVn4LrW0pYd6HcJmBx7Qe' } } },
       example: { body: { name: 'CRM', scopes: ['locations:read', 'contacts:write'] } },
       handler: async ({ params, body, metadata }) => {
         const r = await contacts.issueApiKey({ organizationId: params.organizationId, name: body.name ?? '', scopes: body.scopes ?? [], secret: '' }, { metadata });
@@ -199,14 +223,14 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       method: 'GET', path: '/organizations/{organizationId}/api-keys', operationId: 'listApiKeys', summary: 'List API keys', tags: ['api-keys'], auth: 'adminToken',
       description: 'Revoked keys included; only the prefix and the last 4 characters of each key are shown.',
       request: { params: OrgParams },
-      responses: { 200: { description: 'The keys.', body: z.object({ apiKeys: z.array(ApiKey) }) } },
+      responses: { 200: { description: 'The keys.', body: z.object({ apiKeys: z.array(ApiKey) }), example: { apiKeys: [EXAMPLE_API_KEY] } } },
       handler: async ({ params, metadata }) => ({ body: { apiKeys: (await contacts.listApiKeys({ organizationId: params.organizationId }, { metadata })).apiKeys.map(apiKeyJson) } }),
     }),
     defineRoute({
       method: 'DELETE', path: '/organizations/{organizationId}/api-keys/{keyId}', operationId: 'revokeApiKey', summary: 'Revoke an API key', tags: ['api-keys'], auth: 'adminToken',
       description: 'The key stops working within 5 seconds. Revoking a revoked key changes nothing.',
-      request: { params: z.object({ organizationId: Id, keyId: Id }) },
-      responses: { 200: { description: 'The revoked key.', body: z.object({ apiKey: ApiKey }) } },
+      request: { params: z.object({ organizationId: OrganizationId, keyId: idOf(EXAMPLE_API_KEY.id) }) },
+      responses: { 200: { description: 'The revoked key.', body: z.object({ apiKey: ApiKey }), example: { apiKey: { ...EXAMPLE_API_KEY, revokedAt: '2026-05-02T09:00:00.000Z' } } } },
       handler: async ({ params, metadata }) => ({ body: { apiKey: apiKeyJson((await contacts.revokeApiKey({ organizationId: params.organizationId, id: params.keyId }, { metadata })).apiKey!) } }),
     }),
 
@@ -214,7 +238,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
     defineRoute({
       method: 'POST', path: '/organizations/{organizationId}/locations', operationId: 'createLocation', summary: 'Create a location', tags: ['locations'], auth: 'adminToken',
       request: { params: OrgParams, body: CreateLocationBody },
-      responses: { 201: { description: 'The location.', body: z.object({ location: Location }) } },
+      responses: { 201: { description: 'The location.', body: z.object({ location: Location }), example: { location: EXAMPLE_LOCATION } } },
       example: { body: { name: 'Tverskaya', address: 'Tverskaya st. 1', city: 'Moscow', timeZone: 'Europe/Moscow', reviewLinks: [{ provider: 'yandex', url: 'https://yandex.ru/maps/org/1/reviews/' }] } },
       handler: async ({ params, body, metadata }) => {
         const r = await contacts.createLocation({ organizationId: params.organizationId, name: body.name, address: body.address ?? '', city: body.city ?? '', timeZone: body.timeZone ?? '', reviewLinks: body.reviewLinks ?? [] }, { metadata });
@@ -224,7 +248,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
     defineRoute({
       method: 'GET', path: '/organizations/{organizationId}/locations', operationId: 'listLocations', summary: 'List locations', tags: ['locations'], auth: 'adminToken',
       request: { params: OrgParams },
-      responses: { 200: { description: 'The live locations.', body: z.object({ locations: z.array(Location) }) } },
+      responses: { 200: { description: 'The live locations.', body: z.object({ locations: z.array(Location) }), example: { locations: [EXAMPLE_LOCATION] } } },
       handler: async ({ params, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
         return { body: { locations: (await contacts.listLocations({ organizationId: params.organizationId }, { metadata })).locations.map(locationJson) } };
@@ -233,13 +257,19 @@ export function adminRoutes(clients: GatewayClients): Route[] {
     defineRoute({
       method: 'GET', path: '/organizations/{organizationId}/locations/{locationId}', operationId: 'getLocation', summary: 'Get a location', tags: ['locations'], auth: 'adminToken',
       request: { params: LocationParams },
-      responses: { 200: { description: 'The location.', body: z.object({ location: Location }) } },
+      responses: { 200: { description: 'The location.', body: z.object({ location: Location }), example: { location: EXAMPLE_LOCATION } } },
       handler: async ({ params, metadata }) => ({ body: { location: locationJson((await contacts.getLocation({ organizationId: params.organizationId, id: params.locationId }, { metadata })).location!) } }),
     }),
     defineRoute({
       method: 'PATCH', path: '/organizations/{organizationId}/locations/{locationId}', operationId: 'updateLocation', summary: 'Update a location', tags: ['locations'], auth: 'adminToken',
       request: { params: LocationParams, body: UpdateLocationBody },
-      responses: { 200: { description: 'The location as it is now.', body: z.object({ location: Location }) } },
+      responses: {
+        200: {
+          description: 'The location as it is now.',
+          body: z.object({ location: Location }),
+          example: { location: { ...EXAMPLE_LOCATION, reviewLinks: [{ provider: '2gis', url: 'https://2gis.ru/moscow/firm/1' }], updatedAt: '2026-05-02T09:00:00.000Z' } },
+        },
+      },
       example: { body: { reviewLinks: [{ provider: '2gis', url: 'https://2gis.ru/moscow/firm/1' }] } },
       handler: async ({ params, body, metadata }) => {
         const r = await contacts.updateLocation({
@@ -264,7 +294,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
     defineRoute({
       method: 'POST', path: '/organizations/{organizationId}/flows', operationId: 'createFlow', summary: 'Create a flow', tags: ['flows'], auth: 'adminToken',
       request: { params: OrgParams, body: CreateFlowBody },
-      responses: { 201: { description: 'The flow.', body: z.object({ flow: Flow }) } },
+      responses: { 201: { description: 'The flow.', body: z.object({ flow: Flow }), example: { flow: EXAMPLE_FLOW } } },
       example: { body: { name: 'Email, then SMS a day later', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 1440 }] } },
       handler: async ({ params, body, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
@@ -275,7 +305,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
     defineRoute({
       method: 'GET', path: '/organizations/{organizationId}/flows', operationId: 'listFlows', summary: 'List flows', tags: ['flows'], auth: 'adminToken',
       request: { params: OrgParams },
-      responses: { 200: { description: 'The flows, the default first.', body: z.object({ flows: z.array(Flow) }) } },
+      responses: { 200: { description: 'The flows, the default first.', body: z.object({ flows: z.array(Flow) }), example: { flows: [EXAMPLE_FLOW] } } },
       handler: async ({ params, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
         return { body: { flows: (await scheduler.listFlows({ organizationId: params.organizationId }, { metadata })).flows.map(flowJson) } };
@@ -285,7 +315,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       method: 'PUT', path: '/organizations/{organizationId}/flows/{flowId}', operationId: 'updateFlow', summary: 'Replace the name and steps of a flow', tags: ['flows'], auth: 'adminToken',
       description: 'Cascades already running keep the steps they started with.',
       request: { params: FlowParams, body: UpdateFlowBody },
-      responses: { 200: { description: 'The flow as it is now.', body: z.object({ flow: Flow }) } },
+      responses: { 200: { description: 'The flow as it is now.', body: z.object({ flow: Flow }), example: { flow: { ...EXAMPLE_FLOW, name: 'Email only', steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 0 }] } } } },
       example: { body: { name: 'Email only', steps: [{ channel: 'EMAIL', delayMinutes: 0 }] } },
       handler: async ({ params, body, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
@@ -296,7 +326,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
     defineRoute({
       method: 'POST', path: '/organizations/{organizationId}/flows/{flowId}/default', operationId: 'setDefaultFlow', summary: "Make a flow the organization's default", tags: ['flows'], auth: 'adminToken',
       request: { params: FlowParams },
-      responses: { 200: { description: 'The flow, now the default.', body: z.object({ flow: Flow }) } },
+      responses: { 200: { description: 'The flow, now the default.', body: z.object({ flow: Flow }), example: { flow: EXAMPLE_FLOW } } },
       handler: async ({ params, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
         return { body: { flow: flowJson((await scheduler.setDefaultFlow({ organizationId: params.organizationId, id: params.flowId }, { metadata })).flow!) } };
@@ -308,20 +338,20 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       method: 'GET', path: '/organizations/{organizationId}/templates', operationId: 'listTemplates', summary: 'List message templates', tags: ['templates'], auth: 'adminToken',
       description: "The template in effect for each channel: the organization's own, or the default of its locale.",
       request: { params: OrgParams },
-      responses: { 200: { description: 'The templates.', body: z.object({ templates: z.array(Template) }) } },
+      responses: { 200: { description: 'The templates.', body: z.object({ templates: z.array(Template) }), example: { templates: [EXAMPLE_EMAIL_TEMPLATE, EXAMPLE_SMS_TEMPLATE] } } },
       handler: async ({ params, metadata }) => ({ body: { templates: (await contacts.listTemplates({ organizationId: params.organizationId }, { metadata })).templates.map(templateJson) } }),
     }),
     defineRoute({
       method: 'PUT', path: '/organizations/{organizationId}/templates/{channel}', operationId: 'setTemplate', summary: "Set a channel's message template", tags: ['templates'], auth: 'adminToken',
       request: { params: ChannelParams, body: SetTemplateBody },
-      responses: { 200: { description: 'The template.', body: z.object({ template: Template }) } },
+      responses: { 200: { description: 'The template.', body: z.object({ template: Template }), example: { template: EXAMPLE_EMAIL_TEMPLATE } } },
       example: { body: { subject: 'How was {{location}}?', body: 'Hello {{name}}, please rate your visit: {{link}}' } },
       handler: async ({ params, body, metadata }) => ({ body: { template: templateJson((await contacts.setTemplate({ organizationId: params.organizationId, channel: params.channel, subject: body.subject ?? '', body: body.body }, { metadata })).template!) } }),
     }),
     defineRoute({
       method: 'DELETE', path: '/organizations/{organizationId}/templates/{channel}', operationId: 'resetTemplate', summary: "Go back to a channel's default template", tags: ['templates'], auth: 'adminToken',
       request: { params: ChannelParams },
-      responses: { 200: { description: 'The default template now in effect.', body: z.object({ template: Template }) } },
+      responses: { 200: { description: 'The default template now in effect.', body: z.object({ template: Template }), example: { template: { ...EXAMPLE_EMAIL_TEMPLATE, subject: 'Rate your visit to {{location}}', body: 'Hello {{name}}! Please rate your visit: {{link}}', isDefault: true } } } },
       handler: async ({ params, metadata }) => ({ body: { template: templateJson((await contacts.resetTemplate({ organizationId: params.organizationId, channel: params.channel }, { metadata })).template!) } }),
     }),
 
@@ -329,13 +359,19 @@ export function adminRoutes(clients: GatewayClients): Route[] {
     defineRoute({
       method: 'GET', path: '/organizations/{organizationId}/channels', operationId: 'listChannelConfigurations', summary: 'Which channels are configured', tags: ['channels'], auth: 'adminToken',
       request: { params: OrgParams },
-      responses: { 200: { description: 'One entry per known channel and per channel ever set.', body: z.object({ channels: z.array(ChannelConfiguration) }) } },
+      responses: {
+        200: {
+          description: 'One entry per known channel and per channel ever set.',
+          body: z.object({ channels: z.array(ChannelConfiguration) }),
+          example: { channels: [{ channel: 'EMAIL', configured: true }, { channel: 'SMS', configured: true }, { channel: 'MAX', configured: false }, { channel: 'TELEGRAM', configured: false }] },
+        },
+      },
       handler: async ({ params, metadata }) => ({ body: { channels: (await contacts.listChannelConfigurations({ organizationId: params.organizationId }, { metadata })).channels.map((c) => ({ channel: c.channel, configured: c.configured })) } }),
     }),
     defineRoute({
       method: 'PUT', path: '/organizations/{organizationId}/channels/{channel}', operationId: 'setChannelConfiguration', summary: 'Configure a channel', tags: ['channels'], auth: 'adminToken',
       request: { params: ChannelParams, body: SetChannelBody },
-      responses: { 200: { description: 'The configuration.', body: z.object({ channel: ChannelConfiguration }) } },
+      responses: { 200: { description: 'The configuration.', body: z.object({ channel: ChannelConfiguration }), example: { channel: { channel: 'EMAIL', configured: true } } } },
       example: { body: { configured: true } },
       handler: async ({ params, body, metadata }) => {
         const r = await contacts.setChannelConfiguration({ organizationId: params.organizationId, channel: params.channel, configured: body.configured }, { metadata });
@@ -347,7 +383,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
     defineRoute({
       method: 'POST', path: '/organizations/{organizationId}/sms-balance/credits', operationId: 'creditSmsBalance', summary: 'Add SMS parts to the balance', tags: ['sms-balance'], auth: 'adminToken',
       request: { params: OrgParams, body: CreditBody },
-      responses: { 200: { description: 'The balance after the credit.', body: z.object({ balance: z.number().int() }) } },
+      responses: { 200: { description: 'The balance after the credit.', body: z.object({ balance: z.number().int() }), example: { balance: 1500 } } },
       example: { body: { parts: 1000, reason: 'invoice 2026-118' } },
       handler: async ({ params, body, metadata }) => ({ body: { balance: (await contacts.creditSmsBalance({ organizationId: params.organizationId, parts: body.parts, reason: body.reason ?? '' }, { metadata })).balance } }),
     }),

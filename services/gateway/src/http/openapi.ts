@@ -4,6 +4,15 @@
  * the error responses list the exact codes each operation can answer. One builder serves every API
  * (`/api/v1/openapi.json`, `/admin/v1/openapi.json`); what differs between them is their description
  * (`DocumentInfo`) and their routes' auth kinds.
+ *
+ * What a generated client relies on (docs/api-conventions.md, "Description and docs"):
+ * - every error status of an operation is its own problem schema: `status` is a constant and `code` an
+ *   enum of exactly the codes that operation can answer with that status, both required;
+ * - response headers that are not always present (`Idempotent-Replayed`, `Retry-After` of a busy
+ *   Idempotency-Key) are inline with `required: false`: openapi-typescript types a `$ref`'d header as
+ *   always present, so only headers that always come are `$ref`s;
+ * - every request and response has an example, valid against its schema (the routes give the requests'
+ *   and the successes'; the errors' are made here from the codes).
  */
 import { z } from 'zod';
 import { AUTH_DESCRIPTIONS, type AuthKind } from './auth';
@@ -17,7 +26,10 @@ export interface DocumentInfo {
   title: string;
   version: string;
   description: string;
-  /** Base URL of the API including its base path, e.g. `https://reviews.example.com/api/v1`. */
+  /**
+   * The server: the API's absolute base URL (`https://reviews.example.com/api/v1`), or its base path
+   * alone (`/api/v1`), which a client resolves against the URL it fetched the document from. See `serverUrlFor`.
+   */
   serverUrl: string;
   /** Tag name → description; a tag used by routes but missing here gets `defaultTagDescription`. */
   tags?: Record<string, string>;
@@ -26,11 +38,47 @@ export interface DocumentInfo {
   errorCatalog: Record<string, ErrorCodeInfo>;
   /** POST operations take an Idempotency-Key (as the pipeline's `idempotencyKeys`). */
   idempotencyKeys: boolean;
+  /** The events the API POSTs to its integrators' endpoints (the document's `webhooks`). */
+  webhooks?: readonly WebhookDefinition[];
+}
+
+/** An event delivered by webhook (Standard Webhooks v1): what a receiver gets. */
+export interface WebhookDefinition {
+  /** The event type, the key of the document's `webhooks` (e.g. `cascade.recipient.finished`). */
+  type: string;
+  operationId: string;
+  summary: string;
+  description: string;
+  /** Schema of the JSON body. */
+  body: z.ZodType;
+  /** A body, valid against `body`. */
+  example: unknown;
+}
+
+const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * The document's server URL: `PUBLIC_BASE_URL` + the base path when that names a host others can reach,
+ * and the base path alone when it is a loopback address (the default when PUBLIC_BASE_URL is unset): an
+ * absolute `http://localhost:8080` would be wrong for every caller not on the gateway's own machine,
+ * while a relative server resolves against wherever the document was fetched from.
+ */
+export function serverUrlFor(publicBaseUrl: string, basePath: string): string {
+  let host: string;
+  try {
+    host = new URL(publicBaseUrl).hostname;
+  } catch {
+    return basePath;
+  }
+  return LOOPBACK_HOSTS.test(host) ? basePath : `${publicBaseUrl.replace(/\/$/, '')}${basePath}`;
 }
 
 const PROBLEM_REF = '#/components/schemas/Problem';
 const BODY_ERRORS = ['invalid_request', 'malformed_json', 'payload_too_large', 'unsupported_media_type'] as const;
 const IDEMPOTENCY_ERRORS = ['invalid_idempotency_key', 'idempotency_key_reused', 'idempotency_key_in_use'] as const;
+/** Where the examples' problem `type`s point when the document has no absolute server. */
+const EXAMPLE_BASE_URL = 'https://reviews.example.com';
+const EXAMPLE_REQUEST_ID = '0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f';
 
 /**
  * Error codes an operation can answer, by status, in the order the pipeline can refuse: its auth kind's,
@@ -78,21 +126,76 @@ function schemaOf(schema: z.ZodType, io: 'input' | 'output', components: Json): 
 
 const header = (ref: string) => ({ $ref: `#/components/headers/${ref}` });
 
-function operation(route: Route, info: DocumentInfo, schemas: Json): Json {
+/** Headers some responses carry and others not: inline, so a generated client types them as optional. */
+const IDEMPOTENT_REPLAYED = {
+  description: 'Present, with the value `true`, only when the response is a saved one replayed for a repeated Idempotency-Key; absent otherwise.',
+  required: false,
+  schema: { type: 'string', const: 'true' },
+  example: 'true',
+};
+const RETRY_AFTER_WHEN_BUSY = {
+  description: 'With `idempotency_key_in_use` only: seconds to wait before retrying.',
+  required: false,
+  schema: { type: 'integer', minimum: 1 },
+  example: 1,
+};
+
+/** A query parameter's example as its JSON type (the route gives it as the string of the URL). */
+function typedExample(value: string, schema: Json): unknown {
+  const types = ([] as unknown[]).concat(schema.type ?? []);
+  if ((types.includes('integer') || types.includes('number')) && value.trim() !== '' && !Number.isNaN(Number(value))) return Number(value);
+  if (types.includes('boolean') && (value === 'true' || value === 'false')) return value === 'true';
+  return value;
+}
+
+/** The example problem of an error response: its first code, with the extension members that code carries. */
+function problemExample(route: Route, status: number, code: string, description: string, where: { basePath: string; typeBase: string }): Json {
+  let instance = `${where.basePath}${route.path}`;
+  for (const [name, value] of Object.entries(route.example?.params ?? {})) instance = instance.replace(`{${name}}`, encodeURIComponent(value));
+  const extensions: Json = {};
+  if (code === 'invalid_request') {
+    const query = Object.keys(route.example?.query ?? {})[0];
+    extensions.errors = route.request.body || !query ? [{ pointer: '', detail: 'a JSON body is required' }] : [{ parameter: query, detail: 'Invalid input' }];
+  } else if (code === 'invalid_idempotency_key') extensions.errors = [{ header: 'Idempotency-Key', detail: 'must be 1 to 255 printable ASCII characters' }];
+  else if (code === 'insufficient_scope' && route.scope) extensions.requiredScope = route.scope;
+  else if (code === 'rate_limited') extensions.retryAfterSeconds = 42;
+  else if (code === 'idempotency_key_in_use') extensions.retryAfterSeconds = 1;
+  return {
+    type: `${where.typeBase}/docs#error-${code}`,
+    title: STATUS_TITLES[status] ?? 'Error',
+    status,
+    code,
+    detail: description.replace(/`/g, ''),
+    instance,
+    requestId: EXAMPLE_REQUEST_ID,
+    ...extensions,
+  };
+}
+
+function operation(route: Route, info: DocumentInfo, schemas: Json, where: { basePath: string; typeBase: string }): Json {
   const idempotent = info.idempotencyKeys && route.method === 'POST';
   const parameters: Json[] = [];
   const pathParams = route.segments.filter((s) => s.startsWith('{')).map((s) => s.slice(1, -1));
   const paramSchema = route.request.params ? schemaOf(route.request.params, 'input', schemas) : undefined;
   for (const name of pathParams) {
     const s = ((paramSchema?.properties as Json | undefined)?.[name] as Json | undefined) ?? { type: 'string' };
-    parameters.push({ name, in: 'path', required: true, schema: s, ...(route.example?.params?.[name] ? { example: route.example.params[name] } : {}) });
+    // A parameter's example comes from the route's `example`, else from its schema's `examples`.
+    const { description, examples, ...rest } = s;
+    const example = route.example?.params?.[name] ?? (examples as unknown[] | undefined)?.[0];
+    parameters.push({ name, in: 'path', required: true, schema: rest, ...(description ? { description } : {}), ...(example !== undefined ? { example } : {}) });
   }
   if (route.request.query) {
     const q = schemaOf(route.request.query, 'input', schemas);
     const required = new Set((q.required as string[] | undefined) ?? []);
     for (const [name, s] of Object.entries((q.properties as Json | undefined) ?? {})) {
-      const { description, ...rest } = s as Json;
-      parameters.push({ name, in: 'query', required: required.has(name), schema: rest, ...(description ? { description } : {}) });
+      const { description, examples, ...rest } = s as Json;
+      const given = route.example?.query?.[name];
+      const example = given !== undefined ? typedExample(given, rest) : (examples as unknown[] | undefined)?.[0];
+      parameters.push({
+        name, in: 'query', required: required.has(name), schema: rest,
+        ...(description ? { description } : {}),
+        ...(example !== undefined ? { example } : {}),
+      });
     }
   }
   if (idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
@@ -101,11 +204,11 @@ function operation(route: Route, info: DocumentInfo, schemas: Json): Json {
   const responses: Json = {};
   for (const [status, r] of Object.entries(route.responses)) {
     const headers: Json = { 'X-Request-Id': header('RequestId'), ...rateHeaders };
-    if (idempotent && Number(status) < 300) headers['Idempotent-Replayed'] = header('IdempotentReplayed');
+    if (idempotent && Number(status) < 300) headers['Idempotent-Replayed'] = IDEMPOTENT_REPLAYED;
     responses[status] = {
       description: r.description,
       headers,
-      ...(r.body ? { content: { 'application/json': { schema: schemaOf(r.body, 'output', schemas) } } } : {}),
+      ...(r.body ? { content: { 'application/json': { schema: schemaOf(r.body, 'output', schemas), ...(r.example !== undefined ? { example: r.example } : {}) } } } : {}),
     };
   }
   for (const [status, codes] of [...errorCodesOf(route, info)].sort((a, b) => a[0] - b[0])) {
@@ -113,14 +216,21 @@ function operation(route: Route, info: DocumentInfo, schemas: Json): Json {
     // Rate limiting runs after authentication: a 401 has no quota to report.
     if (status !== 401) Object.assign(headers, rateHeaders);
     if (status === 429) headers['Retry-After'] = header('RetryAfter');
-    else if (codes.has('idempotency_key_in_use')) headers['Retry-After'] = header('RetryAfterWhenBusy');
+    else if (codes.has('idempotency_key_in_use')) headers['Retry-After'] = RETRY_AFTER_WHEN_BUSY;
     const list = [...codes].map(([code, d]) => `- \`${code}\`: ${d}`).join('\n');
+    const [firstCode, firstDescription] = [...codes][0];
     responses[String(status)] = {
       description: `${STATUS_TITLES[status] ?? 'Error'}. Codes:\n${list}`,
       headers,
       content: {
         'application/problem+json': {
-          schema: { allOf: [{ $ref: PROBLEM_REF }, { type: 'object', properties: { status: { const: status }, code: { type: 'string', enum: [...codes.keys()] } } }] },
+          schema: {
+            allOf: [
+              { $ref: PROBLEM_REF },
+              { type: 'object', properties: { status: { type: 'integer', const: status }, code: { type: 'string', enum: [...codes.keys()] } }, required: ['status', 'code'] },
+            ],
+          },
+          example: problemExample(route, status, firstCode, firstDescription, where),
         },
       },
     };
@@ -162,7 +272,7 @@ function problemSchema(codes: readonly string[], routes: readonly Route[], info:
   const withRetry = info.idempotencyKeys || routes.some((r) => r.rateLimited);
   return {
     type: 'object',
-    description: 'RFC 9457 problem details. `code` is stable and machine-readable; `type` is derived from it.',
+    description: 'RFC 9457 problem details. `code` is stable and machine-readable; `type` is derived from it. Operations may add extension members of their own.',
     properties: {
       type: { type: 'string', format: 'uri', description: 'Where the code is explained: `<base URL>/docs#error-<code>` on this server.' },
       title: { type: 'string' },
@@ -189,59 +299,105 @@ const SHARED_PARAMETERS: Json = {
     description:
       'Makes a retry safe: a repeat with the same key and body returns the saved response with `Idempotent-Replayed: true` and creates or sends nothing; the same key with another body gives 409 `idempotency_key_reused`. 1–255 printable ASCII characters, quoted (`"abc"`) or not. Kept 24 h per organization.',
     schema: { type: 'string', minLength: 1, maxLength: 257 },
+    example: 'crm-deal-1042-won',
   },
 };
+/** The Standard Webhooks headers of every delivery (docs/webhooks.md, "Verifying signatures"). */
+const WEBHOOK_PARAMETERS: Json = {
+  WebhookId: {
+    name: 'webhook-id', in: 'header', required: true, schema: { type: 'string' }, example: '0190c3c4-0000-7000-8000-000000000003',
+    description: 'The event id: the same on every attempt and replay of the event. Deduplicate on it.',
+  },
+  WebhookTimestamp: {
+    name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'integer' }, example: 1777638601,
+    description: 'When this attempt was signed, in seconds since the epoch. Refuse one more than 5 minutes away from your clock.',
+  },
+  WebhookSignature: {
+    name: 'webhook-signature', in: 'header', required: true, schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$' },
+    example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
+    description: 'Space-separated `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<raw body>` with the endpoint\'s secret; two during a secret rotation. Genuine when any one matches.',
+  },
+};
+
+/** A webhook event as a receiver implements it: the Standard Webhooks headers, the body, and what its answers mean. */
+function webhookOperation(event: WebhookDefinition, schemas: Json): Json {
+  return {
+    operationId: event.operationId,
+    summary: event.summary,
+    description: event.description,
+    tags: ['webhooks'],
+    // The receiver's endpoint, not this API: our API key is not sent; the signature proves the sender.
+    security: [],
+    parameters: ['WebhookId', 'WebhookTimestamp', 'WebhookSignature'].map((name) => ({ $ref: `#/components/parameters/${name}` })),
+    requestBody: { required: true, content: { 'application/json': { schema: schemaOf(event.body, 'output', schemas), example: event.example } } },
+    responses: {
+      '200': { description: 'Any 2xx, within 15 seconds, acknowledges the delivery; the body is ignored (its first 4 KiB are kept in the delivery log).' },
+      '410': { description: 'Gone: the endpoint is disabled (`disabledReason: gone`) and gets no more deliveries. Any other answer, or none, is a failed attempt, retried on the schedule.' },
+    },
+  };
+}
+
+/** Headers that are always present on the responses that list them (see the note on `$ref`s at the top). */
 const SHARED_HEADERS: Json = {
-  RequestId: { description: 'The request id (the caller\'s `X-Request-Id` when it is sane, otherwise generated).', required: true, schema: { type: 'string' } },
-  RateLimit: { description: 'IETF RateLimit field: `"<plan>";r=<remaining>;t=<seconds to reset>`.', required: true, schema: { type: 'string', pattern: '^"[a-z]+";r=\\d+;t=\\d+$' } },
-  RateLimitPolicy: { description: 'IETF RateLimit-Policy field: `"<plan>";q=<quota>;w=<window seconds>`.', required: true, schema: { type: 'string', pattern: '^"[a-z]+";q=\\d+;w=\\d+$' } },
-  RetryAfter: { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'integer', minimum: 1 } },
-  RetryAfterWhenBusy: { description: 'With `idempotency_key_in_use`: seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
-  IdempotentReplayed: { description: '`true` when the response is a saved one, replayed for a repeated Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
+  RequestId: { description: 'The request id (the caller\'s `X-Request-Id` when it is sane, otherwise generated).', required: true, schema: { type: 'string' }, example: EXAMPLE_REQUEST_ID },
+  RateLimit: { description: 'IETF RateLimit field: `"<plan>";r=<remaining>;t=<seconds to reset>`.', required: true, schema: { type: 'string', pattern: '^"[a-z]+";r=\\d+;t=\\d+$' }, example: '"standard";r=599;t=42' },
+  RateLimitPolicy: { description: 'IETF RateLimit-Policy field: `"<plan>";q=<quota>;w=<window seconds>`.', required: true, schema: { type: 'string', pattern: '^"[a-z]+";q=\\d+;w=\\d+$' }, example: '"standard";q=600;w=60' },
+  RetryAfter: { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'integer', minimum: 1 }, example: 42 },
 };
 
 export function buildOpenApiDocument(routes: readonly Route[], info: DocumentInfo): Json {
   const schemas: Json = {};
   const paths: Record<string, Json> = {};
+  const absolute = /^https?:\/\//i.test(info.serverUrl);
+  const where = {
+    basePath: new URL(info.serverUrl, 'http://x').pathname.replace(/\/$/, ''),
+    typeBase: absolute ? new URL(info.serverUrl).origin : EXAMPLE_BASE_URL,
+  };
   const sorted = [...routes].sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method));
   for (const route of sorted) {
     paths[route.path] ??= {};
-    paths[route.path][route.method.toLowerCase()] = operation(route, info, schemas);
+    paths[route.path][route.method.toLowerCase()] = operation(route, info, schemas, where);
   }
   const tagNames = [...new Set(sorted.flatMap((r) => r.tags))];
   const kinds = [...new Set(sorted.map((r) => r.auth))] as AuthKind[];
   // Every code the API can answer, with its status and meaning: the catalog plus the routes' own.
   const catalog: Record<string, ErrorCodeInfo> = { ...info.errorCatalog };
   for (const r of sorted) for (const [status, codes] of errorCodesOf(r, info)) for (const [code, description] of codes) catalog[code] ??= { status, description };
-  const used = JSON.stringify(paths);
+  const webhooks = Object.fromEntries((info.webhooks ?? []).map((event) => [event.type, { post: webhookOperation(event, schemas) }]));
+  const used = JSON.stringify(paths) + JSON.stringify(webhooks);
   const pick = (kind: string, all: Json): Json => Object.fromEntries(Object.entries(all).filter(([name]) => used.includes(`"#/components/${kind}/${name}"`)));
-  const parameters = pick('parameters', SHARED_PARAMETERS);
+  const parameters = pick('parameters', { ...SHARED_PARAMETERS, ...WEBHOOK_PARAMETERS });
   return {
     openapi: '3.1.0',
     'x-error-codes': catalog,
     info: { title: info.title, version: info.version, description: info.description, license: { name: 'Apache 2.0', identifier: 'Apache-2.0' } },
-    servers: [{ url: info.serverUrl }],
+    servers: [{ url: info.serverUrl, description: absolute ? 'This installation (PUBLIC_BASE_URL).' : 'Relative to the URL this document was fetched from.' }],
     security: kinds.map((kind) => ({ [kind]: [] })),
     tags: tagNames.map((name) => ({ name, description: info.tags?.[name] ?? info.defaultTagDescription?.(name) ?? `Operations on ${name}.` })),
     paths,
+    ...(Object.keys(webhooks).length > 0 ? { webhooks } : {}),
     components: {
       securitySchemes: Object.fromEntries(kinds.map((kind) => [kind, AUTH_DESCRIPTIONS[kind].securityScheme])),
       ...(Object.keys(parameters).length > 0 ? { parameters } : {}),
       headers: pick('headers', SHARED_HEADERS),
-      schemas: { ...schemas, Problem: problemSchema(Object.keys(catalog), sorted, info), FieldError: FIELD_ERROR },
+      schemas: { ...sortedByName(schemas), Problem: problemSchema(Object.keys(catalog), sorted, info), FieldError: FIELD_ERROR },
     },
   };
 }
 
-/** Builds the document once per distinct set of routes (the set changes when channels come and go). */
+const sortedByName = (o: Json): Json => Object.fromEntries(Object.entries(o).sort(([a], [b]) => a.localeCompare(b)));
+
+/**
+ * Builds the document once per distinct set of routes. Run-time route providers return the same route
+ * objects until their source changes (the channel catalog), so an unchanged list is the same objects.
+ */
 export function openApiCache(info: DocumentInfo): (routes: readonly Route[]) => Json {
-  let lastKey = '';
+  let lastRoutes: readonly Route[] = [];
   let last: Json | undefined;
   return (routes) => {
-    const key = routes.map((r) => `${r.method} ${r.path} ${r.operationId}`).join('\n');
-    if (!last || key !== lastKey) {
+    if (!last || routes.length !== lastRoutes.length || routes.some((r, i) => r !== lastRoutes[i])) {
       last = buildOpenApiDocument(routes, info);
-      lastKey = key;
+      lastRoutes = [...routes];
     }
     return last;
   };

@@ -23,6 +23,8 @@ export interface RouteResponse {
   description: string;
   /** Schema of the JSON body; omitted = no body. */
   body?: z.ZodType;
+  /** A body this response can have, valid against `body` (shown in the document; every response with a body has one). */
+  example?: unknown;
 }
 
 /** What a handler returns. `status` defaults to the route's only 2xx response; no `body` = an empty response. */

@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { CASCADE_COUNT_KEYS, MAX_RECIPIENTS_PER_REQUEST, type CascadeCountKey, type schedulerV1 } from '@rrs/proto';
+import { CASCADE_COUNT_KEYS, MAX_RECIPIENTS_PER_REQUEST, STEP_STATUSES, type CascadeCountKey, type schedulerV1 } from '@rrs/proto';
 import { defineRoute, type Route } from '../http/route';
 import { startCascade } from '../useCases/cascades';
 import type { PublicRouteDeps } from './deps';
-import { FlowStepJson, flowStepJson, isoOrNull, orNull } from './shapes';
+import { CascadeStatus, ChannelKey, FinishReason, RecipientStatus, RerouteReason, SkipReason } from './enums';
+import { EXAMPLE_FLOW_STEPS, EXAMPLE_IDS, FlowStepJson, flowStepJson, isoOrNull, orNull } from './shapes';
 
 const Recipient = z.strictObject({
   name: z.string().max(200).optional(),
@@ -16,7 +17,9 @@ const StartCascadeBody = z
     locationId: z.string().min(1).max(64).meta({ description: 'An id from GET /locations; an unknown one is 404.' }),
     name: z.string().max(200).optional().meta({ description: 'Name of the mailing, for history.' }),
     flowId: z.string().min(1).max(64).optional().meta({ description: "Default: the organization's default flow. Mutually exclusive with `channel`." }),
-    channel: z.enum(['EMAIL', 'SMS', 'MAX', 'TELEGRAM']).optional().meta({ description: 'A one-step cascade in this channel. Mutually exclusive with `flowId`.' }),
+    channel: ChannelKey.optional().meta({
+      description: 'A one-step cascade in this channel (any channel of GET /channels, including one added at run time). Mutually exclusive with `flowId`. A channel the organization has not configured, or that no sender runs, is 409 `channel_not_configured`.',
+    }),
     externalId: z.string().max(200).optional().meta({ description: 'Your id (order number, deal id); returned in GET /cascades/{id} and in the finish event.' }),
     recipients: z.array(Recipient).min(1, `1 to ${MAX_RECIPIENTS_PER_REQUEST} recipients`).max(MAX_RECIPIENTS_PER_REQUEST, `at most ${MAX_RECIPIENTS_PER_REQUEST} recipients per request`),
   })
@@ -26,7 +29,7 @@ const StartCascadeBody = z
 
 const StartCascadeResponse = z.object({
   id: z.string(),
-  status: z.string().meta({ description: '`running`, or `finished` when every recipient was skipped.' }),
+  status: CascadeStatus,
   queued: z.number().int().meta({ description: 'Recipients put in the queue.' }),
   skipped: z.number().int().meta({ description: 'Recipients with no usable contact for any step of the flow.' }),
   flow: z.object({
@@ -38,21 +41,35 @@ const StartCascadeResponse = z.object({
 
 const Reroute = z
   .object({
-    to: z.string().meta({ description: 'The channel the step finally went through.' }),
-    hops: z.array(z.object({ from: z.string(), to: z.string(), reason: z.string().meta({ description: '`no_balance`, `unreachable` or `channel_not_configured`.' }) })),
+    to: ChannelKey.meta({ description: 'The channel the step finally went through.' }),
+    hops: z.array(z.object({ from: ChannelKey, to: ChannelKey, reason: RerouteReason })),
   })
-  .nullable();
+  .meta({ id: 'Reroute', description: 'How a phone step moved along SMS → MAX → TELEGRAM.' })
+  .nullable()
+  .meta({ description: 'How the step was rerouted; null when it stayed in its channel.' });
 
-const StepJson = z.object({
+const stepFields = {
   order: z.number().int(),
-  channel: z.string(),
-  status: z.string().meta({ description: '`pending`, `scheduled`, `dispatched`, `sent`, `failed`, `skipped` or `canceled`.' }),
+  channel: ChannelKey.meta({ description: "The flow step's channel (a reroute may have sent it through another: `reroute.to`)." }),
   dueAt: z.string().nullable(),
   sentAt: z.string().nullable(),
   skippedAt: z.string().nullable(),
-  reason: z.string().nullable().meta({ description: 'Why the step was skipped (`no_contact`, `opted_out`, `channel_not_configured`) or failed.' }),
   reroute: Reroute,
-});
+};
+
+/** A step by its status: a skipped step always names its SkipReason; any other step may carry a reason of its sender. */
+const StepJson = z
+  .discriminatedUnion('status', [
+    z.object({ ...stepFields, status: z.literal('skipped'), reason: SkipReason }),
+    z.object({
+      ...stepFields,
+      status: z.enum(STEP_STATUSES.filter((s): s is Exclude<(typeof STEP_STATUSES)[number], 'skipped'> => s !== 'skipped')),
+      reason: z.string().nullable().meta({
+        description: 'With `failed`: why, e.g. `no_balance`, `unreachable`, `no_result`, or the sender\'s own reason; with `sent`: `undelivered: <reason>` after a negative delivery receipt; otherwise null.',
+      }),
+    }),
+  ])
+  .meta({ id: 'CascadeStep', description: 'A step of a recipient. Its `status` is a StepStatus; a `skipped` step has a SkipReason.' });
 
 const RecipientJson = z.object({
   id: z.string(),
@@ -60,8 +77,8 @@ const RecipientJson = z.object({
   email: z.string().nullable(),
   phone: z.string().nullable(),
   externalId: z.string().nullable().meta({ description: "The contact's externalId, for recipients that came from POST /contacts." }),
-  status: z.string().meta({ description: '`running` or `finished`.' }),
-  finishReason: z.string().nullable().meta({ description: '`rated`, `exhausted`, `unreachable`, `unsubscribed` or `canceled`; null while running.' }),
+  status: RecipientStatus,
+  finishReason: FinishReason.nullable().meta({ description: 'Why the recipient finished; null while running.' }),
   rating: z.number().int().nullable(),
   feedback: z.string().nullable(),
   ratedAt: z.string().nullable(),
@@ -71,11 +88,47 @@ const RecipientJson = z.object({
 
 const GetCascadeResponse = z.object({
   id: z.string(),
-  status: z.string().meta({ description: '`running`, then `finished` once every recipient has finished.' }),
+  status: CascadeStatus,
   externalId: z.string().nullable(),
-  counts: z.object(Object.fromEntries(CASCADE_COUNT_KEYS.map((k) => [k, z.number().int()])) as Record<CascadeCountKey, z.ZodNumber>),
+  counts: z.object(Object.fromEntries(CASCADE_COUNT_KEYS.map((k) => [k, z.number().int()])) as Record<CascadeCountKey, z.ZodNumber>).meta({ description: 'Every key always present (docs/cascades.md, "counts keys").' }),
   recipients: z.array(RecipientJson),
 });
+
+const EXAMPLE_START_RESPONSE = {
+  id: EXAMPLE_IDS.cascade,
+  status: 'running',
+  queued: 1,
+  skipped: 0,
+  flow: { id: EXAMPLE_IDS.flow, name: 'Email, then SMS a day later', steps: EXAMPLE_FLOW_STEPS },
+};
+
+const EXAMPLE_CASCADE = {
+  id: EXAMPLE_IDS.cascade,
+  status: 'running',
+  externalId: 'order-1042',
+  counts: {
+    recipients: 2, queued: 1, skipped: 1, running: 1, finished: 1, rated: 0, exhausted: 0, unreachable: 1, unsubscribed: 0, canceled: 0,
+    opened: 1, feedback: 0, stepsSent: 1, stepsFailed: 0, stepsSkipped: 2, stepsPending: 1,
+  } satisfies Record<CascadeCountKey, number>,
+  recipients: [
+    {
+      id: EXAMPLE_IDS.recipient, name: 'Anna', email: 'anna@example.com', phone: '+79161234567', externalId: 'crm-1042', status: 'running', finishReason: null,
+      rating: null, feedback: null, ratedAt: null, finishedAt: null,
+      steps: [
+        { order: 1, channel: 'EMAIL', status: 'sent', dueAt: '2026-05-01T12:00:00.000Z', sentAt: '2026-05-01T12:00:01.200Z', skippedAt: null, reason: null, reroute: null },
+        { order: 2, channel: 'SMS', status: 'scheduled', dueAt: '2026-05-02T12:00:01.200Z', sentAt: null, skippedAt: null, reason: null, reroute: null },
+      ],
+    },
+    {
+      id: '0190e0e0-5555-7000-8000-000000000006', name: 'Boris', email: null, phone: null, externalId: null, status: 'finished', finishReason: 'unreachable',
+      rating: null, feedback: null, ratedAt: null, finishedAt: '2026-05-01T12:00:00.000Z',
+      steps: [
+        { order: 1, channel: 'EMAIL', status: 'skipped', dueAt: null, sentAt: null, skippedAt: '2026-05-01T12:00:00.000Z', reason: 'no_contact', reroute: null },
+        { order: 2, channel: 'SMS', status: 'skipped', dueAt: null, sentAt: null, skippedAt: '2026-05-01T12:00:00.000Z', reason: 'no_contact', reroute: null },
+      ],
+    },
+  ],
+};
 
 function startCascadeJson(r: schedulerV1.StartCascadeResponse) {
   const flow = r.flow!;
@@ -142,9 +195,9 @@ export function cascadeRoutes({ clients }: PublicRouteDeps): Route[] {
       rateLimited: true,
       sends: true,
       request: { body: StartCascadeBody },
-      responses: { 202: { description: 'The cascade was created; its steps run in the background.', body: StartCascadeResponse } },
+      responses: { 202: { description: 'The cascade was created; its steps run in the background.', body: StartCascadeResponse, example: EXAMPLE_START_RESPONSE } },
       errors: [404, 'channel_not_configured'],
-      example: { body: { locationId: 'loc_1', externalId: 'order-1042', recipients: [{ name: 'Anna', email: 'anna@example.com', phone: '+7 916 123-45-67' }] } },
+      example: { body: { locationId: EXAMPLE_IDS.location, externalId: 'order-1042', recipients: [{ name: 'Anna', email: 'anna@example.com', phone: '+7 916 123-45-67' }] } },
       handler: async ({ body, principal, metadata }) => {
         const r = await startCascade(clients, { organizationId: principal.organization.id, ...body }, metadata);
         return { body: startCascadeJson(r), replayed: r.idempotentReplayed };
@@ -155,14 +208,14 @@ export function cascadeRoutes({ clients }: PublicRouteDeps): Route[] {
       path: '/cascades/{id}',
       operationId: 'getCascade',
       summary: 'Read a cascade',
-      description: 'The cascade with each recipient, the status of each of its steps, and the rating and feedback when given. Status values and `counts` keys: see the docs (cascades.md).',
+      description: 'The cascade with each recipient, the status of each of its steps, and the rating and feedback when given. The status and reason values are the enums of this document (CascadeStatus, RecipientStatus, FinishReason, StepStatus, SkipReason, RerouteReason); what they mean and the `counts` keys: docs/cascades.md.',
       tags: ['cascades'],
       auth: 'apiKey',
       scope: 'cascades:read',
       rateLimited: true,
       request: { params: z.object({ id: z.string().max(64) }) },
-      responses: { 200: { description: 'The cascade.', body: GetCascadeResponse } },
-      example: { params: { id: '0190e0e0-0000-7000-8000-000000000001' } },
+      responses: { 200: { description: 'The cascade.', body: GetCascadeResponse, example: EXAMPLE_CASCADE } },
+      example: { params: { id: EXAMPLE_IDS.cascade } },
       handler: async ({ params, principal, metadata }) => {
         const r = await clients.scheduler.getCascade({ organizationId: principal.organization.id, id: params.id }, { metadata });
         return { body: cascadeJson(r.cascade!) };

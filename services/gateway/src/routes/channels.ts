@@ -1,43 +1,65 @@
 import { z } from 'zod';
-import { MAX_RECIPIENTS_PER_REQUEST } from '@rrs/proto';
+import { CONTACT_FIELDS, MAX_RECIPIENTS_PER_REQUEST, isOneOf, type ContactField as ContactFieldName } from '@rrs/proto';
 import type { ChannelCatalogEntry } from '@rrs/sender-kit';
 import type { ChannelCatalogSource } from '../catalog/channelCatalog';
 import { notFound } from '../http/errors';
 import { defineRoute, type Route, type RouteProvider, type RouteSource } from '../http/route';
 import { startCascade } from '../useCases/cascades';
 import type { PublicRouteDeps } from './deps';
+import { CascadeStatus, ChannelKey, ContactField } from './enums';
+import { EXAMPLE_IDS } from './shapes';
 
 const CatalogEntryJson = z.object({
-  key: z.string().meta({ description: '`EMAIL`, `SMS`, `MAX`, `TELEGRAM`, or a channel added later.' }),
+  key: ChannelKey,
   slug: z.string().meta({ description: 'Path segment of the send method.' }),
   label: z.string(),
-  contactField: z.string().meta({ description: 'Recipient field the channel needs: `email` or `phone`.' }),
+  contactField: ContactField,
   configured: z.boolean().meta({ description: 'The channel is ready to send for your organization.' }),
   sendEndpoint: z.string().meta({ description: 'Path of the send method, e.g. `/api/v1/channels/email/send`.' }),
 });
 
 const ChannelsResponse = z.object({ channels: z.array(CatalogEntryJson) });
 
-const Recipient = z.strictObject({
-  name: z.string().max(200).optional().meta({ description: 'Substituted for `{{name}}`.' }),
-  email: z.email().max(254).optional().meta({ description: 'Needed by channels whose contactField is `email`.' }),
-  phone: z.string().max(64).optional().meta({ description: 'Needed by phone channels; any format, normalized to E.164.' }),
-});
+/** A catalog entry the gateway can serve: its contact field is one recipients have. */
+type ServedEntry = ChannelCatalogEntry & { contactField: ContactFieldName };
+const served = (entries: readonly ChannelCatalogEntry[]): ServedEntry[] => entries.filter((e): e is ServedEntry => isOneOf(CONTACT_FIELDS, e.contactField));
 
-const SendBody = z.strictObject({
-  locationId: z.string().min(1).max(64).meta({ description: 'An id from GET /locations; an unknown one is 404.' }),
-  name: z.string().max(200).optional().meta({ description: 'Name of the mailing, for history.' }),
-  externalId: z.string().max(200).optional().meta({ description: 'Your id (order number, deal id); returned in responses.' }),
-  recipients: z.array(Recipient).min(1, `1 to ${MAX_RECIPIENTS_PER_REQUEST} recipients`).max(MAX_RECIPIENTS_PER_REQUEST, `at most ${MAX_RECIPIENTS_PER_REQUEST} recipients per request`),
-});
+const RecipientName = z.string().max(200).optional().meta({ description: 'Substituted for `{{name}}`.' });
+const Email = z.email().max(254);
+const Phone = z.string().max(64).regex(/\S/, 'must not be blank');
+const PHONE_FORMAT = "Any format; normalized to E.164 (numbers without a country code are read in the organization's region).";
 
-const SendResponse = z.object({
-  id: z.string().meta({ description: 'The id of the one-step cascade: GET /cascades/{id} shows it.' }),
-  status: z.string().meta({ description: '`running`, or `finished` when every recipient was skipped.' }),
-  channel: z.string(),
-  queued: z.number().int().meta({ description: 'Recipients put in the queue.' }),
-  skipped: z.number().int().meta({ description: "Recipients without the channel's contact field." }),
-});
+/** A recipient of a channel's send method: the channel's contact field is required, the other one is optional (kept with the recipient). */
+function recipientFor(contactField: ContactFieldName) {
+  return z.strictObject({
+    name: RecipientName,
+    email: contactField === 'email' ? Email.meta({ description: 'Required: the address the message goes to.' }) : Email.optional().meta({ description: 'Optional; kept with the recipient.' }),
+    phone: contactField === 'phone' ? Phone.meta({ description: `Required: the number the message goes to. ${PHONE_FORMAT}` }) : Phone.optional().meta({ description: `Optional; kept with the recipient. ${PHONE_FORMAT}` }),
+  });
+}
+
+function sendBodyFor(contactField: ContactFieldName) {
+  return z.strictObject({
+    locationId: z.string().min(1).max(64).meta({ description: 'An id from GET /locations; an unknown one is 404.' }),
+    name: z.string().max(200).optional().meta({ description: 'Name of the mailing, for history.' }),
+    externalId: z.string().max(200).optional().meta({ description: 'Your id (order number, deal id); returned in responses.' }),
+    recipients: z
+      .array(recipientFor(contactField))
+      .min(1, `1 to ${MAX_RECIPIENTS_PER_REQUEST} recipients`)
+      .max(MAX_RECIPIENTS_PER_REQUEST, `at most ${MAX_RECIPIENTS_PER_REQUEST} recipients per request`),
+  });
+}
+
+/** The send result: `channel` is the endpoint's own key, a constant. */
+function sendResponseFor(key: string) {
+  return z.object({
+    id: z.string().meta({ description: 'The id of the one-step cascade: GET /cascades/{id} shows it.' }),
+    status: CascadeStatus,
+    channel: z.literal(key).meta({ description: "This endpoint's channel key." }),
+    queued: z.number().int().meta({ description: 'Recipients put in the queue.' }),
+    skipped: z.number().int().meta({ description: 'Recipients not put in the queue, as in POST /cascades (every recipient here has the contact field the channel needs).' }),
+  });
+}
 
 /** The spec lists 429 for the email and sms send methods only; a channel added later is rate limited too. */
 const NOT_RATE_LIMITED = new Set(['max', 'telegram']);
@@ -46,25 +68,32 @@ export const sendEndpointOf = (slug: string) => `/api/v1/channels/${slug}/send`;
 
 const operationIdOf = (slug: string) => `send${slug.split('-').map((p) => p[0].toUpperCase() + p.slice(1)).join('')}`;
 
-function sendRoute(entry: ChannelCatalogEntry, deps: PublicRouteDeps, catalog: ChannelCatalogSource): Route {
+function sendRoute(entry: ServedEntry, deps: PublicRouteDeps, catalog: ChannelCatalogSource): Route {
+  const contact = entry.contactField === 'email' ? { name: 'Anna', email: 'anna@example.com' } : { name: 'Anna', phone: '+7 916 123-45-67' };
   return defineRoute({
     method: 'POST',
     path: `/channels/${entry.slug}/send`,
     operationId: operationIdOf(entry.slug),
     summary: `Send a review request by ${entry.label}`,
-    description: `A one-step cascade in the ${entry.key} channel: visible through GET /cascades/{id}, stopped by a rating, ended with the finish event. Recipients without \`${entry.contactField}\` are skipped and counted. This method exists while a ${entry.key} sender is running.`,
+    description: `A one-step cascade in the ${entry.key} channel: visible through GET /cascades/{id}, stopped by a rating, ended with the finish event. Every recipient needs \`${entry.contactField}\` (a recipient without it is 400 naming it). This method exists while a ${entry.key} sender is running.`,
     tags: ['channels'],
     auth: 'apiKey',
     scope: 'cascades:write',
     rateLimited: !NOT_RATE_LIMITED.has(entry.slug),
     sends: true,
-    request: { body: SendBody },
-    responses: { 202: { description: 'Accepted: the messages are queued.', body: SendResponse } },
+    request: { body: sendBodyFor(entry.contactField) },
+    responses: {
+      202: {
+        description: 'Accepted: the messages are queued.',
+        body: sendResponseFor(entry.key),
+        example: { id: EXAMPLE_IDS.cascade, status: 'running', channel: entry.key, queued: 1, skipped: 0 },
+      },
+    },
     errors: [404, 'channel_not_configured'],
-    example: { body: { locationId: 'loc_1', recipients: [entry.contactField === 'email' ? { name: 'Anna', email: 'anna@example.com' } : { name: 'Anna', phone: '+7 916 123-45-67' }] } },
+    example: { body: { locationId: EXAMPLE_IDS.location, externalId: 'order-1042', recipients: [contact] } },
     handler: async ({ body, principal, metadata }) => {
       // The route list is cached per catalog version; a channel that left between two reads is gone.
-      if (!catalog.list().some((e) => e.key === entry.key)) throw notFound(`no channel ${entry.slug}`);
+      if (!served(catalog.list()).some((e) => e.key === entry.key)) throw notFound(`no channel ${entry.slug}`);
       const r = await startCascade(deps.clients, { organizationId: principal.organization.id, ...body, channel: entry.key }, metadata);
       return { body: { id: r.id, status: r.status, channel: entry.key, queued: r.queued, skipped: r.skipped }, replayed: r.idempotentReplayed };
     },
@@ -73,8 +102,10 @@ function sendRoute(entry: ChannelCatalogEntry, deps: PublicRouteDeps, catalog: C
 
 /**
  * GET /channels and one POST /channels/{slug}/send per channel in the catalog, both built from the
- * channels the running senders announce: a channel deployed later appears with its send method, and
- * leaves with its last sender, without a gateway release. No catalog source = an empty catalog.
+ * channels the running senders announce: a channel deployed later appears with its send method (its
+ * request requiring the entry's `contactField`, its result's `channel` its key), and leaves with its
+ * last sender, without a gateway release. No catalog source = an empty catalog. An entry whose
+ * `contactField` is not a field recipients have (CONTACT_FIELDS) cannot be served and is left out.
  */
 export function channelRoutes(deps: PublicRouteDeps): RouteSource[] {
   const catalog: ChannelCatalogSource = deps.channelCatalog ?? { list: () => [], version: 0 };
@@ -83,14 +114,26 @@ export function channelRoutes(deps: PublicRouteDeps): RouteSource[] {
     path: '/channels',
     operationId: 'listChannels',
     summary: 'The channel catalog',
-    description: 'The channels whose senders are running, with their readiness for your organization and their send method. Read it instead of hard-coding a list.',
+    description:
+      'The channels whose senders are running, with their readiness for your organization and their send method. Read it instead of hard-coding a list: a channel deployed later appears here with its send method.',
     tags: ['channels'],
     auth: 'apiKey',
     scope: null,
     rateLimited: true,
-    responses: { 200: { description: 'The catalog.', body: ChannelsResponse } },
+    responses: {
+      200: {
+        description: 'The catalog.',
+        body: ChannelsResponse,
+        example: {
+          channels: [
+            { key: 'EMAIL', slug: 'email', label: 'Email', contactField: 'email', configured: true, sendEndpoint: '/api/v1/channels/email/send' },
+            { key: 'SMS', slug: 'sms', label: 'SMS', contactField: 'phone', configured: false, sendEndpoint: '/api/v1/channels/sms/send' },
+          ],
+        },
+      },
+    },
     handler: async ({ principal, metadata }) => {
-      const entries = catalog.list();
+      const entries = served(catalog.list());
       const profile = entries.length > 0 ? await deps.clients.contacts.getSendingProfile({ organizationId: principal.organization.id }, { metadata }) : undefined;
       const configured = new Set((profile?.channels ?? []).filter((c) => c.configured).map((c) => c.channel));
       return {
@@ -104,7 +147,7 @@ export function channelRoutes(deps: PublicRouteDeps): RouteSource[] {
   const sends: RouteProvider = {
     routes() {
       if (cached.version !== catalog.version) {
-        cached = { version: catalog.version, routes: catalog.list().map((e) => sendRoute(e, deps, catalog)) };
+        cached = { version: catalog.version, routes: served(catalog.list()).map((e) => sendRoute(e, deps, catalog)) };
       }
       return cached.routes;
     },

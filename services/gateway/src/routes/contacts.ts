@@ -3,6 +3,8 @@ import type { contactsV1 } from '@rrs/proto';
 import { defineRoute, type Route } from '../http/route';
 import { checkContactCascade, startContactCascade } from '../useCases/cascades';
 import type { PublicRouteDeps } from './deps';
+import { CascadeStatus } from './enums';
+import { EXAMPLE_IDS } from './shapes';
 
 /*
  * POST /api/v1/contacts. The contacts service owns every rule (E.164 phones with the organization's
@@ -19,7 +21,9 @@ const ContactBody = z.strictObject({
   consentAt: z.iso.datetime({ offset: true }).nullable().optional().meta({ description: 'ISO 8601 date-time with an offset (or Z).' }),
   attributes: z.record(z.string(), z.unknown()).nullable().optional().meta({ description: 'Your own fields: a JSON object of at most 50 keys and 8 KB; replaces the stored attributes.' }),
   startCascade: z.boolean().default(false).meta({ description: "Also place the contact in a cascade (the organization's default flow, or `flowId`)." }),
-  flowId: z.string().max(64).optional().meta({ description: 'The flow of the cascade; only with `startCascade: true`.' }),
+  flowId: z.string().max(64).optional().meta({
+    description: "The flow of the cascade started with `startCascade: true` (default: the organization's default flow). Without `startCascade` it is accepted and ignored: not checked, not stored.",
+  }),
 });
 
 const Contact = z.object({
@@ -39,13 +43,21 @@ const UpsertContactResponse = z.object({
   cascade: z
     .object({
       id: z.string().meta({ description: 'Read it with GET /cascades/{id}.' }),
-      status: z.string().meta({ description: '`running`, or `finished` when the contact has no usable contact for any step.' }),
+      status: CascadeStatus,
       queued: z.number().int().meta({ description: '1 when the contact was put in the queue, 0 when skipped.' }),
       skipped: z.number().int().meta({ description: '1 when the contact has no usable email or phone for any step of the flow.' }),
     })
     .nullable()
     .meta({ description: 'The cascade started with `startCascade`, else null.' }),
 });
+
+const EXAMPLE_RESPONSE = {
+  contact: {
+    id: EXAMPLE_IDS.contact, externalId: 'crm-1042', name: 'Anna', email: 'anna@example.com', phone: '+79161234567', locationId: EXAMPLE_IDS.location,
+    consentAt: '2026-05-01T09:00:00.000Z', attributes: { orderId: 'A-77' }, createdAt: '2026-05-01T09:00:00.000Z', updatedAt: '2026-05-01T09:00:00.000Z',
+  },
+  cascade: { id: EXAMPLE_IDS.cascade, status: 'running', queued: 1, skipped: 0 },
+};
 
 type Nullable<T> = T | null | undefined;
 /** undefined = keep (absent from the gRPC request), null = clear (''), a value = set. */
@@ -77,7 +89,7 @@ export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
         'Creates a contact, or updates the one with the same `externalId` in the organization (fields left out keep their value; null clears one). ' +
         'One call per "order closed" event. With `startCascade: true` the contact is also placed in a cascade of one recipient at its location ' +
         "(`flowId`, or the organization's default flow); the contact must then have a location (sent or stored), else 400 naming `/locationId`. " +
-        'An unknown `flowId` (or no default flow) is 404 and saves nothing. A retry with the same Idempotency-Key replays the saved contact and cascade ' +
+        'An unknown `flowId` (or no default flow) is 404 and saves nothing. Without `startCascade`, a `flowId` is accepted and ignored (a CRM may always send its flow id). A retry with the same Idempotency-Key replays the saved contact and cascade ' +
         '(`Idempotent-Replayed: true` only when both were replayed) and creates neither a second contact nor a second cascade.',
       tags: ['contacts'],
       auth: 'apiKey',
@@ -85,10 +97,11 @@ export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
       rateLimited: true,
       sends: ({ body }) => body.startCascade === true,
       request: { body: ContactBody },
-      responses: { 200: { description: 'The contact as stored.', body: UpsertContactResponse } },
-      errors: [404, 'channel_not_configured'],
-      example: { body: { externalId: 'crm-1042', name: 'Anna', email: 'anna@example.com', phone: '+7 916 123-45-67', consentAt: '2026-05-01T12:00:00+03:00', attributes: { orderId: 'A-77' } } },
-      sendingExample: { body: { externalId: 'crm-1042', name: 'Anna', email: 'anna@example.com', locationId: 'loc_1', startCascade: true } },
+      responses: { 200: { description: 'The contact as stored.', body: UpsertContactResponse, example: EXAMPLE_RESPONSE } },
+      errors: [404],
+      example: {
+        body: { externalId: 'crm-1042', name: 'Anna', email: 'anna@example.com', phone: '+7 916 123-45-67', locationId: EXAMPLE_IDS.location, consentAt: '2026-05-01T12:00:00+03:00', attributes: { orderId: 'A-77' }, startCascade: true },
+      },
       handler: async ({ body, principal, metadata }) => {
         const organizationId = principal.organization.id;
         // Refused before the contact is saved: an unknown flow saves nothing (the location is checked by contacts).
@@ -104,7 +117,8 @@ export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
             consentAt: presence(body.consentAt),
             attributesJson: body.attributes === undefined ? undefined : JSON.stringify(body.attributes ?? {}),
             startCascade: body.startCascade,
-            flowId: body.flowId ?? '',
+            // Without startCascade a flowId is ignored (docs/directory.md): contacts never sees it.
+            flowId: body.startCascade ? body.flowId ?? '' : '',
           },
           { metadata },
         );

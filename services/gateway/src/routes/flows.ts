@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type Route } from '../http/route';
 import type { PublicRouteDeps } from './deps';
-import { FlowStepJson, flowStepJson } from './shapes';
+import { EXAMPLE_FLOW_STEPS, EXAMPLE_IDS, FlowStepJson, flowStepJson } from './shapes';
 
 const FlowJson = z.object({
   id: z.string(),
@@ -24,7 +24,18 @@ export function flowRoutes({ clients }: PublicRouteDeps): Route[] {
       auth: 'apiKey',
       scope: 'cascades:read',
       rateLimited: true,
-      responses: { 200: { description: "The organization's flows.", body: ListFlowsResponse } },
+      responses: {
+        200: {
+          description: "The organization's flows.",
+          body: ListFlowsResponse,
+          example: {
+            flows: [
+              { id: EXAMPLE_IDS.flow, name: 'Email, then SMS a day later', isDefault: true, steps: EXAMPLE_FLOW_STEPS },
+              { id: '0190e0e0-3333-7000-8000-000000000004', name: 'SMS only', isDefault: false, steps: [{ order: 1, channel: 'SMS', delayMinutes: 0 }] },
+            ],
+          },
+        },
+      },
       handler: async ({ principal, metadata }) => {
         const r = await clients.scheduler.listFlows({ organizationId: principal.organization.id }, { metadata });
         return { body: { flows: r.flows.map((f) => ({ id: f.id, name: f.name, isDefault: f.isDefault, steps: f.steps.map(flowStepJson) })) } };

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type Route } from '../http/route';
 import type { PublicRouteDeps } from './deps';
+import { EXAMPLE_IDS } from './shapes';
 
 const LocationItem = z.object({
   id: z.string(),
@@ -23,7 +24,13 @@ export function locationRoutes({ clients }: PublicRouteDeps): Route[] {
       auth: 'apiKey',
       scope: 'locations:read',
       rateLimited: true,
-      responses: { 200: { description: "The organization's locations.", body: ListLocationsResponse } },
+      responses: {
+        200: {
+          description: "The organization's locations.",
+          body: ListLocationsResponse,
+          example: { locations: [{ id: EXAMPLE_IDS.location, name: 'Tverskaya', address: 'Tverskaya st. 1', city: 'Moscow' }] },
+        },
+      },
       handler: async ({ principal, metadata }) => {
         const r = await clients.contacts.listLocations({ organizationId: principal.organization.id }, { metadata });
         return { body: { locations: r.locations.map((l) => ({ id: l.id, name: l.name, address: l.address, city: l.city })) } };

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { defineRoute, type Route } from '../http/route';
 import type { PublicRouteDeps } from './deps';
+import { ReviewRequestStatus } from './enums';
+import { EXAMPLE_IDS } from './shapes';
 
 const CreateReviewRequestBody = z.strictObject({
   locationId: z.string().min(1).max(64).meta({ description: 'An id from GET /locations; an unknown one is 404.' }),
@@ -11,7 +13,7 @@ const ReviewRequestJson = z.object({
   id: z.string(),
   token: z.string(),
   url: z.string().meta({ description: 'The personal link, `<base>/r/<token>`.' }),
-  status: z.string().meta({ description: '`created`, then `opened`, `rated`, `feedback`.' }),
+  status: ReviewRequestStatus,
 });
 
 /** POST /api/v1/review-requests: a personal review link the caller delivers by its own means. */
@@ -28,9 +30,15 @@ export function reviewRequestRoutes({ clients }: PublicRouteDeps): Route[] {
       scope: 'review-requests:write',
       rateLimited: true,
       request: { body: CreateReviewRequestBody },
-      responses: { 201: { description: 'The review request.', body: ReviewRequestJson } },
+      responses: {
+        201: {
+          description: 'The review request.',
+          body: ReviewRequestJson,
+          example: { id: EXAMPLE_IDS.reviewRequest, token: 'q7Xk2mN9pR4tV8wZ', url: 'https://reviews.example.com/r/q7Xk2mN9pR4tV8wZ', status: 'created' },
+        },
+      },
       errors: [404],
-      example: { body: { locationId: 'loc_1', customerName: 'Anna', contact: 'anna@example.com' } },
+      example: { body: { locationId: EXAMPLE_IDS.location, customerName: 'Anna', contact: 'anna@example.com' } },
       handler: async ({ body, principal, metadata }) => {
         const r = await clients.scheduler.createReviewRequest(
           { organizationId: principal.organization.id, locationId: body.locationId, customerName: body.customerName ?? '', contact: body.contact ?? '' },

@@ -1,14 +1,32 @@
 /** JSON shapes more than one public resource answers with, and the conversions from gRPC values they share. */
 import { z } from 'zod';
 import type { schedulerV1 } from '@rrs/proto';
+import { ChannelKey } from './enums';
 
 export const FlowStepJson = z.object({
   order: z.number().int().meta({ description: '1-based position in the flow.' }),
-  channel: z.string().meta({ description: 'Channel key: `EMAIL`, `SMS`, `MAX`, `TELEGRAM`.' }),
+  channel: ChannelKey,
   delayMinutes: z.number().int().meta({ description: 'Minutes after the last step actually sent to the recipient (step 1 goes at once).' }),
 });
 
 export const flowStepJson = (s: schedulerV1.FlowStep) => ({ order: s.order, channel: s.channel, delayMinutes: s.delayMinutes });
+
+/** Example flow steps: an email at once, an SMS a day after it was sent. */
+export const EXAMPLE_FLOW_STEPS = [
+  { order: 1, channel: 'EMAIL', delayMinutes: 0 },
+  { order: 2, channel: 'SMS', delayMinutes: 1440 },
+];
+
+/** Example ids of the documents (UUIDv7, as the services issue them). */
+export const EXAMPLE_IDS = {
+  organization: '0190e0e0-1111-7000-8000-000000000001',
+  location: '0190e0e0-2222-7000-8000-000000000002',
+  flow: '0190e0e0-3333-7000-8000-000000000003',
+  cascade: '0190e0e0-4444-7000-8000-000000000004',
+  recipient: '0190e0e0-5555-7000-8000-000000000005',
+  contact: '0190e0e0-6666-7000-8000-000000000006',
+  reviewRequest: '0190e0e0-7777-7000-8000-000000000007',
+} as const;
 
 /** A time as ISO 8601, null when unset. */
 export const isoOrNull = (d: Date | undefined): string | null => (d ? d.toISOString() : null);

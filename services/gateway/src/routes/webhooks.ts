@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { EVENT_TYPES, type webhooksV1 } from '@rrs/proto';
+import type { webhooksV1 } from '@rrs/proto';
 import { defineRoute, type Route } from '../http/route';
 import type { PublicRouteDeps } from './deps';
+import { SubscribableEventType, WebhookAttemptOutcome, WebhookDeliveryStatus, WebhookDisabledReason, WebhookEventType } from './enums';
 import { isoOrNull } from './shapes';
 
 /*
@@ -11,17 +12,15 @@ import { isoOrNull } from './shapes';
  * any call. Delivery itself is described in docs/webhooks.md.
  */
 
-const EventType = z.enum([EVENT_TYPES.cascadeRecipientFinished]).meta({ description: 'An event type to deliver to the endpoint.' });
-
 const CreateWebhookBody = z.strictObject({
   url: z.string().min(1).max(2048).meta({ description: 'Where events are POSTed: https, to a public address (private, loopback, link-local and metadata addresses are refused).' }),
-  events: z.array(EventType).min(1).max(20).meta({ description: 'Event types to deliver.' }),
+  events: z.array(SubscribableEventType).min(1).max(20).meta({ description: 'Event types to deliver.' }),
   description: z.string().max(500).default('').meta({ description: 'Your note about the endpoint.' }),
 });
 
 const UpdateWebhookBody = z.strictObject({
   url: z.string().min(1).max(2048).optional(),
-  events: z.array(EventType).min(1).max(20).optional(),
+  events: z.array(SubscribableEventType).min(1).max(20).optional(),
   description: z.string().max(500).optional(),
   disabled: z.boolean().optional().meta({ description: 'false enables a disabled endpoint again (its failure state is cleared); true disables it.' }),
 });
@@ -29,12 +28,10 @@ const UpdateWebhookBody = z.strictObject({
 const Webhook = z.object({
   id: z.string(),
   url: z.string(),
-  events: z.array(z.string()),
+  events: z.array(SubscribableEventType),
   description: z.string(),
   disabled: z.boolean(),
-  disabledReason: z.enum(['manual', 'gone', 'failing']).nullable().meta({
-    description: '`manual` (PATCH), `gone` (the endpoint answered 410), `failing` (every attempt failed for 5 days); null while enabled.',
-  }),
+  disabledReason: WebhookDisabledReason.nullable().meta({ description: 'Why the endpoint is disabled; null while enabled.' }),
   disabledAt: z.string().nullable(),
   failingSince: z.string().nullable().meta({ description: 'Start of the current run of failed attempts; null after a success.' }),
   previousSecretExpiresAt: z.string().nullable().meta({ description: 'After a rotation, until then deliveries are also signed with the previous secret.' }),
@@ -53,14 +50,14 @@ const Attempt = z.object({
   statusCode: z.number().int().nullable().meta({ description: 'null when no response came (timeout, connection error, refused address).' }),
   responseBody: z.string().meta({ description: 'The start of the response body (at most 4 KiB).' }),
   error: z.string().nullable(),
-  outcome: z.enum(['delivered', 'retry', 'failed']),
+  outcome: WebhookAttemptOutcome,
 });
 
 const Delivery = z.object({
   id: z.string(),
   eventId: z.string().meta({ description: 'The `webhook-id` header of every attempt.' }),
-  eventType: z.string(),
-  status: z.enum(['pending', 'delivered', 'failed']),
+  eventType: WebhookEventType,
+  status: WebhookDeliveryStatus,
   attemptCount: z.number().int(),
   nextAttemptAt: z.string().nullable().meta({ description: 'When the next attempt is due; null unless pending.' }),
   createdAt: z.string(),
@@ -72,7 +69,7 @@ const IdParams = z.object({ id: z.uuid() });
 const DeliveryParams = z.object({ id: z.uuid(), deliveryId: z.uuid() });
 const DeliveriesQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).optional().meta({ description: 'Page size, 1 to 100 (50 when absent).' }),
-  cursor: z.uuid().optional().meta({ description: '`nextCursor` of the previous page.' }),
+  cursor: z.uuid().optional().meta({ description: '`nextCursor` of the previous page.', examples: ['0190c3c4-0000-7000-8000-000000000002'] }),
 });
 
 function webhookJson(e: webhooksV1.Endpoint) {
@@ -121,6 +118,35 @@ const URL_NOT_ALLOWED = {
 const ENDPOINT_DISABLED = { status: 409, code: 'webhook_endpoint_disabled', description: 'The endpoint is disabled; enable it with PATCH `{"disabled": false}` first.' };
 const ENDPOINT_LIMIT = { status: 409, code: 'webhook_endpoint_limit', description: 'The organization already has the maximum number of webhook endpoints (50).' };
 const EXAMPLE_ID = '0190c3c4-0000-7000-8000-000000000001';
+const EXAMPLE_WEBHOOK = {
+  id: EXAMPLE_ID,
+  url: 'https://crm.example.com/hooks/reviews',
+  events: ['cascade.recipient.finished'],
+  description: 'CRM',
+  disabled: false,
+  disabledReason: null,
+  disabledAt: null,
+  failingSince: null,
+  previousSecretExpiresAt: null,
+  createdAt: '2026-05-01T09:00:00.000Z',
+  updatedAt: '2026-05-01T09:00:00.000Z',
+};
+const EXAMPLE_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const EXAMPLE_DELIVERY = {
+  id: '0190c3c4-0000-7000-8000-000000000002',
+  eventId: '0190c3c4-0000-7000-8000-000000000003',
+  eventType: 'cascade.recipient.finished',
+  status: 'delivered',
+  attemptCount: 2,
+  nextAttemptAt: null,
+  createdAt: '2026-05-01T12:00:00.000Z',
+  updatedAt: '2026-05-01T12:00:05.400Z',
+  attempts: [
+    { number: 1, startedAt: '2026-05-01T12:00:00.100Z', durationMs: 10000, statusCode: null, responseBody: '', error: 'timeout after 10000 ms', outcome: 'retry' },
+    { number: 2, startedAt: '2026-05-01T12:00:05.100Z', durationMs: 240, statusCode: 200, responseBody: 'ok', error: null, outcome: 'delivered' },
+  ],
+};
+const EXAMPLE_TEST_DELIVERY = { ...EXAMPLE_DELIVERY, eventType: 'webhook.test', status: 'pending', attemptCount: 0, nextAttemptAt: '2026-05-01T12:00:00.000Z', updatedAt: '2026-05-01T12:00:00.000Z', attempts: [] };
 
 export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
   const webhooks = () => clients.webhooks;
@@ -136,7 +162,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       scope: 'webhooks:write',
       rateLimited: true,
       request: { body: CreateWebhookBody },
-      responses: { 201: { description: 'The endpoint, with its signing secret.', body: WebhookWithSecret } },
+      responses: { 201: { description: 'The endpoint, with its signing secret.', body: WebhookWithSecret, example: { ...EXAMPLE_WEBHOOK, secret: EXAMPLE_SECRET } } },
       errors: [URL_NOT_ALLOWED, ENDPOINT_LIMIT],
       example: { body: { url: 'https://crm.example.com/hooks/reviews', events: ['cascade.recipient.finished'], description: 'CRM' } },
       handler: async ({ body, principal, metadata }) => {
@@ -153,7 +179,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       auth: 'apiKey',
       scope: 'webhooks:read',
       rateLimited: true,
-      responses: { 200: { description: "The organization's endpoints, oldest first.", body: z.object({ webhooks: z.array(Webhook) }) } },
+      responses: { 200: { description: "The organization's endpoints, oldest first.", body: z.object({ webhooks: z.array(Webhook) }), example: { webhooks: [EXAMPLE_WEBHOOK] } } },
       handler: async ({ principal, metadata }) => {
         const r = await webhooks().listEndpoints({ organizationId: principal.organization.id }, { metadata });
         return { body: { webhooks: r.endpoints.map(webhookJson) } };
@@ -170,7 +196,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       scope: 'webhooks:read',
       rateLimited: true,
       request: { params: IdParams },
-      responses: { 200: { description: 'The endpoint.', body: Webhook } },
+      responses: { 200: { description: 'The endpoint.', body: Webhook, example: EXAMPLE_WEBHOOK } },
       example: { params: { id: EXAMPLE_ID } },
       handler: async ({ params, principal, metadata }) => {
         const r = await webhooks().getEndpoint({ organizationId: principal.organization.id, id: params.id }, { metadata });
@@ -188,7 +214,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       scope: 'webhooks:write',
       rateLimited: true,
       request: { params: IdParams, body: UpdateWebhookBody },
-      responses: { 200: { description: 'The endpoint as changed.', body: Webhook } },
+      responses: { 200: { description: 'The endpoint as changed.', body: Webhook, example: EXAMPLE_WEBHOOK } },
       errors: [URL_NOT_ALLOWED],
       example: { params: { id: EXAMPLE_ID }, body: { disabled: false } },
       handler: async ({ params, body, principal, metadata }) => {
@@ -228,7 +254,13 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       scope: 'webhooks:write',
       rateLimited: true,
       request: { params: IdParams },
-      responses: { 200: { description: 'The endpoint, with its new secret.', body: WebhookWithSecret } },
+      responses: {
+        200: {
+          description: 'The endpoint, with its new secret.',
+          body: WebhookWithSecret,
+          example: { ...EXAMPLE_WEBHOOK, previousSecretExpiresAt: '2026-05-02T12:00:00.000Z', updatedAt: '2026-05-01T12:00:00.000Z', secret: EXAMPLE_SECRET },
+        },
+      },
       example: { params: { id: EXAMPLE_ID } },
       handler: async ({ params, principal, metadata }) => {
         const r = await webhooks().rotateSecret({ organizationId: principal.organization.id, id: params.id }, { metadata });
@@ -246,7 +278,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       scope: 'webhooks:write',
       rateLimited: true,
       request: { params: IdParams },
-      responses: { 202: { description: 'The queued delivery.', body: Delivery } },
+      responses: { 202: { description: 'The queued delivery.', body: Delivery, example: EXAMPLE_TEST_DELIVERY } },
       errors: [ENDPOINT_DISABLED],
       example: { params: { id: EXAMPLE_ID } },
       handler: async ({ params, principal, metadata }) => {
@@ -269,6 +301,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
         200: {
           description: 'A page of deliveries.',
           body: z.object({ deliveries: z.array(Delivery), nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }) }),
+          example: { deliveries: [EXAMPLE_DELIVERY], nextCursor: null },
         },
       },
       example: { params: { id: EXAMPLE_ID }, query: { limit: '20' } },
@@ -288,7 +321,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       scope: 'webhooks:write',
       rateLimited: true,
       request: { params: DeliveryParams },
-      responses: { 202: { description: 'The delivery, queued.', body: Delivery } },
+      responses: { 202: { description: 'The delivery, queued.', body: Delivery, example: { ...EXAMPLE_DELIVERY, status: 'pending', nextAttemptAt: '2026-05-02T08:00:00.000Z', updatedAt: '2026-05-02T08:00:00.000Z' } } },
       errors: [ENDPOINT_DISABLED],
       example: { params: { id: EXAMPLE_ID, deliveryId: '0190c3c4-0000-7000-8000-000000000002' } },
       handler: async ({ params, principal, metadata }) => {

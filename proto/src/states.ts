@@ -1,0 +1,81 @@
+/**
+ * The values of every state, reason and key the API reports, each list written here once. The services
+ * type their state machines with the union of a list (`StepStatus`, `FinishReason`, …), and the gateway
+ * turns the same lists into the enums of its OpenAPI documents and response schemas. To add a value, add
+ * it to its list: the types, the validation and the documents follow; nothing else names the values.
+ * What each value means is in docs/cascades.md (cascades) and docs/webhooks.md (webhooks).
+ */
+import { EVENT_TYPES } from './subjects';
+
+/** `cascade.status` (GET /cascades/{id}, start results): finished once every recipient has finished. */
+export const CASCADE_STATUSES = ['running', 'finished'] as const;
+export type CascadeStatus = (typeof CASCADE_STATUSES)[number];
+
+/** A recipient's `status` in a cascade. */
+export const RECIPIENT_STATUSES = ['running', 'finished'] as const;
+export type RecipientStatus = (typeof RECIPIENT_STATUSES)[number];
+
+/** Why a recipient finished (`finishReason`; the `reason` of the `cascade.recipient.finished` event). */
+export const FINISH_REASONS = ['rated', 'exhausted', 'unreachable', 'unsubscribed', 'canceled'] as const;
+export type FinishReason = (typeof FINISH_REASONS)[number];
+
+/** A step's `status`. */
+export const STEP_STATUSES = ['pending', 'scheduled', 'dispatched', 'sent', 'failed', 'skipped', 'canceled'] as const;
+export type StepStatus = (typeof STEP_STATUSES)[number];
+
+/** Why a step was skipped: the `reason` of every step whose status is `skipped`. */
+export const SKIP_REASONS = ['no_contact', 'opted_out', 'channel_not_configured'] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
+
+/** Why a phone step moved on to the next phone channel (`reroute.hops[].reason`). */
+export const REROUTE_REASONS = ['no_balance', 'unreachable', 'channel_not_configured'] as const;
+export type RerouteReason = (typeof REROUTE_REASONS)[number];
+
+/** A review request's (personal link's) `status`, in the order it advances. */
+export const REVIEW_REQUEST_STATUSES = ['created', 'opened', 'rated', 'feedback'] as const;
+export type ReviewRequestStatus = (typeof REVIEW_REQUEST_STATUSES)[number];
+
+/**
+ * The channel keys known today. The catalog is live (senders announce their channels at run time), so a
+ * key outside this list is valid wherever it matches CHANNEL_KEY_PATTERN; this list names the channels
+ * this release ships.
+ */
+export const KNOWN_CHANNEL_KEYS = ['EMAIL', 'SMS', 'MAX', 'TELEGRAM'] as const;
+export type KnownChannelKey = (typeof KNOWN_CHANNEL_KEYS)[number];
+
+/** The recipient field a channel needs (its catalog entry's `contactField`). */
+export const CONTACT_FIELDS = ['email', 'phone'] as const;
+export type ContactField = (typeof CONTACT_FIELDS)[number];
+
+/** Event types a webhook endpoint can subscribe to. */
+export const SUBSCRIBABLE_EVENT_TYPES = [EVENT_TYPES.cascadeRecipientFinished] as const;
+export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
+
+/** Event types a webhook delivery can carry: the subscribable ones and the test event (POST /webhooks/{id}/test). */
+export const WEBHOOK_EVENT_TYPES = [...SUBSCRIBABLE_EVENT_TYPES, EVENT_TYPES.webhookTest] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** A webhook delivery's `status`. */
+export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+export type WebhookDeliveryStatus = (typeof WEBHOOK_DELIVERY_STATUSES)[number];
+
+/** The `outcome` of one delivery attempt. */
+export const WEBHOOK_ATTEMPT_OUTCOMES = ['delivered', 'retry', 'failed'] as const;
+export type WebhookAttemptOutcome = (typeof WEBHOOK_ATTEMPT_OUTCOMES)[number];
+
+/** Why a webhook endpoint is disabled (`disabledReason`). */
+export const WEBHOOK_DISABLED_REASONS = ['manual', 'gone', 'failing'] as const;
+export type WebhookDisabledReason = (typeof WEBHOOK_DISABLED_REASONS)[number];
+
+/** An organization's plan. */
+export const PLANS = ['trial', 'standard', 'pro'] as const;
+export type Plan = (typeof PLANS)[number];
+
+/** An organization's locale: the language of its default templates and of its recipients' pages. */
+export const LOCALES = ['en', 'ru'] as const;
+export type Locale = (typeof LOCALES)[number];
+
+/** True when `value` is one of `list` (narrows an untyped value, e.g. a proto string, to the list's union). */
+export function isOneOf<T extends string>(list: readonly T[], value: unknown): value is T {
+  return typeof value === 'string' && (list as readonly string[]).includes(value);
+}
