@@ -39,12 +39,13 @@ export const SERVICES = {
   'channel-sms': { probe: ['OPS_PORT', '/readyz'] },
   'channel-messenger': { probe: ['OPS_PORT', '/readyz'] },
   webhooks: { probe: ['OPS_PORT', '/readyz'] },
+  connectors: { probe: ['OPS_PORT', '/readyz'] },
   // No NATS_URL: the all-in-one's JetStream mode takes no bus prefix, so it would share streams with
   // whatever else uses this NATS; its in-process bus is the default anyway. External PostgreSQL, as the
   // embedded one would create a system user when run as root.
   'all-in-one': { probe: ['PORT', '/readyz'], noBus: true },
 };
-const PORT_VARS = ['PORT', 'GRPC_PORT', 'OPS_PORT'];
+const PORT_VARS = ['PORT', 'GRPC_PORT', 'OPS_PORT', 'HOOKS_PORT'];
 
 /** Loads a client library from the repo's install, else from the packed folder (which has it when it needs it). */
 function load(name, outDir) {
@@ -139,7 +140,9 @@ export async function smokeService(outDirArg, service, { log = console.log } = {
   const nobody = picked[PORT_VARS.length];
   // Kept out of outDir, which may be shipped after the smoke run.
   const dataDir = mkdtempSync(join(tmpdir(), 'rrs-smoke-data-'));
-  Object.assign(env, { HOST: '127.0.0.1', GRPC_HOST: '127.0.0.1', OPS_HOST: '127.0.0.1', CONTACTS_ADDR: `127.0.0.1:${nobody}`, SCHEDULER_ADDR: `127.0.0.1:${nobody}`, DATA_DIR: dataDir });
+  Object.assign(env, { HOST: '127.0.0.1', GRPC_HOST: '127.0.0.1', OPS_HOST: '127.0.0.1', HOOKS_HOST: '127.0.0.1', CONTACTS_ADDR: `127.0.0.1:${nobody}`, SCHEDULER_ADDR: `127.0.0.1:${nobody}`, DATA_DIR: dataDir });
+  // A fresh credential key (connectors require one); nothing is sealed with it beyond this run's database.
+  env.CONNECTOR_SECRET_KEYS = randomBytes(32).toString('base64');
 
   const cleanups = [() => rmSync(dataDir, { recursive: true, force: true })];
   let child;

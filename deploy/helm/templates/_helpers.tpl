@@ -234,6 +234,7 @@ channel-email: channelEmail
 channel-sms: channelSms
 channel-messenger: channelMessenger
 webhooks: webhooks
+connectors: connectors
 {{- end -}}
 
 {{/*
@@ -260,21 +261,32 @@ channel-sms:
 channel-messenger:
   key: channelMessenger
   args: ["--schema", "channel_messenger", "sender-kit=node_modules/@rrs/sender-kit/migrations"]
+connectors:
+  key: connectors
+  args: ["--schema", "connectors", "service=migrations", "idempotency=node_modules/@rrs/idempotency/migrations"]
 {{- end -}}
 
-{{/* The architecture's arrows: who calls whose gRPC port. The NetworkPolicies are built from this. */}}
+{{/*
+The architecture's arrows: who calls whose gRPC port. The NetworkPolicies are built from this. A callee
+with an `externalAddress` setting can run in another release; one without it (connectors) is simply
+absent when disabled.
+*/}}
 {{- define "rrs.grpcArrows" -}}
 contacts:
   key: contacts
   port: 50051
-  from: [gateway, cascade-scheduler, channel-sms]
+  from: [gateway, cascade-scheduler, channel-sms, connectors]
 cascade-scheduler:
   key: cascadeScheduler
   port: 50052
-  from: [gateway]
+  from: [gateway, connectors]
 webhooks:
   key: webhooks
   port: 50053
+  from: [gateway]
+connectors:
+  key: connectors
+  port: 50054
   from: [gateway]
 {{- end -}}
 
@@ -293,6 +305,7 @@ webhooks:
 {{- if $v.secrets.maxApiToken }}{{ $_ := set $data "MAX_API_TOKEN" $v.secrets.maxApiToken }}{{ end -}}
 {{- if $v.secrets.telegramIdInstance }}{{ $_ := set $data "TELEGRAM_ID_INSTANCE" (include "rrs.envString" $v.secrets.telegramIdInstance) }}{{ end -}}
 {{- if $v.secrets.telegramApiToken }}{{ $_ := set $data "TELEGRAM_API_TOKEN" $v.secrets.telegramApiToken }}{{ end -}}
+{{- if $v.secrets.connectorSecretKeys }}{{ $_ := set $data "CONNECTOR_SECRET_KEYS" $v.secrets.connectorSecretKeys }}{{ end -}}
 {{- toYaml $data -}}
 {{- end -}}
 
@@ -312,12 +325,18 @@ webhooks:
 {{- if and (not $v.redis.url) $v.channelMessenger.enabled (or $v.channelMessenger.autoscaling.enabled (gt (int $v.channelMessenger.replicaCount) 1)) -}}
 {{- fail "redis.url is required when channel-messenger runs more than one replica: send rates must be shared" -}}
 {{- end -}}
+{{- if and (not $v.redis.url) $v.connectors.enabled (or $v.connectors.autoscaling.enabled (gt (int $v.connectors.replicaCount) 1)) -}}
+{{- fail "redis.url is required when connectors runs more than one replica: the request budget of each CRM account must be shared" -}}
+{{- end -}}
+{{- if and $v.connectors.enabled (not $v.connectors.existingSecret) (not $v.secrets.connectorSecretKeys) -}}
+{{- fail "secrets.connectorSecretKeys is required while connectors is enabled: the key(s) that seal the CRM credentials (make one with: openssl rand -base64 32)" -}}
+{{- end -}}
 {{- end -}}
 {{- /* A gRPC service left out of this release must be reachable elsewhere by those that call it. */ -}}
 {{- $services := include "rrs.services" . | fromYaml -}}
 {{- range $callee, $arrow := include "rrs.grpcArrows" . | fromYaml -}}
 {{- $calleeValues := index $v $arrow.key -}}
-{{- if and (not $calleeValues.enabled) (not $calleeValues.externalAddress) -}}
+{{- if and (hasKey $calleeValues "externalAddress") (not $calleeValues.enabled) (not $calleeValues.externalAddress) -}}
 {{- $callers := list -}}
 {{- range $arrow.from -}}
 {{- if (index $v (index $services .)).enabled -}}{{- $callers = append $callers . -}}{{- end -}}
@@ -329,5 +348,9 @@ webhooks:
 {{- end -}}
 {{- if and $v.channelSms.receipts.ingress.enabled (not $v.gateway.ingress.enabled) -}}
 {{- fail "channelSms.receipts.ingress needs gateway.ingress (the receipts path is added to its host)" -}}
+{{- end -}}
+{{- /* Without the gateway the release has no Ingress at all (a split release routes its own paths). */ -}}
+{{- if and $v.connectors.enabled $v.connectors.hooks.ingress.enabled $v.gateway.enabled (not $v.gateway.ingress.enabled) -}}
+{{- fail "connectors.hooks.ingress needs gateway.ingress (the /hooks/crm path is added to its host): route /hooks/crm to the connectors Service's hooks port yourself and set connectors.hooks.ingress.enabled=false" -}}
 {{- end -}}
 {{- end -}}

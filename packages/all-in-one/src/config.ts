@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path';
-import { readEnv, envField, type Env } from '@rrs/runtime';
+import { readEnv, envField, parseSecretKeys, type Env } from '@rrs/runtime';
 import { z } from 'zod';
 import { DEFAULT_MINUTE_MS, fastClock } from '@rrs/cascade-scheduler';
 import { isWellFormedApiKey } from '@rrs/contacts';
@@ -20,6 +20,10 @@ export interface AllInOneConfig {
   publicBaseUrl: string;
   /** Length of one flow minute (`DELAY_MINUTE_MS`); below 60000 only outside production. */
   minuteMs: number;
+  /** Keys sealing the CRM connectors' credentials (`CONNECTOR_SECRET_KEYS`); unset = one generated and kept in `dataDir`. */
+  connectorSecretKeys?: Buffer[];
+  /** CRM addresses on loopback over plain http (local fakes): outside production only. */
+  allowHttpCrm: boolean;
   logLevel: string;
 }
 
@@ -40,6 +44,7 @@ export function buildConfig(env: Env): AllInOneConfig {
       ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
       PUBLIC_BASE_URL: envField.baseUrl().optional(),
       DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
+      CONNECTOR_SECRET_KEYS: z.string().optional(),
       NODE_ENV: envField.nodeEnv(),
       LOG_LEVEL: envField.logLevel(),
     },
@@ -57,6 +62,8 @@ export function buildConfig(env: Env): AllInOneConfig {
     adminToken: vars.ADMIN_TOKEN,
     publicBaseUrl: vars.PUBLIC_BASE_URL ?? `http://localhost:${vars.PORT}`,
     minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
+    connectorSecretKeys: vars.CONNECTOR_SECRET_KEYS === undefined ? undefined : parseSecretKeys(vars.CONNECTOR_SECRET_KEYS, 'CONNECTOR_SECRET_KEYS'),
+    allowHttpCrm: vars.NODE_ENV !== 'production',
     logLevel: vars.LOG_LEVEL,
   };
 }

@@ -6,9 +6,12 @@ import { startEmailSender } from '@rrs/channel-email';
 import { startSmsSender } from '@rrs/channel-sms';
 import { startMessengerSender } from '@rrs/channel-messenger';
 import { DEFAULT_DELIVERY_POLICY, startWebhooks } from '@rrs/webhooks';
+import { DEFAULT_CONNECTOR_POLICY, startConnectors, type Connectors } from '@rrs/connectors';
 import { startChannelCatalog, startGateway } from '@rrs/gateway';
 import { devInboxRouter, SinkOutbox } from '@rrs/sender-kit';
 import type { AllInOneConfig } from './config';
+import { connectorSecretKeys } from './connectorKeys';
+import { crmHooksRouter } from './crmHooks';
 import { startEmbeddedPostgres } from './embeddedPostgres';
 import { seedDemo, type DemoState } from './seed';
 
@@ -17,6 +20,8 @@ export interface RunningAllInOne {
   demo: DemoState;
   outbox: SinkOutbox;
   bus: Bus;
+  /** The CRM connectors (their settings, as the connectors' gRPC API manages them). */
+  connectors: Connectors;
 }
 
 /**
@@ -46,7 +51,8 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
 
   const outbox = new SinkOutbox();
   const grpc = { grpcHost: '127.0.0.1', grpcPort: 0 };
-  // Every service is handed `bus`, so it never opens a connection of its own with these settings.
+  // Every service is handed `bus`, so it never opens a connection of its own with these settings. The
+  // scheduler and the senders still require them in their config types; webhooks and connectors do not.
   const busConfig = { natsUrl: config.natsUrl ?? 'nats://unused', busPrefix: '' };
 
   const contacts = await startContacts({ databaseUrl, ...grpc }, contextOf('contacts'));
@@ -64,7 +70,25 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
   const channelCatalog = await startChannelCatalog({ bus, logger: ctx.logger.child({ service: 'gateway' }) });
   ctx.lifecycle.onStop('channel catalog', () => channelCatalog.stop());
   // Loopback http receivers are the dev setting of this mode only; distributed deployments never allow them.
-  const webhooks = await startWebhooks({ databaseUrl, ...busConfig, ...grpc, allowLoopbackHttp: true, concurrency: 16, policy: DEFAULT_DELIVERY_POLICY }, contextOf('webhooks'), { bus });
+  const webhooks = await startWebhooks({ databaseUrl, ...grpc, allowLoopbackHttp: true, concurrency: 16, policy: DEFAULT_DELIVERY_POLICY }, contextOf('webhooks'), { bus });
+  // The CRMs' webhooks are served on the main port (below); the connectors' own hooks listener stays on a loopback port nobody is told of.
+  const connectors = await startConnectors(
+    {
+      databaseUrl,
+      ...grpc,
+      hooksHost: '127.0.0.1',
+      hooksPort: 0,
+      contactsAddress,
+      schedulerAddress: loopback(scheduler.grpcPort),
+      publicBaseUrl: config.publicBaseUrl,
+      secretKeys: connectorSecretKeys({ given: config.connectorSecretKeys, dataDir: config.dataDir, logger: ctx.logger }),
+      allowHttpCrm: config.allowHttpCrm,
+      redisUrl: config.redisUrl,
+      policy: DEFAULT_CONNECTOR_POLICY,
+    },
+    contextOf('connectors'),
+    { bus },
+  );
 
   const demo = await seedDemo({
     stateFile: join(config.dataDir, 'demo.json'),
@@ -89,8 +113,8 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       publicBaseUrl: config.publicBaseUrl,
     },
     contextOf('gateway'),
-    // The dev inbox (/dev/messages, /dev/inbox) lists what the sink providers "sent".
-    { channelCatalog, extraRouters: [devInboxRouter(outbox)] },
+    // The dev inbox (/dev/messages, /dev/inbox) lists what the sink providers "sent"; /hooks/crm/* are the CRMs' webhooks.
+    { channelCatalog, extraRouters: [devInboxRouter(outbox), crmHooksRouter(connectors.hooksListener)] },
   );
-  return { url: `http://localhost:${gateway.port}`, demo, outbox, bus };
+  return { url: `http://localhost:${gateway.port}`, demo, outbox, bus, connectors: connectors.connectors };
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { contactsV1, schedulerV1 } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
-import { createGrpcClient, Notifier, openBus, openServiceDatabase, SecretBox, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
+import { createGrpcClient, Notifier, openBus, openServiceDatabase, SecretBox, startGrpcServer, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import type { ConnectorsConfig } from './config';
 import { Connectors } from './connectors';
 import { createRequestPacer, crmClients } from './crm';
@@ -17,10 +17,12 @@ import { consumeOutcomeEvents, startWriteBackWorker } from './writeBack';
 export const SCHEMA = 'connectors';
 export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 
+/** The bus settings are needed only when no bus is handed in (`deps.bus`, as the all-in-one does). */
 export type StartConnectorsConfig = Pick<
   ConnectorsConfig,
-  'databaseUrl' | 'natsUrl' | 'busPrefix' | 'grpcHost' | 'grpcPort' | 'hooksHost' | 'hooksPort' | 'contactsAddress' | 'schedulerAddress' | 'publicBaseUrl' | 'secretKeys' | 'allowHttpCrm' | 'policy'
+  'databaseUrl' | 'grpcHost' | 'grpcPort' | 'hooksHost' | 'hooksPort' | 'contactsAddress' | 'schedulerAddress' | 'publicBaseUrl' | 'secretKeys' | 'allowHttpCrm' | 'policy'
 > &
+  Partial<BusConfig> &
   Partial<Pick<ConnectorsConfig, 'redisUrl'>>;
 
 export interface ConnectorsDeps {
@@ -75,7 +77,7 @@ export async function startConnectors(config: StartConnectorsConfig, ctx: Servic
   const box = new SecretBox(config.secretKeys);
   const connectors = new Connectors(pool, box, directory, { publicBaseUrl: config.publicBaseUrl, allowHttpCrm: config.allowHttpCrm }, ctx.logger);
   await connectors.reencryptCredentials();
-  const crm = crmClients(connectors, createRequestPacer({ redis, keyPrefix: `rrs:connectors:${config.busPrefix}` }), policy);
+  const crm = crmClients(connectors, createRequestPacer({ redis, keyPrefix: `rrs:connectors:${config.busPrefix ?? ''}` }), policy);
 
   const notifier = new Notifier(config.databaseUrl, 'connectors', ctx.logger);
   const inbox = startInboxWorker({ pool, connectors, crm, directory, policy, logger: ctx.logger, notifier });

@@ -1,17 +1,9 @@
-import { readEnv, envField, ConfigError, type Env } from '@rrs/runtime';
+import { busConfig, busEnvShape, ConfigError, envField, grpcServiceConfig, grpcServiceEnvShape, readEnv, type BusConfig, type Env, type GrpcServiceConfig } from '@rrs/runtime';
 import { z } from 'zod';
 import type { DeliveryPolicy } from './deliveries';
 import { PRODUCTION_RETRY_SCHEDULE_MS } from './schedule';
 
-export interface WebhooksConfig {
-  databaseUrl: string;
-  natsUrl: string;
-  busPrefix: string;
-  grpcHost: string;
-  grpcPort: number;
-  opsHost: string;
-  opsPort: number;
-  logLevel: string;
+export interface WebhooksConfig extends GrpcServiceConfig, BusConfig {
   /** Dev setting (all-in-one mode): endpoints may be plain http on loopback. Never in production. */
   allowLoopbackHttp: boolean;
   /** Attempts in flight at once per replica. */
@@ -42,14 +34,10 @@ const scheduleField = () =>
 export function buildConfig(env: Env): WebhooksConfig {
   const vars = readEnv(
     {
-      DATABASE_URL: envField.url(['postgres', 'postgresql']),
-      NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
-      BUS_PREFIX: envField.busPrefix(),
-      GRPC_HOST: envField.host(),
+      ...grpcServiceEnvShape,
       GRPC_PORT: envField.port(50053),
-      OPS_HOST: envField.host(),
       OPS_PORT: envField.port(9469),
-      LOG_LEVEL: envField.logLevel(),
+      ...busEnvShape,
       NODE_ENV: envField.nodeEnv(),
       WEBHOOK_ALLOW_LOOPBACK_HTTP: envField.bool(false),
       WEBHOOK_CONCURRENCY: envField.int(16, 1),
@@ -66,14 +54,8 @@ export function buildConfig(env: Env): WebhooksConfig {
     throw new ConfigError('WEBHOOK_ALLOW_LOOPBACK_HTTP', 'loopback webhooks are a development setting and are refused when NODE_ENV=production');
   }
   return {
-    databaseUrl: vars.DATABASE_URL,
-    natsUrl: vars.NATS_URL,
-    busPrefix: vars.BUS_PREFIX,
-    grpcHost: vars.GRPC_HOST,
-    grpcPort: vars.GRPC_PORT,
-    opsHost: vars.OPS_HOST,
-    opsPort: vars.OPS_PORT,
-    logLevel: vars.LOG_LEVEL,
+    ...grpcServiceConfig(vars),
+    ...busConfig(vars),
     allowLoopbackHttp: vars.WEBHOOK_ALLOW_LOOPBACK_HTTP,
     concurrency: vars.WEBHOOK_CONCURRENCY,
     policy: {

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { Notifier, openBus, openServiceDatabase, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
+import { Notifier, openBus, openServiceDatabase, serveGrpc, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { watchDeliveryBacklog } from './backlog';
 import type { WebhooksConfig } from './config';
@@ -13,7 +13,8 @@ import { startDeliveryWorker, type DeliveryWorker } from './worker';
 export const SCHEMA = 'webhooks';
 export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 
-export type StartWebhooksConfig = Pick<WebhooksConfig, 'databaseUrl' | 'natsUrl' | 'busPrefix' | 'grpcHost' | 'grpcPort' | 'allowLoopbackHttp' | 'concurrency' | 'policy'>;
+/** The bus settings are needed only when no bus is handed in (`deps.bus`, as the all-in-one does). */
+export type StartWebhooksConfig = Pick<WebhooksConfig, 'databaseUrl' | 'grpcHost' | 'grpcPort' | 'allowLoopbackHttp' | 'concurrency' | 'policy'> & Partial<BusConfig>;
 
 export interface WebhooksDeps {
   bus?: Bus;
@@ -57,14 +58,6 @@ export async function startWebhooks(config: StartWebhooksConfig, ctx: ServiceCon
   const events = await consumeEvents(bus, pool, ctx.logger, () => worker.wake());
   ctx.lifecycle.onStop('events consumer', () => events.drain());
 
-  const server = await startGrpcServer({
-    host: config.grpcHost,
-    port: config.grpcPort,
-    services: [webhooksGrpcService(endpoints, ctx.logger)],
-    health: ctx.health,
-    logger: ctx.logger,
-  });
-  ctx.lifecycle.onStop('webhooks gRPC server', () => server.stop());
-  ctx.logger.info({ port: server.port }, 'webhooks gRPC listening');
-  return { grpcPort: server.port, endpoints, worker };
+  const grpcPort = await serveGrpc(ctx, { name: 'webhooks', host: config.grpcHost, port: config.grpcPort, services: [webhooksGrpcService(endpoints, ctx.logger)] });
+  return { grpcPort, endpoints, worker };
 }
