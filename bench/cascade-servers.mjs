@@ -18,13 +18,13 @@ const bus = process.env.BENCH_NATS_URL
 await bus.ensureStreams();
 const contacts = await startContacts({ databaseUrl, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
 const scheduler = await startScheduler(
-  { databaseUrl, natsUrl: 'nats://unused', busPrefix: process.env.BENCH_PREFIX ?? '', grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://127.0.0.1' },
+  { databaseUrl, busPrefix: process.env.BENCH_PREFIX ?? '', grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://127.0.0.1' },
   ctx,
   { bus, noDispatcher: process.env.BENCH_DISPATCHER !== '1' },
 );
 const gateway = await startGateway({ host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`, publicBaseUrl: 'http://127.0.0.1', rateLimits: { windowSeconds: 60, perPlan: { trial: 1, standard: 1_000_000, pro: 1_000_000 } } }, ctx);
 ctx.health.setReady(true);
-const org = await contacts.directory.createOrganization({ name: 'Bench', plan: 'pro', emailConfirmed: true, locale: 'en', defaultRegion: 'RU' });
+const org = await contacts.directory.createOrganization({ name: 'Bench', plan: 'pro', emailConfirmed: true, locale: 'en', defaultRegion: 'RU', sendWindow: null });
 for (const channel of ['EMAIL', 'SMS', 'MAX', 'TELEGRAM']) await contacts.channels.set({ organizationId: org.id, channel, configured: true });
 const key = (await contacts.directory.issueApiKey({ organizationId: org.id })).secret;
 const location = await contacts.directory.createLocation({ organizationId: org.id, name: 'Bench cafe', address: 'a', city: 'c', timeZone: 'UTC', reviewLinks: [] });

@@ -17,10 +17,10 @@ import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import { cpus, loadavg } from 'node:os';
 import { readdirSync, readFileSync } from 'node:fs';
+import { adminSql } from './lib/pg-admin.mjs';
 
 const require = createRequire(import.meta.url);
 const here = dirname(fileURLToPath(import.meta.url));
-const pg = require('pg');
 const { createServiceContext, createMemoryBus, connectJetStreamBus, createPool, histogram, Notifier } = require('@rrs/runtime');
 const { busV1 } = require('@rrs/proto');
 const { startScheduler, startDispatcher, ConfiguredChannels, SCHEMA, SESSION_SETTINGS } = require('@rrs/cascade-scheduler');
@@ -53,15 +53,7 @@ const dbName = `rrs_bench_${suffix}`;
 const prefix = `bench${suffix}`;
 const ORG = '0190e0e0-0000-7000-8000-00000000b001';
 
-async function admin(sql) {
-  const c = new pg.Client({ connectionString: pgUrl });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
+const admin = (sql) => adminSql(pgUrl, sql);
 
 const profiles = {
   async getSendingProfile(id) {
@@ -185,7 +177,9 @@ try {
   const cpu0 = cpuSnapshot(groups);
   const profiler = process.env.BENCH_PROFILE_OUT ? await startProfiler() : null;
   const t0 = process.hrtime.bigint();
-  const dispatcher = await startDispatcher({ pool, bus, notifier, logger: ctx.logger, minuteMs: 60_000, publicBaseUrl: 'http://127.0.0.1', channels: new ConfiguredChannels(profiles), batchSize: Number(process.env.BENCH_BATCH ?? 1000), loops: Number(process.env.BENCH_LOOPS ?? 2), beforeRound: () => scheduler.results.whenRoom() });
+  const dispatcher = await startDispatcher({ pool, bus, notifier, logger: ctx.logger, minuteMs: 60_000, publicBaseUrl: 'http://127.0.0.1', channels: new ConfiguredChannels(profiles), batchSize: Number(process.env.BENCH_BATCH ?? 1000), loops: Number(process.env.BENCH_LOOPS ?? 2),
+    // As the scheduler wires it: ratings first (one consumer-info request per round), then room for results.
+    beforeRound: async () => { await scheduler.ratings.ratingsFirst(); await scheduler.results.whenRoom(); } });
   await notifier.start();
   let dispatchedAt = 0;
   await waitUntil(async () => {

@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { cpus, loadavg } from 'node:os';
+import { adminSql } from './lib/pg-admin.mjs';
 
 const require = createRequire(import.meta.url);
 const pg = require('pg');
@@ -29,15 +30,7 @@ const pgUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? 'post
 if (!['127.0.0.1', 'localhost', '::1'].includes(new URL(pgUrl).hostname)) throw new Error('loopback PostgreSQL only');
 const dbName = `rrs_bench_${randomBytes(4).toString('hex')}`;
 
-async function admin(sql) {
-  const c = new pg.Client({ connectionString: pgUrl });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
+const admin = (sql) => adminSql(pgUrl, sql);
 
 /** Runs `task(i)` for i < count, `concurrency` at a time, stopping new tasks after maxMs. */
 async function bounded(count, concurrency, maxMs, task) {

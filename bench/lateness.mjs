@@ -9,9 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import { cpus, loadavg } from 'node:os';
+import { adminSql } from './lib/pg-admin.mjs';
 
 const require = createRequire(import.meta.url);
-const pg = require('pg');
 const { createServiceContext, createMemoryBus, connectJetStreamBus, createPool, Notifier } = require('@rrs/runtime');
 const { busV1 } = require('@rrs/proto');
 const { StepResultPublisher } = require('@rrs/sender-kit');
@@ -29,15 +29,7 @@ const dbName = `rrs_bench_${suffix}`;
 const prefix = `bench${suffix}`;
 const ORG = '0190e0e0-0000-7000-8000-00000000b002';
 
-async function admin(sql) {
-  const c = new pg.Client({ connectionString: pgUrl });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
+const admin = (sql) => adminSql(pgUrl, sql);
 const profiles = {
   async getSendingProfile(id) {
     return { organization: { id, name: 'Bench', plan: 'pro', emailConfirmed: true, locale: 'en', timeZone: 'UTC', defaultRegion: 'RU' }, templates: [], channels: [{ channel: 'EMAIL', configured: true }] };

@@ -37,7 +37,7 @@ async function gateway() {
     },
     ctx,
   );
-  const org = await contacts.directory.createOrganization({ name: 'Bench', plan: 'pro', emailConfirmed: true });
+  const org = await contacts.directory.createOrganization({ name: 'Bench', plan: 'pro', emailConfirmed: true, sendWindow: null });
   const { secret } = await contacts.directory.issueApiKey({ organizationId: org.id });
   return { url: `${gw.url}/api/v1/ping`, headers: { authorization: `Bearer ${secret}` }, stop: () => ctx.lifecycle.shutdown('bench done') };
 }

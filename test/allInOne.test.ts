@@ -1,9 +1,9 @@
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '@rrs/testkit';
+import { buildDist, waitFor } from '@rrs/testkit';
 
 /**
  * `npm start`'s process, run as a user would: every service in one process on embedded PostgreSQL and
@@ -84,7 +84,7 @@ describe('all-in-one (npm start)', () => {
   let running: Started | undefined;
 
   beforeAll(async () => {
-    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'ignore' });
+    buildDist();
     port = await freePort();
     pgPort = await freePort();
   });

@@ -59,10 +59,14 @@ describe('tracing across a cascade step', () => {
     const { locations } = (await (await fetch(`${running.url}/api/v1/locations`, { headers: auth })).json()) as { locations: Array<{ id: string }> };
     const locationId = locations[0]?.id;
     expect(locationId).toBeDefined();
+    // No response window: the recipient finishes (and its event is relayed) as soon as its one step's result is applied.
+    const patched = await fetch(`${running.url}/admin/v1/organizations/${running.demo.organizationId}`, {
+      method: 'PATCH', headers: { authorization: `Bearer ${running.demo.adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ responseWindowMinutes: 0 }),
+    });
+    expect(patched.status).toBe(200);
     const res = await fetch(`${running.url}/api/v1/cascades`, {
       method: 'POST',
       headers: auth,
-      // One step, so the recipient finishes (and its event is relayed) as soon as the result is applied.
       body: JSON.stringify({ locationId, channel: 'EMAIL', recipients: [{ name: 'Anna', email: 'anna@example.com' }] }),
     });
     expect(res.status).toBe(202);

@@ -154,7 +154,7 @@ async function admin(base, token, method, path, body) {
  * templates, and an API key.
  */
 export async function seedOrganization(base, adminToken, { smsBalance }) {
-  const { organization } = await admin(base, adminToken, 'POST', '/organizations', { name: 'Bench Coffee', plan: 'pro', emailConfirmed: true, smsBalance, timeZone: 'UTC', locale: 'en', defaultRegion: 'RU' });
+  const { organization } = await admin(base, adminToken, 'POST', '/organizations', { name: 'Bench Coffee', plan: 'pro', emailConfirmed: true, smsBalance, timeZone: 'UTC', locale: 'en', defaultRegion: 'RU', sendWindow: null });
   const org = `/organizations/${organization.id}`;
   const { location } = await admin(base, adminToken, 'POST', `${org}/locations`, { name: 'Bench Coffee on Main', address: 'Main st. 1', city: 'Moscow', reviewLinks: [{ provider: 'google', url: 'https://maps.google.com/?cid=1' }] });
   for (const channel of ['EMAIL', 'SMS']) await admin(base, adminToken, 'PUT', `${org}/channels/${channel}`, { configured: true });

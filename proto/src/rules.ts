@@ -10,12 +10,30 @@ export const MAX_RECIPIENTS_PER_REQUEST = 500;
 /** Steps per flow. */
 export const MAX_FLOW_STEPS = 10;
 
+/**
+ * The response window (docs/cascades.md): after a recipient's last step went out it waits this many
+ * flow minutes for a rating before it finishes `exhausted`; 0 finishes it when the last step goes out.
+ * Set per flow, else the organization's (default 3 days). At most a year.
+ */
+export const MAX_RESPONSE_WINDOW_MINUTES = 525_600;
+export const DEFAULT_RESPONSE_WINDOW_MINUTES = 4_320;
+
+export function isResponseWindowMinutes(value: number): boolean {
+  return Number.isInteger(value) && value >= 0 && value <= MAX_RESPONSE_WINDOW_MINUTES;
+}
+
 /** Channel keys are upper-case words (`EMAIL`, `SMS`, …); a subject uses the lower-case form, so a key has no dot. */
-export const CHANNEL_KEY_PATTERN = /^[A-Z][A-Z0-9_]*$/;
+export const MAX_CHANNEL_KEY_LENGTH = 32;
+/** The whole rule for a channel key, length included, so a side that tests the pattern needs nothing else. */
+export const CHANNEL_KEY_PATTERN = new RegExp(`^[A-Z][A-Z0-9_]{0,${MAX_CHANNEL_KEY_LENGTH - 1}}$`);
+
+export function isChannelKey(channel: string): boolean {
+  return CHANNEL_KEY_PATTERN.test(channel);
+}
 
 /** The keys of a cascade's `counts` (GET /cascades/{id}), in the order they are listed. */
 export const CASCADE_COUNT_KEYS = [
-  'recipients', 'queued', 'skipped', 'running', 'finished', 'rated', 'exhausted', 'unreachable', 'unsubscribed', 'canceled',
+  'recipients', 'queued', 'skipped', 'running', 'waiting', 'finished', 'rated', 'exhausted', 'unreachable', 'unsubscribed', 'canceled',
   'opened', 'feedback', 'stepsSent', 'stepsFailed', 'stepsSkipped', 'stepsPending',
 ] as const;
 

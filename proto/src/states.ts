@@ -11,8 +11,8 @@ import { EVENT_TYPES } from './subjects';
 export const CASCADE_STATUSES = ['running', 'finished'] as const;
 export type CascadeStatus = (typeof CASCADE_STATUSES)[number];
 
-/** A recipient's `status` in a cascade. */
-export const RECIPIENT_STATUSES = ['running', 'finished'] as const;
+/** A recipient's `status` in a cascade: `waiting` = its last step went out, it waits for a rating until `windowClosesAt`. */
+export const RECIPIENT_STATUSES = ['running', 'waiting', 'finished'] as const;
 export type RecipientStatus = (typeof RECIPIENT_STATUSES)[number];
 
 /** Why a recipient finished (`finishReason`; the `reason` of the `cascade.recipient.finished` event). */
@@ -26,6 +26,10 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
 /** Why a step was skipped: the `reason` of every step whose status is `skipped`. */
 export const SKIP_REASONS = ['no_contact', 'opted_out', 'channel_not_configured'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
+
+/** Why a `scheduled` step is waiting past the time it came due (its `reason`); it goes out at `dueAt`. */
+export const STEP_HOLD_REASONS = ['send_window'] as const;
+export type StepHoldReason = (typeof STEP_HOLD_REASONS)[number];
 
 /** Why a phone step moved on to the next phone channel (`reroute.hops[].reason`). */
 export const REROUTE_REASONS = ['no_balance', 'unreachable', 'channel_not_configured'] as const;
@@ -48,7 +52,7 @@ export const CONTACT_FIELDS = ['email', 'phone'] as const;
 export type ContactField = (typeof CONTACT_FIELDS)[number];
 
 /** Event types a webhook endpoint can subscribe to. */
-export const SUBSCRIBABLE_EVENT_TYPES = [EVENT_TYPES.cascadeRecipientFinished] as const;
+export const SUBSCRIBABLE_EVENT_TYPES = [EVENT_TYPES.cascadeRecipientFinished, EVENT_TYPES.cascadeRecipientRated, EVENT_TYPES.reviewRequestRated] as const;
 export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
 
 /** Event types a webhook delivery can carry: the subscribable ones and the test event (POST /webhooks/{id}/test). */

@@ -5,8 +5,29 @@
  */
 export const STEP_RESULT_BATCH_SUBJECT = 'steps.result.batch';
 
+/**
+ * The durable JetStream consumer of a channel's sender on the STEPS stream: every replica of the
+ * sender shares it, and the scheduler's result watchdog asks it whether a channel's steps are still
+ * waiting to be taken or in progress.
+ */
+export function senderDurable(channel: string): string {
+  return `sender-${channel.toLowerCase()}`;
+}
+
 export function stepSubject(channel: string): string {
   return `steps.${channel.toLowerCase()}`;
+}
+
+/**
+ * Ratings the review form accepted while the scheduler could not record them (RatingSubmitted, stream
+ * RATINGS), read by the scheduler's ratings intake (durable `scheduler-ratings`).
+ */
+export const RATING_SUBMITTED_SUBJECT = 'ratings.submitted';
+export const RATINGS_DURABLE = 'scheduler-ratings';
+
+/** Deduplication id of a rating on the bus: one per link, the first one stands. */
+export function ratingMsgId(token: string): string {
+  return `rating:${token}`;
 }
 
 export function eventSubject(type: string): string {
@@ -15,5 +36,9 @@ export function eventSubject(type: string): string {
 
 export const EVENT_TYPES = {
   cascadeRecipientFinished: 'cascade.recipient.finished',
+  /** A rating that came after its recipient finished (response window closed, canceled, unsubscribed): same payload as the finish. */
+  cascadeRecipientRated: 'cascade.recipient.rated',
+  /** A rating through a link made by POST /review-requests (no cascade). */
+  reviewRequestRated: 'review_request.rated',
   webhookTest: 'webhook.test',
 } as const;

@@ -22,7 +22,7 @@ describe('admin CLI', () => {
     bus = await createTestBus('memory');
     contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
     const scheduler = await startScheduler(
-      { databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: '', grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}` },
+      { databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}` },
       ctx,
       { bus: bus.bus, noDispatcher: true },
     );

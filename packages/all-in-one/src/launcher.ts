@@ -51,19 +51,16 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
 
   const outbox = new SinkOutbox();
   const grpc = { grpcHost: '127.0.0.1', grpcPort: 0 };
-  // Every service is handed `bus`, so it never opens a connection of its own with these settings. The
-  // scheduler and the senders still require them in their config types; webhooks and connectors do not.
-  const busConfig = { natsUrl: config.natsUrl ?? 'nats://unused', busPrefix: '' };
 
   const contacts = await startContacts({ databaseUrl, ...grpc }, contextOf('contacts'));
   const contactsAddress = loopback(contacts.grpcPort);
   const scheduler = await startScheduler(
-    { databaseUrl, ...busConfig, ...grpc, contactsAddress, publicBaseUrl: config.publicBaseUrl, minuteMs: config.minuteMs },
+    { databaseUrl, ...grpc, contactsAddress, publicBaseUrl: config.publicBaseUrl, minuteMs: config.minuteMs },
     contextOf('cascade-scheduler'),
     { bus },
   );
   // Senders keep their send logs in this database and announce themselves in the channel catalog.
-  const senderConfig = { ...busConfig, databaseUrl, concurrency: 16 };
+  const senderConfig = { databaseUrl, concurrency: 16 };
   await startEmailSender(senderConfig, contextOf('channel-email'), { bus, outbox });
   await startSmsSender({ ...senderConfig, contactsAddress }, contextOf('channel-sms'), { bus, outbox });
   await startMessengerSender(senderConfig, contextOf('channel-messenger'), { bus, outbox });
@@ -114,7 +111,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
     },
     contextOf('gateway'),
     // The dev inbox (/dev/messages, /dev/inbox) lists what the sink providers "sent"; /hooks/crm/* are the CRMs' webhooks.
-    { channelCatalog, extraRouters: [devInboxRouter(outbox), crmHooksRouter(connectors.hooksListener)] },
+    { channelCatalog, bus, extraRouters: [devInboxRouter(outbox), crmHooksRouter(connectors.hooksListener)] },
   );
   return { url: `http://localhost:${gateway.port}`, demo, outbox, bus, connectors: connectors.connectors };
 }

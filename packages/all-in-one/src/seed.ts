@@ -36,6 +36,9 @@ export async function seedDemo(options: { stateFile: string; directory: Director
     timeZone: 'Europe/Moscow',
     locale: 'ru',
     defaultRegion: 'RU',
+    // The demo answers at any hour, so that a first try at night shows its SMS; organizations created
+    // through the admin API get the default send window (docs/customer-respect.md).
+    sendWindow: null,
   });
   await options.directory.createLocation({
     organizationId: organization.id,

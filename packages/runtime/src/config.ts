@@ -110,3 +110,18 @@ export interface BusConfig {
 export function busConfig(vars: z.infer<z.ZodObject<typeof busEnvShape>>): BusConfig {
   return { natsUrl: vars.NATS_URL, busPrefix: vars.BUS_PREFIX };
 }
+
+/** `scheme://host:port` of a URL (several, comma separated, for NATS), without credentials, path or query. */
+export function whereUrlPoints(url: string): string {
+  return url
+    .split(',')
+    .map((one) => {
+      try {
+        const parsed = new URL(one.trim());
+        return `${parsed.protocol}//${parsed.host}`;
+      } catch {
+        return '<unparsable URL>';
+      }
+    })
+    .join(',');
+}

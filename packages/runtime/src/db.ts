@@ -179,3 +179,26 @@ export function sqlArray(
   }
   return `${out}}`;
 }
+
+/** Network errors of a connection that could not be made or was cut. */
+const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+/** SQLSTATEs of a server that is going away, starting, or full (class 08 is checked by prefix). */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+const CONNECTION_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is closed)/;
+
+/**
+ * Whether an error means "the database cannot be reached now" (server down, restarting, connection cut
+ * or refused), as opposed to a statement that failed: the same operation may succeed once the server is
+ * back. The gRPC boundary answers these `unavailable` (503), not `internal`.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (let current: unknown = err, depth = 0; current && depth < 5; depth++) {
+    const { code, message, errors } = current as { code?: unknown; message?: unknown; errors?: unknown };
+    if (typeof code === 'string' && (NETWORK_ERROR_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true;
+    if (typeof message === 'string' && CONNECTION_MESSAGES.test(message)) return true;
+    // Node reports a refused connection to a host with several addresses as an AggregateError.
+    if (Array.isArray(errors) && errors.some((inner) => isDatabaseUnavailable(inner))) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}

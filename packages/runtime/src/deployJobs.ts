@@ -84,7 +84,7 @@ export function readProvisionEnv(env: Env): ProvisionBusConfig {
 }
 
 /**
- * Creates the `STEPS` and `EVENTS` streams and the `channels` KV bucket when missing. Idempotent; an
+ * Creates the `STEPS`, `EVENTS` and `RATINGS` streams and the `channels` KV bucket when missing. Idempotent; an
  * existing bucket keeps the TTL it was created with (changing it means deleting the bucket).
  */
 export async function provisionBus(config: ProvisionBusConfig): Promise<void> {

@@ -3,6 +3,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import { context } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { DomainError, isErrorKind, UnavailableError, type ErrorKind } from './errors';
+import { isDatabaseUnavailable } from './db';
 import type { Health } from './health';
 import { histogram, LATENCY_BUCKETS } from './metrics';
 import { extractTraceContext, injectTraceContext, withSpan, SpanKind } from './tracing';
@@ -35,8 +36,11 @@ const grpcDuration = histogram({
   buckets: LATENCY_BUCKETS,
 });
 
-function toServiceError(err: unknown, logger: Logger, method: string): Partial<grpc.ServiceError> {
+function toServiceError(thrown: unknown, logger: Logger, method: string): Partial<grpc.ServiceError> {
   const metadata = new grpc.Metadata();
+  // A database that cannot be reached is an outage, not a fault: callers may retry (and the review form
+  // falls back to the bus), so it crosses as `unavailable` rather than `internal`.
+  const err = !(thrown instanceof DomainError) && isDatabaseUnavailable(thrown) ? new UnavailableError('the service cannot reach its database, retry later', { cause: thrown }) : thrown;
   if (err instanceof DomainError && err.kind !== 'internal') {
     metadata.set(MD_KIND, err.kind);
     metadata.set(MD_CODE, err.code);
@@ -180,6 +184,10 @@ export function createGrpcClient<C extends grpc.Client>(Ctor: GrpcClientCtor<C>,
   const raw = new Ctor(address, grpc.credentials.createInsecure(), {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.enable_retries': 1,
+    // A callee that was down is tried again within 5 s once it is back (grpc-js backs off up to 120 s by
+    // default, which kept callers answering 503 for minutes after a short outage).
+    'grpc.initial_reconnect_backoff_ms': 500,
+    'grpc.max_reconnect_backoff_ms': 5_000,
   });
   const client = new Proxy({} as PromiseClient<C>, {
     get(_t, prop: string) {

@@ -5,17 +5,41 @@ import { listenHttp, type ListeningHttpServer } from './httpServer';
 
 export type Check = () => Promise<void>;
 
+export interface CheckOptions {
+  /**
+   * Whether the pod can do its job without this dependency. Required (the default): while the check
+   * fails the pod is not ready (503). Not required: the pod keeps serving with a fallback, and a failing
+   * check only marks it `degraded` in the body (200).
+   */
+  required?: boolean;
+}
+
+export type ReadinessStatus = 'ready' | 'degraded' | 'not_ready';
+
+/** The body of `/readyz`. `checks` holds `ok` or the failure's message per dependency. */
+export interface Readiness {
+  ok: boolean;
+  status: ReadinessStatus;
+  checks: Record<string, string>;
+  /** Failing checks the pod survives (still ready). */
+  degraded: string[];
+  /** Failing required checks (the pod is not ready), and `service` while starting or stopping. */
+  failing: string[];
+}
+
 /**
  * Liveness says the process can make progress; readiness says it should get traffic. Readiness fails
- * while starting, while shutting down, and while any dependency check fails.
+ * while starting, while shutting down, and while a required dependency check fails; a dependency the
+ * pod survives (a fallback answers) is reported as degraded but leaves the pod ready, so that losing it
+ * does not take every replica out of its Service at once.
  */
 export class Health {
-  private readonly checks = new Map<string, Check>();
+  private readonly checks = new Map<string, { check: Check; required: boolean }>();
   private ready = false;
   private readonly listeners = new Set<(serving: boolean) => void>();
 
-  addCheck(name: string, check: Check): void {
-    this.checks.set(name, check);
+  addCheck(name: string, check: Check, options: CheckOptions = {}): void {
+    this.checks.set(name, { check, required: options.required ?? true });
   }
 
   setReady(ready: boolean): void {
@@ -31,22 +55,29 @@ export class Health {
     this.listeners.add(listener);
   }
 
-  async readiness(): Promise<{ ok: boolean; checks: Record<string, string> }> {
+  async readiness(): Promise<Readiness> {
     const checks: Record<string, string> = {};
-    let ok = this.ready;
-    if (!this.ready) checks.service = 'not ready';
+    const degraded: string[] = [];
+    const failing: string[] = [];
+    if (!this.ready) {
+      checks.service = 'not ready';
+      failing.push('service');
+    }
     await Promise.all(
-      [...this.checks].map(async ([name, check]) => {
+      [...this.checks].map(async ([name, { check, required }]) => {
         try {
           await withTimeout(check(), 2_000);
           checks[name] = 'ok';
         } catch (err) {
-          ok = false;
           checks[name] = (err as Error).message;
+          (required ? failing : degraded).push(name);
         }
       }),
     );
-    return { ok, checks };
+    degraded.sort();
+    failing.sort();
+    const ok = failing.length === 0;
+    return { ok, status: !ok ? 'not_ready' : degraded.length ? 'degraded' : 'ready', checks, degraded, failing };
   }
 }
 

@@ -1,10 +1,10 @@
 import { connectJetStreamBus, type Bus } from './bus';
 import { createPool, migrate, type Pool, type PoolOptions } from './db';
 import type { Logger } from 'pino';
-import type { BusConfig } from './config';
+import { whereUrlPoints, type BusConfig } from './config';
 import { ConfigError } from './errors';
 import { startGrpcServer, type GrpcServerOptions } from './grpc';
-import { Health, startOpsServer } from './health';
+import { Health, startOpsServer, type CheckOptions } from './health';
 import { Lifecycle } from './lifecycle';
 import { createLogger } from './logger';
 import { collectProcessMetrics } from './metrics';
@@ -79,7 +79,9 @@ export async function runService<C, R = unknown>(options: RunServiceOptions<C, R
     ctx.lifecycle.onStop('readiness', () => ctx.health.setReady(false));
     ctx.logger.info('started');
   } catch (err) {
-    ctx.logger.fatal({ err }, 'failed to start');
+    // The message first: a dependency unreachable at start names the variable that points at it (StartError).
+    ctx.logger.fatal({ err }, `failed to start: ${(err as Error).message}`);
+    process.stderr.write(`${options.displayName ?? options.name}: failed to start: ${(err as Error).message}\n`);
     await ctx.lifecycle.shutdown('start failed');
     process.exit(1);
   }
@@ -106,13 +108,59 @@ export async function serveGrpc(
  * to `natsUrl` it owns and closes last on shutdown; either way with tracing and consumer-lag metrics
  * (see busObservability). Connection settings are needed only when no bus is handed in.
  */
-export async function openBus(config: Partial<BusConfig>, ctx: ServiceContext, name: string, provided?: Bus): Promise<Bus> {
-  if (provided) return observeBus(provided);
-  if (!config.natsUrl) throw new Error(`${name}: no bus was handed in and no NATS URL is configured`);
-  const bus = observeBus(await connectJetStreamBus({ url: config.natsUrl, prefix: config.busPrefix ?? '', name }));
-  await bus.ensureStreams();
-  ctx.lifecycle.onStop('bus', () => bus.close());
+export async function openBus(config: Partial<BusConfig>, ctx: ServiceContext, name: string, provided?: Bus, readiness: CheckOptions = {}): Promise<Bus> {
+  const bus = provided ? observeBus(provided) : await connectOwnBus(config, ctx, name);
+  watchBusConnection(ctx.health, bus, readiness);
   return bus;
+}
+
+async function connectOwnBus(config: Partial<BusConfig>, ctx: ServiceContext, name: string): Promise<Bus> {
+  if (!config.natsUrl) throw new Error(`${name}: no bus was handed in and no NATS URL is configured`);
+  const url = config.natsUrl;
+  const bus = observeBus(await reachAtStart({ variable: 'NATS_URL', url, what: 'NATS' }, () => connectJetStreamBus({ url, prefix: config.busPrefix ?? '', name })));
+  ctx.lifecycle.onStop('bus', () => bus.close());
+  await reachAtStart({ variable: 'NATS_URL', url, what: 'NATS JetStream' }, () => bus.ensureStreams());
+  return bus;
+}
+
+/**
+ * Readiness check `nats`: fails while the bus is not connected (the transport reconnects by itself).
+ * `required: false` for a service that keeps doing its job without the bus (it is then reported
+ * degraded); a service whose work arrives over the bus (a sender) cannot, and is not ready.
+ */
+export function watchBusConnection(health: Health, bus: Bus, options: CheckOptions = {}): void {
+  health.addCheck(
+    'nats',
+    async () => {
+      if (!bus.isConnected()) throw new Error('not connected to NATS (reconnecting)');
+    },
+    options,
+  );
+}
+
+/**
+ * Thrown when a dependency cannot be reached at start: the message names the environment variable that
+ * points at it, where it points (scheme, host and port, never credentials) and the cause, e.g.
+ * `cannot reach Redis at redis://cache:6379 (REDIS_URL): Connection is closed.`
+ */
+export class StartError extends Error {
+  readonly variable: string;
+  constructor(variable: string, message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'StartError';
+    this.variable = variable;
+  }
+}
+
+/** Runs a start step that reaches a dependency; its failure becomes a StartError naming `variable`. */
+export async function reachAtStart<T>(dependency: { variable: string; url: string; what: string }, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (err instanceof StartError) throw err;
+    const cause = err instanceof Error ? err.message : String(err);
+    throw new StartError(dependency.variable, `cannot reach ${dependency.what} at ${whereUrlPoints(dependency.url)} (${dependency.variable}): ${cause}`, { cause: err });
+  }
 }
 
 export interface ServiceDatabaseOptions {
@@ -121,6 +169,8 @@ export interface ServiceDatabaseOptions {
   schema: string;
   applicationName?: string;
   max?: number;
+  /** The environment variable `url` came from, named when it cannot be reached at start (default DATABASE_URL). */
+  urlVariable?: string;
   /** Migration folders applied in order: the service's own, then library components (idempotency, …). */
   migrations: Array<{ dir: string; component?: string }>;
   settings?: PoolOptions['settings'];
@@ -133,6 +183,9 @@ export interface ServiceDatabaseOptions {
 export async function openServiceDatabase(ctx: ServiceContext, options: ServiceDatabaseOptions): Promise<Pool> {
   const pool = createPool({ url: options.url, schema: options.schema, applicationName: options.applicationName ?? options.schema, max: options.max, logger: ctx.logger, settings: options.settings });
   ctx.lifecycle.onStop(`${options.schema} pool`, () => pool.end());
+  const dependency = { variable: options.urlVariable ?? 'DATABASE_URL', url: options.url, what: 'PostgreSQL' };
+  // The first query is what finds an unreachable server, so it runs on its own before the migrations.
+  await reachAtStart(dependency, () => pool.query('SELECT 1'));
   for (const migrations of options.migrations) await migrate(pool, { schema: options.schema, dir: migrations.dir, component: migrations.component, logger: ctx.logger });
   ctx.health.addCheck(`${options.schema}-postgres`, async () => {
     await pool.query('SELECT 1');

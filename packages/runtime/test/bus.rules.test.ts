@@ -11,6 +11,7 @@ describe('streamOf', () => {
     ['steps.email', 'STEPS'],
     ['steps.result.batch', 'STEPS'],
     ['events.cascade.recipient.finished', 'EVENTS'],
+    ['ratings.submitted', 'RATINGS'],
   ])('%s is in %s', (subject, stream) => {
     expect(streamOf(subject)).toBe(stream);
   });
@@ -18,7 +19,7 @@ describe('streamOf', () => {
   test.each(['steps', 'steps.', 'steps..x', 'steps.a b', 'steps.a\tb', 'steps.*', 'steps.>', 'steps.a*', 'steps.a>b', 'other.x', '>', ''])(
     'publishing to %j is refused',
     (subject) => {
-      expect(() => streamOf(subject)).toThrow(new BusError(`subject ${subject} is not within the bus streams (steps.>, events.>)`));
+      expect(() => streamOf(subject)).toThrow(new BusError(`subject ${subject} is not within the bus streams (steps.>, events.>, ratings.>)`));
     },
   );
 

@@ -62,7 +62,7 @@ describeEachBus(({ impl, bus, consume, collect, pending }) => {
     const refused = ['', '>', 'steps', 'events', 'steps.', `.steps.${name}`, `steps..${name}`, `steps.${name} x`, `steps.${name}\tx`, `steps.${name}\nx`];
     refused.push('steps.*', 'steps.>', `steps.${name}*`, `steps.${name}.a>b`, `elsewhere.${name}`, `STEPS.${name}`, `stepsx.${name}`);
     for (const subject of refused) {
-      const why = `subject ${subject} is not within the bus streams (steps.>, events.>)`;
+      const why = `subject ${subject} is not within the bus streams (steps.>, events.>, ratings.>)`;
       await expect(bus().publish(subject, enc('x'))).rejects.toThrow(why);
       await expect(bus().publishBatch([{ subject, data: enc('x') }])).rejects.toThrow(why);
     }

@@ -2,9 +2,9 @@ import * as grpc from '@grpc/grpc-js';
 import { webhooksV1 } from '@rrs/proto';
 import {
   ConflictError, createGrpcClient, DomainError, Health, InvalidError, NotFoundError, PaymentRequiredError, startGrpcServer,
-  unaryService, UnavailableError, GRPC_STATUS_OF_KIND, type RunningGrpcServer,
+  unaryService, UnavailableError, GRPC_STATUS_OF_KIND, createPool, isDatabaseUnavailable, type RunningGrpcServer,
 } from '@rrs/runtime';
-import { testLogger } from '@rrs/testkit';
+import { freePort, testLogger } from '@rrs/testkit';
 
 /** A domain error thrown by a gRPC handler reaches the client as the same kind, code, message and details. */
 describe('domain errors across gRPC', () => {
@@ -63,6 +63,26 @@ describe('domain errors across gRPC', () => {
     expect(got.kind).toBe('internal');
     expect(got.message).not.toContain('secret');
     expect(observedStatus).toBe(grpc.status.INTERNAL);
+  });
+
+  it('a handler whose database cannot be reached answers unavailable (503 at the gateway), not internal', async () => {
+    // A real refusal: a pool on a port where no PostgreSQL listens.
+    const pool = createPool({ url: `postgres://postgres@127.0.0.1:${await freePort()}/postgres`, schema: 'public' });
+    const refused = await pool.query('SELECT 1').then(() => null, (e: unknown) => e);
+    await pool.end();
+    expect(isDatabaseUnavailable(refused)).toBe(true);
+    const got = await thrown(refused);
+    expect([got.kind, got.code]).toEqual(['unavailable', 'service_unavailable']);
+    expect(observedStatus).toBe(grpc.status.UNAVAILABLE);
+  });
+
+  it.each([
+    ['a statement error', Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' }), false],
+    ['a server shutting down', Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }), true],
+    ['a connection cut', new Error('Connection terminated unexpectedly'), true],
+    ['a connection class SQLSTATE', Object.assign(new Error('connection failure'), { code: '08006' }), true],
+  ])('isDatabaseUnavailable: %s → %s', (_name, err, expected) => {
+    expect(isDatabaseUnavailable(err)).toBe(expected);
   });
 
   it('a server that is gone is unavailable', async () => {

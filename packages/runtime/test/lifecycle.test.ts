@@ -38,8 +38,28 @@ describe('Health', () => {
     h.addCheck('db', async () => {
       if (!up) throw new Error('connection refused');
     });
-    expect(await h.readiness()).toEqual({ ok: true, checks: { db: 'ok' } });
+    expect(await h.readiness()).toEqual({ ok: true, status: 'ready', checks: { db: 'ok' }, degraded: [], failing: [] });
     up = false;
-    expect(await h.readiness()).toEqual({ ok: false, checks: { db: 'connection refused' } });
+    expect(await h.readiness()).toEqual({ ok: false, status: 'not_ready', checks: { db: 'connection refused' }, degraded: [], failing: ['db'] });
+  });
+
+  it('stays ready while a check that is not required fails, and reports itself degraded', async () => {
+    const h = new Health();
+    h.setReady(true);
+    let cacheUp = true;
+    let dbUp = true;
+    h.addCheck('cache', async () => {
+      if (!cacheUp) throw new Error('Connection is closed.');
+    }, { required: false });
+    h.addCheck('db', async () => {
+      if (!dbUp) throw new Error('connection refused');
+    });
+    cacheUp = false;
+    expect(await h.readiness()).toEqual({ ok: true, status: 'degraded', checks: { cache: 'Connection is closed.', db: 'ok' }, degraded: ['cache'], failing: [] });
+    dbUp = false;
+    expect(await h.readiness()).toEqual({ ok: false, status: 'not_ready', checks: { cache: 'Connection is closed.', db: 'connection refused' }, degraded: ['cache'], failing: ['db'] });
+    h.setReady(false);
+    cacheUp = dbUp = true;
+    expect(await h.readiness()).toMatchObject({ ok: false, status: 'not_ready', failing: ['service'] });
   });
 });

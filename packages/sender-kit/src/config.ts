@@ -18,6 +18,10 @@ export const senderEnvShape = {
   SENDER_ACK_WAIT_MS: envField.int(30_000, 1_000),
   /** TTL of the `channels` KV bucket; entries are refreshed every third of it. */
   CHANNEL_TTL_MS: envField.int(DEFAULT_CHANNEL_TTL_MS, 1_000),
+  /** Provider faults in a row that open a provider's circuit (ProviderChain). */
+  PROVIDER_CIRCUIT_FAILURES: envField.int(5, 1),
+  /** How long an open circuit skips its provider before one trial call. */
+  PROVIDER_CIRCUIT_OPEN_MS: envField.int(30_000, 100),
 };
 
 export type SenderEnv = z.infer<z.ZodObject<typeof senderEnvShape>>;
@@ -33,6 +37,8 @@ export interface SenderBaseConfig {
   maxDeliver: number;
   ackWaitMs: number;
   channelTtlMs: number;
+  /** Circuit breaker of every provider of the sender's channels. */
+  circuit: { failureThreshold: number; openMs: number };
 }
 
 export function senderBaseConfig(vars: SenderEnv): SenderBaseConfig {
@@ -47,5 +53,6 @@ export function senderBaseConfig(vars: SenderEnv): SenderBaseConfig {
     maxDeliver: vars.SENDER_MAX_DELIVER,
     ackWaitMs: vars.SENDER_ACK_WAIT_MS,
     channelTtlMs: vars.CHANNEL_TTL_MS,
+    circuit: { failureThreshold: vars.PROVIDER_CIRCUIT_FAILURES, openMs: vars.PROVIDER_CIRCUIT_OPEN_MS },
   };
 }

@@ -11,11 +11,17 @@ export class RetryableSendError extends Error {
    * first where it can. Any error that is not a RetryableSendError counts as maybe delivered too.
    */
   readonly maybeDelivered: boolean;
-  constructor(readonly reason: string, message: string, options: { retryAfterMs?: number; cause?: unknown; maybeDelivered?: boolean } = {}) {
+  /**
+   * With `maybeDelivered`: the provider that may have the message (set by a ProviderChain). The send log
+   * keeps it, so the next delivery asks that provider first and never fails over past it blindly.
+   */
+  readonly provider?: string;
+  constructor(readonly reason: string, message: string, options: { retryAfterMs?: number; cause?: unknown; maybeDelivered?: boolean; provider?: string } = {}) {
     super(message, { cause: options.cause });
     this.name = 'RetryableSendError';
     this.retryAfterMs = options.retryAfterMs;
     this.maybeDelivered = options.maybeDelivered ?? false;
+    this.provider = options.provider;
   }
 }
 

@@ -9,6 +9,7 @@ export * from './result';
 export * from './registry';
 export * from './sendLog';
 export * from './sender';
+export * from './providers';
 export * from './sink';
 export * from './template';
 export * from './inbox';

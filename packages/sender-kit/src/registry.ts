@@ -1,4 +1,4 @@
-import { busV1 } from '@rrs/proto';
+import { busV1, CHANNEL_KEY_PATTERN } from '@rrs/proto';
 import type { Bus, KvStore, Logger } from '@rrs/runtime';
 
 /** The KV bucket holding the channel catalog (prefixed by the bus prefix). */
@@ -11,20 +11,33 @@ export const DEFAULT_CHANNEL_TTL_MS = 30_000;
 
 export type ChannelCatalogEntry = busV1.ChannelCatalogEntry;
 
+/** What a sender announces: the entry without its time; available unless it says otherwise. */
+export type AnnouncedEntry = Omit<ChannelCatalogEntry, 'announcedAt' | 'unavailable' | 'unavailableReason'> & Partial<Pick<ChannelCatalogEntry, 'unavailable' | 'unavailableReason'>>;
+
+export interface ChannelAvailability {
+  available: boolean;
+  /** Why not, when not available, e.g. `account_blocked`. */
+  reason?: string;
+}
+
 export interface ChannelAnnouncement {
   /** Stops refreshing. Entries are left to expire: another replica of the sender may still be running. */
   stop(): void;
+  /**
+   * Marks a channel (un)available and puts its entry at once, so the catalog (`configured: false`) follows
+   * an account going down or coming back within a put, not a refresh.
+   */
+  setAvailability(key: string, availability: ChannelAvailability): Promise<void>;
 }
 
 export interface AnnounceOptions {
   bus: Bus;
-  entries: Omit<ChannelCatalogEntry, 'announcedAt'>[];
+  entries: AnnouncedEntry[];
   logger: Logger;
   ttlMs?: number;
   refreshMs?: number;
 }
 
-const KEY = /^[A-Z][A-Z0-9_]{0,31}$/;
 const SLUG = /^[a-z][a-z0-9-]{0,31}$/;
 
 export function openChannelsBucket(bus: Bus, ttlMs = DEFAULT_CHANNEL_TTL_MS): Promise<KvStore> {
@@ -37,13 +50,15 @@ export async function announceChannels(options: AnnounceOptions): Promise<Channe
   const refreshMs = options.refreshMs ?? Math.max(50, Math.floor(ttlMs / 3));
   if (refreshMs >= ttlMs) throw new Error(`channel refresh (${refreshMs} ms) must be shorter than the TTL (${ttlMs} ms)`);
   for (const entry of options.entries) {
-    if (!KEY.test(entry.key)) throw new Error(`invalid channel key ${JSON.stringify(entry.key)}: upper-case letters, digits, _`);
+    if (!CHANNEL_KEY_PATTERN.test(entry.key)) throw new Error(`invalid channel key ${JSON.stringify(entry.key)}: upper-case letters, digits, _`);
     // Its steps would go to `steps.result`, where senders answer the scheduler.
     if (entry.key === 'RESULT') throw new Error('channel key RESULT is reserved');
     if (!SLUG.test(entry.slug)) throw new Error(`invalid channel slug ${JSON.stringify(entry.slug)}: lower-case letters, digits, -`);
   }
   const kv = await openChannelsBucket(options.bus, ttlMs);
-  const putAll = () => Promise.all(options.entries.map((e) => kv.put(e.key, busV1.ChannelCatalogEntry.encode({ ...e, announcedAt: new Date() }).finish())));
+  const entries = new Map(options.entries.map((e) => [e.key, { ...e, unavailable: e.unavailable ?? false, unavailableReason: e.unavailableReason ?? '' }]));
+  const put = (e: ChannelCatalogEntry | Omit<ChannelCatalogEntry, 'announcedAt'>) => kv.put(e.key, busV1.ChannelCatalogEntry.encode({ ...e, announcedAt: new Date() }).finish());
+  const putAll = () => Promise.all([...entries.values()].map(put));
   await putAll();
   let stopped = false;
   const timer = setInterval(() => {
@@ -56,6 +71,13 @@ export async function announceChannels(options: AnnounceOptions): Promise<Channe
     stop() {
       stopped = true;
       clearInterval(timer);
+    },
+    async setAvailability(key, availability) {
+      const entry = entries.get(key);
+      if (!entry) throw new Error(`channel ${key} is not announced by this sender`);
+      const next = { ...entry, unavailable: !availability.available, unavailableReason: availability.available ? '' : availability.reason ?? 'unavailable' };
+      entries.set(key, next);
+      if (!stopped) await put(next);
     },
   };
 }

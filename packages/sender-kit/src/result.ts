@@ -10,6 +10,8 @@ export interface SendResult {
   reason?: string;
   providerMessageId?: string;
   parts?: number;
+  /** The provider that took the message, when the channel has a ProviderChain (reported on the step). */
+  provider?: string;
 }
 
 /** The step a result is about; a receipt knows these from the send log, a send from the step itself. */
@@ -67,6 +69,7 @@ export class StepResultPublisher {
             at: new Date(),
             organizationId: target.organizationId,
             traceContext: injectTraceContext({}),
+            provider: result.provider ?? '',
           };
           this.waiting.push({ result: message, done: (err) => (err ? reject(err) : resolve()) });
           if (this.waiting.length >= this.maxBatch) this.flush();

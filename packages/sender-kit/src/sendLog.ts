@@ -12,7 +12,15 @@ export type Claim =
    * a recorded outcome (its holder died, or the call failed in a way that does not prove the provider
    * refused it), so the provider may already have the message.
    */
-  | { kind: 'send'; resumed: boolean }
+  | {
+      kind: 'send';
+      resumed: boolean;
+      /**
+       * Providers whose earlier call may have taken the message and could not say (recorded by `release`);
+       * empty when none were recorded (with `resumed`: the holder died mid-call, which provider is unknown).
+       */
+      maybeWith: string[];
+    }
   /** Its outcome is recorded: publish that again (the publish is deduplicated), never send again. */
   | { kind: 'done'; result: SendResult }
   /** Another delivery of the same step is being sent right now: look again after `retryInMs`. */
@@ -38,20 +46,20 @@ export class SendLog {
   constructor(private readonly pool: Pool) {}
 
   async claim(step: busV1.StepDue, leaseMs: number): Promise<Claim> {
-    const { rows } = await this.pool.query<{ resumed: boolean }>(
-      `WITH prior AS (SELECT state, lease_until FROM send_log WHERE step_id = $1)
+    const { rows } = await this.pool.query<{ resumed: boolean; maybe_with: string[] }>(
+      `WITH prior AS (SELECT state, lease_until, maybe_with FROM send_log WHERE step_id = $1)
        INSERT INTO send_log (step_id, attempt_id, channel, organization_id, state, lease_until)
        VALUES ($1, $2, $3, $4, 'sending', now() + make_interval(secs => $5::double precision / 1000))
        ON CONFLICT (step_id) DO UPDATE SET
          state = 'sending', attempt_id = EXCLUDED.attempt_id, lease_until = EXCLUDED.lease_until,
          attempts = send_log.attempts + 1, updated_at = now()
        WHERE send_log.state = 'retry' OR (send_log.state = 'sending' AND send_log.lease_until <= now())
-       RETURNING COALESCE((SELECT state = 'sending' FROM prior), false) AS resumed`,
+       RETURNING COALESCE((SELECT state = 'sending' FROM prior), false) AS resumed, send_log.maybe_with`,
       [step.stepId, step.attemptId, step.channel, step.organizationId, leaseMs],
     );
-    if (rows.length > 0) return { kind: 'send', resumed: rows[0].resumed };
-    const current = await this.pool.query<{ state: string; outcome: string | null; reason: string | null; provider_message_id: string | null; parts: number; wait_ms: number }>(
-      `SELECT state, outcome, reason, provider_message_id, parts,
+    if (rows.length > 0) return { kind: 'send', resumed: rows[0].resumed, maybeWith: rows[0].maybe_with };
+    const current = await this.pool.query<{ state: string; outcome: string | null; reason: string | null; provider_message_id: string | null; parts: number; provider: string | null; wait_ms: number }>(
+      `SELECT state, outcome, reason, provider_message_id, parts, provider,
          GREATEST(0, EXTRACT(EPOCH FROM (lease_until - now())) * 1000)::int AS wait_ms
        FROM send_log WHERE step_id = $1`,
       [step.stepId],
@@ -60,7 +68,7 @@ export class SendLog {
     // Rows are never deleted, so a conflict that returned nothing means the row is there.
     if (!row) throw new Error(`send log row of step ${step.stepId} not found after a conflicting insert`);
     if (row.state === 'done') {
-      return { kind: 'done', result: { outcome: row.outcome as busV1.StepOutcome, reason: row.reason ?? undefined, providerMessageId: row.provider_message_id ?? undefined, parts: row.parts } };
+      return { kind: 'done', result: { outcome: row.outcome as busV1.StepOutcome, reason: row.reason ?? undefined, providerMessageId: row.provider_message_id ?? undefined, parts: row.parts, provider: row.provider ?? undefined } };
     }
     return { kind: 'busy', retryInMs: Math.max(100, row.wait_ms) };
   }
@@ -68,8 +76,8 @@ export class SendLog {
   /** Records the outcome; from now on the step is never sent again. */
   async complete(stepId: string, result: SendResult): Promise<void> {
     await this.pool.query(
-      `UPDATE send_log SET state = 'done', outcome = $2, reason = $3, provider_message_id = $4, parts = $5, updated_at = now() WHERE step_id = $1`,
-      [stepId, result.outcome, result.reason ?? null, result.providerMessageId ?? null, result.parts ?? 0],
+      `UPDATE send_log SET state = 'done', outcome = $2, reason = $3, provider_message_id = $4, parts = $5, provider = $6, updated_at = now() WHERE step_id = $1`,
+      [stepId, result.outcome, result.reason ?? null, result.providerMessageId ?? null, result.parts ?? 0, result.provider ?? null],
     );
   }
 
@@ -78,11 +86,20 @@ export class SendLog {
    * refused the message (`maybeDelivered`: no answer, a lost connection, a 5xx), the row stays `sending`
    * with its lease ended, so that delivery's claim says `resumed`; otherwise it becomes `retry`.
    */
-  async release(stepId: string, options: { maybeDelivered?: boolean } = {}): Promise<void> {
+  async release(stepId: string, options: { maybeDelivered?: boolean; provider?: string } = {}): Promise<void> {
+    if (options.maybeDelivered && options.provider) {
+      await this.pool.query(
+        `UPDATE send_log SET lease_until = now(), updated_at = now(),
+           maybe_with = CASE WHEN $2 = ANY(maybe_with) THEN maybe_with ELSE array_append(maybe_with, $2) END
+         WHERE step_id = $1 AND state = 'sending'`,
+        [stepId, options.provider],
+      );
+      return;
+    }
     await this.pool.query(
       options.maybeDelivered
         ? `UPDATE send_log SET lease_until = now(), updated_at = now() WHERE step_id = $1 AND state = 'sending'`
-        : `UPDATE send_log SET state = 'retry', updated_at = now() WHERE step_id = $1 AND state = 'sending'`,
+        : `UPDATE send_log SET state = 'retry', maybe_with = '{}', updated_at = now() WHERE step_id = $1 AND state = 'sending'`,
       [stepId],
     );
   }
@@ -113,13 +130,13 @@ export class SendLog {
 
   /** The send a provider's receipt refers to, by the provider's message id. */
   async findByProviderMessageId(providerMessageId: string): Promise<LoggedSend | null> {
-    const { rows } = await this.pool.query<{ step_id: string; attempt_id: string; channel: string; organization_id: string; outcome: string; reason: string | null; parts: number }>(
-      `SELECT step_id, attempt_id, channel, organization_id, outcome, reason, parts FROM send_log WHERE provider_message_id = $1 AND state = 'done' LIMIT 1`,
+    const { rows } = await this.pool.query<{ step_id: string; attempt_id: string; channel: string; organization_id: string; outcome: string; reason: string | null; parts: number; provider: string | null }>(
+      `SELECT step_id, attempt_id, channel, organization_id, outcome, reason, parts, provider FROM send_log WHERE provider_message_id = $1 AND state = 'done' LIMIT 1`,
       [providerMessageId],
     );
     const sent = rows[0];
     if (!sent) return null;
-    return { stepId: sent.step_id, attemptId: sent.attempt_id, channel: sent.channel, organizationId: sent.organization_id, result: { outcome: sent.outcome as busV1.StepOutcome, reason: sent.reason ?? undefined, providerMessageId, parts: sent.parts } };
+    return { stepId: sent.step_id, attemptId: sent.attempt_id, channel: sent.channel, organizationId: sent.organization_id, result: { outcome: sent.outcome as busV1.StepOutcome, reason: sent.reason ?? undefined, providerMessageId, parts: sent.parts, provider: sent.provider ?? undefined } };
   }
 }
 

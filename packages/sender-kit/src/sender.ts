@@ -1,4 +1,4 @@
-import { busV1, stepSubject } from '@rrs/proto';
+import { busV1, senderDurable, stepSubject } from '@rrs/proto';
 import { collapseRepeats, counter, extractTraceContext, histogram, LATENCY_BUCKETS, withSpan, SpanKind, type Bus, type BusMessage, type Logger, type Subscription } from '@rrs/runtime';
 import { PermanentSendError, RetryableSendError } from './errors';
 import { resultLabel, StepOutcome, StepResultPublisher, type SendResult } from './result';
@@ -13,6 +13,11 @@ export interface SendContext {
    * an adapter whose provider can say so looks before sending.
    */
   resumed: boolean;
+  /**
+   * Providers an earlier call may have left the message with, unconfirmed (from the send log): a
+   * ProviderChain asks them first and never fails over past them blindly. Empty when none were recorded.
+   */
+  maybeWith: readonly string[];
 }
 
 /**
@@ -72,7 +77,7 @@ const HOLD_RETRY_BASE_MS = 100;
  */
 export async function startSender(options: SenderOptions): Promise<Subscription> {
   const channel = options.channel;
-  const durable = `sender-${channel.toLowerCase()}`;
+  const durable = senderDurable(channel);
   const maxDeliver = options.maxDeliver ?? 10;
   const ackWaitMs = options.ackWaitMs ?? 30_000;
   const stopGraceMs = options.stopGraceMs ?? 10_000;
@@ -181,7 +186,7 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
     const started = process.hrtime.bigint();
     let result: SendResult;
     try {
-      result = await options.send(step, { idempotencyKey: step.stepId, resumed: claim.resumed });
+      result = await options.send(step, { idempotencyKey: step.stepId, resumed: claim.resumed, maybeWith: claim.maybeWith });
       providerLatency.observe({ channel, result: resultLabel(result.outcome) }, Number(process.hrtime.bigint() - started) / 1e9);
     } catch (err) {
       providerLatency.observe({ channel, result: err instanceof PermanentSendError ? 'failed' : 'retry' }, Number(process.hrtime.bigint() - started) / 1e9);
@@ -200,7 +205,7 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
       }
       const maybeDelivered = !(err instanceof RetryableSendError) || err.maybeDelivered;
       try {
-        await options.sendLog.release(step.stepId, { maybeDelivered });
+        await options.sendLog.release(step.stepId, { maybeDelivered, provider: err instanceof RetryableSendError ? err.provider : undefined });
       } catch (releaseErr) {
         // Still `sending`: the next delivery waits out the lease, then resumes (and asks the provider first).
         failures.error({ err: releaseErr, stepId: step.stepId }, 'releasing a step after a retryable failure failed; its next delivery waits for the lease');

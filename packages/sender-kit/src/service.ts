@@ -1,6 +1,6 @@
-import { openBus, type Bus, type Pool, type ServiceContext, type Subscription } from '@rrs/runtime';
+import { openBus, type Bus, type BusConfig, type Pool, type ServiceContext, type Subscription } from '@rrs/runtime';
 import type { SenderBaseConfig } from './config';
-import { announceChannels, type ChannelCatalogEntry } from './registry';
+import { announceChannels, type AnnouncedEntry, type ChannelAvailability } from './registry';
 import { StepResultPublisher } from './result';
 import { startSender, type SendStep } from './sender';
 import { openSendLog, type SendLog } from './sendLog';
@@ -8,7 +8,7 @@ import type { SinkOutbox } from './sink';
 
 /** One channel a sender serves: its catalog entry and how it sends. */
 export interface ChannelSpec {
-  entry: Omit<ChannelCatalogEntry, 'announcedAt' | 'sender'>;
+  entry: Omit<AnnouncedEntry, 'sender'>;
   send: SendStep;
   /** The provider behind `send` (`smtp`, `smsc`, `sink`, …), logged at start. */
   provider?: string;
@@ -23,7 +23,9 @@ export interface ChannelSenderDeps {
   outbox?: SinkOutbox;
 }
 
-export type ChannelSenderConfig = Pick<SenderBaseConfig, 'natsUrl' | 'busPrefix' | 'databaseUrl' | 'concurrency'> &
+/** The bus settings are needed only when no bus is handed in (`options.bus`, as the all-in-one does). */
+export type ChannelSenderConfig = Pick<SenderBaseConfig, 'databaseUrl' | 'concurrency'> &
+  Partial<BusConfig> &
   Partial<Pick<SenderBaseConfig, 'maxDeliver' | 'ackWaitMs' | 'channelTtlMs'>>;
 
 export interface RunningChannelSender {
@@ -33,6 +35,8 @@ export interface RunningChannelSender {
   /** Step outcomes to the scheduler, shared by the channels and anything reporting receipts. */
   results: StepResultPublisher;
   subscriptions: Subscription[];
+  /** Marks one of the sender's channels (un)available in the catalog at once (account health). */
+  setAvailability(key: string, availability: ChannelAvailability): Promise<void>;
 }
 
 /**
@@ -45,7 +49,8 @@ export async function startChannelSender(
   ctx: ServiceContext,
   options: { service: string; schema: string; channels: ChannelSpec[] } & Pick<ChannelSenderDeps, 'bus' | 'pool'>,
 ): Promise<RunningChannelSender> {
-  const bus = await openBus(config, ctx, options.service, options.bus);
+  // A sender's work arrives over the bus: without it the pod cannot do its job (not ready).
+  const bus = await openBus(config, ctx, options.service, options.bus, { required: true });
   const { log: sendLog, pool } = await openSendLog({ databaseUrl: config.databaseUrl, schema: options.schema, pool: options.pool }, ctx);
   const results = new StepResultPublisher(bus);
   const subscriptions: Subscription[] = [];
@@ -72,5 +77,5 @@ export async function startChannelSender(
     ttlMs: config.channelTtlMs,
   });
   ctx.lifecycle.onStop('channel catalog announcement', () => announcement.stop());
-  return { bus, sendLog, pool, results, subscriptions };
+  return { bus, sendLog, pool, results, subscriptions, setAvailability: (key, availability) => announcement.setAvailability(key, availability) };
 }

@@ -131,3 +131,7 @@ export * from './fakes/amocrm';
 export * from './fakes/bitrix24';
 export * from './fakes/smtp';
 export * from './fakes/smsc';
+export * from './fakes/smsru';
+export * from './fakes/greenapi';
+export * from './servers';
+export * from './serviceProcess';

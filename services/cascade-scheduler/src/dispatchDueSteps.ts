@@ -54,13 +54,13 @@ type Dispatched = { state: LoadedRecipient; dispatch: Dispatch };
  * Fires the claimed steps (checking each one's conditions now that it fires). A skip schedules the
  * next step, due at once when nothing was sent yet: that one fires in the same round.
  */
-function fireClaimed(states: Map<string, LoadedRecipient>, claimed: ClaimedStep[], checksOf: (organizationId: string) => FireChecks, timing: Timing): Dispatched[] {
+function fireClaimed(states: Map<string, LoadedRecipient>, claimed: ClaimedStep[], checksOf: (state: LoadedRecipient) => FireChecks, timing: Timing): Dispatched[] {
   const out: Dispatched[] = [];
   for (const { stepId, recipientId } of claimed) {
     const state = states.get(recipientId);
     let current = state?.steps.find((step) => step.id === stepId);
     if (!state || !current) continue;
-    const checks = checksOf(state.recipient.organizationId);
+    const checks = checksOf(state);
     for (let guard = 0; current && guard <= state.steps.length * 3; guard++) {
       const dispatch = fire(state, current, checks, timing);
       if (dispatch) {
@@ -89,7 +89,7 @@ async function dispatchRound(options: DispatcherOptions, batchSize: number): Pro
     const states = await loadRecipients(client, due.map((step) => step.recipientId), { skipLocked: true, token: true });
     const claimed = due.filter((step) => states.has(step.recipientId));
     if (claimed.length === 0) return { claimed: 0, sent: [], now };
-    const checksOf = await fireChecksFor(client, options.channels, states.values());
+    const checksOf = await fireChecksFor(client, options.channels, states.values(), now);
     const dispatches = fireClaimed(states, claimed, checksOf, { now, minuteMs: options.minuteMs });
     // One pipelined batch: every message is written before any acknowledgement is awaited.
     await options.bus.publishBatch(

@@ -3,10 +3,10 @@
  * Callers load a recipient with its steps (holding the recipient's row lock), apply transitions here,
  * and save what was marked dirty. Nothing here reads a clock: `now` comes from the caller's one clock.
  */
+import type { FinishReason, RecipientStatus, SkipReason, StepHoldReason, StepStatus } from '@rrs/proto';
 
-export type StepStatus = 'pending' | 'scheduled' | 'dispatched' | 'sent' | 'failed' | 'skipped' | 'canceled';
-export type FinishReason = 'rated' | 'exhausted' | 'unreachable' | 'unsubscribed' | 'canceled';
-export type SkipReason = 'no_contact' | 'opted_out' | 'channel_not_configured';
+// The state names are the API's (proto/src/states.ts): the engine and the documents cannot drift apart.
+export type { FinishReason, SkipReason, StepStatus };
 
 export interface Reroute {
   from: string;
@@ -39,21 +39,27 @@ export interface RecipientFields {
   name: string;
   email: string;
   phone: string;
-  status: 'running' | 'finished';
+  status: RecipientStatus;
   finishReason: FinishReason | null;
   rating: number | null;
   ratedAt: Date | null;
   feedback: string | null;
   finishedAt: Date | null;
+  /** While `waiting`: when the response window closes. */
+  windowClosesAt: Date | null;
 }
 
 export interface RecipientState {
   recipient: RecipientFields;
   /** Ordered by `order`. */
   steps: StepState[];
+  /** Flow minutes the recipient waits for a rating after its last step went out (the cascade's; 0 = finish at once). */
+  responseWindowMinutes?: number;
   dirty?: boolean;
   /** Set by the transition that finished the recipient, so the caller writes the finish event. */
   finishedNow?: boolean;
+  /** Set when a finished recipient's steps changed after its finish event was written: the caller refreshes an unpublished event. */
+  finishEventStale?: boolean;
 }
 
 export interface Timing {
@@ -66,7 +72,12 @@ export interface Timing {
 export interface FireChecks {
   configured(channel: string): boolean;
   optedOut(channel: string, address: string): boolean;
+  /** Null when the channel may send now; else when the recipient's send window next opens. */
+  windowOpensAt(channel: string): Date | null;
 }
+
+/** The `reason` of a step held for its send window (still `scheduled`, due when the window opens). */
+export const HELD_FOR_SEND_WINDOW: StepHoldReason = 'send_window';
 
 /** Phone channels in reroute order: an SMS without balance goes to MAX, then TELEGRAM. */
 export const PHONE_CHAIN = ['SMS', 'MAX', 'TELEGRAM'] as const;
@@ -94,6 +105,7 @@ export function finish(state: RecipientState, reason: FinishReason, timing: Timi
   const recipient = state.recipient;
   if (recipient.status === 'finished') return;
   recipient.status = 'finished';
+  recipient.windowClosesAt = null;
   recipient.finishReason = reason;
   recipient.finishedAt = timing.now;
   state.finishedNow = true;
@@ -110,6 +122,18 @@ export function scheduleNext(state: RecipientState, timing: Timing): void {
   if (state.steps.some((s) => s.status === 'scheduled' || s.status === 'dispatched')) return;
   const next = state.steps.find((s) => s.status === 'pending');
   if (!next) {
+    const last = lastSent(state);
+    const windowMinutes = state.responseWindowMinutes ?? 0;
+    if (last && windowMinutes > 0 && state.recipient.status === 'running') {
+      // Reached: wait for the rating the last message asked for, counted from when it went out.
+      const closes = new Date(last.getTime() + windowMinutes * timing.minuteMs);
+      if (closes > timing.now) {
+        state.recipient.status = 'waiting';
+        state.recipient.windowClosesAt = closes;
+        touch(state);
+        return;
+      }
+    }
     finish(state, exhaustionReason(state), timing);
     return;
   }
@@ -210,6 +234,16 @@ export function fire(state: RecipientState, step: StepState, checks: FireChecks,
     reroute(state, step, 'channel_not_configured', timing);
     if (step.status !== 'scheduled') return null;
   }
+  // Held, never dropped: the step keeps its place and goes out when the window opens; the next step's
+  // delay counts from when this one actually went out (scheduleNext reads sentAt).
+  const opensAt = checks.windowOpensAt(step.sentChannel);
+  if (opensAt) {
+    step.dueAt = opensAt;
+    step.reason = HELD_FOR_SEND_WINDOW;
+    touch(state, step);
+    return null;
+  }
+  if (step.reason === HELD_FOR_SEND_WINDOW) step.reason = null;
   step.attempt += 1;
   step.status = 'dispatched';
   step.dispatchedAt = timing.now;
@@ -264,11 +298,16 @@ export function applyResult(state: RecipientState, step: StepState, attemptId: s
   }
   const current = step.status === 'dispatched' && attemptId === `${step.id}:${step.attempt}`;
   if (!current) {
-    // A message that went out after all (a late result of a canceled or `no_result` step) keeps its send time.
+    // A message that went out after all (a late result of a step canceled by a rating, or given up as
+    // `no_result`) is reported as what it is, `sent`, whatever order the rating and the result came in;
+    // the recipient's course does not change (it finished, or moved on).
     const settledWithoutResult = step.status === 'canceled' || (step.status === 'failed' && step.reason === NO_RESULT);
     if (outcome === 'SENT' && step.sentAt === null && settledWithoutResult) {
+      step.status = 'sent';
+      step.reason = null;
       step.sentAt = timing.now;
       touch(state, step);
+      if (state.recipient.status === 'finished') state.finishEventStale = true;
     }
     return;
   }
@@ -277,6 +316,8 @@ export function applyResult(state: RecipientState, step: StepState, attemptId: s
       step.status = 'sent';
       step.sentAt = timing.now;
       touch(state, step);
+      // A step in flight when the recipient rated: its finish event, if not out yet, now says `sent`.
+      if (state.recipient.status === 'finished') state.finishEventStale = true;
       scheduleNext(state, timing);
       return;
     case 'NO_BALANCE':
@@ -310,11 +351,18 @@ export function rate(state: RecipientState, rating: number, timing: Timing): boo
   recipient.rating = rating;
   recipient.ratedAt = timing.now;
   touch(state);
-  if (recipient.status === 'running') {
+  if (recipient.status !== 'finished') {
     cancelPending(state);
     finish(state, 'rated', timing);
   }
   return true;
+}
+
+/** A waiting recipient whose response window has closed without a rating finishes (`exhausted`). */
+export function closeResponseWindow(state: RecipientState, timing: Timing): void {
+  const recipient = state.recipient;
+  if (recipient.status !== 'waiting' || !recipient.windowClosesAt || recipient.windowClosesAt > timing.now) return;
+  finish(state, exhaustionReason(state), timing);
 }
 
 export function stop(state: RecipientState, reason: 'unsubscribed' | 'canceled', timing: Timing): void {

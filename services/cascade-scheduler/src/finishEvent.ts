@@ -16,18 +16,22 @@ export interface FinishedRecipientEvent {
   finishedAt: Date;
 }
 
+/** The events that carry a recipient's outcome: its finish, and a rating that came after it. */
+export type RecipientEventType = typeof EVENT_TYPES.cascadeRecipientFinished | typeof EVENT_TYPES.cascadeRecipientRated;
+
 /**
- * The `cascade.recipient.finished` event as an outbox row. The event id is the msgId of the relay's
- * publish and the webhook-id of every delivery, so each finish is one event however often it is relayed.
+ * The `cascade.recipient.finished` (or `.rated`) event as an outbox row. The event id is the msgId of
+ * the relay's publish and the webhook-id of every delivery, so each finish is one event however often
+ * it is relayed. A late rating's event happens when the rating came (`occurredAt`).
  */
-export function finishEventFor(event: FinishedRecipientEvent): { msgId: string; payload: Uint8Array } {
-  const id = uuidv7(event.finishedAt.getTime());
+export function finishEventFor(event: FinishedRecipientEvent, type: RecipientEventType = EVENT_TYPES.cascadeRecipientFinished, occurredAt = event.finishedAt): { msgId: string; payload: Uint8Array } {
+  const id = uuidv7(occurredAt.getTime());
   const { recipient } = event;
   const payload = eventsV1.Event.encode({
     id,
-    type: EVENT_TYPES.cascadeRecipientFinished,
+    type,
     organizationId: event.organizationId,
-    occurredAt: event.finishedAt,
+    occurredAt,
     payload: {
       $case: 'cascadeRecipientFinished',
       cascadeRecipientFinished: {
@@ -47,8 +51,8 @@ export function finishEventFor(event: FinishedRecipientEvent): { msgId: string; 
   return { msgId: id, payload };
 }
 
-/** The finish event of a loaded recipient, as its state is now. */
-export function finishEventOf(state: LoadedRecipient, now: Date): { msgId: string; payload: Uint8Array } {
+/** The finish event (or late-rating event) of a loaded recipient, as its state is now. */
+export function finishEventOf(state: LoadedRecipient, now: Date, type: RecipientEventType = EVENT_TYPES.cascadeRecipientFinished): { msgId: string; payload: Uint8Array } {
   const { recipient, meta } = state;
   return finishEventFor({
     organizationId: recipient.organizationId,
@@ -69,5 +73,40 @@ export function finishEventOf(state: LoadedRecipient, now: Date): { msgId: strin
       reroutedTo: step.reroutes.length ? step.reroutes[step.reroutes.length - 1].to : '',
     })),
     finishedAt: recipient.finishedAt ?? now,
-  });
+  }, type, type === EVENT_TYPES.cascadeRecipientRated ? (recipient.ratedAt ?? now) : (recipient.finishedAt ?? now));
+}
+
+export interface RatedReviewRequest {
+  organizationId: string;
+  reviewRequestId: string;
+  locationId: string;
+  customerName: string;
+  contact: string;
+  rating: number;
+  feedback: string | null;
+  ratedAt: Date;
+}
+
+/** The `review_request.rated` event of a link made by POST /review-requests, as an outbox row. */
+export function reviewRequestRatedEvent(rated: RatedReviewRequest): { msgId: string; payload: Uint8Array } {
+  const id = uuidv7(rated.ratedAt.getTime());
+  const payload = eventsV1.Event.encode({
+    id,
+    type: EVENT_TYPES.reviewRequestRated,
+    organizationId: rated.organizationId,
+    occurredAt: rated.ratedAt,
+    payload: {
+      $case: 'reviewRequestRated',
+      reviewRequestRated: {
+        reviewRequestId: rated.reviewRequestId,
+        locationId: rated.locationId,
+        customerName: rated.customerName,
+        contact: rated.contact,
+        rating: rated.rating,
+        feedback: rated.feedback ?? '',
+        ratedAt: rated.ratedAt,
+      },
+    },
+  }).finish();
+  return { msgId: id, payload };
 }

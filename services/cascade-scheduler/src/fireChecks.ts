@@ -1,3 +1,4 @@
+import { sendWindowOpensAt } from '@rrs/proto';
 import { sqlArray, type PoolClient } from '@rrs/runtime';
 import { addressFor, PHONE_CHAIN, type FireChecks } from './engine';
 import type { ConfiguredChannels } from './organizationProfiles';
@@ -5,11 +6,13 @@ import type { LoadedRecipient } from './recipientStore';
 
 /**
  * What the steps of these recipients may use when they fire, read once for the whole batch: the
- * channels each organization has configured (cached), and the opt-outs of their addresses.
+ * channels each organization has configured and the send windows of their locations (cached), and
+ * the opt-outs of their addresses.
  */
-export async function fireChecksFor(client: PoolClient, channels: ConfiguredChannels, states: Iterable<LoadedRecipient>): Promise<(organizationId: string) => FireChecks> {
+export async function fireChecksFor(client: PoolClient, channels: ConfiguredChannels, states: Iterable<LoadedRecipient>, now: Date): Promise<(state: LoadedRecipient) => FireChecks> {
   const list = [...states];
   const configured = await channels.forOrganizations(list.map((state) => state.recipient.organizationId));
+  const hours = await channels.sendingHours(list.map((state) => ({ organizationId: state.recipient.organizationId, locationId: state.meta.locationId })));
   const organizations = new Set<string>();
   const addresses = new Set<string>();
   // Every channel a step of these recipients may fire on, so the lookup stays on the whole primary key.
@@ -29,8 +32,13 @@ export async function fireChecksFor(client: PoolClient, channels: ConfiguredChan
     );
     for (const row of rows) optedOut.add(`${row.organization_id}|${row.channel}|${row.address}`);
   }
-  return (organizationId) => ({
-    configured: (channel) => configured.get(organizationId)?.has(channel) ?? false,
-    optedOut: (channel, address) => optedOut.has(`${organizationId}|${channel}|${address}`),
-  });
+  return (state) => {
+    const organizationId = state.recipient.organizationId;
+    const sendingHours = hours.get(`${organizationId}|${state.meta.locationId}`);
+    return {
+      configured: (channel) => configured.get(organizationId)?.has(channel) ?? false,
+      optedOut: (channel, address) => optedOut.has(`${organizationId}|${channel}|${address}`),
+      windowOpensAt: (channel) => (sendingHours ? sendWindowOpensAt(sendingHours.window, sendingHours.timeZone, channel, now) : null),
+    };
+  };
 }

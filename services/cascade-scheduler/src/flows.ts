@@ -1,4 +1,4 @@
-import { CHANNEL_KEY_PATTERN, MAX_FLOW_STEPS, type schedulerV1 } from '@rrs/proto';
+import { CHANNEL_KEY_PATTERN, isResponseWindowMinutes, MAX_FLOW_STEPS, MAX_RESPONSE_WINDOW_MINUTES, type schedulerV1 } from '@rrs/proto';
 import { InvalidError, inTransaction, NotFoundError, uuidv7, type FieldProblem, type Pool, type PoolClient } from '@rrs/runtime';
 import { isUuid } from './ids';
 
@@ -15,22 +15,22 @@ export class Flows {
   constructor(private readonly pool: Pool) {}
 
   /** Creates a flow; making it the default takes the default mark from the previous one atomically. */
-  async create(input: { organizationId: string; name: string; steps: StepInput[]; isDefault: boolean }): Promise<Flow> {
-    const steps = validateSteps(input.name, input.steps);
+  async create(input: { organizationId: string; name: string; steps: StepInput[]; isDefault: boolean; responseWindowMinutes?: number }): Promise<Flow> {
+    const steps = validateSteps(input.name, input.steps, input.responseWindowMinutes);
     return inTransaction(this.pool, async (client) => {
       const id = uuidv7();
       if (input.isDefault) await client.query('UPDATE flows SET is_default = false, updated_at = now() WHERE organization_id = $1 AND is_default', [input.organizationId]);
-      await client.query('INSERT INTO flows (id, organization_id, name, is_default) VALUES ($1, $2, $3, $4)', [id, input.organizationId, input.name, input.isDefault]);
+      await client.query('INSERT INTO flows (id, organization_id, name, is_default, response_window_minutes) VALUES ($1, $2, $3, $4, $5)', [id, input.organizationId, input.name, input.isDefault, input.responseWindowMinutes ?? null]);
       await insertSteps(client, id, steps);
-      return { id, organizationId: input.organizationId, name: input.name, isDefault: input.isDefault, steps };
+      return { id, organizationId: input.organizationId, name: input.name, isDefault: input.isDefault, steps, responseWindowMinutes: input.responseWindowMinutes };
     });
   }
 
   /** Replaces the name and steps. Running cascades keep the steps they started with (snapshotted per recipient). */
-  async update(input: { organizationId: string; id: string; name: string; steps: StepInput[] }): Promise<Flow> {
-    const steps = validateSteps(input.name, input.steps);
+  async update(input: { organizationId: string; id: string; name: string; steps: StepInput[]; responseWindowMinutes?: number }): Promise<Flow> {
+    const steps = validateSteps(input.name, input.steps, input.responseWindowMinutes);
     await inTransaction(this.pool, async (client) => {
-      const { rowCount } = await client.query('UPDATE flows SET name = $3, updated_at = now() WHERE organization_id = $1 AND id = $2', [input.organizationId, input.id, input.name]);
+      const { rowCount } = await client.query('UPDATE flows SET name = $3, response_window_minutes = $4, updated_at = now() WHERE organization_id = $1 AND id = $2', [input.organizationId, input.id, input.name, input.responseWindowMinutes ?? null]);
       if (!rowCount) throw new NotFoundError('flow');
       await client.query('DELETE FROM flow_steps WHERE flow_id = $1', [input.id]);
       await insertSteps(client, input.id, steps);
@@ -63,8 +63,8 @@ export class Flows {
   }
 
   async list(organizationId: string, onlyId?: string): Promise<Flow[]> {
-    const { rows } = await this.pool.query<Flow>(
-      `SELECT f.id, f.organization_id AS "organizationId", f.name, f.is_default AS "isDefault",
+    const { rows } = await this.pool.query<Flow & { responseWindowMinutes: number | null }>(
+      `SELECT f.id, f.organization_id AS "organizationId", f.name, f.is_default AS "isDefault", f.response_window_minutes AS "responseWindowMinutes",
               coalesce(json_agg(json_build_object('order', s.step_order, 'channel', s.channel, 'delayMinutes', s.delay_minutes)
                        ORDER BY s.step_order) FILTER (WHERE s.flow_id IS NOT NULL), '[]') AS steps
          FROM flows f LEFT JOIN flow_steps s ON s.flow_id = f.id
@@ -72,7 +72,7 @@ export class Flows {
         GROUP BY f.id ORDER BY f.is_default DESC, f.created_at, f.id`,
       [organizationId, onlyId ?? null],
     );
-    return rows;
+    return rows.map((row) => ({ ...row, responseWindowMinutes: row.responseWindowMinutes ?? undefined }));
   }
 }
 
@@ -85,8 +85,11 @@ async function insertSteps(client: PoolClient, flowId: string, steps: FlowStep[]
 }
 
 /** A flow's name and steps, checked once here; channel keys are upper-cased, orders renumbered 1…n. */
-function validateSteps(name: string, steps: StepInput[]): FlowStep[] {
+function validateSteps(name: string, steps: StepInput[], responseWindowMinutes?: number): FlowStep[] {
   const problems: FieldProblem[] = [];
+  if (responseWindowMinutes !== undefined && !isResponseWindowMinutes(responseWindowMinutes)) {
+    problems.push({ pointer: '/responseWindowMinutes', detail: `an integer from 0 (finish when the last step goes out) to ${MAX_RESPONSE_WINDOW_MINUTES}` });
+  }
   if (!name.trim()) problems.push({ pointer: '/name', detail: 'a flow needs a name' });
   if (steps.length === 0 || steps.length > MAX_FLOW_STEPS) problems.push({ pointer: '/steps', detail: `a flow has 1 to ${MAX_FLOW_STEPS} steps` });
   const checked = steps.map((step, i) => {

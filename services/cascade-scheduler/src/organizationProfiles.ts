@@ -1,9 +1,9 @@
-import { contactsV1 } from '@rrs/proto';
+import { contactsV1, type SendWindow } from '@rrs/proto';
 import { NotFoundError, type PromiseClient } from '@rrs/runtime';
 
 /** An organization as sending sees it: its plan and account, its templates, its configured channels. */
 export interface SendingProfile {
-  organization: { id: string; name: string; plan: string; emailConfirmed: boolean; locale: string; timeZone: string; defaultRegion?: string };
+  organization: { id: string; name: string; plan: string; emailConfirmed: boolean; locale: string; timeZone: string; defaultRegion?: string; sendWindow?: SendWindow | null; responseWindowMinutes?: number };
   templates: Array<{ channel: string; subject: string; body: string }>;
   channels: Array<{ channel: string; configured: boolean }>;
 }
@@ -14,7 +14,14 @@ export interface LocationInfo {
   address: string;
   city: string;
   reviewLinks: Array<{ provider: string; url: string }>;
+  /** IANA zone; empty or absent = the organization's. */
+  timeZone?: string;
+  /** Absent or null = the organization's window. */
+  sendWindow?: SendWindow | null;
 }
+
+const fromProtoWindow = (window: contactsV1.SendWindow | undefined): SendWindow | null =>
+  window ? { start: window.start, end: window.end, days: window.days, channels: window.channels } : null;
 
 /**
  * What the scheduler asks the `contacts` service about an organization: its sending profile and its
@@ -35,7 +42,7 @@ export function grpcOrganizationProfiles(client: PromiseClient<contactsV1.Contac
       if (!organization) throw new NotFoundError('organization');
       const { id, name, plan, emailConfirmed, locale, timeZone, defaultRegion } = organization;
       return {
-        organization: { id, name, plan, emailConfirmed, locale, timeZone, defaultRegion },
+        organization: { id, name, plan, emailConfirmed, locale, timeZone, defaultRegion, sendWindow: fromProtoWindow(organization.sendWindow), responseWindowMinutes: organization.responseWindowMinutes },
         templates: response.templates.map((template) => ({ channel: template.channel, subject: template.subject, body: template.body })),
         channels: response.channels.map((channel) => ({ channel: channel.channel, configured: channel.configured })),
       };
@@ -44,7 +51,7 @@ export function grpcOrganizationProfiles(client: PromiseClient<contactsV1.Contac
       const { location } = await client.getLocation({ organizationId, id });
       if (!location) throw new NotFoundError('location');
       const reviewLinks = location.reviewLinks.map((link) => ({ provider: link.provider, url: link.url }));
-      return { id: location.id, name: location.name, address: location.address, city: location.city, reviewLinks };
+      return { id: location.id, name: location.name, address: location.address, city: location.city, reviewLinks, timeZone: location.timeZone, sendWindow: fromProtoWindow(location.sendWindow) };
     },
   };
 }
@@ -55,7 +62,7 @@ export function grpcOrganizationProfiles(client: PromiseClient<contactsV1.Contac
  * last known answer is used (and, with none, the step waits for the next attempt).
  */
 export class ConfiguredChannels {
-  private readonly cache = new Map<string, { at: number; channels: Set<string> }>();
+  private readonly cache = new Map<string, { at: number; channels: Set<string>; hours: SendingHours }>();
 
   constructor(private readonly profiles: OrganizationProfiles, private readonly ttlMs = 5_000) {}
 
@@ -71,7 +78,8 @@ export class ConfiguredChannels {
         try {
           const profile = await this.profiles.getSendingProfile(id);
           const channels = new Set(profile.channels.filter((c) => c.configured).map((c) => c.channel));
-          this.cache.set(id, { at: Date.now(), channels });
+          const hours = { window: profile.organization.sendWindow ?? null, timeZone: profile.organization.timeZone || 'UTC' };
+          this.cache.set(id, { at: Date.now(), channels, hours });
           out.set(id, channels);
         } catch (err) {
           if (hit) out.set(id, hit.channels);
@@ -84,5 +92,45 @@ export class ConfiguredChannels {
 
   invalidate(organizationId: string): void {
     this.cache.delete(organizationId);
+    for (const key of this.locationCache.keys()) if (key.startsWith(`${organizationId}|`)) this.locationCache.delete(key);
   }
+
+  private readonly locationCache = new Map<string, { at: number; timeZone: string; window: SendWindow | null }>();
+
+  /**
+   * The send window and time zone that apply to recipients of each (organization, location): the
+   * location's window, else the organization's; the location's zone, else the organization's. Call
+   * after `forOrganizations` for the same organizations (their hours come with their channels). A
+   * location that cannot be read (deleted, or contacts unreachable with nothing cached) counts as
+   * having no settings of its own: the organization's apply.
+   */
+  async sendingHours(pairs: Iterable<{ organizationId: string; locationId: string }>): Promise<Map<string, SendingHours>> {
+    const out = new Map<string, SendingHours>();
+    const wanted = new Map<string, { organizationId: string; locationId: string }>();
+    for (const pair of pairs) wanted.set(`${pair.organizationId}|${pair.locationId}`, pair);
+    await Promise.all(
+      [...wanted].map(async ([key, { organizationId, locationId }]) => {
+        const organization = this.cache.get(organizationId)?.hours ?? { window: null, timeZone: 'UTC' };
+        let own = this.locationCache.get(key);
+        if (!own || Date.now() - own.at >= this.ttlMs) {
+          try {
+            const location = await this.profiles.getLocation(organizationId, locationId);
+            own = { at: Date.now(), timeZone: location.timeZone ?? '', window: location.sendWindow ?? null };
+            this.locationCache.set(key, own);
+          } catch {
+            own = own ?? { at: 0, timeZone: '', window: null };
+          }
+        }
+        out.set(key, { window: own.window ?? organization.window, timeZone: own.timeZone || organization.timeZone });
+      }),
+    );
+    return out;
+  }
+}
+
+/** The local hours a recipient's steps may go out in. */
+export interface SendingHours {
+  /** Null: any time. */
+  window: SendWindow | null;
+  timeZone: string;
 }

@@ -1,4 +1,4 @@
-import { eventsV1 } from '@rrs/proto';
+import { eventsV1, EVENT_TYPES } from '@rrs/proto';
 import type { PoolClient } from '@rrs/runtime';
 import { finishEventOf } from './finishEvent';
 import type { LoadedRecipient } from './recipientStore';
@@ -41,14 +41,38 @@ export async function writeOutbox(client: PoolClient, subject: string, events: O
   await client.query(`WITH written AS (${insert}) SELECT pg_notify(${params.add(OUTBOX_CHANNEL, 'text')}, ${params.add(String(earliest), 'text')})`, params.values);
 }
 
-/** Rewrites a recipient's not yet published finish event (now with its feedback) and releases it at once. */
-export async function releaseFinishEvent(client: PoolClient, state: LoadedRecipient, now: Date): Promise<void> {
-  const { payload } = finishEventOf(state, now);
-  const { rows } = await client.query<{ msg_id: string }>('SELECT msg_id FROM outbox WHERE recipient_id = $1 AND published_at IS NULL FOR UPDATE', [state.recipient.id]);
-  if (!rows[0]) return;
-  // The event keeps its id: it is the same event, completed before anyone saw it.
-  const event = eventsV1.Event.decode(payload);
+/**
+ * Rewrites the latest not yet published event about a recipient (its finish, or its late rating) as
+ * its state is now (with its feedback, or a step's late result), keeping the event's type and id;
+ * `release` also lets it go at once. False when no such event is waiting.
+ */
+export async function refreshFinishEvent(client: PoolClient, state: LoadedRecipient, now: Date, options: { release: boolean }): Promise<boolean> {
+  return rewriteWaitingEvent(client, state.recipient.id, options, (type) =>
+    finishEventOf(state, now, type === EVENT_TYPES.cascadeRecipientRated ? EVENT_TYPES.cascadeRecipientRated : EVENT_TYPES.cascadeRecipientFinished).payload,
+  );
+}
+
+/**
+ * The one place an event still in the outbox is rewritten. `subjectId` is what the event is about: a
+ * recipient, or a review request made without a cascade (the column is named for the first).
+ */
+export async function rewriteWaitingEvent(client: PoolClient, subjectId: string, options: { release: boolean }, render: (type: string) => Uint8Array): Promise<boolean> {
+  const { rows } = await client.query<{ msg_id: string; payload: Buffer }>(
+    'SELECT msg_id, payload FROM outbox WHERE recipient_id = $1 AND published_at IS NULL ORDER BY id DESC LIMIT 1 FOR UPDATE',
+    [subjectId],
+  );
+  if (!rows[0]) return false;
+  const waiting = eventsV1.Event.decode(rows[0].payload);
+  // The event keeps its id and time: it is the same event, completed before anyone saw it.
+  const event = eventsV1.Event.decode(render(waiting.type));
   event.id = rows[0].msg_id;
-  await client.query('UPDATE outbox SET payload = $2, available_at = clock_timestamp() WHERE msg_id = $1', [rows[0].msg_id, Buffer.from(eventsV1.Event.encode(event).finish())]);
+  event.occurredAt = waiting.occurredAt;
+  const encoded = Buffer.from(eventsV1.Event.encode(event).finish());
+  if (!options.release) {
+    await client.query('UPDATE outbox SET payload = $2 WHERE msg_id = $1', [rows[0].msg_id, encoded]);
+    return true;
+  }
+  await client.query('UPDATE outbox SET payload = $2, available_at = clock_timestamp() WHERE msg_id = $1', [rows[0].msg_id, encoded]);
   await client.query('SELECT pg_notify($1, $2)', [OUTBOX_CHANNEL, '0']);
+  return true;
 }

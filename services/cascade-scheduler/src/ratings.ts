@@ -1,7 +1,8 @@
-import type { schedulerV1 } from '@rrs/proto';
+import { eventSubject, EVENT_TYPES, type schedulerV1 } from '@rrs/proto';
 import { ConflictError, InvalidError, inTransaction, type Pool, type PoolClient } from '@rrs/runtime';
 import { rate } from './engine';
-import { releaseFinishEvent } from './outbox';
+import { finishEventOf, reviewRequestRatedEvent } from './finishEvent';
+import { refreshFinishEvent, rewriteWaitingEvent, writeOutbox } from './outbox';
 import { dbNow, lockRecipients, saveStates, type LoadedRecipient } from './recipientStore';
 import { currentForm, loadReviewLink, lowRatingThresholdOf, type ReviewLink } from './reviewForm';
 
@@ -50,10 +51,25 @@ export async function submitRating(pool: Pool, options: RatingOptions, token: st
       `UPDATE review_requests SET status = 'rated', rated_at = $2, opened_at = coalesce(opened_at, $2), public_links_shown_at = $2 WHERE id = $1`,
       [link.id, now],
     );
-    if (!state) return;
-    if (rating <= lowRatingThresholdOf(link)) state.eventNotBefore = new Date(now.getTime() + options.feedbackWindowMinutes * options.minuteMs);
+    // A low rating's event waits for the feedback form (or the feedback window) so that it carries the feedback.
+    const availableAt = rating <= lowRatingThresholdOf(link) ? new Date(now.getTime() + options.feedbackWindowMinutes * options.minuteMs) : now;
+    if (!state) {
+      // A link made by POST /review-requests: reported as `review_request.rated`, keyed by the link in the outbox.
+      const event = reviewRequestRatedEvent({
+        organizationId: link.organization_id, reviewRequestId: link.id, locationId: link.location_id, customerName: link.customer_name, contact: link.contact, rating, feedback: null, ratedAt: now,
+      });
+      await writeOutbox(client, eventSubject(EVENT_TYPES.reviewRequestRated), [{ ...event, recipientId: link.id, availableAt }]);
+      return;
+    }
+    const finishedBefore = state.recipient.status === 'finished';
+    state.eventNotBefore = availableAt;
     rate(state, rating, { now, minuteMs: options.minuteMs });
     await saveStates(client, [state], now);
+    if (finishedBefore) {
+      // The finish was reported without a rating: the rating gets its own event, so that it still reaches the CRM.
+      const event = finishEventOf(state, now, EVENT_TYPES.cascadeRecipientRated);
+      await writeOutbox(client, eventSubject(EVENT_TYPES.cascadeRecipientRated), [{ ...event, recipientId: state.recipient.id, availableAt, headers: state.meta.traceContext }]);
+    }
   });
   const form = await currentForm(pool, token);
   return { form, recorded, feedbackRequested: form.rating > 0 && form.rating <= form.lowRatingThreshold && !form.feedbackGiven };
@@ -68,11 +84,18 @@ export async function submitFeedback(pool: Pool, token: string, text: string): P
   const insert = { text: 'INSERT INTO feedback (review_request_id, organization_id, text) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', values: [link.id, link.organization_id, trimmed] };
   const recorded = await recordOnce(pool, link, insert, async (client, now, state) => {
     await client.query(`UPDATE review_requests SET status = 'feedback', feedback_at = $2 WHERE id = $1`, [link.id, now]);
-    if (!state) return;
+    if (!state) {
+      const render = () =>
+        reviewRequestRatedEvent({
+          organizationId: link.organization_id, reviewRequestId: link.id, locationId: link.location_id, customerName: link.customer_name, contact: link.contact, rating: link.rating!, feedback: trimmed, ratedAt: link.rated_at ?? now,
+        }).payload;
+      await rewriteWaitingEvent(client, link.id, { release: true }, render);
+      return;
+    }
     state.recipient.feedback = trimmed;
     state.dirty = true;
     await saveStates(client, [state], now);
-    await releaseFinishEvent(client, state, now);
+    await refreshFinishEvent(client, state, now, { release: true });
   });
   return { form: await currentForm(pool, token), recorded };
 }

@@ -45,7 +45,7 @@ export async function readCascade(pool: Pool, organizationId: string, id: string
   const [{ rows: recipients }, { rows: steps }] = await Promise.all([
     pool.query(
       `SELECT r.id, r.name, r.email, r.phone, r.contact_external_id, r.status, r.finish_reason, r.rating, r.feedback, r.rated_at,
-              r.finished_at, r.review_request_id, rr.opened_at
+              r.finished_at, r.window_closes_at, r.review_request_id, rr.opened_at
          FROM recipients r JOIN review_requests rr ON rr.id = r.review_request_id
         WHERE r.cascade_id = $1 ORDER BY r.position`,
       [id],
@@ -97,6 +97,7 @@ export async function readCascade(pool: Pool, organizationId: string, id: string
       feedback: recipient.feedback ?? '',
       ratedAt: recipient.rated_at ?? undefined,
       finishedAt: recipient.finished_at ?? undefined,
+      windowClosesAt: recipient.window_closes_at ?? undefined,
       steps: stepsOf.get(recipient.id) ?? [],
       reviewRequestId: recipient.review_request_id,
     })),

@@ -2,7 +2,7 @@ import { eventSubject, EVENT_TYPES } from '@rrs/proto';
 import { sqlArray, type PoolClient } from '@rrs/runtime';
 import type { RecipientFields, RecipientState, StepState } from './engine';
 import { finishEventOf } from './finishEvent';
-import { writeOutbox, type OutboxEvent } from './outbox';
+import { refreshFinishEvent, writeOutbox, type OutboxEvent } from './outbox';
 import { rememberLoaded, timestampColumn, updateChanged, type ChangeColumn } from './sql/updateChanged';
 
 /**
@@ -15,6 +15,9 @@ import { rememberLoaded, timestampColumn, updateChanged, type ChangeColumn } fro
 
 /** Notified (with the earliest new due time, epoch ms) when steps are scheduled; dispatchers listen. */
 export const DUE_CHANNEL = 'rrs_scheduler_due';
+
+/** Notified (with the window's close time, epoch ms) when a recipient starts waiting for a rating; the window closer listens. */
+export const WINDOW_CHANNEL = 'rrs_scheduler_window';
 
 export interface RecipientMeta {
   cascadeExternalId: string | null;
@@ -43,7 +46,7 @@ export async function dbNow(client: PoolClient): Promise<Date> {
 }
 
 const RECIPIENT_COLUMNS = `r.id, r.cascade_id, r.organization_id, r.name, r.email, r.phone, r.status, r.finish_reason,
-  r.rating, r.rated_at, r.feedback, r.finished_at, r.contact_external_id, r.review_request_id`;
+  r.rating, r.rated_at, r.feedback, r.finished_at, r.window_closes_at, r.contact_external_id, r.review_request_id`;
 const WITH_TOKEN = { columns: `${RECIPIENT_COLUMNS}, rr.token`, from: 'recipients r JOIN review_requests rr ON rr.id = r.review_request_id' };
 const WITHOUT_TOKEN = { columns: RECIPIENT_COLUMNS, from: 'recipients r' };
 
@@ -60,13 +63,14 @@ interface RecipientRow {
   rated_at: Date | null;
   feedback: string | null;
   finished_at: Date | null;
+  window_closes_at: Date | null;
   contact_external_id: string;
   review_request_id: string;
   token?: string;
 }
 
 /** What recipients of one cascade share: read once per cascade per batch, not once per recipient. */
-type CascadeMeta = Pick<RecipientMeta, 'cascadeExternalId' | 'locationId' | 'locale' | 'templates' | 'location' | 'traceContext'>;
+type CascadeMeta = Pick<RecipientMeta, 'cascadeExternalId' | 'locationId' | 'locale' | 'templates' | 'location' | 'traceContext'> & { responseWindowMinutes: number };
 
 interface CascadeRow {
   id: string;
@@ -75,6 +79,7 @@ interface CascadeRow {
   locale: string;
   templates: RecipientMeta['templates'];
   trace_context: Record<string, string>;
+  response_window_minutes: number;
   location_name: string;
   location_address: string;
   location_city: string;
@@ -95,6 +100,7 @@ function toState(row: RecipientRow, cascade: CascadeMeta): LoadedRecipient {
       ratedAt: row.rated_at,
       feedback: row.feedback,
       finishedAt: row.finished_at,
+      windowClosesAt: row.window_closes_at,
     },
     row as unknown as Record<string, unknown>,
   );
@@ -110,12 +116,12 @@ function toState(row: RecipientRow, cascade: CascadeMeta): LoadedRecipient {
     reviewRequestId: row.review_request_id,
     token: row.token,
   };
-  return { recipient, steps: [], meta };
+  return { recipient, steps: [], meta, responseWindowMinutes: cascade.responseWindowMinutes };
 }
 
 async function loadCascadeMeta(client: PoolClient, cascadeIds: string[]): Promise<Map<string, CascadeMeta>> {
   const { rows } = await client.query<CascadeRow>(
-    `SELECT c.id, c.external_id, c.location_id, c.locale, c.templates, c.trace_context, coalesce(ls.name, '') AS location_name,
+    `SELECT c.id, c.external_id, c.location_id, c.locale, c.templates, c.trace_context, c.response_window_minutes, coalesce(ls.name, '') AS location_name,
             coalesce(ls.address, '') AS location_address, coalesce(ls.city, '') AS location_city
        FROM cascades c LEFT JOIN location_snapshots ls ON ls.organization_id = c.organization_id AND ls.location_id = c.location_id
       WHERE c.id = ANY($1::uuid[])`,
@@ -131,6 +137,7 @@ async function loadCascadeMeta(client: PoolClient, cascadeIds: string[]): Promis
         templates: cascade.templates,
         location: { id: cascade.location_id, name: cascade.location_name, address: cascade.location_address, city: cascade.location_city },
         traceContext: cascade.trace_context,
+        responseWindowMinutes: cascade.response_window_minutes,
       },
     ]),
   );
@@ -246,6 +253,7 @@ const RECIPIENT_COLUMNS_CHANGED: ChangeColumn<RecipientFields>[] = [
   timestampColumn('rated_at', (recipient) => recipient.ratedAt),
   { name: 'feedback', type: 'text', get: (recipient) => recipient.feedback },
   timestampColumn('finished_at', (recipient) => recipient.finishedAt),
+  timestampColumn('window_closes_at', (recipient) => recipient.windowClosesAt),
 ];
 
 /** Counts recipients finished now off their cascades' running counts; a cascade reaching 0 finishes. */
@@ -271,15 +279,25 @@ export async function saveStates(client: PoolClient, states: Iterable<LoadedReci
   const recipients: RecipientFields[] = [];
   const finishedByCascade = new Map<string, number>();
   const events: OutboxEvent[] = [];
+  const staleEvents: LoadedRecipient[] = [];
   let earliestDue: number | null = null;
+  let earliestWindow: number | null = null;
   for (const state of states) {
+    if (state.finishEventStale) {
+      state.finishEventStale = false;
+      staleEvents.push(state);
+    }
     for (const step of state.steps) {
       if (!step.dirty) continue;
       steps.push(step);
       step.dirty = false;
       if (step.status === 'scheduled' && step.dueAt && (earliestDue === null || step.dueAt.getTime() < earliestDue)) earliestDue = step.dueAt.getTime();
     }
-    if (state.dirty) recipients.push(state.recipient);
+    if (state.dirty) {
+      recipients.push(state.recipient);
+      const closes = state.recipient.status === 'waiting' ? state.recipient.windowClosesAt?.getTime() : undefined;
+      if (closes !== undefined && (earliestWindow === null || closes < earliestWindow)) earliestWindow = closes;
+    }
     state.dirty = false;
     if (state.finishedNow) {
       state.finishedNow = false;
@@ -292,5 +310,8 @@ export async function saveStates(client: PoolClient, states: Iterable<LoadedReci
   if (recipients.length) await updateChanged(client, 'recipients', RECIPIENT_COLUMNS_CHANGED, recipients);
   if (finishedByCascade.size) await finishOnCascades(client, finishedByCascade, now);
   if (events.length) await writeOutbox(client, eventSubject(EVENT_TYPES.cascadeRecipientFinished), events);
+  // Rare (a result after the rating): one statement per recipient, keeping the event's release time.
+  for (const state of staleEvents) await refreshFinishEvent(client, state, now, { release: false });
   if (earliestDue !== null) await client.query('SELECT pg_notify($1, $2)', [DUE_CHANNEL, String(earliestDue)]);
+  if (earliestWindow !== null) await client.query('SELECT pg_notify($1, $2)', [WINDOW_CHANNEL, String(earliestWindow)]);
 }

@@ -1,7 +1,14 @@
-import { counter, inTransaction, startDueWorkLoop, type Logger, type Pool } from '@rrs/runtime';
+import { senderDurable } from '@rrs/proto';
+import { collapseRepeats, counter, inTransaction, startDueWorkLoop, type Bus, type Logger, type Pool } from '@rrs/runtime';
 import { resultTimedOut, type Timing } from './engine';
 import { dbNow, loadRecipients, saveStates, type LoadedRecipient } from './recipientStore';
-import { claimTimedOutSteps } from './sql/dueSteps';
+import { channelsWithTimedOutSteps, claimTimedOutSteps } from './sql/dueSteps';
+
+const postponed = counter({
+  name: 'scheduler_step_result_timeouts_postponed_total',
+  help: "Sweeps that left a channel's timed-out steps alone because its sender still had steps waiting or in progress.",
+  labelNames: ['channel'],
+});
 
 const timedOut = counter({
   name: 'scheduler_step_result_timeouts_total',
@@ -11,6 +18,8 @@ const timedOut = counter({
 
 export interface ResultWatchdogOptions {
   pool: Pool;
+  /** Asked whether a channel's sender still has steps waiting or in progress (then nothing of that channel is redispatched). */
+  bus: Pick<Bus, 'pending'>;
   logger: Logger;
   minuteMs: number;
   /** Flow minutes a dispatched step may wait for its result. */
@@ -40,10 +49,43 @@ export function startResultWatchdog(options: ResultWatchdogOptions): RunningWatc
   const batchSize = options.batchSize ?? 500;
   const intervalMs = options.intervalMs ?? Math.min(60_000, Math.max(50, Math.floor(timeoutMs / 4)));
 
-  const sweepOnce = (): Promise<number> =>
-    inTransaction(options.pool, async (client) => {
+  const warnings = collapseRepeats(options.logger);
+
+  /**
+   * The channels whose missing results are really missing: their sender has acked every step it was
+   * given (nothing waits in its queue, nothing is in progress), so no result is still on its way. A
+   * channel with a backlog (a sender slow, restarting or down) is left alone: its steps are not lost,
+   * they are waiting, and redispatching them would only double the queue. When the bus cannot answer,
+   * nothing is redispatched this sweep.
+   */
+  async function idleChannels(channels: string[]): Promise<string[]> {
+    const idle: string[] = [];
+    for (const channel of channels) {
+      try {
+        if ((await options.bus.pending('STEPS', senderDurable(channel))) === 0) idle.push(channel);
+        else postponed.inc({ channel });
+      } catch (err) {
+        // No sender ever consumed this channel (no durable yet): nothing can be on its way.
+        if (/consumer not found/i.test(String((err as Error)?.message))) idle.push(channel);
+        else {
+          warnings.warn({ err, channel }, 'result watchdog could not ask the bus; timed-out steps wait for the next sweep');
+          postponed.inc({ channel });
+        }
+      }
+    }
+    return idle;
+  }
+
+  const sweepOnce = async (): Promise<number> => {
+    // The bus is asked before the transaction, so no connection is held during the question.
+    const candidates = await channelsWithTimedOutSteps(options.pool, new Date(Date.now() - timeoutMs));
+    if (candidates.length === 0) return 0;
+    const channels = await idleChannels(candidates);
+    if (channels.length === 0) return 0;
+    return inTransaction(options.pool, async (client) => {
       const now = await dbNow(client);
-      const steps = await claimTimedOutSteps(client, new Date(now.getTime() - timeoutMs), batchSize);
+      const before = new Date(now.getTime() - timeoutMs);
+      const steps = await claimTimedOutSteps(client, before, batchSize, channels);
       if (steps.length === 0) return 0;
       // The steps' recipients were locked with them.
       const states = await loadRecipients(client, steps.map((step) => step.recipientId));
@@ -58,11 +100,12 @@ export function startResultWatchdog(options: ResultWatchdogOptions): RunningWatc
         resultTimedOut(state, step, last, timing);
         const action = last ? 'failed' : 'redispatched';
         timedOut.inc({ action });
-        options.logger.warn({ stepId, attempt: step.attempt, timeouts, action }, 'no result for a dispatched step');
+        warnings.warn({ stepId, attempt: step.attempt, timeouts, action, channel: step.sentChannel }, 'no result for a dispatched step');
       }
       await saveStates(client, states.values(), now);
       return steps.length;
     });
+  };
 
   const loop = startDueWorkLoop({
     name: 'result watchdog',
@@ -71,5 +114,11 @@ export function startResultWatchdog(options: ResultWatchdogOptions): RunningWatc
     backoff: { baseMs: intervalMs, maxMs: intervalMs },
     round: async () => (await sweepOnce()) >= batchSize,
   });
-  return { sweepOnce, stop: () => loop.stop() };
+  return {
+    sweepOnce,
+    stop: async () => {
+      await loop.stop();
+      warnings.flush();
+    },
+  };
 }

@@ -11,6 +11,10 @@ export interface ReviewLink {
   status: string;
   recipient_id: string | null;
   opened_at: Date | null;
+  location_id: string;
+  customer_name: string;
+  contact: string;
+  rated_at: Date | null;
   location_name: string | null;
   review_links: Array<{ provider: string; url: string }> | null;
   locale: string | null;
@@ -23,7 +27,7 @@ export interface ReviewLink {
 }
 
 const REVIEW_LINK_QUERY = `
-  SELECT rr.id, rr.organization_id, rr.token, rr.status, rr.recipient_id, rr.opened_at, ls.name AS location_name, ls.review_links,
+  SELECT rr.id, rr.organization_id, rr.token, rr.status, rr.recipient_id, rr.opened_at, rr.location_id, rr.customer_name, rr.contact, rr.rated_at, ls.name AS location_name, ls.review_links,
          os.locale, os.name AS organization_name, os.low_rating_threshold, ra.rating, fb.text AS feedback, r.email,
          (r.email IS NOT NULL AND r.email <> '' AND EXISTS (
             SELECT 1 FROM opt_outs oo WHERE oo.organization_id = rr.organization_id AND oo.channel = 'EMAIL' AND oo.address = lower(r.email))) AS unsubscribed

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { contactsV1 } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
-import { createGrpcClient, Notifier, openBus, openServiceDatabase, startGrpcServer, type Bus, type ServiceContext } from '@rrs/runtime';
+import { createGrpcClient, Notifier, openBus, openServiceDatabase, startGrpcServer, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import { Cascades } from './cascades';
 import { DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, type SchedulerConfig } from './config';
 import { startDispatcher, type DispatcherOptions, type RunningDispatcher } from './dispatchDueSteps';
@@ -9,6 +9,8 @@ import { Flows } from './flows';
 import { schedulerGrpcService } from './grpcApi';
 import { ConfiguredChannels, grpcOrganizationProfiles, type OrganizationProfiles } from './organizationProfiles';
 import { startOutboxRelay } from './outboxRelay';
+import { startRatingIntake, type RatingIntake, type RecordRating } from './ratingIntake';
+import { startResponseWindowCloser } from './responseWindows';
 import { startResultWatchdog } from './resultWatchdog';
 import { Reviews } from './reviews';
 import { SnapshotWriter } from './snapshots';
@@ -36,9 +38,13 @@ export interface SchedulerDeps {
   noDispatcher?: boolean;
   /** How long the dispatcher trusts an answer of `contacts` about configured channels (default 5 000 ms). */
   channelsCacheMs?: number;
+  /** Test hook: wraps how the ratings intake records a rating (e.g. to hold it while a test looks). */
+  recordRating?: (record: RecordRating) => RecordRating;
 }
 
-export type SchedulerStartConfig = Pick<SchedulerConfig, 'databaseUrl' | 'natsUrl' | 'busPrefix' | 'grpcHost' | 'grpcPort'> &
+/** The bus settings are needed only when no bus is handed in (`deps.bus`, as the all-in-one does). */
+export type SchedulerStartConfig = Pick<SchedulerConfig, 'databaseUrl' | 'grpcHost' | 'grpcPort'> &
+  Partial<BusConfig> &
   Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts'>>;
 
 export interface RunningScheduler {
@@ -49,6 +55,7 @@ export interface RunningScheduler {
   reviews: Reviews;
   dispatcher: RunningDispatcher | null;
   results: StepResultConsumer;
+  ratings: RatingIntake;
 }
 
 export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceContext, deps: SchedulerDeps = {}): Promise<RunningScheduler> {
@@ -63,7 +70,8 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
     settings: SESSION_SETTINGS,
   });
   startIdempotencyPurge(pool, ctx);
-  const bus = await openBus(config, ctx, 'cascade-scheduler', deps.bus);
+  // Without NATS the scheduler still takes cascades and ratings over gRPC (they wait in PostgreSQL): degraded, not unready.
+  const bus = await openBus(config, ctx, 'cascade-scheduler', deps.bus, { required: false });
 
   let profiles = deps.profiles;
   if (!profiles) {
@@ -80,23 +88,33 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   const notifier = new Notifier(config.databaseUrl, SCHEMA, ctx.logger);
   const results = await consumeStepResults(bus, pool, ctx.logger, { minuteMs, onApplied: deps.onStepResult });
   ctx.lifecycle.onStop('step results consumer', () => results.drain());
+  const recordRating: RecordRating = (token, rating) => reviews.submitRating(token, rating);
+  // Before the dispatcher: ratings accepted during an outage are applied before any step is dispatched.
+  const ratings = await startRatingIntake({ bus, logger: ctx.logger, record: deps.recordRating ? deps.recordRating(recordRating) : recordRating });
+  ctx.lifecycle.onStop('ratings intake', () => ratings.drain());
   let dispatcher: RunningDispatcher | null = null;
   if (!deps.noDispatcher) {
     dispatcher = await startDispatcher({
       pool, bus, notifier, logger: ctx.logger, minuteMs, publicBaseUrl,
       channels: new ConfiguredChannels(profiles, deps.channelsCacheMs),
       batchSize: config.dispatchBatchSize,
-      beforeRound: () => results.whenRoom(),
+      // Ratings first: a step due for a customer whose rating waits on the RATINGS stream must not go out.
+      beforeRound: async () => {
+        await ratings.ratingsFirst();
+        await results.whenRoom();
+      },
       afterPublish: deps.afterPublish,
     });
     ctx.lifecycle.onStop('dispatcher', () => dispatcher?.stop());
     const watchdog = startResultWatchdog({
-      pool, logger: ctx.logger, minuteMs,
+      pool, bus, logger: ctx.logger, minuteMs,
       timeoutMinutes: config.stepResultTimeoutMinutes ?? DEFAULT_STEP_RESULT_TIMEOUT_MINUTES,
       maxAttempts: config.stepResultMaxAttempts ?? DEFAULT_STEP_RESULT_MAX_ATTEMPTS,
     });
     ctx.lifecycle.onStop('result watchdog', () => watchdog.stop());
   }
+  const windows = startResponseWindowCloser({ pool, notifier, logger: ctx.logger, minuteMs });
+  ctx.lifecycle.onStop('response windows', () => windows.stop());
   const relay = await startOutboxRelay({ pool, bus, notifier, logger: ctx.logger });
   ctx.lifecycle.onStop('outbox relay', () => relay.stop());
   await notifier.start();
@@ -111,5 +129,5 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   });
   ctx.lifecycle.onStop('scheduler gRPC server', () => server.stop());
   ctx.logger.info({ port: server.port, minuteMs }, 'cascade-scheduler gRPC listening');
-  return { grpcPort: server.port, bus, flows, cascades, reviews, dispatcher, results };
+  return { grpcPort: server.port, bus, flows, cascades, reviews, dispatcher, results, ratings };
 }

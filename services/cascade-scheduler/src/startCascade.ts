@@ -108,6 +108,7 @@ function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfi
     channel: input.channel || null, external_id: input.externalId || null, status: active === 0 ? 'finished' : 'running',
     locale: profile.organization.locale || 'en', templates: JSON.stringify(templatesByChannel(profile)), flow_steps: JSON.stringify(flow.steps),
     recipients_total: count, skipped, active_recipients: active, created_at: now, finished_at: active === 0 ? now : null, trace_context: JSON.stringify(traceContext),
+    response_window_minutes: flow.responseWindowMinutes ?? profile.organization.responseWindowMinutes ?? 0,
   };
   return { cascade, reviewLinks, recipients, steps };
 }

@@ -1,5 +1,5 @@
 import { busV1, STEP_RESULT_BATCH_SUBJECT } from '@rrs/proto';
-import { extractTraceContext, SpanKind, withSpan, type Bus, type BusMessage, type Logger, type Pool, type Subscription } from '@rrs/runtime';
+import { collapseRepeats, extractTraceContext, SpanKind, withSpan, type Bus, type BusMessage, type Logger, type Pool, type Subscription } from '@rrs/runtime';
 import { applyStepResults } from './applyStepResults';
 
 /** Results applied in one transaction at most. */
@@ -68,13 +68,15 @@ export async function consumeStepResults(
     }
   };
 
+  // An outage fails every batch the same way: one line per cause per interval, with a count.
+  const failures = collapseRepeats(logger);
   const apply = async (batch: typeof queue): Promise<void> => {
     try {
       const done = await applyStepResults(pool, batch.map((entry) => entry.result), options.minuteMs);
       if (options.onApplied) for (const result of done) await options.onApplied(result);
       for (const entry of batch) entry.done();
     } catch (err) {
-      logger.warn({ err, size: batch.length }, 'applying step results failed; they will be redelivered');
+      failures.warn({ err, size: batch.length }, 'applying step results failed; they will be redelivered');
       for (const entry of batch) entry.done(err);
     }
   };
@@ -126,6 +128,7 @@ export async function consumeStepResults(
     async drain() {
       await subscription.drain();
       for (const waiter of waiters.splice(0)) waiter.resolve();
+      failures.flush();
     },
     waiting: () => queue.length,
     whenRoom,

@@ -10,7 +10,7 @@ describe('cascade → real email sender', () => {
 
   beforeAll(async () => {
     h = await startHarness({ minuteMs: 40, kind: 'memory' });
-    await startEmailSender({ natsUrl: 'nats://unused', busPrefix: h.tb.prefix, databaseUrl: h.db.url, concurrency: 4 }, h.ctx, { bus: h.tb.bus, outbox });
+    await startEmailSender({ busPrefix: h.tb.prefix, databaseUrl: h.db.url, concurrency: 4 }, h.ctx, { bus: h.tb.bus, outbox });
   });
   afterAll(async () => {
     await h.close();

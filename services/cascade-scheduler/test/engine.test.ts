@@ -8,14 +8,14 @@ const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms);
 
 function recipient(email: string, phone: string, steps: Array<[string, number]>): engine.RecipientState {
   return {
-    recipient: { id: 'r', cascadeId: 'c', organizationId: 'o', name: '', email, phone, status: 'running', finishReason: null, rating: null, ratedAt: null, feedback: null, finishedAt: null },
+    recipient: { id: 'r', cascadeId: 'c', organizationId: 'o', name: '', email, phone, status: 'running', finishReason: null, rating: null, ratedAt: null, feedback: null, finishedAt: null, windowClosesAt: null },
     steps: steps.map(([channel, delayMinutes], i) => ({
       id: `s${i + 1}`, order: i + 1, channel, delayMinutes, status: 'pending', sentChannel: channel, attempt: 0,
       dueAt: null, dispatchedAt: null, sentAt: null, skippedAt: null, deliveredAt: null, reason: null, reroutes: [],
     })),
   };
 }
-const all = { configured: () => true, optedOut: () => false };
+const all = { configured: () => true, optedOut: () => false, windowOpensAt: () => null };
 
 /** The pure transitions behind the timing rules (the integration tests run the same rules on Postgres + NATS). */
 describe('engine', () => {
@@ -27,6 +27,21 @@ describe('engine', () => {
     expect(d).toMatchObject({ attemptId: 's1:1', channel: 'EMAIL' });
     applyResult(s, s.steps[0], 's1:1', 'SENT', '', { now: at(20), minuteMs: MIN });
     expect(s.steps[1]).toMatchObject({ status: 'scheduled', dueAt: at(20 + 5 * MIN) });
+  });
+
+  it('a step due outside its send window waits for the window, then goes out; the next delay counts from the actual send', () => {
+    const s = recipient('', '+79990000000', [['SMS', 0], ['SMS', 5]]);
+    start(s, { now: at(0), minuteMs: MIN });
+    const opens = at(3 * MIN);
+    const closed = { ...all, windowOpensAt: () => opens };
+    expect(fire(s, s.steps[0], closed, { now: at(10), minuteMs: MIN })).toBeNull();
+    expect(s.steps[0]).toMatchObject({ status: 'scheduled', dueAt: opens, reason: 'send_window', attempt: 0 });
+    expect(s.recipient.status).toBe('running');
+    const dispatch = fire(s, s.steps[0], all, { now: opens, minuteMs: MIN });
+    expect(dispatch).toMatchObject({ attemptId: 's1:1', channel: 'SMS' });
+    expect(s.steps[0]).toMatchObject({ status: 'dispatched', reason: null });
+    applyResult(s, s.steps[0], 's1:1', 'SENT', '', { now: at(3 * MIN + 20), minuteMs: MIN });
+    expect(s.steps[1]).toMatchObject({ status: 'scheduled', dueAt: at(3 * MIN + 20 + 5 * MIN) });
   });
 
   it('a timed-out step fires again as the next attempt; only that attempt\'s result counts', () => {
@@ -43,7 +58,7 @@ describe('engine', () => {
     expect(s.steps[1]).toMatchObject({ status: 'scheduled', dueAt: at(103 + 5 * MIN) });
   });
 
-  it('on its last attempt a timed-out step fails no_result and the next step is due at once; a late SENT keeps its time', () => {
+  it('on its last attempt a timed-out step fails no_result and the next step is due at once; a late SENT makes it sent (never both failed and sent)', () => {
     const s = recipient('a@x', '', [['EMAIL', 0], ['EMAIL', 5]]);
     start(s, { now: at(0), minuteMs: MIN });
     fire(s, s.steps[0], all, { now: at(0), minuteMs: MIN });
@@ -51,10 +66,37 @@ describe('engine', () => {
     expect(s.steps[0]).toMatchObject({ status: 'failed', reason: 'no_result' });
     expect(s.steps[1]).toMatchObject({ status: 'scheduled', dueAt: at(100) });
     applyResult(s, s.steps[0], 's1:1', 'SENT', '', { now: at(150), minuteMs: MIN });
-    expect(s.steps[0]).toMatchObject({ status: 'failed', reason: 'no_result', sentAt: at(150) });
+    expect(s.steps[0]).toMatchObject({ status: 'sent', reason: null, sentAt: at(150) });
+    // The recipient's course does not change: the next step was already due.
+    expect(s.steps[1]).toMatchObject({ status: 'scheduled', dueAt: at(100) });
     // A step that is no longer dispatched is left alone.
     resultTimedOut(s, s.steps[0], false, { now: at(200), minuteMs: MIN });
-    expect(s.steps[0].status).toBe('failed');
+    expect(s.steps[0].status).toBe('sent');
+  });
+
+  it('a step whose message went out is reported sent whatever the order of its result and the rating', () => {
+    // The rating cancels a step waiting for its next attempt although its first attempt went out.
+    const s = recipient('a@x', '', [['EMAIL', 0], ['EMAIL', 5]]);
+    start(s, { now: at(0), minuteMs: MIN });
+    fire(s, s.steps[0], all, { now: at(0), minuteMs: MIN });
+    resultTimedOut(s, s.steps[0], false, { now: at(100), minuteMs: MIN });
+    rate(s, 5, { now: at(110), minuteMs: MIN });
+    expect(s.steps[0].status).toBe('canceled');
+    s.finishedNow = false;
+    applyResult(s, s.steps[0], 's1:1', 'SENT', '', { now: at(120), minuteMs: MIN });
+    expect(s.steps[0]).toMatchObject({ status: 'sent', sentAt: at(120) });
+    expect(s.steps[1].status).toBe('canceled');
+    expect(s.finishEventStale).toBe(true);
+    // In flight when the rating came: the result still makes it sent, and the finish event is refreshed.
+    const t = recipient('b@x', '', [['EMAIL', 0]]);
+    start(t, { now: at(0), minuteMs: MIN });
+    fire(t, t.steps[0], all, { now: at(0), minuteMs: MIN });
+    rate(t, 2, { now: at(5), minuteMs: MIN });
+    expect(t.steps[0].status).toBe('dispatched');
+    applyResult(t, t.steps[0], 's1:1', 'SENT', '', { now: at(9), minuteMs: MIN });
+    expect(t.steps[0]).toMatchObject({ status: 'sent', sentAt: at(9) });
+    expect(t.recipient).toMatchObject({ status: 'finished', finishReason: 'rated' });
+    expect(t.finishEventStale).toBe(true);
   });
 
   it('skips at fire time and moves on at once when nothing was sent', () => {
@@ -79,7 +121,7 @@ describe('engine', () => {
     expect(b.recipient.finishReason).toBe('unreachable');
     const c = recipient('a@x', '', [['EMAIL', 0]]);
     start(c, { now: at(0), minuteMs: MIN });
-    fire(c, c.steps[0], { configured: () => true, optedOut: () => true }, { now: at(0), minuteMs: MIN });
+    fire(c, c.steps[0], { configured: () => true, optedOut: () => true, windowOpensAt: () => null }, { now: at(0), minuteMs: MIN });
     expect(c.recipient.finishReason).toBe('unsubscribed');
   });
 

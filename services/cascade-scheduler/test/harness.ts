@@ -2,7 +2,7 @@ import { busV1, eventsV1, stepSubject } from '@rrs/proto';
 import { StepResultPublisher } from '@rrs/sender-kit';
 import { createPool, httpStatusOf, NotFoundError, type Bus, type DomainError, type Pool, type Subscription } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { startScheduler, SCHEMA, type OrganizationProfiles, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, type SendingProfile } from '../src';
+import { startScheduler, SCHEMA, type OrganizationProfiles, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, type SendingProfile, type LocationInfo } from '../src';
 
 export const ORG = '0190e0e0-0000-7000-8000-000000000001';
 export const OTHER_ORG = '0190e0e0-0000-7000-8000-000000000002';
@@ -42,9 +42,12 @@ export class FakeProfiles implements OrganizationProfiles {
     return structuredClone(profile);
   }
 
-  async getLocation(organizationId: string, id: string) {
-    if (organizationId !== ORG || id !== LOCATION) throw new NotFoundError('location');
-    return { id, name: 'Coffee on Tverskaya', address: 'Tverskaya 1', city: 'Moscow', reviewLinks: [{ provider: 'google', url: 'https://g.example/review' }] };
+  /** What a location sets for itself (its send window and zone), by location id. */
+  locationSettings = new Map<string, Pick<LocationInfo, 'timeZone' | 'sendWindow'>>();
+
+  async getLocation(organizationId: string, id: string): Promise<LocationInfo> {
+    if (organizationId !== ORG || !id.startsWith(LOCATION)) throw new NotFoundError('location');
+    return { id, name: 'Coffee on Tverskaya', address: 'Tverskaya 1', city: 'Moscow', reviewLinks: [{ provider: 'google', url: 'https://g.example/review' }], ...this.locationSettings.get(id) };
   }
 }
 
@@ -122,7 +125,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const ctx = testContext('scheduler-test');
   const scheduler = await startScheduler(
     {
-      databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0,
+      databaseUrl: db.url, busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0,
       minuteMs: options.minuteMs ?? 50, publicBaseUrl: 'http://reviews.test', feedbackWindowMinutes: options.feedbackWindowMinutes ?? 2,
       ...options.config,
     },

@@ -16,7 +16,7 @@ describe('reroute MAX → TELEGRAM through the real messenger sender', () => {
 
   beforeAll(async () => {
     h = await startHarness({ minuteMs: 40, kind: 'memory' });
-    await startMessengerSender({ natsUrl: 'nats://unused', busPrefix: h.tb.prefix, databaseUrl: h.db.url, concurrency: 4 }, h.ctx, {
+    await startMessengerSender({ busPrefix: h.tb.prefix, databaseUrl: h.db.url, concurrency: 4 }, h.ctx, {
       bus: h.tb.bus,
       outbox,
       providers: {

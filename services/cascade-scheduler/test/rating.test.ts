@@ -1,4 +1,6 @@
+import { busV1, eventsV1 } from '@rrs/proto';
 import { InvalidError } from '@rrs/runtime';
+import { StepResultPublisher } from '@rrs/sender-kit';
 import { waitFor } from '@rrs/testkit';
 import { LOCATION, ORG, rejection, startHarness, type Harness } from './harness';
 
@@ -25,7 +27,7 @@ describe('ratings, feedback and unsubscribe (Postgres + JetStream)', () => {
   }
 
   const finishEvents = (email: string) =>
-    h.events.events.filter((e) => e.payload?.$case === 'cascadeRecipientFinished' && e.payload.cascadeRecipientFinished.recipient?.email === email);
+    h.events.events.filter((e) => e.type === 'cascade.recipient.finished' && e.payload?.$case === 'cascadeRecipientFinished' && e.payload.cascadeRecipientFinished.recipient?.email === email);
 
   it('a rating cancels the pending steps and finishes the recipient; a second submit never counts twice', async () => {
     const { cascadeId, token } = await startOne('rate5@example.com', '+79000002001');
@@ -50,6 +52,30 @@ describe('ratings, feedback and unsubscribe (Postgres + JetStream)', () => {
     const ev = await waitFor(() => finishEvents('rate5@example.com')[0], { what: 'finish event' });
     expect(ev.payload?.$case === 'cascadeRecipientFinished' && ev.payload.cascadeRecipientFinished).toMatchObject({ rating: 5, reason: 'rated', cascadeExternalId: 'ext-rate5@example.com' });
     expect(finishEvents('rate5@example.com')).toHaveLength(1);
+  });
+
+  it('a step in flight when the customer rated is reported sent when its result comes, in the API and in the finish event not yet out', async () => {
+    // No sender takes MAX here, so the step stays dispatched until the result below.
+    const { result } = await h.scheduler.cascades.start({ organizationId: ORG, locationId: LOCATION, name: '', flowId: '', channel: 'MAX', externalId: '', recipients: [{ name: 'Ina', email: '', phone: '+79000002099' }] });
+    await waitFor(async () => (await h.scheduler.cascades.get(ORG, result.id)).recipients[0].steps[0].status === 'dispatched', { what: 'MAX step dispatched' });
+    const { rows } = await h.pool.query<{ token: string; step_id: string; attempt: number }>(
+      'SELECT rr.token, s.id AS step_id, s.attempt FROM recipients r JOIN review_requests rr ON rr.id = r.review_request_id JOIN recipient_steps s ON s.recipient_id = r.id WHERE r.cascade_id = $1',
+      [result.id],
+    );
+    const { token, step_id: stepId, attempt } = rows[0];
+    // A low rating: the finish event is held for the feedback, so it is still in the outbox.
+    await h.scheduler.reviews.submitRating(token, 2);
+    const heldEvent = async () => {
+      const { rows: outbox } = await h.pool.query<{ payload: Buffer }>('SELECT o.payload FROM outbox o JOIN recipients r ON r.id = o.recipient_id WHERE r.cascade_id = $1 AND o.published_at IS NULL', [result.id]);
+      const event = eventsV1.Event.decode(outbox[0].payload);
+      return event.payload?.$case === 'cascadeRecipientFinished' ? event.payload.cascadeRecipientFinished : undefined;
+    };
+    expect((await heldEvent())?.steps[0].status).toBe('dispatched');
+
+    await new StepResultPublisher(h.tb.bus).publish({ stepId, attemptId: `${stepId}:${attempt}`, channel: 'MAX' } as busV1.StepDue, { outcome: busV1.StepOutcome.STEP_OUTCOME_SENT, reason: '', parts: 1 });
+    await waitFor(async () => (await h.scheduler.cascades.get(ORG, result.id)).recipients[0].steps[0].status === 'sent', { what: 'the step reported sent' });
+    expect((await h.scheduler.cascades.get(ORG, result.id)).recipients[0]).toMatchObject({ status: 'finished', finishReason: 'rated', rating: 2 });
+    expect((await heldEvent())?.steps[0]).toMatchObject({ status: 'sent', sentAt: expect.any(Date) });
   });
 
   it('a low rating asks for private feedback, still records the public links as shown, and its finish event carries the feedback', async () => {
@@ -80,6 +106,24 @@ describe('ratings, feedback and unsubscribe (Postgres + JetStream)', () => {
     expect(await rejection(h.scheduler.reviews.setSettings(ORG, 6))).toMatchObject({ status: 400, code: 'invalid_request' });
   });
 
+  it('a rating after the recipient finished is recorded and reported as cascade.recipient.rated, once', async () => {
+    const { result } = await h.scheduler.cascades.start({ organizationId: ORG, locationId: LOCATION, name: '', flowId: '', channel: 'EMAIL', externalId: 'late-1', recipients: [{ name: 'Lena', email: 'late@example.com', phone: '' }] });
+    await waitFor(async () => (await h.scheduler.cascades.get(ORG, result.id)).recipients[0].status === 'finished', { what: 'recipient finished' });
+    const finished = await waitFor(() => finishEvents('late@example.com')[0], { what: 'finish event' });
+    expect(finished.payload?.$case === 'cascadeRecipientFinished' && finished.payload.cascadeRecipientFinished).toMatchObject({ reason: 'exhausted', rating: 0 });
+    const { rows } = await h.pool.query('SELECT rr.token FROM recipients r JOIN review_requests rr ON rr.id = r.review_request_id WHERE r.cascade_id = $1', [result.id]);
+    expect(await h.scheduler.reviews.submitRating(rows[0].token, 5)).toMatchObject({ recorded: true });
+    expect(await h.scheduler.reviews.submitRating(rows[0].token, 2)).toMatchObject({ recorded: false });
+    const lateEvents = () => h.events.events.filter((e) => e.type === 'cascade.recipient.rated' && e.payload?.$case === 'cascadeRecipientFinished' && e.payload.cascadeRecipientFinished.recipient?.email === 'late@example.com');
+    const rated = await waitFor(() => lateEvents()[0], { what: 'cascade.recipient.rated' });
+    expect(rated.payload?.$case === 'cascadeRecipientFinished' && rated.payload.cascadeRecipientFinished).toMatchObject({ rating: 5, reason: 'exhausted', cascadeExternalId: 'late-1', steps: [{ status: 'sent' }] });
+    expect(rated.id).not.toBe(finished.id);
+    expect((await h.scheduler.cascades.get(ORG, result.id)).recipients[0]).toMatchObject({ status: 'finished', finishReason: 'exhausted', rating: 5 });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(lateEvents()).toHaveLength(1);
+    expect(finishEvents('late@example.com')).toHaveLength(1);
+  });
+
   it('a review-request link behaves like a cascade link', async () => {
     const { result } = await h.scheduler.reviews.create({ organizationId: ORG, locationId: LOCATION, customerName: 'Ivan', contact: 'ivan@example.com' });
     const rr = result.reviewRequest!;
@@ -91,6 +135,10 @@ describe('ratings, feedback and unsubscribe (Postgres + JetStream)', () => {
     await h.scheduler.reviews.submitFeedback(rr.token, 'rude staff');
     const { rows } = await h.pool.query('SELECT status, opened_at IS NOT NULL AS opened FROM review_requests WHERE id = $1', [rr.id]);
     expect(rows[0]).toEqual({ status: 'feedback', opened: true });
+    // Reported as review_request.rated, held for the feedback and carrying it, once.
+    const rated = await waitFor(() => h.events.events.find((e) => e.type === 'review_request.rated' && e.payload?.$case === 'reviewRequestRated' && e.payload.reviewRequestRated.reviewRequestId === rr.id), { what: 'review_request.rated' });
+    expect(rated.payload?.$case === 'reviewRequestRated' && rated.payload.reviewRequestRated).toMatchObject({ rating: 1, feedback: 'rude staff', customerName: 'Ivan', contact: 'ivan@example.com', locationId: LOCATION });
+    expect(h.events.events.filter((e) => e.type === 'review_request.rated' && e.payload?.$case === 'reviewRequestRated' && e.payload.reviewRequestRated.reviewRequestId === rr.id)).toHaveLength(1);
     expect(await rejection(h.scheduler.reviews.create({ organizationId: ORG, locationId: 'nope', customerName: '', contact: '' }))).toMatchObject({ status: 404, code: 'not_found' });
   });
 

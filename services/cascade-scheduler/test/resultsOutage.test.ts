@@ -61,7 +61,8 @@ describe('step results during a PostgreSQL outage', () => {
 
       const failures = 5;
       const { pool: down, attempts } = downFor(h.pool, failures);
-      sub = await consumeStepResults(bus.bus, down, testLogger(), { minuteMs: 50, backoff: { baseMs: 40, maxMs: 200 }, maxDeliver: 20 });
+      const logger = testLogger();
+      sub = await consumeStepResults(bus.bus, down, logger, { minuteMs: 50, backoff: { baseMs: 40, maxMs: 200 }, maxDeliver: 20 });
       await bus.bus.publish(
         STEP_RESULT_BATCH_SUBJECT,
         busV1.StepResultBatch.encode({
@@ -79,6 +80,8 @@ describe('step results during a PostgreSQL outage', () => {
       }, { what: 'result applied after the outage', timeoutMs: 10_000 });
       expect(step.status).toBe('sent');
       expect(attempts).toHaveLength(failures + 1);
+      // Five failures of one cause make one log line (with a count later), not five lines with stacks.
+      expect(logger.lines.filter((line) => line.includes('applying step results failed'))).toHaveLength(1);
       const gaps = attempts.slice(1).map((t, i) => t - attempts[i]);
       // 40, 80, 160, 200 (capped), 200 ms; a little early is timer jitter, never a retry storm.
       const expected = [40, 80, 160, 200, 200];

@@ -1,6 +1,6 @@
-import { busV1, stepSubject, STEP_RESULT_BATCH_SUBJECT } from '@rrs/proto';
+import { busV1, senderDurable, stepSubject, STEP_RESULT_BATCH_SUBJECT } from '@rrs/proto';
 import { type Bus, type PublishAck } from '@rrs/runtime';
-import { openSendLog, startSender } from '@rrs/sender-kit';
+import { openSendLog, startSender, StepResultPublisher } from '@rrs/sender-kit';
 import { testContext, waitFor } from '@rrs/testkit';
 import { LOCATION, ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
 
@@ -96,5 +96,32 @@ describe('result watchdog (Postgres + JetStream, fast clock)', () => {
     expect(cascade.recipients[0]).toMatchObject({ status: 'finished', finishReason: 'exhausted' });
     expect(cascade.recipients[0].steps[0]).toMatchObject({ status: 'failed', reason: 'no_result' });
     expect(max.received).toHaveLength(1);
+  });
+  it("never redispatches because of a backlog: while the channel's sender still holds steps, none of them times out", async () => {
+    // A sender that has taken the steps (the consumer every replica of the TELEGRAM sender shares) but is slow to finish.
+    let release!: () => void;
+    const slow = new Promise<void>((resolve) => (release = resolve));
+    const taken: busV1.StepDue[] = [];
+    const results = new StepResultPublisher(h.tb.bus);
+    const sub = await h.tb.bus.consume({ stream: 'STEPS', durable: senderDurable('TELEGRAM'), filterSubject: stepSubject('TELEGRAM'), concurrency: 8, ackWaitMs: 60_000 }, async (msg) => {
+      const step = busV1.StepDue.decode(msg.data);
+      taken.push(step);
+      await slow;
+      await results.publish(step, { outcome: busV1.StepOutcome.STEP_OUTCOME_SENT, reason: '', parts: 1 });
+      msg.ack();
+    });
+    ctx.lifecycle.onStop('slow telegram sender', () => sub.drain());
+    const { result } = await h.scheduler.cascades.start({
+      organizationId: ORG, locationId: LOCATION, name: 'backlog', flowId: '', channel: 'TELEGRAM', externalId: 'backlog-1',
+      recipients: recipientsInput(3, (i) => ({ phone: `+7900555000${i}` })),
+    });
+    await waitFor(() => taken.length === 3, { what: 'the sender took the steps' });
+    // Five result timeouts (10 flow minutes each) pass while the sender holds them.
+    await new Promise((resolve) => setTimeout(resolve, 5 * 10 * 20));
+    expect((await stepRows(result.id)).map((step) => [step.status, step.attempt, step.result_timeouts])).toEqual([['dispatched', 1, 0], ['dispatched', 1, 0], ['dispatched', 1, 0]]);
+    release();
+    await waitFor(async () => (await stepRows(result.id)).every((step) => step.status === 'sent'), { what: 'the held steps reported sent' });
+    expect((await stepRows(result.id)).map((step) => [step.attempt, step.result_timeouts])).toEqual([[1, 0], [1, 0], [1, 0]]);
+    expect(taken).toHaveLength(3);
   });
 });

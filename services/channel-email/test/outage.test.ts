@@ -83,7 +83,7 @@ describe('channel-email through a PostgreSQL outage right after the SMTP server 
     results = collected.results;
     ctx.lifecycle.onStop('results', () => collected.sub.drain());
     await startEmailSender(
-      { natsUrl: 'nats://unused', busPrefix: '', databaseUrl: db.url, concurrency: 8, ackWaitMs: ACK_WAIT_MS, smtpUrl: `smtp://127.0.0.1:${smtp.port}`, emailFrom: 'Acme Reviews <reviews@acme.test>', smtpTimeoutMs: 5_000 },
+      { databaseUrl: db.url, concurrency: 8, ackWaitMs: ACK_WAIT_MS, smtpUrl: `smtp://127.0.0.1:${smtp.port}`, emailFrom: 'Acme Reviews <reviews@acme.test>', smtpTimeoutMs: 5_000 },
       ctx,
       { bus: tb.bus, pool },
     );

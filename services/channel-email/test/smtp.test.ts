@@ -74,7 +74,7 @@ describe('channel-email through a real SMTP server', () => {
     const collected = await collectResults(tb.bus);
     results = collected.results;
     await startEmailSender(
-      { natsUrl: 'nats://unused', busPrefix: '', databaseUrl: db.url, concurrency: 4, ackWaitMs: 5_000, smtpUrl: `smtp://user:secret@127.0.0.1:${smtp.port}`, emailFrom: 'Acme Reviews <reviews@acme.test>', smtpTimeoutMs: 3_000 },
+      { databaseUrl: db.url, concurrency: 4, ackWaitMs: 5_000, smtpUrl: `smtp://user:secret@127.0.0.1:${smtp.port}`, emailFrom: 'Acme Reviews <reviews@acme.test>', smtpTimeoutMs: 3_000 },
       ctx,
       { bus: tb.bus, pool },
     );
@@ -184,7 +184,7 @@ describe('channel-email without SMTP_URL (all-in-one mode)', () => {
 
   it('puts the message in the dev inbox outbox and announces the EMAIL catalog entry', async () => {
     const outbox = new SinkOutbox();
-    await startEmailSender({ natsUrl: 'nats://unused', busPrefix: '', databaseUrl: db.url, concurrency: 2 }, ctx, { bus: tb.bus, pool, outbox });
+    await startEmailSender({ databaseUrl: db.url, concurrency: 2 }, ctx, { bus: tb.bus, pool, outbox });
     const step = dueStep('EMAIL');
     await publishStep(tb.bus, step);
     const msg = await waitFor(() => outbox.list().find((m) => m.stepId === step.stepId));
@@ -220,7 +220,7 @@ describe('channel-email over smtps:// (TLS from the start)', () => {
   it('authenticates and delivers over TLS', async () => {
     const { results } = await collectResults(tb.bus);
     await startEmailSender(
-      { natsUrl: 'nats://unused', busPrefix: '', databaseUrl: db.url, concurrency: 2, smtpUrl: `smtps://user:secret@127.0.0.1:${smtp.port}?tls_reject_unauthorized=false`, emailFrom: 'Reviews <r@acme.test>', smtpTimeoutMs: 3_000 },
+      { databaseUrl: db.url, concurrency: 2, smtpUrl: `smtps://user:secret@127.0.0.1:${smtp.port}?tls_reject_unauthorized=false`, emailFrom: 'Reviews <r@acme.test>', smtpTimeoutMs: 3_000 },
       ctx,
       { bus: tb.bus, pool },
     );

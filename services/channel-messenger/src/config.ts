@@ -12,6 +12,10 @@ export interface MessengerAccount {
   perAccountPerSecond: number;
   /** Messages per second to one chat. */
   perChatPerSecond: number;
+  /** Pause between two instance state checks (getStateInstance). */
+  healthIntervalMs?: number;
+  /** How long a `checkAccount` answer is reused for a phone number (a number without an account: a tenth of it). */
+  accountCacheMs?: number;
 }
 
 export interface MessengerConfig extends SenderBaseConfig {
@@ -35,6 +39,8 @@ function account(vars: Record<string, unknown>, prefix: 'MAX' | 'TELEGRAM', defa
     timeoutMs: vars.MESSENGER_TIMEOUT_MS as number,
     perAccountPerSecond: (vars[`${prefix}_RATE_PER_SECOND`] as number | undefined) ?? defaults.perAccount,
     perChatPerSecond: 1,
+    healthIntervalMs: vars.MESSENGER_HEALTH_INTERVAL_MS as number,
+    accountCacheMs: vars.MESSENGER_ACCOUNT_CACHE_MS as number,
   };
 }
 
@@ -53,6 +59,9 @@ export function buildConfig(env: Env): MessengerConfig {
       TELEGRAM_API_TOKEN: z.string().min(8).optional(),
       TELEGRAM_RATE_PER_SECOND: envField.int(30, 1),
       MESSENGER_TIMEOUT_MS: envField.int(10_000, 100),
+      /** GREEN-API recommends asking the instance state once a minute; never more than every 5 s. */
+      MESSENGER_HEALTH_INTERVAL_MS: envField.int(60_000, 5_000),
+      MESSENGER_ACCOUNT_CACHE_MS: envField.int(86_400_000, 0),
       REDIS_URL: envField.url(['redis', 'rediss']).optional(),
     },
     env,

@@ -1,5 +1,8 @@
 import { PermanentSendError, providerFetch, providerJson, RetryableSendError, type SinkOutbox } from '@rrs/sender-kit';
+import { counter } from '@rrs/runtime';
 import type { MessengerAccount } from './config';
+
+const checkAccounts = counter({ name: 'messenger_check_account_total', help: 'checkAccount look-ups by messenger and result (asked the gateway, or cached).', labelNames: ['channel', 'result'] });
 
 export type MessengerSendAnswer = { kind: 'sent'; providerMessageId: string } | { kind: 'not_registered' };
 
@@ -27,6 +30,40 @@ interface OutgoingMessage {
   extendedTextMessage?: { text?: string };
 }
 
+/**
+ * `checkAccount` answers per phone number, reused for `ttlMs` (a number without an account for a tenth of
+ * it: it may join the messenger), at most `maxEntries` (oldest dropped first). Concurrent look-ups of one
+ * number share one call. GREEN-API restricts accounts that check numbers too often, and a number's
+ * account rarely changes, so every step to a known number skips the call.
+ */
+export class AccountLookupCache {
+  private readonly entries = new Map<string, { exist: boolean; chatId: string; until: number }>();
+  private readonly inFlight = new Map<string, Promise<{ exist: boolean; chatId: string }>>();
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries = 100_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async get(phone: string, lookup: () => Promise<{ exist: boolean; chatId: string }>): Promise<{ exist: boolean; chatId: string; cached: boolean }> {
+    const hit = this.entries.get(phone);
+    if (hit && hit.until > this.now()) return { exist: hit.exist, chatId: hit.chatId, cached: true };
+    let pending = this.inFlight.get(phone);
+    if (!pending) {
+      pending = lookup().finally(() => this.inFlight.delete(phone));
+      this.inFlight.set(phone, pending);
+    }
+    const answer = await pending;
+    if (this.ttlMs > 0) {
+      this.entries.delete(phone);
+      this.entries.set(phone, { ...answer, until: this.now() + (answer.exist ? this.ttlMs : Math.floor(this.ttlMs / 10)) });
+      if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
+    }
+    return { ...answer, cached: false };
+  }
+}
+
 /** How far back a resumed send looks in the account's outgoing journal: the method's default, one day. */
 const JOURNAL_MINUTES = 1440;
 
@@ -50,7 +87,7 @@ async function failure(res: Response, what: string): Promise<never> {
  * account's send queue (`GET showMessagesQueue`, messages accepted but not yet sent) and in its outgoing
  * journal (`GET lastOutgoingMessages?minutes=1440`), and sends only if neither has it.
  */
-export function greenApiProvider(name: string, account: MessengerAccount, limiter: { acquire(chat: string): Promise<void> }): MessengerProvider {
+export function greenApiProvider(name: string, account: MessengerAccount, limiter: { acquire(chat: string): Promise<void> }, accounts = new AccountLookupCache(account.accountCacheMs ?? 0)): MessengerProvider {
   const base = account.apiUrl.replace(/\/$/, '');
   const call = async <T>(method: string, body?: unknown, query = ''): Promise<T> => {
     const res = await providerFetch(`${base}/waInstance${account.idInstance}/${method}/${account.apiToken}${query}`, body === undefined
@@ -82,9 +119,13 @@ export function greenApiProvider(name: string, account: MessengerAccount, limite
     name,
     async send(req) {
       const digits = req.phone.replace(/^\+/, '');
-      const check = await call<{ exist?: boolean; chatId?: string }>('checkAccount', { phoneNumber: Number(digits) });
-      if (check.exist !== true) return { kind: 'not_registered' };
-      const chatId = check.chatId || `${digits}@c.us`;
+      const check = await accounts.get(digits, async () => {
+        const answer = await call<{ exist?: boolean; chatId?: string }>('checkAccount', { phoneNumber: Number(digits) });
+        return { exist: answer.exist === true, chatId: answer.chatId || `${digits}@c.us` };
+      });
+      checkAccounts.inc({ channel: name, result: check.cached ? 'cached' : 'asked' });
+      if (!check.exist) return { kind: 'not_registered' };
+      const chatId = check.chatId;
       if (req.resumed) {
         const earlier = await alreadyTaken(chatId, req.text);
         if (earlier !== null) return { kind: 'sent', providerMessageId: earlier };

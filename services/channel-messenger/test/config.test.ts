@@ -6,10 +6,12 @@ const base = { DATABASE_URL: 'postgres://u@localhost/db' };
 describe('channel-messenger config', () => {
   it('reads one gateway account per messenger; a messenger without one uses the sink provider', () => {
     const config = buildConfig({ ...base, MAX_ID_INSTANCE: '3100000001', MAX_API_TOKEN: 'tok-123456789', REDIS_URL: 'redis://127.0.0.1:6379' });
-    expect(config.max).toEqual({ apiUrl: 'https://api.green-api.com/v3', idInstance: '3100000001', apiToken: 'tok-123456789', timeoutMs: 10_000, perAccountPerSecond: 20, perChatPerSecond: 1 });
+    expect(config.max).toEqual({ apiUrl: 'https://api.green-api.com/v3', idInstance: '3100000001', apiToken: 'tok-123456789', timeoutMs: 10_000, perAccountPerSecond: 20, perChatPerSecond: 1, healthIntervalMs: 60_000, accountCacheMs: 86_400_000 });
     expect(config.telegram).toBeUndefined();
     expect(config.redisUrl).toBe('redis://127.0.0.1:6379');
     expect(buildConfig({ ...base, TELEGRAM_ID_INSTANCE: '7', TELEGRAM_API_TOKEN: 'tok-123456789' }).telegram?.perAccountPerSecond).toBe(30);
+    expect(buildConfig({ ...base, MAX_ID_INSTANCE: '1', MAX_API_TOKEN: 'tok-123456789', MESSENGER_HEALTH_INTERVAL_MS: '30000', MESSENGER_ACCOUNT_CACHE_MS: '0' }).max).toMatchObject({ healthIntervalMs: 30_000, accountCacheMs: 0 });
+    expect(() => buildConfig({ ...base, MESSENGER_HEALTH_INTERVAL_MS: '1000' })).toThrow(/^MESSENGER_HEALTH_INTERVAL_MS/);
   });
 
   it.each([

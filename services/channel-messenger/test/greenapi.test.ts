@@ -108,7 +108,7 @@ describe('channel-messenger against a fake GREEN-API gateway', () => {
     results = (await collectResults(tb.bus)).results;
     const account = (id: string): MessengerAccount => ({ apiUrl: gw.url, idInstance: id, apiToken: TOKEN, timeoutMs: 2_000, perAccountPerSecond: 30, perChatPerSecond: 1 });
     await startMessengerSender(
-      { natsUrl: 'nats://unused', busPrefix: '', databaseUrl: db.url, concurrency: 4, ackWaitMs: 5_000, max: account('1101'), telegram: account('2202'), redisUrl: TEST_REDIS_URL },
+      { databaseUrl: db.url, concurrency: 4, ackWaitMs: 5_000, max: account('1101'), telegram: account('2202'), redisUrl: TEST_REDIS_URL },
       ctx,
       { bus: tb.bus, pool, rateKeyPrefix: uniqueName('rl') },
     );

@@ -2,11 +2,17 @@ import { z } from 'zod';
 import { ConfigError, envField, readEnv, type Env } from '@rrs/runtime';
 import { senderBaseConfig, senderEnvShape, type SenderBaseConfig } from '@rrs/sender-kit';
 
+/** SMS providers channel-sms has adapters for. */
+export const SMS_PROVIDER_NAMES = ['smsc', 'smsru'] as const;
+export type SmsProviderName = (typeof SMS_PROVIDER_NAMES)[number];
+
 export interface SmsConfig extends SenderBaseConfig {
   /** contacts gRPC address: the SMS balance is debited there. */
   contactsAddress: string;
-  /** Unset login = sink provider (all-in-one mode). */
+  /** Providers in failover order (`SMS_PROVIDERS`); empty = the sink provider (all-in-one mode). */
+  providers: SmsProviderName[];
   smsc?: { baseUrl: string; login: string; password: string; sender?: string; timeoutMs: number };
+  smsru?: { baseUrl: string; apiId: string; sender?: string; test: boolean; timeoutMs: number; receiptsSecret?: string };
   receiptsHost: string;
   /** Port of the receipts endpoint (0 = any free port); it runs only with a real provider. */
   receiptsPort: number;
@@ -19,21 +25,49 @@ export function buildConfig(env: Env): SmsConfig {
       // Each service has its own default ops port, so they can run side by side on one host.
       OPS_PORT: envField.port(9467),
       CONTACTS_ADDR: z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port').default('127.0.0.1:50051'),
+      SMS_PROVIDERS: z.string().regex(/^[a-z]+(,[a-z]+)*$/, 'must be a comma-separated list, e.g. smsc,smsru').optional(),
       SMSC_URL: envField.url(['http', 'https']).default('https://smsc.ru'),
       SMSC_LOGIN: z.string().min(1).optional(),
       SMSC_PASSWORD: z.string().min(1).optional(),
       SMSC_SENDER: z.string().min(1).max(11).optional(),
       SMSC_TIMEOUT_MS: envField.int(10_000, 100),
+      SMSRU_URL: envField.url(['http', 'https']).default('https://sms.ru'),
+      SMSRU_API_ID: z.string().min(1).optional(),
+      SMSRU_SENDER: z.string().min(1).max(11).optional(),
+      SMSRU_TEST: z.enum(['true', 'false', '1', '0']).default('false'),
+      SMSRU_TIMEOUT_MS: envField.int(10_000, 100),
+      /** Secret path segment of SMS.ru's status callback: `/receipts/smsru/<secret>`. */
+      SMSRU_CALLBACK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'must be 16–128 letters, digits, _ or -').optional(),
       SMS_RECEIPTS_HOST: envField.host(),
       SMS_RECEIPTS_PORT: envField.port(9470),
     },
     env,
   );
   if (vars.SMSC_LOGIN && !vars.SMSC_PASSWORD) throw new ConfigError('SMSC_PASSWORD', 'is required when SMSC_LOGIN is set');
+  const smsc = vars.SMSC_LOGIN ? { baseUrl: vars.SMSC_URL, login: vars.SMSC_LOGIN, password: vars.SMSC_PASSWORD as string, sender: vars.SMSC_SENDER, timeoutMs: vars.SMSC_TIMEOUT_MS } : undefined;
+  const smsru = vars.SMSRU_API_ID
+    ? { baseUrl: vars.SMSRU_URL, apiId: vars.SMSRU_API_ID, sender: vars.SMSRU_SENDER, test: vars.SMSRU_TEST === 'true' || vars.SMSRU_TEST === '1', timeoutMs: vars.SMSRU_TIMEOUT_MS, receiptsSecret: vars.SMSRU_CALLBACK_SECRET }
+    : undefined;
+  // Default order: every configured provider, SMSC first (it can be asked whether it has a message).
+  const providers: SmsProviderName[] = [];
+  if (vars.SMS_PROVIDERS === undefined) {
+    if (smsc) providers.push('smsc');
+    if (smsru) providers.push('smsru');
+  } else {
+    for (const name of vars.SMS_PROVIDERS.split(',')) {
+      if (!(SMS_PROVIDER_NAMES as readonly string[]).includes(name)) throw new ConfigError('SMS_PROVIDERS', `unknown provider ${JSON.stringify(name)} (known: ${SMS_PROVIDER_NAMES.join(', ')})`);
+      if (providers.includes(name as SmsProviderName)) throw new ConfigError('SMS_PROVIDERS', `lists ${name} twice`);
+      if (name === 'smsc' && !smsc) throw new ConfigError('SMS_PROVIDERS', 'lists smsc but SMSC_LOGIN is not set');
+      if (name === 'smsru' && !smsru) throw new ConfigError('SMS_PROVIDERS', 'lists smsru but SMSRU_API_ID is not set');
+      providers.push(name as SmsProviderName);
+    }
+  }
   return {
     ...senderBaseConfig(vars),
     contactsAddress: vars.CONTACTS_ADDR,
-    smsc: vars.SMSC_LOGIN ? { baseUrl: vars.SMSC_URL, login: vars.SMSC_LOGIN, password: vars.SMSC_PASSWORD as string, sender: vars.SMSC_SENDER, timeoutMs: vars.SMSC_TIMEOUT_MS } : undefined,
+    providers,
+    smsc,
+    smsru,
     receiptsHost: vars.SMS_RECEIPTS_HOST,
     receiptsPort: vars.SMS_RECEIPTS_PORT,
   };

@@ -4,4 +4,6 @@ export { renderSms, type SmsText } from './message';
 export { cutToOnePart, encodingOf, smsLength, smsParts, fitsOnePart, ONE_PART_LIMIT, type SmsEncoding } from './encoding';
 export { smscProvider, sinkSmsProvider, type SmsProvider, type SmscOptions } from './provider';
 export { contactsSmsBalance, type SmsBalance } from './balance';
-export { handleSmscReceipt, mapSmscStatus, startReceiptServer } from './receipts';
+export { handleSmscReceipt, handleSmsRuCallback, mapSmscStatus, mapSmsRuStatus, startReceiptServer } from './receipts';
+export { smsRuProvider, sortSmsRuCode, type SmsRuOptions } from './smsru';
+export { SMS_PROVIDER_NAMES, type SmsProviderName } from './config';

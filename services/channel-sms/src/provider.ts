@@ -1,4 +1,4 @@
-import { PermanentSendError, providerFetch, providerJson, RetryableSendError, type SinkOutbox } from '@rrs/sender-kit';
+import { PermanentSendError, providerFetch, providerJson, RetryableSendError, type ChannelProvider, type ProviderCallContext, type SinkOutbox } from '@rrs/sender-kit';
 
 export interface SmsSendRequest {
   stepId: string;
@@ -10,10 +10,10 @@ export interface SmsSendRequest {
   resumed?: boolean;
 }
 
-export interface SmsProvider {
-  readonly name: string;
+/** One SMS provider; channel-sms puts its providers in a ProviderChain (SMS_PROVIDERS order). */
+export interface SmsProvider extends ChannelProvider<SmsSendRequest> {
   /** Resolves with the provider's id of the message (what its delivery receipts refer to). */
-  send(request: SmsSendRequest): Promise<{ providerMessageId: string }>;
+  send(request: SmsSendRequest, ctx?: ProviderCallContext): Promise<{ providerMessageId: string }>;
 }
 
 export interface SmscOptions {
@@ -100,8 +100,13 @@ export function smscProvider(options: SmscOptions): SmsProvider {
 
   return {
     name: 'smsc',
-    async send(req) {
-      if (req.resumed && (await hasMessage(req))) return { providerMessageId: req.stepId };
+    async lookup(req) {
+      const has = await hasMessage(req);
+      if (has === null) return { found: 'unsupported' };
+      return has ? { found: true, providerMessageId: req.stepId } : { found: false };
+    },
+    async send(req, ctx) {
+      if ((ctx?.resumed ?? req.resumed) && (await hasMessage(req))) return { providerMessageId: req.stepId };
       const form = new URLSearchParams({
         login: options.login,
         psw: options.password,

@@ -46,18 +46,79 @@ export async function handleSmscReceipt(
   return 'recorded';
 }
 
+/**
+ * SMS.ru status codes (https://sms.ru/api/status, https://sms.ru/api/callback) that end a message; 100
+ * queued, 101 handed to the operator and 102 in transit are not final.
+ */
+const SMSRU_FINAL: Record<number, { outcome: Outcome; reason: string }> = {
+  103: { outcome: StepOutcome.STEP_OUTCOME_DELIVERED, reason: 'delivered' },
+  110: { outcome: StepOutcome.STEP_OUTCOME_DELIVERED, reason: 'read' },
+  104: { outcome: StepOutcome.STEP_OUTCOME_UNDELIVERED, reason: 'expired' },
+  105: { outcome: StepOutcome.STEP_OUTCOME_UNDELIVERED, reason: 'deleted_by_operator' },
+  106: { outcome: StepOutcome.STEP_OUTCOME_UNDELIVERED, reason: 'phone_failure' },
+  107: { outcome: StepOutcome.STEP_OUTCOME_UNDELIVERED, reason: 'undeliverable' },
+  108: { outcome: StepOutcome.STEP_OUTCOME_UNDELIVERED, reason: 'rejected' },
+  150: { outcome: StepOutcome.STEP_OUTCOME_UNDELIVERED, reason: 'no_route' },
+};
+
+export function mapSmsRuStatus(status: number): { outcome: Outcome; reason: string } | null {
+  return SMSRU_FINAL[status] ?? null;
+}
+
+/**
+ * Handles one SMS.ru callback: `data[0]`, `data[1]`, … each `sms_status\n<sms_id>\n<code>\n<unix time>`
+ * (other kinds of entries, e.g. incoming messages, are ignored). SMS.ru signs nothing: the callback URL
+ * carries a secret path segment, checked by the server before this runs. Every entry is applied before
+ * the answer, so SMS.ru retries the whole callback if one fails.
+ */
+export async function handleSmsRuCallback(fields: URLSearchParams, deps: { results: StepResultPublisher; sendLog: SendLog }): Promise<ReceiptResult> {
+  const entries = [...fields].filter(([name]) => /^data\[\d*\]$/.test(name)).map(([, value]) => value.split('\n'));
+  if (entries.length === 0) return 'bad_request';
+  let recorded = false;
+  for (const [kind, smsId, code] of entries) {
+    if (kind !== 'sms_status') continue;
+    if (!smsId || !/^-?\d+$/.test(code ?? '')) return 'bad_request';
+    const final = mapSmsRuStatus(Number(code));
+    if (!final) continue;
+    const sent = await deps.sendLog.findByProviderMessageId(smsId);
+    if (!sent) continue;
+    await deps.results.publish(sent, { outcome: final.outcome, reason: final.reason, providerMessageId: smsId, parts: sent.result.parts, provider: sent.result.provider });
+    recorded = true;
+  }
+  return recorded ? 'recorded' : 'not_final';
+}
+
 const STATUS: Record<ReceiptResult, number> = { recorded: 200, not_final: 200, unknown_message: 200, bad_signature: 403, bad_request: 400 };
 
 /**
  * The receipts endpoint, on its own port (`SMS_RECEIPTS_PORT`): `POST /receipts/smsc`, form-encoded or
  * query string, as SMSC sends it. Unknown messages are answered 200 so SMSC stops retrying them.
  */
-export async function startReceiptServer(options: { host: string; port: number; results: StepResultPublisher; sendLog: SendLog; password: string; logger: Logger }): Promise<ListeningHttpServer> {
+export async function startReceiptServer(options: {
+  host: string;
+  port: number;
+  results: StepResultPublisher;
+  sendLog: SendLog;
+  /** SMSC's API password (its receipts are signed with it); unset = no SMSC receipts. */
+  password?: string;
+  /** Secret path segment of SMS.ru's callback (`POST /receipts/smsru/<secret>`); unset = no SMS.ru callbacks. */
+  smsruSecret?: string;
+  logger: Logger;
+}): Promise<ListeningHttpServer> {
   // While the send log or the bus is down every receipt fails the same way: one line per cause per interval.
   const failures = collapseRepeats(options.logger);
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://receipts');
-    if (url.pathname !== '/receipts/smsc' || (req.method !== 'POST' && req.method !== 'GET')) {
+    const smsru = options.smsruSecret !== undefined && url.pathname.startsWith('/receipts/smsru/');
+    if (smsru && req.method === 'POST') {
+      const given = Buffer.from(url.pathname.slice('/receipts/smsru/'.length));
+      const expected = Buffer.from(options.smsruSecret!);
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+        receipts.inc({ result: 'bad_signature' });
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+        return;
+      }
+    } else if (url.pathname !== '/receipts/smsc' || options.password === undefined || (req.method !== 'POST' && req.method !== 'GET')) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
       return;
     }
@@ -71,11 +132,14 @@ export async function startReceiptServer(options: { host: string; port: number; 
     req.on('end', () => {
       const fields = new URLSearchParams(url.search);
       for (const [name, value] of new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) fields.set(name, value);
-      handleSmscReceipt(fields, options).then(
+      const handled = smsru ? handleSmsRuCallback(fields, options) : handleSmscReceipt(fields, { ...options, password: options.password! });
+      handled.then(
         (result) => {
           receipts.inc({ result });
           if (result !== 'recorded' && result !== 'not_final') options.logger.warn({ result, id: fields.get('id') }, 'SMS receipt not applied');
-          res.writeHead(STATUS[result], { 'content-type': 'text/plain' }).end(result === 'recorded' || result === 'not_final' || result === 'unknown_message' ? 'OK' : result);
+          // SMS.ru wants `100` for a callback it need not send again.
+          const ok = smsru ? '100' : 'OK';
+          res.writeHead(STATUS[result], { 'content-type': 'text/plain' }).end(result === 'recorded' || result === 'not_final' || result === 'unknown_message' ? ok : result);
         },
         (err) => {
           failures.error({ err }, 'SMS receipt failed; the provider will retry');

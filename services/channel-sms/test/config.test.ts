@@ -14,7 +14,23 @@ describe('channel-sms config', () => {
     expect(buildConfig(base).smsc).toBeUndefined();
   });
 
+  it('orders the SMS providers: every configured one (SMSC first) by default, or as SMS_PROVIDERS lists them', () => {
+    const both = { ...base, SMSC_LOGIN: 'acme', SMSC_PASSWORD: 'pw', SMSRU_API_ID: 'id-1' };
+    expect(buildConfig(both).providers).toEqual(['smsc', 'smsru']);
+    expect(buildConfig({ ...both, SMS_PROVIDERS: 'smsru,smsc' }).providers).toEqual(['smsru', 'smsc']);
+    expect(buildConfig({ ...base, SMSRU_API_ID: 'id-1', SMSRU_TEST: 'true' })).toMatchObject({ providers: ['smsru'], smsru: { baseUrl: 'https://sms.ru', apiId: 'id-1', test: true, timeoutMs: 10_000 } });
+    expect(buildConfig(base).providers).toEqual([]);
+    expect(buildConfig({ ...base, PROVIDER_CIRCUIT_FAILURES: '3', PROVIDER_CIRCUIT_OPEN_MS: '5000' }).circuit).toEqual({ failureThreshold: 3, openMs: 5_000 });
+  });
+
   it.each([
+    ['SMS_PROVIDERS', { ...base, SMS_PROVIDERS: 'smsc,nexmo', SMSC_LOGIN: 'acme', SMSC_PASSWORD: 'pw' }],
+    ['SMS_PROVIDERS', { ...base, SMS_PROVIDERS: 'smsc,smsc', SMSC_LOGIN: 'acme', SMSC_PASSWORD: 'pw' }],
+    ['SMS_PROVIDERS', { ...base, SMS_PROVIDERS: 'smsru' }],
+    ['SMS_PROVIDERS', { ...base, SMS_PROVIDERS: 'smsc' }],
+    ['SMS_PROVIDERS', { ...base, SMS_PROVIDERS: 'SMSC' }],
+    ['SMSRU_CALLBACK_SECRET', { ...base, SMSRU_API_ID: 'id', SMSRU_CALLBACK_SECRET: 'short' }],
+    ['SMSRU_URL', { ...base, SMSRU_URL: 'ftp://sms.ru' }],
     ['SMSC_PASSWORD', { ...base, SMSC_LOGIN: 'acme' }],
     ['SMSC_SENDER', { ...base, SMSC_LOGIN: 'acme', SMSC_PASSWORD: 'pw', SMSC_SENDER: 'TwelveChars!' }],
     ['SMSC_URL', { ...base, SMSC_URL: 'ftp://smsc.ru' }],

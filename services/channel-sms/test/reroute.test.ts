@@ -22,11 +22,11 @@ describe('SMS balance: debit per step, reroute when empty', () => {
     tb = await createTestBus('memory');
     contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
     scheduler = await startScheduler(
-      { databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: '', grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
+      { databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
       ctx,
       { bus: tb.bus, channelsCacheMs: 0 },
     );
-    const senderConfig = { natsUrl: 'nats://unused', busPrefix: '', databaseUrl: db.url, concurrency: 4 };
+    const senderConfig = { databaseUrl: db.url, concurrency: 4 };
     await startSmsSender({ ...senderConfig, contactsAddress: `127.0.0.1:${contacts.grpcPort}` }, ctx, { bus: tb.bus, outbox });
     await startMessengerSender(senderConfig, ctx, { bus: tb.bus, outbox });
   });
@@ -37,7 +37,7 @@ describe('SMS balance: debit per step, reroute when empty', () => {
   });
 
   async function org(smsBalance: number) {
-    const organization = await contacts.directory.createOrganization({ name: `org ${smsBalance}`, plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance });
+    const organization = await contacts.directory.createOrganization({ name: `org ${smsBalance}`, plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance, sendWindow: null });
     for (const channel of ['SMS', 'MAX', 'TELEGRAM']) await contacts.channels.set({ organizationId: organization.id, channel, configured: true });
     const location = await contacts.directory.createLocation({ organizationId: organization.id, name: 'Кофейня', address: 'Тверская 1', city: 'Москва', timeZone: 'Europe/Moscow', reviewLinks: [] });
     return { id: organization.id, locationId: location.id };

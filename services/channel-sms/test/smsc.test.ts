@@ -139,7 +139,7 @@ describe('channel-sms against a fake SMSC.ru', () => {
     results = collected.results;
     const sms = await startSmsSender(
       {
-        natsUrl: 'nats://unused', busPrefix: '', databaseUrl: db.url, concurrency: 4, ackWaitMs: 5_000, maxDeliver: 4,
+        databaseUrl: db.url, concurrency: 4, ackWaitMs: 5_000, maxDeliver: 4,
         smsc: { baseUrl: smsc.url, login: 'acme', password: PASSWORD, sender: 'Acme', timeoutMs: 2_000 },
         receiptsHost: '127.0.0.1', receiptsPort: 0,
       },
@@ -164,7 +164,7 @@ describe('channel-sms against a fake SMSC.ru', () => {
     const before = money.balances.get('org-1')!;
     const step = dueStep('SMS', { recipient: { name: 'Анна', email: '', phone: '+79160000001' }, template: { subject: '', body: '{{name}}, оцените {{location}}: {{link}}\nsecond line' } });
     await publishStep(tb.bus, step);
-    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT, providerMessageId: step.stepId, parts: 1, channel: 'SMS' });
+    expect(await resultOf(step.stepId)).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT, providerMessageId: step.stepId, parts: 1, channel: 'SMS', provider: 'smsc' });
     const [req] = requestsFor(step.stepId);
     expect(Object.fromEntries(req)).toMatchObject({ login: 'acme', psw: PASSWORD, phones: '+79160000001', sender: 'Acme', fmt: '3', charset: 'utf-8', id: step.stepId });
     expect(req.get('mes')).toBe(`Анна, оцените Acme Dental: ${step.reviewUrl}`);

@@ -1,4 +1,4 @@
-import { ConfigError, envField, parseSecretKeys, readEnv, type Env } from '@rrs/runtime';
+import { busConfig, busEnvShape, ConfigError, envField, grpcServiceConfig, grpcServiceEnvShape, parseSecretKeys, readEnv, type BusConfig, type Env, type GrpcServiceConfig } from '@rrs/runtime';
 import { z } from 'zod';
 
 /** How the workers pace themselves; tests shorten the delays. */
@@ -28,17 +28,9 @@ export interface ConnectorPolicy {
   eventRetentionMs: number;
 }
 
-export interface ConnectorsConfig {
-  databaseUrl: string;
-  natsUrl: string;
-  busPrefix: string;
-  grpcHost: string;
-  grpcPort: number;
+export interface ConnectorsConfig extends GrpcServiceConfig, BusConfig {
   hooksHost: string;
   hooksPort: number;
-  opsHost: string;
-  opsPort: number;
-  logLevel: string;
   contactsAddress: string;
   schedulerAddress: string;
   redisUrl?: string;
@@ -71,18 +63,14 @@ export const DEFAULT_CONNECTOR_POLICY: ConnectorPolicy = {
 const hostPort = () => z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port');
 
 export function buildConfig(env: Env): ConnectorsConfig {
-  const e = readEnv(
+  const vars = readEnv(
     {
-      DATABASE_URL: envField.url(['postgres', 'postgresql']),
-      NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
-      BUS_PREFIX: envField.busPrefix(),
-      GRPC_HOST: envField.host(),
+      ...grpcServiceEnvShape,
       GRPC_PORT: envField.port(50054),
+      OPS_PORT: envField.port(9471),
+      ...busEnvShape,
       HOOKS_HOST: envField.host(),
       HOOKS_PORT: envField.port(8090),
-      OPS_HOST: envField.host(),
-      OPS_PORT: envField.port(9471),
-      LOG_LEVEL: envField.logLevel(),
       NODE_ENV: envField.nodeEnv(),
       CONTACTS_ADDR: hostPort().default('127.0.0.1:50051'),
       SCHEDULER_ADDR: hostPort().default('127.0.0.1:50052'),
@@ -103,38 +91,32 @@ export function buildConfig(env: Env): ConnectorsConfig {
     },
     env,
   );
-  if (e.NODE_ENV === 'production' && e.CONNECTOR_ALLOW_HTTP_CRM) {
+  if (vars.NODE_ENV === 'production' && vars.CONNECTOR_ALLOW_HTTP_CRM) {
     throw new ConfigError('CONNECTOR_ALLOW_HTTP_CRM', 'plain-http CRM addresses are a development setting and are refused when NODE_ENV=production');
   }
   return {
-    databaseUrl: e.DATABASE_URL,
-    natsUrl: e.NATS_URL,
-    busPrefix: e.BUS_PREFIX,
-    grpcHost: e.GRPC_HOST,
-    grpcPort: e.GRPC_PORT,
-    hooksHost: e.HOOKS_HOST,
-    hooksPort: e.HOOKS_PORT,
-    opsHost: e.OPS_HOST,
-    opsPort: e.OPS_PORT,
-    logLevel: e.LOG_LEVEL,
-    contactsAddress: e.CONTACTS_ADDR,
-    schedulerAddress: e.SCHEDULER_ADDR,
-    redisUrl: e.REDIS_URL,
-    publicBaseUrl: e.PUBLIC_BASE_URL.replace(/\/+$/, ''),
-    secretKeys: parseSecretKeys(e.CONNECTOR_SECRET_KEYS, 'CONNECTOR_SECRET_KEYS'),
-    allowHttpCrm: e.CONNECTOR_ALLOW_HTTP_CRM,
+    ...grpcServiceConfig(vars),
+    ...busConfig(vars),
+    hooksHost: vars.HOOKS_HOST,
+    hooksPort: vars.HOOKS_PORT,
+    contactsAddress: vars.CONTACTS_ADDR,
+    schedulerAddress: vars.SCHEDULER_ADDR,
+    redisUrl: vars.REDIS_URL,
+    publicBaseUrl: vars.PUBLIC_BASE_URL.replace(/\/+$/, ''),
+    secretKeys: parseSecretKeys(vars.CONNECTOR_SECRET_KEYS, 'CONNECTOR_SECRET_KEYS'),
+    allowHttpCrm: vars.CONNECTOR_ALLOW_HTTP_CRM,
     policy: {
       ...DEFAULT_CONNECTOR_POLICY,
-      syncIntervalMs: e.CONNECTOR_SYNC_INTERVAL_MS,
-      syncOverlapMs: e.CONNECTOR_SYNC_OVERLAP_MS,
-      concurrency: e.CONNECTOR_CONCURRENCY,
-      maxAttempts: e.CONNECTOR_MAX_ATTEMPTS,
-      retryBaseMs: e.CONNECTOR_RETRY_BASE_MS,
-      retryMaxMs: e.CONNECTOR_RETRY_MAX_MS,
-      httpTimeoutMs: e.CONNECTOR_HTTP_TIMEOUT_MS,
-      amocrmPerSecond: e.CONNECTOR_AMOCRM_REQUESTS_PER_SECOND,
-      bitrix24PerSecond: e.CONNECTOR_BITRIX24_REQUESTS_PER_SECOND,
-      eventRetentionMs: e.CONNECTOR_EVENT_RETENTION_DAYS * DAY_MS,
+      syncIntervalMs: vars.CONNECTOR_SYNC_INTERVAL_MS,
+      syncOverlapMs: vars.CONNECTOR_SYNC_OVERLAP_MS,
+      concurrency: vars.CONNECTOR_CONCURRENCY,
+      maxAttempts: vars.CONNECTOR_MAX_ATTEMPTS,
+      retryBaseMs: vars.CONNECTOR_RETRY_BASE_MS,
+      retryMaxMs: vars.CONNECTOR_RETRY_MAX_MS,
+      httpTimeoutMs: vars.CONNECTOR_HTTP_TIMEOUT_MS,
+      amocrmPerSecond: vars.CONNECTOR_AMOCRM_REQUESTS_PER_SECOND,
+      bitrix24PerSecond: vars.CONNECTOR_BITRIX24_REQUESTS_PER_SECOND,
+      eventRetentionMs: vars.CONNECTOR_EVENT_RETENTION_DAYS * DAY_MS,
     },
   };
 }

@@ -4,7 +4,7 @@ import { connectorsV1 } from '@rrs/proto';
 import { InvalidError, inTransaction, NotFoundError, uuidv7, type Logger, type Pool, type PoolClient, type SecretBox } from '@rrs/runtime';
 import type { AmoCrmAuth, AmoCrmAuthSource } from './crm/amocrm';
 import type { CrmKind } from './crm/types';
-import type { Directory } from './directory';
+import type { ReviewServices } from './reviewServices';
 import { connectorMessage, type ConnectorStatusCounts } from './messages';
 import {
   checkKind, checkName, checkSettings, credentialsContext, DEFAULT_WRITE_BACK, parseAmoCrmCredentials, parseBitrix24Credentials,
@@ -85,7 +85,7 @@ export class Connectors {
   constructor(
     readonly pool: Pool,
     private readonly box: SecretBox,
-    private readonly directory: Directory,
+    private readonly reviewServices: ReviewServices,
     private readonly options: ConnectorsOptions,
     private readonly logger: Logger,
   ) {}
@@ -107,13 +107,13 @@ export class Connectors {
 
   /** The location(s) and flow the settings name must be the organization's (404 naming the field). */
   private async checkReferences(organizationId: string, s: ConnectorSettings, before?: ConnectorSettings): Promise<void> {
-    if (s.locationId !== '' && s.locationId !== before?.locationId) await this.directory.checkLocation(organizationId, s.locationId, '/locationId');
+    if (s.locationId !== '' && s.locationId !== before?.locationId) await this.reviewServices.checkLocation(organizationId, s.locationId, '/locationId');
     if (s.locationMapping && JSON.stringify(s.locationMapping) !== JSON.stringify(before?.locationMapping ?? null)) {
       for (const [value, locationId] of Object.entries(s.locationMapping.values)) {
-        await this.directory.checkLocation(organizationId, locationId, `/locationMapping/values/${value.replace(/~/g, '~0').replace(/\//g, '~1')}`);
+        await this.reviewServices.checkLocation(organizationId, locationId, `/locationMapping/values/${value.replace(/~/g, '~0').replace(/\//g, '~1')}`);
       }
     }
-    if (s.flowId !== '' && s.flowId !== before?.flowId) await this.directory.checkFlow(organizationId, s.flowId);
+    if (s.flowId !== '' && s.flowId !== before?.flowId) await this.reviewServices.checkFlow(organizationId, s.flowId);
   }
 
   async create(input: CreateConnectorInput, idempotency?: IdempotencyRequest): Promise<{ response: connectorsV1.CreateConnectorResponse; replayed: boolean }> {
@@ -215,10 +215,10 @@ export class Connectors {
          (SELECT count(*) FROM write_backs WHERE connector_id = $1 AND status = 'failed')::int AS write_backs_failed`,
       [connectorId],
     );
-    const r = rows[0];
+    const counts = rows[0];
     return {
-      pendingEvents: r.pending_events, failedEvents: r.failed_events, cascadesStarted: r.cascades_started,
-      writeBacksPending: r.write_backs_pending, writeBacksDone: r.write_backs_done, writeBacksFailed: r.write_backs_failed,
+      pendingEvents: counts.pending_events, failedEvents: counts.failed_events, cascadesStarted: counts.cascades_started,
+      writeBacksPending: counts.write_backs_pending, writeBacksDone: counts.write_backs_done, writeBacksFailed: counts.write_backs_failed,
     };
   }
 

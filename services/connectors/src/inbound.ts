@@ -1,7 +1,6 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
-import { counter, type Logger } from '@rrs/runtime';
+import { counter, listenHttp, type ListeningHttpServer, type Logger } from '@rrs/runtime';
 import type { Connectors } from './connectors';
 import { queueEvents, type QueuedEvent } from './inbox';
 import type { Connector } from './model';
@@ -10,7 +9,7 @@ import type { Connector } from './model';
  * The CRMs' webhook endpoint, `POST /hooks/crm/<connector id>/<secret>`. It verifies what the CRM
  * allows (the unguessable secret in the URL for both; Bitrix24's `auth[application_token]` as well, both
  * compared in constant time), stores the events in the inbox in one transaction and answers 200: no CRM
- * or directory call happens before the answer, so the CRM never waits on them nor retries because of them.
+ * or reviewServices call happens before the answer, so the CRM never waits on them nor retries because of them.
  */
 
 const MAX_BODY_BYTES = 64 * 1024;
@@ -62,11 +61,11 @@ export function amoCrmEvents(fields: Map<string, string>): QueuedEvent[] | HookA
   const body = storedPayload(fields);
   const events: QueuedEvent[] = [];
   for (const [key, id] of fields) {
-    const m = /^leads\[(status|add)\]\[(\d+)\]\[id\]$/.exec(key);
-    if (!m) continue;
-    const at = (f: string) => fields.get(`leads[${m[1]}][${m[2]}][${f}]`) ?? '';
+    const match = /^leads\[(status|add)\]\[(\d+)\]\[id\]$/.exec(key);
+    if (!match) continue;
+    const at = (f: string) => fields.get(`leads[${match[1]}][${match[2]}][${f}]`) ?? '';
     if (!/^\d{1,18}$/.test(id)) return answer(400, 'invalid_event', `${key} must be a lead id`);
-    events.push({ dealId: id, event: `leads.${m[1]}`, payload: { lead: { id, statusId: at('status_id'), pipelineId: at('pipeline_id'), oldStatusId: at('old_status_id'), oldPipelineId: at('old_pipeline_id') }, body } });
+    events.push({ dealId: id, event: `leads.${match[1]}`, payload: { lead: { id, statusId: at('status_id'), pipelineId: at('pipeline_id'), oldStatusId: at('old_status_id'), oldPipelineId: at('old_pipeline_id') }, body } });
   }
   return events;
 }
@@ -81,10 +80,10 @@ export function bitrix24Events(fields: Map<string, string>): QueuedEvent[] | Hoo
 }
 
 function tokenMatches(expected: string, given: string): boolean {
-  const a = Buffer.from(expected, 'utf8');
-  const b = Buffer.from(given, 'utf8');
-  // Equal lengths first (timingSafeEqual needs them); the length of a token is no secret.
-  return a.length === b.length && timingSafeEqual(a, b);
+  const expectedBytes = Buffer.from(expected, 'utf8');
+  const givenBytes = Buffer.from(given, 'utf8');
+  // Equal lengths first (timingSafeEqual needs them); the length of expectedBytes token is no secret.
+  return expectedBytes.length === givenBytes.length && timingSafeEqual(expectedBytes, givenBytes);
 }
 
 export interface HookDeps {
@@ -96,10 +95,10 @@ export interface HookDeps {
 
 /** Judges one request; the HTTP server below only moves bytes. */
 export async function handleHook(deps: HookDeps, request: { method: string; path: string; contentType: string; body: string }): Promise<HookAnswer> {
-  const m = /^\/hooks\/crm\/([^/]+)\/([^/]+)\/?$/.exec(request.path);
-  if (!m) return answer(404, 'not_found', 'no such hook');
+  const match = /^\/hooks\/crm\/([^/]+)\/([^/]+)\/?$/.exec(request.path);
+  if (!match) return answer(404, 'not_found', 'no such hook');
   if (request.method !== 'POST') return answer(405, 'method_not_allowed', 'CRM webhooks are POST requests');
-  const connector = await deps.connectors.verifyInbound(m[1], m[2]);
+  const connector = await deps.connectors.verifyInbound(match[1], match[2]);
   if (!connector) return answer(404, 'not_found', 'no such hook');
   const fields = hookFields(request.contentType, request.body);
   if (!(fields instanceof Map)) return fields;
@@ -129,10 +128,7 @@ function bitrix24Token(deps: HookDeps, connector: Connector): string {
   return credentials.kind === 'bitrix24' ? credentials.applicationToken : '';
 }
 
-export interface RunningHooksServer {
-  port: number;
-  close(): Promise<void>;
-}
+export type RunningHooksServer = ListeningHttpServer;
 
 /**
  * The endpoint as a Node request listener: what the hooks server runs, and what an embedding process
@@ -171,18 +167,8 @@ export function hooksRequestListener(deps: HookDeps): http.RequestListener {
 
 export async function startHooksServer(options: HookDeps & { host: string; port: number }): Promise<RunningHooksServer> {
   const server = http.createServer(hooksRequestListener(options));
+  // CRM webhooks are small form bodies: a slow sender holds a connection for seconds, not minutes.
   server.requestTimeout = 15_000;
   server.headersTimeout = 10_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      }),
-  };
+  return listenHttp(server, options);
 }

@@ -131,9 +131,9 @@ export function startInboxWorker(o: InboxWorkerOptions): DueWorkLoop {
         [batch, policy.leaseMs],
       );
       const groups = new Map<string, ClaimedEvent[]>();
-      for (const e of rows) {
-        const k = `${e.connector_id}\u0000${e.deal_id}`;
-        groups.set(k, [...(groups.get(k) ?? []), e]);
+      for (const event of rows) {
+        const dealKey = `${event.connector_id}\u0000${event.deal_id}`;
+        groups.set(dealKey, [...(groups.get(dealKey) ?? []), event]);
       }
       await Promise.all([...groups.values()].map((g) => processDeal(g)));
       return rows.length === batch;
@@ -147,7 +147,7 @@ export function startInboxWorker(o: InboxWorkerOptions): DueWorkLoop {
 
 /** Deletes processed inbox events and finished write-backs older than the retention. */
 export async function purgeProcessed(pool: Pool, retentionMs: number): Promise<number> {
-  const a = await pool.query(`DELETE FROM crm_events WHERE status <> 'pending' AND processed_at < now() - make_interval(secs => $1 / 1000.0)`, [retentionMs]);
-  const b = await pool.query(`DELETE FROM write_backs WHERE status <> 'pending' AND coalesce(done_at, created_at) < now() - make_interval(secs => $1 / 1000.0)`, [retentionMs]);
-  return (a.rowCount ?? 0) + (b.rowCount ?? 0);
+  const events = await pool.query(`DELETE FROM crm_events WHERE status <> 'pending' AND processed_at < now() - make_interval(secs => $1 / 1000.0)`, [retentionMs]);
+  const writeBacks = await pool.query(`DELETE FROM write_backs WHERE status <> 'pending' AND coalesce(done_at, created_at) < now() - make_interval(secs => $1 / 1000.0)`, [retentionMs]);
+  return (events.rowCount ?? 0) + (writeBacks.rowCount ?? 0);
 }

@@ -1,5 +1,5 @@
 export { buildConfig, DEFAULT_CONNECTOR_POLICY, type ConnectorsConfig, type ConnectorPolicy } from './config';
 export { startConnectors, SCHEMA, MIGRATIONS_DIR, type RunningConnectors, type StartConnectorsConfig, type ConnectorsDeps } from './service';
 export { Connectors } from './connectors';
-export type { Directory } from './directory';
-export { CONNECTORS_SERVICE_NAME } from './server';
+export type { ReviewServices } from './reviewServices';
+export { CONNECTORS_SERVICE_NAME } from './grpcApi';

@@ -122,43 +122,43 @@ function crmUrl(p: Problems, pointer: string, value: string, allowHttp: boolean)
 }
 
 export function parseAmoCrmCredentials(input: AmoCrmCredentialsInput, allowHttp: boolean): { credentials: ConnectorCredentials; crmUrl: string; authMode: string } {
-  const p = new Problems();
-  const url = crmUrl(p, '/amocrm/baseUrl', input.baseUrl.trim(), allowHttp);
-  if (url && url.protocol === 'https:' && !AMOCRM_HOST.test(url.hostname)) p.add('/amocrm/baseUrl', 'must be the account address, https://<subdomain>.amocrm.ru (or .amocrm.com, .kommo.com)');
-  if (url && url.pathname !== '/' && url.pathname !== '') p.add('/amocrm/baseUrl', 'must be the account address without a path');
+  const problems = new Problems();
+  const url = crmUrl(problems, '/amocrm/baseUrl', input.baseUrl.trim(), allowHttp);
+  if (url && url.protocol === 'https:' && !AMOCRM_HOST.test(url.hostname)) problems.add('/amocrm/baseUrl', 'must be the account address, https://<subdomain>.amocrm.ru (or .amocrm.com, .kommo.com)');
+  if (url && url.pathname !== '/' && url.pathname !== '') problems.add('/amocrm/baseUrl', 'must be the account address without a path');
   const oauthFields = ['clientId', 'clientSecret', 'redirectUri', 'accessToken', 'refreshToken'] as const;
   const anyOauth = oauthFields.some((f) => input[f] !== '');
   let auth: AmoCrmAuth | null = null;
-  if (input.longLivedToken !== '' && anyOauth) p.add('/amocrm/longLivedToken', 'give a long-lived token or the OAuth fields, not both');
+  if (input.longLivedToken !== '' && anyOauth) problems.add('/amocrm/longLivedToken', 'give a long-lived token or the OAuth fields, not both');
   else if (input.longLivedToken !== '') {
-    if (!TOKEN.test(input.longLivedToken)) p.add('/amocrm/longLivedToken', 'must be the token as amoCRM shows it');
+    if (!TOKEN.test(input.longLivedToken)) problems.add('/amocrm/longLivedToken', 'must be the token as amoCRM shows it');
     else auth = { mode: 'long_lived', token: input.longLivedToken };
   } else if (anyOauth) {
-    for (const f of oauthFields) if (input[f] === '') p.add(`/amocrm/${f}`, 'is required for OAuth');
-    for (const f of ['accessToken', 'refreshToken', 'clientSecret'] as const) if (input[f] !== '' && !TOKEN.test(input[f])) p.add(`/amocrm/${f}`, 'must be printable characters without spaces');
+    for (const f of oauthFields) if (input[f] === '') problems.add(`/amocrm/${f}`, 'is required for OAuth');
+    for (const f of ['accessToken', 'refreshToken', 'clientSecret'] as const) if (input[f] !== '' && !TOKEN.test(input[f])) problems.add(`/amocrm/${f}`, 'must be printable characters without spaces');
     if (input.redirectUri !== '') {
       try {
         new URL(input.redirectUri);
       } catch {
-        p.add('/amocrm/redirectUri', 'must be the redirect URI of the integration');
+        problems.add('/amocrm/redirectUri', 'must be the redirect URI of the integration');
       }
     }
-    if (p.list.length === 0) auth = { mode: 'oauth', clientId: input.clientId, clientSecret: input.clientSecret, redirectUri: input.redirectUri, accessToken: input.accessToken, refreshToken: input.refreshToken };
-  } else p.add('/amocrm/longLivedToken', 'a long-lived token, or the OAuth client id, secret, redirect URI and tokens, are required');
-  p.throwIfAny();
+    if (problems.list.length === 0) auth = { mode: 'oauth', clientId: input.clientId, clientSecret: input.clientSecret, redirectUri: input.redirectUri, accessToken: input.accessToken, refreshToken: input.refreshToken };
+  } else problems.add('/amocrm/longLivedToken', 'a long-lived token, or the OAuth client id, secret, redirect URI and tokens, are required');
+  problems.throwIfAny();
   return { credentials: { kind: 'amocrm', auth: auth! }, crmUrl: url!.origin, authMode: auth!.mode };
 }
 
 export function parseBitrix24Credentials(input: Bitrix24CredentialsInput, allowHttp: boolean): { credentials: ConnectorCredentials; crmUrl: string; authMode: string } {
-  const p = new Problems();
-  const url = crmUrl(p, '/bitrix24/webhookUrl', input.webhookUrl.trim(), allowHttp);
-  const m = url ? /^\/rest\/(\d+)\/([A-Za-z0-9]+)\/?$/.exec(url.pathname) : null;
-  if (url && !m) p.add('/bitrix24/webhookUrl', 'must be the inbound webhook URL, https://<portal>/rest/<user id>/<code>/');
+  const problems = new Problems();
+  const url = crmUrl(problems, '/bitrix24/webhookUrl', input.webhookUrl.trim(), allowHttp);
+  const path = url ? /^\/rest\/(\d+)\/([A-Za-z0-9]+)\/?$/.exec(url.pathname) : null;
+  if (url && !path) problems.add('/bitrix24/webhookUrl', 'must be the inbound webhook URL, https://<portal>/rest/<user id>/<code>/');
   // Empty until the outbound webhook exists: it is made with the inbound URL this connector's creation
   // returns, and only then does Bitrix24 show its token. Events are refused until it is set.
-  if (input.applicationToken !== '' && !/^[A-Za-z0-9]{8,128}$/.test(input.applicationToken)) p.add('/bitrix24/applicationToken', 'must be the token the outbound webhook settings show');
-  p.throwIfAny();
-  const webhookUrl = `${url!.origin}/rest/${m![1]}/${m![2]}/`;
+  if (input.applicationToken !== '' && !/^[A-Za-z0-9]{8,128}$/.test(input.applicationToken)) problems.add('/bitrix24/applicationToken', 'must be the token the outbound webhook settings show');
+  problems.throwIfAny();
+  const webhookUrl = `${url!.origin}/rest/${path![1]}/${path![2]}/`;
   return { credentials: { kind: 'bitrix24', webhookUrl, applicationToken: input.applicationToken }, crmUrl: url!.origin, authMode: 'webhook' };
 }
 
@@ -172,36 +172,36 @@ const settingsShape = z.object({
 
 /** Checks settings against the kind's id formats; returns them normalized (an empty mapping is none). */
 export function checkSettings(kind: CrmKind, s: ConnectorSettings): ConnectorSettings {
-  const p = new Problems();
+  const problems = new Problems();
   const parsed = settingsShape.safeParse(s);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) p.add(`/${issue.path.join('/')}`, issue.message);
-    p.throwIfAny();
+    for (const issue of parsed.error.issues) problems.add(`/${issue.path.join('/')}`, issue.message);
+    problems.throwIfAny();
   }
   const mapping = s.locationMapping && s.locationMapping.field !== '' ? s.locationMapping : null;
   s.wonStages.forEach((w, i) => {
     if (kind === 'amocrm') {
-      if (w.pipelineId !== '' && !AMO_ID.test(w.pipelineId)) p.add(`/wonStages/${i}/pipelineId`, 'must be an amoCRM pipeline id (digits), or empty for every pipeline');
-      if (!AMO_ID.test(w.stageId)) p.add(`/wonStages/${i}/stageId`, 'must be an amoCRM status id (digits; 142 is won)');
+      if (w.pipelineId !== '' && !AMO_ID.test(w.pipelineId)) problems.add(`/wonStages/${i}/pipelineId`, 'must be an amoCRM pipeline id (digits), or empty for every pipeline');
+      if (!AMO_ID.test(w.stageId)) problems.add(`/wonStages/${i}/stageId`, 'must be an amoCRM status id (digits; 142 is won)');
     } else {
-      if (w.pipelineId !== '' && !/^\d{1,10}$/.test(w.pipelineId)) p.add(`/wonStages/${i}/pipelineId`, 'must be a Bitrix24 category id (digits), or empty');
-      if (!B24_STAGE.test(w.stageId)) p.add(`/wonStages/${i}/stageId`, 'must be a Bitrix24 STAGE_ID such as WON or C1:WON');
+      if (w.pipelineId !== '' && !/^\d{1,10}$/.test(w.pipelineId)) problems.add(`/wonStages/${i}/pipelineId`, 'must be a Bitrix24 category id (digits), or empty');
+      if (!B24_STAGE.test(w.stageId)) problems.add(`/wonStages/${i}/stageId`, 'must be a Bitrix24 STAGE_ID such as WON or C1:WON');
     }
   });
   if (mapping) {
     const fieldOk = kind === 'amocrm' ? AMO_ID.test(mapping.field) || mapping.field === 'pipeline_id' : B24_FIELD.test(mapping.field);
-    if (!fieldOk) p.add('/locationMapping/field', kind === 'amocrm' ? 'must be a custom field id of leads, or pipeline_id' : 'must be a deal field name such as UF_CRM_1721244482250 or CATEGORY_ID');
-    if (Object.keys(mapping.values).length === 0) p.add('/locationMapping/values', 'must map at least one value to a location');
-    if (Object.keys(mapping.values).length > 500) p.add('/locationMapping/values', 'at most 500 values');
+    if (!fieldOk) problems.add('/locationMapping/field', kind === 'amocrm' ? 'must be a custom field id of leads, or pipeline_id' : 'must be a deal field name such as UF_CRM_1721244482250 or CATEGORY_ID');
+    if (Object.keys(mapping.values).length === 0) problems.add('/locationMapping/values', 'must map at least one value to a location');
+    if (Object.keys(mapping.values).length > 500) problems.add('/locationMapping/values', 'at most 500 values');
   }
-  if (s.locationId === '' && !mapping) p.add('/locationId', 'a location, or a location mapping, is required');
-  for (const f of ['ratingField', 'feedbackField', 'reasonField'] as const) {
-    const v = s.writeBack[f];
-    if (v === '') continue;
-    const ok = kind === 'amocrm' ? AMO_ID.test(v) : B24_CUSTOM_FIELD.test(v);
-    if (!ok) p.add(`/writeBack/${f}`, kind === 'amocrm' ? 'must be a custom field id of leads (digits)' : 'must be a custom deal field, UF_CRM_…');
+  if (s.locationId === '' && !mapping) problems.add('/locationId', 'a location, or a location mapping, is required');
+  for (const setting of ['ratingField', 'feedbackField', 'reasonField'] as const) {
+    const fieldId = s.writeBack[setting];
+    if (fieldId === '') continue;
+    const ok = kind === 'amocrm' ? AMO_ID.test(fieldId) : B24_CUSTOM_FIELD.test(fieldId);
+    if (!ok) problems.add(`/writeBack/${setting}`, kind === 'amocrm' ? 'must be a custom fieldId id of leads (digits)' : 'must be a custom deal fieldId, UF_CRM_…');
   }
-  p.throwIfAny();
+  problems.throwIfAny();
   return { ...s, locationMapping: mapping };
 }
 

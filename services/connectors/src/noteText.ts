@@ -39,11 +39,11 @@ const stars = (rating: number) => '★'.repeat(rating) + '☆'.repeat(5 - rating
 
 export function noteText(locale: string, f: NoteFacts): string {
   const lang = locale.toLowerCase().startsWith('ru') ? 'ru' : 'en';
-  const t = TEXT[lang];
-  const lines = [f.eventType === 'cascade.recipient.rated' ? t.late : t.title];
-  lines.push(`${t.rating}: ${f.rating ? `${f.rating}/5 ${stars(f.rating)}` : t.none}`);
-  if (f.feedback) lines.push(`${t.feedback}: ${f.feedback}`);
-  lines.push(`${t.outcome}: ${REASONS[lang][f.reason] ?? f.reason}`);
+  const text = TEXT[lang];
+  const lines = [f.eventType === 'cascade.recipient.rated' ? text.late : text.title];
+  lines.push(`${text.rating}: ${f.rating ? `${f.rating}/5 ${stars(f.rating)}` : text.none}`);
+  if (f.feedback) lines.push(`${text.feedback}: ${f.feedback}`);
+  lines.push(`${text.outcome}: ${REASONS[lang][f.reason] ?? f.reason}`);
   lines.push(eventMarker(f.eventId));
   return lines.join('\n');
 }

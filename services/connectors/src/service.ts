@@ -3,15 +3,15 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { contactsV1, schedulerV1 } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
-import { createGrpcClient, Notifier, openBus, openServiceDatabase, SecretBox, startGrpcServer, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
+import { createGrpcClient, Notifier, openBus, openServiceDatabase, reachAtStart, SecretBox, serveGrpc, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import type { ConnectorsConfig } from './config';
 import { Connectors } from './connectors';
 import { createRequestPacer, crmClients } from './crm';
-import { grpcDirectory, type Directory } from './directory';
+import { grpcReviewServices, type ReviewServices } from './reviewServices';
 import { hooksRequestListener, startHooksServer } from './inbound';
 import { purgeProcessed, startInboxWorker } from './inbox';
 import { startReconciler } from './reconcile';
-import { connectorsGrpcService } from './server';
+import { connectorsGrpcService } from './grpcApi';
 import { consumeOutcomeEvents, startWriteBackWorker } from './writeBack';
 
 export const SCHEMA = 'connectors';
@@ -28,7 +28,7 @@ export type StartConnectorsConfig = Pick<
 export interface ConnectorsDeps {
   bus?: Bus;
   /** The directory and scheduler, when not reached over gRPC at the configured addresses. */
-  directory?: Directory;
+  reviewServices?: ReviewServices;
 }
 
 export interface RunningConnectors {
@@ -53,15 +53,15 @@ export async function startConnectors(config: StartConnectorsConfig, ctx: Servic
   retention.unref();
   ctx.lifecycle.onStop('inbox purge', () => clearInterval(retention));
 
-  let directory = deps.directory;
-  if (!directory) {
+  let reviewServices = deps.reviewServices;
+  if (!reviewServices) {
     const contacts = createGrpcClient(contactsV1.ContactsServiceClient, config.contactsAddress);
     const scheduler = createGrpcClient(schedulerV1.CascadeSchedulerServiceClient, config.schedulerAddress);
-    ctx.lifecycle.onStop('directory clients', () => {
+    ctx.lifecycle.onStop('directory and scheduler clients', () => {
       contacts.close();
       scheduler.close();
     });
-    directory = grpcDirectory(contacts.client, scheduler.client);
+    reviewServices = grpcReviewServices(contacts.client, scheduler.client);
   }
 
   let redis: Redis | undefined;
@@ -69,27 +69,36 @@ export async function startConnectors(config: StartConnectorsConfig, ctx: Servic
     // No offline queue: while Redis is away, taking a turn fails at once and the work is retried later.
     redis = new Redis(config.redisUrl, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, connectionName: 'rrs-connectors' });
     redis.on('error', (err) => ctx.logger.warn({ err }, 'redis connection error'));
-    await redis.connect();
-    const r = redis;
-    ctx.lifecycle.onStop('connectors redis', async () => void (await r.quit().catch(() => r.disconnect())));
+    const client = redis;
+    ctx.lifecycle.onStop('connectors redis', async () => void (await client.quit().catch(() => client.disconnect())));
+    await reachAtStart({ variable: 'REDIS_URL', url: config.redisUrl, what: 'Redis' }, () => client.connect());
+    // Without Redis the CRM hooks are still taken into the inbox; CRM calls wait for their turn: degraded.
+    ctx.health.addCheck(
+      'connectors-redis',
+      async () => {
+        await client.ping();
+      },
+      { required: false },
+    );
   }
 
   const box = new SecretBox(config.secretKeys);
-  const connectors = new Connectors(pool, box, directory, { publicBaseUrl: config.publicBaseUrl, allowHttpCrm: config.allowHttpCrm }, ctx.logger);
+  const connectors = new Connectors(pool, box, reviewServices, { publicBaseUrl: config.publicBaseUrl, allowHttpCrm: config.allowHttpCrm }, ctx.logger);
   await connectors.reencryptCredentials();
   const crm = crmClients(connectors, createRequestPacer({ redis, keyPrefix: `rrs:connectors:${config.busPrefix ?? ''}` }), policy);
 
   const notifier = new Notifier(config.databaseUrl, 'connectors', ctx.logger);
-  const inbox = startInboxWorker({ pool, connectors, crm, directory, policy, logger: ctx.logger, notifier });
+  const inbox = startInboxWorker({ pool, connectors, crm, reviewServices, policy, logger: ctx.logger, notifier });
   const reconciler = startReconciler({ pool, connectors, crm, policy, logger: ctx.logger, notifier, onQueued: () => inbox.wake() });
-  const writeBack = startWriteBackWorker({ pool, connectors, crm, directory, policy, logger: ctx.logger, notifier });
+  const writeBack = startWriteBackWorker({ pool, connectors, crm, reviewServices, policy, logger: ctx.logger, notifier });
   await notifier.start();
   ctx.lifecycle.onStop('connector workers', async () => {
     await Promise.all([inbox.stop(), reconciler.stop(), writeBack.stop()]);
     await notifier.stop();
   });
 
-  const bus = await openBus(config, ctx, 'connectors', deps.bus);
+  // Without NATS, hooks and the inbox go on; outcome events wait in the stream: degraded, not unready.
+  const bus = await openBus(config, ctx, 'connectors', deps.bus, { required: false });
   const sub = await consumeOutcomeEvents(bus, { pool, logger: ctx.logger }, () => writeBack.wake());
   ctx.lifecycle.onStop('outcome events consumer', () => sub.drain());
 
@@ -98,8 +107,6 @@ export async function startConnectors(config: StartConnectorsConfig, ctx: Servic
   ctx.lifecycle.onStop('CRM hooks server', () => hooks.close());
   ctx.logger.info({ port: hooks.port }, 'CRM hooks listening (/hooks/crm)');
 
-  const server = await startGrpcServer({ host: config.grpcHost, port: config.grpcPort, services: [connectorsGrpcService(connectors, ctx.logger)], health: ctx.health, logger: ctx.logger });
-  ctx.lifecycle.onStop('connectors gRPC server', () => server.stop());
-  ctx.logger.info({ port: server.port }, 'connectors gRPC listening');
-  return { grpcPort: server.port, hooksPort: hooks.port, hooksListener: hooksRequestListener(hookDeps), connectors };
+  const grpcPort = await serveGrpc(ctx, { name: 'connectors', host: config.grpcHost, port: config.grpcPort, services: [connectorsGrpcService(connectors, ctx.logger)] });
+  return { grpcPort, hooksPort: hooks.port, hooksListener: hooksRequestListener(hookDeps), connectors };
 }

@@ -1,7 +1,7 @@
 import type { Pool } from '@rrs/runtime';
 import type { CrmClients } from './crm';
 import { wonKeyOf, type CrmDeal, type CrmKind } from './crm/types';
-import { invalidPointers, type Directory, type StoredContact } from './directory';
+import { invalidPointers, type ReviewServices, type StoredContact } from './reviewServices';
 import { locationOfDeal, type Connector } from './model';
 
 /** What became of a deal's events. */
@@ -46,14 +46,14 @@ async function existingCascade(pool: Pool, connectorId: string, dealId: string, 
 export interface WonDealDeps {
   pool: Pool;
   crm: CrmClients;
-  directory: Directory;
+  reviewServices: ReviewServices;
 }
 
 /**
  * The path of every deal event: a deal in a won stage of the connector, won after the connector was
  * made, gets one cascade per won stage; the CRM contact is upserted first (by its CRM id) and is the
- * recipient. Throws what is worth retrying (CRM and directory outages, rate limits, refused tokens) and
- * what the directory refused; DealOutcome for everything decided.
+ * recipient. Throws what is worth retrying (CRM and directory or scheduler outages, rate limits, refused tokens) and
+ * what the directory or scheduler refused; DealOutcome for everything decided.
  */
 export async function startCascadeForDeal(deps: WonDealDeps, connector: Connector, dealId: string, hint: StageHint | null): Promise<DealOutcome> {
   const { wonStages } = connector.settings;
@@ -82,7 +82,7 @@ export async function startCascadeForDeal(deps: WonDealDeps, connector: Connecto
   if (!crmContact) return { status: 'failed', outcome: 'deal_without_contact', problem: { code: 'deal_without_contact', message: `${noun} has no contact to ask` } };
 
   const key = dealCascadeKey(connector.id, deal.id, wonKey);
-  const contact = await upsertContact(deps.directory, {
+  const contact = await upsertContact(deps.reviewServices, {
     organizationId: connector.organizationId,
     externalId: contactExternalId(connector.kind, crmContact.id),
     name: crmContact.name,
@@ -90,7 +90,7 @@ export async function startCascadeForDeal(deps: WonDealDeps, connector: Connecto
     phone: crmContact.phone,
     locationId,
   }, `${key}:contact`);
-  const cascade = await deps.directory.startCascade(
+  const cascade = await deps.reviewServices.startCascade(
     { organizationId: connector.organizationId, locationId, flowId: connector.settings.flowId, externalId: cascadeExternalId(connector.kind, deal.id), name: noun, contact },
     key,
   );
@@ -106,12 +106,12 @@ export async function startCascadeForDeal(deps: WonDealDeps, connector: Connecto
  * The contact, as the directory stores it. A phone or email the directory refuses (a CRM field holding
  * "call the office") is left out rather than losing the deal: the other one may still reach the customer.
  */
-async function upsertContact(directory: Directory, input: Parameters<Directory['upsertContact']>[0], key: string): Promise<StoredContact> {
+async function upsertContact(reviewServices: ReviewServices, input: Parameters<ReviewServices['upsertContact']>[0], key: string): Promise<StoredContact> {
   try {
-    return await directory.upsertContact(input, key);
+    return await reviewServices.upsertContact(input, key);
   } catch (err) {
     const pointers = invalidPointers(err);
     if (pointers.length === 0 || !pointers.every((p) => p === '/phone' || p === '/email')) throw err;
-    return directory.upsertContact({ ...input, phone: pointers.includes('/phone') ? '' : input.phone, email: pointers.includes('/email') ? '' : input.email }, `${key}:retry`);
+    return reviewServices.upsertContact({ ...input, phone: pointers.includes('/phone') ? '' : input.phone, email: pointers.includes('/email') ? '' : input.email }, `${key}:retry`);
   }
 }

@@ -1,10 +1,9 @@
-import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { eventsV1, EVENT_TYPES } from '@rrs/proto';
 import { counter, inTransaction, startDueWorkLoop, type Bus, type DueWorkLoop, type Logger, type Notifier, type Pool, type Subscription } from '@rrs/runtime';
 import type { ConnectorPolicy } from './config';
 import { WRITE_BACK_CHANNEL, type Connectors } from './connectors';
 import type { CrmClients } from './crm';
-import type { Directory } from './directory';
+import type { ReviewServices } from './reviewServices';
 import { backoffMs, judgeFailure } from './inbox';
 import { noteText, eventMarker } from './noteText';
 
@@ -17,38 +16,20 @@ import { noteText, eventMarker } from './noteText';
  */
 
 /** Event types written back; both carry the CascadeRecipientFinished payload. */
-export const WRITE_BACK_EVENT_TYPES = [EVENT_TYPES.cascadeRecipientFinished, 'cascade.recipient.rated'];
+export const WRITE_BACK_EVENT_TYPES: readonly string[] = [EVENT_TYPES.cascadeRecipientFinished, EVENT_TYPES.cascadeRecipientRated];
 
 const written = counter({ name: 'connector_write_backs_total', help: 'Write-backs to CRM deals, by outcome.', labelNames: ['outcome'] });
 
-/**
- * The recipient outcome of an event: the `cascade_recipient_finished` payload, or, for an event type
- * added after this build (the late-rating event) whose payload is the same message under another field
- * of the `payload` oneof, that field read as a CascadeRecipientFinished.
- */
-export function recipientOutcomeOf(event: eventsV1.Event, bytes: Uint8Array): eventsV1.CascadeRecipientFinished | null {
-  if (event.payload?.$case === 'cascadeRecipientFinished') return event.payload.cascadeRecipientFinished;
-  if (event.payload !== undefined) return null;
-  const reader = new BinaryReader(bytes);
-  while (reader.pos < reader.len) {
-    const [field, wireType] = reader.tag();
-    if (field >= 12 && wireType === 2) {
-      try {
-        const candidate = eventsV1.CascadeRecipientFinished.decode(reader.bytes());
-        if (candidate.cascadeId !== '') return candidate;
-      } catch {
-        /* another shape: keep looking */
-      }
-    } else reader.skip(wireType);
-  }
-  return null;
+/** The recipient outcome an event carries: both written-back event types use the `cascade_recipient_finished` payload. */
+export function recipientOutcomeOf(event: eventsV1.Event): eventsV1.CascadeRecipientFinished | null {
+  return event.payload?.$case === 'cascadeRecipientFinished' ? event.payload.cascadeRecipientFinished : null;
 }
 
 export interface WriteBackOptions {
   pool: Pool;
   connectors: Connectors;
   crm: CrmClients;
-  directory: Directory;
+  reviewServices: ReviewServices;
   policy: ConnectorPolicy;
   logger: Logger;
   notifier?: Notifier;
@@ -69,7 +50,7 @@ export async function consumeOutcomeEvents(bus: Bus, o: Pick<WriteBackOptions, '
       msg.term('undecodable');
       return;
     }
-    const outcome = WRITE_BACK_EVENT_TYPES.includes(event.type) ? recipientOutcomeOf(event, msg.data) : null;
+    const outcome = WRITE_BACK_EVENT_TYPES.includes(event.type) ? recipientOutcomeOf(event) : null;
     if (!event.id || !outcome) {
       msg.ack();
       return;
@@ -126,7 +107,7 @@ export function startWriteBackWorker(o: WriteBackOptions): DueWorkLoop {
         // Only a retry can follow a note the CRM took but this log did not record.
         const already = row.attempts > 1 && (await crm.hasNote(row.deal_id, marker));
         if (!already) {
-          const locale = await o.directory.organizationLocale(connector.organizationId);
+          const locale = await o.reviewServices.organizationLocale(connector.organizationId);
           await crm.addNote(row.deal_id, noteText(locale, { rating: row.rating, feedback: row.feedback, reason: row.reason, eventType: row.event_type, eventId: row.event_id }));
         }
         await pool.query('UPDATE write_backs SET note_done = true WHERE event_id = $1', [row.event_id]);

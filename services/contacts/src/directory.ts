@@ -1,5 +1,5 @@
 import { ConflictError, inTransaction, InvalidError, NotFoundError, UnauthenticatedError, uuidv7, type Pool } from '@rrs/runtime';
-import { DEFAULT_SCOPES, isScope } from '@rrs/proto';
+import { DEFAULT_RESPONSE_WINDOW_MINUTES, DEFAULT_SCOPES, DEFAULT_SEND_WINDOW, isChannelKey, isResponseWindowMinutes, isScope, MAX_RESPONSE_WINDOW_MINUTES, sendWindowProblems, type SendWindow } from '@rrs/proto';
 import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './apiKeys';
 import { MAX_SMS_BALANCE, recordLedgerEntry } from './smsBalance';
 import { asUuid, checkText, FieldErrors, found, isHttpsUrl, isRegion, isTimeZone, isUuid, LOCALES, PLANS } from './validation';
@@ -15,6 +15,9 @@ export interface Organization {
   timeZone: string;
   locale: string;
   defaultRegion: string;
+  /** Null: steps go out at any time. */
+  sendWindow: SendWindow | null;
+  responseWindowMinutes: number;
   createdAt: Date;
 }
 
@@ -26,6 +29,9 @@ export interface OrganizationInput {
   timeZone?: string;
   locale?: string;
   defaultRegion?: string;
+  /** Undefined: the default window (create) or unchanged (patch); null: no window. */
+  sendWindow?: SendWindow | null;
+  responseWindowMinutes?: number;
 }
 
 export type OrganizationPatch = Partial<OrganizationInput>;
@@ -55,6 +61,8 @@ export interface Location {
   /** IANA zone; empty = the organization's. */
   timeZone: string;
   reviewLinks: ReviewLink[];
+  /** Null: the organization's window applies. */
+  sendWindow: SendWindow | null;
   createdAt?: Date;
   updatedAt?: Date;
 }
@@ -66,6 +74,7 @@ export interface LocationInput {
   city?: string;
   timeZone?: string;
   reviewLinks?: ReviewLink[];
+  sendWindow?: SendWindow | null;
 }
 
 export interface LocationPatch {
@@ -75,6 +84,8 @@ export interface LocationPatch {
   timeZone?: string;
   /** Replaces every link when present. */
   reviewLinks?: ReviewLink[];
+  /** Undefined: unchanged; null: the organization's window applies. */
+  sendWindow?: SendWindow | null;
 }
 
 export { MAX_SMS_BALANCE } from './smsBalance';
@@ -82,12 +93,27 @@ export const MAX_REVIEW_LINKS = 20;
 const PROVIDER = /^[a-z0-9][a-z0-9._-]{0,31}$/;
 
 const ORG_COLUMNS = `id, name, plan, email_confirmed AS "emailConfirmed", sms_balance AS "smsBalance",
-  time_zone AS "timeZone", locale, default_region AS "defaultRegion", created_at AS "createdAt"`;
+  time_zone AS "timeZone", locale, default_region AS "defaultRegion", send_window AS "sendWindow", response_window_minutes AS "responseWindowMinutes", created_at AS "createdAt"`;
 const KEY_COLUMNS = `id, organization_id AS "organizationId", name, scopes, prefix, last4, created_at AS "createdAt", revoked_at AS "revokedAt"`;
 const LOCATION_COLUMNS = `id, organization_id AS "organizationId", name, address, city, time_zone AS "timeZone", review_links AS "reviewLinks",
-  created_at AS "createdAt", updated_at AS "updatedAt"`;
+  send_window AS "sendWindow", created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+function checkSendWindow(errors: FieldErrors, window: SendWindow | null | undefined): void {
+  if (!window) return;
+  for (const problem of sendWindowProblems(window, isChannelKey)) errors.add(`/sendWindow/${problem.field}`, problem.detail);
+}
+
+/** A window as stored: exactly its four fields, days and channels sorted and present (empty = every day / the phone channels). */
+function sendWindowJson(window: SendWindow | null | undefined): string | null {
+  if (!window) return null;
+  return JSON.stringify({ start: window.start, end: window.end, days: [...(window.days ?? [])].sort(), channels: [...(window.channels ?? [])].sort() });
+}
 
 function checkOrganization(errors: FieldErrors, organization: OrganizationPatch): void {
+  checkSendWindow(errors, organization.sendWindow);
+  if (organization.responseWindowMinutes !== undefined && !isResponseWindowMinutes(organization.responseWindowMinutes)) {
+    errors.add('/responseWindowMinutes', `must be an integer from 0 (finish when the last step goes out) to ${MAX_RESPONSE_WINDOW_MINUTES}`);
+  }
   const { name, plan, locale, timeZone, defaultRegion, smsBalance } = organization;
   if (name !== undefined) checkText(errors, '/name', name, { min: 1, max: 200 });
   if (plan !== undefined && !(PLANS as readonly string[]).includes(plan)) errors.add('/plan', `must be one of ${PLANS.join(', ')}`);
@@ -100,6 +126,7 @@ function checkOrganization(errors: FieldErrors, organization: OrganizationPatch)
 }
 
 function checkLocation(errors: FieldErrors, location: LocationPatch): void {
+  checkSendWindow(errors, location.sendWindow);
   const { name, address, city, timeZone, reviewLinks } = location;
   if (name !== undefined) checkText(errors, '/name', name, { min: 1, max: 200 });
   if (address !== undefined) checkText(errors, '/address', address, { max: 500 });
@@ -136,16 +163,18 @@ export class Directory {
       timeZone: input.timeZone || 'UTC',
       locale: input.locale || 'en',
       defaultRegion: input.defaultRegion || 'RU',
+      sendWindow: input.sendWindow === undefined ? DEFAULT_SEND_WINDOW : input.sendWindow,
+      responseWindowMinutes: input.responseWindowMinutes ?? DEFAULT_RESPONSE_WINDOW_MINUTES,
     };
     const errors = new FieldErrors();
     checkOrganization(errors, organization);
     errors.throwIfAny();
-    const { name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion } = organization;
+    const { name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion, sendWindow, responseWindowMinutes } = organization;
     return inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<Organization>(
-        `INSERT INTO organizations (id, name, plan, email_confirmed, sms_balance, time_zone, locale, default_region)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${ORG_COLUMNS}`,
-        [uuidv7(), name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion],
+        `INSERT INTO organizations (id, name, plan, email_confirmed, sms_balance, time_zone, locale, default_region, send_window, response_window_minutes)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10) RETURNING ${ORG_COLUMNS}`,
+        [uuidv7(), name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion, sendWindowJson(sendWindow), responseWindowMinutes],
       );
       if (smsBalance > 0) {
         await recordLedgerEntry(client, { organizationId: rows[0].id, kind: 'initial', parts: smsBalance, delta: smsBalance, balanceAfter: smsBalance, reason: 'opening balance' });
@@ -185,9 +214,12 @@ export class Directory {
         `UPDATE organizations SET
            name = coalesce($2, name), plan = coalesce($3, plan), email_confirmed = coalesce($4, email_confirmed),
            sms_balance = coalesce($5, sms_balance), time_zone = coalesce($6, time_zone), locale = coalesce($7, locale),
-           default_region = coalesce($8, default_region), updated_at = now()
+           default_region = coalesce($8, default_region),
+           send_window = CASE WHEN $9::boolean THEN $10::jsonb ELSE send_window END,
+           response_window_minutes = coalesce($11, response_window_minutes), updated_at = now()
          WHERE id = $1 RETURNING ${ORG_COLUMNS}`,
-        [id, patch.name ?? null, patch.plan ?? null, patch.emailConfirmed ?? null, patch.smsBalance ?? null, patch.timeZone ?? null, patch.locale ?? null, patch.defaultRegion ?? null],
+        [id, patch.name ?? null, patch.plan ?? null, patch.emailConfirmed ?? null, patch.smsBalance ?? null, patch.timeZone ?? null, patch.locale ?? null, patch.defaultRegion ?? null,
+          patch.sendWindow !== undefined, sendWindowJson(patch.sendWindow), patch.responseWindowMinutes ?? null],
       );
       if (patch.smsBalance !== undefined && patch.smsBalance !== current.smsBalance) {
         const delta = patch.smsBalance - current.smsBalance;
@@ -256,15 +288,15 @@ export class Directory {
   }
 
   async createLocation(input: LocationInput): Promise<Location> {
-    const location = { name: input.name, address: input.address ?? '', city: input.city ?? '', timeZone: input.timeZone ?? '', reviewLinks: input.reviewLinks ?? [] };
+    const location = { name: input.name, address: input.address ?? '', city: input.city ?? '', timeZone: input.timeZone ?? '', reviewLinks: input.reviewLinks ?? [], sendWindow: input.sendWindow ?? null };
     await this.getOrganization(input.organizationId);
     const errors = new FieldErrors();
     checkLocation(errors, location);
     errors.throwIfAny();
     const { rows } = await this.pool.query<Location>(
-      `INSERT INTO locations (id, organization_id, name, address, city, time_zone, review_links)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${LOCATION_COLUMNS}`,
-      [uuidv7(), input.organizationId, location.name, location.address, location.city, location.timeZone, reviewLinksJson(location.reviewLinks)],
+      `INSERT INTO locations (id, organization_id, name, address, city, time_zone, review_links, send_window)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb) RETURNING ${LOCATION_COLUMNS}`,
+      [uuidv7(), input.organizationId, location.name, location.address, location.city, location.timeZone, reviewLinksJson(location.reviewLinks), sendWindowJson(location.sendWindow)],
     );
     return rows[0];
   }
@@ -286,10 +318,11 @@ export class Directory {
     errors.throwIfAny();
     const { rows } = await this.pool.query<Location>(
       `UPDATE locations SET name = coalesce($3, name), address = coalesce($4, address), city = coalesce($5, city),
-              time_zone = coalesce($6, time_zone), review_links = coalesce($7::jsonb, review_links), updated_at = now()
+              time_zone = coalesce($6, time_zone), review_links = coalesce($7::jsonb, review_links),
+              send_window = CASE WHEN $8::boolean THEN $9::jsonb ELSE send_window END, updated_at = now()
         WHERE organization_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING ${LOCATION_COLUMNS}`,
       [organizationId, id, patch.name ?? null, patch.address ?? null, patch.city ?? null, patch.timeZone ?? null,
-        patch.reviewLinks ? reviewLinksJson(patch.reviewLinks) : null],
+        patch.reviewLinks ? reviewLinksJson(patch.reviewLinks) : null, patch.sendWindow !== undefined, sendWindowJson(patch.sendWindow)],
     );
     return found(rows[0], `location ${id}`);
   }

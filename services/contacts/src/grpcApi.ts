@@ -1,6 +1,6 @@
 import type { Logger } from '@rrs/runtime';
 import { unaryService } from '@rrs/runtime';
-import { contactsV1 } from '@rrs/proto';
+import { contactsV1, type SendWindow } from '@rrs/proto';
 import { idempotencyFromMetadata } from '@rrs/idempotency';
 import type { ApiKeyRecord, Directory, Location, Organization } from './directory';
 import type { Contact, ContactBook } from './contactBook';
@@ -24,8 +24,11 @@ function absentForNull<T extends object>(record: T): AbsentForNull<T> {
   return Object.fromEntries(Object.entries(record).map(([field, value]) => [field, value ?? undefined])) as AbsentForNull<T>;
 }
 
-const toOrganization = (organization: Organization): contactsV1.Organization => ({ ...organization });
-const toLocation = (location: Location): contactsV1.Location => ({ ...location, createdAt: location.createdAt, updatedAt: location.updatedAt });
+const toSendWindow = (window: SendWindow | null): contactsV1.SendWindow | undefined => (window ? { start: window.start, end: window.end, days: window.days ?? [], channels: window.channels ?? [] } : undefined);
+/** A setting in a request: absent = unchanged (or the default), present without a window = none. */
+const fromSendWindowSetting = (setting: contactsV1.SendWindowSetting | undefined): SendWindow | null | undefined => (setting === undefined ? undefined : (setting.window ?? null));
+const toOrganization = (organization: Organization): contactsV1.Organization => ({ ...organization, sendWindow: toSendWindow(organization.sendWindow) });
+const toLocation = (location: Location): contactsV1.Location => ({ ...location, sendWindow: toSendWindow(location.sendWindow), createdAt: location.createdAt, updatedAt: location.updatedAt });
 const toApiKey = (apiKey: ApiKeyRecord): contactsV1.ApiKey => absentForNull(apiKey);
 const toContact = ({ attributes, ...contact }: Contact): contactsV1.Contact => ({ ...absentForNull(contact), attributesJson: JSON.stringify(attributes) });
 
@@ -43,7 +46,7 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         return { organization: toOrganization(principal.organization), keyId: principal.keyId, scopes: principal.scopes };
       },
       async createOrganization(req) {
-        return { organization: toOrganization(await directory.createOrganization(req)) };
+        return { organization: toOrganization(await directory.createOrganization({ ...req, sendWindow: fromSendWindowSetting(req.sendWindow) })) };
       },
       async getOrganization(req) {
         return { organization: toOrganization(await directory.getOrganization(req.id)) };
@@ -53,8 +56,8 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         return { organizations: page.organizations.map(toOrganization), nextAfter: page.nextAfter };
       },
       async updateOrganization(req) {
-        const { id, ...patch } = req;
-        return { organization: toOrganization(await directory.updateOrganization(id, patch)) };
+        const { id, sendWindow, ...patch } = req;
+        return { organization: toOrganization(await directory.updateOrganization(id, { ...patch, sendWindow: fromSendWindowSetting(sendWindow) })) };
       },
       async issueApiKey(req) {
         const issued = await directory.issueApiKey(req);
@@ -67,7 +70,7 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         return { apiKey: toApiKey(await directory.revokeApiKey(req.organizationId, req.id)) };
       },
       async createLocation(req) {
-        return { location: toLocation(await directory.createLocation(req)) };
+        return { location: toLocation(await directory.createLocation({ ...req, sendWindow: fromSendWindowSetting(req.sendWindow) })) };
       },
       async listLocations(req) {
         return { locations: (await directory.listLocations(req.organizationId)).map(toLocation) };
@@ -76,7 +79,7 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         return { location: toLocation(await directory.getLocation(req.organizationId, req.id)) };
       },
       async updateLocation(req) {
-        const patch = { name: req.name, address: req.address, city: req.city, timeZone: req.timeZone, reviewLinks: req.replaceReviewLinks ? req.reviewLinks : undefined };
+        const patch = { name: req.name, address: req.address, city: req.city, timeZone: req.timeZone, reviewLinks: req.replaceReviewLinks ? req.reviewLinks : undefined, sendWindow: fromSendWindowSetting(req.sendWindow) };
         return { location: toLocation(await directory.updateLocation(req.organizationId, req.id, patch)) };
       },
       async deleteLocation(req) {

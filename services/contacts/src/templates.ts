@@ -58,7 +58,7 @@ export function defaultTemplate(locale: string, channel: string): MessageTemplat
 export function checkChannelKey(channel: string): void {
   if (!isChannelKey(channel)) {
     throw new InvalidError(
-      [{ pointer: '/channel', detail: `must be an upper-case channel key such as EMAIL, SMS, MAX or TELEGRAM (^[A-Z][A-Z0-9_]*$, at most ${MAX_CHANNEL_KEY_LENGTH} characters)` }],
+      [{ pointer: '/channel', detail: `must be an upper-case channel key such as EMAIL, SMS, MAX or TELEGRAM (^[A-Z][A-Z0-9_]{0,31}$, at most ${MAX_CHANNEL_KEY_LENGTH} characters)` }],
       { message: `channel ${JSON.stringify(channel)} is not a channel key` },
     );
   }

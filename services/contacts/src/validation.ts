@@ -1,5 +1,4 @@
 import { InvalidError, NotFoundError, type FieldProblem } from '@rrs/runtime';
-import { CHANNEL_KEY_PATTERN } from '@rrs/proto';
 import { isSupportedCountry } from 'libphonenumber-js/max';
 
 /**
@@ -25,12 +24,7 @@ export class FieldErrors {
 
 export const PLANS = ['trial', 'standard', 'pro'] as const;
 export const LOCALES = ['en', 'ru'] as const;
-/** Channel keys are stored and shown; the pattern is the shared rule, the length is this table's column. */
-export const MAX_CHANNEL_KEY_LENGTH = 32;
-
-export function isChannelKey(channel: string): boolean {
-  return channel.length <= MAX_CHANNEL_KEY_LENGTH && CHANNEL_KEY_PATTERN.test(channel);
-}
+export { isChannelKey, MAX_CHANNEL_KEY_LENGTH } from '@rrs/proto';
 
 export function isTimeZone(timeZone: string): boolean {
   if (timeZone === '' || timeZone.length > 64) return false;

@@ -1,7 +1,7 @@
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
-import { createTestDatabase, waitFor, type TestDatabase } from '@rrs/testkit';
+import { buildDist, createTestDatabase, waitFor, type TestDatabase } from '@rrs/testkit';
 
 /** The service alone, as its container runs it: `node dist/main.js` configured by env. */
 const DIR = join(__dirname, '..');
@@ -18,7 +18,7 @@ async function freePort(): Promise<number> {
 describe('contacts main', () => {
   let db: TestDatabase;
   beforeAll(async () => {
-    execFileSync(process.execPath, [join(DIR, '..', '..', 'scripts', 'build.mjs')], { stdio: 'ignore' });
+    buildDist();
     db = await createTestDatabase();
   });
   afterAll(() => db.drop());

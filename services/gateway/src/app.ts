@@ -4,7 +4,7 @@ import { DomainError, counter, histogram, LATENCY_BUCKETS, serveOps, type Health
 import { adminApi, adminApiDisabled } from './admin/api';
 import type { GatewayClients } from './clients';
 import { renderDocsPage } from './docsPage';
-import { reviewFormRouter } from './form';
+import { reviewFormRouter, type RatingOutbox } from './form';
 import { serveApi } from './http/api';
 import type { Authenticator } from './http/auth';
 import { bodyError } from './http/body';
@@ -26,6 +26,8 @@ export interface AppDeps {
   adminToken?: string;
   /** Routers of the all-in-one mode only (the dev inbox at /dev/*); a distributed gateway has none. */
   extraRouters?: express.Router[];
+  /** Where the review form leaves ratings the scheduler cannot take now (see form/ratingOutbox.ts). */
+  ratings?: RatingOutbox;
   health: Health;
   logger: Logger;
 }
@@ -80,7 +82,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
   app.use('/api/v1', publicApiServed.handler);
   app.use('/admin/v1', deps.adminToken ? serveApi(adminApi(deps.clients, deps.adminToken)).handler : adminApiDisabled);
-  app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger }));
+  app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings }));
   for (const router of deps.extraRouters ?? []) app.use(router);
 
   app.use((req: Request, _res: Response, next: NextFunction) => {

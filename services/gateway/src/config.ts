@@ -26,7 +26,48 @@ export interface GatewayConfig {
   /** TTL of the channel catalog bucket; must match the senders' CHANNEL_TTL_MS. */
   channelTtlMs: number;
   logLevel: string;
+  /** The HTTP server's limits against slow or many clients (docs/security.md, "Connections"). */
+  http: HttpLimits;
+  /**
+   * Which proxies in front of the gateway are trusted for the client address and protocol
+   * (express `trust proxy`): false (none, the default), a hop count, or addresses/CIDRs.
+   */
+  trustProxy: TrustProxy;
 }
+
+export type TrustProxy = false | number | string[];
+
+export interface HttpLimits {
+  /** A request (headers and body) must arrive within this; a slow client is answered 408 and closed. */
+  requestTimeoutMs: number;
+  /** The headers must arrive within this. */
+  headersTimeoutMs: number;
+  /** Connections open at once; more are closed at once (a replica protects its sockets and memory). */
+  maxConnections: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: HttpLimits = { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, maxConnections: 4_096 };
+
+/** `false`, a hop count (`1` behind one ingress), or comma-separated addresses/CIDRs/`loopback`; `true` (trust anyone) is refused. */
+const trustProxyField = () =>
+  z
+    .string()
+    .default('false')
+    .transform((value, ctx): TrustProxy => {
+      const text = value.trim();
+      if (text === '' || text === 'false' || text === '0') return false;
+      if (/^\d{1,2}$/.test(text)) return Number(text);
+      if (text === 'true') {
+        ctx.addIssue({ code: 'custom', message: 'true would trust any client to set its own address; give the hop count (e.g. 1) or the proxy addresses' });
+        return z.NEVER;
+      }
+      const list = text.split(',').map((item) => item.trim()).filter(Boolean);
+      if (list.some((item) => !/^[\w.:/-]+$/.test(item))) {
+        ctx.addIssue({ code: 'custom', message: 'must be false, a hop count, or comma-separated addresses/CIDRs (loopback, 10.0.0.0/8, …)' });
+        return z.NEVER;
+      }
+      return list;
+    });
 
 /** Where the webhooks service listens unless WEBHOOKS_ADDR says otherwise. */
 export const DEFAULT_WEBHOOKS_ADDR = '127.0.0.1:50053';
@@ -54,6 +95,10 @@ export function buildConfig(env: Env): GatewayConfig {
       BUS_PREFIX: envField.busPrefix(),
       CHANNEL_TTL_MS: envField.int(30_000, 1_000),
       LOG_LEVEL: envField.logLevel(),
+      TRUST_PROXY: trustProxyField(),
+      HTTP_REQUEST_TIMEOUT_MS: envField.int(DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1_000),
+      HTTP_HEADERS_TIMEOUT_MS: envField.int(DEFAULT_HTTP_LIMITS.headersTimeoutMs, 1_000),
+      HTTP_MAX_CONNECTIONS: envField.int(DEFAULT_HTTP_LIMITS.maxConnections, 1),
     },
     env,
   );
@@ -72,6 +117,8 @@ export function buildConfig(env: Env): GatewayConfig {
       windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
       perPlan: { trial: e.RATE_LIMIT_TRIAL, standard: e.RATE_LIMIT_STANDARD, pro: e.RATE_LIMIT_PRO },
     },
+    http: { requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS, headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS, maxConnections: e.HTTP_MAX_CONNECTIONS },
+    trustProxy: e.TRUST_PROXY,
     natsUrl: e.NATS_URL,
     busPrefix: e.BUS_PREFIX,
     channelTtlMs: e.CHANNEL_TTL_MS,

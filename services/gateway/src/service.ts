@@ -2,13 +2,14 @@ import http from 'node:http';
 import type { Router } from 'express';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
-import { createGrpcClient, type ServiceContext } from '@rrs/runtime';
+import { createGrpcClient, reachAtStart, type Bus, type ServiceContext } from '@rrs/runtime';
 import { contactsV1, schedulerV1, webhooksV1 } from '@rrs/proto';
 import { createApp } from './app';
 import { clientErrorHandler } from './http/clientError';
 import type { Authenticator } from './http/auth';
 import { cachedAuthenticator } from './authCache';
-import { DEFAULT_WEBHOOKS_ADDR, type GatewayConfig } from './config';
+import { DEFAULT_HTTP_LIMITS, DEFAULT_WEBHOOKS_ADDR, type GatewayConfig } from './config';
+import { busRatingOutbox } from './form';
 import { createRateLimiter, DEFAULT_RATE_LIMITS } from './rateLimit';
 import { publicRoutes } from './routes';
 import type { GatewayClients } from './clients';
@@ -21,7 +22,7 @@ export interface RunningGateway {
 }
 
 export type GatewayStartConfig = Pick<GatewayConfig, 'host' | 'port' | 'contactsAddress' | 'schedulerAddress' | 'publicBaseUrl'> &
-  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'adminToken' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits'>>;
+  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'adminToken' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy'>>;
 
 export interface GatewayDeps {
   /** gRPC clients to use instead of connecting to `contactsAddress`/`schedulerAddress` (tests wrap them). */
@@ -30,6 +31,11 @@ export interface GatewayDeps {
   channelCatalog?: ChannelCatalogSource;
   /** All-in-one mode only: extra routers, e.g. the dev inbox of the sink providers. */
   extraRouters?: Router[];
+  /**
+   * The bus: where the review form leaves a rating while the scheduler cannot take it (stream RATINGS).
+   * Unset, such a rating gets the form's keep-trying page until the scheduler is back.
+   */
+  bus?: Bus;
 }
 
 export async function startGateway(config: GatewayStartConfig, ctx: ServiceContext, deps: GatewayDeps = {}): Promise<RunningGateway> {
@@ -52,14 +58,19 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
     // Auto-pipelining sends the commands of concurrent requests in one write: far fewer syscalls under load.
     redis = new Redis(config.redisUrl, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, enableAutoPipelining: true, connectionName: 'rrs-gateway' });
     redis.on('error', (err) => ctx.logger.warn({ err }, 'redis connection error'));
-    await redis.connect();
     const r = redis;
     ctx.lifecycle.onStop('gateway redis', async () => {
       await r.quit().catch(() => r.disconnect());
     });
-    ctx.health.addCheck('gateway-redis', async () => {
-      await r.ping();
-    });
+    await reachAtStart({ variable: 'REDIS_URL', url: config.redisUrl, what: 'Redis' }, () => r.connect());
+    // Without Redis the gateway keeps serving (in-memory rate limits, no shared auth cache): degraded, still ready.
+    ctx.health.addCheck(
+      'gateway-redis',
+      async () => {
+        await r.ping();
+      },
+      { required: false },
+    );
   }
   const keyPrefix = config.redisKeyPrefix ?? 'rrs:gw:';
 
@@ -85,10 +96,22 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
     publicBaseUrl: config.publicBaseUrl,
     adminToken: config.adminToken,
     extraRouters: deps.extraRouters,
+    ratings: deps.bus ? busRatingOutbox(deps.bus) : undefined,
     health: ctx.health,
     logger: ctx.logger,
   });
-  const server = http.createServer(app);
+  app.set('trust proxy', config.trustProxy ?? false);
+  const limits = config.http ?? DEFAULT_HTTP_LIMITS;
+  const server = http.createServer(
+    {
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      // Node checks the two timeouts on this tick (30 s by default, longer than the timeouts themselves).
+      connectionsCheckingInterval: Math.max(250, Math.min(30_000, Math.floor(limits.headersTimeoutMs / 4))),
+    },
+    app,
+  );
+  server.maxConnections = limits.maxConnections;
   server.on('clientError', clientErrorHandler(config.publicBaseUrl));
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {

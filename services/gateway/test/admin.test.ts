@@ -20,7 +20,7 @@ describe('admin API /admin/v1', () => {
     bus = await createTestBus('memory');
     contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
     scheduler = await startScheduler(
-      { databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: '', grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}` },
+      { databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}` },
       ctx,
       { bus: bus.bus, noDispatcher: true },
     );
@@ -238,7 +238,7 @@ describe('admin API /admin/v1', () => {
       const first = await call('POST', `/organizations/${org}/flows`, { name: 'Email then SMS', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 60 }] });
       expect(first.status).toBe(201);
       const f1 = (first.body as { flow: { id: string } }).flow;
-      expect(f1).toEqual({ id: expect.any(String), name: 'Email then SMS', isDefault: true, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 0 }, { order: 2, channel: 'SMS', delayMinutes: 60 }] });
+      expect(f1).toEqual({ id: expect.any(String), name: 'Email then SMS', isDefault: true, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 0 }, { order: 2, channel: 'SMS', delayMinutes: 60 }], responseWindowMinutes: null });
       const f2 = ((await call('POST', `/organizations/${org}/flows`, { name: 'SMS only', steps: [{ channel: 'SMS', delayMinutes: 0 }] })).body as { flow: { id: string } }).flow;
 
       const replaced = await call('PUT', `/organizations/${org}/flows/${f2.id}`, { name: 'Telegram then SMS', steps: [{ channel: 'TELEGRAM', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 30 }] });
@@ -257,11 +257,13 @@ describe('admin API /admin/v1', () => {
       for (const [body, pointer] of [
         [{ name: 'x', steps: [] }, '/steps'],
         [{ name: 'x', steps: [{ channel: 'email', delayMinutes: 0 }] }, '/steps/0/channel'],
+        // One channel-key rule everywhere (proto rules.ts): a key longer than 32 characters is refused here as in templates.
+        [{ name: 'x', steps: [{ channel: 'S'.repeat(33), delayMinutes: 0 }] }, '/steps/0/channel'],
         [{ name: 'x', steps: [{ channel: 'SMS', delayMinutes: -1 }] }, '/steps/0/delayMinutes'],
       ] as const) {
         const res = await call('POST', `/organizations/${org}/flows`, body);
         expect(res.status).toBe(400);
-        expect(pointers(res.body)).toEqual([pointer]);
+        expect([...new Set(pointers(res.body))]).toEqual([pointer]);
       }
       expect(await scheduler.flows.list(org)).toEqual([]);
       expect((await call('POST', `/organizations/${UNKNOWN}/flows`, { name: 'x', steps: [{ channel: 'SMS', delayMinutes: 0 }] })).status).toBe(404);
@@ -327,5 +329,44 @@ describe('admin API /admin/v1', () => {
       'listApiKeys', 'listChannelConfigurations', 'listFlows', 'listLocations', 'listOrganizations', 'listTemplates', 'resetTemplate', 'revokeApiKey',
       'setChannelConfiguration', 'setDefaultFlow', 'setTemplate', 'updateFlow', 'updateLocation', 'updateOrganization',
     ]);
+  });
+  describe('send windows', () => {
+    const DEFAULT = { start: '09:00', end: '21:00', days: [], channels: [] };
+
+    it('new organizations get 09:00–21:00 for the phone channels; a window can be replaced, removed, and set per location', async () => {
+      const created = (await call('POST', '/organizations', { name: 'Acme', plan: 'standard', emailConfirmed: true })).body as { organization: { id: string; sendWindow: unknown } };
+      expect(created.organization.sendWindow).toEqual(DEFAULT);
+      const org = created.organization.id;
+      const us = { start: '08:00', end: '21:00', days: [5, 1, 2, 3, 4], channels: ['SMS', 'EMAIL'] };
+      expect(((await call('PATCH', `/organizations/${org}`, { sendWindow: us })).body as { organization: { sendWindow: unknown } }).organization.sendWindow)
+        .toEqual({ start: '08:00', end: '21:00', days: [1, 2, 3, 4, 5], channels: ['EMAIL', 'SMS'] });
+      // A PATCH without the field keeps it.
+      expect(((await call('PATCH', `/organizations/${org}`, { name: 'Acme 2' })).body as { organization: { sendWindow: unknown } }).organization.sendWindow).toMatchObject({ start: '08:00' });
+      expect(((await call('PATCH', `/organizations/${org}`, { sendWindow: null })).body as { organization: { sendWindow: unknown } }).organization.sendWindow).toBeNull();
+      expect(((await call('POST', '/organizations', { name: 'Night owls', sendWindow: null })).body as { organization: { sendWindow: unknown } }).organization.sendWindow).toBeNull();
+
+      const loc = ((await call('POST', `/organizations/${org}/locations`, { name: 'Tverskaya', timeZone: 'Europe/Moscow', sendWindow: { start: '22:00', end: '02:00' } })).body as { location: { id: string; sendWindow: unknown } }).location;
+      expect(loc.sendWindow).toEqual({ start: '22:00', end: '02:00', days: [], channels: [] });
+      expect(((await call('PATCH', `/organizations/${org}/locations/${loc.id}`, { sendWindow: null })).body as { location: { sendWindow: unknown } }).location.sendWindow).toBeNull();
+      expect((await contacts.directory.getLocation(org, loc.id)).sendWindow).toBeNull();
+    });
+
+    it.each([
+      ['a time that is not HH:MM', { start: '9:00', end: '21:00' }, '/sendWindow/start'],
+      ['a day outside 1–7', { start: '09:00', end: '21:00', days: [0] }, '/sendWindow/days/0'],
+      ['a lower-case channel', { start: '09:00', end: '21:00', channels: ['sms'] }, '/sendWindow/channels/0'],
+      ['a window of no time', { start: '09:00', end: '09:00' }, '/sendWindow/end'],
+      ['a repeated day', { start: '09:00', end: '21:00', days: [1, 1] }, '/sendWindow/days'],
+    ])('refuse %s with 400 and change nothing', async (_label, sendWindow, pointer) => {
+      const org = await newOrg();
+      const res = await call('PATCH', `/organizations/${org}`, { sendWindow });
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ code: 'invalid_request' });
+      expect(pointers(res.body)).toContain(pointer);
+      expect((await contacts.directory.getOrganization(org)).sendWindow).toEqual(DEFAULT);
+      const location = await call('POST', `/organizations/${org}/locations`, { name: 'X', sendWindow });
+      expect(location.status).toBe(400);
+      expect(await contacts.directory.listLocations(org)).toEqual([]);
+    });
   });
 });

@@ -34,7 +34,7 @@ export async function startCascadeStack(options: { locale?: 'ru' | 'en' } = {}):
   const contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
   const gatewayPort = 0;
   const scheduler = await startScheduler(
-    { databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
+    { databaseUrl: db.url, busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
     ctx,
     { bus: tb.bus, channelsCacheMs: 0 },
   );
@@ -44,7 +44,7 @@ export async function startCascadeStack(options: { locale?: 'ru' | 'en' } = {}):
   const keys = {} as Record<OrgKind, string>;
   const orgIds = {} as Record<OrgKind, string>;
   for (const [k, s] of Object.entries(setups) as Array<[OrgKind, (typeof setups)[OrgKind]]>) {
-    const org = await contacts.directory.createOrganization({ name: k === 'paid' ? 'Coffee Co' : k, ...s, locale: options.locale ?? 'en', defaultRegion: 'RU' });
+    const org = await contacts.directory.createOrganization({ name: k === 'paid' ? 'Coffee Co' : k, ...s, locale: options.locale ?? 'en', defaultRegion: 'RU', sendWindow: null });
     orgIds[k] = org.id;
     keys[k] = (await contacts.directory.issueApiKey({ organizationId: org.id })).secret;
     for (const channel of ['EMAIL', 'SMS']) await contacts.channels.set({ organizationId: org.id, channel, configured: true });

@@ -37,7 +37,7 @@ describe('cascades through the gateway', () => {
   it('GET /flows lists the flows', async () => {
     const res = await call('GET', '/flows');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ flows: [{ id: flowId, name: 'Email then SMS', isDefault: true, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 0 }, { order: 2, channel: 'SMS', delayMinutes: 1440 }] }] });
+    expect(res.body).toEqual({ flows: [{ id: flowId, name: 'Email then SMS', isDefault: true, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 0 }, { order: 2, channel: 'SMS', delayMinutes: 1440 }], responseWindowMinutes: null }] });
     expect((await call('GET', '/flows', undefined, 'other')).body).toEqual({ flows: [] });
   });
 

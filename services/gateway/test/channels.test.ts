@@ -31,7 +31,7 @@ describe('channel catalog and send endpoints built from running senders', () => 
     tb = await createTestBus('memory');
     contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
     const scheduler = await startScheduler(
-      { databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: '', grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
+      { databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
       ctx,
       { bus: tb.bus, channelsCacheMs: 0 },
     );
@@ -43,11 +43,11 @@ describe('channel catalog and send endpoints built from running senders', () => 
       { channelCatalog: catalog },
     );
     base = gateway.url;
-    await startEmailSender({ natsUrl: 'nats://unused', busPrefix: '', databaseUrl: db.url, concurrency: 4, channelTtlMs: TTL_MS }, ctx, { bus: tb.bus, outbox });
+    await startEmailSender({ databaseUrl: db.url, concurrency: 4, channelTtlMs: TTL_MS }, ctx, { bus: tb.bus, outbox });
     ctx.health.setReady(true);
     const setups = { paid: { plan: 'standard', channels: ['EMAIL', 'VIBER'] }, bare: { plan: 'standard', channels: [] }, trial: { plan: 'trial', channels: ['EMAIL', 'VIBER'] } } as const;
     for (const [name, s] of Object.entries(setups)) {
-      const org = await contacts.directory.createOrganization({ name, plan: s.plan, emailConfirmed: true, locale: 'en', defaultRegion: 'RU' });
+      const org = await contacts.directory.createOrganization({ name, plan: s.plan, emailConfirmed: true, locale: 'en', defaultRegion: 'RU', sendWindow: null });
       keys[name] = (await contacts.directory.issueApiKey({ organizationId: org.id })).secret;
       for (const channel of s.channels) await contacts.channels.set({ organizationId: org.id, channel, configured: true });
       locations[name] = (await contacts.directory.createLocation({ organizationId: org.id, name: 'Tverskaya', address: 'Tverskaya 1', city: 'Moscow', timeZone: 'Europe/Moscow', reviewLinks: [] })).id;
@@ -99,7 +99,7 @@ describe('channel catalog and send endpoints built from running senders', () => 
 
     const viberCtx = testContext('viber-sender');
     const viberOutbox = new SinkOutbox();
-    await startChannelSender({ natsUrl: 'nats://unused', busPrefix: '', databaseUrl: db.url, concurrency: 2, channelTtlMs: TTL_MS }, viberCtx, {
+    const viberSender = await startChannelSender({ databaseUrl: db.url, concurrency: 2, channelTtlMs: TTL_MS }, viberCtx, {
       service: 'channel-viber',
       schema: 'channel_viber',
       bus: tb.bus,
@@ -113,6 +113,12 @@ describe('channel catalog and send endpoints built from running senders', () => 
       expect.objectContaining({ key: 'EMAIL' }),
       { key: 'VIBER', slug: 'viber', label: 'Viber', contactField: 'phone', configured: true, sendEndpoint: '/api/v1/channels/viber/send' },
     ]);
+    // A sender that reports it cannot send now (its working account blocked) shows as not configured, and back.
+    const viberConfigured = async () => ((await call('GET', '/channels')).body as { channels: Array<{ key: string; configured: boolean }> }).channels.find((c) => c.key === 'VIBER')?.configured;
+    await viberSender.setAvailability('VIBER', { available: false, reason: 'account_blocked' });
+    await waitFor(async () => (await viberConfigured()) === false, { what: 'VIBER unavailable' });
+    await viberSender.setAvailability('VIBER', { available: true });
+    await waitFor(async () => (await viberConfigured()) === true, { what: 'VIBER available again' });
 
     // Its request requires the entry's contactField (phone), its result's channel is its key.
     const doc = (await (await fetch(`${base}/api/v1/openapi.json`)).json()) as { paths: Record<string, { post: { requestBody: { content: { 'application/json': { schema: { properties: { recipients: { items: { required: string[] } } } } } } }; responses: Record<string, { content: { 'application/json': { schema: { properties: { channel: unknown } } } } }> } }> };

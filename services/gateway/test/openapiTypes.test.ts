@@ -66,24 +66,24 @@ describe('the types of the OpenAPI documents', () => {
       expect([name, text.includes(`"#/components/schemas/${name}"`)]).toEqual([name, true]);
     }
     // The channel of a request is any channel key: the catalog is live.
-    expect(schemasOf(doc).ChannelKey).toEqual({ anyOf: [{ $ref: '#/components/schemas/KnownChannelKey' }, { type: 'string', maxLength: 32, pattern: '^[A-Z][A-Z0-9_]*$' }], description: expect.any(String) });
+    expect(schemasOf(doc).ChannelKey).toEqual({ anyOf: [{ $ref: '#/components/schemas/KnownChannelKey' }, { type: 'string', maxLength: 32, pattern: '^[A-Z][A-Z0-9_]{0,31}$' }], description: expect.any(String) });
   });
 
   it('a value added to a list in @rrs/proto appears in the validation and the document, with no other change', () => {
     jest.isolateModules(() => {
       const proto = require('@rrs/proto') as { RECIPIENT_STATUSES: string[]; SKIP_REASONS: string[]; SUBSCRIBABLE_EVENT_TYPES: string[] };
-      proto.RECIPIENT_STATUSES.push('waiting');
+      proto.RECIPIENT_STATUSES.push('paused');
       proto.SKIP_REASONS.push('cooldown');
-      proto.SUBSCRIBABLE_EVENT_TYPES.push('cascade.recipient.rated');
+      proto.SUBSCRIBABLE_EVENT_TYPES.push('cascade.recipient.opened');
       const routes = require('../src/routes') as { publicRoutes: typeof publicRoutes };
       const api = require('../src/routes/api') as { publicApi: typeof publicApi };
       const http = require('../src/http/api') as { serveApi: typeof serveApi };
       const enums = require('../src/routes/enums') as { SkipReason: { safeParse(v: unknown): { success: boolean } } };
       expect(enums.SkipReason.safeParse('cooldown').success).toBe(true);
       const grown = schemasOf(publicDocument(routes.publicRoutes, api.publicApi, http.serveApi));
-      expect(grown.RecipientStatus.enum).toEqual([...RECIPIENT_STATUSES, 'waiting']);
+      expect(grown.RecipientStatus.enum).toEqual([...RECIPIENT_STATUSES, 'paused']);
       expect(grown.SkipReason.enum).toEqual([...SKIP_REASONS, 'cooldown']);
-      expect(grown.SubscribableEventType.enum).toEqual([...SUBSCRIBABLE_EVENT_TYPES, 'cascade.recipient.rated']);
+      expect(grown.SubscribableEventType.enum).toEqual([...SUBSCRIBABLE_EVENT_TYPES, 'cascade.recipient.opened']);
     });
     expect(schemasOf(publicDocument()).SkipReason.enum).toEqual([...SKIP_REASONS]);
   });

@@ -1,4 +1,4 @@
-import { EVENT_TYPES, eventsV1 } from '@rrs/proto';
+import { EVENT_TYPES, eventsV1, SUBSCRIBABLE_EVENT_TYPES as SUBSCRIBABLE } from '@rrs/proto';
 import { ConflictError, DomainError, injectTraceContext, InvalidError, inTransaction, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
 import { runIdempotent, type Codec, type IdempotencyRequest } from '@rrs/idempotency';
 import { announceDue, createDeliveries, disableEndpoint, storeEvent, type DeliveryPolicy, type DisabledReason } from './deliveries';
@@ -7,7 +7,7 @@ import { generateSecret } from './signing';
 import { WebhookUrlNotAllowed, type UrlGuard } from './urlGuard';
 
 /** Event types an endpoint may subscribe to (the test event is sent on request, to one endpoint). */
-export const SUBSCRIBABLE_EVENT_TYPES: readonly string[] = [EVENT_TYPES.cascadeRecipientFinished];
+export const SUBSCRIBABLE_EVENT_TYPES: readonly string[] = SUBSCRIBABLE;
 export const MAX_ENDPOINTS_PER_ORGANIZATION = 50;
 const MAX_DESCRIPTION = 500;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

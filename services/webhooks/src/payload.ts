@@ -48,6 +48,18 @@ export function eventData(event: eventsV1.Event): unknown {
   switch (event.payload?.$case) {
     case 'cascadeRecipientFinished':
       return cascadeRecipientFinishedData(event.payload.cascadeRecipientFinished);
+    case 'reviewRequestRated': {
+      const rated = event.payload.reviewRequestRated;
+      return {
+        reviewRequestId: rated.reviewRequestId,
+        locationId: orNull(rated.locationId),
+        customerName: orNull(rated.customerName),
+        contact: orNull(rated.contact),
+        rating: rated.rating,
+        feedback: orNull(rated.feedback),
+        ratedAt: iso(rated.ratedAt),
+      };
+    }
     case 'webhookTest':
       return { endpointId: event.payload.webhookTest.endpointId, message: event.payload.webhookTest.message };
     case undefined:

@@ -54,7 +54,8 @@ export async function startWebhooks(config: StartWebhooksConfig, ctx: ServiceCon
   worker.wake();
 
   const endpoints = new WebhookEndpoints(pool, guard, config.policy, () => worker.wake());
-  const bus = await openBus(config, ctx, 'webhooks', deps.bus);
+  // Without NATS the deliveries already queued in PostgreSQL go on and new events wait in the stream: degraded.
+  const bus = await openBus(config, ctx, 'webhooks', deps.bus, { required: false });
   const events = await consumeEvents(bus, pool, ctx.logger, () => worker.wake());
   ctx.lifecycle.onStop('events consumer', () => events.drain());
 

@@ -20,7 +20,7 @@ describe('webhooks API through the gateway', () => {
   let base: string;
   let api: OpenApiChecker;
   const receiver = new Receiver();
-  const keys = { mine: '', other: '', readOnly: '' };
+  const keys = { mine: '', other: '', readOnly: '', hooksOnly: '' };
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -44,6 +44,7 @@ describe('webhooks API through the gateway', () => {
     keys.mine = (await directory.issueApiKey({ organizationId: mine.id })).secret;
     keys.other = (await directory.issueApiKey({ organizationId: other.id })).secret;
     keys.readOnly = (await directory.issueApiKey({ organizationId: mine.id, scopes: SCOPES.filter((s) => s !== 'webhooks:write') })).secret;
+    keys.hooksOnly = (await directory.issueApiKey({ organizationId: mine.id, scopes: ['webhooks:read', 'webhooks:write'] })).secret;
     api = await openApiChecker(`${base}/api/v1/openapi.json`);
   });
   afterAll(async () => {
@@ -178,6 +179,24 @@ describe('webhooks API through the gateway', () => {
     expect(res.status).toBe(403);
     expect(res.body).toMatchObject({ code: 'insufficient_scope', requiredScope: 'webhooks:write' });
   });
+
+  it.each(['cascade.recipient.finished', 'cascade.recipient.rated', 'review_request.rated'])(
+    'needs cascades:read besides webhooks:write to subscribe to %s, at create and at update (403, nothing created or changed)',
+    async (event) => {
+      const before = await listIds();
+      const refused = await call('POST', '/webhooks', { url: receiver.url('/scoped'), events: [event] }, keys.hooksOnly);
+      expect(refused.status).toBe(403);
+      expect(refused.body).toMatchObject({ code: 'insufficient_scope', requiredScope: 'cascades:read' });
+      expect(await listIds()).toEqual(before);
+      const made = ((await call('POST', '/webhooks', { url: receiver.url('/scoped'), events: ['cascade.recipient.finished'] })).body as Json).id as string;
+      const update = await call('PATCH', `/webhooks/${made}`, { events: [event], description: 'changed' }, keys.hooksOnly);
+      expect(update.status).toBe(403);
+      expect(((await call('GET', `/webhooks/${made}`)).body as Json).description).not.toBe('changed');
+      // Without events in the change, a webhooks-only key may still manage the endpoint.
+      expect((await call('PATCH', `/webhooks/${made}`, { description: 'renamed' }, keys.hooksOnly)).status).toBe(200);
+      expect((await call('DELETE', `/webhooks/${made}`)).status).toBe(204);
+    },
+  );
 
   it('answers 404 for a malformed id and 400 for a bad page size', async () => {
     expect((await call('GET', '/webhooks/not-an-id')).status).toBe(404);

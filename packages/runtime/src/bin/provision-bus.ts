@@ -20,7 +20,7 @@ async function main(): Promise<void> {
   }
   try {
     await provisionBus(config);
-    logger.info({ prefix: config.busPrefix, channelTtlMs: config.channelTtlMs }, 'streams STEPS, EVENTS and bucket channels are in place');
+    logger.info({ prefix: config.busPrefix, channelTtlMs: config.channelTtlMs }, 'streams STEPS, EVENTS, RATINGS and bucket channels are in place');
   } catch (err) {
     logger.fatal({ err }, 'provisioning the bus failed');
     process.exit(1);

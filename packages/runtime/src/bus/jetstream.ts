@@ -13,6 +13,7 @@ import {
   type NatsConnection,
   type StreamConfig,
 } from 'nats';
+import { whereUrlPoints } from '../config';
 import { BusError, defaultErrorHandler, toBusError, type BusErrorHandler } from './errors';
 import { apiErrorCode, ERR_CONSUMER_ALREADY_EXISTS, ERR_STREAM_NAME_IN_USE, isNoResponders } from './jetstreamApi';
 import { JetStreamSubscription } from './jetstreamConsume';
@@ -64,14 +65,14 @@ export async function connectJetStreamBus(options: JetStreamBusOptions): Promise
     // single cost of the bus in the dispatch benchmark (2-4x throughput without it).
     nc = await connect({ servers, name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 1_000, noAsyncTraces: true });
   } catch (err) {
-    throw toBusError(`cannot connect to NATS at ${options.url}`, err);
+    throw toBusError(`cannot connect to NATS at ${whereUrlPoints(options.url)}`, err);
   }
   try {
     const jsm = await nc.jetstreamManager();
     return new JetStreamBus(nc, jsm, nc.jetstream(), rules, options.onError ?? defaultErrorHandler);
   } catch (err) {
     await nc.close().catch(() => undefined);
-    throw toBusError(`JetStream is not available at ${options.url}`, err);
+    throw toBusError(`JetStream is not available at ${whereUrlPoints(options.url)}`, err);
   }
 }
 
@@ -206,6 +207,10 @@ class JetStreamBus implements Bus {
     } catch (err) {
       throw toBusError(`cannot read consumer ${streamName}/${durable}`, err);
     }
+  }
+
+  isConnected(): boolean {
+    return this.connected && !this.nc.isClosed();
   }
 
   close(): Promise<void> {

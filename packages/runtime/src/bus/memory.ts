@@ -62,7 +62,7 @@ class MemoryBus implements contract.Bus {
     this.rules = new BusRules(options);
     this.onError = options.onError ?? defaultErrorHandler;
     const stream = (name: contract.StreamName): MemoryStream => new MemoryStream(name, this.rules, this.timers);
-    this.streams = { STEPS: stream('STEPS'), EVENTS: stream('EVENTS') };
+    this.streams = { STEPS: stream('STEPS'), EVENTS: stream('EVENTS'), RATINGS: stream('RATINGS') };
   }
 
   async ensureStreams(): Promise<void> {
@@ -107,6 +107,10 @@ class MemoryBus implements contract.Bus {
     const consumer = memoryStream?.consumers.get(durable);
     if (!consumer) throw new BusError(`cannot read consumer ${memoryStream?.name ?? stream}/${durable}: consumer not found`);
     return consumer.pending();
+  }
+
+  isConnected(): boolean {
+    return !this.closing;
   }
 
   close(): Promise<void> {

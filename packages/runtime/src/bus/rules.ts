@@ -32,6 +32,7 @@ export interface StreamRule {
 export const STREAMS: Readonly<Record<StreamName, StreamRule>> = {
   STEPS: { root: 'steps', workQueue: true, maxAgeMs: null },
   EVENTS: { root: 'events', workQueue: false, maxAgeMs: 7 * 24 * 3_600_000 },
+  RATINGS: { root: 'ratings', workQueue: true, maxAgeMs: null },
 };
 
 const STREAM_NAMES = Object.keys(STREAMS) as StreamName[];

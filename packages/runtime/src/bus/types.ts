@@ -8,6 +8,8 @@
  * - `STEPS` on `steps.>`: work-queue retention. A due step goes to `steps.<channel>`; senders answer on
  *   `steps.result`. Each subject is read by exactly one durable consumer.
  * - `EVENTS` on `events.>`: limits retention, for integrator events (`events.cascade.recipient.finished`).
+ * - `RATINGS` on `ratings.>`: work-queue retention, ratings the review form accepted while the scheduler
+ *   could not record them (`ratings.submitted`), read by the scheduler's ratings intake.
  *
  * Invariants the two implementations keep:
  * - A publish carrying `msgId` that was already accepted within the duplicate window is dropped and
@@ -19,7 +21,7 @@
  *   see its last chance and record a dead letter.
  */
 
-export type StreamName = 'STEPS' | 'EVENTS';
+export type StreamName = 'STEPS' | 'EVENTS' | 'RATINGS';
 
 export interface PublishOptions {
   /** Deduplication id (JetStream `Nats-Msg-Id`). */
@@ -121,6 +123,11 @@ export interface Bus {
   kv(bucket: string, options: KvOptions): Promise<KvStore>;
   /** Number of messages a durable consumer has not yet had acked (pending + in flight). */
   pending(stream: StreamName, durable: string): Promise<number>;
+  /**
+   * Whether the transport is connected to its server right now (JetStream: between a disconnect and the
+   * reconnect it is not; the in-process bus: until closed). What readiness reports as `nats`.
+   */
+  isConnected(): boolean;
   close(): Promise<void>;
 }
 

@@ -1,4 +1,4 @@
-import type { Pool, PoolClient } from '@rrs/runtime';
+import { sqlArray, type Pool, type PoolClient } from '@rrs/runtime';
 import { msUntilEarliest } from './msUntilEarliest';
 
 export interface ClaimedStep {
@@ -32,14 +32,23 @@ export function msUntilNextDueStep(pool: Pool): Promise<number | null> {
  * recipients (SKIP LOCKED like the dispatcher, so replicas never act twice), counting one more result
  * timeout on each.
  */
-export async function claimTimedOutSteps(client: PoolClient, before: Date, limit: number): Promise<Array<ClaimedStep & { timeouts: number }>> {
+/** The channels of steps dispatched before `before` that still have no result. */
+export async function channelsWithTimedOutSteps(db: Pool | PoolClient, before: Date): Promise<string[]> {
+  const { rows } = await db.query<{ sent_channel: string }>(
+    `SELECT DISTINCT sent_channel FROM recipient_steps WHERE status = 'dispatched' AND dispatched_at <= $1`,
+    [before],
+  );
+  return rows.map((row) => row.sent_channel);
+}
+
+export async function claimTimedOutSteps(client: PoolClient, before: Date, limit: number, channels: string[]): Promise<Array<ClaimedStep & { timeouts: number }>> {
   const { rows: due } = await client.query<ClaimedStep>(
     `SELECT s.id AS "stepId", s.recipient_id AS "recipientId"
        FROM recipient_steps s JOIN recipients r ON r.id = s.recipient_id
-      WHERE s.status = 'dispatched' AND s.dispatched_at <= $1
+      WHERE s.status = 'dispatched' AND s.dispatched_at <= $1 AND s.sent_channel = ANY($3::text[])
       ORDER BY s.dispatched_at LIMIT $2
       FOR UPDATE OF s, r SKIP LOCKED`,
-    [before, limit],
+    [before, limit, sqlArray(channels)],
   );
   if (due.length === 0) return [];
   const { rows: counted } = await client.query<{ id: string; result_timeouts: number }>(

@@ -21,6 +21,8 @@ export interface CascadeRow {
   created_at: Date;
   finished_at: Date | null;
   trace_context: string;
+  /** The response window this cascade's recipients wait after their last step (flow minutes; 0 = none). */
+  response_window_minutes: number;
 }
 
 export interface ReviewLinkRow {
@@ -64,7 +66,7 @@ export interface NewCascade {
 const CASCADE_COLUMNS: ColumnTypes<CascadeRow> = {
   id: 'uuid', organization_id: 'uuid', location_id: 'text', name: 'text', flow_id: 'uuid', channel: 'text', external_id: 'text', status: 'text',
   locale: 'text', templates: 'jsonb', flow_steps: 'jsonb', recipients_total: 'int', skipped: 'int', active_recipients: 'int',
-  created_at: 'timestamptz', finished_at: 'timestamptz', trace_context: 'jsonb',
+  created_at: 'timestamptz', finished_at: 'timestamptz', trace_context: 'jsonb', response_window_minutes: 'int',
 };
 const REVIEW_LINK_COLUMNS: ColumnTypes<ReviewLinkRow> = { id: 'uuid', token: 'text', recipient_id: 'uuid', customer_name: 'text', contact: 'text' };
 const RECIPIENT_COLUMNS: ColumnTypes<RecipientRow> = {

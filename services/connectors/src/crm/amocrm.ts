@@ -48,9 +48,9 @@ export function amoLeadToDeal(lead: AmoLead): CrmDeal {
   const contacts = lead._embedded?.contacts ?? [];
   const main = contacts.find((c) => c.is_main) ?? contacts[0];
   const fields: Record<string, string> = { pipeline_id: String(lead.pipeline_id) };
-  for (const f of lead.custom_fields_values ?? []) {
-    const v = f.values?.[0]?.value;
-    if (v !== undefined && v !== null) fields[String(f.field_id)] = String(v);
+  for (const field of lead.custom_fields_values ?? []) {
+    const value = field.values?.[0]?.value;
+    if (value !== undefined && value !== null) fields[String(field.field_id)] = String(value);
   }
   const closedAt = unix(lead.closed_at);
   return {
@@ -67,8 +67,8 @@ export function amoLeadToDeal(lead: AmoLead): CrmDeal {
 
 function firstValue(contact: AmoContact, code: string): string {
   const field = (contact.custom_fields_values ?? []).find((f) => f.field_code === code);
-  const v = field?.values?.find((x) => typeof x.value === 'string' && x.value.trim() !== '')?.value;
-  return typeof v === 'string' ? v.trim() : '';
+  const value = field?.values?.find((x) => typeof x.value === 'string' && x.value.trim() !== '')?.value;
+  return typeof value === 'string' ? value.trim() : '';
 }
 
 export class AmoCrmClient implements CrmClient {
@@ -130,9 +130,9 @@ export class AmoCrmClient implements CrmClient {
     const res = await this.call('GET', `/api/v4/contacts/${encodeURIComponent(id)}`);
     if (res.status === 204 || res.status === 404) return null;
     if (res.status !== 200) throw crmErrorOf(res, `amoCRM GET contact ${id}`);
-    const c = res.body as AmoContact;
-    const name = (c.name ?? '').trim() || [c.first_name, c.last_name].filter(Boolean).join(' ').trim();
-    return { id: String(c.id), name, email: firstValue(c, 'EMAIL'), phone: firstValue(c, 'PHONE') };
+    const contact = res.body as AmoContact;
+    const name = (contact.name ?? '').trim() || [contact.first_name, contact.last_name].filter(Boolean).join(' ').trim();
+    return { id: String(contact.id), name, email: firstValue(contact, 'EMAIL'), phone: firstValue(contact, 'PHONE') };
   }
 
   /** The won (pipeline, status) pairs to list: the configured ones, or status 142 of every pipeline. */
@@ -152,7 +152,7 @@ export class AmoCrmClient implements CrmClient {
   async *listWonDeals(since: Date, wonStages: WonStage[]): AsyncGenerator<CrmDeal[]> {
     for (const pair of await this.wonPairs(wonStages)) {
       for (let page = 1; ; page++) {
-        const q = new URLSearchParams({
+        const query = new URLSearchParams({
           'filter[statuses][0][pipeline_id]': pair.pipelineId,
           'filter[statuses][0][status_id]': pair.stageId,
           'filter[closed_at][from]': String(Math.floor(since.getTime() / 1000)),
@@ -160,7 +160,7 @@ export class AmoCrmClient implements CrmClient {
           limit: '250',
           page: String(page),
         });
-        const res = await this.call('GET', `/api/v4/leads?${q}`);
+        const res = await this.call('GET', `/api/v4/leads?${query}`);
         if (res.status === 204) break;
         if (res.status !== 200) throw crmErrorOf(res, 'amoCRM GET leads');
         const body = res.body as { _embedded?: { leads?: AmoLead[] }; _links?: { next?: unknown } };
@@ -177,8 +177,8 @@ export class AmoCrmClient implements CrmClient {
   }
 
   async hasNote(dealId: string, marker: string): Promise<boolean> {
-    const q = new URLSearchParams({ 'filter[note_type]': 'common', limit: '250', 'order[id]': 'desc' });
-    const res = await this.call('GET', `/api/v4/leads/${encodeURIComponent(dealId)}/notes?${q}`);
+    const query = new URLSearchParams({ 'filter[note_type]': 'common', limit: '250', 'order[id]': 'desc' });
+    const res = await this.call('GET', `/api/v4/leads/${encodeURIComponent(dealId)}/notes?${query}`);
     if (res.status === 204) return false;
     if (res.status !== 200) throw crmErrorOf(res, `amoCRM GET notes of lead ${dealId}`);
     const notes = (res.body as { _embedded?: { notes?: Array<{ params?: { text?: unknown } }> } })._embedded?.notes ?? [];

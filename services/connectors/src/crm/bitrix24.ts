@@ -18,8 +18,8 @@ export function bitrixDateTime(d: Date): string {
 
 const date = (v: unknown): Date | null => {
   if (typeof v !== 'string' || v === '') return null;
-  const t = Date.parse(v);
-  return Number.isFinite(t) ? new Date(t) : null;
+  const parsed = Date.parse(v);
+  return Number.isFinite(parsed) ? new Date(parsed) : null;
 };
 
 const idOrNull = (v: unknown): string | null => (v === null || v === undefined || v === '' || v === '0' || v === 0 ? null : String(v));
@@ -86,9 +86,9 @@ export class Bitrix24Client implements CrmClient {
   async getContact(id: string): Promise<CrmContact | null> {
     const { result } = await this.result('crm.contact.get', { id }, { notFound: true });
     if (!result) return null;
-    const c = result as Record_;
-    const name = [c.NAME, c.SECOND_NAME, c.LAST_NAME].filter((x) => typeof x === 'string' && x.trim() !== '').join(' ');
-    return { id: String(c.ID), name, email: firstMulti(c.EMAIL), phone: firstMulti(c.PHONE) };
+    const contact = result as Record_;
+    const name = [contact.NAME, contact.SECOND_NAME, contact.LAST_NAME].filter((x) => typeof x === 'string' && x.trim() !== '').join(' ');
+    return { id: String(contact.ID), name, email: firstMulti(contact.EMAIL), phone: firstMulti(contact.PHONE) };
   }
 
   /** crm.deal.list of deals in a won stage modified at or after `since`, oldest change first. */

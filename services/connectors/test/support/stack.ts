@@ -57,14 +57,14 @@ export async function startConnectorStack(options: { policy?: Partial<ConnectorP
   const ctx = testContext('connectors-test');
   const contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
   const scheduler = await startScheduler(
-    { databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40, feedbackWindowMinutes: 50 },
+    { databaseUrl: db.url, busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40, feedbackWindowMinutes: 50 },
     ctx,
     { bus: tb.bus, channelsCacheMs: 0 },
   );
   const secretKeys = [Buffer.from(generateSecretKey(), 'base64')];
   const running = await startConnectors(
     {
-      databaseUrl: db.url, natsUrl: 'nats://unused', busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, hooksHost: '127.0.0.1', hooksPort: 0,
+      databaseUrl: db.url, busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, hooksHost: '127.0.0.1', hooksPort: 0,
       contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`, publicBaseUrl: 'http://hooks.test',
       secretKeys, allowHttpCrm: true, redisUrl: options.redisUrl, policy: { ...TEST_POLICY, ...options.policy },
     },
@@ -72,8 +72,8 @@ export async function startConnectorStack(options: { policy?: Partial<ConnectorP
     { bus: tb.bus },
   );
   ctx.health.setReady(true);
-  const org = await contacts.directory.createOrganization({ name: 'Coffee Co', plan: 'standard', emailConfirmed: true, locale: 'en', defaultRegion: 'RU' });
-  const other = await contacts.directory.createOrganization({ name: 'Other', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU' });
+  const org = await contacts.directory.createOrganization({ name: 'Coffee Co', plan: 'standard', emailConfirmed: true, locale: 'en', defaultRegion: 'RU', sendWindow: null });
+  const other = await contacts.directory.createOrganization({ name: 'Other', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', sendWindow: null });
   for (const id of [org.id, other.id]) for (const channel of ['EMAIL', 'SMS']) await contacts.channels.set({ organizationId: id, channel, configured: true });
   const location = (name: string) => contacts.directory.createLocation({ organizationId: org.id, name, address: `${name} 1`, city: 'Moscow', timeZone: 'Europe/Moscow', reviewLinks: [{ provider: 'google', url: 'https://g.example/r' }] });
   const locationId = (await location('Tverskaya')).id;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_FLOW_STEPS, SCOPES, type contactsV1, type schedulerV1 } from '@rrs/proto';
+import { MAX_FLOW_STEPS, MAX_RESPONSE_WINDOW_MINUTES, SCOPES, SEND_WINDOW_TIME_PATTERN, type contactsV1, type schedulerV1 } from '@rrs/proto';
 import type { GatewayClients } from '../clients';
 import { defineRoute, type Route } from '../http/route';
 import { ChannelKey, Locale, Plan, Scope } from '../routes/enums';
@@ -17,6 +17,19 @@ const idOf = (example: string) => Id.meta({ examples: [example] });
 const OrganizationId = idOf(EXAMPLE_IDS.organization);
 const OrgParams = z.object({ organizationId: OrganizationId });
 
+const SEND_WINDOW_DOC = 'Local hours when steps may go out (docs/customer-respect.md): in the time zone of the recipient\'s location, else the organization\'s. A step due outside waits until the window opens.';
+const LocalTime = z.string().regex(SEND_WINDOW_TIME_PATTERN, 'must be a local time HH:MM (00:00–23:59)');
+const SendWindowInput = z.strictObject({
+  start: LocalTime.meta({ description: 'Opens, HH:MM local.', examples: ['09:00'] }),
+  end: LocalTime.meta({ description: 'Closes, HH:MM local; before `start` = the window crosses midnight.', examples: ['21:00'] }),
+  days: z.array(z.number().int().min(1).max(7)).max(7).optional().meta({ description: 'ISO weekdays the window opens on (1 = Monday … 7 = Sunday); absent or [] = every day.' }),
+  channels: z.array(ChannelKey).max(16).optional().meta({ description: 'Channels it holds; absent or [] = SMS, MAX and TELEGRAM (email goes out at any time).' }),
+}).meta({ description: SEND_WINDOW_DOC });
+const SendWindow = z.object({ start: z.string(), end: z.string(), days: z.array(z.number().int()), channels: z.array(ChannelKey) }).meta({ description: SEND_WINDOW_DOC });
+
+const ResponseWindowMinutes = z.number().int().min(0).max(MAX_RESPONSE_WINDOW_MINUTES);
+const RESPONSE_WINDOW_DOC = 'Minutes a recipient waits for a rating after its last step went out before it finishes `exhausted` (0 = at once; docs/cascades.md).';
+
 const Organization = z.object({
   id: z.string(),
   name: z.string(),
@@ -26,6 +39,8 @@ const Organization = z.object({
   timeZone: z.string(),
   locale: Locale,
   defaultRegion: z.string().meta({ description: 'ISO 3166 region used to read phone numbers written without a country code.' }),
+  sendWindow: SendWindow.nullable().meta({ description: 'Null: steps go out at any time.' }),
+  responseWindowMinutes: z.number().int().meta({ description: `${RESPONSE_WINDOW_DOC} For one-channel sends and flows that set none.` }),
   createdAt: z.string(),
 });
 const OrganizationFields = {
@@ -45,6 +60,8 @@ const CreateOrganizationBody = z.strictObject({
   timeZone: OrganizationFields.timeZone.optional().meta({ description: 'Default UTC.' }),
   locale: OrganizationFields.locale.optional().meta({ description: 'Default `en`; chooses the default message templates.' }),
   defaultRegion: OrganizationFields.defaultRegion.optional().meta({ description: 'Default RU.' }),
+  sendWindow: SendWindowInput.nullable().optional().meta({ description: 'Default 09:00–21:00 every day for SMS, MAX and TELEGRAM; null = any time.' }),
+  responseWindowMinutes: ResponseWindowMinutes.optional().meta({ description: `${RESPONSE_WINDOW_DOC} Default 4 320 (3 days).` }),
 });
 const UpdateOrganizationBody = z.strictObject({
   name: OrganizationFields.name.optional(),
@@ -54,6 +71,8 @@ const UpdateOrganizationBody = z.strictObject({
   timeZone: OrganizationFields.timeZone.optional(),
   locale: OrganizationFields.locale.optional(),
   defaultRegion: OrganizationFields.defaultRegion.optional(),
+  sendWindow: SendWindowInput.nullable().optional().meta({ description: 'Replaces the window; null = any time; absent = unchanged.' }),
+  responseWindowMinutes: ResponseWindowMinutes.optional().meta({ description: RESPONSE_WINDOW_DOC }),
 });
 
 const ApiKey = z.object({
@@ -77,6 +96,7 @@ const Location = z.object({
   city: z.string(),
   timeZone: z.string().meta({ description: "IANA time zone; empty = the organization's." }),
   reviewLinks: z.array(z.object({ provider: z.string(), url: z.string() })),
+  sendWindow: SendWindow.nullable().meta({ description: "This location's own window; null = the organization's applies." }),
   createdAt: z.string(),
   updatedAt: z.string(),
 });
@@ -87,6 +107,7 @@ const CreateLocationBody = z.strictObject({
   city: z.string().max(200).optional(),
   timeZone: z.string().max(64).optional(),
   reviewLinks: z.array(ReviewLink).max(20).optional(),
+  sendWindow: SendWindowInput.nullable().optional().meta({ description: "This location's own window; absent or null = the organization's." }),
 });
 const UpdateLocationBody = z.strictObject({
   name: z.string().min(1).max(200).optional(),
@@ -94,6 +115,7 @@ const UpdateLocationBody = z.strictObject({
   city: z.string().max(200).optional(),
   timeZone: z.string().max(64).optional(),
   reviewLinks: z.array(ReviewLink).max(20).optional().meta({ description: 'Replaces every link; [] removes them all.' }),
+  sendWindow: SendWindowInput.nullable().optional().meta({ description: "Replaces this location's window; null = the organization's applies; absent = unchanged." }),
 });
 
 const FLOW_STEPS = `a flow has 1 to ${MAX_FLOW_STEPS} steps`;
@@ -103,14 +125,20 @@ const Flow = z.object({
   name: z.string(),
   isDefault: z.boolean(),
   steps: z.array(z.object({ order: z.number().int(), channel: ChannelKey, delayMinutes: z.number().int() })),
+  responseWindowMinutes: z.number().int().nullable().meta({ description: `${RESPONSE_WINDOW_DOC} Null = the organization's.` }),
 });
 const FlowParams = z.object({ organizationId: OrganizationId, flowId: idOf(EXAMPLE_IDS.flow) });
 const CreateFlowBody = z.strictObject({
   name: z.string().min(1).max(200),
   steps: z.array(FlowStep).min(1, FLOW_STEPS).max(MAX_FLOW_STEPS, FLOW_STEPS).meta({ description: 'In order; step 1 is sent at once whatever its delay.' }),
   isDefault: z.boolean().optional().meta({ description: "Make it the organization's default flow." }),
+  responseWindowMinutes: ResponseWindowMinutes.nullable().optional().meta({ description: `${RESPONSE_WINDOW_DOC} Absent or null = the organization's.` }),
 });
-const UpdateFlowBody = z.strictObject({ name: z.string().min(1).max(200), steps: z.array(FlowStep).min(1, FLOW_STEPS).max(MAX_FLOW_STEPS, FLOW_STEPS) });
+const UpdateFlowBody = z.strictObject({
+  name: z.string().min(1).max(200),
+  steps: z.array(FlowStep).min(1, FLOW_STEPS).max(MAX_FLOW_STEPS, FLOW_STEPS),
+  responseWindowMinutes: ResponseWindowMinutes.nullable().optional().meta({ description: `${RESPONSE_WINDOW_DOC} Replaced with the steps: absent or null = the organization's.` }),
+});
 
 const Template = z.object({
   channel: ChannelKey,
@@ -129,7 +157,7 @@ const CreditBody = z.strictObject({ parts: z.number().int().min(1).max(1_000_000
 
 const EXAMPLE_ORGANIZATION = {
   id: EXAMPLE_IDS.organization, name: 'Acme Dental', plan: 'standard', emailConfirmed: true, smsBalance: 500,
-  timeZone: 'Europe/Moscow', locale: 'ru', defaultRegion: 'RU', createdAt: '2026-05-01T09:00:00.000Z',
+  timeZone: 'Europe/Moscow', locale: 'ru', defaultRegion: 'RU', sendWindow: { start: '09:00', end: '21:00', days: [], channels: [] }, responseWindowMinutes: 4320, createdAt: '2026-05-01T09:00:00.000Z',
 };
 const EXAMPLE_API_KEY = {
   id: '0190e0e0-8888-7000-8000-000000000008', name: 'CRM', scopes: ['locations:read', 'contacts:write'], prefix: 'rrs_live_3f9a', last4: 'x7Qe',
@@ -137,23 +165,29 @@ const EXAMPLE_API_KEY = {
 };
 const EXAMPLE_LOCATION = {
   id: EXAMPLE_IDS.location, name: 'Tverskaya', address: 'Tverskaya st. 1', city: 'Moscow', timeZone: 'Europe/Moscow',
-  reviewLinks: [{ provider: 'yandex', url: 'https://yandex.ru/maps/org/1/reviews/' }], createdAt: '2026-05-01T09:00:00.000Z', updatedAt: '2026-05-01T09:00:00.000Z',
+  reviewLinks: [{ provider: 'yandex', url: 'https://yandex.ru/maps/org/1/reviews/' }], sendWindow: null, createdAt: '2026-05-01T09:00:00.000Z', updatedAt: '2026-05-01T09:00:00.000Z',
 };
-const EXAMPLE_FLOW = { id: EXAMPLE_IDS.flow, name: 'Email, then SMS a day later', isDefault: true, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 0 }, { order: 2, channel: 'SMS', delayMinutes: 1440 }] };
+const EXAMPLE_FLOW = { id: EXAMPLE_IDS.flow, name: 'Email, then SMS a day later', isDefault: true, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 0 }, { order: 2, channel: 'SMS', delayMinutes: 1440 }], responseWindowMinutes: null };
 const EXAMPLE_EMAIL_TEMPLATE = { channel: 'EMAIL', subject: 'How was {{location}}?', body: 'Hello {{name}}, please rate your visit: {{link}}', isDefault: false };
 const EXAMPLE_SMS_TEMPLATE = { channel: 'SMS', subject: '', body: '{{location}}: rate your visit {{link}}', isDefault: true };
 
 const iso = (d: Date | undefined) => (d ? d.toISOString() : '');
+const sendWindowJson = (w: contactsV1.SendWindow | undefined) => (w ? { start: w.start, end: w.end, days: w.days, channels: w.channels } : null);
+/** A request's window: absent = unchanged (or the default), null = none. */
+const sendWindowSetting = (w: z.infer<typeof SendWindowInput> | null | undefined): contactsV1.SendWindowSetting | undefined =>
+  w === undefined ? undefined : { window: w === null ? undefined : { start: w.start, end: w.end, days: w.days ?? [], channels: w.channels ?? [] } };
 const organizationJson = (o: contactsV1.Organization) => ({
   id: o.id, name: o.name, plan: o.plan, emailConfirmed: o.emailConfirmed, smsBalance: o.smsBalance,
-  timeZone: o.timeZone, locale: o.locale, defaultRegion: o.defaultRegion, createdAt: iso(o.createdAt),
+  timeZone: o.timeZone, locale: o.locale, defaultRegion: o.defaultRegion, sendWindow: sendWindowJson(o.sendWindow), responseWindowMinutes: o.responseWindowMinutes, createdAt: iso(o.createdAt),
 });
 const apiKeyJson = (k: contactsV1.ApiKey) => ({ id: k.id, name: k.name, scopes: k.scopes, prefix: k.prefix, last4: k.last4, createdAt: iso(k.createdAt), revokedAt: k.revokedAt ? k.revokedAt.toISOString() : null });
 const locationJson = (l: contactsV1.Location) => ({
   id: l.id, name: l.name, address: l.address, city: l.city, timeZone: l.timeZone,
-  reviewLinks: l.reviewLinks.map((r) => ({ provider: r.provider, url: r.url })), createdAt: iso(l.createdAt), updatedAt: iso(l.updatedAt),
+  reviewLinks: l.reviewLinks.map((r) => ({ provider: r.provider, url: r.url })), sendWindow: sendWindowJson(l.sendWindow), createdAt: iso(l.createdAt), updatedAt: iso(l.updatedAt),
 });
-const flowJson = (f: schedulerV1.Flow) => ({ id: f.id, name: f.name, isDefault: f.isDefault, steps: f.steps.map((s) => ({ order: s.order, channel: s.channel, delayMinutes: s.delayMinutes })) });
+const flowJson = (f: schedulerV1.Flow) => ({
+  id: f.id, name: f.name, isDefault: f.isDefault, steps: f.steps.map((s) => ({ order: s.order, channel: s.channel, delayMinutes: s.delayMinutes })), responseWindowMinutes: f.responseWindowMinutes ?? null,
+});
 const templateJson = (t: contactsV1.MessageTemplate) => ({ channel: t.channel, subject: t.subject, body: t.body, isDefault: t.isDefault });
 
 export function adminRoutes(clients: GatewayClients): Route[] {
@@ -171,7 +205,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       handler: async ({ body, metadata }) => {
         const r = await contacts.createOrganization({
           name: body.name, plan: body.plan ?? '', emailConfirmed: body.emailConfirmed ?? false, smsBalance: body.smsBalance ?? 0,
-          timeZone: body.timeZone ?? '', locale: body.locale ?? '', defaultRegion: body.defaultRegion ?? '',
+          timeZone: body.timeZone ?? '', locale: body.locale ?? '', defaultRegion: body.defaultRegion ?? '', sendWindow: sendWindowSetting(body.sendWindow), responseWindowMinutes: body.responseWindowMinutes,
         }, { metadata });
         return { body: { organization: organizationJson(r.organization!) } };
       },
@@ -204,7 +238,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       request: { params: OrgParams, body: UpdateOrganizationBody },
       responses: { 200: { description: 'The organization as it is now.', body: z.object({ organization: Organization }), example: { organization: { ...EXAMPLE_ORGANIZATION, plan: 'pro' } } } },
       example: { body: { plan: 'pro', emailConfirmed: true } },
-      handler: async ({ params, body, metadata }) => ({ body: { organization: organizationJson((await contacts.updateOrganization({ id: params.organizationId, ...body }, { metadata })).organization!) } }),
+      handler: async ({ params, body, metadata }) => ({ body: { organization: organizationJson((await contacts.updateOrganization({ id: params.organizationId, ...body, sendWindow: sendWindowSetting(body.sendWindow) }, { metadata })).organization!) } }),
     }),
 
     // API keys
@@ -241,7 +275,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       responses: { 201: { description: 'The location.', body: z.object({ location: Location }), example: { location: EXAMPLE_LOCATION } } },
       example: { body: { name: 'Tverskaya', address: 'Tverskaya st. 1', city: 'Moscow', timeZone: 'Europe/Moscow', reviewLinks: [{ provider: 'yandex', url: 'https://yandex.ru/maps/org/1/reviews/' }] } },
       handler: async ({ params, body, metadata }) => {
-        const r = await contacts.createLocation({ organizationId: params.organizationId, name: body.name, address: body.address ?? '', city: body.city ?? '', timeZone: body.timeZone ?? '', reviewLinks: body.reviewLinks ?? [] }, { metadata });
+        const r = await contacts.createLocation({ organizationId: params.organizationId, name: body.name, address: body.address ?? '', city: body.city ?? '', timeZone: body.timeZone ?? '', reviewLinks: body.reviewLinks ?? [], sendWindow: sendWindowSetting(body.sendWindow) }, { metadata });
         return { body: { location: locationJson(r.location!) } };
       },
     }),
@@ -274,7 +308,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       handler: async ({ params, body, metadata }) => {
         const r = await contacts.updateLocation({
           organizationId: params.organizationId, id: params.locationId, name: body.name, address: body.address, city: body.city, timeZone: body.timeZone,
-          reviewLinks: body.reviewLinks ?? [], replaceReviewLinks: body.reviewLinks !== undefined,
+          reviewLinks: body.reviewLinks ?? [], replaceReviewLinks: body.reviewLinks !== undefined, sendWindow: sendWindowSetting(body.sendWindow),
         }, { metadata });
         return { body: { location: locationJson(r.location!) } };
       },
@@ -298,7 +332,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       example: { body: { name: 'Email, then SMS a day later', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 1440 }] } },
       handler: async ({ params, body, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
-        const r = await scheduler.createFlow({ organizationId: params.organizationId, name: body.name, isDefault: body.isDefault ?? false, steps: body.steps.map((s, i) => ({ order: i + 1, ...s })) }, { metadata });
+        const r = await scheduler.createFlow({ organizationId: params.organizationId, name: body.name, isDefault: body.isDefault ?? false, steps: body.steps.map((s, i) => ({ order: i + 1, ...s })), responseWindowMinutes: body.responseWindowMinutes ?? undefined }, { metadata });
         return { body: { flow: flowJson(r.flow!) } };
       },
     }),
@@ -319,7 +353,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       example: { body: { name: 'Email only', steps: [{ channel: 'EMAIL', delayMinutes: 0 }] } },
       handler: async ({ params, body, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
-        const r = await scheduler.updateFlow({ organizationId: params.organizationId, id: params.flowId, name: body.name, steps: body.steps.map((s, i) => ({ order: i + 1, ...s })) }, { metadata });
+        const r = await scheduler.updateFlow({ organizationId: params.organizationId, id: params.flowId, name: body.name, steps: body.steps.map((s, i) => ({ order: i + 1, ...s })), responseWindowMinutes: body.responseWindowMinutes ?? undefined }, { metadata });
         return { body: { flow: flowJson(r.flow!) } };
       },
     }),

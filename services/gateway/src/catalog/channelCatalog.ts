@@ -1,4 +1,4 @@
-import { openBus, type Bus, type Logger, type ServiceContext } from '@rrs/runtime';
+import type { Bus, Logger } from '@rrs/runtime';
 import { DEFAULT_CHANNEL_TTL_MS, openChannelsBucket, readChannelCatalog, type ChannelCatalogEntry } from '@rrs/sender-kit';
 
 /** The channels running senders announce, as the gateway currently knows them. */
@@ -16,7 +16,7 @@ export interface RunningChannelCatalog extends ChannelCatalogSource {
 }
 
 const same = (a: readonly ChannelCatalogEntry[], b: readonly ChannelCatalogEntry[]) =>
-  a.length === b.length && a.every((e, i) => e.key === b[i].key && e.slug === b[i].slug && e.label === b[i].label && e.contactField === b[i].contactField && e.position === b[i].position && e.capabilities.join() === b[i].capabilities.join());
+  a.length === b.length && a.every((e, i) => e.key === b[i].key && e.slug === b[i].slug && e.label === b[i].label && e.contactField === b[i].contactField && e.position === b[i].position && e.capabilities.join() === b[i].capabilities.join() && e.unavailable === b[i].unavailable && e.unavailableReason === b[i].unavailableReason);
 
 /**
  * Reads the `channels` KV bucket into memory and keeps it current: a watch applies announcements at
@@ -62,12 +62,4 @@ export async function startChannelCatalog(options: { bus: Bus; logger: Logger; t
       unwatch();
     },
   };
-}
-
-/** The distributed gateway's catalog: its own bus connection (closed last on shutdown) and the reader. */
-export async function openChannelCatalog(config: { natsUrl: string; busPrefix: string; channelTtlMs: number }, ctx: ServiceContext): Promise<RunningChannelCatalog> {
-  const bus = await openBus(config, ctx, 'gateway');
-  const catalog = await startChannelCatalog({ bus, logger: ctx.logger, ttlMs: config.channelTtlMs });
-  ctx.lifecycle.onStop('channel catalog', () => catalog.stop());
-  return catalog;
 }

@@ -24,6 +24,12 @@ export const TEXT = {
     unsubscribeButton: 'Unsubscribe',
     unsubscribed: (org: string) => `You will no longer receive review requests from ${org} by email.`,
     error: 'Something went wrong. Please try again later.',
+    savedLater: 'Your rating is saved. It will show on this page in a few minutes.',
+    keepTryingTitle: 'Saving your rating…',
+    keepTrying: (seconds: number) => `We could not save your rating just now. We will keep trying: keep this page open, it sends your rating again by itself in ${seconds} s.`,
+    keepTryingNoScript: 'Press the button to send it again.',
+    keepTryingButton: 'Try again now',
+    unavailable: 'This page is briefly unavailable. It will reload by itself; you can also open the link again later.',
   },
   ru: {
     title: 'Как прошёл визит?',
@@ -47,6 +53,12 @@ export const TEXT = {
     unsubscribeButton: 'Отписаться',
     unsubscribed: (org: string) => `Вы больше не будете получать просьбы об отзыве от «${org}» по электронной почте.`,
     error: 'Что-то пошло не так. Попробуйте позже.',
+    savedLater: 'Ваша оценка сохранена. Через несколько минут она появится на этой странице.',
+    keepTryingTitle: 'Сохраняем вашу оценку…',
+    keepTrying: (seconds: number) => `Сейчас не получилось сохранить оценку. Мы будем пробовать снова: не закрывайте страницу, через ${seconds} с она сама отправит оценку ещё раз.`,
+    keepTryingNoScript: 'Нажмите кнопку, чтобы отправить её ещё раз.',
+    keepTryingButton: 'Попробовать сейчас',
+    unavailable: 'Страница ненадолго недоступна. Она обновится сама; можно также открыть ссылку позже.',
   },
 } as const;
 

@@ -1,1 +1,2 @@
 export { reviewFormRouter, type ReviewFormOptions } from './router';
+export { busRatingOutbox, type RatingOutbox } from './ratingOutbox';

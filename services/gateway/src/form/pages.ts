@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { schedulerV1 } from '@rrs/proto';
 import { TEXT, type Locale } from './i18n';
 
@@ -17,8 +18,8 @@ textarea{width:100%;min-height:7rem;font:inherit;padding:.6rem;border:1px solid 
 .links{list-style:none;padding:0;margin:.6rem 0 0}.links a{display:block;text-align:center;padding:.8rem;margin:.4rem 0;border:1px solid #0071e3;border-radius:10px;color:#0071e3;text-decoration:none;font-weight:600}
 .error{color:#c00;margin:.5rem 0}.sep{margin:1.2rem 0;border:0;border-top:1px solid #e5e5ea}`;
 
-export function page(locale: Locale, title: string, body: string): string {
-  return `<!doctype html><html lang="${locale}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex"><title>${esc(title)}</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`;
+export function page(locale: Locale, title: string, body: string, head = ''): string {
+  return `<!doctype html><html lang="${locale}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">${head}<title>${esc(title)}</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`;
 }
 
 const PROVIDERS: Record<string, string> = { google: 'Google', yandex: 'Яндекс', '2gis': '2GIS', tripadvisor: 'Tripadvisor' };
@@ -41,7 +42,7 @@ export function reviewPage(form: schedulerV1.ReviewForm, csrf: string, action: s
       .map((n) => `<input type="radio" id="star${n}" name="rating" value="${n}" required><label for="star${n}" title="${esc(t.stars(n))}" aria-label="${esc(t.stars(n))}">★</label>`)
       .join('');
     return page(locale, t.title, `<div class="card"><p class="place">${esc(place)}</p><h1>${esc(t.prompt(place))}</h1>
-<form method="post" action="${esc(action)}/rating"><input type="hidden" name="csrf" value="${esc(csrf)}">
+<form method="post" action="${esc(action)}/rating"><input type="hidden" name="csrf" value="${esc(csrf)}"><input type="hidden" name="lang" value="${locale}">
 <fieldset class="stars" style="border:0;padding:0">${stars}</fieldset>${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}
 <button type="submit">${esc(t.submit)}</button></form></div>`);
   }
@@ -67,10 +68,44 @@ export function unsubscribePage(form: schedulerV1.ReviewForm, csrf: string, acti
 <form method="post" action="${esc(action)}"><input type="hidden" name="csrf" value="${esc(csrf)}"><button type="submit">${esc(t.unsubscribeButton)}</button></form></div>`);
 }
 
-/** A page for a link that cannot be served; both languages, since an unknown link has no organization. */
-export function messagePage(kind: 'notFound' | 'csrf' | 'tooMany' | 'error', locale?: Locale): string {
+/**
+ * A page for a link that cannot be served; both languages, since an unknown link has no organization.
+ * With `refreshSeconds` (a GET during an outage) the page reloads itself after that many seconds.
+ */
+export function messagePage(kind: 'notFound' | 'csrf' | 'tooMany' | 'error' | 'unavailable', locale?: Locale, refreshSeconds?: number): string {
   const locales: Locale[] = locale ? [locale] : ['ru', 'en'];
   const title = kind === 'notFound' ? TEXT[locales[0]].notFoundTitle : TEXT[locales[0]].title;
   const body = locales.map((l) => `<p lang="${l}">${esc(TEXT[l][kind])}</p>`).join('');
-  return page(locales[0], title, `<div class="card"><h1>${esc(title)}</h1>${body}</div>`);
+  const head = refreshSeconds === undefined ? '' : `<meta http-equiv="refresh" content="${refreshSeconds}">`;
+  return page(locales[0], title, `<div class="card"><h1>${esc(title)}</h1>${body}</div>`, head);
+}
+
+/**
+ * The thank-you for a rating the bus accepted while the scheduler could not record it: the scheduler
+ * records it shortly. The place, the public links and the feedback form need the scheduler, so they
+ * show when the link is opened again.
+ */
+export function savedLaterPage(locale: Locale, rating: number): string {
+  const t = TEXT[locale];
+  return page(locale, t.thanks, `<div class="card"><h1>${esc(t.thanks)}</h1><p data-testid="your-rating">${esc(t.yourRating(rating))}</p><p data-testid="saved-later">${esc(t.savedLater)}</p></div>`);
+}
+
+/**
+ * Re-submits the keep-trying page's form after the delay in its `data-after` attribute. Constant text,
+ * so the page's Content-Security-Policy allows exactly this script by its hash and nothing else.
+ */
+const RETRY_SCRIPT = "(function(){var f=document.getElementById('retry');setTimeout(function(){f.submit()},Number(f.getAttribute('data-after'))*1000)})();";
+export const RETRY_SCRIPT_CSP_SOURCE = `'sha256-${createHash('sha256').update(RETRY_SCRIPT).digest('base64')}'`;
+
+/**
+ * "We'll keep trying": neither the scheduler nor the bus could take the rating. The page holds the same
+ * form (CSRF value, rating, language) with the attempt number, and sends it again by itself after
+ * `retryAfterSeconds`; without JavaScript, its button does.
+ */
+export function keepTryingPage(locale: Locale, action: string, fields: { csrf: string; rating: number; attempt: number }, retryAfterSeconds: number): string {
+  const t = TEXT[locale];
+  return page(locale, t.keepTryingTitle, `<div class="card"><h1>${esc(t.keepTryingTitle)}</h1><p role="status" data-testid="keep-trying">${esc(t.keepTrying(retryAfterSeconds))}</p>
+<p data-testid="your-rating">${esc(t.yourRating(fields.rating))}</p><noscript><p>${esc(t.keepTryingNoScript)}</p></noscript>
+<form id="retry" method="post" action="${esc(action)}/rating" data-after="${retryAfterSeconds}"><input type="hidden" name="csrf" value="${esc(fields.csrf)}"><input type="hidden" name="lang" value="${locale}"><input type="hidden" name="rating" value="${fields.rating}"><input type="hidden" name="attempt" value="${fields.attempt}">
+<button type="submit">${esc(t.keepTryingButton)}</button></form></div><script>${RETRY_SCRIPT}</script>`);
 }

@@ -1,14 +1,22 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { DomainError, httpStatusOf, type Logger, type PromiseClient } from '@rrs/runtime';
+import { collapseRepeats, DomainError, httpStatusOf, type Logger, type PromiseClient } from '@rrs/runtime';
 import type { schedulerV1 } from '@rrs/proto';
 import { localeOf, TEXT } from './i18n';
-import { messagePage, reviewPage, unsubscribePage } from './pages';
+import { keepTryingPage, messagePage, RETRY_SCRIPT_CSP_SOURCE, reviewPage, savedLaterPage, unsubscribePage } from './pages';
+import type { RatingOutbox } from './ratingOutbox';
 
 export interface ReviewFormOptions {
   scheduler: PromiseClient<schedulerV1.CascadeSchedulerServiceClient>;
   logger: Logger;
+  /**
+   * Where a rating goes when the scheduler cannot take it (the RATINGS stream, see ratingOutbox.ts);
+   * unset, such a rating gets the keep-trying page at once.
+   */
+  ratings?: RatingOutbox;
+  /** The keep-trying page's wait before its first re-send, doubling per attempt up to `max` (seconds). Default 5 and 60. */
+  retrySeconds?: { first: number; max: number };
   /** Submits allowed per token and client IP per window. */
   submitsPerWindow?: number;
   windowSeconds?: number;
@@ -17,9 +25,10 @@ export interface ReviewFormOptions {
 const CSRF_COOKIE = 'rrs_form_csrf';
 const TOKEN = /^[0-9A-Za-z]{22}$/;
 
-function securityHeaders(res: Response): void {
-  // The token is in the URL: it must not leak through Referer, caches or frames.
-  res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+function securityHeaders(res: Response, scriptSource?: string): void {
+  // The token is in the URL: it must not leak through Referer, caches or frames. Scripts only by hash, where a page has one.
+  const scripts = scriptSource ? `; script-src ${scriptSource}` : '';
+  res.setHeader('Content-Security-Policy', `default-src 'none'; style-src 'unsafe-inline'${scripts}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`);
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Cache-Control', 'no-store');
@@ -73,8 +82,12 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
   const views = new RateLimiterMemory({ points: 120, duration: 60, keyPrefix: 'form-view' });
   const urlencoded = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 10 });
 
-  const send = (res: Response, status: number, html: string) => {
-    securityHeaders(res);
+  const retrySeconds = options.retrySeconds ?? { first: 5, max: 60 };
+  // During an outage every submit would log the same failure: once per cause per interval, with a count.
+  const outageLog = collapseRepeats(options.logger);
+
+  const send = (res: Response, status: number, html: string, scriptSource?: string) => {
+    securityHeaders(res, scriptSource);
     res.status(status).type('text/html; charset=utf-8').send(html);
   };
 
@@ -92,6 +105,12 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
 
   function fail(res: Response, err: unknown, locale?: 'ru' | 'en'): void {
     if (err instanceof DomainError && err.kind === 'not_found') return send(res, 404, messagePage('notFound'));
+    if (isOutage(err)) {
+      // An outage is not our fault and passes: 503 with Retry-After; a page that was a GET reloads itself.
+      outageLog.warn({ err }, 'review form: the scheduler is unavailable');
+      res.setHeader('Retry-After', String(retrySeconds.first));
+      return send(res, 503, messagePage('unavailable', locale, res.req.method === 'GET' ? retrySeconds.first : undefined));
+    }
     options.logger.error({ err }, 'review form failed');
     const status = httpStatusOf(err);
     send(res, status < 500 ? status : 500, messagePage('error', locale));
@@ -136,10 +155,37 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
         const { form } = await options.scheduler.getReviewForm({ token, recordOpen: false });
         return send(res, 400, reviewPage(form!, issueCsrf(req, res, base(token)), base(token), TEXT[localeOf(form!.locale)].pickOne));
       }
-      await options.scheduler.submitRating({ token, rating });
+      try {
+        await options.scheduler.submitRating({ token, rating });
+      } catch (err) {
+        if (!isOutage(err)) throw err;
+        return acceptLater(token, rating, req, res, err);
+      }
       res.redirect(303, base(token));
     }),
   );
+
+  /**
+   * The scheduler cannot record the rating now (it is down, or its database). The rating goes to the
+   * RATINGS stream and the customer gets the thank-you; if the bus cannot take it either, the
+   * keep-trying page (503, Retry-After) sends the same form again by itself until it is recorded.
+   */
+  async function acceptLater(token: string, rating: number, req: Request, res: Response, cause: unknown): Promise<void> {
+    const locale = localeOf(typeof req.body?.lang === 'string' ? req.body.lang : undefined);
+    if (options.ratings) {
+      try {
+        await options.ratings.accept(token, rating);
+        outageLog.warn({ err: cause }, 'the scheduler cannot record ratings: accepted on the RATINGS stream');
+        return send(res, 200, savedLaterPage(locale, rating));
+      } catch (err) {
+        outageLog.error({ err, scheduler: (cause as Error).message }, 'neither the scheduler nor the bus can take ratings: the page keeps trying');
+      }
+    }
+    const attempt = Math.min(Math.max(0, Math.trunc(Number(req.body?.attempt)) || 0), 100);
+    const wait = Math.min(retrySeconds.max, retrySeconds.first * 2 ** Math.min(attempt, 10));
+    res.setHeader('Retry-After', String(wait));
+    send(res, 503, keepTryingPage(locale, base(token), { csrf: String(req.body.csrf), rating, attempt: attempt + 1 }, wait), RETRY_SCRIPT_CSP_SOURCE);
+  }
 
   router.post(
     '/r/:token/feedback',
@@ -177,4 +223,9 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
   );
 
   return router;
+}
+
+/** An outage of what records the form's answers (the scheduler, or its database): it passes, so the form says "later", never 500. */
+function isOutage(err: unknown): boolean {
+  return err instanceof DomainError && err.kind === 'unavailable';
 }

@@ -1,9 +1,11 @@
 import express, { type Request, type Response } from 'express';
-import { DomainError } from '@rrs/runtime';
+import { DomainError, InvalidError, type FieldProblem } from '@rrs/runtime';
 import { HttpError } from './errors';
 
 /** The largest JSON body any API takes. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+/** The deepest nesting any API's body has is 4; anything past this is refused before a schema or a fingerprint recurses into it. */
+export const MAX_JSON_DEPTH = 32;
 const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
 
 const jsonParser = express.json({ limit: BODY_LIMIT_BYTES, strict: true, type: () => true });
@@ -30,7 +32,35 @@ export async function readJsonBody(req: Request, res: Response): Promise<unknown
   } catch (err) {
     throw bodyError(err) ?? err;
   }
+  checkJsonShape(req.body);
   return req.body;
+}
+
+const escapePointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1');
+
+/**
+ * Refuses, before any recursive code sees the body, JSON nested deeper than MAX_JSON_DEPTH (400
+ * `malformed_json`) and a NUL character in any string or key (400 `invalid_request`, naming each place):
+ * no field of the API may hold one, and PostgreSQL text cannot store it. Walks without recursion.
+ */
+export function checkJsonShape(body: unknown): void {
+  const problems: FieldProblem[] = [];
+  const pending: Array<{ value: unknown; pointer: string; depth: number }> = [{ value: body, pointer: '', depth: 0 }];
+  while (pending.length > 0) {
+    const { value, pointer, depth } = pending.pop()!;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) problems.push({ pointer: pointer || '/', detail: 'must not contain a NUL character' });
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_JSON_DEPTH) throw new DomainError('invalid', 'malformed_json', `the request body nests deeper than ${MAX_JSON_DEPTH} levels`);
+    for (const [key, child] of Object.entries(value)) {
+      const childPointer = `${pointer}/${escapePointer(key)}`;
+      if (key.includes('\u0000')) problems.push({ pointer: childPointer, detail: 'a key must not contain a NUL character' });
+      pending.push({ value: child, pointer: childPointer, depth: depth + 1 });
+    }
+  }
+  if (problems.length > 0) throw new InvalidError(problems.reverse());
 }
 
 /** Turns body-parser failures (this reader's, or another parser's such as the review form's) into the API's problem codes. */

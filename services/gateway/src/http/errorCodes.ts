@@ -11,10 +11,10 @@ export interface ErrorCodeInfo {
 
 export const ERROR_CODES = {
   invalid_request: { status: 400, description: 'The request does not match the schema; `errors` lists each offending field as a JSON pointer.' },
-  malformed_json: { status: 400, description: 'The body is not valid JSON.' },
+  malformed_json: { status: 400, description: 'The body is not valid JSON, or nests deeper than 32 levels.' },
   invalid_idempotency_key: { status: 400, description: 'The Idempotency-Key header is not 1 to 255 printable ASCII characters.' },
   missing_api_key: { status: 401, description: 'No `Authorization: Bearer <key>` header was sent.' },
-  invalid_api_key: { status: 401, description: 'The key is malformed, unknown or revoked.' },
+  invalid_api_key: { status: 401, description: 'The key is malformed, unknown or revoked, or the request carries more than one Authorization header; one answer for all of them.' },
   plan_required: { status: 402, description: "The organization's plan does not allow the operation (a trial plan cannot send messages)." },
   insufficient_scope: { status: 403, description: 'The key lacks the scope the operation needs; `requiredScope` names it.' },
   not_found: { status: 404, description: 'The object (or route) does not exist, or belongs to another organization.' },
@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, description: 'A body was sent with a Content-Type other than `application/json` (UTF-8).' },
   malformed_http: { status: 400, description: 'The request is not valid HTTP (e.g. a control character in a header); answered before routing.' },
   headers_too_large: { status: 431, description: 'The request headers are too large; answered before routing.' },
+  request_timeout: { status: 408, description: 'The request headers or body came slower than the server accepts (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS); answered before routing, and the connection is closed.' },
   rate_limited: { status: 429, description: "The key's request quota for the current window is used up; retry after `Retry-After` seconds." },
   internal: { status: 500, description: 'An unexpected error; the request id identifies it in the logs.' },
   service_unavailable: { status: 503, description: 'A service behind the gateway is unavailable; retry later.' },
@@ -55,5 +56,5 @@ export const DEFAULT_CODES_BY_STATUS: Record<number, ErrorCode[]> = {
 export const STATUS_TITLES: Record<number, string> = {
   400: 'Bad Request', 401: 'Unauthorized', 402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found',
   405: 'Method Not Allowed', 409: 'Conflict', 413: 'Content Too Large', 415: 'Unsupported Media Type',
-  422: 'Unprocessable Content', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 500: 'Internal Server Error', 501: 'Not Implemented', 503: 'Service Unavailable',
+  422: 'Unprocessable Content', 408: 'Request Timeout', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 500: 'Internal Server Error', 501: 'Not Implemented', 503: 'Service Unavailable',
 };

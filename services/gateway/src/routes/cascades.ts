@@ -65,7 +65,7 @@ const StepJson = z
       ...stepFields,
       status: z.enum(STEP_STATUSES.filter((s): s is Exclude<(typeof STEP_STATUSES)[number], 'skipped'> => s !== 'skipped')),
       reason: z.string().nullable().meta({
-        description: 'With `failed`: why, e.g. `no_balance`, `unreachable`, `no_result`, or the sender\'s own reason; with `sent`: `undelivered: <reason>` after a negative delivery receipt; otherwise null.',
+        description: 'With `failed`: why, e.g. `no_balance`, `unreachable`, `no_result`, or the sender\'s own reason; with `sent`: `undelivered: <reason>` after a negative delivery receipt; with `scheduled`: `send_window` while the step waits for the recipient\'s send window to open (it goes out at `dueAt`); otherwise null.',
       }),
     }),
   ])
@@ -83,6 +83,7 @@ const RecipientJson = z.object({
   feedback: z.string().nullable(),
   ratedAt: z.string().nullable(),
   finishedAt: z.string().nullable(),
+  windowClosesAt: z.string().nullable().meta({ description: 'While `waiting` (its last step went out): when the response window closes and the recipient finishes `exhausted` unless it rates; otherwise null.' }),
   steps: z.array(StepJson),
 });
 
@@ -107,13 +108,13 @@ const EXAMPLE_CASCADE = {
   status: 'running',
   externalId: 'order-1042',
   counts: {
-    recipients: 2, queued: 1, skipped: 1, running: 1, finished: 1, rated: 0, exhausted: 0, unreachable: 1, unsubscribed: 0, canceled: 0,
+    recipients: 2, queued: 1, skipped: 1, running: 1, waiting: 0, finished: 1, rated: 0, exhausted: 0, unreachable: 1, unsubscribed: 0, canceled: 0,
     opened: 1, feedback: 0, stepsSent: 1, stepsFailed: 0, stepsSkipped: 2, stepsPending: 1,
   } satisfies Record<CascadeCountKey, number>,
   recipients: [
     {
       id: EXAMPLE_IDS.recipient, name: 'Anna', email: 'anna@example.com', phone: '+79161234567', externalId: 'crm-1042', status: 'running', finishReason: null,
-      rating: null, feedback: null, ratedAt: null, finishedAt: null,
+      rating: null, feedback: null, ratedAt: null, finishedAt: null, windowClosesAt: null,
       steps: [
         { order: 1, channel: 'EMAIL', status: 'sent', dueAt: '2026-05-01T12:00:00.000Z', sentAt: '2026-05-01T12:00:01.200Z', skippedAt: null, reason: null, reroute: null },
         { order: 2, channel: 'SMS', status: 'scheduled', dueAt: '2026-05-02T12:00:01.200Z', sentAt: null, skippedAt: null, reason: null, reroute: null },
@@ -121,7 +122,7 @@ const EXAMPLE_CASCADE = {
     },
     {
       id: '0190e0e0-5555-7000-8000-000000000006', name: 'Boris', email: null, phone: null, externalId: null, status: 'finished', finishReason: 'unreachable',
-      rating: null, feedback: null, ratedAt: null, finishedAt: '2026-05-01T12:00:00.000Z',
+      rating: null, feedback: null, ratedAt: null, finishedAt: '2026-05-01T12:00:00.000Z', windowClosesAt: null,
       steps: [
         { order: 1, channel: 'EMAIL', status: 'skipped', dueAt: null, sentAt: null, skippedAt: '2026-05-01T12:00:00.000Z', reason: 'no_contact', reroute: null },
         { order: 2, channel: 'SMS', status: 'skipped', dueAt: null, sentAt: null, skippedAt: '2026-05-01T12:00:00.000Z', reason: 'no_contact', reroute: null },
@@ -161,6 +162,7 @@ function cascadeJson(c: schedulerV1.Cascade) {
       feedback: orNull(r.feedback),
       ratedAt: isoOrNull(r.ratedAt),
       finishedAt: isoOrNull(r.finishedAt),
+      windowClosesAt: isoOrNull(r.windowClosesAt),
       steps: r.steps.map((s) => ({
         order: s.order,
         channel: s.channel,

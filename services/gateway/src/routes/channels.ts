@@ -14,7 +14,7 @@ const CatalogEntryJson = z.object({
   slug: z.string().meta({ description: 'Path segment of the send method.' }),
   label: z.string(),
   contactField: ContactField,
-  configured: z.boolean().meta({ description: 'The channel is ready to send for your organization.' }),
+  configured: z.boolean().meta({ description: 'The channel is ready to send for your organization: configured for it, and its sender reports it can send now (false while, e.g., the working messenger account is blocked).' }),
   sendEndpoint: z.string().meta({ description: 'Path of the send method, e.g. `/api/v1/channels/email/send`.' }),
 });
 
@@ -138,7 +138,7 @@ export function channelRoutes(deps: PublicRouteDeps): RouteSource[] {
       const configured = new Set((profile?.channels ?? []).filter((c) => c.configured).map((c) => c.channel));
       return {
         body: {
-          channels: entries.map((e) => ({ key: e.key, slug: e.slug, label: e.label, contactField: e.contactField, configured: configured.has(e.key), sendEndpoint: sendEndpointOf(e.slug) })),
+          channels: entries.map((e) => ({ key: e.key, slug: e.slug, label: e.label, contactField: e.contactField, configured: configured.has(e.key) && !e.unavailable, sendEndpoint: sendEndpointOf(e.slug) })),
         },
       };
     },

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import {
-  CASCADE_STATUSES, CHANNEL_KEY_PATTERN, CONTACT_FIELDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS,
+  CASCADE_STATUSES, CHANNEL_KEY_PATTERN, CONTACT_FIELDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, MAX_CHANNEL_KEY_LENGTH, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS,
   REVIEW_REQUEST_STATUSES, SCOPES, SKIP_REASONS, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES,
   WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENT_TYPES,
 } from '@rrs/proto';
@@ -49,7 +49,7 @@ export const KnownChannelKey = z.enum(KNOWN_CHANNEL_KEYS).meta({ id: 'KnownChann
  * any upper-case word, the known ones listed for clients.
  */
 export const ChannelKey = z
-  .union([KnownChannelKey, z.string().max(32).regex(CHANNEL_KEY_PATTERN)])
+  .union([KnownChannelKey, z.string().max(MAX_CHANNEL_KEY_LENGTH).regex(CHANNEL_KEY_PATTERN)])
   .meta({ id: 'ChannelKey', description: 'A channel key: one of the known channels, or a channel added at run time (upper-case letters, digits and `_`); GET /channels lists the live ones.' });
 
 export const ContactField = z.enum(CONTACT_FIELDS).meta({ id: 'ContactField', description: 'The recipient field a channel needs: `email` for EMAIL, `phone` for SMS, MAX and TELEGRAM.' });

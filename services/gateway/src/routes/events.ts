@@ -12,11 +12,8 @@ import { EXAMPLE_IDS } from './shapes';
 
 const timestamp = z.string().meta({ description: 'When the event happened (ISO 8601); the `webhook-timestamp` header is when this attempt was signed.' });
 
-const CascadeRecipientFinishedBody = z
+const RecipientOutcome = z
   .object({
-    type: z.literal(EVENT_TYPES.cascadeRecipientFinished),
-    timestamp,
-    data: z.object({
       cascadeId: z.string(),
       cascadeExternalId: z.string().nullable().meta({ description: "The cascade's `externalId` (for POST /contacts, the contact's)." }),
       reviewRequestId: z.string().nullable(),
@@ -44,9 +41,32 @@ const CascadeRecipientFinishedBody = z
         }),
       ),
       finishedAt: z.string().nullable(),
+  })
+  .meta({ id: 'RecipientOutcome', description: "A cascade recipient's outcome: the payload of `cascade.recipient.finished` and `cascade.recipient.rated`." });
+
+const CascadeRecipientFinishedBody = z
+  .object({ type: z.literal(EVENT_TYPES.cascadeRecipientFinished), timestamp, data: RecipientOutcome })
+  .meta({ id: 'CascadeRecipientFinishedEvent' });
+
+const CascadeRecipientRatedBody = z
+  .object({ type: z.literal(EVENT_TYPES.cascadeRecipientRated), timestamp, data: RecipientOutcome })
+  .meta({ id: 'CascadeRecipientRatedEvent' });
+
+const ReviewRequestRatedBody = z
+  .object({
+    type: z.literal(EVENT_TYPES.reviewRequestRated),
+    timestamp,
+    data: z.object({
+      reviewRequestId: z.string(),
+      locationId: z.string().nullable(),
+      customerName: z.string().nullable(),
+      contact: z.string().nullable().meta({ description: 'The email or phone the link was made for, as given to POST /review-requests.' }),
+      rating: z.number().int().min(1).max(5),
+      feedback: z.string().nullable().meta({ description: 'The private text left after a low rating, or null.' }),
+      ratedAt: z.string().nullable(),
     }),
   })
-  .meta({ id: 'CascadeRecipientFinishedEvent' });
+  .meta({ id: 'ReviewRequestRatedEvent' });
 
 const WebhookTestBody = z
   .object({
@@ -55,6 +75,15 @@ const WebhookTestBody = z
     data: z.object({ endpointId: z.string(), message: z.string() }),
   })
   .meta({ id: 'WebhookTestEvent' });
+
+/** Who the example outcome events are about (both recipient events carry the same payload). */
+const EXAMPLE_RECIPIENT_OUTCOME = {
+  cascadeId: EXAMPLE_IDS.cascade,
+  cascadeExternalId: 'crm-1042',
+  reviewRequestId: EXAMPLE_IDS.reviewRequest,
+  locationId: EXAMPLE_IDS.location,
+  recipient: { id: EXAMPLE_IDS.recipient, name: 'Anna', email: 'anna@example.com', phone: '+79161234567', contactExternalId: 'crm-1042' },
+};
 
 /** Every event type has its entry: the compiler refuses a WebhookEventType without one. */
 const EVENTS: Record<WebhookEventTypeName, Omit<WebhookDefinition, 'type'>> = {
@@ -69,11 +98,7 @@ const EVENTS: Record<WebhookEventTypeName, Omit<WebhookDefinition, 'type'>> = {
       type: 'cascade.recipient.finished',
       timestamp: '2026-05-01T12:30:00.000Z',
       data: {
-        cascadeId: EXAMPLE_IDS.cascade,
-        cascadeExternalId: 'crm-1042',
-        reviewRequestId: EXAMPLE_IDS.reviewRequest,
-        locationId: EXAMPLE_IDS.location,
-        recipient: { id: EXAMPLE_IDS.recipient, name: 'Anna', email: 'anna@example.com', phone: '+79161234567', contactExternalId: 'crm-1042' },
+        ...EXAMPLE_RECIPIENT_OUTCOME,
         rating: 5,
         feedback: null,
         reason: 'rated',
@@ -83,6 +108,38 @@ const EVENTS: Record<WebhookEventTypeName, Omit<WebhookDefinition, 'type'>> = {
         ],
         finishedAt: '2026-05-01T12:30:00.000Z',
       },
+    },
+  },
+  [EVENT_TYPES.cascadeRecipientRated]: {
+    operationId: 'cascadeRecipientRated',
+    summary: 'A recipient rated after finishing',
+    description:
+      'Sent when a rating arrives after its recipient finished (the response window closed, the cascade was canceled, the recipient unsubscribed): the same payload as `cascade.recipient.finished`, ' +
+      'now with the rating (and, after a low rating, the feedback: the event waits for it like the finish does). The finish is not reported again; the first rating stands. Subscribe with POST /webhooks.',
+    body: CascadeRecipientRatedBody,
+    example: {
+      type: 'cascade.recipient.rated',
+      timestamp: '2026-05-04T09:15:00.000Z',
+      data: {
+        ...EXAMPLE_RECIPIENT_OUTCOME,
+        rating: 4,
+        feedback: null,
+        reason: 'exhausted',
+        steps: [{ order: 1, channel: 'EMAIL', status: 'sent', reason: null, sentAt: '2026-05-01T12:00:01.200Z', reroutedTo: null }],
+        finishedAt: '2026-05-01T12:00:01.300Z',
+      },
+    },
+  },
+  [EVENT_TYPES.reviewRequestRated]: {
+    operationId: 'reviewRequestRated',
+    summary: 'A review-request link was rated',
+    description:
+      'Sent when the customer rates through a link made by POST /review-requests (links of cascades are reported by the cascade events). After a low rating it waits for the private feedback (or the feedback window) and carries it. Subscribe with POST /webhooks.',
+    body: ReviewRequestRatedBody,
+    example: {
+      type: 'review_request.rated',
+      timestamp: '2026-05-01T15:00:00.000Z',
+      data: { reviewRequestId: EXAMPLE_IDS.reviewRequest, locationId: EXAMPLE_IDS.location, customerName: 'Anna', contact: 'anna@example.com', rating: 5, feedback: null, ratedAt: '2026-05-01T15:00:00.000Z' },
     },
   },
   [EVENT_TYPES.webhookTest]: {

@@ -8,6 +8,7 @@ const FlowJson = z.object({
   name: z.string(),
   isDefault: z.boolean(),
   steps: z.array(FlowStepJson),
+  responseWindowMinutes: z.number().int().nullable().meta({ description: "Minutes a recipient waits for a rating after this flow's last step went out before it finishes `exhausted`; null = the organization's (default 4 320, 3 days)." }),
 });
 const ListFlowsResponse = z.object({ flows: z.array(FlowJson) });
 
@@ -30,15 +31,15 @@ export function flowRoutes({ clients }: PublicRouteDeps): Route[] {
           body: ListFlowsResponse,
           example: {
             flows: [
-              { id: EXAMPLE_IDS.flow, name: 'Email, then SMS a day later', isDefault: true, steps: EXAMPLE_FLOW_STEPS },
-              { id: '0190e0e0-3333-7000-8000-000000000004', name: 'SMS only', isDefault: false, steps: [{ order: 1, channel: 'SMS', delayMinutes: 0 }] },
+              { id: EXAMPLE_IDS.flow, name: 'Email, then SMS a day later', isDefault: true, steps: EXAMPLE_FLOW_STEPS, responseWindowMinutes: null },
+              { id: '0190e0e0-3333-7000-8000-000000000004', name: 'SMS only', isDefault: false, steps: [{ order: 1, channel: 'SMS', delayMinutes: 0 }], responseWindowMinutes: 1440 },
             ],
           },
         },
       },
       handler: async ({ principal, metadata }) => {
         const r = await clients.scheduler.listFlows({ organizationId: principal.organization.id }, { metadata });
-        return { body: { flows: r.flows.map((f) => ({ id: f.id, name: f.name, isDefault: f.isDefault, steps: f.steps.map(flowStepJson) })) } };
+        return { body: { flows: r.flows.map((f) => ({ id: f.id, name: f.name, isDefault: f.isDefault, steps: f.steps.map(flowStepJson), responseWindowMinutes: f.responseWindowMinutes ?? null })) } };
       },
     }),
   ];

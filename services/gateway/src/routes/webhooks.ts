@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import type { webhooksV1 } from '@rrs/proto';
+import { EVENT_DATA_SCOPES, type webhooksV1 } from '@rrs/proto';
+import { ForbiddenError } from '@rrs/runtime';
+import type { Principal } from '../http/auth';
 import { defineRoute, type Route } from '../http/route';
 import type { PublicRouteDeps } from './deps';
 import { SubscribableEventType, WebhookAttemptOutcome, WebhookDeliveryStatus, WebhookDisabledReason, WebhookEventType } from './enums';
@@ -148,6 +150,16 @@ const EXAMPLE_DELIVERY = {
 };
 const EXAMPLE_TEST_DELIVERY = { ...EXAMPLE_DELIVERY, eventType: 'webhook.test', status: 'pending', attemptCount: 0, nextAttemptAt: '2026-05-01T12:00:00.000Z', updatedAt: '2026-05-01T12:00:00.000Z', attempts: [] };
 
+/** 403 `insufficient_scope` unless the key may read the data of every event type it subscribes to. */
+function checkEventScopes(principal: Principal, events: readonly string[] | undefined): void {
+  for (const type of events ?? []) {
+    const scope = EVENT_DATA_SCOPES[type];
+    if (scope && !principal.scopes.includes(scope)) {
+      throw new ForbiddenError('insufficient_scope', `subscribing to ${type} delivers data that needs the scope ${scope}`, { details: { requiredScope: scope } });
+    }
+  }
+}
+
 export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
   const webhooks = () => clients.webhooks;
   return [
@@ -166,6 +178,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       errors: [URL_NOT_ALLOWED, ENDPOINT_LIMIT],
       example: { body: { url: 'https://crm.example.com/hooks/reviews', events: ['cascade.recipient.finished'], description: 'CRM' } },
       handler: async ({ body, principal, metadata }) => {
+        checkEventScopes(principal, body.events);
         const r = await webhooks().createEndpoint({ organizationId: principal.organization.id, url: body.url, events: body.events, description: body.description }, { metadata });
         return { status: 201, body: { ...webhookJson(r.endpoint!), secret: r.secret }, replayed: r.idempotentReplayed };
       },
@@ -218,6 +231,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       errors: [URL_NOT_ALLOWED],
       example: { params: { id: EXAMPLE_ID }, body: { disabled: false } },
       handler: async ({ params, body, principal, metadata }) => {
+        checkEventScopes(principal, body.events);
         const r = await webhooks().updateEndpoint(
           { organizationId: principal.organization.id, id: params.id, url: body.url, events: body.events ? { types: body.events } : undefined, description: body.description, disabled: body.disabled },
           { metadata },

@@ -10,8 +10,6 @@ import type { DeliveryPolicy } from '../../src/deliveries';
 export function testWebhooksConfig(databaseUrl: string, busPrefix: string, options: { concurrency?: number; policy?: Partial<DeliveryPolicy> } = {}): StartWebhooksConfig {
   return {
     databaseUrl,
-    // Unused: tests hand the service their bus.
-    natsUrl: 'nats://unused',
     busPrefix,
     grpcHost: '127.0.0.1',
     grpcPort: 0,

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { UnauthenticatedError } from '@rrs/runtime';
-import type { AuthDescription, AuthGate } from './kinds';
+import { bearerCredential, type AuthDescription, type AuthGate } from './kinds';
 
 /** The ADMIN_TOKEN grants the whole account admin API; there is no one more specific behind it. */
 export interface AdminPrincipal {
@@ -8,7 +8,6 @@ export interface AdminPrincipal {
 }
 
 const ADMIN: AdminPrincipal = { admin: true };
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 /** Compares hashes so the comparison takes the same time whatever the token's length. */
 function sameToken(given: string, expected: string): boolean {
@@ -19,11 +18,9 @@ function sameToken(given: string, expected: string): boolean {
 export function adminTokenGate(token: string): AuthGate<AdminPrincipal> {
   return {
     async admit(_requirement, req) {
-      const header = req.get('authorization');
-      if (!header) throw new UnauthenticatedError('missing_admin_token', 'send the admin token as `Authorization: Bearer <token>`');
-      const m = BEARER.exec(header);
-      if (!m) throw new UnauthenticatedError('invalid_admin_token', 'the Authorization header must be `Bearer <token>`');
-      if (!sameToken(m[1], token)) throw new UnauthenticatedError('invalid_admin_token', 'the admin token is not valid');
+      const given = bearerCredential(req);
+      if (given === null) throw new UnauthenticatedError('missing_admin_token', 'send the admin token as `Authorization: Bearer <token>`');
+      if (given === '' || !sameToken(given, token)) throw new UnauthenticatedError('invalid_admin_token', 'the admin token is not valid');
       return ADMIN;
     },
   };

@@ -1,7 +1,7 @@
-import type { Response } from 'express';
-import { ForbiddenError, UnauthenticatedError } from '@rrs/runtime';
+import type { Request, Response } from 'express';
+import { DomainError, ForbiddenError, UnauthenticatedError } from '@rrs/runtime';
 import { applyRateLimit, type RateLimiter } from '../../rateLimit';
-import type { AuthDescription, AuthGate, AuthRequirement } from './kinds';
+import { bearerCredential, type AuthDescription, type AuthGate, type AuthRequirement } from './kinds';
 
 /** Who an API key speaks for: its organization (with what the sending rule looks at), the key and its scopes. */
 export interface Principal {
@@ -13,21 +13,30 @@ export interface Principal {
 /** Resolves an API key to its principal, or rejects with 401 `invalid_api_key` (an UnauthenticatedError). */
 export type Authenticator = (apiKey: string) => Promise<Principal>;
 
-const BEARER = /^Bearer +(\S+) *$/i;
+/**
+ * One answer for every key that does not admit: a malformed, unknown or revoked key (or a request with
+ * two Authorization headers) cannot be told apart from outside, so probing keys learns nothing.
+ */
+const INVALID_API_KEY = 'the API key is not valid: send one active key as `Authorization: Bearer <key>`';
 
-/** The principal of an `Authorization` header value; 401 `missing_api_key` / `invalid_api_key` otherwise. */
-export async function authenticateRequest(authenticate: Authenticator, header: string | undefined): Promise<Principal> {
-  if (!header) throw new UnauthenticatedError('missing_api_key', 'send the API key as `Authorization: Bearer <key>`');
-  const m = BEARER.exec(header);
-  if (!m) throw new UnauthenticatedError('invalid_api_key', 'the Authorization header must be `Bearer <key>`');
-  return authenticate(m[1]);
+/** The principal of the request's API key; 401 `missing_api_key` / `invalid_api_key` otherwise. */
+export async function authenticateRequest(authenticate: Authenticator, req: Request): Promise<Principal> {
+  const key = bearerCredential(req);
+  if (key === null) throw new UnauthenticatedError('missing_api_key', 'send the API key as `Authorization: Bearer <key>`');
+  if (key === '') throw new UnauthenticatedError('invalid_api_key', INVALID_API_KEY);
+  try {
+    return await authenticate(key);
+  } catch (err) {
+    if (err instanceof DomainError && err.kind === 'unauthenticated') throw new UnauthenticatedError('invalid_api_key', INVALID_API_KEY, { cause: err });
+    throw err;
+  }
 }
 
 /** The key (401) → the plan's quota when the route is rate-limited (429, RateLimit headers) → the scope (403). */
 export function apiKeyGate(deps: { authenticate: Authenticator; rateLimiter: RateLimiter }): AuthGate<Principal> {
   return {
     async admit(requirement: AuthRequirement, req, res: Response) {
-      const principal = await authenticateRequest(deps.authenticate, req.get('authorization'));
+      const principal = await authenticateRequest(deps.authenticate, req);
       if (requirement.rateLimited) await applyRateLimit(deps.rateLimiter, principal, res);
       if (requirement.scope && !principal.scopes.includes(requirement.scope)) {
         throw new ForbiddenError('insufficient_scope', `this key lacks the scope ${requirement.scope}`, { details: { requiredScope: requirement.scope } });

@@ -41,3 +41,18 @@ export interface AuthDescription {
   /** The kind's own codes that are not in the public catalog, by code. */
   codes: Record<string, ErrorCodeInfo>;
 }
+
+/**
+ * The bearer credential of a request: null when no `Authorization` header was sent, '' when it is not
+ * exactly one `Bearer <credential>` header. Node keeps only the first of repeated Authorization
+ * headers, so they are counted in the raw headers: a request carrying two is refused whatever the
+ * first one holds (a proxy and the gateway must never disagree on who is calling).
+ */
+export function bearerCredential(req: Request): string | null {
+  let headers = 0;
+  // An empty header is no credential at all (some clients send one rather than none).
+  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].toLowerCase() === 'authorization' && req.rawHeaders[i + 1].trim() !== '') headers++;
+  if (headers === 0) return null;
+  if (headers > 1) return '';
+  return /^Bearer +(\S+) *$/i.exec(req.get('authorization') ?? '')?.[1] ?? '';
+}

@@ -167,6 +167,11 @@ export interface StepResult {
    * batch the message headers cannot carry one context per result.
    */
   traceContext: { [key: string]: string };
+  /**
+   * The provider that took the message (e.g. `smsc`, `smsru`, `greenapi`, `sink`) when a channel has
+   * several in order with failover (docs/channels.md); empty when unknown (senders of earlier versions).
+   */
+  provider?: string | undefined;
 }
 
 export interface StepResult_TraceContextEntry {
@@ -205,6 +210,16 @@ export interface ChannelCatalogEntry {
     | undefined;
   /** Sort position in the catalog (lower first); ties are ordered by key. */
   position: number;
+  /**
+   * The sender can't send on this channel now (e.g. its working account is blocked, suspended or
+   * logged out): the catalog shows it `configured: false` and its steps go to the next phone channel.
+   * False from senders of earlier versions.
+   */
+  unavailable?:
+    | boolean
+    | undefined;
+  /** Why, when `unavailable`: e.g. `account_blocked`, `account_not_authorized`. */
+  unavailableReason?: string | undefined;
 }
 
 function createBaseStepDue(): StepDue {
@@ -873,6 +888,7 @@ function createBaseStepResult(): StepResult {
     at: undefined,
     organizationId: "",
     traceContext: {},
+    provider: undefined,
   };
 }
 
@@ -908,6 +924,9 @@ export const StepResult: MessageFns<StepResult> = {
     globalThis.Object.entries(message.traceContext).forEach(([key, value]: [string, string]) => {
       StepResult_TraceContextEntry.encode({ key: key as any, value }, writer.uint32(82).fork()).join();
     });
+    if (message.provider !== undefined) {
+      writer.uint32(90).string(message.provider);
+    }
     return writer;
   },
 
@@ -1007,6 +1026,14 @@ export const StepResult: MessageFns<StepResult> = {
             }
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.provider = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1073,6 +1100,7 @@ export const StepResult: MessageFns<StepResult> = {
           {},
         )
         : {},
+      provider: isSet(object.provider) ? globalThis.String(object.provider) : undefined,
     };
   },
 
@@ -1114,6 +1142,9 @@ export const StepResult: MessageFns<StepResult> = {
         });
       }
     }
+    if (message.provider !== undefined) {
+      obj.provider = message.provider;
+    }
     return obj;
   },
 
@@ -1140,6 +1171,7 @@ export const StepResult: MessageFns<StepResult> = {
       },
       {},
     );
+    message.provider = object.provider ?? undefined;
     return message;
   },
 };
@@ -1308,6 +1340,8 @@ function createBaseChannelCatalogEntry(): ChannelCatalogEntry {
     sender: "",
     announcedAt: undefined,
     position: 0,
+    unavailable: undefined,
+    unavailableReason: undefined,
   };
 }
 
@@ -1336,6 +1370,12 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
     }
     if (message.position !== 0) {
       writer.uint32(64).int32(message.position);
+    }
+    if (message.unavailable !== undefined) {
+      writer.uint32(72).bool(message.unavailable);
+    }
+    if (message.unavailableReason !== undefined) {
+      writer.uint32(82).string(message.unavailableReason);
     }
     return writer;
   },
@@ -1417,6 +1457,22 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
             message.position = reader.int32();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.unavailable = reader.bool();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.unavailableReason = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1449,6 +1505,12 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
         ? fromJsonTimestamp(object.announced_at)
         : undefined,
       position: isSet(object.position) ? globalThis.Number(object.position) : 0,
+      unavailable: isSet(object.unavailable) ? globalThis.Boolean(object.unavailable) : undefined,
+      unavailableReason: isSet(object.unavailableReason)
+        ? globalThis.String(object.unavailableReason)
+        : isSet(object.unavailable_reason)
+        ? globalThis.String(object.unavailable_reason)
+        : undefined,
     };
   },
 
@@ -1478,6 +1540,12 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
     if (message.position !== 0) {
       obj.position = Math.round(message.position);
     }
+    if (message.unavailable !== undefined) {
+      obj.unavailable = message.unavailable;
+    }
+    if (message.unavailableReason !== undefined) {
+      obj.unavailableReason = message.unavailableReason;
+    }
     return obj;
   },
 
@@ -1494,6 +1562,8 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
     message.sender = object.sender ?? "";
     message.announcedAt = object.announcedAt ?? undefined;
     message.position = object.position ?? 0;
+    message.unavailable = object.unavailable ?? undefined;
+    message.unavailableReason = object.unavailableReason ?? undefined;
     return message;
   },
 };

@@ -37,6 +37,31 @@ export interface Organization {
     | undefined;
   /** ISO 3166 region used to read phone numbers written without a country code. */
   defaultRegion: string;
+  /** Hours (in the time zone of the recipient's location, else this one) when steps may go out; unset = any time. */
+  sendWindow?:
+    | SendWindow
+    | undefined;
+  /** Minutes a recipient waits for a rating after its last step went out, for one-channel sends and flows that set none. */
+  responseWindowMinutes: number;
+}
+
+/**
+ * Local hours when steps may be sent (rules in proto/src/rules.ts, docs/customer-respect.md). A window whose
+ * end is before its start crosses midnight; `days` (ISO 1 = Monday … 7) are the days a window opens on.
+ */
+export interface SendWindow {
+  /** `HH:MM`, 24-hour. */
+  start: string;
+  end: string;
+  /** Empty = every day. */
+  days: number[];
+  /** Channel keys the window holds; empty = SMS, MAX and TELEGRAM (phone channels). */
+  channels: string[];
+}
+
+/** A send-window setting: `window` set = this window; unset = no window (sends at any time). */
+export interface SendWindowSetting {
+  window?: SendWindow | undefined;
 }
 
 export interface AuthenticateRequest {
@@ -57,6 +82,12 @@ export interface CreateOrganizationRequest {
   timeZone: string;
   locale: string;
   defaultRegion: string;
+  /** Unset = the default window of new organizations (09:00–21:00 for SMS, MAX and TELEGRAM). */
+  sendWindow?:
+    | SendWindowSetting
+    | undefined;
+  /** Unset = 4320 (3 days). */
+  responseWindowMinutes?: number | undefined;
 }
 
 export interface GetOrganizationRequest {
@@ -115,7 +146,11 @@ export interface Location {
   timeZone: string;
   reviewLinks: ReviewLink[];
   createdAt: Date | undefined;
-  updatedAt: Date | undefined;
+  updatedAt:
+    | Date
+    | undefined;
+  /** Overrides the organization's window for recipients of this location; unset = the organization's. */
+  sendWindow?: SendWindow | undefined;
 }
 
 export interface CreateLocationRequest {
@@ -125,6 +160,8 @@ export interface CreateLocationRequest {
   city: string;
   timeZone: string;
   reviewLinks: ReviewLink[];
+  /** Set with a window: this location's own; unset or without a window: the organization's applies. */
+  sendWindow?: SendWindowSetting | undefined;
 }
 
 export interface CreateLocationResponse {
@@ -163,7 +200,12 @@ export interface UpdateOrganizationRequest {
   smsBalance?: number | undefined;
   timeZone?: string | undefined;
   locale?: string | undefined;
-  defaultRegion?: string | undefined;
+  defaultRegion?:
+    | string
+    | undefined;
+  /** Set: replaces the window (a setting without a window removes it); unset: unchanged. */
+  sendWindow?: SendWindowSetting | undefined;
+  responseWindowMinutes?: number | undefined;
 }
 
 export interface UpdateOrganizationResponse {
@@ -208,6 +250,8 @@ export interface UpdateLocationRequest {
   /** Replaces the links when `replace_review_links` is true (an empty list then removes them all). */
   reviewLinks: ReviewLink[];
   replaceReviewLinks: boolean;
+  /** Set: replaces the location's window (a setting without a window: the organization's applies); unset: unchanged. */
+  sendWindow?: SendWindowSetting | undefined;
 }
 
 export interface UpdateLocationResponse {
@@ -347,7 +391,7 @@ export interface ListChannelConfigurationsResponse {
 
 export interface SetChannelConfigurationRequest {
   organizationId: string;
-  /** Any key matching ^[A-Z][A-Z0-9_]*$, so channels added later can be configured too. */
+  /** Any key matching ^[A-Z][A-Z0-9_]{0,31}$ (proto/src/rules.ts), so channels added later can be configured too. */
   channel: string;
   configured: boolean;
 }
@@ -407,6 +451,8 @@ function createBaseOrganization(): Organization {
     locale: "",
     createdAt: undefined,
     defaultRegion: "",
+    sendWindow: undefined,
+    responseWindowMinutes: 0,
   };
 }
 
@@ -438,6 +484,12 @@ export const Organization: MessageFns<Organization> = {
     }
     if (message.defaultRegion !== "") {
       writer.uint32(74).string(message.defaultRegion);
+    }
+    if (message.sendWindow !== undefined) {
+      SendWindow.encode(message.sendWindow, writer.uint32(82).fork()).join();
+    }
+    if (message.responseWindowMinutes !== 0) {
+      writer.uint32(88).int32(message.responseWindowMinutes);
     }
     return writer;
   },
@@ -527,6 +579,22 @@ export const Organization: MessageFns<Organization> = {
             message.defaultRegion = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.sendWindow = SendWindow.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.responseWindowMinutes = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -570,6 +638,16 @@ export const Organization: MessageFns<Organization> = {
         : isSet(object.default_region)
         ? globalThis.String(object.default_region)
         : "",
+      sendWindow: isSet(object.sendWindow)
+        ? SendWindow.fromJSON(object.sendWindow)
+        : isSet(object.send_window)
+        ? SendWindow.fromJSON(object.send_window)
+        : undefined,
+      responseWindowMinutes: isSet(object.responseWindowMinutes)
+        ? globalThis.Number(object.responseWindowMinutes)
+        : isSet(object.response_window_minutes)
+        ? globalThis.Number(object.response_window_minutes)
+        : 0,
     };
   },
 
@@ -602,6 +680,12 @@ export const Organization: MessageFns<Organization> = {
     if (message.defaultRegion !== "") {
       obj.defaultRegion = message.defaultRegion;
     }
+    if (message.sendWindow !== undefined) {
+      obj.sendWindow = SendWindow.toJSON(message.sendWindow);
+    }
+    if (message.responseWindowMinutes !== 0) {
+      obj.responseWindowMinutes = Math.round(message.responseWindowMinutes);
+    }
     return obj;
   },
 
@@ -619,6 +703,210 @@ export const Organization: MessageFns<Organization> = {
     message.locale = object.locale ?? "";
     message.createdAt = object.createdAt ?? undefined;
     message.defaultRegion = object.defaultRegion ?? "";
+    message.sendWindow = (object.sendWindow !== undefined && object.sendWindow !== null)
+      ? SendWindow.fromPartial(object.sendWindow)
+      : undefined;
+    message.responseWindowMinutes = object.responseWindowMinutes ?? 0;
+    return message;
+  },
+};
+
+function createBaseSendWindow(): SendWindow {
+  return { start: "", end: "", days: [], channels: [] };
+}
+
+export const SendWindow: MessageFns<SendWindow> = {
+  encode(message: SendWindow, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.start !== "") {
+      writer.uint32(10).string(message.start);
+    }
+    if (message.end !== "") {
+      writer.uint32(18).string(message.end);
+    }
+    if (message.days.length !== 0) {
+      writer.uint32(26).fork();
+      for (const v of message.days) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    for (const v of message.channels) {
+      writer.uint32(34).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SendWindow {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSendWindow();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.start = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.end = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag === 24) {
+              message.days.push(reader.int32());
+
+              continue;
+            }
+
+            if (tag === 26) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.days.push(reader.int32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.channels.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SendWindow {
+    return {
+      start: isSet(object.start) ? globalThis.String(object.start) : "",
+      end: isSet(object.end) ? globalThis.String(object.end) : "",
+      days: globalThis.Array.isArray(object?.days) ? object.days.map((e: any) => globalThis.Number(e)) : [],
+      channels: globalThis.Array.isArray(object?.channels) ? object.channels.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: SendWindow): unknown {
+    const obj: any = {};
+    if (message.start !== "") {
+      obj.start = message.start;
+    }
+    if (message.end !== "") {
+      obj.end = message.end;
+    }
+    if (message.days?.length) {
+      obj.days = message.days.map((e) => Math.round(e));
+    }
+    if (message.channels?.length) {
+      obj.channels = message.channels;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SendWindow>, I>>(base?: I): SendWindow {
+    return SendWindow.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SendWindow>, I>>(object: I): SendWindow {
+    const message = createBaseSendWindow();
+    message.start = object.start ?? "";
+    message.end = object.end ?? "";
+    message.days = object.days?.map((e) => e) || [];
+    message.channels = object.channels?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseSendWindowSetting(): SendWindowSetting {
+  return { window: undefined };
+}
+
+export const SendWindowSetting: MessageFns<SendWindowSetting> = {
+  encode(message: SendWindowSetting, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.window !== undefined) {
+      SendWindow.encode(message.window, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SendWindowSetting {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSendWindowSetting();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.window = SendWindow.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SendWindowSetting {
+    return { window: isSet(object.window) ? SendWindow.fromJSON(object.window) : undefined };
+  },
+
+  toJSON(message: SendWindowSetting): unknown {
+    const obj: any = {};
+    if (message.window !== undefined) {
+      obj.window = SendWindow.toJSON(message.window);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SendWindowSetting>, I>>(base?: I): SendWindowSetting {
+    return SendWindowSetting.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SendWindowSetting>, I>>(object: I): SendWindowSetting {
+    const message = createBaseSendWindowSetting();
+    message.window = (object.window !== undefined && object.window !== null)
+      ? SendWindow.fromPartial(object.window)
+      : undefined;
     return message;
   },
 };
@@ -804,7 +1092,17 @@ export const AuthenticateResponse: MessageFns<AuthenticateResponse> = {
 };
 
 function createBaseCreateOrganizationRequest(): CreateOrganizationRequest {
-  return { name: "", plan: "", emailConfirmed: false, smsBalance: 0, timeZone: "", locale: "", defaultRegion: "" };
+  return {
+    name: "",
+    plan: "",
+    emailConfirmed: false,
+    smsBalance: 0,
+    timeZone: "",
+    locale: "",
+    defaultRegion: "",
+    sendWindow: undefined,
+    responseWindowMinutes: undefined,
+  };
 }
 
 export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = {
@@ -829,6 +1127,12 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
     }
     if (message.defaultRegion !== "") {
       writer.uint32(58).string(message.defaultRegion);
+    }
+    if (message.sendWindow !== undefined) {
+      SendWindowSetting.encode(message.sendWindow, writer.uint32(66).fork()).join();
+    }
+    if (message.responseWindowMinutes !== undefined) {
+      writer.uint32(72).int32(message.responseWindowMinutes);
     }
     return writer;
   },
@@ -902,6 +1206,22 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
             message.defaultRegion = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.sendWindow = SendWindowSetting.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.responseWindowMinutes = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -939,6 +1259,16 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
         : isSet(object.default_region)
         ? globalThis.String(object.default_region)
         : "",
+      sendWindow: isSet(object.sendWindow)
+        ? SendWindowSetting.fromJSON(object.sendWindow)
+        : isSet(object.send_window)
+        ? SendWindowSetting.fromJSON(object.send_window)
+        : undefined,
+      responseWindowMinutes: isSet(object.responseWindowMinutes)
+        ? globalThis.Number(object.responseWindowMinutes)
+        : isSet(object.response_window_minutes)
+        ? globalThis.Number(object.response_window_minutes)
+        : undefined,
     };
   },
 
@@ -965,6 +1295,12 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
     if (message.defaultRegion !== "") {
       obj.defaultRegion = message.defaultRegion;
     }
+    if (message.sendWindow !== undefined) {
+      obj.sendWindow = SendWindowSetting.toJSON(message.sendWindow);
+    }
+    if (message.responseWindowMinutes !== undefined) {
+      obj.responseWindowMinutes = Math.round(message.responseWindowMinutes);
+    }
     return obj;
   },
 
@@ -980,6 +1316,10 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
     message.timeZone = object.timeZone ?? "";
     message.locale = object.locale ?? "";
     message.defaultRegion = object.defaultRegion ?? "";
+    message.sendWindow = (object.sendWindow !== undefined && object.sendWindow !== null)
+      ? SendWindowSetting.fromPartial(object.sendWindow)
+      : undefined;
+    message.responseWindowMinutes = object.responseWindowMinutes ?? undefined;
     return message;
   },
 };
@@ -1699,6 +2039,7 @@ function createBaseLocation(): Location {
     reviewLinks: [],
     createdAt: undefined,
     updatedAt: undefined,
+    sendWindow: undefined,
   };
 }
 
@@ -1730,6 +2071,9 @@ export const Location: MessageFns<Location> = {
     }
     if (message.updatedAt !== undefined) {
       Timestamp.encode(toTimestamp(message.updatedAt), writer.uint32(74).fork()).join();
+    }
+    if (message.sendWindow !== undefined) {
+      SendWindow.encode(message.sendWindow, writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -1819,6 +2163,14 @@ export const Location: MessageFns<Location> = {
             message.updatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.sendWindow = SendWindow.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1862,6 +2214,11 @@ export const Location: MessageFns<Location> = {
         : isSet(object.updated_at)
         ? fromJsonTimestamp(object.updated_at)
         : undefined,
+      sendWindow: isSet(object.sendWindow)
+        ? SendWindow.fromJSON(object.sendWindow)
+        : isSet(object.send_window)
+        ? SendWindow.fromJSON(object.send_window)
+        : undefined,
     };
   },
 
@@ -1894,6 +2251,9 @@ export const Location: MessageFns<Location> = {
     if (message.updatedAt !== undefined) {
       obj.updatedAt = message.updatedAt.toISOString();
     }
+    if (message.sendWindow !== undefined) {
+      obj.sendWindow = SendWindow.toJSON(message.sendWindow);
+    }
     return obj;
   },
 
@@ -1911,12 +2271,15 @@ export const Location: MessageFns<Location> = {
     message.reviewLinks = object.reviewLinks?.map((e) => ReviewLink.fromPartial(e)) || [];
     message.createdAt = object.createdAt ?? undefined;
     message.updatedAt = object.updatedAt ?? undefined;
+    message.sendWindow = (object.sendWindow !== undefined && object.sendWindow !== null)
+      ? SendWindow.fromPartial(object.sendWindow)
+      : undefined;
     return message;
   },
 };
 
 function createBaseCreateLocationRequest(): CreateLocationRequest {
-  return { organizationId: "", name: "", address: "", city: "", timeZone: "", reviewLinks: [] };
+  return { organizationId: "", name: "", address: "", city: "", timeZone: "", reviewLinks: [], sendWindow: undefined };
 }
 
 export const CreateLocationRequest: MessageFns<CreateLocationRequest> = {
@@ -1938,6 +2301,9 @@ export const CreateLocationRequest: MessageFns<CreateLocationRequest> = {
     }
     for (const v of message.reviewLinks) {
       ReviewLink.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.sendWindow !== undefined) {
+      SendWindowSetting.encode(message.sendWindow, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -2003,6 +2369,14 @@ export const CreateLocationRequest: MessageFns<CreateLocationRequest> = {
             message.reviewLinks.push(ReviewLink.decode(reader, reader.uint32()));
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.sendWindow = SendWindowSetting.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2035,6 +2409,11 @@ export const CreateLocationRequest: MessageFns<CreateLocationRequest> = {
         : globalThis.Array.isArray(object?.review_links)
         ? object.review_links.map((e: any) => ReviewLink.fromJSON(e))
         : [],
+      sendWindow: isSet(object.sendWindow)
+        ? SendWindowSetting.fromJSON(object.sendWindow)
+        : isSet(object.send_window)
+        ? SendWindowSetting.fromJSON(object.send_window)
+        : undefined,
     };
   },
 
@@ -2058,6 +2437,9 @@ export const CreateLocationRequest: MessageFns<CreateLocationRequest> = {
     if (message.reviewLinks?.length) {
       obj.reviewLinks = message.reviewLinks.map((e) => ReviewLink.toJSON(e));
     }
+    if (message.sendWindow !== undefined) {
+      obj.sendWindow = SendWindowSetting.toJSON(message.sendWindow);
+    }
     return obj;
   },
 
@@ -2072,6 +2454,9 @@ export const CreateLocationRequest: MessageFns<CreateLocationRequest> = {
     message.city = object.city ?? "";
     message.timeZone = object.timeZone ?? "";
     message.reviewLinks = object.reviewLinks?.map((e) => ReviewLink.fromPartial(e)) || [];
+    message.sendWindow = (object.sendWindow !== undefined && object.sendWindow !== null)
+      ? SendWindowSetting.fromPartial(object.sendWindow)
+      : undefined;
     return message;
   },
 };
@@ -2475,6 +2860,8 @@ function createBaseUpdateOrganizationRequest(): UpdateOrganizationRequest {
     timeZone: undefined,
     locale: undefined,
     defaultRegion: undefined,
+    sendWindow: undefined,
+    responseWindowMinutes: undefined,
   };
 }
 
@@ -2503,6 +2890,12 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
     }
     if (message.defaultRegion !== undefined) {
       writer.uint32(66).string(message.defaultRegion);
+    }
+    if (message.sendWindow !== undefined) {
+      SendWindowSetting.encode(message.sendWindow, writer.uint32(74).fork()).join();
+    }
+    if (message.responseWindowMinutes !== undefined) {
+      writer.uint32(80).int32(message.responseWindowMinutes);
     }
     return writer;
   },
@@ -2584,6 +2977,22 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
             message.defaultRegion = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.sendWindow = SendWindowSetting.decode(reader, reader.uint32());
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.responseWindowMinutes = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2622,6 +3031,16 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
         : isSet(object.default_region)
         ? globalThis.String(object.default_region)
         : undefined,
+      sendWindow: isSet(object.sendWindow)
+        ? SendWindowSetting.fromJSON(object.sendWindow)
+        : isSet(object.send_window)
+        ? SendWindowSetting.fromJSON(object.send_window)
+        : undefined,
+      responseWindowMinutes: isSet(object.responseWindowMinutes)
+        ? globalThis.Number(object.responseWindowMinutes)
+        : isSet(object.response_window_minutes)
+        ? globalThis.Number(object.response_window_minutes)
+        : undefined,
     };
   },
 
@@ -2651,6 +3070,12 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
     if (message.defaultRegion !== undefined) {
       obj.defaultRegion = message.defaultRegion;
     }
+    if (message.sendWindow !== undefined) {
+      obj.sendWindow = SendWindowSetting.toJSON(message.sendWindow);
+    }
+    if (message.responseWindowMinutes !== undefined) {
+      obj.responseWindowMinutes = Math.round(message.responseWindowMinutes);
+    }
     return obj;
   },
 
@@ -2667,6 +3092,10 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
     message.timeZone = object.timeZone ?? undefined;
     message.locale = object.locale ?? undefined;
     message.defaultRegion = object.defaultRegion ?? undefined;
+    message.sendWindow = (object.sendWindow !== undefined && object.sendWindow !== null)
+      ? SendWindowSetting.fromPartial(object.sendWindow)
+      : undefined;
+    message.responseWindowMinutes = object.responseWindowMinutes ?? undefined;
     return message;
   },
 };
@@ -3218,6 +3647,7 @@ function createBaseUpdateLocationRequest(): UpdateLocationRequest {
     timeZone: undefined,
     reviewLinks: [],
     replaceReviewLinks: false,
+    sendWindow: undefined,
   };
 }
 
@@ -3246,6 +3676,9 @@ export const UpdateLocationRequest: MessageFns<UpdateLocationRequest> = {
     }
     if (message.replaceReviewLinks !== false) {
       writer.uint32(64).bool(message.replaceReviewLinks);
+    }
+    if (message.sendWindow !== undefined) {
+      SendWindowSetting.encode(message.sendWindow, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -3327,6 +3760,14 @@ export const UpdateLocationRequest: MessageFns<UpdateLocationRequest> = {
             message.replaceReviewLinks = reader.bool();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.sendWindow = SendWindowSetting.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3365,6 +3806,11 @@ export const UpdateLocationRequest: MessageFns<UpdateLocationRequest> = {
         : isSet(object.replace_review_links)
         ? globalThis.Boolean(object.replace_review_links)
         : false,
+      sendWindow: isSet(object.sendWindow)
+        ? SendWindowSetting.fromJSON(object.sendWindow)
+        : isSet(object.send_window)
+        ? SendWindowSetting.fromJSON(object.send_window)
+        : undefined,
     };
   },
 
@@ -3394,6 +3840,9 @@ export const UpdateLocationRequest: MessageFns<UpdateLocationRequest> = {
     if (message.replaceReviewLinks !== false) {
       obj.replaceReviewLinks = message.replaceReviewLinks;
     }
+    if (message.sendWindow !== undefined) {
+      obj.sendWindow = SendWindowSetting.toJSON(message.sendWindow);
+    }
     return obj;
   },
 
@@ -3410,6 +3859,9 @@ export const UpdateLocationRequest: MessageFns<UpdateLocationRequest> = {
     message.timeZone = object.timeZone ?? undefined;
     message.reviewLinks = object.reviewLinks?.map((e) => ReviewLink.fromPartial(e)) || [];
     message.replaceReviewLinks = object.replaceReviewLinks ?? false;
+    message.sendWindow = (object.sendWindow !== undefined && object.sendWindow !== null)
+      ? SendWindowSetting.fromPartial(object.sendWindow)
+      : undefined;
     return message;
   },
 };

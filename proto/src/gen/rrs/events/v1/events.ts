@@ -15,10 +15,26 @@ export interface Event {
   type: string;
   organizationId: string;
   occurredAt: Date | undefined;
-  payload: { $case: "cascadeRecipientFinished"; cascadeRecipientFinished: CascadeRecipientFinished } | {
-    $case: "webhookTest";
-    webhookTest: WebhookTest;
-  } | undefined;
+  payload:
+    | //
+    /** `cascade.recipient.finished`, and `cascade.recipient.rated` (a rating after the finish, same shape). */
+    { $case: "cascadeRecipientFinished"; cascadeRecipientFinished: CascadeRecipientFinished }
+    | { $case: "webhookTest"; webhookTest: WebhookTest }
+    | { $case: "reviewRequestRated"; reviewRequestRated: ReviewRequestRated }
+    | undefined;
+}
+
+/** `review_request.rated`: a rating through a personal link made by POST /review-requests. */
+export interface ReviewRequestRated {
+  reviewRequestId: string;
+  locationId: string;
+  customerName: string;
+  /** The email or phone the link was made for, as given. */
+  contact: string;
+  rating: number;
+  /** The private text left after a low rating; empty when none (yet). */
+  feedback: string;
+  ratedAt: Date | undefined;
 }
 
 export interface CascadeRecipientFinished {
@@ -84,6 +100,9 @@ export const Event: MessageFns<Event> = {
         break;
       case "webhookTest":
         WebhookTest.encode(message.payload.webhookTest, writer.uint32(90).fork()).join();
+        break;
+      case "reviewRequestRated":
+        ReviewRequestRated.encode(message.payload.reviewRequestRated, writer.uint32(98).fork()).join();
         break;
     }
     return writer;
@@ -153,6 +172,17 @@ export const Event: MessageFns<Event> = {
             message.payload = { $case: "webhookTest", webhookTest: WebhookTest.decode(reader, reader.uint32()) };
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.payload = {
+              $case: "reviewRequestRated",
+              reviewRequestRated: ReviewRequestRated.decode(reader, reader.uint32()),
+            };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -193,6 +223,10 @@ export const Event: MessageFns<Event> = {
         ? { $case: "webhookTest", webhookTest: WebhookTest.fromJSON(object.webhookTest) }
         : isSet(object.webhook_test)
         ? { $case: "webhookTest", webhookTest: WebhookTest.fromJSON(object.webhook_test) }
+        : isSet(object.reviewRequestRated)
+        ? { $case: "reviewRequestRated", reviewRequestRated: ReviewRequestRated.fromJSON(object.reviewRequestRated) }
+        : isSet(object.review_request_rated)
+        ? { $case: "reviewRequestRated", reviewRequestRated: ReviewRequestRated.fromJSON(object.review_request_rated) }
         : undefined,
     };
   },
@@ -215,6 +249,8 @@ export const Event: MessageFns<Event> = {
       obj.cascadeRecipientFinished = CascadeRecipientFinished.toJSON(message.payload.cascadeRecipientFinished);
     } else if (message.payload?.$case === "webhookTest") {
       obj.webhookTest = WebhookTest.toJSON(message.payload.webhookTest);
+    } else if (message.payload?.$case === "reviewRequestRated") {
+      obj.reviewRequestRated = ReviewRequestRated.toJSON(message.payload.reviewRequestRated);
     }
     return obj;
   },
@@ -246,7 +282,205 @@ export const Event: MessageFns<Event> = {
         }
         break;
       }
+      case "reviewRequestRated": {
+        if (object.payload?.reviewRequestRated !== undefined && object.payload?.reviewRequestRated !== null) {
+          message.payload = {
+            $case: "reviewRequestRated",
+            reviewRequestRated: ReviewRequestRated.fromPartial(object.payload.reviewRequestRated),
+          };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseReviewRequestRated(): ReviewRequestRated {
+  return {
+    reviewRequestId: "",
+    locationId: "",
+    customerName: "",
+    contact: "",
+    rating: 0,
+    feedback: "",
+    ratedAt: undefined,
+  };
+}
+
+export const ReviewRequestRated: MessageFns<ReviewRequestRated> = {
+  encode(message: ReviewRequestRated, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reviewRequestId !== "") {
+      writer.uint32(10).string(message.reviewRequestId);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(18).string(message.locationId);
+    }
+    if (message.customerName !== "") {
+      writer.uint32(26).string(message.customerName);
+    }
+    if (message.contact !== "") {
+      writer.uint32(34).string(message.contact);
+    }
+    if (message.rating !== 0) {
+      writer.uint32(40).int32(message.rating);
+    }
+    if (message.feedback !== "") {
+      writer.uint32(50).string(message.feedback);
+    }
+    if (message.ratedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.ratedAt), writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReviewRequestRated {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReviewRequestRated();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reviewRequestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.customerName = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.contact = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.rating = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.feedback = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.ratedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReviewRequestRated {
+    return {
+      reviewRequestId: isSet(object.reviewRequestId)
+        ? globalThis.String(object.reviewRequestId)
+        : isSet(object.review_request_id)
+        ? globalThis.String(object.review_request_id)
+        : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      customerName: isSet(object.customerName)
+        ? globalThis.String(object.customerName)
+        : isSet(object.customer_name)
+        ? globalThis.String(object.customer_name)
+        : "",
+      contact: isSet(object.contact) ? globalThis.String(object.contact) : "",
+      rating: isSet(object.rating) ? globalThis.Number(object.rating) : 0,
+      feedback: isSet(object.feedback) ? globalThis.String(object.feedback) : "",
+      ratedAt: isSet(object.ratedAt)
+        ? fromJsonTimestamp(object.ratedAt)
+        : isSet(object.rated_at)
+        ? fromJsonTimestamp(object.rated_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ReviewRequestRated): unknown {
+    const obj: any = {};
+    if (message.reviewRequestId !== "") {
+      obj.reviewRequestId = message.reviewRequestId;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.customerName !== "") {
+      obj.customerName = message.customerName;
+    }
+    if (message.contact !== "") {
+      obj.contact = message.contact;
+    }
+    if (message.rating !== 0) {
+      obj.rating = Math.round(message.rating);
+    }
+    if (message.feedback !== "") {
+      obj.feedback = message.feedback;
+    }
+    if (message.ratedAt !== undefined) {
+      obj.ratedAt = message.ratedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReviewRequestRated>, I>>(base?: I): ReviewRequestRated {
+    return ReviewRequestRated.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReviewRequestRated>, I>>(object: I): ReviewRequestRated {
+    const message = createBaseReviewRequestRated();
+    message.reviewRequestId = object.reviewRequestId ?? "";
+    message.locationId = object.locationId ?? "";
+    message.customerName = object.customerName ?? "";
+    message.contact = object.contact ?? "";
+    message.rating = object.rating ?? 0;
+    message.feedback = object.feedback ?? "";
+    message.ratedAt = object.ratedAt ?? undefined;
     return message;
   },
 };

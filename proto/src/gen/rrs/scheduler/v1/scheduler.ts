@@ -34,6 +34,8 @@ export interface Flow {
   name: string;
   isDefault: boolean;
   steps: FlowStep[];
+  /** Minutes a recipient waits for a rating after its last step went out; unset = the organization's. */
+  responseWindowMinutes?: number | undefined;
 }
 
 export interface CreateFlowRequest {
@@ -41,6 +43,7 @@ export interface CreateFlowRequest {
   name: string;
   steps: FlowStep[];
   isDefault: boolean;
+  responseWindowMinutes?: number | undefined;
 }
 
 export interface CreateFlowResponse {
@@ -60,6 +63,8 @@ export interface UpdateFlowRequest {
   id: string;
   name: string;
   steps: FlowStep[];
+  /** Replaces the flow's window; unset = the organization's applies. */
+  responseWindowMinutes?: number | undefined;
 }
 
 export interface UpdateFlowResponse {
@@ -152,7 +157,7 @@ export interface CascadeRecipient {
   email: string;
   phone: string;
   contactExternalId: string;
-  /** running | finished */
+  /** running | waiting (last step out, waiting for a rating until window_closes_at) | finished */
   status: string;
   /** rated | exhausted | unreachable | unsubscribed | canceled; empty while running. */
   finishReason: string;
@@ -163,6 +168,8 @@ export interface CascadeRecipient {
   finishedAt: Date | undefined;
   steps: RecipientStep[];
   reviewRequestId: string;
+  /** While waiting: when the response window closes and the recipient finishes `exhausted` unless it rates. */
+  windowClosesAt: Date | undefined;
 }
 
 export interface CascadeCount {
@@ -418,7 +425,7 @@ export const FlowStep: MessageFns<FlowStep> = {
 };
 
 function createBaseFlow(): Flow {
-  return { id: "", organizationId: "", name: "", isDefault: false, steps: [] };
+  return { id: "", organizationId: "", name: "", isDefault: false, steps: [], responseWindowMinutes: undefined };
 }
 
 export const Flow: MessageFns<Flow> = {
@@ -437,6 +444,9 @@ export const Flow: MessageFns<Flow> = {
     }
     for (const v of message.steps) {
       FlowStep.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.responseWindowMinutes !== undefined) {
+      writer.uint32(48).int32(message.responseWindowMinutes);
     }
     return writer;
   },
@@ -494,6 +504,14 @@ export const Flow: MessageFns<Flow> = {
             message.steps.push(FlowStep.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.responseWindowMinutes = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -521,6 +539,11 @@ export const Flow: MessageFns<Flow> = {
         ? globalThis.Boolean(object.is_default)
         : false,
       steps: globalThis.Array.isArray(object?.steps) ? object.steps.map((e: any) => FlowStep.fromJSON(e)) : [],
+      responseWindowMinutes: isSet(object.responseWindowMinutes)
+        ? globalThis.Number(object.responseWindowMinutes)
+        : isSet(object.response_window_minutes)
+        ? globalThis.Number(object.response_window_minutes)
+        : undefined,
     };
   },
 
@@ -541,6 +564,9 @@ export const Flow: MessageFns<Flow> = {
     if (message.steps?.length) {
       obj.steps = message.steps.map((e) => FlowStep.toJSON(e));
     }
+    if (message.responseWindowMinutes !== undefined) {
+      obj.responseWindowMinutes = Math.round(message.responseWindowMinutes);
+    }
     return obj;
   },
 
@@ -554,12 +580,13 @@ export const Flow: MessageFns<Flow> = {
     message.name = object.name ?? "";
     message.isDefault = object.isDefault ?? false;
     message.steps = object.steps?.map((e) => FlowStep.fromPartial(e)) || [];
+    message.responseWindowMinutes = object.responseWindowMinutes ?? undefined;
     return message;
   },
 };
 
 function createBaseCreateFlowRequest(): CreateFlowRequest {
-  return { organizationId: "", name: "", steps: [], isDefault: false };
+  return { organizationId: "", name: "", steps: [], isDefault: false, responseWindowMinutes: undefined };
 }
 
 export const CreateFlowRequest: MessageFns<CreateFlowRequest> = {
@@ -575,6 +602,9 @@ export const CreateFlowRequest: MessageFns<CreateFlowRequest> = {
     }
     if (message.isDefault !== false) {
       writer.uint32(32).bool(message.isDefault);
+    }
+    if (message.responseWindowMinutes !== undefined) {
+      writer.uint32(40).int32(message.responseWindowMinutes);
     }
     return writer;
   },
@@ -624,6 +654,14 @@ export const CreateFlowRequest: MessageFns<CreateFlowRequest> = {
             message.isDefault = reader.bool();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.responseWindowMinutes = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -650,6 +688,11 @@ export const CreateFlowRequest: MessageFns<CreateFlowRequest> = {
         : isSet(object.is_default)
         ? globalThis.Boolean(object.is_default)
         : false,
+      responseWindowMinutes: isSet(object.responseWindowMinutes)
+        ? globalThis.Number(object.responseWindowMinutes)
+        : isSet(object.response_window_minutes)
+        ? globalThis.Number(object.response_window_minutes)
+        : undefined,
     };
   },
 
@@ -667,6 +710,9 @@ export const CreateFlowRequest: MessageFns<CreateFlowRequest> = {
     if (message.isDefault !== false) {
       obj.isDefault = message.isDefault;
     }
+    if (message.responseWindowMinutes !== undefined) {
+      obj.responseWindowMinutes = Math.round(message.responseWindowMinutes);
+    }
     return obj;
   },
 
@@ -679,6 +725,7 @@ export const CreateFlowRequest: MessageFns<CreateFlowRequest> = {
     message.name = object.name ?? "";
     message.steps = object.steps?.map((e) => FlowStep.fromPartial(e)) || [];
     message.isDefault = object.isDefault ?? false;
+    message.responseWindowMinutes = object.responseWindowMinutes ?? undefined;
     return message;
   },
 };
@@ -891,7 +938,7 @@ export const ListFlowsResponse: MessageFns<ListFlowsResponse> = {
 };
 
 function createBaseUpdateFlowRequest(): UpdateFlowRequest {
-  return { organizationId: "", id: "", name: "", steps: [] };
+  return { organizationId: "", id: "", name: "", steps: [], responseWindowMinutes: undefined };
 }
 
 export const UpdateFlowRequest: MessageFns<UpdateFlowRequest> = {
@@ -907,6 +954,9 @@ export const UpdateFlowRequest: MessageFns<UpdateFlowRequest> = {
     }
     for (const v of message.steps) {
       FlowStep.encode(v!, writer.uint32(34).fork()).join();
+    }
+    if (message.responseWindowMinutes !== undefined) {
+      writer.uint32(40).int32(message.responseWindowMinutes);
     }
     return writer;
   },
@@ -956,6 +1006,14 @@ export const UpdateFlowRequest: MessageFns<UpdateFlowRequest> = {
             message.steps.push(FlowStep.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.responseWindowMinutes = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -978,6 +1036,11 @@ export const UpdateFlowRequest: MessageFns<UpdateFlowRequest> = {
       id: isSet(object.id) ? globalThis.String(object.id) : "",
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       steps: globalThis.Array.isArray(object?.steps) ? object.steps.map((e: any) => FlowStep.fromJSON(e)) : [],
+      responseWindowMinutes: isSet(object.responseWindowMinutes)
+        ? globalThis.Number(object.responseWindowMinutes)
+        : isSet(object.response_window_minutes)
+        ? globalThis.Number(object.response_window_minutes)
+        : undefined,
     };
   },
 
@@ -995,6 +1058,9 @@ export const UpdateFlowRequest: MessageFns<UpdateFlowRequest> = {
     if (message.steps?.length) {
       obj.steps = message.steps.map((e) => FlowStep.toJSON(e));
     }
+    if (message.responseWindowMinutes !== undefined) {
+      obj.responseWindowMinutes = Math.round(message.responseWindowMinutes);
+    }
     return obj;
   },
 
@@ -1007,6 +1073,7 @@ export const UpdateFlowRequest: MessageFns<UpdateFlowRequest> = {
     message.id = object.id ?? "";
     message.name = object.name ?? "";
     message.steps = object.steps?.map((e) => FlowStep.fromPartial(e)) || [];
+    message.responseWindowMinutes = object.responseWindowMinutes ?? undefined;
     return message;
   },
 };
@@ -2236,6 +2303,7 @@ function createBaseCascadeRecipient(): CascadeRecipient {
     finishedAt: undefined,
     steps: [],
     reviewRequestId: "",
+    windowClosesAt: undefined,
   };
 }
 
@@ -2279,6 +2347,9 @@ export const CascadeRecipient: MessageFns<CascadeRecipient> = {
     }
     if (message.reviewRequestId !== "") {
       writer.uint32(106).string(message.reviewRequestId);
+    }
+    if (message.windowClosesAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.windowClosesAt), writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -2400,6 +2471,14 @@ export const CascadeRecipient: MessageFns<CascadeRecipient> = {
             message.reviewRequestId = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.windowClosesAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2449,6 +2528,11 @@ export const CascadeRecipient: MessageFns<CascadeRecipient> = {
         : isSet(object.review_request_id)
         ? globalThis.String(object.review_request_id)
         : "",
+      windowClosesAt: isSet(object.windowClosesAt)
+        ? fromJsonTimestamp(object.windowClosesAt)
+        : isSet(object.window_closes_at)
+        ? fromJsonTimestamp(object.window_closes_at)
+        : undefined,
     };
   },
 
@@ -2493,6 +2577,9 @@ export const CascadeRecipient: MessageFns<CascadeRecipient> = {
     if (message.reviewRequestId !== "") {
       obj.reviewRequestId = message.reviewRequestId;
     }
+    if (message.windowClosesAt !== undefined) {
+      obj.windowClosesAt = message.windowClosesAt.toISOString();
+    }
     return obj;
   },
 
@@ -2514,6 +2601,7 @@ export const CascadeRecipient: MessageFns<CascadeRecipient> = {
     message.finishedAt = object.finishedAt ?? undefined;
     message.steps = object.steps?.map((e) => RecipientStep.fromPartial(e)) || [];
     message.reviewRequestId = object.reviewRequestId ?? "";
+    message.windowClosesAt = object.windowClosesAt ?? undefined;
     return message;
   },
 };

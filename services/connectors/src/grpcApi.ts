@@ -44,7 +44,7 @@ export function connectorsGrpcService(connectors: Connectors, logger: Logger) {
         return { connectors: await Promise.all((await connectors.list(req.organizationId)).map(withCounts)) };
       },
       async updateConnector(req) {
-        const r = await connectors.update(req.organizationId, req.id, {
+        const updated = await connectors.update(req.organizationId, req.id, {
           name: req.name,
           enabled: req.enabled,
           amocrm: amoInput(req.amocrm),
@@ -56,15 +56,15 @@ export function connectorsGrpcService(connectors: Connectors, logger: Logger) {
           writeBack: req.writeBack,
           rotateInboundSecret: req.rotateInboundSecret,
         });
-        return { connector: await withCounts(r.connector), inboundUrl: r.inboundUrl };
+        return { connector: await withCounts(updated.connector), inboundUrl: updated.inboundUrl };
       },
       async deleteConnector(req) {
         await connectors.delete(req.organizationId, req.id);
         return {};
       },
       async getConnectorStatus(req) {
-        const c = await connectors.get(req.organizationId, req.id);
-        return { status: statusMessage(c, await connectors.counts(c.id)) };
+        const connector = await connectors.get(req.organizationId, req.id);
+        return { status: statusMessage(connector, await connectors.counts(connector.id)) };
       },
       async runSync(req) {
         return { nextSyncAt: await connectors.runSync(req.organizationId, req.id) };

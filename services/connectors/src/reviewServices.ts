@@ -9,7 +9,7 @@ import { DomainError, NotFoundError, type PromiseClient } from '@rrs/runtime';
  * an Idempotency-Key; its fingerprint is derived from the key alone, so a retry whose CRM data changed
  * in between replays the first answer instead of failing: one deal, one contact write, one cascade.
  */
-export interface Directory {
+export interface ReviewServices {
   /** 404 naming `pointer` when the location is not the organization's. */
   checkLocation(organizationId: string, locationId: string, pointer: string): Promise<void>;
   /** 404 naming `/flowId` when the flow is not the organization's. */
@@ -57,10 +57,10 @@ export function invalidPointers(err: unknown): string[] {
   return errors.map((e) => e.pointer ?? '').filter((p) => p !== '');
 }
 
-export function grpcDirectory(
+export function grpcReviewServices(
   contacts: PromiseClient<contactsV1.ContactsServiceClient>,
   scheduler: PromiseClient<schedulerV1.CascadeSchedulerServiceClient>,
-): Directory {
+): ReviewServices {
   return {
     async checkLocation(organizationId, locationId, pointer) {
       try {
@@ -83,7 +83,7 @@ export function grpcDirectory(
     async upsertContact(input, idempotencyKey) {
       // Presence matters to UpsertContact: a field left out keeps what is stored, so an empty CRM field
       // never clears what the directory knows.
-      const r = await contacts.upsertContact(
+      const answer = await contacts.upsertContact(
         {
           organizationId: input.organizationId,
           externalId: input.externalId,
@@ -98,11 +98,11 @@ export function grpcDirectory(
         },
         { metadata: idempotencyMetadata(idempotencyKey) },
       );
-      const c = r.contact!;
-      return { id: c.id, externalId: c.externalId ?? input.externalId, name: c.name ?? '', email: c.email ?? '', phone: c.phone ?? '' };
+      const contact = answer.contact!;
+      return { id: contact.id, externalId: contact.externalId ?? input.externalId, name: contact.name ?? '', email: contact.email ?? '', phone: contact.phone ?? '' };
     },
     async startCascade(input, idempotencyKey) {
-      const r = await scheduler.startCascade(
+      const started = await scheduler.startCascade(
         {
           organizationId: input.organizationId,
           locationId: input.locationId,
@@ -114,7 +114,7 @@ export function grpcDirectory(
         },
         { metadata: idempotencyMetadata(idempotencyKey) },
       );
-      return { id: r.id, replayed: r.idempotentReplayed };
+      return { id: started.id, replayed: started.idempotentReplayed };
     },
   };
 }

@@ -1,0 +1,51 @@
+import { counter, inTransaction, startDueWorkLoop, type Logger, type Notifier, type Pool } from '@rrs/runtime';
+import { closeResponseWindow, type Timing } from './engine';
+import { dbNow, loadRecipients, saveStates, WINDOW_CHANNEL } from './recipientStore';
+
+const closed = counter({ name: 'scheduler_response_windows_closed_total', help: 'Waiting recipients whose response window closed without a rating (finished exhausted).' });
+
+export interface ResponseWindowOptions {
+  pool: Pool;
+  notifier: Notifier;
+  logger: Logger;
+  minuteMs: number;
+  batchSize?: number;
+}
+
+/**
+ * Finishes the recipients whose response window closed without a rating: claims them (SKIP LOCKED, so
+ * a rating being recorded for one wins, and replicas share the work), finishes each `exhausted` and
+ * writes its finish event, in one transaction per batch. Sleeps until the earliest window closes, or a
+ * notification of a new waiting recipient.
+ */
+export function startResponseWindowCloser(options: ResponseWindowOptions): { stop(): Promise<void> } {
+  const batchSize = options.batchSize ?? 500;
+  const loop = startDueWorkLoop({
+    name: 'response windows',
+    logger: options.logger,
+    notifier: options.notifier,
+    channels: [WINDOW_CHANNEL],
+    nextDueInMs: async () => {
+      const { rows } = await options.pool.query<{ ms: number | null }>(
+        `SELECT (EXTRACT(EPOCH FROM min(window_closes_at) - clock_timestamp()) * 1000)::float8 AS ms FROM recipients WHERE status = 'waiting'`,
+      );
+      return rows[0].ms;
+    },
+    round: () =>
+      inTransaction(options.pool, async (client) => {
+        const now = await dbNow(client);
+        const { rows } = await client.query<{ id: string }>(
+          `SELECT id FROM recipients WHERE status = 'waiting' AND window_closes_at <= $1 ORDER BY window_closes_at LIMIT $2`,
+          [now, batchSize],
+        );
+        if (rows.length === 0) return false;
+        const states = await loadRecipients(client, rows.map((row) => row.id), { skipLocked: true });
+        const timing: Timing = { now, minuteMs: options.minuteMs };
+        for (const state of states.values()) closeResponseWindow(state, timing);
+        await saveStates(client, states.values(), now);
+        closed.inc(states.size);
+        return rows.length === batchSize;
+      }),
+  });
+  return { stop: () => loop.stop() };
+}

@@ -1,0 +1,151 @@
+import { startContacts, type RunningContacts } from '@rrs/contacts';
+import { startScheduler, type RunningScheduler } from '@rrs/cascade-scheduler';
+import { registry } from '@rrs/runtime';
+import { openChannelsBucket, readChannelCatalog } from '@rrs/sender-kit';
+import { createTestBus, createTestDatabase, startFakeGreenApi, testContext, testLogger, waitFor, type FakeGreenApi, type TestBus, type TestDatabase } from '@rrs/testkit';
+import { AccountHealth, accountDownReason, AccountLookupCache, startMessengerSender, type MessengerAccount } from '../src';
+
+const MAX_INSTANCE = '3303';
+const TELEGRAM_INSTANCE = '4404';
+
+const availableGauge = async (channel: string) => (await registry.getSingleMetric('messenger_account_available')!.get()).values.find((v) => v.labels.channel === channel && v.labels.instance === (channel === 'MAX' ? MAX_INSTANCE : TELEGRAM_INSTANCE))?.value;
+
+/**
+ * Account health on the real stack (contacts, the scheduler, channel-messenger) against the GREEN-API fake:
+ * a blocked MAX account is out of the catalog and its steps go to TELEGRAM without a call to the MAX
+ * gateway; once authorized again, MAX is back. checkAccount answers are reused.
+ */
+describe('messenger account health', () => {
+  let db: TestDatabase;
+  let tb: TestBus;
+  let contacts: RunningContacts;
+  let scheduler: RunningScheduler;
+  let gateway: FakeGreenApi;
+  let messenger: Awaited<ReturnType<typeof startMessengerSender>>;
+  const ctx = testContext('messenger-health');
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    tb = await createTestBus('memory');
+    gateway = await startFakeGreenApi();
+    gateway.setState(MAX_INSTANCE, 'blocked');
+    contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
+    scheduler = await startScheduler(
+      { databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
+      ctx,
+      { bus: tb.bus, channelsCacheMs: 0 },
+    );
+    const account = (idInstance: string): MessengerAccount => ({ apiUrl: gateway.url, idInstance, apiToken: gateway.token, timeoutMs: 2_000, perAccountPerSecond: 30, perChatPerSecond: 10, healthIntervalMs: 600_000, accountCacheMs: 600_000 });
+    messenger = await startMessengerSender({ databaseUrl: db.url, concurrency: 4, max: account(MAX_INSTANCE), telegram: account(TELEGRAM_INSTANCE) }, ctx, { bus: tb.bus });
+  });
+  afterAll(async () => {
+    await ctx.stop();
+    await gateway.close();
+    await tb.cleanup();
+    await db.drop();
+  });
+
+  async function organization() {
+    const org = await contacts.directory.createOrganization({ name: 'health', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance: 0, sendWindow: null });
+    for (const channel of ['SMS', 'MAX', 'TELEGRAM']) await contacts.channels.set({ organizationId: org.id, channel, configured: true });
+    const location = await contacts.directory.createLocation({ organizationId: org.id, name: 'Кофейня', address: 'Тверская 1', city: 'Москва', timeZone: 'Europe/Moscow', reviewLinks: [] });
+    return { id: org.id, locationId: location.id };
+  }
+  const sentStep = async (org: { id: string; locationId: string }, phone: string) => {
+    const { result } = await scheduler.cascades.start({ organizationId: org.id, locationId: org.locationId, name: '', flowId: '', channel: 'MAX', externalId: '', recipients: [{ name: 'Анна', email: '', phone, contactId: '', contactExternalId: '' }] });
+    return waitFor(async () => {
+      const step = (await scheduler.cascades.get(org.id, result.id)).recipients[0].steps[0];
+      return step.status === 'sent' ? step : undefined;
+    }, { what: `step to ${phone} sent` });
+  };
+  const catalogEntry = async (key: string) => (await readChannelCatalog(await openChannelsBucket(tb.bus))).find((e) => e.key === key);
+
+  it('a blocked account: MAX unavailable in the catalog with its reason, the alert gauge at 0, and MAX steps go to TELEGRAM without calling the MAX gateway', async () => {
+    expect(await catalogEntry('MAX')).toMatchObject({ unavailable: true, unavailableReason: 'account_blocked' });
+    expect((await catalogEntry('TELEGRAM'))?.unavailable).toBeFalsy();
+    expect(await availableGauge('MAX')).toBe(0);
+    expect(await availableGauge('TELEGRAM')).toBe(1);
+
+    const org = await organization();
+    const step = await sentStep(org, '+79995550001');
+    expect(JSON.stringify(step)).toContain('TELEGRAM');
+    expect(JSON.stringify(step)).toContain('unreachable');
+    expect(gateway.calls('sendMessage', MAX_INSTANCE)).toBe(0);
+    expect(gateway.calls('checkAccount', MAX_INSTANCE)).toBe(0);
+    expect(gateway.messages.filter((m) => m.chatId === '79995550001@c.us').map((m) => m.instance)).toEqual([TELEGRAM_INSTANCE]);
+  });
+
+  it('authorized again: MAX is back in the catalog at the next check and sends; the state is asked only at start and at each check', async () => {
+    expect(gateway.calls('getStateInstance', MAX_INSTANCE)).toBe(1);
+    gateway.setState(MAX_INSTANCE, 'authorized');
+    await messenger.health.MAX!.check();
+    expect(gateway.calls('getStateInstance', MAX_INSTANCE)).toBe(2);
+    expect((await catalogEntry('MAX'))?.unavailable).toBeFalsy();
+    expect(await availableGauge('MAX')).toBe(1);
+    const org = await organization();
+    await sentStep(org, '+79995550002');
+    expect(gateway.messages.filter((m) => m.chatId === '79995550002@c.us').map((m) => [m.instance, m.where])).toEqual([[MAX_INSTANCE, 'journal']]);
+  });
+
+  it.each([
+    ['notAuthorized', 'account_not_authorized'],
+    ['suspended', 'account_suspended'],
+    ['yellowCard', 'account_yellow_card'],
+  ] as const)('takes MAX out for %s (%s); starting and sleepMode keep it', async (state, reason) => {
+    gateway.setState(MAX_INSTANCE, state);
+    await messenger.health.MAX!.check();
+    expect(await catalogEntry('MAX')).toMatchObject({ unavailable: true, unavailableReason: reason });
+    for (const passing of ['starting', 'sleepMode', 'authorized'] as const) {
+      gateway.setState(MAX_INSTANCE, passing);
+      await messenger.health.MAX!.check();
+      expect((await catalogEntry('MAX'))?.unavailable).toBeFalsy();
+    }
+  });
+
+  it('reuses checkAccount answers: a second step to the same number asks the gateway no more', async () => {
+    const before = gateway.calls('checkAccount', MAX_INSTANCE);
+    const org = await organization();
+    await sentStep(org, '+79995550003');
+    await sentStep(org, '+79995550003');
+    expect(gateway.calls('checkAccount', MAX_INSTANCE) - before).toBe(1);
+    expect(gateway.messages.filter((m) => m.chatId === '79995550003@c.us')).toHaveLength(2);
+  });
+});
+
+describe('AccountHealth and AccountLookupCache', () => {
+  it('keeps the last known state when the gateway can not be asked', async () => {
+    const changes: boolean[] = [];
+    const health = new AccountHealth({
+      channel: 'TEST_DOWN', logger: testLogger(), intervalMs: 600_000, onChange: (usable) => void changes.push(usable),
+      account: { apiUrl: 'http://127.0.0.1:9/v3', idInstance: '1', apiToken: 'token-123456', timeoutMs: 500, perAccountPerSecond: 1, perChatPerSecond: 1 },
+    });
+    await health.check();
+    expect(health.usable).toEqual({ usable: true });
+    expect(changes).toEqual([]);
+  });
+
+  it('names the reason after the state', () => {
+    expect(accountDownReason('blocked')).toBe('account_blocked');
+    expect(accountDownReason('pendingPassword')).toBe('account_pending_password');
+  });
+
+  it('reuses an answer until it expires (a number without an account for a tenth of the time) and shares a look-up in flight', async () => {
+    let now = 0;
+    let calls = 0;
+    const cache = new AccountLookupCache(1_000, 10, () => now);
+    const lookup = (exist: boolean) => async () => {
+      calls++;
+      return { exist, chatId: 'c' };
+    };
+    await Promise.all([cache.get('1', lookup(true)), cache.get('1', lookup(true))]);
+    expect(calls).toBe(1);
+    now = 999;
+    expect(await cache.get('1', lookup(true))).toMatchObject({ cached: true });
+    now = 1_000;
+    expect(await cache.get('1', lookup(true))).toMatchObject({ cached: false });
+    await cache.get('2', lookup(false));
+    now = 1_100;
+    expect(await cache.get('2', lookup(false))).toMatchObject({ cached: false, exist: false });
+    expect(calls).toBe(4);
+  });
+});
