@@ -22,6 +22,18 @@ export function isResponseWindowMinutes(value: number): boolean {
   return Number.isInteger(value) && value >= 0 && value <= MAX_RESPONSE_WINDOW_MINUTES;
 }
 
+/**
+ * The cooldown (docs/customer-respect.md): a person sent a review request, or who rated, within this
+ * many days is not asked again by the organization (matched by email or phone across locations and
+ * cascades); 0 turns it off. A request may set `ignoreCooldown` for a genuinely new order.
+ */
+export const DEFAULT_COOLDOWN_DAYS = 30;
+export const MAX_COOLDOWN_DAYS = 365;
+
+export function isCooldownDays(value: number): boolean {
+  return Number.isInteger(value) && value >= 0 && value <= MAX_COOLDOWN_DAYS;
+}
+
 /** Channel keys are upper-case words (`EMAIL`, `SMS`, …); a subject uses the lower-case form, so a key has no dot. */
 export const MAX_CHANNEL_KEY_LENGTH = 32;
 /** The whole rule for a channel key, length included, so a side that tests the pattern needs nothing else. */
@@ -33,7 +45,7 @@ export function isChannelKey(channel: string): boolean {
 
 /** The keys of a cascade's `counts` (GET /cascades/{id}), in the order they are listed. */
 export const CASCADE_COUNT_KEYS = [
-  'recipients', 'queued', 'skipped', 'running', 'waiting', 'finished', 'rated', 'exhausted', 'unreachable', 'unsubscribed', 'canceled',
+  'recipients', 'queued', 'skipped', 'running', 'waiting', 'finished', 'rated', 'exhausted', 'unreachable', 'unsubscribed', 'canceled', 'cooldown', 'noConsent',
   'opened', 'feedback', 'stepsSent', 'stepsFailed', 'stepsSkipped', 'stepsPending',
 ] as const;
 

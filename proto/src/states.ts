@@ -16,7 +16,7 @@ export const RECIPIENT_STATUSES = ['running', 'waiting', 'finished'] as const;
 export type RecipientStatus = (typeof RECIPIENT_STATUSES)[number];
 
 /** Why a recipient finished (`finishReason`; the `reason` of the `cascade.recipient.finished` event). */
-export const FINISH_REASONS = ['rated', 'exhausted', 'unreachable', 'unsubscribed', 'canceled'] as const;
+export const FINISH_REASONS = ['rated', 'exhausted', 'unreachable', 'unsubscribed', 'canceled', 'cooldown', 'no_consent'] as const;
 export type FinishReason = (typeof FINISH_REASONS)[number];
 
 /** A step's `status`. */
@@ -24,8 +24,28 @@ export const STEP_STATUSES = ['pending', 'scheduled', 'dispatched', 'sent', 'fai
 export type StepStatus = (typeof STEP_STATUSES)[number];
 
 /** Why a step was skipped: the `reason` of every step whose status is `skipped`. */
-export const SKIP_REASONS = ['no_contact', 'opted_out', 'channel_not_configured'] as const;
+export const SKIP_REASONS = ['no_contact', 'opted_out', 'channel_not_configured', 'cooldown', 'no_consent'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
+
+/**
+ * Why a recipient was skipped when its request was accepted: stored finished with this reason (its
+ * steps skipped with the step reason beside it) and counted in `skipped`. In the order they are checked.
+ */
+export const INTAKE_SKIPS = [
+  { finishReason: 'unreachable', stepReason: 'no_contact' },
+  { finishReason: 'unsubscribed', stepReason: 'opted_out' },
+  { finishReason: 'no_consent', stepReason: 'no_consent' },
+  { finishReason: 'cooldown', stepReason: 'cooldown' },
+] as const satisfies ReadonlyArray<{ finishReason: FinishReason; stepReason: SkipReason }>;
+export type IntakeSkip = (typeof INTAKE_SKIPS)[number];
+
+/** Where an entry of the opt-out ledger came from (`source`; docs/customer-respect.md). */
+export const SUPPRESSION_SOURCES = ['unsubscribe_page', 'one_click', 'stop_reply', 'complaint', 'hard_bounce', 'admin'] as const;
+export type SuppressionSource = (typeof SUPPRESSION_SOURCES)[number];
+
+/** The `reason` of a sender's OPTED_OUT result: the sources a provider reports. */
+export const OPT_OUT_REASONS = ['stop_reply', 'complaint', 'hard_bounce'] as const satisfies ReadonlyArray<SuppressionSource>;
+export type OptOutReason = (typeof OPT_OUT_REASONS)[number];
 
 /** Why a `scheduled` step is waiting past the time it came due (its `reason`); it goes out at `dueAt`. */
 export const STEP_HOLD_REASONS = ['send_window'] as const;

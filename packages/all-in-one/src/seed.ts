@@ -36,9 +36,11 @@ export async function seedDemo(options: { stateFile: string; directory: Director
     timeZone: 'Europe/Moscow',
     locale: 'ru',
     defaultRegion: 'RU',
-    // The demo answers at any hour, so that a first try at night shows its SMS; organizations created
-    // through the admin API get the default send window (docs/customer-respect.md).
+    // The demo answers at any hour, so that a first try at night shows its SMS, and asks the same
+    // address as often as one tries it; organizations created through the admin API get the default
+    // send window and the 30-day cooldown (docs/customer-respect.md).
     sendWindow: null,
+    cooldownDays: 0,
   });
   await options.directory.createLocation({
     organizationId: organization.id,

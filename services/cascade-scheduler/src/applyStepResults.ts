@@ -1,7 +1,9 @@
-import { busV1 } from '@rrs/proto';
+import { busV1, isOneOf, OPT_OUT_REASONS } from '@rrs/proto';
 import { counter, inTransaction, sqlArray, type Pool, type PoolClient } from '@rrs/runtime';
-import { applyResult, type Outcome, type StepState, type Timing } from './engine';
+import { recordSent, type PersonEvent } from './cooldown';
+import { applyResult, stop, type Outcome, type StepState, type Timing } from './engine';
 import { isUuid } from './ids';
+import { recordOptOut } from './optOutLedger';
 import { dbNow, lockRecipientsOfSteps, saveStates, type LoadedRecipient } from './recipientStore';
 
 const applied = counter({ name: 'scheduler_step_results_total', help: 'Step results received from senders, by outcome.', labelNames: ['outcome'] });
@@ -59,16 +61,35 @@ export async function applyStepResults(pool: Pool, results: busV1.StepResult[], 
     const ownerOf = new Map<string, { state: LoadedRecipient; step: StepState }>();
     for (const state of states.values()) for (const step of state.steps) ownerOf.set(step.id, { state, step });
     const timing: Timing = { now: await dbNow(client), minuteMs };
+    const sentTo: PersonEvent[] = [];
     for (const result of toApply) {
       const found = ownerOf.get(rowIdOf(result) ?? '');
       if (!found) continue;
+      if (result.outcome === busV1.StepOutcome.STEP_OUTCOME_OPTED_OUT) {
+        await applyOptOut(client, found.state, result, timing);
+        continue;
+      }
+      if (result.outcome === busV1.StepOutcome.STEP_OUTCOME_SENT) sentTo.push({ organizationId: found.state.recipient.organizationId, person: found.state.recipient });
       // An outcome this version does not know must not leave the step dispatched forever.
       const known = OUTCOMES[result.outcome];
       const outcome = known ?? 'FAILED';
       applyResult(found.state, found.step, result.attemptId, outcome, known ? result.reason : `unknown_outcome: ${String(result.outcome)}`, timing);
       applied.inc({ outcome });
     }
+    await recordSent(client, sentTo, timing.now);
     await saveStates(client, states.values(), timing.now);
     return toApply;
   });
+}
+
+/**
+ * A provider reported that the person refused further messages (a STOP reply, a spam complaint) or that
+ * the address is dead (a hard bounce): the person enters the opt-out ledger and the recipient finishes
+ * `unsubscribed`. The message itself already went out: the step keeps its own status.
+ */
+async function applyOptOut(client: PoolClient, state: LoadedRecipient, result: busV1.StepResult, timing: Timing): Promise<void> {
+  const source = isOneOf(OPT_OUT_REASONS, result.reason) ? result.reason : 'complaint';
+  await recordOptOut(client, { organizationId: state.recipient.organizationId, person: state.recipient, channel: result.channel, source, recipientId: state.recipient.id });
+  stop(state, 'unsubscribed', timing);
+  applied.inc({ outcome: 'OPTED_OUT' });
 }

@@ -71,7 +71,8 @@ export interface Timing {
 /** What the firing step may use, checked when it fires, never when it is scheduled. */
 export interface FireChecks {
   configured(channel: string): boolean;
-  optedOut(channel: string, address: string): boolean;
+  /** The person is in the organization's opt-out ledger (by any of their addresses): no channel reaches them. */
+  optedOut(): boolean;
   /** Null when the channel may send now; else when the recipient's send window next opens. */
   windowOpensAt(channel: string): Date | null;
 }
@@ -205,7 +206,7 @@ export function reroute(state: RecipientState, step: StepState, reason: string, 
 
 /**
  * A scheduled step comes due: it is skipped (and the next one scheduled) when the recipient lacks the
- * contact field, opted out of the channel, or the channel is not configured; otherwise it is dispatched.
+ * contact field, opted out, or the channel is not configured; otherwise it is dispatched.
  * A rerouted step whose new channel is not configured moves on along the phone chain.
  */
 export function fire(state: RecipientState, step: StepState, checks: FireChecks, timing: Timing): Dispatch | null {
@@ -222,7 +223,7 @@ export function fire(state: RecipientState, step: StepState, checks: FireChecks,
       skip(state, step, 'no_contact', timing);
       return null;
     }
-    if (checks.optedOut(channel, address)) {
+    if (checks.optedOut()) {
       skip(state, step, 'opted_out', timing);
       return null;
     }

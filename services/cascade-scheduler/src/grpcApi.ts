@@ -4,6 +4,7 @@ import { unaryService, type Logger } from '@rrs/runtime';
 import { schedulerV1 } from '@rrs/proto';
 import type { Cascades } from './cascades';
 import type { Flows } from './flows';
+import type { People } from './people';
 import type { Reviews } from './reviews';
 
 export const SERVICE_NAME = 'rrs.scheduler.v1.CascadeSchedulerService';
@@ -17,8 +18,8 @@ function answered<Answer>({ result, replayed }: { result: Answer; replayed: bool
  * gRPC transport of the scheduler: maps messages to use cases and back, nothing else. Domain errors
  * reach the caller as the gRPC status of their kind (the runtime's unaryService maps them).
  */
-export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; reviews: Reviews }, logger: Logger) {
-  const { flows, cascades, reviews } = parts;
+export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; reviews: Reviews; people: People }, logger: Logger) {
+  const { flows, cascades, reviews, people } = parts;
   const idempotency = (metadata: Metadata, organizationId: string) => idempotencyFromMetadata(metadata, organizationId);
   return {
     name: SERVICE_NAME,
@@ -35,9 +36,13 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       getReviewForm: async (req) => ({ form: await reviews.getForm(req.token, req.recordOpen) }),
       submitRating: (req) => reviews.submitRating(req.token, req.rating),
       submitFeedback: (req) => reviews.submitFeedback(req.token, req.text),
-      unsubscribe: (req) => reviews.unsubscribe(req.token),
+      unsubscribe: (req) => reviews.unsubscribe(req),
       getOrganizationSettings: async (req) => ({ settings: await reviews.getSettings(req.organizationId) }),
       setOrganizationSettings: async (req) => ({ settings: await reviews.setSettings(req.organizationId, req.lowRatingThreshold, req.maxRecipientsPerRequest) }),
+      listSuppressions: (req) => people.listSuppressions(req),
+      addSuppression: (req) => people.addSuppression(req),
+      removeSuppression: (req) => people.removeSuppression(req),
+      exportPerson: (req) => people.exportPerson(req),
     }, logger),
   };
 }

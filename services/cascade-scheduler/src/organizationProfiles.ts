@@ -3,7 +3,11 @@ import { NotFoundError, type PromiseClient } from '@rrs/runtime';
 
 /** An organization as sending sees it: its plan and account, its templates, its configured channels. */
 export interface SendingProfile {
-  organization: { id: string; name: string; plan: string; emailConfirmed: boolean; locale: string; timeZone: string; defaultRegion?: string; sendWindow?: SendWindow | null; responseWindowMinutes?: number };
+  organization: { id: string; name: string; plan: string; emailConfirmed: boolean; locale: string; timeZone: string; defaultRegion?: string; sendWindow?: SendWindow | null; responseWindowMinutes?: number;
+    /** Absent or 0 = no cooldown. */
+    cooldownDays?: number;
+    requireConsent?: boolean;
+  };
   templates: Array<{ channel: string; subject: string; body: string }>;
   channels: Array<{ channel: string; configured: boolean }>;
 }
@@ -42,7 +46,8 @@ export function grpcOrganizationProfiles(client: PromiseClient<contactsV1.Contac
       if (!organization) throw new NotFoundError('organization');
       const { id, name, plan, emailConfirmed, locale, timeZone, defaultRegion } = organization;
       return {
-        organization: { id, name, plan, emailConfirmed, locale, timeZone, defaultRegion, sendWindow: fromProtoWindow(organization.sendWindow), responseWindowMinutes: organization.responseWindowMinutes },
+        organization: { id, name, plan, emailConfirmed, locale, timeZone, defaultRegion, sendWindow: fromProtoWindow(organization.sendWindow), responseWindowMinutes: organization.responseWindowMinutes,
+          cooldownDays: organization.cooldownDays, requireConsent: organization.requireConsent },
         templates: response.templates.map((template) => ({ channel: template.channel, subject: template.subject, body: template.body })),
         channels: response.channels.map((channel) => ({ channel: channel.channel, configured: channel.configured })),
       };

@@ -1,5 +1,6 @@
 import { eventSubject, EVENT_TYPES, type schedulerV1 } from '@rrs/proto';
 import { ConflictError, InvalidError, inTransaction, type Pool, type PoolClient } from '@rrs/runtime';
+import { recordRated } from './cooldown';
 import { rate } from './engine';
 import { finishEventOf, reviewRequestRatedEvent } from './finishEvent';
 import { refreshFinishEvent, rewriteWaitingEvent, writeOutbox } from './outbox';
@@ -47,10 +48,12 @@ export async function submitRating(pool: Pool, options: RatingOptions, token: st
   const link = await loadReviewLink(pool, token);
   const insert = { text: 'INSERT INTO ratings (review_request_id, organization_id, rating) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', values: [link.id, link.organization_id, rating] };
   const recorded = await recordOnce(pool, link, insert, async (client, now, state) => {
+    // The links the page shows with the rating, whatever the rating: the evidence that nobody is gated.
     await client.query(
-      `UPDATE review_requests SET status = 'rated', rated_at = $2, opened_at = coalesce(opened_at, $2), public_links_shown_at = $2 WHERE id = $1`,
-      [link.id, now],
+      `UPDATE review_requests SET status = 'rated', rated_at = $2, opened_at = coalesce(opened_at, $2), public_links_shown_at = $2, public_links_shown = $3::jsonb WHERE id = $1`,
+      [link.id, now, JSON.stringify(link.review_links ?? [])],
     );
+    await recordRated(client, { organizationId: link.organization_id, person: state?.recipient ?? personOfContact(link.contact) }, now);
     // A low rating's event waits for the feedback form (or the feedback window) so that it carries the feedback.
     const availableAt = rating <= lowRatingThresholdOf(link) ? new Date(now.getTime() + options.feedbackWindowMinutes * options.minuteMs) : now;
     if (!state) {
@@ -73,6 +76,11 @@ export async function submitRating(pool: Pool, options: RatingOptions, token: st
   });
   const form = await currentForm(pool, token);
   return { form, recorded, feedbackRequested: form.rating > 0 && form.rating <= form.lowRatingThreshold && !form.feedbackGiven };
+}
+
+/** The person of a link made by POST /review-requests, whose one `contact` is an email or a phone. */
+function personOfContact(contact: string): { email: string; phone: string } {
+  return contact.includes('@') ? { email: contact, phone: '' } : { email: '', phone: contact.startsWith('+') ? contact : '' };
 }
 
 /** Private feedback after a low rating; recorded once, and the recipient's held finish event now carries it. */

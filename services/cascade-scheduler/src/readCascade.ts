@@ -1,4 +1,4 @@
-import { CASCADE_COUNT_KEYS, type CascadeCountKey, type schedulerV1 } from '@rrs/proto';
+import { CASCADE_COUNT_KEYS, type CascadeCountKey, type FinishReason, type schedulerV1 } from '@rrs/proto';
 import { NotFoundError, type Pool } from '@rrs/runtime';
 import type { Reroute, StepStatus } from './engine';
 import { isUuid } from './ids';
@@ -20,6 +20,10 @@ interface StepRow {
 
 const PENDING: ReadonlySet<StepStatus> = new Set(['pending', 'scheduled', 'dispatched']);
 const STEP_COUNT_OF: Partial<Record<StepStatus, CascadeCountKey>> = { sent: 'stepsSent', failed: 'stepsFailed', skipped: 'stepsSkipped' };
+/** The `counts` key of each finish reason (keys are camelCase). */
+const FINISH_COUNT_OF: Record<FinishReason, CascadeCountKey> = {
+  rated: 'rated', exhausted: 'exhausted', unreachable: 'unreachable', unsubscribed: 'unsubscribed', canceled: 'canceled', cooldown: 'cooldown', no_consent: 'noConsent',
+};
 
 function toStep(step: StepRow): schedulerV1.RecipientStep {
   const [dueAt, sentAt, skippedAt, dispatchedAt, deliveredAt] = [step.due_at, step.sent_at, step.skipped_at, step.dispatched_at, step.delivered_at].map((at) => at ?? undefined);
@@ -70,7 +74,7 @@ export async function readCascade(pool: Pool, organizationId: string, id: string
   }
   for (const recipient of recipients) {
     counts[recipient.status as CascadeCountKey]++;
-    if (recipient.finish_reason) counts[recipient.finish_reason as CascadeCountKey]++;
+    if (recipient.finish_reason) counts[FINISH_COUNT_OF[recipient.finish_reason as FinishReason]]++;
     if (recipient.opened_at) counts.opened++;
     if (recipient.feedback) counts.feedback++;
   }

@@ -3,9 +3,17 @@ import type { schedulerV1 } from '@rrs/proto';
 import { InvalidError, type FieldProblem } from '@rrs/runtime';
 
 /** A recipient as a request gives it; `contactId`/`contactExternalId` only for a directory contact. */
-export type RecipientInput = Pick<schedulerV1.RecipientInput, 'name' | 'email' | 'phone'> & Partial<Pick<schedulerV1.RecipientInput, 'contactId' | 'contactExternalId'>>;
+export type RecipientInput = Pick<schedulerV1.RecipientInput, 'name' | 'email' | 'phone'> & Partial<Pick<schedulerV1.RecipientInput, 'contactId' | 'contactExternalId' | 'consentAt'>>;
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** An address as the ledgers key it: an email lower-case, a phone in E.164; null when it is neither. */
+export function normalizeAddress(address: string, defaultRegion = 'RU'): string | null {
+  const trimmed = address.trim();
+  if (trimmed.includes('@')) return EMAIL.test(trimmed) && trimmed.length <= 254 ? trimmed.toLowerCase() : null;
+  const parsed = parsePhoneNumberFromString(trimmed, (defaultRegion || 'RU') as CountryCode);
+  return parsed && parsed.isValid() ? parsed.number : null;
+}
 
 /**
  * Phones to E.164 (numbers without a country code read in the organization's region), emails

@@ -29,8 +29,8 @@ export interface ReviewLink {
 const REVIEW_LINK_QUERY = `
   SELECT rr.id, rr.organization_id, rr.token, rr.status, rr.recipient_id, rr.opened_at, rr.location_id, rr.customer_name, rr.contact, rr.rated_at, ls.name AS location_name, ls.review_links,
          os.locale, os.name AS organization_name, os.low_rating_threshold, ra.rating, fb.text AS feedback, r.email,
-         (r.email IS NOT NULL AND r.email <> '' AND EXISTS (
-            SELECT 1 FROM opt_outs oo WHERE oo.organization_id = rr.organization_id AND oo.channel = 'EMAIL' AND oo.address = lower(r.email))) AS unsubscribed
+         EXISTS (SELECT 1 FROM suppressions su WHERE su.organization_id = rr.organization_id
+                   AND su.address IN (lower(nullif(r.email, '')), nullif(r.phone, ''))) AS unsubscribed
     FROM review_requests rr
     LEFT JOIN location_snapshots ls ON ls.organization_id = rr.organization_id AND ls.location_id = rr.location_id
     LEFT JOIN organization_settings os ON os.organization_id = rr.organization_id

@@ -44,8 +44,8 @@ export class Reviews {
     return submitFeedback(this.deps.pool, token, text);
   }
 
-  unsubscribe(token: string): Promise<schedulerV1.UnsubscribeResponse> {
-    return unsubscribe(this.deps.pool, this.deps.minuteMs, token);
+  unsubscribe(request: schedulerV1.UnsubscribeRequest): Promise<schedulerV1.UnsubscribeResponse> {
+    return unsubscribe(this.deps.pool, this.deps.minuteMs, request);
   }
 
   getSettings(organizationId: string): Promise<schedulerV1.OrganizationSettings> {

@@ -7,6 +7,7 @@ import { DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESUL
 import { startDispatcher, type DispatcherOptions, type RunningDispatcher } from './dispatchDueSteps';
 import { Flows } from './flows';
 import { schedulerGrpcService } from './grpcApi';
+import { People } from './people';
 import { ConfiguredChannels, grpcOrganizationProfiles, type OrganizationProfiles } from './organizationProfiles';
 import { startOutboxRelay } from './outboxRelay';
 import { startRatingIntake, type RatingIntake, type RecordRating } from './ratingIntake';
@@ -123,7 +124,7 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   const server = await startGrpcServer({
     host: config.grpcHost,
     port: config.grpcPort,
-    services: [schedulerGrpcService({ flows, cascades, reviews }, ctx.logger)],
+    services: [schedulerGrpcService({ flows, cascades, reviews, people: new People({ pool, profiles }) }, ctx.logger)],
     health: ctx.health,
     logger: ctx.logger,
   });

@@ -1,6 +1,7 @@
 import { runIdempotent, type IdempotencyRequest } from '@rrs/idempotency';
-import { CHANNEL_KEY_PATTERN, eventSubject, EVENT_TYPES, MAX_RECIPIENTS_PER_REQUEST, schedulerV1, sendingRefusal } from '@rrs/proto';
+import { CHANNEL_KEY_PATTERN, eventSubject, EVENT_TYPES, INTAKE_SKIPS, MAX_RECIPIENTS_PER_REQUEST, schedulerV1, sendingRefusal, type IntakeSkip } from '@rrs/proto';
 import { ConflictError, injectTraceContext, InvalidError, sendingRefused, type FieldProblem, type Pool, type PoolClient } from '@rrs/runtime';
+import { recentlyAsked } from './cooldown';
 import { canReachAny } from './engine';
 import { finishEventFor } from './finishEvent';
 import type { Flow, Flows } from './flows';
@@ -10,11 +11,13 @@ import { recipientLimit } from './organizationSettings';
 import { writeOutbox } from './outbox';
 import { dbNow } from './recipientStore';
 import { normalizeRecipients, type RecipientInput } from './recipientInput';
+import { suppressedAmong } from './optOutLedger';
+import { personAddresses } from './personAddresses';
 import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
 import { templatesByChannel, type SnapshotWriter } from './snapshots';
 import { insertCascade, type CascadeRow, type NewCascade, type RecipientRow, type ReviewLinkRow, type StepRow } from './sql/insertCascade';
 
-export type StartCascadeInput = Omit<schedulerV1.StartCascadeRequest, 'recipients'> & { recipients: RecipientInput[] };
+export type StartCascadeInput = Omit<schedulerV1.StartCascadeRequest, 'recipients' | 'ignoreCooldown'> & { recipients: RecipientInput[]; ignoreCooldown?: boolean };
 export type StartCascadeResult = SavedAnswer<schedulerV1.StartCascadeResponse>;
 
 export interface IntakeDeps {
@@ -72,14 +75,39 @@ function resolveFlow(flows: Flows, input: StartCascadeInput): Promise<Flow> {
   return flows.getDefault(input.organizationId);
 }
 
+const DAY_MS = 86_400_000;
+const [UNREACHABLE, OPTED_OUT, NO_CONSENT, COOLDOWN] = INTAKE_SKIPS;
+
 /**
- * The rows of a new cascade. Step 1 of each reachable recipient is due at once, whatever its delay;
- * later steps wait for the previous one's outcome. A recipient none of whose steps has its contact
- * field is stored finished (`unreachable`, its steps skipped `no_contact`) and counted in `skipped`.
+ * Why each recipient is skipped at intake, or null when it is queued (INTAKE_SKIPS, in their order):
+ * no step has its contact field; the person opted out of the organization; the organization requires
+ * consent and none was given; the person was asked (or rated) within the organization's cooldown.
  */
-function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfile, now: Date, traceContext: Record<string, string>): NewCascade {
+async function intakeSkips(client: PoolClient, input: StartCascadeInput, channels: string[], profile: SendingProfile, now: Date): Promise<Array<IntakeSkip | null>> {
+  const organizationId = input.organizationId;
+  const addresses = input.recipients.flatMap(personAddresses);
+  const cooldownDays = input.ignoreCooldown ? 0 : profile.organization.cooldownDays ?? 0;
+  const [suppressed, asked] = await Promise.all([
+    suppressedAmong(client, [organizationId], addresses),
+    cooldownDays > 0 ? recentlyAsked(client, organizationId, addresses, new Date(now.getTime() - cooldownDays * DAY_MS)) : new Set<string>(),
+  ]);
+  return input.recipients.map((recipient) => {
+    const own = personAddresses(recipient);
+    if (!canReachAny(channels, recipient)) return UNREACHABLE;
+    if (own.some((address) => suppressed.has(`${organizationId}|${address}`))) return OPTED_OUT;
+    if (profile.organization.requireConsent && !recipient.consentAt) return NO_CONSENT;
+    if (own.some((address) => asked.has(address))) return COOLDOWN;
+    return null;
+  });
+}
+
+/**
+ * The rows of a new cascade. Step 1 of each queued recipient is due at once, whatever its delay;
+ * later steps wait for the previous one's outcome. A recipient skipped at intake is stored finished with
+ * its skip's finish reason (its steps skipped with the skip's step reason) and counted in `skipped`.
+ */
+function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfile, skips: Array<IntakeSkip | null>, now: Date, traceContext: Record<string, string>): NewCascade {
   const count = input.recipients.length;
-  const channels = flow.steps.map((step) => step.channel);
   const ids = uuidv7Batch(1 + count * (2 + flow.steps.length), now.getTime());
   const tokens = tokenBatch(count);
   let nextId = 1;
@@ -89,19 +117,19 @@ function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfi
   input.recipients.forEach((recipient, position) => {
     const id = ids[nextId++];
     const reviewRequestId = ids[nextId++];
-    const reachable = canReachAny(channels, recipient);
+    const skip = skips[position];
     reviewLinks.push({ id: reviewRequestId, token: tokens[position], recipient_id: id, customer_name: recipient.name, contact: recipient.email || recipient.phone });
     recipients.push({
       id, position, name: recipient.name, email: recipient.email, phone: recipient.phone, contact_id: recipient.contactId ?? '',
-      contact_external_id: recipient.contactExternalId ?? '', status: reachable ? 'running' : 'finished', finish_reason: reachable ? null : 'unreachable',
-      review_request_id: reviewRequestId,
+      contact_external_id: recipient.contactExternalId ?? '', status: skip ? 'finished' : 'running', finish_reason: skip?.finishReason ?? null,
+      review_request_id: reviewRequestId, consent_at: recipient.consentAt ?? null,
     });
     flow.steps.forEach((step, index) => {
-      const status = !reachable ? 'skipped' : index === 0 ? 'scheduled' : 'pending';
-      steps.push({ id: ids[nextId++], recipient_id: id, step_order: step.order, channel: step.channel, delay_minutes: step.delayMinutes, status, reason: reachable ? null : 'no_contact' });
+      const status = skip ? 'skipped' : index === 0 ? 'scheduled' : 'pending';
+      steps.push({ id: ids[nextId++], recipient_id: id, step_order: step.order, channel: step.channel, delay_minutes: step.delayMinutes, status, reason: skip?.stepReason ?? null });
     });
   });
-  const skipped = recipients.filter((recipient) => recipient.status === 'finished').length;
+  const skipped = skips.filter((skip) => skip !== null).length;
   const active = count - skipped;
   const cascade: CascadeRow = {
     id: ids[0], organization_id: input.organizationId, location_id: input.locationId, name: input.name, flow_id: flow.id || null,
@@ -113,17 +141,18 @@ function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfi
   return { cascade, reviewLinks, recipients, steps };
 }
 
-/** Writes the cascade's rows, and the finish events of the recipients it could not reach. */
+/** Writes the cascade's rows, and the finish events of the recipients skipped at intake. */
 async function writeCascade(client: PoolClient, input: StartCascadeInput, flow: Flow, profile: SendingProfile): Promise<StartCascadeResult> {
   const now = await dbNow(client);
   // The StartCascade span's context: every message of this cascade is published as its child.
   const traceContext = injectTraceContext({});
-  const rows = planCascade(input, flow, profile, now, traceContext);
+  const skips = await intakeSkips(client, input, flow.steps.map((step) => step.channel), profile, now);
+  const rows = planCascade(input, flow, profile, skips, now, traceContext);
   await insertCascade(client, rows);
   const { cascade } = rows;
-  const unreachable = rows.recipients.filter((recipient) => recipient.status === 'finished');
-  if (unreachable.length) {
-    const events = unreachable.map((recipient) => ({
+  const skippedRecipients = rows.recipients.filter((recipient) => recipient.status === 'finished');
+  if (skippedRecipients.length) {
+    const events = skippedRecipients.map((recipient) => ({
       ...finishEventFor({
         organizationId: input.organizationId,
         cascadeId: cascade.id,
@@ -133,8 +162,8 @@ async function writeCascade(client: PoolClient, input: StartCascadeInput, flow: 
         recipient: { id: recipient.id, ...input.recipients[recipient.position] },
         rating: null,
         feedback: null,
-        reason: 'unreachable',
-        steps: flow.steps.map((step) => ({ order: step.order, channel: step.channel, status: 'skipped', reason: 'no_contact', sentAt: null, reroutedTo: '' })),
+        reason: skips[recipient.position]!.finishReason,
+        steps: flow.steps.map((step) => ({ order: step.order, channel: step.channel, status: 'skipped', reason: skips[recipient.position]!.stepReason, sentAt: null, reroutedTo: '' })),
         finishedAt: now,
       }),
       headers: traceContext,

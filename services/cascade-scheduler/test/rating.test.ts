@@ -158,7 +158,7 @@ describe('ratings, feedback and unsubscribe (Postgres + JetStream)', () => {
 
   it('unsubscribe opts the email out for the organization, finishes the recipient unsubscribed, and later cascades skip it', async () => {
     const { cascadeId, token } = await startOne('unsub@example.com', '+79000002003');
-    const res = await h.scheduler.reviews.unsubscribe(token);
+    const res = await h.scheduler.reviews.unsubscribe({ token, oneClick: false });
     expect(res).toMatchObject({ recorded: true, form: { unsubscribed: true, email: 'unsub@example.com' } });
     const c = await h.scheduler.cascades.get(ORG, cascadeId);
     expect(c.recipients[0]).toMatchObject({ finishReason: 'unsubscribed' });

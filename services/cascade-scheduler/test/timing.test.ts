@@ -92,7 +92,7 @@ describe('timing and skip rules (fast clock, Postgres + JetStream)', () => {
   });
 
   it('an opted-out address is skipped with reason opted_out; a recipient with every step skipped that way finishes unsubscribed', async () => {
-    await h.pool.query(`INSERT INTO opt_outs (organization_id, channel, address) VALUES ($1, 'EMAIL', 'a6@example.com')`, [ORG]);
+    await h.pool.query(`INSERT INTO suppressions (organization_id, channel, address, source) VALUES ($1, 'EMAIL', 'a6@example.com', 'unsubscribe_page')`, [ORG]);
     const id = await flow([['EMAIL', 0]]);
     const { steps, recipient } = await run(id, { email: 'A6@example.com' });
     expect(steps[0]).toMatchObject({ status: 'skipped', reason: 'opted_out' });

@@ -46,7 +46,7 @@ describe('messenger account health', () => {
   });
 
   async function organization() {
-    const org = await contacts.directory.createOrganization({ name: 'health', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance: 0, sendWindow: null });
+    const org = await contacts.directory.createOrganization({ name: 'health', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance: 0, sendWindow: null, cooldownDays: 0 });
     for (const channel of ['SMS', 'MAX', 'TELEGRAM']) await contacts.channels.set({ organizationId: org.id, channel, configured: true });
     const location = await contacts.directory.createLocation({ organizationId: org.id, name: 'Кофейня', address: 'Тверская 1', city: 'Москва', timeZone: 'Europe/Moscow', reviewLinks: [] });
     return { id: org.id, locationId: location.id };

@@ -75,7 +75,7 @@ describe('SMS provider failover: the first provider goes down mid-run', () => {
   });
 
   it('sends every step exactly once, through SMSC until it fails and SMS.ru after, and records who sent each', async () => {
-    const organization = await contacts.directory.createOrganization({ name: 'failover', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance: 1_000, sendWindow: null });
+    const organization = await contacts.directory.createOrganization({ name: 'failover', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance: 1_000, sendWindow: null, cooldownDays: 0 });
     await contacts.channels.set({ organizationId: organization.id, channel: 'SMS', configured: true });
     const location = await contacts.directory.createLocation({ organizationId: organization.id, name: 'Кофейня', address: 'Тверская 1', city: 'Москва', timeZone: 'Europe/Moscow', reviewLinks: [] });
     const phones = Array.from({ length: RECIPIENTS }, (_, i) => `+7916555${String(i).padStart(4, '0')}`);

@@ -37,7 +37,7 @@ describe('SMS balance: debit per step, reroute when empty', () => {
   });
 
   async function org(smsBalance: number) {
-    const organization = await contacts.directory.createOrganization({ name: `org ${smsBalance}`, plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance, sendWindow: null });
+    const organization = await contacts.directory.createOrganization({ name: `org ${smsBalance}`, plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance, sendWindow: null, cooldownDays: 0 });
     for (const channel of ['SMS', 'MAX', 'TELEGRAM']) await contacts.channels.set({ organizationId: organization.id, channel, configured: true });
     const location = await contacts.directory.createLocation({ organizationId: organization.id, name: 'Кофейня', address: 'Тверская 1', city: 'Москва', timeZone: 'Europe/Moscow', reviewLinks: [] });
     return { id: organization.id, locationId: location.id };

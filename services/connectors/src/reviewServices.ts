@@ -111,6 +111,8 @@ export function grpcReviewServices(
           channel: '',
           externalId: input.externalId,
           recipients: [{ name: input.contact.name, email: input.contact.email, phone: input.contact.phone, contactId: input.contact.id, contactExternalId: input.contact.externalId }],
+          // A won deal obeys the organization's cooldown like any request (docs/customer-respect.md).
+          ignoreCooldown: false,
         },
         { metadata: idempotencyMetadata(idempotencyKey) },
       );

@@ -1,5 +1,5 @@
 import { ConflictError, inTransaction, InvalidError, NotFoundError, UnauthenticatedError, uuidv7, type Pool } from '@rrs/runtime';
-import { DEFAULT_RESPONSE_WINDOW_MINUTES, DEFAULT_SCOPES, DEFAULT_SEND_WINDOW, isChannelKey, isResponseWindowMinutes, isScope, MAX_RESPONSE_WINDOW_MINUTES, sendWindowProblems, type SendWindow } from '@rrs/proto';
+import { DEFAULT_COOLDOWN_DAYS, DEFAULT_RESPONSE_WINDOW_MINUTES, DEFAULT_SCOPES, isCooldownDays, MAX_COOLDOWN_DAYS, DEFAULT_SEND_WINDOW, isChannelKey, isResponseWindowMinutes, isScope, MAX_RESPONSE_WINDOW_MINUTES, sendWindowProblems, type SendWindow } from '@rrs/proto';
 import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './apiKeys';
 import { MAX_SMS_BALANCE, recordLedgerEntry } from './smsBalance';
 import { asUuid, checkText, FieldErrors, found, isHttpsUrl, isRegion, isTimeZone, isUuid, LOCALES, PLANS } from './validation';
@@ -18,6 +18,9 @@ export interface Organization {
   /** Null: steps go out at any time. */
   sendWindow: SendWindow | null;
   responseWindowMinutes: number;
+  /** 0 = no cooldown. */
+  cooldownDays: number;
+  requireConsent: boolean;
   createdAt: Date;
 }
 
@@ -32,6 +35,8 @@ export interface OrganizationInput {
   /** Undefined: the default window (create) or unchanged (patch); null: no window. */
   sendWindow?: SendWindow | null;
   responseWindowMinutes?: number;
+  cooldownDays?: number;
+  requireConsent?: boolean;
 }
 
 export type OrganizationPatch = Partial<OrganizationInput>;
@@ -93,7 +98,8 @@ export const MAX_REVIEW_LINKS = 20;
 const PROVIDER = /^[a-z0-9][a-z0-9._-]{0,31}$/;
 
 const ORG_COLUMNS = `id, name, plan, email_confirmed AS "emailConfirmed", sms_balance AS "smsBalance",
-  time_zone AS "timeZone", locale, default_region AS "defaultRegion", send_window AS "sendWindow", response_window_minutes AS "responseWindowMinutes", created_at AS "createdAt"`;
+  time_zone AS "timeZone", locale, default_region AS "defaultRegion", send_window AS "sendWindow", response_window_minutes AS "responseWindowMinutes",
+  cooldown_days AS "cooldownDays", require_consent AS "requireConsent", created_at AS "createdAt"`;
 const KEY_COLUMNS = `id, organization_id AS "organizationId", name, scopes, prefix, last4, created_at AS "createdAt", revoked_at AS "revokedAt"`;
 const LOCATION_COLUMNS = `id, organization_id AS "organizationId", name, address, city, time_zone AS "timeZone", review_links AS "reviewLinks",
   send_window AS "sendWindow", created_at AS "createdAt", updated_at AS "updatedAt"`;
@@ -113,6 +119,9 @@ function checkOrganization(errors: FieldErrors, organization: OrganizationPatch)
   checkSendWindow(errors, organization.sendWindow);
   if (organization.responseWindowMinutes !== undefined && !isResponseWindowMinutes(organization.responseWindowMinutes)) {
     errors.add('/responseWindowMinutes', `must be an integer from 0 (finish when the last step goes out) to ${MAX_RESPONSE_WINDOW_MINUTES}`);
+  }
+  if (organization.cooldownDays !== undefined && !isCooldownDays(organization.cooldownDays)) {
+    errors.add('/cooldownDays', `must be an integer from 0 (no cooldown) to ${MAX_COOLDOWN_DAYS}`);
   }
   const { name, plan, locale, timeZone, defaultRegion, smsBalance } = organization;
   if (name !== undefined) checkText(errors, '/name', name, { min: 1, max: 200 });
@@ -165,16 +174,18 @@ export class Directory {
       defaultRegion: input.defaultRegion || 'RU',
       sendWindow: input.sendWindow === undefined ? DEFAULT_SEND_WINDOW : input.sendWindow,
       responseWindowMinutes: input.responseWindowMinutes ?? DEFAULT_RESPONSE_WINDOW_MINUTES,
+      cooldownDays: input.cooldownDays ?? DEFAULT_COOLDOWN_DAYS,
+      requireConsent: input.requireConsent ?? false,
     };
     const errors = new FieldErrors();
     checkOrganization(errors, organization);
     errors.throwIfAny();
-    const { name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion, sendWindow, responseWindowMinutes } = organization;
+    const { name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion, sendWindow, responseWindowMinutes, cooldownDays, requireConsent } = organization;
     return inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<Organization>(
-        `INSERT INTO organizations (id, name, plan, email_confirmed, sms_balance, time_zone, locale, default_region, send_window, response_window_minutes)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10) RETURNING ${ORG_COLUMNS}`,
-        [uuidv7(), name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion, sendWindowJson(sendWindow), responseWindowMinutes],
+        `INSERT INTO organizations (id, name, plan, email_confirmed, sms_balance, time_zone, locale, default_region, send_window, response_window_minutes, cooldown_days, require_consent)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12) RETURNING ${ORG_COLUMNS}`,
+        [uuidv7(), name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion, sendWindowJson(sendWindow), responseWindowMinutes, cooldownDays, requireConsent],
       );
       if (smsBalance > 0) {
         await recordLedgerEntry(client, { organizationId: rows[0].id, kind: 'initial', parts: smsBalance, delta: smsBalance, balanceAfter: smsBalance, reason: 'opening balance' });
@@ -216,10 +227,11 @@ export class Directory {
            sms_balance = coalesce($5, sms_balance), time_zone = coalesce($6, time_zone), locale = coalesce($7, locale),
            default_region = coalesce($8, default_region),
            send_window = CASE WHEN $9::boolean THEN $10::jsonb ELSE send_window END,
-           response_window_minutes = coalesce($11, response_window_minutes), updated_at = now()
+           response_window_minutes = coalesce($11, response_window_minutes), cooldown_days = coalesce($12, cooldown_days),
+           require_consent = coalesce($13, require_consent), updated_at = now()
          WHERE id = $1 RETURNING ${ORG_COLUMNS}`,
         [id, patch.name ?? null, patch.plan ?? null, patch.emailConfirmed ?? null, patch.smsBalance ?? null, patch.timeZone ?? null, patch.locale ?? null, patch.defaultRegion ?? null,
-          patch.sendWindow !== undefined, sendWindowJson(patch.sendWindow), patch.responseWindowMinutes ?? null],
+          patch.sendWindow !== undefined, sendWindowJson(patch.sendWindow), patch.responseWindowMinutes ?? null, patch.cooldownDays ?? null, patch.requireConsent ?? null],
       );
       if (patch.smsBalance !== undefined && patch.smsBalance !== current.smsBalance) {
         const delta = patch.smsBalance - current.smsBalance;

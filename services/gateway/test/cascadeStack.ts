@@ -7,6 +7,13 @@ import { startScriptedSender } from '../../cascade-scheduler/test/harness';
 
 export type OrgKind = 'paid' | 'other' | 'trial' | 'unconfirmed';
 
+const entry = (key: string, contactField: string, position: number) => ({ key, slug: key.toLowerCase(), label: key, contactField, capabilities: ['send'], sender: 'scripted', announcedAt: new Date(), position });
+/** The channels of the scripted sender, as the send endpoints see them (no sender announces them here). */
+const SCRIPTED_CATALOG = { list: () => [entry('EMAIL', 'email', 1), entry('SMS', 'phone', 2)], version: 1 };
+
+/** The admin API's token (`/admin/v1`) in this stack. */
+export const STACK_ADMIN_TOKEN = 'adm_cascade_stack_token_0123456789';
+
 export interface CascadeStack {
   base: string;
   keys: Record<OrgKind, string>;
@@ -38,13 +45,13 @@ export async function startCascadeStack(options: { locale?: 'ru' | 'en' } = {}):
     ctx,
     { bus: tb.bus, channelsCacheMs: 0 },
   );
-  const gateway = await startGateway({ host: '127.0.0.1', port: gatewayPort, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`, publicBaseUrl: 'http://reviews.test' }, ctx);
+  const gateway = await startGateway({ host: '127.0.0.1', port: gatewayPort, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`, publicBaseUrl: 'http://reviews.test', adminToken: STACK_ADMIN_TOKEN }, ctx, { channelCatalog: SCRIPTED_CATALOG });
   ctx.health.setReady(true);
   const setups = { paid: { plan: 'standard', emailConfirmed: true }, other: { plan: 'pro', emailConfirmed: true }, trial: { plan: 'trial', emailConfirmed: true }, unconfirmed: { plan: 'standard', emailConfirmed: false } } as const;
   const keys = {} as Record<OrgKind, string>;
   const orgIds = {} as Record<OrgKind, string>;
   for (const [k, s] of Object.entries(setups) as Array<[OrgKind, (typeof setups)[OrgKind]]>) {
-    const org = await contacts.directory.createOrganization({ name: k === 'paid' ? 'Coffee Co' : k, ...s, locale: options.locale ?? 'en', defaultRegion: 'RU', sendWindow: null });
+    const org = await contacts.directory.createOrganization({ name: k === 'paid' ? 'Coffee Co' : k, ...s, locale: options.locale ?? 'en', defaultRegion: 'RU', sendWindow: null, cooldownDays: 0 });
     orgIds[k] = org.id;
     keys[k] = (await contacts.directory.issueApiKey({ organizationId: org.id })).secret;
     for (const channel of ['EMAIL', 'SMS']) await contacts.channels.set({ organizationId: org.id, channel, configured: true });

@@ -47,7 +47,7 @@ describe('channel catalog and send endpoints built from running senders', () => 
     ctx.health.setReady(true);
     const setups = { paid: { plan: 'standard', channels: ['EMAIL', 'VIBER'] }, bare: { plan: 'standard', channels: [] }, trial: { plan: 'trial', channels: ['EMAIL', 'VIBER'] } } as const;
     for (const [name, s] of Object.entries(setups)) {
-      const org = await contacts.directory.createOrganization({ name, plan: s.plan, emailConfirmed: true, locale: 'en', defaultRegion: 'RU', sendWindow: null });
+      const org = await contacts.directory.createOrganization({ name, plan: s.plan, emailConfirmed: true, locale: 'en', defaultRegion: 'RU', sendWindow: null, cooldownDays: 0 });
       keys[name] = (await contacts.directory.issueApiKey({ organizationId: org.id })).secret;
       for (const channel of s.channels) await contacts.channels.set({ organizationId: org.id, channel, configured: true });
       locations[name] = (await contacts.directory.createLocation({ organizationId: org.id, name: 'Tverskaya', address: 'Tverskaya 1', city: 'Moscow', timeZone: 'Europe/Moscow', reviewLinks: [] })).id;

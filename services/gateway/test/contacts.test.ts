@@ -23,7 +23,7 @@ describe('contacts and locations through the gateway', () => {
       unconfirmed: { name: 'Unconfirmed', plan: 'standard', emailConfirmed: false },
     } as const;
     for (const [k, s] of Object.entries(setups) as Array<[keyof typeof keys, (typeof setups)[keyof typeof setups]]>) {
-      const org = await contacts.directory.createOrganization({ ...s, locale: 'ru', defaultRegion: 'RU', sendWindow: null });
+      const org = await contacts.directory.createOrganization({ ...s, locale: 'ru', defaultRegion: 'RU', sendWindow: null, cooldownDays: 0 });
       orgs[k] = org.id;
       keys[k] = (await contacts.directory.issueApiKey({ organizationId: org.id })).secret;
     }

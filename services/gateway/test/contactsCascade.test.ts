@@ -98,7 +98,7 @@ describe('POST /contacts with startCascade', () => {
   });
 
   it('a plan set to trial while the key is still in the auth cache is 402 too, before the scheduler is asked', async () => {
-    const org = await stack.contacts.directory.createOrganization({ name: 'Downgraded', plan: 'standard', emailConfirmed: true, defaultRegion: 'RU', sendWindow: null });
+    const org = await stack.contacts.directory.createOrganization({ name: 'Downgraded', plan: 'standard', emailConfirmed: true, defaultRegion: 'RU', sendWindow: null, cooldownDays: 0 });
     const key = (await stack.contacts.directory.issueApiKey({ organizationId: org.id })).secret;
     const location = await stack.contacts.directory.createLocation({ organizationId: org.id, name: 'L', address: '', city: '' });
     await stack.scheduler.flows.create({ organizationId: org.id, name: 'Default', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }] });
@@ -126,7 +126,7 @@ describe('POST /contacts with startCascade', () => {
   });
 
   it('without a default flow and without flowId it is 404, and the contact is not saved', async () => {
-    const org = await stack.contacts.directory.createOrganization({ name: 'No flows', plan: 'standard', emailConfirmed: true, defaultRegion: 'RU', sendWindow: null });
+    const org = await stack.contacts.directory.createOrganization({ name: 'No flows', plan: 'standard', emailConfirmed: true, defaultRegion: 'RU', sendWindow: null, cooldownDays: 0 });
     const key = (await stack.contacts.directory.issueApiKey({ organizationId: org.id })).secret;
     const location = await stack.contacts.directory.createLocation({ organizationId: org.id, name: 'L', address: '', city: '' });
     const res = await api.fetch(`${stack.base}/api/v1/contacts`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ externalId: 'n-1', email: 'n@example.com', locationId: location.id, startCascade: true }) });

@@ -32,7 +32,7 @@ describe('Idempotency-Key through the gateway', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     stack = await startStack();
-    const org = await stack.contacts.directory.createOrganization({ name: 'Acme', plan: 'standard', emailConfirmed: true, sendWindow: null });
+    const org = await stack.contacts.directory.createOrganization({ name: 'Acme', plan: 'standard', emailConfirmed: true, sendWindow: null, cooldownDays: 0 });
     orgId = org.id;
     key = (await stack.contacts.directory.issueApiKey({ organizationId: orgId })).secret;
     narrowKey = (await stack.contacts.directory.issueApiKey({ organizationId: orgId, scopes: SCOPES.filter((s) => s !== 'contacts:write') })).secret;

@@ -119,9 +119,9 @@ describe('auth and plan matrix over every public route', () => {
     api = await openApiChecker(`${base}/api/v1/openapi.json`);
 
     const d = contacts.directory;
-    const paid = await d.createOrganization({ name: 'Paid', plan: 'standard', emailConfirmed: true, sendWindow: null });
-    const trial = await d.createOrganization({ name: 'Trial', plan: 'trial', emailConfirmed: true, sendWindow: null });
-    const unconfirmed = await d.createOrganization({ name: 'Unconfirmed', plan: 'standard', emailConfirmed: false, sendWindow: null });
+    const paid = await d.createOrganization({ name: 'Paid', plan: 'standard', emailConfirmed: true, sendWindow: null, cooldownDays: 0 });
+    const trial = await d.createOrganization({ name: 'Trial', plan: 'trial', emailConfirmed: true, sendWindow: null, cooldownDays: 0 });
+    const unconfirmed = await d.createOrganization({ name: 'Unconfirmed', plan: 'standard', emailConfirmed: false, sendWindow: null, cooldownDays: 0 });
     orgIds.push(paid.id, trial.id, unconfirmed.id);
     const revoked = await d.issueApiKey({ organizationId: paid.id });
     await d.revokeApiKey(paid.id, revoked.apiKey.id);

@@ -73,16 +73,16 @@ describe('the types of the OpenAPI documents', () => {
     jest.isolateModules(() => {
       const proto = require('@rrs/proto') as { RECIPIENT_STATUSES: string[]; SKIP_REASONS: string[]; SUBSCRIBABLE_EVENT_TYPES: string[] };
       proto.RECIPIENT_STATUSES.push('paused');
-      proto.SKIP_REASONS.push('cooldown');
+      proto.SKIP_REASONS.push('quiet_period');
       proto.SUBSCRIBABLE_EVENT_TYPES.push('cascade.recipient.opened');
       const routes = require('../src/routes') as { publicRoutes: typeof publicRoutes };
       const api = require('../src/routes/api') as { publicApi: typeof publicApi };
       const http = require('../src/http/api') as { serveApi: typeof serveApi };
       const enums = require('../src/routes/enums') as { SkipReason: { safeParse(v: unknown): { success: boolean } } };
-      expect(enums.SkipReason.safeParse('cooldown').success).toBe(true);
+      expect(enums.SkipReason.safeParse('quiet_period').success).toBe(true);
       const grown = schemasOf(publicDocument(routes.publicRoutes, api.publicApi, http.serveApi));
       expect(grown.RecipientStatus.enum).toEqual([...RECIPIENT_STATUSES, 'paused']);
-      expect(grown.SkipReason.enum).toEqual([...SKIP_REASONS, 'cooldown']);
+      expect(grown.SkipReason.enum).toEqual([...SKIP_REASONS, 'quiet_period']);
       expect(grown.SubscribableEventType.enum).toEqual([...SUBSCRIBABLE_EVENT_TYPES, 'cascade.recipient.opened']);
     });
     expect(schemasOf(publicDocument()).SkipReason.enum).toEqual([...SKIP_REASONS]);
@@ -98,7 +98,7 @@ describe('the types of the OpenAPI documents', () => {
     const send = op(doc, path, 'post');
     const recipient = ((send.requestBody!.content['application/json'].schema.properties as Record<string, Json>).recipients.items as Json);
     expect(recipient.required).toEqual([field]);
-    expect(Object.keys(recipient.properties as Json)).toEqual(['name', 'email', 'phone']);
+    expect(Object.keys(recipient.properties as Json)).toEqual(['name', 'email', 'phone', 'consentAt']);
     const result = send.responses['202'].content!['application/json'].schema as { properties: Record<string, Json>; required: string[] };
     expect(result.properties.channel).toMatchObject({ const: key });
     expect(result.required).toContain('channel');

@@ -60,7 +60,7 @@ describe('review form while the scheduler is down', () => {
       { bus },
     );
     base = gateway.url;
-    const org = await contacts.directory.createOrganization({ name: 'Кофейня', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU' });
+    const org = await contacts.directory.createOrganization({ name: 'Кофейня', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', cooldownDays: 0 });
     apiKey = (await contacts.directory.issueApiKey({ organizationId: org.id })).secret;
     for (const channel of ['EMAIL', 'SMS']) await contacts.channels.set({ organizationId: org.id, channel, configured: true });
     locationId = (await contacts.directory.createLocation({ organizationId: org.id, name: 'Тверская', address: 'Тверская 1', city: 'Москва', timeZone: 'Europe/Moscow', reviewLinks: [] })).id;

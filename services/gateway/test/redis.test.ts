@@ -41,7 +41,7 @@ describe('gateway on Redis', () => {
     replicaB = (await startGateway(config, ctx)).url;
     api = await openApiChecker(`${replicaA}/api/v1/openapi.json`);
     redis = new Redis(TEST_REDIS_URL);
-    orgId = (await contacts.directory.createOrganization({ name: 'Acme', plan: 'standard', emailConfirmed: true, sendWindow: null })).id;
+    orgId = (await contacts.directory.createOrganization({ name: 'Acme', plan: 'standard', emailConfirmed: true, sendWindow: null, cooldownDays: 0 })).id;
   });
 
   afterAll(async () => {
@@ -53,7 +53,7 @@ describe('gateway on Redis', () => {
   });
 
   const newKey = async (options: { plan?: string; scopes?: string[] } = {}) => {
-    const org = options.plan ? (await contacts.directory.createOrganization({ name: 'Other', plan: options.plan, emailConfirmed: true, sendWindow: null })).id : orgId;
+    const org = options.plan ? (await contacts.directory.createOrganization({ name: 'Other', plan: options.plan, emailConfirmed: true, sendWindow: null, cooldownDays: 0 })).id : orgId;
     const issued = await contacts.directory.issueApiKey({ organizationId: org, scopes: options.scopes });
     return { secret: issued.secret, id: issued.apiKey.id, org };
   };

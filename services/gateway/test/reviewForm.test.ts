@@ -141,13 +141,17 @@ describe('review form /r/<token> in headless Chromium', () => {
     const page = await context.newPage();
     await page.goto(`${stack.base}/u/${token}`);
     await expect(page.locator('body').textContent()).resolves.toContain('leave@example.com');
-    const before = await stack.pool.query('SELECT count(*)::int AS n FROM opt_outs');
+    const before = await stack.pool.query('SELECT count(*)::int AS n FROM suppressions');
     expect(before.rows[0].n).toBe(0);
     await page.getByRole('button', { name: 'Unsubscribe' }).tap();
     await page.getByTestId('unsubscribed').waitFor();
     await context.close();
-    const { rows } = await stack.pool.query(`SELECT address FROM opt_outs WHERE channel = 'EMAIL'`);
-    expect(rows).toEqual([{ address: 'leave@example.com' }]);
+    // The person's phone is theirs too: the opt-out covers every channel (docs/customer-respect.md).
+    const { rows } = await stack.pool.query(`SELECT address, channel, source FROM suppressions ORDER BY address`);
+    expect(rows).toEqual([
+      { address: '+79161234567', channel: 'EMAIL', source: 'unsubscribe_page' },
+      { address: 'leave@example.com', channel: 'EMAIL', source: 'unsubscribe_page' },
+    ]);
     const c = await stack.scheduler.cascades.get(stack.orgIds.paid, cascadeId);
     expect(c.recipients[0].finishReason).toBe('unsubscribed');
   });

@@ -48,7 +48,7 @@ describe('a recipient rates on the form → the integrator receives cascade.reci
     );
     ctx.health.setReady(true);
     base = gateway.url;
-    const org = await contacts.directory.createOrganization({ name: 'Coffee Co', plan: 'standard', emailConfirmed: true, locale: 'en', defaultRegion: 'RU', sendWindow: null });
+    const org = await contacts.directory.createOrganization({ name: 'Coffee Co', plan: 'standard', emailConfirmed: true, locale: 'en', defaultRegion: 'RU', sendWindow: null, cooldownDays: 0 });
     key = (await contacts.directory.issueApiKey({ organizationId: org.id })).secret;
     for (const channel of ['EMAIL', 'SMS']) await contacts.channels.set({ organizationId: org.id, channel, configured: true });
     locationId = (await contacts.directory.createLocation({ organizationId: org.id, name: 'Tverskaya', address: 'Tverskaya 1', city: 'Moscow', timeZone: 'Europe/Moscow', reviewLinks: [{ provider: 'google', url: 'https://g.example/r' }] })).id;

@@ -1,3 +1,4 @@
+import type { FinishReason, SkipReason } from '@rrs/proto';
 import type { PoolClient } from '@rrs/runtime';
 import { DUE_CHANNEL } from '../recipientStore';
 import { insertRows, insertValues, StatementParams, type ColumnTypes } from './statement';
@@ -42,8 +43,10 @@ export interface RecipientRow {
   contact_id: string;
   contact_external_id: string;
   status: 'running' | 'finished';
-  finish_reason: 'unreachable' | null;
+  /** Set for a recipient skipped at intake. */
+  finish_reason: FinishReason | null;
   review_request_id: string;
+  consent_at: Date | null;
 }
 
 export interface StepRow {
@@ -53,7 +56,7 @@ export interface StepRow {
   channel: string;
   delay_minutes: number;
   status: 'scheduled' | 'pending' | 'skipped';
-  reason: 'no_contact' | null;
+  reason: SkipReason | null;
 }
 
 export interface NewCascade {
@@ -71,7 +74,7 @@ const CASCADE_COLUMNS: ColumnTypes<CascadeRow> = {
 const REVIEW_LINK_COLUMNS: ColumnTypes<ReviewLinkRow> = { id: 'uuid', token: 'text', recipient_id: 'uuid', customer_name: 'text', contact: 'text' };
 const RECIPIENT_COLUMNS: ColumnTypes<RecipientRow> = {
   id: 'uuid', position: 'int', name: 'text', email: 'text', phone: 'text', contact_id: 'text', contact_external_id: 'text', status: 'text',
-  finish_reason: 'text', review_request_id: 'uuid',
+  finish_reason: 'text', review_request_id: 'uuid', consent_at: 'timestamptz',
 };
 const STEP_COLUMNS: ColumnTypes<StepRow> = { id: 'uuid', recipient_id: 'uuid', step_order: 'int', channel: 'text', delay_minutes: 'int', status: 'text', reason: 'text' };
 

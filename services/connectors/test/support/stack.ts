@@ -72,8 +72,8 @@ export async function startConnectorStack(options: { policy?: Partial<ConnectorP
     { bus: tb.bus },
   );
   ctx.health.setReady(true);
-  const org = await contacts.directory.createOrganization({ name: 'Coffee Co', plan: 'standard', emailConfirmed: true, locale: 'en', defaultRegion: 'RU', sendWindow: null });
-  const other = await contacts.directory.createOrganization({ name: 'Other', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', sendWindow: null });
+  const org = await contacts.directory.createOrganization({ name: 'Coffee Co', plan: 'standard', emailConfirmed: true, locale: 'en', defaultRegion: 'RU', sendWindow: null, cooldownDays: 0 });
+  const other = await contacts.directory.createOrganization({ name: 'Other', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', sendWindow: null, cooldownDays: 0 });
   for (const id of [org.id, other.id]) for (const channel of ['EMAIL', 'SMS']) await contacts.channels.set({ organizationId: id, channel, configured: true });
   const location = (name: string) => contacts.directory.createLocation({ organizationId: org.id, name, address: `${name} 1`, city: 'Moscow', timeZone: 'Europe/Moscow', reviewLinks: [{ provider: 'google', url: 'https://g.example/r' }] });
   const locationId = (await location('Tverskaya')).id;

@@ -4,9 +4,10 @@ import type { HttpApi } from '../http/api';
 import { ERROR_CODES, KERNEL_CODES, type ErrorCodeInfo } from '../http/errorCodes';
 import { notFound } from '../http/errors';
 import type { GatewayClients } from '../clients';
+import { peopleRoutes } from './peopleRoutes';
 import { adminRoutes } from './routes';
 
-const TAGS = ['organizations', 'api-keys', 'locations', 'flows', 'templates', 'channels', 'sms-balance'];
+const TAGS = ['organizations', 'api-keys', 'locations', 'flows', 'templates', 'channels', 'sms-balance', 'people'];
 
 /** What a request to the admin API may get: the kernel's codes and the admin token's. */
 const ADMIN_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
@@ -22,7 +23,7 @@ const ADMIN_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
 export function adminApi(clients: GatewayClients, adminToken: string): HttpApi {
   return {
     basePath: '/admin/v1',
-    routes: adminRoutes(clients),
+    routes: [...adminRoutes(clients), ...peopleRoutes(clients)],
     gates: { adminToken: adminTokenGate(adminToken) },
     idempotencyKeys: false,
     document: {

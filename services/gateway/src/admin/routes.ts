@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_FLOW_STEPS, MAX_RESPONSE_WINDOW_MINUTES, SCOPES, SEND_WINDOW_TIME_PATTERN, type contactsV1, type schedulerV1 } from '@rrs/proto';
+import { DEFAULT_COOLDOWN_DAYS, MAX_COOLDOWN_DAYS, MAX_FLOW_STEPS, MAX_RESPONSE_WINDOW_MINUTES, SCOPES, SEND_WINDOW_TIME_PATTERN, type contactsV1, type schedulerV1 } from '@rrs/proto';
 import type { GatewayClients } from '../clients';
 import { defineRoute, type Route } from '../http/route';
 import { ChannelKey, Locale, Plan, Scope } from '../routes/enums';
@@ -30,6 +30,10 @@ const SendWindow = z.object({ start: z.string(), end: z.string(), days: z.array(
 const ResponseWindowMinutes = z.number().int().min(0).max(MAX_RESPONSE_WINDOW_MINUTES);
 const RESPONSE_WINDOW_DOC = 'Minutes a recipient waits for a rating after its last step went out before it finishes `exhausted` (0 = at once; docs/cascades.md).';
 
+const COOLDOWN_DOC = 'Days after a review request went out to a person (matched by email or phone across locations and cascades), or after they rated, during which no other is sent to them: such recipients are skipped with reason `cooldown` unless the request sets `ignoreCooldown` (docs/customer-respect.md). 0 = no cooldown.';
+const CooldownDays = z.number().int().min(0).max(MAX_COOLDOWN_DAYS);
+const REQUIRE_CONSENT_DOC = 'Skip recipients given without `consentAt` (reason `no_consent`; docs/customer-respect.md).';
+
 const Organization = z.object({
   id: z.string(),
   name: z.string(),
@@ -41,6 +45,8 @@ const Organization = z.object({
   defaultRegion: z.string().meta({ description: 'ISO 3166 region used to read phone numbers written without a country code.' }),
   sendWindow: SendWindow.nullable().meta({ description: 'Null: steps go out at any time.' }),
   responseWindowMinutes: z.number().int().meta({ description: `${RESPONSE_WINDOW_DOC} For one-channel sends and flows that set none.` }),
+  cooldownDays: z.number().int().meta({ description: COOLDOWN_DOC }),
+  requireConsent: z.boolean().meta({ description: REQUIRE_CONSENT_DOC }),
   createdAt: z.string(),
 });
 const OrganizationFields = {
@@ -62,6 +68,8 @@ const CreateOrganizationBody = z.strictObject({
   defaultRegion: OrganizationFields.defaultRegion.optional().meta({ description: 'Default RU.' }),
   sendWindow: SendWindowInput.nullable().optional().meta({ description: 'Default 09:00–21:00 every day for SMS, MAX and TELEGRAM; null = any time.' }),
   responseWindowMinutes: ResponseWindowMinutes.optional().meta({ description: `${RESPONSE_WINDOW_DOC} Default 4 320 (3 days).` }),
+  cooldownDays: CooldownDays.optional().meta({ description: `${COOLDOWN_DOC} Default ${DEFAULT_COOLDOWN_DAYS}.` }),
+  requireConsent: z.boolean().optional().meta({ description: `${REQUIRE_CONSENT_DOC} Default false.` }),
 });
 const UpdateOrganizationBody = z.strictObject({
   name: OrganizationFields.name.optional(),
@@ -73,6 +81,8 @@ const UpdateOrganizationBody = z.strictObject({
   defaultRegion: OrganizationFields.defaultRegion.optional(),
   sendWindow: SendWindowInput.nullable().optional().meta({ description: 'Replaces the window; null = any time; absent = unchanged.' }),
   responseWindowMinutes: ResponseWindowMinutes.optional().meta({ description: RESPONSE_WINDOW_DOC }),
+  cooldownDays: CooldownDays.optional().meta({ description: COOLDOWN_DOC }),
+  requireConsent: z.boolean().optional().meta({ description: REQUIRE_CONSENT_DOC }),
 });
 
 const ApiKey = z.object({
@@ -157,7 +167,8 @@ const CreditBody = z.strictObject({ parts: z.number().int().min(1).max(1_000_000
 
 const EXAMPLE_ORGANIZATION = {
   id: EXAMPLE_IDS.organization, name: 'Acme Dental', plan: 'standard', emailConfirmed: true, smsBalance: 500,
-  timeZone: 'Europe/Moscow', locale: 'ru', defaultRegion: 'RU', sendWindow: { start: '09:00', end: '21:00', days: [], channels: [] }, responseWindowMinutes: 4320, createdAt: '2026-05-01T09:00:00.000Z',
+  timeZone: 'Europe/Moscow', locale: 'ru', defaultRegion: 'RU', sendWindow: { start: '09:00', end: '21:00', days: [], channels: [] }, responseWindowMinutes: 4320,
+  cooldownDays: 30, requireConsent: false, createdAt: '2026-05-01T09:00:00.000Z',
 };
 const EXAMPLE_API_KEY = {
   id: '0190e0e0-8888-7000-8000-000000000008', name: 'CRM', scopes: ['locations:read', 'contacts:write'], prefix: 'rrs_live_3f9a', last4: 'x7Qe',
@@ -178,7 +189,8 @@ const sendWindowSetting = (w: z.infer<typeof SendWindowInput> | null | undefined
   w === undefined ? undefined : { window: w === null ? undefined : { start: w.start, end: w.end, days: w.days ?? [], channels: w.channels ?? [] } };
 const organizationJson = (o: contactsV1.Organization) => ({
   id: o.id, name: o.name, plan: o.plan, emailConfirmed: o.emailConfirmed, smsBalance: o.smsBalance,
-  timeZone: o.timeZone, locale: o.locale, defaultRegion: o.defaultRegion, sendWindow: sendWindowJson(o.sendWindow), responseWindowMinutes: o.responseWindowMinutes, createdAt: iso(o.createdAt),
+  timeZone: o.timeZone, locale: o.locale, defaultRegion: o.defaultRegion, sendWindow: sendWindowJson(o.sendWindow), responseWindowMinutes: o.responseWindowMinutes,
+  cooldownDays: o.cooldownDays, requireConsent: o.requireConsent, createdAt: iso(o.createdAt),
 });
 const apiKeyJson = (k: contactsV1.ApiKey) => ({ id: k.id, name: k.name, scopes: k.scopes, prefix: k.prefix, last4: k.last4, createdAt: iso(k.createdAt), revokedAt: k.revokedAt ? k.revokedAt.toISOString() : null });
 const locationJson = (l: contactsV1.Location) => ({
@@ -206,6 +218,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
         const r = await contacts.createOrganization({
           name: body.name, plan: body.plan ?? '', emailConfirmed: body.emailConfirmed ?? false, smsBalance: body.smsBalance ?? 0,
           timeZone: body.timeZone ?? '', locale: body.locale ?? '', defaultRegion: body.defaultRegion ?? '', sendWindow: sendWindowSetting(body.sendWindow), responseWindowMinutes: body.responseWindowMinutes,
+          cooldownDays: body.cooldownDays, requireConsent: body.requireConsent,
         }, { metadata });
         return { body: { organization: organizationJson(r.organization!) } };
       },

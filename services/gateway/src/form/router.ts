@@ -123,14 +123,17 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
    * (views for GETs, submits for POSTs) and, for a POST, the CSRF check, before the scheduler is asked.
    */
   const linkPage =
-    (route: string, handle: (token: string, req: Request, res: Response) => Promise<void>) =>
+    (route: string, handle: (token: string, req: Request, res: Response) => Promise<void>, options: { oneClick?: boolean } = {}) =>
     async (req: Request, res: Response): Promise<void> => {
       res.locals.route = route;
       const token = String(req.params.token);
       if (!TOKEN.test(token)) return send(res, 404, messagePage('notFound'));
       const submits = req.method === 'POST';
       if (!(await allowed(submits ? limiter : views, req, res, token))) return;
-      if (submits && !csrfOk(req)) return send(res, 403, messagePage('csrf'));
+      // RFC 8058: the mail client's one-click POST carries no cookie by design; the link's secret token
+      // is its authority, and unsubscribing is all it can do.
+      const exempt = options.oneClick === true && isOneClick(req);
+      if (submits && !exempt && !csrfOk(req)) return send(res, 403, messagePage('csrf'));
       try {
         await handle(token, req, res);
       } catch (err) {
@@ -216,13 +219,46 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
   router.post(
     '/u/:token',
     urlencoded,
-    linkPage('/u/:token', async (token, _req, res) => {
-      const { form } = await options.scheduler.unsubscribe({ token });
-      send(res, 200, unsubscribePage(form!, '', `/u/${token}`));
-    }),
+    multipartForm,
+    linkPage(
+      '/u/:token',
+      async (token, req, res) => {
+        const { form } = await options.scheduler.unsubscribe({ token, oneClick: isOneClick(req) });
+        send(res, 200, unsubscribePage(form!, '', `/u/${token}`));
+      },
+      { oneClick: true },
+    ),
   );
 
   return router;
+}
+
+/** The body of an RFC 8058 one-click unsubscribe: `List-Unsubscribe=One-Click`. */
+function isOneClick(req: Request): boolean {
+  return req.body?.['List-Unsubscribe'] === 'One-Click';
+}
+
+const rawMultipart = express.raw({ type: 'multipart/form-data', limit: '16kb' });
+
+/**
+ * RFC 8058 lets the mail client send its one-click body as multipart/form-data: parsed by the runtime's
+ * own Fetch implementation, into the same `req.body` an urlencoded form gives. A malformed body is empty.
+ */
+function multipartForm(req: Request, res: Response, next: (err?: unknown) => void): void {
+  if (!req.is('multipart/form-data')) return next();
+  rawMultipart(req, res, (err?: unknown) => {
+    if (err) return next(err);
+    const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    new globalThis.Response(body, { headers: { 'content-type': req.get('content-type') ?? '' } })
+      .formData()
+      .then((form) => {
+        req.body = Object.fromEntries([...form.entries()].filter(([, value]) => typeof value === 'string'));
+      })
+      .catch(() => {
+        req.body = {};
+      })
+      .finally(() => next());
+  });
 }
 
 /** An outage of what records the form's answers (the scheduler, or its database): it passes, so the form says "later", never 500. */

@@ -4,12 +4,13 @@ import { defineRoute, type Route } from '../http/route';
 import { startCascade } from '../useCases/cascades';
 import type { PublicRouteDeps } from './deps';
 import { CascadeStatus, ChannelKey, FinishReason, RecipientStatus, RerouteReason, SkipReason } from './enums';
-import { EXAMPLE_FLOW_STEPS, EXAMPLE_IDS, FlowStepJson, flowStepJson, isoOrNull, orNull } from './shapes';
+import { ConsentAt, EXAMPLE_FLOW_STEPS, EXAMPLE_IDS, FlowStepJson, flowStepJson, IgnoreCooldown, isoOrNull, orNull } from './shapes';
 
 const Recipient = z.strictObject({
   name: z.string().max(200).optional(),
   email: z.email().max(254).optional(),
   phone: z.string().max(64).optional().meta({ description: "Any format; normalized to E.164 (numbers without a country code are read in the organization's region)." }),
+  consentAt: ConsentAt,
 });
 
 const StartCascadeBody = z
@@ -22,6 +23,7 @@ const StartCascadeBody = z
     }),
     externalId: z.string().max(200).optional().meta({ description: 'Your id (order number, deal id); returned in GET /cascades/{id} and in the finish event.' }),
     recipients: z.array(Recipient).min(1, `1 to ${MAX_RECIPIENTS_PER_REQUEST} recipients`).max(MAX_RECIPIENTS_PER_REQUEST, `at most ${MAX_RECIPIENTS_PER_REQUEST} recipients per request`),
+    ignoreCooldown: IgnoreCooldown,
   })
   .superRefine((b, ctx) => {
     if (b.flowId !== undefined && b.channel !== undefined) ctx.addIssue({ code: 'custom', path: ['channel'], message: 'flowId and channel are mutually exclusive' });
@@ -31,7 +33,7 @@ const StartCascadeResponse = z.object({
   id: z.string(),
   status: CascadeStatus,
   queued: z.number().int().meta({ description: 'Recipients put in the queue.' }),
-  skipped: z.number().int().meta({ description: 'Recipients with no usable contact for any step of the flow.' }),
+  skipped: z.number().int().meta({ description: 'Recipients not put in the queue: no usable contact for any step of the flow, opted out, no consent where required, or within the cooldown (their `finishReason` says which; docs/customer-respect.md).' }),
   flow: z.object({
     id: z.string().nullable().meta({ description: 'null for a one-step `channel` cascade.' }),
     name: z.string(),
@@ -108,7 +110,7 @@ const EXAMPLE_CASCADE = {
   status: 'running',
   externalId: 'order-1042',
   counts: {
-    recipients: 2, queued: 1, skipped: 1, running: 1, waiting: 0, finished: 1, rated: 0, exhausted: 0, unreachable: 1, unsubscribed: 0, canceled: 0,
+    recipients: 2, queued: 1, skipped: 1, running: 1, waiting: 0, finished: 1, rated: 0, exhausted: 0, unreachable: 1, unsubscribed: 0, canceled: 0, cooldown: 0, noConsent: 0,
     opened: 1, feedback: 0, stepsSent: 1, stepsFailed: 0, stepsSkipped: 2, stepsPending: 1,
   } satisfies Record<CascadeCountKey, number>,
   recipients: [

@@ -7,7 +7,7 @@ import { defineRoute, type Route, type RouteProvider, type RouteSource } from '.
 import { startCascade } from '../useCases/cascades';
 import type { PublicRouteDeps } from './deps';
 import { CascadeStatus, ChannelKey, ContactField } from './enums';
-import { EXAMPLE_IDS } from './shapes';
+import { ConsentAt, EXAMPLE_IDS, IgnoreCooldown } from './shapes';
 
 const CatalogEntryJson = z.object({
   key: ChannelKey,
@@ -35,6 +35,7 @@ function recipientFor(contactField: ContactFieldName) {
     name: RecipientName,
     email: contactField === 'email' ? Email.meta({ description: 'Required: the address the message goes to.' }) : Email.optional().meta({ description: 'Optional; kept with the recipient.' }),
     phone: contactField === 'phone' ? Phone.meta({ description: `Required: the number the message goes to. ${PHONE_FORMAT}` }) : Phone.optional().meta({ description: `Optional; kept with the recipient. ${PHONE_FORMAT}` }),
+    consentAt: ConsentAt,
   });
 }
 
@@ -47,6 +48,7 @@ function sendBodyFor(contactField: ContactFieldName) {
       .array(recipientFor(contactField))
       .min(1, `1 to ${MAX_RECIPIENTS_PER_REQUEST} recipients`)
       .max(MAX_RECIPIENTS_PER_REQUEST, `at most ${MAX_RECIPIENTS_PER_REQUEST} recipients per request`),
+    ignoreCooldown: IgnoreCooldown,
   });
 }
 
@@ -57,7 +59,7 @@ function sendResponseFor(key: string) {
     status: CascadeStatus,
     channel: z.literal(key).meta({ description: "This endpoint's channel key." }),
     queued: z.number().int().meta({ description: 'Recipients put in the queue.' }),
-    skipped: z.number().int().meta({ description: 'Recipients not put in the queue, as in POST /cascades (every recipient here has the contact field the channel needs).' }),
+    skipped: z.number().int().meta({ description: 'Recipients not put in the queue, as in POST /cascades: opted out, no consent where required, or within the cooldown (every recipient here has the contact field the channel needs).' }),
   });
 }
 

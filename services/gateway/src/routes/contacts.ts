@@ -4,7 +4,7 @@ import { defineRoute, type Route } from '../http/route';
 import { checkContactCascade, startContactCascade } from '../useCases/cascades';
 import type { PublicRouteDeps } from './deps';
 import { CascadeStatus } from './enums';
-import { EXAMPLE_IDS } from './shapes';
+import { EXAMPLE_IDS, IgnoreCooldown } from './shapes';
 
 /*
  * POST /api/v1/contacts. The contacts service owns every rule (E.164 phones with the organization's
@@ -24,6 +24,7 @@ const ContactBody = z.strictObject({
   flowId: z.string().max(64).optional().meta({
     description: "The flow of the cascade started with `startCascade: true` (default: the organization's default flow). Without `startCascade` it is accepted and ignored: not checked, not stored.",
   }),
+  ignoreCooldown: IgnoreCooldown,
 });
 
 const Contact = z.object({
@@ -131,7 +132,8 @@ export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
             // contacts refuses startCascade without a location (400 /locationId) before writing.
             locationId: contact.locationId!,
             flowId: body.flowId,
-            contact: { id: contact.id, externalId: contact.externalId, name: contact.name, email: contact.email, phone: contact.phone },
+            ignoreCooldown: body.ignoreCooldown,
+            contact: { id: contact.id, externalId: contact.externalId, name: contact.name, email: contact.email, phone: contact.phone, consentAt: contact.consentAt },
           },
           metadata,
         );

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import {
   CASCADE_STATUSES, CHANNEL_KEY_PATTERN, CONTACT_FIELDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, MAX_CHANNEL_KEY_LENGTH, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS,
-  REVIEW_REQUEST_STATUSES, SCOPES, SKIP_REASONS, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES,
+  REVIEW_REQUEST_STATUSES, SCOPES, SKIP_REASONS, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, SUPPRESSION_SOURCES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES,
   WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENT_TYPES,
 } from '@rrs/proto';
 
@@ -22,7 +22,8 @@ export const FinishReason = z.enum(FINISH_REASONS).meta({
   id: 'FinishReason',
   description:
     'Why a recipient finished: `rated` (the customer rated), `exhausted` (every step done, something was sent, no rating), `unreachable` (nothing could be sent), ' +
-    '`unsubscribed` (the customer unsubscribed, or every step was skipped as opted out), `canceled` (the cascade was canceled).',
+    '`unsubscribed` (the customer unsubscribed, or every step was skipped as opted out, or the person was in the opt-out ledger when the request came), `canceled` (the cascade was canceled), ' +
+    "`cooldown` (skipped: the person was asked, or rated, within the organization's cooldown), `no_consent` (skipped: the organization requires consent and the request gave no `consentAt`).",
 });
 
 export const StepStatus = z.enum(STEP_STATUSES).meta({
@@ -32,7 +33,8 @@ export const StepStatus = z.enum(STEP_STATUSES).meta({
 
 export const SkipReason = z.enum(SKIP_REASONS).meta({
   id: 'SkipReason',
-  description: 'Why a step was skipped: `no_contact` (the recipient lacks the channel\'s contact field), `opted_out` (the address unsubscribed from the channel), `channel_not_configured` (the organization has not configured the channel).',
+  description: 'Why a step was skipped: `no_contact` (the recipient lacks the channel\'s contact field), `opted_out` (the person is in the organization\'s opt-out ledger, through any channel), `channel_not_configured` (the organization has not configured the channel), ' +
+    '`cooldown` and `no_consent` (the recipient was skipped at intake for that reason; see FinishReason).',
 });
 
 export const RerouteReason = z.enum(REROUTE_REASONS).meta({
@@ -72,3 +74,10 @@ export const Plan = z.enum(PLANS).meta({ id: 'Plan', description: 'A trial plan 
 export const Locale = z.enum(LOCALES).meta({ id: 'Locale', description: 'The language of the default templates and of the pages recipients see.' });
 
 export const Scope = z.enum(SCOPES).meta({ id: 'Scope', description: 'An API key permission; the operations list the one they need.' });
+
+export const SuppressionSource = z.enum(SUPPRESSION_SOURCES).meta({
+  id: 'SuppressionSource',
+  description:
+    'Where an opt-out came from: `unsubscribe_page` (the /u/ page), `one_click` (an RFC 8058 one-click unsubscribe from the mail client), `stop_reply` (a STOP-style reply the provider reported), ' +
+    '`complaint` (a spam complaint), `hard_bounce` (the provider reported the address dead), `admin` (added through the admin API).',
+});

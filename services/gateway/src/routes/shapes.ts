@@ -33,3 +33,14 @@ export const isoOrNull = (d: Date | undefined): string | null => (d ? d.toISOStr
 
 /** proto3 has no null for strings: '' means unset. */
 export const orNull = (s: string): string | null => (s === '' ? null : s);
+
+/** A recipient's consent (docs/customer-respect.md): organizations that require consent skip recipients without it (`no_consent`). */
+export const ConsentAt = z.iso.datetime({ offset: true }).optional().meta({
+  description: 'When the customer consented to communication (ISO 8601 with an offset, or Z). An organization with `requireConsent` skips recipients without it (`no_consent`).',
+  examples: ['2026-05-01T12:00:00+03:00'],
+});
+
+/** The per-request way past the cooldown (docs/customer-respect.md). */
+export const IgnoreCooldown = z.boolean().optional().meta({
+  description: "Send even to people asked (or who rated) within the organization's cooldown (`cooldownDays`, default 30), for a genuinely new order. Default false: such recipients are skipped with reason `cooldown`.",
+});

@@ -15,6 +15,8 @@ export interface CascadeRecipientInput {
   /** Set for the recipient of a contact's cascade. */
   contactId?: string;
   contactExternalId?: string;
+  /** ISO 8601 date-time, or the contact's stored consent. */
+  consentAt?: string | Date;
 }
 
 export interface CascadeStartInput {
@@ -27,6 +29,7 @@ export interface CascadeStartInput {
   channel?: string;
   externalId?: string;
   recipients: CascadeRecipientInput[];
+  ignoreCooldown?: boolean;
 }
 
 /** StartCascade with the request's metadata (request id, Idempotency-Key and fingerprint). */
@@ -39,7 +42,11 @@ export function startCascade(clients: Pick<GatewayClients, 'scheduler'>, input: 
       flowId: input.flowId ?? '',
       channel: input.channel ?? '',
       externalId: input.externalId ?? '',
-      recipients: input.recipients.map((r) => ({ name: r.name ?? '', email: r.email ?? '', phone: r.phone ?? '', contactId: r.contactId ?? '', contactExternalId: r.contactExternalId ?? '' })),
+      recipients: input.recipients.map((r) => ({
+        name: r.name ?? '', email: r.email ?? '', phone: r.phone ?? '', contactId: r.contactId ?? '', contactExternalId: r.contactExternalId ?? '',
+        consentAt: r.consentAt === undefined ? undefined : new Date(r.consentAt),
+      })),
+      ignoreCooldown: input.ignoreCooldown ?? false,
     },
     { metadata },
   );
@@ -72,7 +79,10 @@ export async function checkContactCascade(clients: Pick<GatewayClients, 'contact
  */
 export async function startContactCascade(
   clients: Pick<GatewayClients, 'scheduler'>,
-  input: { organizationId: string; locationId: string; flowId?: string; contact: { id: string; externalId?: string; name?: string; email?: string; phone?: string } },
+  input: {
+    organizationId: string; locationId: string; flowId?: string; ignoreCooldown?: boolean;
+    contact: { id: string; externalId?: string; name?: string; email?: string; phone?: string; consentAt?: Date };
+  },
   metadata: Record<string, string>,
 ): Promise<{ id: string; status: string; queued: number; skipped: number; replayed: boolean }> {
   const md = { ...metadata };
@@ -85,7 +95,8 @@ export async function startContactCascade(
       locationId: input.locationId,
       flowId: input.flowId,
       externalId: contact.externalId,
-      recipients: [{ name: contact.name, email: contact.email, phone: contact.phone, contactId: contact.id, contactExternalId: contact.externalId }],
+      ignoreCooldown: input.ignoreCooldown,
+      recipients: [{ name: contact.name, email: contact.email, phone: contact.phone, contactId: contact.id, contactExternalId: contact.externalId, consentAt: contact.consentAt }],
     },
     md,
   );

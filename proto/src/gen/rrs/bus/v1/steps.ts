@@ -22,6 +22,12 @@ export enum StepOutcome {
   STEP_OUTCOME_DELIVERED = "STEP_OUTCOME_DELIVERED",
   /** STEP_OUTCOME_UNDELIVERED - A provider receipt reported that a message already reported SENT was not delivered. */
   STEP_OUTCOME_UNDELIVERED = "STEP_OUTCOME_UNDELIVERED",
+  /**
+   * STEP_OUTCOME_OPTED_OUT - The provider reports that the person refused further messages (a STOP-style reply, a spam
+   * complaint, a provider unsubscribe) or that the address is dead (a hard bounce); `reason` says which
+   * (OPT_OUT_REASONS in proto/src/states.ts). It feeds the organization's opt-out ledger.
+   */
+  STEP_OUTCOME_OPTED_OUT = "STEP_OUTCOME_OPTED_OUT",
   UNRECOGNIZED = "UNRECOGNIZED",
 }
 
@@ -48,6 +54,9 @@ export function stepOutcomeFromJSON(object: any): StepOutcome {
     case 6:
     case "STEP_OUTCOME_UNDELIVERED":
       return StepOutcome.STEP_OUTCOME_UNDELIVERED;
+    case 7:
+    case "STEP_OUTCOME_OPTED_OUT":
+      return StepOutcome.STEP_OUTCOME_OPTED_OUT;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -71,6 +80,8 @@ export function stepOutcomeToJSON(object: StepOutcome): string {
       return "STEP_OUTCOME_DELIVERED";
     case StepOutcome.STEP_OUTCOME_UNDELIVERED:
       return "STEP_OUTCOME_UNDELIVERED";
+    case StepOutcome.STEP_OUTCOME_OPTED_OUT:
+      return "STEP_OUTCOME_OPTED_OUT";
     case StepOutcome.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -93,6 +104,8 @@ export function stepOutcomeToNumber(object: StepOutcome): number {
       return 5;
     case StepOutcome.STEP_OUTCOME_UNDELIVERED:
       return 6;
+    case StepOutcome.STEP_OUTCOME_OPTED_OUT:
+      return 7;
     case StepOutcome.UNRECOGNIZED:
     default:
       return -1;

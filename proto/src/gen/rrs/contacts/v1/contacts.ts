@@ -43,6 +43,13 @@ export interface Organization {
     | undefined;
   /** Minutes a recipient waits for a rating after its last step went out, for one-channel sends and flows that set none. */
   responseWindowMinutes: number;
+  /**
+   * Days after a review request was sent to a person (or the person rated) during which no other is
+   * sent to them; 0 = no cooldown (docs/customer-respect.md).
+   */
+  cooldownDays: number;
+  /** Recipients without `consent_at` are skipped (`no_consent`). */
+  requireConsent: boolean;
 }
 
 /**
@@ -87,7 +94,12 @@ export interface CreateOrganizationRequest {
     | SendWindowSetting
     | undefined;
   /** Unset = 4320 (3 days). */
-  responseWindowMinutes?: number | undefined;
+  responseWindowMinutes?:
+    | number
+    | undefined;
+  /** Unset = 30. */
+  cooldownDays?: number | undefined;
+  requireConsent?: boolean | undefined;
 }
 
 export interface GetOrganizationRequest {
@@ -206,6 +218,8 @@ export interface UpdateOrganizationRequest {
   /** Set: replaces the window (a setting without a window removes it); unset: unchanged. */
   sendWindow?: SendWindowSetting | undefined;
   responseWindowMinutes?: number | undefined;
+  cooldownDays?: number | undefined;
+  requireConsent?: boolean | undefined;
 }
 
 export interface UpdateOrganizationResponse {
@@ -453,6 +467,8 @@ function createBaseOrganization(): Organization {
     defaultRegion: "",
     sendWindow: undefined,
     responseWindowMinutes: 0,
+    cooldownDays: 0,
+    requireConsent: false,
   };
 }
 
@@ -490,6 +506,12 @@ export const Organization: MessageFns<Organization> = {
     }
     if (message.responseWindowMinutes !== 0) {
       writer.uint32(88).int32(message.responseWindowMinutes);
+    }
+    if (message.cooldownDays !== 0) {
+      writer.uint32(96).int32(message.cooldownDays);
+    }
+    if (message.requireConsent !== false) {
+      writer.uint32(104).bool(message.requireConsent);
     }
     return writer;
   },
@@ -595,6 +617,22 @@ export const Organization: MessageFns<Organization> = {
             message.responseWindowMinutes = reader.int32();
             continue;
           }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.cooldownDays = reader.int32();
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.requireConsent = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -648,6 +686,16 @@ export const Organization: MessageFns<Organization> = {
         : isSet(object.response_window_minutes)
         ? globalThis.Number(object.response_window_minutes)
         : 0,
+      cooldownDays: isSet(object.cooldownDays)
+        ? globalThis.Number(object.cooldownDays)
+        : isSet(object.cooldown_days)
+        ? globalThis.Number(object.cooldown_days)
+        : 0,
+      requireConsent: isSet(object.requireConsent)
+        ? globalThis.Boolean(object.requireConsent)
+        : isSet(object.require_consent)
+        ? globalThis.Boolean(object.require_consent)
+        : false,
     };
   },
 
@@ -686,6 +734,12 @@ export const Organization: MessageFns<Organization> = {
     if (message.responseWindowMinutes !== 0) {
       obj.responseWindowMinutes = Math.round(message.responseWindowMinutes);
     }
+    if (message.cooldownDays !== 0) {
+      obj.cooldownDays = Math.round(message.cooldownDays);
+    }
+    if (message.requireConsent !== false) {
+      obj.requireConsent = message.requireConsent;
+    }
     return obj;
   },
 
@@ -707,6 +761,8 @@ export const Organization: MessageFns<Organization> = {
       ? SendWindow.fromPartial(object.sendWindow)
       : undefined;
     message.responseWindowMinutes = object.responseWindowMinutes ?? 0;
+    message.cooldownDays = object.cooldownDays ?? 0;
+    message.requireConsent = object.requireConsent ?? false;
     return message;
   },
 };
@@ -1102,6 +1158,8 @@ function createBaseCreateOrganizationRequest(): CreateOrganizationRequest {
     defaultRegion: "",
     sendWindow: undefined,
     responseWindowMinutes: undefined,
+    cooldownDays: undefined,
+    requireConsent: undefined,
   };
 }
 
@@ -1133,6 +1191,12 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
     }
     if (message.responseWindowMinutes !== undefined) {
       writer.uint32(72).int32(message.responseWindowMinutes);
+    }
+    if (message.cooldownDays !== undefined) {
+      writer.uint32(80).int32(message.cooldownDays);
+    }
+    if (message.requireConsent !== undefined) {
+      writer.uint32(88).bool(message.requireConsent);
     }
     return writer;
   },
@@ -1222,6 +1286,22 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
             message.responseWindowMinutes = reader.int32();
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.cooldownDays = reader.int32();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.requireConsent = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1269,6 +1349,16 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
         : isSet(object.response_window_minutes)
         ? globalThis.Number(object.response_window_minutes)
         : undefined,
+      cooldownDays: isSet(object.cooldownDays)
+        ? globalThis.Number(object.cooldownDays)
+        : isSet(object.cooldown_days)
+        ? globalThis.Number(object.cooldown_days)
+        : undefined,
+      requireConsent: isSet(object.requireConsent)
+        ? globalThis.Boolean(object.requireConsent)
+        : isSet(object.require_consent)
+        ? globalThis.Boolean(object.require_consent)
+        : undefined,
     };
   },
 
@@ -1301,6 +1391,12 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
     if (message.responseWindowMinutes !== undefined) {
       obj.responseWindowMinutes = Math.round(message.responseWindowMinutes);
     }
+    if (message.cooldownDays !== undefined) {
+      obj.cooldownDays = Math.round(message.cooldownDays);
+    }
+    if (message.requireConsent !== undefined) {
+      obj.requireConsent = message.requireConsent;
+    }
     return obj;
   },
 
@@ -1320,6 +1416,8 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
       ? SendWindowSetting.fromPartial(object.sendWindow)
       : undefined;
     message.responseWindowMinutes = object.responseWindowMinutes ?? undefined;
+    message.cooldownDays = object.cooldownDays ?? undefined;
+    message.requireConsent = object.requireConsent ?? undefined;
     return message;
   },
 };
@@ -2862,6 +2960,8 @@ function createBaseUpdateOrganizationRequest(): UpdateOrganizationRequest {
     defaultRegion: undefined,
     sendWindow: undefined,
     responseWindowMinutes: undefined,
+    cooldownDays: undefined,
+    requireConsent: undefined,
   };
 }
 
@@ -2896,6 +2996,12 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
     }
     if (message.responseWindowMinutes !== undefined) {
       writer.uint32(80).int32(message.responseWindowMinutes);
+    }
+    if (message.cooldownDays !== undefined) {
+      writer.uint32(88).int32(message.cooldownDays);
+    }
+    if (message.requireConsent !== undefined) {
+      writer.uint32(96).bool(message.requireConsent);
     }
     return writer;
   },
@@ -2993,6 +3099,22 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
             message.responseWindowMinutes = reader.int32();
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.cooldownDays = reader.int32();
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.requireConsent = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3041,6 +3163,16 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
         : isSet(object.response_window_minutes)
         ? globalThis.Number(object.response_window_minutes)
         : undefined,
+      cooldownDays: isSet(object.cooldownDays)
+        ? globalThis.Number(object.cooldownDays)
+        : isSet(object.cooldown_days)
+        ? globalThis.Number(object.cooldown_days)
+        : undefined,
+      requireConsent: isSet(object.requireConsent)
+        ? globalThis.Boolean(object.requireConsent)
+        : isSet(object.require_consent)
+        ? globalThis.Boolean(object.require_consent)
+        : undefined,
     };
   },
 
@@ -3076,6 +3208,12 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
     if (message.responseWindowMinutes !== undefined) {
       obj.responseWindowMinutes = Math.round(message.responseWindowMinutes);
     }
+    if (message.cooldownDays !== undefined) {
+      obj.cooldownDays = Math.round(message.cooldownDays);
+    }
+    if (message.requireConsent !== undefined) {
+      obj.requireConsent = message.requireConsent;
+    }
     return obj;
   },
 
@@ -3096,6 +3234,8 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
       ? SendWindowSetting.fromPartial(object.sendWindow)
       : undefined;
     message.responseWindowMinutes = object.responseWindowMinutes ?? undefined;
+    message.cooldownDays = object.cooldownDays ?? undefined;
+    message.requireConsent = object.requireConsent ?? undefined;
     return message;
   },
 };

@@ -46,7 +46,7 @@ export interface CascadeRecipientFinished {
   /** 1..5; 0 when the recipient did not rate. */
   rating: number;
   feedback: string;
-  /** rated | exhausted | unreachable | unsubscribed | canceled */
+  /** FINISH_REASONS (proto/src/states.ts): rated | exhausted | unreachable | unsubscribed | canceled | cooldown | no_consent */
   reason: string;
   steps: StepSummary[];
   finishedAt: Date | undefined;

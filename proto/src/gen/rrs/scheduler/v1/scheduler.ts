@@ -88,6 +88,11 @@ export interface RecipientInput {
   /** Set when the recipient comes from a directory contact (`POST /contacts` with `startCascade`). */
   contactId: string;
   contactExternalId: string;
+  /**
+   * When the person consented to communication; unset = unknown (skipped `no_consent` when the
+   * organization requires consent).
+   */
+  consentAt?: Date | undefined;
 }
 
 export interface StartCascadeRequest {
@@ -100,6 +105,8 @@ export interface StartCascadeRequest {
   channel: string;
   externalId: string;
   recipients: RecipientInput[];
+  /** Send even to people inside the organization's cooldown (a genuinely new order). */
+  ignoreCooldown: boolean;
 }
 
 export interface StartCascadeResponse {
@@ -159,7 +166,7 @@ export interface CascadeRecipient {
   contactExternalId: string;
   /** running | waiting (last step out, waiting for a rating until window_closes_at) | finished */
   status: string;
-  /** rated | exhausted | unreachable | unsubscribed | canceled; empty while running. */
+  /** FINISH_REASONS (proto/src/states.ts); empty while running. */
   finishReason: string;
   /** 1..5; 0 = not rated. */
   rating: number;
@@ -286,6 +293,8 @@ export interface SubmitFeedbackResponse {
 
 export interface UnsubscribeRequest {
   token: string;
+  /** An RFC 8058 one-click unsubscribe (the mail client's POST), recorded as the source `one_click`. */
+  oneClick: boolean;
 }
 
 export interface UnsubscribeResponse {
@@ -317,6 +326,120 @@ export interface SetOrganizationSettingsRequest {
 
 export interface SetOrganizationSettingsResponse {
   settings: OrganizationSettings | undefined;
+}
+
+/** An address (lower-case email or E.164 phone) that receives nothing more from the organization. */
+export interface Suppression {
+  address: string;
+  /** The channel the opt-out came through (`EMAIL`, `SMS`, …); empty when added by the operator. */
+  channel: string;
+  /** SUPPRESSION_SOURCES (proto/src/states.ts): unsubscribe_page | one_click | stop_reply | complaint | hard_bounce | admin. */
+  source: string;
+  createdAt:
+    | Date
+    | undefined;
+  /** The cascade recipient whose link or message it came from; empty when added by the operator. */
+  recipientId: string;
+  note: string;
+}
+
+export interface ListSuppressionsRequest {
+  organizationId: string;
+  /** Only this address (normalized by the caller). */
+  address: string;
+  limit: number;
+  /** The `next_after` of the previous page. */
+  after: string;
+}
+
+export interface ListSuppressionsResponse {
+  suppressions: Suppression[];
+  nextAfter: string;
+}
+
+export interface AddSuppressionRequest {
+  organizationId: string;
+  /** Lower-case email or E.164 phone (normalized by the caller). */
+  address: string;
+  note: string;
+}
+
+export interface AddSuppressionResponse {
+  suppression:
+    | Suppression
+    | undefined;
+  /** False when the address was already suppressed (the earlier record is kept). */
+  created: boolean;
+}
+
+export interface RemoveSuppressionRequest {
+  organizationId: string;
+  address: string;
+}
+
+export interface RemoveSuppressionResponse {
+}
+
+export interface ExportPersonRequest {
+  organizationId: string;
+  /** Lower-case email and/or E.164 phone; at least one. */
+  email: string;
+  phone: string;
+}
+
+export interface ExportedConsent {
+  cascadeId: string;
+  recipientId: string;
+  /** Unset: the request carried no consent. */
+  consentAt:
+    | Date
+    | undefined;
+  /** When the request carrying it was accepted. */
+  recordedAt: Date | undefined;
+}
+
+export interface ExportedMessage {
+  cascadeId: string;
+  recipientId: string;
+  stepOrder: number;
+  /** The channel it went out on (after any reroute). */
+  channel: string;
+  /** The address it was sent to. */
+  address: string;
+  status: string;
+  reason: string;
+  sentAt: Date | undefined;
+  deliveredAt: Date | undefined;
+}
+
+export interface PublicLink {
+  provider: string;
+  url: string;
+}
+
+export interface ExportedRating {
+  reviewRequestId: string;
+  cascadeId: string;
+  rating: number;
+  feedback: string;
+  ratedAt:
+    | Date
+    | undefined;
+  /** The public review links the rating page showed with the rating (shown to every rater). */
+  publicLinksShown: PublicLink[];
+  publicLinksShownAt: Date | undefined;
+}
+
+export interface ExportPersonResponse {
+  /** The addresses looked up. */
+  addresses: string[];
+  consents: ExportedConsent[];
+  suppressions: Suppression[];
+  messages: ExportedMessage[];
+  ratings: ExportedRating[];
+  /** The cooldown ledger: when a request was last sent to the person, and when they last rated. */
+  lastSentAt: Date | undefined;
+  lastRatedAt: Date | undefined;
 }
 
 function createBaseFlowStep(): FlowStep {
@@ -1302,7 +1425,7 @@ export const SetDefaultFlowResponse: MessageFns<SetDefaultFlowResponse> = {
 };
 
 function createBaseRecipientInput(): RecipientInput {
-  return { name: "", email: "", phone: "", contactId: "", contactExternalId: "" };
+  return { name: "", email: "", phone: "", contactId: "", contactExternalId: "", consentAt: undefined };
 }
 
 export const RecipientInput: MessageFns<RecipientInput> = {
@@ -1321,6 +1444,9 @@ export const RecipientInput: MessageFns<RecipientInput> = {
     }
     if (message.contactExternalId !== "") {
       writer.uint32(42).string(message.contactExternalId);
+    }
+    if (message.consentAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.consentAt), writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -1378,6 +1504,14 @@ export const RecipientInput: MessageFns<RecipientInput> = {
             message.contactExternalId = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.consentAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1405,6 +1539,11 @@ export const RecipientInput: MessageFns<RecipientInput> = {
         : isSet(object.contact_external_id)
         ? globalThis.String(object.contact_external_id)
         : "",
+      consentAt: isSet(object.consentAt)
+        ? fromJsonTimestamp(object.consentAt)
+        : isSet(object.consent_at)
+        ? fromJsonTimestamp(object.consent_at)
+        : undefined,
     };
   },
 
@@ -1425,6 +1564,9 @@ export const RecipientInput: MessageFns<RecipientInput> = {
     if (message.contactExternalId !== "") {
       obj.contactExternalId = message.contactExternalId;
     }
+    if (message.consentAt !== undefined) {
+      obj.consentAt = message.consentAt.toISOString();
+    }
     return obj;
   },
 
@@ -1438,12 +1580,22 @@ export const RecipientInput: MessageFns<RecipientInput> = {
     message.phone = object.phone ?? "";
     message.contactId = object.contactId ?? "";
     message.contactExternalId = object.contactExternalId ?? "";
+    message.consentAt = object.consentAt ?? undefined;
     return message;
   },
 };
 
 function createBaseStartCascadeRequest(): StartCascadeRequest {
-  return { organizationId: "", locationId: "", name: "", flowId: "", channel: "", externalId: "", recipients: [] };
+  return {
+    organizationId: "",
+    locationId: "",
+    name: "",
+    flowId: "",
+    channel: "",
+    externalId: "",
+    recipients: [],
+    ignoreCooldown: false,
+  };
 }
 
 export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
@@ -1468,6 +1620,9 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
     }
     for (const v of message.recipients) {
       RecipientInput.encode(v!, writer.uint32(58).fork()).join();
+    }
+    if (message.ignoreCooldown !== false) {
+      writer.uint32(64).bool(message.ignoreCooldown);
     }
     return writer;
   },
@@ -1541,6 +1696,14 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
             message.recipients.push(RecipientInput.decode(reader, reader.uint32()));
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.ignoreCooldown = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1580,6 +1743,11 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
       recipients: globalThis.Array.isArray(object?.recipients)
         ? object.recipients.map((e: any) => RecipientInput.fromJSON(e))
         : [],
+      ignoreCooldown: isSet(object.ignoreCooldown)
+        ? globalThis.Boolean(object.ignoreCooldown)
+        : isSet(object.ignore_cooldown)
+        ? globalThis.Boolean(object.ignore_cooldown)
+        : false,
     };
   },
 
@@ -1606,6 +1774,9 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
     if (message.recipients?.length) {
       obj.recipients = message.recipients.map((e) => RecipientInput.toJSON(e));
     }
+    if (message.ignoreCooldown !== false) {
+      obj.ignoreCooldown = message.ignoreCooldown;
+    }
     return obj;
   },
 
@@ -1621,6 +1792,7 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
     message.channel = object.channel ?? "";
     message.externalId = object.externalId ?? "";
     message.recipients = object.recipients?.map((e) => RecipientInput.fromPartial(e)) || [];
+    message.ignoreCooldown = object.ignoreCooldown ?? false;
     return message;
   },
 };
@@ -4416,13 +4588,16 @@ export const SubmitFeedbackResponse: MessageFns<SubmitFeedbackResponse> = {
 };
 
 function createBaseUnsubscribeRequest(): UnsubscribeRequest {
-  return { token: "" };
+  return { token: "", oneClick: false };
 }
 
 export const UnsubscribeRequest: MessageFns<UnsubscribeRequest> = {
   encode(message: UnsubscribeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.token !== "") {
       writer.uint32(10).string(message.token);
+    }
+    if (message.oneClick !== false) {
+      writer.uint32(16).bool(message.oneClick);
     }
     return writer;
   },
@@ -4448,6 +4623,14 @@ export const UnsubscribeRequest: MessageFns<UnsubscribeRequest> = {
             message.token = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.oneClick = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4461,13 +4644,23 @@ export const UnsubscribeRequest: MessageFns<UnsubscribeRequest> = {
   },
 
   fromJSON(object: any): UnsubscribeRequest {
-    return { token: isSet(object.token) ? globalThis.String(object.token) : "" };
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      oneClick: isSet(object.oneClick)
+        ? globalThis.Boolean(object.oneClick)
+        : isSet(object.one_click)
+        ? globalThis.Boolean(object.one_click)
+        : false,
+    };
   },
 
   toJSON(message: UnsubscribeRequest): unknown {
     const obj: any = {};
     if (message.token !== "") {
       obj.token = message.token;
+    }
+    if (message.oneClick !== false) {
+      obj.oneClick = message.oneClick;
     }
     return obj;
   },
@@ -4478,6 +4671,7 @@ export const UnsubscribeRequest: MessageFns<UnsubscribeRequest> = {
   fromPartial<I extends Exact<DeepPartial<UnsubscribeRequest>, I>>(object: I): UnsubscribeRequest {
     const message = createBaseUnsubscribeRequest();
     message.token = object.token ?? "";
+    message.oneClick = object.oneClick ?? false;
     return message;
   },
 };
@@ -5014,6 +5208,1642 @@ export const SetOrganizationSettingsResponse: MessageFns<SetOrganizationSettings
   },
 };
 
+function createBaseSuppression(): Suppression {
+  return { address: "", channel: "", source: "", createdAt: undefined, recipientId: "", note: "" };
+}
+
+export const Suppression: MessageFns<Suppression> = {
+  encode(message: Suppression, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.address !== "") {
+      writer.uint32(10).string(message.address);
+    }
+    if (message.channel !== "") {
+      writer.uint32(18).string(message.channel);
+    }
+    if (message.source !== "") {
+      writer.uint32(26).string(message.source);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(34).fork()).join();
+    }
+    if (message.recipientId !== "") {
+      writer.uint32(42).string(message.recipientId);
+    }
+    if (message.note !== "") {
+      writer.uint32(50).string(message.note);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Suppression {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSuppression();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.address = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.source = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.recipientId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.note = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Suppression {
+    return {
+      address: isSet(object.address) ? globalThis.String(object.address) : "",
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      source: isSet(object.source) ? globalThis.String(object.source) : "",
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+      recipientId: isSet(object.recipientId)
+        ? globalThis.String(object.recipientId)
+        : isSet(object.recipient_id)
+        ? globalThis.String(object.recipient_id)
+        : "",
+      note: isSet(object.note) ? globalThis.String(object.note) : "",
+    };
+  },
+
+  toJSON(message: Suppression): unknown {
+    const obj: any = {};
+    if (message.address !== "") {
+      obj.address = message.address;
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.source !== "") {
+      obj.source = message.source;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    if (message.recipientId !== "") {
+      obj.recipientId = message.recipientId;
+    }
+    if (message.note !== "") {
+      obj.note = message.note;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Suppression>, I>>(base?: I): Suppression {
+    return Suppression.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Suppression>, I>>(object: I): Suppression {
+    const message = createBaseSuppression();
+    message.address = object.address ?? "";
+    message.channel = object.channel ?? "";
+    message.source = object.source ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    message.recipientId = object.recipientId ?? "";
+    message.note = object.note ?? "";
+    return message;
+  },
+};
+
+function createBaseListSuppressionsRequest(): ListSuppressionsRequest {
+  return { organizationId: "", address: "", limit: 0, after: "" };
+}
+
+export const ListSuppressionsRequest: MessageFns<ListSuppressionsRequest> = {
+  encode(message: ListSuppressionsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.address !== "") {
+      writer.uint32(18).string(message.address);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(24).int32(message.limit);
+    }
+    if (message.after !== "") {
+      writer.uint32(34).string(message.after);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSuppressionsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListSuppressionsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.address = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.after = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListSuppressionsRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      address: isSet(object.address) ? globalThis.String(object.address) : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      after: isSet(object.after) ? globalThis.String(object.after) : "",
+    };
+  },
+
+  toJSON(message: ListSuppressionsRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.address !== "") {
+      obj.address = message.address;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.after !== "") {
+      obj.after = message.after;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListSuppressionsRequest>, I>>(base?: I): ListSuppressionsRequest {
+    return ListSuppressionsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListSuppressionsRequest>, I>>(object: I): ListSuppressionsRequest {
+    const message = createBaseListSuppressionsRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.address = object.address ?? "";
+    message.limit = object.limit ?? 0;
+    message.after = object.after ?? "";
+    return message;
+  },
+};
+
+function createBaseListSuppressionsResponse(): ListSuppressionsResponse {
+  return { suppressions: [], nextAfter: "" };
+}
+
+export const ListSuppressionsResponse: MessageFns<ListSuppressionsResponse> = {
+  encode(message: ListSuppressionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.suppressions) {
+      Suppression.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextAfter !== "") {
+      writer.uint32(18).string(message.nextAfter);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSuppressionsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListSuppressionsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.suppressions.push(Suppression.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextAfter = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListSuppressionsResponse {
+    return {
+      suppressions: globalThis.Array.isArray(object?.suppressions)
+        ? object.suppressions.map((e: any) => Suppression.fromJSON(e))
+        : [],
+      nextAfter: isSet(object.nextAfter)
+        ? globalThis.String(object.nextAfter)
+        : isSet(object.next_after)
+        ? globalThis.String(object.next_after)
+        : "",
+    };
+  },
+
+  toJSON(message: ListSuppressionsResponse): unknown {
+    const obj: any = {};
+    if (message.suppressions?.length) {
+      obj.suppressions = message.suppressions.map((e) => Suppression.toJSON(e));
+    }
+    if (message.nextAfter !== "") {
+      obj.nextAfter = message.nextAfter;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListSuppressionsResponse>, I>>(base?: I): ListSuppressionsResponse {
+    return ListSuppressionsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListSuppressionsResponse>, I>>(object: I): ListSuppressionsResponse {
+    const message = createBaseListSuppressionsResponse();
+    message.suppressions = object.suppressions?.map((e) => Suppression.fromPartial(e)) || [];
+    message.nextAfter = object.nextAfter ?? "";
+    return message;
+  },
+};
+
+function createBaseAddSuppressionRequest(): AddSuppressionRequest {
+  return { organizationId: "", address: "", note: "" };
+}
+
+export const AddSuppressionRequest: MessageFns<AddSuppressionRequest> = {
+  encode(message: AddSuppressionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.address !== "") {
+      writer.uint32(18).string(message.address);
+    }
+    if (message.note !== "") {
+      writer.uint32(26).string(message.note);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AddSuppressionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAddSuppressionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.address = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.note = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AddSuppressionRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      address: isSet(object.address) ? globalThis.String(object.address) : "",
+      note: isSet(object.note) ? globalThis.String(object.note) : "",
+    };
+  },
+
+  toJSON(message: AddSuppressionRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.address !== "") {
+      obj.address = message.address;
+    }
+    if (message.note !== "") {
+      obj.note = message.note;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AddSuppressionRequest>, I>>(base?: I): AddSuppressionRequest {
+    return AddSuppressionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AddSuppressionRequest>, I>>(object: I): AddSuppressionRequest {
+    const message = createBaseAddSuppressionRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.address = object.address ?? "";
+    message.note = object.note ?? "";
+    return message;
+  },
+};
+
+function createBaseAddSuppressionResponse(): AddSuppressionResponse {
+  return { suppression: undefined, created: false };
+}
+
+export const AddSuppressionResponse: MessageFns<AddSuppressionResponse> = {
+  encode(message: AddSuppressionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.suppression !== undefined) {
+      Suppression.encode(message.suppression, writer.uint32(10).fork()).join();
+    }
+    if (message.created !== false) {
+      writer.uint32(16).bool(message.created);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AddSuppressionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAddSuppressionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.suppression = Suppression.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.created = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AddSuppressionResponse {
+    return {
+      suppression: isSet(object.suppression) ? Suppression.fromJSON(object.suppression) : undefined,
+      created: isSet(object.created) ? globalThis.Boolean(object.created) : false,
+    };
+  },
+
+  toJSON(message: AddSuppressionResponse): unknown {
+    const obj: any = {};
+    if (message.suppression !== undefined) {
+      obj.suppression = Suppression.toJSON(message.suppression);
+    }
+    if (message.created !== false) {
+      obj.created = message.created;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AddSuppressionResponse>, I>>(base?: I): AddSuppressionResponse {
+    return AddSuppressionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AddSuppressionResponse>, I>>(object: I): AddSuppressionResponse {
+    const message = createBaseAddSuppressionResponse();
+    message.suppression = (object.suppression !== undefined && object.suppression !== null)
+      ? Suppression.fromPartial(object.suppression)
+      : undefined;
+    message.created = object.created ?? false;
+    return message;
+  },
+};
+
+function createBaseRemoveSuppressionRequest(): RemoveSuppressionRequest {
+  return { organizationId: "", address: "" };
+}
+
+export const RemoveSuppressionRequest: MessageFns<RemoveSuppressionRequest> = {
+  encode(message: RemoveSuppressionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.address !== "") {
+      writer.uint32(18).string(message.address);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RemoveSuppressionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRemoveSuppressionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.address = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RemoveSuppressionRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      address: isSet(object.address) ? globalThis.String(object.address) : "",
+    };
+  },
+
+  toJSON(message: RemoveSuppressionRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.address !== "") {
+      obj.address = message.address;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RemoveSuppressionRequest>, I>>(base?: I): RemoveSuppressionRequest {
+    return RemoveSuppressionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RemoveSuppressionRequest>, I>>(object: I): RemoveSuppressionRequest {
+    const message = createBaseRemoveSuppressionRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.address = object.address ?? "";
+    return message;
+  },
+};
+
+function createBaseRemoveSuppressionResponse(): RemoveSuppressionResponse {
+  return {};
+}
+
+export const RemoveSuppressionResponse: MessageFns<RemoveSuppressionResponse> = {
+  encode(_: RemoveSuppressionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RemoveSuppressionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRemoveSuppressionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): RemoveSuppressionResponse {
+    return {};
+  },
+
+  toJSON(_: RemoveSuppressionResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RemoveSuppressionResponse>, I>>(base?: I): RemoveSuppressionResponse {
+    return RemoveSuppressionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RemoveSuppressionResponse>, I>>(_: I): RemoveSuppressionResponse {
+    const message = createBaseRemoveSuppressionResponse();
+    return message;
+  },
+};
+
+function createBaseExportPersonRequest(): ExportPersonRequest {
+  return { organizationId: "", email: "", phone: "" };
+}
+
+export const ExportPersonRequest: MessageFns<ExportPersonRequest> = {
+  encode(message: ExportPersonRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    if (message.phone !== "") {
+      writer.uint32(26).string(message.phone);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportPersonRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportPersonRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.phone = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportPersonRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      phone: isSet(object.phone) ? globalThis.String(object.phone) : "",
+    };
+  },
+
+  toJSON(message: ExportPersonRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.phone !== "") {
+      obj.phone = message.phone;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportPersonRequest>, I>>(base?: I): ExportPersonRequest {
+    return ExportPersonRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportPersonRequest>, I>>(object: I): ExportPersonRequest {
+    const message = createBaseExportPersonRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.email = object.email ?? "";
+    message.phone = object.phone ?? "";
+    return message;
+  },
+};
+
+function createBaseExportedConsent(): ExportedConsent {
+  return { cascadeId: "", recipientId: "", consentAt: undefined, recordedAt: undefined };
+}
+
+export const ExportedConsent: MessageFns<ExportedConsent> = {
+  encode(message: ExportedConsent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.cascadeId !== "") {
+      writer.uint32(10).string(message.cascadeId);
+    }
+    if (message.recipientId !== "") {
+      writer.uint32(18).string(message.recipientId);
+    }
+    if (message.consentAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.consentAt), writer.uint32(26).fork()).join();
+    }
+    if (message.recordedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.recordedAt), writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportedConsent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportedConsent();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.cascadeId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.recipientId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.consentAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.recordedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportedConsent {
+    return {
+      cascadeId: isSet(object.cascadeId)
+        ? globalThis.String(object.cascadeId)
+        : isSet(object.cascade_id)
+        ? globalThis.String(object.cascade_id)
+        : "",
+      recipientId: isSet(object.recipientId)
+        ? globalThis.String(object.recipientId)
+        : isSet(object.recipient_id)
+        ? globalThis.String(object.recipient_id)
+        : "",
+      consentAt: isSet(object.consentAt)
+        ? fromJsonTimestamp(object.consentAt)
+        : isSet(object.consent_at)
+        ? fromJsonTimestamp(object.consent_at)
+        : undefined,
+      recordedAt: isSet(object.recordedAt)
+        ? fromJsonTimestamp(object.recordedAt)
+        : isSet(object.recorded_at)
+        ? fromJsonTimestamp(object.recorded_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ExportedConsent): unknown {
+    const obj: any = {};
+    if (message.cascadeId !== "") {
+      obj.cascadeId = message.cascadeId;
+    }
+    if (message.recipientId !== "") {
+      obj.recipientId = message.recipientId;
+    }
+    if (message.consentAt !== undefined) {
+      obj.consentAt = message.consentAt.toISOString();
+    }
+    if (message.recordedAt !== undefined) {
+      obj.recordedAt = message.recordedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportedConsent>, I>>(base?: I): ExportedConsent {
+    return ExportedConsent.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportedConsent>, I>>(object: I): ExportedConsent {
+    const message = createBaseExportedConsent();
+    message.cascadeId = object.cascadeId ?? "";
+    message.recipientId = object.recipientId ?? "";
+    message.consentAt = object.consentAt ?? undefined;
+    message.recordedAt = object.recordedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseExportedMessage(): ExportedMessage {
+  return {
+    cascadeId: "",
+    recipientId: "",
+    stepOrder: 0,
+    channel: "",
+    address: "",
+    status: "",
+    reason: "",
+    sentAt: undefined,
+    deliveredAt: undefined,
+  };
+}
+
+export const ExportedMessage: MessageFns<ExportedMessage> = {
+  encode(message: ExportedMessage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.cascadeId !== "") {
+      writer.uint32(10).string(message.cascadeId);
+    }
+    if (message.recipientId !== "") {
+      writer.uint32(18).string(message.recipientId);
+    }
+    if (message.stepOrder !== 0) {
+      writer.uint32(24).int32(message.stepOrder);
+    }
+    if (message.channel !== "") {
+      writer.uint32(34).string(message.channel);
+    }
+    if (message.address !== "") {
+      writer.uint32(42).string(message.address);
+    }
+    if (message.status !== "") {
+      writer.uint32(50).string(message.status);
+    }
+    if (message.reason !== "") {
+      writer.uint32(58).string(message.reason);
+    }
+    if (message.sentAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.sentAt), writer.uint32(66).fork()).join();
+    }
+    if (message.deliveredAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.deliveredAt), writer.uint32(74).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportedMessage {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportedMessage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.cascadeId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.recipientId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.stepOrder = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.address = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.sentAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.deliveredAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportedMessage {
+    return {
+      cascadeId: isSet(object.cascadeId)
+        ? globalThis.String(object.cascadeId)
+        : isSet(object.cascade_id)
+        ? globalThis.String(object.cascade_id)
+        : "",
+      recipientId: isSet(object.recipientId)
+        ? globalThis.String(object.recipientId)
+        : isSet(object.recipient_id)
+        ? globalThis.String(object.recipient_id)
+        : "",
+      stepOrder: isSet(object.stepOrder)
+        ? globalThis.Number(object.stepOrder)
+        : isSet(object.step_order)
+        ? globalThis.Number(object.step_order)
+        : 0,
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      address: isSet(object.address) ? globalThis.String(object.address) : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      sentAt: isSet(object.sentAt)
+        ? fromJsonTimestamp(object.sentAt)
+        : isSet(object.sent_at)
+        ? fromJsonTimestamp(object.sent_at)
+        : undefined,
+      deliveredAt: isSet(object.deliveredAt)
+        ? fromJsonTimestamp(object.deliveredAt)
+        : isSet(object.delivered_at)
+        ? fromJsonTimestamp(object.delivered_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ExportedMessage): unknown {
+    const obj: any = {};
+    if (message.cascadeId !== "") {
+      obj.cascadeId = message.cascadeId;
+    }
+    if (message.recipientId !== "") {
+      obj.recipientId = message.recipientId;
+    }
+    if (message.stepOrder !== 0) {
+      obj.stepOrder = Math.round(message.stepOrder);
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.address !== "") {
+      obj.address = message.address;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.sentAt !== undefined) {
+      obj.sentAt = message.sentAt.toISOString();
+    }
+    if (message.deliveredAt !== undefined) {
+      obj.deliveredAt = message.deliveredAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportedMessage>, I>>(base?: I): ExportedMessage {
+    return ExportedMessage.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportedMessage>, I>>(object: I): ExportedMessage {
+    const message = createBaseExportedMessage();
+    message.cascadeId = object.cascadeId ?? "";
+    message.recipientId = object.recipientId ?? "";
+    message.stepOrder = object.stepOrder ?? 0;
+    message.channel = object.channel ?? "";
+    message.address = object.address ?? "";
+    message.status = object.status ?? "";
+    message.reason = object.reason ?? "";
+    message.sentAt = object.sentAt ?? undefined;
+    message.deliveredAt = object.deliveredAt ?? undefined;
+    return message;
+  },
+};
+
+function createBasePublicLink(): PublicLink {
+  return { provider: "", url: "" };
+}
+
+export const PublicLink: MessageFns<PublicLink> = {
+  encode(message: PublicLink, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.provider !== "") {
+      writer.uint32(10).string(message.provider);
+    }
+    if (message.url !== "") {
+      writer.uint32(18).string(message.url);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PublicLink {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePublicLink();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.provider = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PublicLink {
+    return {
+      provider: isSet(object.provider) ? globalThis.String(object.provider) : "",
+      url: isSet(object.url) ? globalThis.String(object.url) : "",
+    };
+  },
+
+  toJSON(message: PublicLink): unknown {
+    const obj: any = {};
+    if (message.provider !== "") {
+      obj.provider = message.provider;
+    }
+    if (message.url !== "") {
+      obj.url = message.url;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PublicLink>, I>>(base?: I): PublicLink {
+    return PublicLink.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PublicLink>, I>>(object: I): PublicLink {
+    const message = createBasePublicLink();
+    message.provider = object.provider ?? "";
+    message.url = object.url ?? "";
+    return message;
+  },
+};
+
+function createBaseExportedRating(): ExportedRating {
+  return {
+    reviewRequestId: "",
+    cascadeId: "",
+    rating: 0,
+    feedback: "",
+    ratedAt: undefined,
+    publicLinksShown: [],
+    publicLinksShownAt: undefined,
+  };
+}
+
+export const ExportedRating: MessageFns<ExportedRating> = {
+  encode(message: ExportedRating, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reviewRequestId !== "") {
+      writer.uint32(10).string(message.reviewRequestId);
+    }
+    if (message.cascadeId !== "") {
+      writer.uint32(18).string(message.cascadeId);
+    }
+    if (message.rating !== 0) {
+      writer.uint32(24).int32(message.rating);
+    }
+    if (message.feedback !== "") {
+      writer.uint32(34).string(message.feedback);
+    }
+    if (message.ratedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.ratedAt), writer.uint32(42).fork()).join();
+    }
+    for (const v of message.publicLinksShown) {
+      PublicLink.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.publicLinksShownAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.publicLinksShownAt), writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportedRating {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportedRating();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reviewRequestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.cascadeId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.rating = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.feedback = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.ratedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.publicLinksShown.push(PublicLink.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.publicLinksShownAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportedRating {
+    return {
+      reviewRequestId: isSet(object.reviewRequestId)
+        ? globalThis.String(object.reviewRequestId)
+        : isSet(object.review_request_id)
+        ? globalThis.String(object.review_request_id)
+        : "",
+      cascadeId: isSet(object.cascadeId)
+        ? globalThis.String(object.cascadeId)
+        : isSet(object.cascade_id)
+        ? globalThis.String(object.cascade_id)
+        : "",
+      rating: isSet(object.rating) ? globalThis.Number(object.rating) : 0,
+      feedback: isSet(object.feedback) ? globalThis.String(object.feedback) : "",
+      ratedAt: isSet(object.ratedAt)
+        ? fromJsonTimestamp(object.ratedAt)
+        : isSet(object.rated_at)
+        ? fromJsonTimestamp(object.rated_at)
+        : undefined,
+      publicLinksShown: globalThis.Array.isArray(object?.publicLinksShown)
+        ? object.publicLinksShown.map((e: any) => PublicLink.fromJSON(e))
+        : globalThis.Array.isArray(object?.public_links_shown)
+        ? object.public_links_shown.map((e: any) => PublicLink.fromJSON(e))
+        : [],
+      publicLinksShownAt: isSet(object.publicLinksShownAt)
+        ? fromJsonTimestamp(object.publicLinksShownAt)
+        : isSet(object.public_links_shown_at)
+        ? fromJsonTimestamp(object.public_links_shown_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ExportedRating): unknown {
+    const obj: any = {};
+    if (message.reviewRequestId !== "") {
+      obj.reviewRequestId = message.reviewRequestId;
+    }
+    if (message.cascadeId !== "") {
+      obj.cascadeId = message.cascadeId;
+    }
+    if (message.rating !== 0) {
+      obj.rating = Math.round(message.rating);
+    }
+    if (message.feedback !== "") {
+      obj.feedback = message.feedback;
+    }
+    if (message.ratedAt !== undefined) {
+      obj.ratedAt = message.ratedAt.toISOString();
+    }
+    if (message.publicLinksShown?.length) {
+      obj.publicLinksShown = message.publicLinksShown.map((e) => PublicLink.toJSON(e));
+    }
+    if (message.publicLinksShownAt !== undefined) {
+      obj.publicLinksShownAt = message.publicLinksShownAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportedRating>, I>>(base?: I): ExportedRating {
+    return ExportedRating.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportedRating>, I>>(object: I): ExportedRating {
+    const message = createBaseExportedRating();
+    message.reviewRequestId = object.reviewRequestId ?? "";
+    message.cascadeId = object.cascadeId ?? "";
+    message.rating = object.rating ?? 0;
+    message.feedback = object.feedback ?? "";
+    message.ratedAt = object.ratedAt ?? undefined;
+    message.publicLinksShown = object.publicLinksShown?.map((e) => PublicLink.fromPartial(e)) || [];
+    message.publicLinksShownAt = object.publicLinksShownAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseExportPersonResponse(): ExportPersonResponse {
+  return {
+    addresses: [],
+    consents: [],
+    suppressions: [],
+    messages: [],
+    ratings: [],
+    lastSentAt: undefined,
+    lastRatedAt: undefined,
+  };
+}
+
+export const ExportPersonResponse: MessageFns<ExportPersonResponse> = {
+  encode(message: ExportPersonResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.addresses) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.consents) {
+      ExportedConsent.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.suppressions) {
+      Suppression.encode(v!, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.messages) {
+      ExportedMessage.encode(v!, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.ratings) {
+      ExportedRating.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.lastSentAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastSentAt), writer.uint32(50).fork()).join();
+    }
+    if (message.lastRatedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastRatedAt), writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportPersonResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportPersonResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.addresses.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.consents.push(ExportedConsent.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.suppressions.push(Suppression.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.messages.push(ExportedMessage.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.ratings.push(ExportedRating.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.lastSentAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.lastRatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportPersonResponse {
+    return {
+      addresses: globalThis.Array.isArray(object?.addresses)
+        ? object.addresses.map((e: any) => globalThis.String(e))
+        : [],
+      consents: globalThis.Array.isArray(object?.consents)
+        ? object.consents.map((e: any) => ExportedConsent.fromJSON(e))
+        : [],
+      suppressions: globalThis.Array.isArray(object?.suppressions)
+        ? object.suppressions.map((e: any) => Suppression.fromJSON(e))
+        : [],
+      messages: globalThis.Array.isArray(object?.messages)
+        ? object.messages.map((e: any) => ExportedMessage.fromJSON(e))
+        : [],
+      ratings: globalThis.Array.isArray(object?.ratings)
+        ? object.ratings.map((e: any) => ExportedRating.fromJSON(e))
+        : [],
+      lastSentAt: isSet(object.lastSentAt)
+        ? fromJsonTimestamp(object.lastSentAt)
+        : isSet(object.last_sent_at)
+        ? fromJsonTimestamp(object.last_sent_at)
+        : undefined,
+      lastRatedAt: isSet(object.lastRatedAt)
+        ? fromJsonTimestamp(object.lastRatedAt)
+        : isSet(object.last_rated_at)
+        ? fromJsonTimestamp(object.last_rated_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ExportPersonResponse): unknown {
+    const obj: any = {};
+    if (message.addresses?.length) {
+      obj.addresses = message.addresses;
+    }
+    if (message.consents?.length) {
+      obj.consents = message.consents.map((e) => ExportedConsent.toJSON(e));
+    }
+    if (message.suppressions?.length) {
+      obj.suppressions = message.suppressions.map((e) => Suppression.toJSON(e));
+    }
+    if (message.messages?.length) {
+      obj.messages = message.messages.map((e) => ExportedMessage.toJSON(e));
+    }
+    if (message.ratings?.length) {
+      obj.ratings = message.ratings.map((e) => ExportedRating.toJSON(e));
+    }
+    if (message.lastSentAt !== undefined) {
+      obj.lastSentAt = message.lastSentAt.toISOString();
+    }
+    if (message.lastRatedAt !== undefined) {
+      obj.lastRatedAt = message.lastRatedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportPersonResponse>, I>>(base?: I): ExportPersonResponse {
+    return ExportPersonResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportPersonResponse>, I>>(object: I): ExportPersonResponse {
+    const message = createBaseExportPersonResponse();
+    message.addresses = object.addresses?.map((e) => e) || [];
+    message.consents = object.consents?.map((e) => ExportedConsent.fromPartial(e)) || [];
+    message.suppressions = object.suppressions?.map((e) => Suppression.fromPartial(e)) || [];
+    message.messages = object.messages?.map((e) => ExportedMessage.fromPartial(e)) || [];
+    message.ratings = object.ratings?.map((e) => ExportedRating.fromPartial(e)) || [];
+    message.lastSentAt = object.lastSentAt ?? undefined;
+    message.lastRatedAt = object.lastRatedAt ?? undefined;
+    return message;
+  },
+};
+
 export type CascadeSchedulerServiceService = typeof CascadeSchedulerServiceService;
 export const CascadeSchedulerServiceService = {
   createFlow: {
@@ -5171,6 +7001,52 @@ export const CascadeSchedulerServiceService = {
     responseDeserialize: (value: Buffer): SetOrganizationSettingsResponse =>
       SetOrganizationSettingsResponse.decode(value),
   },
+  /** The organization's opt-out ledger (docs/customer-respect.md): addresses that receive nothing more. */
+  listSuppressions: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/ListSuppressions" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListSuppressionsRequest): Buffer =>
+      Buffer.from(ListSuppressionsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListSuppressionsRequest => ListSuppressionsRequest.decode(value),
+    responseSerialize: (value: ListSuppressionsResponse): Buffer =>
+      Buffer.from(ListSuppressionsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListSuppressionsResponse => ListSuppressionsResponse.decode(value),
+  },
+  addSuppression: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/AddSuppression" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AddSuppressionRequest): Buffer =>
+      Buffer.from(AddSuppressionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AddSuppressionRequest => AddSuppressionRequest.decode(value),
+    responseSerialize: (value: AddSuppressionResponse): Buffer =>
+      Buffer.from(AddSuppressionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AddSuppressionResponse => AddSuppressionResponse.decode(value),
+  },
+  /** `not_found` when the address is not suppressed. */
+  removeSuppression: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/RemoveSuppression" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RemoveSuppressionRequest): Buffer =>
+      Buffer.from(RemoveSuppressionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RemoveSuppressionRequest => RemoveSuppressionRequest.decode(value),
+    responseSerialize: (value: RemoveSuppressionResponse): Buffer =>
+      Buffer.from(RemoveSuppressionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RemoveSuppressionResponse => RemoveSuppressionResponse.decode(value),
+  },
+  /** What the organization holds about one person (by email and/or phone): consent, opt-outs, messages, ratings. */
+  exportPerson: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/ExportPerson" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ExportPersonRequest): Buffer => Buffer.from(ExportPersonRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExportPersonRequest => ExportPersonRequest.decode(value),
+    responseSerialize: (value: ExportPersonResponse): Buffer =>
+      Buffer.from(ExportPersonResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ExportPersonResponse => ExportPersonResponse.decode(value),
+  },
 } as const;
 
 export interface CascadeSchedulerServiceServer extends UntypedServiceImplementation {
@@ -5201,6 +7077,13 @@ export interface CascadeSchedulerServiceServer extends UntypedServiceImplementat
   /** Per-organization settings of the engine (the low-rating threshold of the review form). */
   getOrganizationSettings: handleUnaryCall<GetOrganizationSettingsRequest, GetOrganizationSettingsResponse>;
   setOrganizationSettings: handleUnaryCall<SetOrganizationSettingsRequest, SetOrganizationSettingsResponse>;
+  /** The organization's opt-out ledger (docs/customer-respect.md): addresses that receive nothing more. */
+  listSuppressions: handleUnaryCall<ListSuppressionsRequest, ListSuppressionsResponse>;
+  addSuppression: handleUnaryCall<AddSuppressionRequest, AddSuppressionResponse>;
+  /** `not_found` when the address is not suppressed. */
+  removeSuppression: handleUnaryCall<RemoveSuppressionRequest, RemoveSuppressionResponse>;
+  /** What the organization holds about one person (by email and/or phone): consent, opt-outs, messages, ratings. */
+  exportPerson: handleUnaryCall<ExportPersonRequest, ExportPersonResponse>;
 }
 
 export interface CascadeSchedulerServiceClient extends Client {
@@ -5426,6 +7309,69 @@ export interface CascadeSchedulerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SetOrganizationSettingsResponse) => void,
+  ): ClientUnaryCall;
+  /** The organization's opt-out ledger (docs/customer-respect.md): addresses that receive nothing more. */
+  listSuppressions(
+    request: ListSuppressionsRequest,
+    callback: (error: ServiceError | null, response: ListSuppressionsResponse) => void,
+  ): ClientUnaryCall;
+  listSuppressions(
+    request: ListSuppressionsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListSuppressionsResponse) => void,
+  ): ClientUnaryCall;
+  listSuppressions(
+    request: ListSuppressionsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListSuppressionsResponse) => void,
+  ): ClientUnaryCall;
+  addSuppression(
+    request: AddSuppressionRequest,
+    callback: (error: ServiceError | null, response: AddSuppressionResponse) => void,
+  ): ClientUnaryCall;
+  addSuppression(
+    request: AddSuppressionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AddSuppressionResponse) => void,
+  ): ClientUnaryCall;
+  addSuppression(
+    request: AddSuppressionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AddSuppressionResponse) => void,
+  ): ClientUnaryCall;
+  /** `not_found` when the address is not suppressed. */
+  removeSuppression(
+    request: RemoveSuppressionRequest,
+    callback: (error: ServiceError | null, response: RemoveSuppressionResponse) => void,
+  ): ClientUnaryCall;
+  removeSuppression(
+    request: RemoveSuppressionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RemoveSuppressionResponse) => void,
+  ): ClientUnaryCall;
+  removeSuppression(
+    request: RemoveSuppressionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RemoveSuppressionResponse) => void,
+  ): ClientUnaryCall;
+  /** What the organization holds about one person (by email and/or phone): consent, opt-outs, messages, ratings. */
+  exportPerson(
+    request: ExportPersonRequest,
+    callback: (error: ServiceError | null, response: ExportPersonResponse) => void,
+  ): ClientUnaryCall;
+  exportPerson(
+    request: ExportPersonRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ExportPersonResponse) => void,
+  ): ClientUnaryCall;
+  exportPerson(
+    request: ExportPersonRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ExportPersonResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,102 @@
+import type { schedulerV1, SuppressionSource } from '@rrs/proto';
+import { InvalidError, NotFoundError, sqlArray, type Pool, type PoolClient } from '@rrs/runtime';
+import { isUuid } from './ids';
+import { personAddresses } from './personAddresses';
+
+/*
+ * The organization's opt-out ledger (docs/customer-respect.md): an address in it receives nothing more
+ * from the organization, on any channel. An opt-out is recorded for every address known to belong to
+ * the person (a recipient's email and phone), so a later request that knows only one of them is stopped
+ * too. The first record of an address is kept: its time and source are the evidence.
+ */
+
+interface SuppressionRow {
+  address: string;
+  channel: string;
+  source: string;
+  recipient_id: string | null;
+  note: string;
+  created_at: Date;
+}
+
+const COLUMNS = 'address, channel, source, recipient_id, note, created_at';
+
+export function suppressionOf(row: SuppressionRow): schedulerV1.Suppression {
+  return { address: row.address, channel: row.channel, source: row.source, recipientId: row.recipient_id ?? '', note: row.note, createdAt: row.created_at };
+}
+
+export interface OptOut {
+  organizationId: string;
+  person: { email: string; phone: string };
+  /** The channel it came through (`EMAIL`, `SMS`, …). */
+  channel: string;
+  source: SuppressionSource;
+  recipientId: string;
+}
+
+/** Records the person's opt-out; returns how many of their addresses were newly suppressed. */
+export async function recordOptOut(client: PoolClient, optOut: OptOut): Promise<number> {
+  const addresses = personAddresses(optOut.person);
+  if (addresses.length === 0) return 0;
+  const { rowCount } = await client.query(
+    `INSERT INTO suppressions (organization_id, address, channel, source, recipient_id)
+     SELECT $1, address, $3, $4, $5 FROM unnest($2::text[]) AS address
+     ON CONFLICT DO NOTHING`,
+    [optOut.organizationId, sqlArray(addresses), optOut.channel, optOut.source, optOut.recipientId],
+  );
+  return rowCount ?? 0;
+}
+
+/** `organization|address` of each given address that is suppressed. */
+export async function suppressedAmong(client: Pool | PoolClient, organizationIds: Iterable<string>, addresses: Iterable<string>): Promise<Set<string>> {
+  const wanted = [...new Set(addresses)];
+  if (wanted.length === 0) return new Set();
+  // Organizations × addresses may pair an address with another organization than its recipient's;
+  // callers look up by the recipient's own organization, so such a row is never consulted.
+  const { rows } = await client.query<{ organization_id: string; address: string }>(
+    'SELECT organization_id, address FROM suppressions WHERE organization_id = ANY($1::uuid[]) AND address = ANY($2::text[])',
+    [sqlArray([...new Set(organizationIds)]), sqlArray(wanted)],
+  );
+  return new Set(rows.map((row) => `${row.organization_id}|${row.address}`));
+}
+
+const MAX_PAGE = 500;
+
+export async function listSuppressions(pool: Pool, request: schedulerV1.ListSuppressionsRequest): Promise<schedulerV1.ListSuppressionsResponse> {
+  const limit = request.limit || 100;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new InvalidError([{ parameter: 'limit', detail: `an integer from 1 to ${MAX_PAGE}` }]);
+  if (!isUuid(request.organizationId)) return { suppressions: [], nextAfter: '' };
+  const { rows } = await pool.query<SuppressionRow>(
+    `SELECT ${COLUMNS} FROM suppressions
+      WHERE organization_id = $1 AND ($2 = '' OR address = $2) AND ($3 = '' OR address > $3)
+      ORDER BY address LIMIT $4`,
+    [request.organizationId, request.address, request.after, limit + 1],
+  );
+  const page = rows.slice(0, limit);
+  return { suppressions: page.map(suppressionOf), nextAfter: rows.length > limit ? page[page.length - 1].address : '' };
+}
+
+/** An operator's suppression of one address (normalized by the caller); an existing record is kept. */
+export async function addSuppression(pool: Pool, request: schedulerV1.AddSuppressionRequest): Promise<schedulerV1.AddSuppressionResponse> {
+  if (!request.address) throw InvalidError.field('/address', 'an email address or a phone number');
+  if (request.note.length > 500) throw InvalidError.field('/note', 'at most 500 characters');
+  if (!isUuid(request.organizationId)) throw new NotFoundError('organization');
+  const source: SuppressionSource = 'admin';
+  const { rows: inserted } = await pool.query<SuppressionRow>(
+    `INSERT INTO suppressions (organization_id, address, source, note) VALUES ($1, $2, $3, $4)
+     ON CONFLICT DO NOTHING RETURNING ${COLUMNS}`,
+    [request.organizationId, request.address, source, request.note],
+  );
+  if (inserted[0]) return { suppression: suppressionOf(inserted[0]), created: true };
+  const { rows } = await pool.query<SuppressionRow>(`SELECT ${COLUMNS} FROM suppressions WHERE organization_id = $1 AND address = $2`, [request.organizationId, request.address]);
+  return { suppression: suppressionOf(rows[0]), created: false };
+}
+
+/** Lifts a suppression (the person asked to hear from the organization again); `not_found` when there is none. */
+export async function removeSuppression(pool: Pool, request: schedulerV1.RemoveSuppressionRequest): Promise<schedulerV1.RemoveSuppressionResponse> {
+  const { rowCount } = isUuid(request.organizationId)
+    ? await pool.query('DELETE FROM suppressions WHERE organization_id = $1 AND address = $2', [request.organizationId, request.address])
+    : { rowCount: 0 };
+  if (!rowCount) throw new NotFoundError('suppression', { message: 'this address is not suppressed' });
+  return {};
+}
