@@ -105,6 +105,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       contactsAddress,
       schedulerAddress: loopback(scheduler.grpcPort),
       webhooksAddress: loopback(webhooks.grpcPort),
+      connectorsAddress: loopback(connectors.grpcPort),
       adminToken: demo.adminToken,
       redisUrl: config.redisUrl,
       publicBaseUrl: config.publicBaseUrl,

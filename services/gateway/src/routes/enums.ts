@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import {
-  CASCADE_STATUSES, CHANNEL_KEY_PATTERN, CONTACT_FIELDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, MAX_CHANNEL_KEY_LENGTH, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS,
+  CASCADE_STATUSES, CHANNEL_KEY_PATTERN, CONTACT_FIELDS, CRM_AUTH_MODES, CRM_KINDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, MAX_CHANNEL_KEY_LENGTH, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS,
   REVIEW_REQUEST_STATUSES, SCOPES, SKIP_REASONS, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES,
   WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENT_TYPES,
 } from '@rrs/proto';
@@ -72,3 +72,7 @@ export const Plan = z.enum(PLANS).meta({ id: 'Plan', description: 'A trial plan 
 export const Locale = z.enum(LOCALES).meta({ id: 'Locale', description: 'The language of the default templates and of the pages recipients see.' });
 
 export const Scope = z.enum(SCOPES).meta({ id: 'Scope', description: 'An API key permission; the operations list the one they need.' });
+
+export const CrmKind = z.enum(CRM_KINDS).meta({ id: 'CrmKind', description: 'The CRM a connector talks to: `amocrm` (amoCRM, also .amocrm.com and Kommo accounts) or `bitrix24`.' });
+
+export const CrmAuthMode = z.enum(CRM_AUTH_MODES).meta({ id: 'CrmAuthMode', description: 'How the connector reaches its CRM: `long_lived` (an amoCRM long-lived token), `oauth` (amoCRM OAuth 2.0), `webhook` (a Bitrix24 inbound webhook).' });
