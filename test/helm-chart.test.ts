@@ -214,12 +214,6 @@ describe('env: what the chart gives each service is what the service reads', () 
 
 describe('architecture: the NetworkPolicies are the arrows the services call', () => {
   const ADDR_OF: Record<string, string> = { CONTACTS_ADDR: 'contacts', SCHEDULER_ADDR: 'cascade-scheduler', WEBHOOKS_ADDR: 'webhooks', CONNECTORS_ADDR: 'connectors' };
-  /**
-   * Arrows the chart opens before the caller's code reads the address: the gateway's admin routes to
-   * connectors are being built. Each caller listed must not read the variable yet — when it does, this
-   * test fails, the entry goes, and the chart gives the caller the variable.
-   */
-  const PENDING_CALLERS: Record<string, string[]> = { connectors: ['gateway'] };
   const policies = (render: Render) => ofKind(render.objects, 'NetworkPolicy');
   const policyOf = (render: Render, service: string) => theOne(render.objects, 'NetworkPolicy', service);
   const values = valuesOf('ci/external-values.yaml');
@@ -227,13 +221,6 @@ describe('architecture: the NetworkPolicies are the arrows the services call', (
   it('lets each gRPC service be called by exactly the services that read its address', () => {
     const callers: Record<string, string[]> = {};
     for (const service of services) for (const variable of readsOf(service)) if (ADDR_OF[variable]) (callers[ADDR_OF[variable]] ??= []).push(service);
-    for (const [callee, pending] of Object.entries(PENDING_CALLERS)) {
-      const variable = Object.keys(ADDR_OF).find((k) => ADDR_OF[k] === callee)!;
-      for (const caller of pending) {
-        expect({ caller, variable, reads: readsOf(caller).has(variable) }).toEqual({ caller, variable, reads: false });
-        (callers[callee] ??= []).push(caller);
-      }
-    }
     expect(Object.keys(callers).sort()).toEqual([...grpcServices].sort());
     for (const [callee, from] of Object.entries(callers)) {
       const service = theOne(main.objects, 'Service', callee);
@@ -243,8 +230,7 @@ describe('architecture: the NetworkPolicies are the arrows the services call', (
       expect(admitted.flatMap((rule: any) => rule.from.map((peer: any) => peer.podSelector.matchLabels['app.kubernetes.io/component'])).sort()).toEqual([...from].sort());
       for (const caller of from) {
         const env = envOf(theOne(main.objects, 'Deployment', caller)).find((v) => v.name === variable);
-        if (PENDING_CALLERS[callee]?.includes(caller)) expect(env).toBeUndefined();
-        else expect(env?.value).toBe(`${service.metadata.name}:${port}`);
+        expect(env?.value).toBe(`${service.metadata.name}:${port}`);
         const egress = policyOf(main, caller).spec.egress.filter((rule: any) => rule.to?.some((peer: any) => peer.podSelector?.matchLabels['app.kubernetes.io/component'] === callee));
         expect({ caller, callee, ports: egress.flatMap((rule: any) => rule.ports) }).toEqual({ caller, callee, ports: [{ protocol: 'TCP', port }] });
       }

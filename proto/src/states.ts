@@ -91,6 +91,14 @@ export type WebhookAttemptOutcome = (typeof WEBHOOK_ATTEMPT_OUTCOMES)[number];
 export const WEBHOOK_DISABLED_REASONS = ['manual', 'gone', 'failing'] as const;
 export type WebhookDisabledReason = (typeof WEBHOOK_DISABLED_REASONS)[number];
 
+/** A CRM connector's `kind` (docs/connectors.md). */
+export const CRM_KINDS = ['amocrm', 'bitrix24'] as const;
+export type CrmKind = (typeof CRM_KINDS)[number];
+
+/** How a connector reaches its CRM (`authMode`): amoCRM a long-lived token or OAuth 2.0, Bitrix24 an inbound webhook. */
+export const CRM_AUTH_MODES = ['long_lived', 'oauth', 'webhook'] as const;
+export type CrmAuthMode = (typeof CRM_AUTH_MODES)[number];
+
 /** An organization's plan. */
 export const PLANS = ['trial', 'standard', 'pro'] as const;
 export type Plan = (typeof PLANS)[number];

@@ -72,12 +72,18 @@ const orgFlags = (nameRequired: boolean): Record<string, FlagSpec> => ({
   region: { kind: 'string', help: 'default phone region, e.g. RU' },
 });
 
+/** `key=value` of a repeatable flag, split at the first `=`; the key must not be empty. */
+function pair(flag: string, shape: string, value: string): [string, string] {
+  const separator = value.indexOf('=');
+  if (separator <= 0) throw new UsageError(`--${flag} must be ${shape}, got ${JSON.stringify(value)}`);
+  return [value.slice(0, separator), value.slice(separator + 1)];
+}
+
 function reviewLinks(values: string[] | undefined): Array<{ provider: string; url: string }> | undefined {
   if (values === undefined) return undefined;
   return values.map((value) => {
-    const separator = value.indexOf('=');
-    if (separator <= 0) throw new UsageError(`--review-link must be provider=url, got ${JSON.stringify(value)}`);
-    return { provider: value.slice(0, separator), url: value.slice(separator + 1) };
+    const [provider, url] = pair('review-link', 'provider=url', value);
+    return { provider, url };
   });
 }
 
@@ -103,6 +109,57 @@ const locationFlags = (nameRequired: boolean): Record<string, FlagSpec> => ({
 
 /** A channel key as the API spells it (upper case). */
 const channelOf = (flags: Flags): string => text(flags, 'channel').toUpperCase();
+
+const AMOCRM_FIELDS = {
+  'amocrm-url': 'baseUrl', 'amocrm-token': 'longLivedToken', 'amocrm-client-id': 'clientId', 'amocrm-client-secret': 'clientSecret',
+  'amocrm-redirect-uri': 'redirectUri', 'amocrm-access-token': 'accessToken', 'amocrm-refresh-token': 'refreshToken',
+};
+const BITRIX24_FIELDS = { 'bitrix24-webhook-url': 'webhookUrl', 'bitrix24-application-token': 'applicationToken' };
+const WRITE_BACK_FIELDS = { note: 'note', 'rating-field': 'ratingField', 'feedback-field': 'feedbackField', 'reason-field': 'reasonField' };
+const connectorFlags: Record<string, FlagSpec> = {
+  name: { kind: 'string', help: 'connector name' },
+  'amocrm-url': { kind: 'string', help: 'amoCRM account address, https://<subdomain>.amocrm.ru' },
+  'amocrm-token': { kind: 'string', help: 'amoCRM long-lived token (or the OAuth flags below)' },
+  'amocrm-client-id': { kind: 'string', help: 'amoCRM OAuth: integration ID' },
+  'amocrm-client-secret': { kind: 'string', help: 'amoCRM OAuth: integration secret key' },
+  'amocrm-redirect-uri': { kind: 'string', help: 'amoCRM OAuth: redirect URI' },
+  'amocrm-access-token': { kind: 'string', help: 'amoCRM OAuth: access token' },
+  'amocrm-refresh-token': { kind: 'string', help: 'amoCRM OAuth: refresh token' },
+  'bitrix24-webhook-url': { kind: 'string', help: 'Bitrix24 inbound webhook, https://<portal>/rest/<user>/<code>/' },
+  'bitrix24-application-token': { kind: 'string', help: "Bitrix24 outbound webhook's application token" },
+  'won-stage': { kind: 'list', help: 'a won stage: STAGE or PIPELINE/STAGE, e.g. 142, 5512/142, 1/C1:WON (repeat for several)' },
+  location: { kind: 'string', help: 'location id of the review requests' },
+  'location-field': { kind: 'string', help: 'CRM field that picks the location (with --location-map)' },
+  'location-map': { kind: 'list', help: 'CRM value=location id (repeat for several)' },
+  flow: { kind: 'string', help: "flow id; left out: the organization's default flow" },
+  note: { kind: 'bool', help: 'write a note to the deal: true | false' },
+  'rating-field': { kind: 'string', help: 'deal field for the rating' },
+  'feedback-field': { kind: 'string', help: 'deal field for the feedback' },
+  'reason-field': { kind: 'string', help: 'deal field for the finish reason' },
+};
+const connectorId: FlagSpec = requiredId('connector id');
+
+/** A connector body from its flags: only what is given, each credential and setting group as the API nests it. */
+function connectorBody(flags: Flags): Record<string, unknown> {
+  const body: Record<string, unknown> = pick(flags, { name: 'name', location: 'locationId', flow: 'flowId' });
+  const amocrm = pick(flags, AMOCRM_FIELDS);
+  if (Object.keys(amocrm).length > 0) body.amocrm = amocrm;
+  const bitrix24 = pick(flags, BITRIX24_FIELDS);
+  if (Object.keys(bitrix24).length > 0) body.bitrix24 = bitrix24;
+  const writeBack = pick(flags, WRITE_BACK_FIELDS);
+  if (Object.keys(writeBack).length > 0) body.writeBack = writeBack;
+  if (flags['won-stage']) {
+    body.wonStages = (flags['won-stage'] as string[]).map((stage) => {
+      const separator = stage.indexOf('/');
+      return separator < 0 ? { stageId: stage } : { pipelineId: stage.slice(0, separator), stageId: stage.slice(separator + 1) };
+    });
+  }
+  if ((flags['location-field'] === undefined) !== (flags['location-map'] === undefined)) throw new UsageError('--location-field and --location-map go together');
+  if (flags['location-map']) {
+    body.locationMapping = { field: flags['location-field'], values: Object.fromEntries((flags['location-map'] as string[]).map((entry) => pair('location-map', 'value=location id', entry))) };
+  }
+  return body;
+}
 
 export const COMMANDS: Record<string, Command> = {
   'orgs:create': { summary: 'Create an organization', flags: orgFlags(true), request: (flags) => ({ method: 'POST', path: '/organizations', body: pick(flags, ORG_FIELDS) }) },
@@ -188,6 +245,40 @@ export const COMMANDS: Record<string, Command> = {
     flags: { org, parts: { kind: 'int', required: true, help: 'parts to add' }, reason: { kind: 'string', help: 'kept in the ledger' } },
     request: (flags) => ({ method: 'POST', path: orgPath(flags, 'sms-balance', 'credits'), body: pick(flags, { parts: 'parts', reason: 'reason' }) }),
   },
+
+  'connectors:create': {
+    summary: 'Connect a CRM (prints the inbound URL to paste into it, once)',
+    flags: { org, kind: requiredId('amocrm | bitrix24'), ...connectorFlags },
+    request: (flags) => ({ method: 'POST', path: orgPath(flags, 'connectors'), body: { kind: flags.kind, ...connectorBody(flags) } }),
+  },
+  'connectors:list': { summary: 'List connectors with their status', flags: { org }, request: (flags) => ({ method: 'GET', path: orgPath(flags, 'connectors') }) },
+  'connectors:get': { summary: 'Get a connector', flags: { org, connector: connectorId }, request: (flags) => ({ method: 'GET', path: orgPath(flags, 'connectors', text(flags, 'connector')) }) },
+  'connectors:update': {
+    summary: 'Update a connector (only the flags given)',
+    flags: {
+      org, connector: connectorId, ...connectorFlags,
+      enabled: { kind: 'bool', help: 'true | false' },
+      'rotate-secret': { kind: 'switch', help: 'issue a new inbound URL (printed once); the old one stops at once' },
+      'clear-won-stages': { kind: 'switch', help: "back to the CRM's own won stages" },
+      'clear-location': { kind: 'switch', help: 'remove the default location (the mapping alone decides)' },
+      'clear-location-map': { kind: 'switch', help: 'remove the location mapping' },
+      'clear-flow': { kind: 'switch', help: "back to the organization's default flow" },
+    },
+    request: (flags) => {
+      const body = { ...pick(flags, { enabled: 'enabled' }), ...connectorBody(flags) };
+      const clears: Array<[string, string, unknown]> = [['clear-won-stages', 'wonStages', []], ['clear-location', 'locationId', null], ['clear-location-map', 'locationMapping', null], ['clear-flow', 'flowId', null]];
+      for (const [flag, field, value] of clears) {
+        if (!flags[flag]) continue;
+        if (body[field] !== undefined) throw new UsageError(`--${flag} goes with no other value of ${field}`);
+        body[field] = value;
+      }
+      if (flags['rotate-secret']) body.rotateInboundSecret = true;
+      return { method: 'PATCH', path: orgPath(flags, 'connectors', text(flags, 'connector')), body };
+    },
+  },
+  'connectors:delete': { summary: 'Delete a connector (its inbound URL stops working)', flags: { org, connector: connectorId }, request: (flags) => ({ method: 'DELETE', path: orgPath(flags, 'connectors', text(flags, 'connector')) }) },
+  'connectors:status': { summary: "A connector's last sync, last error and counts", flags: { org, connector: connectorId }, request: (flags) => ({ method: 'GET', path: orgPath(flags, 'connectors', text(flags, 'connector'), 'status') }) },
+  'connectors:sync': { summary: 'Reconcile a connector now', flags: { org, connector: connectorId }, request: (flags) => ({ method: 'POST', path: orgPath(flags, 'connectors', text(flags, 'connector'), 'sync') }) },
 };
 
 export function parseFlags(args: string[], specs: Record<string, FlagSpec>): Flags {

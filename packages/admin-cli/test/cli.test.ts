@@ -3,18 +3,22 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startContacts, type RunningContacts } from '@rrs/contacts';
 import { startScheduler } from '@rrs/cascade-scheduler';
+import { DEFAULT_CONNECTOR_POLICY, startConnectors, type RunningConnectors } from '@rrs/connectors';
 import { startGateway } from '@rrs/gateway';
-import { createTestBus, createTestDatabase, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
+import { generateSecretKey } from '@rrs/runtime';
+import { createTestBus, createTestDatabase, FakeAmoCrm, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { COMMANDS, runCli } from '../src';
 
 const TOKEN = 'adm_cli_test_token_0123456789';
 
-/** The CLI against a running gateway + contacts + cascade-scheduler, in-process, over real HTTP. */
+/** The CLI against a running gateway + contacts + cascade-scheduler + connectors, in-process, over real HTTP (amoCRM: a local fake). */
 describe('admin CLI', () => {
   let db: TestDatabase;
   let bus: TestBus;
   const ctx = testContext('admin-cli');
   let contacts: RunningContacts;
+  let connectors: RunningConnectors;
+  let amo: FakeAmoCrm;
   let env: { ADMIN_URL: string; ADMIN_TOKEN: string };
 
   beforeAll(async () => {
@@ -26,12 +30,25 @@ describe('admin CLI', () => {
       ctx,
       { bus: bus.bus, noDispatcher: true },
     );
-    const gateway = await startGateway({ host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`, publicBaseUrl: 'http://localhost', adminToken: TOKEN }, ctx);
+    connectors = await startConnectors(
+      {
+        databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0, hooksHost: '127.0.0.1', hooksPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`,
+        publicBaseUrl: 'http://hooks.test', secretKeys: [Buffer.from(generateSecretKey(), 'base64')], allowHttpCrm: true, policy: DEFAULT_CONNECTOR_POLICY,
+      },
+      ctx,
+      { bus: bus.bus },
+    );
+    amo = await FakeAmoCrm.start();
+    const gateway = await startGateway({
+      host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`,
+      connectorsAddress: `127.0.0.1:${connectors.grpcPort}`, publicBaseUrl: 'http://localhost', adminToken: TOKEN,
+    }, ctx);
     ctx.health.setReady(true);
     env = { ADMIN_URL: gateway.url, ADMIN_TOKEN: TOKEN };
   });
   afterAll(async () => {
     await ctx.stop();
+    await amo?.close();
     await bus.cleanup();
     await db.drop();
   });
@@ -95,6 +112,31 @@ describe('admin CLI', () => {
 
     expect(await run(['sms:credit', '--org', org.id, '--parts', '90', '--reason', 'invoice 5'])).toEqual({ balance: 100 });
 
+    const amoToken = amo.issueLongLivedToken();
+    const shop = (await run(['locations:create', '--org', org.id, '--name', 'Arbat'])).location;
+    const created = await run([
+      'connectors:create', '--org', org.id, '--kind', 'amocrm', '--name', 'Sales', '--amocrm-url', amo.url, '--amocrm-token', amoToken,
+      '--location', shop.id, '--location-field', 'pipeline_id', '--location-map', `5512=${shop.id}`, '--won-stage', '5512/142', '--rating-field', '777001',
+    ]);
+    const connector = created.connector;
+    expect(created.inboundUrl).toMatch(new RegExp(`^http://hooks\\.test/hooks/crm/${connector.id}/[A-Za-z0-9_-]{43}$`));
+    expect(connector).toMatchObject({
+      kind: 'amocrm', name: 'Sales', authMode: 'long_lived', locationId: shop.id, locationMapping: { field: 'pipeline_id', values: { '5512': shop.id } },
+      wonStages: [{ pipelineId: '5512', stageId: '142' }], writeBack: { note: true, ratingField: '777001', feedbackField: null },
+    });
+    expect(JSON.stringify(created.connector)).not.toContain(amoToken);
+    expect((await run(['connectors:list', '--org', org.id])).connectors.map((c: { id: string }) => c.id)).toEqual([connector.id]);
+    expect((await run(['connectors:get', '--org', org.id, '--connector', connector.id])).connector.id).toBe(connector.id);
+    const updated = await run(['connectors:update', '--org', org.id, '--connector', connector.id, '--name', 'Renamed', '--enabled', 'false', '--clear-won-stages', '--clear-location-map', '--flow', second.id, '--rotate-secret']);
+    expect(updated.connector).toMatchObject({ name: 'Renamed', enabled: false, wonStages: [], locationMapping: null, flowId: second.id });
+    expect(updated.inboundUrl).toMatch(new RegExp(`/hooks/crm/${connector.id}/`));
+    expect(updated.inboundUrl).not.toBe(created.inboundUrl);
+    expect((await run(['connectors:update', '--org', org.id, '--connector', connector.id, '--clear-flow', '--enabled', 'true'])).connector).toMatchObject({ flowId: null, enabled: true });
+    expect((await run(['connectors:sync', '--org', org.id, '--connector', connector.id])).nextSyncAt).toEqual(expect.any(String));
+    expect((await run(['connectors:status', '--org', org.id, '--connector', connector.id])).status).toMatchObject({ cascadesStarted: 0, failedEvents: 0 });
+    expect(await run(['connectors:delete', '--org', org.id, '--connector', connector.id])).toEqual({ ok: true });
+    expect((await run(['connectors:list', '--org', org.id])).connectors).toEqual([]);
+
     expect([...used].sort()).toEqual(Object.keys(COMMANDS).sort());
   });
 
@@ -104,6 +146,9 @@ describe('admin CLI', () => {
     expect(result.code).toBe(1);
     expect(result.json).toMatchObject({ status: 400, code: 'invalid_request', errors: [{ pointer: '/reviewLinks/0/url' }] });
     expect(await contacts.directory.listLocations(org.id)).toEqual([]);
+    const crm = await admin(['connectors:create', '--org', org.id, '--kind', 'amocrm', '--amocrm-url', 'https://evil.example.com', '--amocrm-token', 'token', '--location', org.id]);
+    expect(crm).toMatchObject({ code: 1, json: { status: 400, code: 'invalid_request', errors: [{ pointer: '/amocrm/baseUrl' }] } });
+    expect(await connectors.connectors.list(org.id)).toEqual([]);
     const missing = await admin(['orgs:get', '--org', '0190c3c4-0000-7000-8000-000000000000']);
     expect(missing).toMatchObject({ code: 1, json: { code: 'not_found' } });
   });
@@ -122,6 +167,9 @@ describe('admin CLI', () => {
     ['a flag without its value', ['orgs:get', '--org'], undefined, /--org needs a value/],
     ['malformed steps', ['flows:create', '--org', 'x', '--name', 'n', '--steps', 'EMAIL:soon'], undefined, /--steps must look like/],
     ['a review link without provider', ['locations:create', '--org', 'x', '--name', 'n', '--review-link', 'https://x'], undefined, /provider=url/],
+    ['a location field without its map', ['connectors:create', '--org', 'x', '--kind', 'amocrm', '--location-field', 'pipeline_id'], undefined, /--location-field and --location-map go together/],
+    ['a location map entry without a location', ['connectors:create', '--org', 'x', '--kind', 'amocrm', '--location-field', 'pipeline_id', '--location-map', '5512'], undefined, /--location-map must be value=location id/],
+    ['a flow and --clear-flow', ['connectors:update', '--org', 'x', '--connector', 'y', '--flow', 'f', '--clear-flow'], undefined, /--clear-flow goes with no other value of flowId/],
     ['no ADMIN_TOKEN', ['orgs:list'], { ADMIN_URL: 'http://127.0.0.1:1' }, /ADMIN_TOKEN/],
   ])('exits 2 with a usage error for %s, without calling the API', async (_label, line, cliEnv, message) => {
     const before = (await contacts.directory.listOrganizations({ limit: 500 })).organizations.length;

@@ -6,7 +6,7 @@ import { startEmailSender } from '@rrs/channel-email';
 import { startSmsSender } from '@rrs/channel-sms';
 import { startMessengerSender } from '@rrs/channel-messenger';
 import { DEFAULT_DELIVERY_POLICY, startWebhooks } from '@rrs/webhooks';
-import { DEFAULT_CONNECTOR_POLICY, startConnectors, type Connectors } from '@rrs/connectors';
+import { DEFAULT_CONNECTOR_POLICY, startConnectors } from '@rrs/connectors';
 import { startChannelCatalog, startGateway } from '@rrs/gateway';
 import { devInboxRouter, SinkOutbox } from '@rrs/sender-kit';
 import type { AllInOneConfig } from './config';
@@ -20,8 +20,6 @@ export interface RunningAllInOne {
   demo: DemoState;
   outbox: SinkOutbox;
   bus: Bus;
-  /** The CRM connectors (their settings, as the connectors' gRPC API manages them). */
-  connectors: Connectors;
 }
 
 /**
@@ -105,6 +103,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       contactsAddress,
       schedulerAddress: loopback(scheduler.grpcPort),
       webhooksAddress: loopback(webhooks.grpcPort),
+      connectorsAddress: loopback(connectors.grpcPort),
       adminToken: demo.adminToken,
       redisUrl: config.redisUrl,
       publicBaseUrl: config.publicBaseUrl,
@@ -113,5 +112,5 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
     // The dev inbox (/dev/messages, /dev/inbox) lists what the sink providers "sent"; /hooks/crm/* are the CRMs' webhooks.
     { channelCatalog, bus, extraRouters: [devInboxRouter(outbox), crmHooksRouter(connectors.hooksListener)] },
   );
-  return { url: `http://localhost:${gateway.port}`, demo, outbox, bus, connectors: connectors.connectors };
+  return { url: `http://localhost:${gateway.port}`, demo, outbox, bus };
 }

@@ -68,16 +68,17 @@ describe('all-in-one: CRM webhooks on the main port', () => {
 
   it('turns a won amoCRM lead posted to the inbound URL into a review request whose email reaches the dev inbox', async () => {
     const { locations } = (await (await fetch(`${aio.url}/api/v1/locations`, { headers: { authorization: `Bearer ${aio.demo.apiKey}` } })).json()) as { locations: Array<{ id: string }> };
-    const { response } = await aio.connectors.create({
-      organizationId: aio.demo.organizationId,
-      kind: 'amocrm',
-      name: 'Sales',
-      amocrm: { baseUrl: amo.url, longLivedToken: amo.issueLongLivedToken(), clientId: '', clientSecret: '', redirectUri: '', accessToken: '', refreshToken: '' },
-      locationId: locations[0].id,
+    // Created the way an operator does: the gateway's admin API, reaching the in-process connectors over loopback gRPC.
+    const created = await fetch(`${aio.url}/admin/v1/organizations/${aio.demo.organizationId}/connectors`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${aio.demo.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ kind: 'amocrm', name: 'Sales', amocrm: { baseUrl: amo.url, longLivedToken: amo.issueLongLivedToken() }, locationId: locations[0].id }),
     });
+    expect(created.status).toBe(201);
+    const { connector, inboundUrl } = (await created.json()) as { connector: { id: string }; inboundUrl: string };
     // The inbound URL handed to the CRM is on the all-in-one's public base, where this test's server stands in.
-    expect(response.inboundUrl.startsWith(`${PUBLIC_BASE}/hooks/crm/${response.connector!.id}/`)).toBe(true);
-    const inboundPath = response.inboundUrl.slice(PUBLIC_BASE.length);
+    expect(inboundUrl.startsWith(`${PUBLIC_BASE}/hooks/crm/${connector.id}/`)).toBe(true);
+    const inboundPath = inboundUrl.slice(PUBLIC_BASE.length);
 
     const contact = amo.addContact({ name: 'Ivan', email: 'ivan.crm@example.com', phone: '+7 916 555-01-02' });
     const lead = amo.addLead({ contactId: contact.id });

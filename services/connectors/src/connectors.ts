@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { runIdempotent, type Codec, type IdempotencyRequest } from '@rrs/idempotency';
-import { connectorsV1 } from '@rrs/proto';
+import { connectorsV1, type CrmAuthMode } from '@rrs/proto';
 import { InvalidError, inTransaction, NotFoundError, uuidv7, type Logger, type Pool, type PoolClient, type SecretBox } from '@rrs/runtime';
 import type { AmoCrmAuth, AmoCrmAuthSource } from './crm/amocrm';
 import type { CrmKind } from './crm/types';
@@ -39,7 +39,7 @@ interface ConnectorRow {
   name: string;
   enabled: boolean;
   crm_url: string;
-  auth_mode: string;
+  auth_mode: CrmAuthMode;
   credentials: string;
   settings: ConnectorSettings;
   active_since: Date;

@@ -1,3 +1,4 @@
+import type { CrmAuthMode } from '@rrs/proto';
 import { InvalidError, type FieldProblem } from '@rrs/runtime';
 import { z } from 'zod';
 import type { AmoCrmAuth } from './crm/amocrm';
@@ -38,7 +39,7 @@ export interface Connector {
   name: string;
   enabled: boolean;
   crmUrl: string;
-  authMode: string;
+  authMode: CrmAuthMode;
   settings: ConnectorSettings;
   activeSince: Date;
   syncCursor: Date;
@@ -121,7 +122,7 @@ function crmUrl(p: Problems, pointer: string, value: string, allowHttp: boolean)
   return url;
 }
 
-export function parseAmoCrmCredentials(input: AmoCrmCredentialsInput, allowHttp: boolean): { credentials: ConnectorCredentials; crmUrl: string; authMode: string } {
+export function parseAmoCrmCredentials(input: AmoCrmCredentialsInput, allowHttp: boolean): { credentials: ConnectorCredentials; crmUrl: string; authMode: CrmAuthMode } {
   const problems = new Problems();
   const url = crmUrl(problems, '/amocrm/baseUrl', input.baseUrl.trim(), allowHttp);
   if (url && url.protocol === 'https:' && !AMOCRM_HOST.test(url.hostname)) problems.add('/amocrm/baseUrl', 'must be the account address, https://<subdomain>.amocrm.ru (or .amocrm.com, .kommo.com)');
@@ -149,7 +150,7 @@ export function parseAmoCrmCredentials(input: AmoCrmCredentialsInput, allowHttp:
   return { credentials: { kind: 'amocrm', auth: auth! }, crmUrl: url!.origin, authMode: auth!.mode };
 }
 
-export function parseBitrix24Credentials(input: Bitrix24CredentialsInput, allowHttp: boolean): { credentials: ConnectorCredentials; crmUrl: string; authMode: string } {
+export function parseBitrix24Credentials(input: Bitrix24CredentialsInput, allowHttp: boolean): { credentials: ConnectorCredentials; crmUrl: string; authMode: CrmAuthMode } {
   const problems = new Problems();
   const url = crmUrl(problems, '/bitrix24/webhookUrl', input.webhookUrl.trim(), allowHttp);
   const path = url ? /^\/rest\/(\d+)\/([A-Za-z0-9]+)\/?$/.exec(url.pathname) : null;

@@ -9,6 +9,8 @@ export interface GatewayConfig {
   schedulerAddress: string;
   /** The webhooks service (endpoint management). */
   webhooksAddress: string;
+  /** The connectors service (CRM connectors, managed through the admin API). */
+  connectorsAddress: string;
   /** Absolute base of public links (`/r/<token>`), e.g. `https://reviews.example.com`. */
   publicBaseUrl: string;
   /** Bearer token of the account admin API; unset = admin API disabled. */
@@ -71,6 +73,8 @@ const trustProxyField = () =>
 
 /** Where the webhooks service listens unless WEBHOOKS_ADDR says otherwise. */
 export const DEFAULT_WEBHOOKS_ADDR = '127.0.0.1:50053';
+/** Where the connectors service listens unless CONNECTORS_ADDR says otherwise. */
+export const DEFAULT_CONNECTORS_ADDR = '127.0.0.1:50054';
 
 const address = () => z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port');
 
@@ -82,6 +86,7 @@ export function buildConfig(env: Env): GatewayConfig {
       CONTACTS_ADDR: address().default('127.0.0.1:50051'),
       SCHEDULER_ADDR: address().default('127.0.0.1:50052'),
       WEBHOOKS_ADDR: address().default(DEFAULT_WEBHOOKS_ADDR),
+      CONNECTORS_ADDR: address().default(DEFAULT_CONNECTORS_ADDR),
       PUBLIC_BASE_URL: envField.url(['http', 'https']).optional(),
       ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
       REDIS_URL: envField.url(['redis', 'rediss']).optional(),
@@ -108,6 +113,7 @@ export function buildConfig(env: Env): GatewayConfig {
     contactsAddress: e.CONTACTS_ADDR,
     schedulerAddress: e.SCHEDULER_ADDR,
     webhooksAddress: e.WEBHOOKS_ADDR,
+    connectorsAddress: e.CONNECTORS_ADDR,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ''),
     adminToken: e.ADMIN_TOKEN,
     redisUrl: e.REDIS_URL,

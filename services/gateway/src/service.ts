@@ -3,12 +3,12 @@ import type { Router } from 'express';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { createGrpcClient, reachAtStart, type Bus, type ServiceContext } from '@rrs/runtime';
-import { contactsV1, schedulerV1, webhooksV1 } from '@rrs/proto';
+import { connectorsV1, contactsV1, schedulerV1, webhooksV1 } from '@rrs/proto';
 import { createApp } from './app';
 import { clientErrorHandler } from './http/clientError';
 import type { Authenticator } from './http/auth';
 import { cachedAuthenticator } from './authCache';
-import { DEFAULT_HTTP_LIMITS, DEFAULT_WEBHOOKS_ADDR, type GatewayConfig } from './config';
+import { DEFAULT_CONNECTORS_ADDR, DEFAULT_HTTP_LIMITS, DEFAULT_WEBHOOKS_ADDR, type GatewayConfig } from './config';
 import { busRatingOutbox } from './form';
 import { createRateLimiter, DEFAULT_RATE_LIMITS } from './rateLimit';
 import { publicRoutes } from './routes';
@@ -22,10 +22,10 @@ export interface RunningGateway {
 }
 
 export type GatewayStartConfig = Pick<GatewayConfig, 'host' | 'port' | 'contactsAddress' | 'schedulerAddress' | 'publicBaseUrl'> &
-  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'adminToken' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy'>>;
+  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'connectorsAddress' | 'adminToken' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy'>>;
 
 export interface GatewayDeps {
-  /** gRPC clients to use instead of connecting to `contactsAddress`/`schedulerAddress` (tests wrap them). */
+  /** gRPC clients to use instead of connecting to the configured addresses (tests wrap them). */
   clients?: GatewayClients;
   /** The live channel catalog (see catalog/channelCatalog.ts); unset = an empty catalog. */
   channelCatalog?: ChannelCatalogSource;
@@ -47,7 +47,9 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
     ctx.lifecycle.onStop('scheduler client', () => scheduler.close());
     const webhooks = createGrpcClient(webhooksV1.WebhooksServiceClient, config.webhooksAddress ?? DEFAULT_WEBHOOKS_ADDR);
     ctx.lifecycle.onStop('webhooks client', () => webhooks.close());
-    clients = { contacts: contacts.client, scheduler: scheduler.client, webhooks: webhooks.client };
+    const connectors = createGrpcClient(connectorsV1.ConnectorsServiceClient, config.connectorsAddress ?? DEFAULT_CONNECTORS_ADDR);
+    ctx.lifecycle.onStop('connectors client', () => connectors.close());
+    clients = { contacts: contacts.client, scheduler: scheduler.client, webhooks: webhooks.client, connectors: connectors.client };
   }
   const directory = clients.contacts;
 

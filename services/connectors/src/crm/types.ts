@@ -1,7 +1,7 @@
 /** What the connectors need from a CRM, in the same words for amoCRM (leads) and Bitrix24 (deals). */
 
-export type CrmKind = 'amocrm' | 'bitrix24';
-export const CRM_KINDS: readonly CrmKind[] = ['amocrm', 'bitrix24'];
+export { CRM_KINDS, type CrmKind } from '@rrs/proto';
+import type { CrmKind } from '@rrs/proto';
 
 export interface CrmDeal {
   id: string;

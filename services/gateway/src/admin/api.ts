@@ -4,10 +4,11 @@ import type { HttpApi } from '../http/api';
 import { ERROR_CODES, KERNEL_CODES, type ErrorCodeInfo } from '../http/errorCodes';
 import { notFound } from '../http/errors';
 import type { GatewayClients } from '../clients';
+import { connectorRoutes } from './connectorRoutes';
 import { peopleRoutes } from './peopleRoutes';
 import { adminRoutes } from './routes';
 
-const TAGS = ['organizations', 'api-keys', 'locations', 'flows', 'templates', 'channels', 'sms-balance', 'people'];
+const TAGS = ['organizations', 'api-keys', 'locations', 'flows', 'templates', 'channels', 'sms-balance', 'people', 'connectors'];
 
 /** What a request to the admin API may get: the kernel's codes and the admin token's. */
 const ADMIN_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
@@ -23,14 +24,14 @@ const ADMIN_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
 export function adminApi(clients: GatewayClients, adminToken: string): HttpApi {
   return {
     basePath: '/admin/v1',
-    routes: [...adminRoutes(clients), ...peopleRoutes(clients)],
+    routes: [...adminRoutes(clients), ...peopleRoutes(clients), ...connectorRoutes(clients)],
     gates: { adminToken: adminTokenGate(adminToken) },
     idempotencyKeys: false,
     document: {
       title: 'Review-Request account admin API',
       version: '1.0.0',
       description:
-        "What the account's web UI calls: organizations, API keys, locations, flows, message templates, channel configuration and the SMS balance. Authorized by the ADMIN_TOKEN as a bearer token. Errors are RFC 9457 `application/problem+json` with a stable `code`, like the public API.",
+        "What the account's web UI calls: organizations, API keys, locations, flows, message templates, channel configuration, the SMS balance, the opt-out ledger and per-person export, and the CRM connectors. Authorized by the ADMIN_TOKEN as a bearer token. Errors are RFC 9457 `application/problem+json` with a stable `code`, like the public API.",
       serverUrl: '/admin/v1',
       tags: Object.fromEntries(TAGS.map((tag) => [tag, `Account ${tag}.`])),
       errorCatalog: ADMIN_ERROR_CATALOG,

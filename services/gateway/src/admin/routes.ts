@@ -11,11 +11,11 @@ import { EXAMPLE_IDS } from '../routes/shapes';
  * refuse what is malformed before any call and document the shapes.
  */
 
-const Id = z.string().min(1).max(64);
+export const Id = z.string().min(1).max(64);
 /** A path parameter's id, with the example the document shows for it. */
-const idOf = (example: string) => Id.meta({ examples: [example] });
-const OrganizationId = idOf(EXAMPLE_IDS.organization);
-const OrgParams = z.object({ organizationId: OrganizationId });
+export const idOf = (example: string) => Id.meta({ examples: [example] });
+export const OrganizationId = idOf(EXAMPLE_IDS.organization);
+export const OrgParams = z.object({ organizationId: OrganizationId });
 
 const SEND_WINDOW_DOC = 'Local hours when steps may go out (docs/customer-respect.md): in the time zone of the recipient\'s location, else the organization\'s. A step due outside waits until the window opens.';
 const LocalTime = z.string().regex(SEND_WINDOW_TIME_PATTERN, 'must be a local time HH:MM (00:00–23:59)');

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import {
-  CASCADE_STATUSES, CHANNEL_KEY_PATTERN, CONTACT_FIELDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, MAX_CHANNEL_KEY_LENGTH, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS,
+  CASCADE_STATUSES, CHANNEL_KEY_PATTERN, CONTACT_FIELDS, CRM_AUTH_MODES, CRM_KINDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, MAX_CHANNEL_KEY_LENGTH, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS,
   REVIEW_REQUEST_STATUSES, SCOPES, SKIP_REASONS, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, SUPPRESSION_SOURCES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES,
   WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENT_TYPES,
 } from '@rrs/proto';
@@ -81,3 +81,7 @@ export const SuppressionSource = z.enum(SUPPRESSION_SOURCES).meta({
     'Where an opt-out came from: `unsubscribe_page` (the /u/ page), `one_click` (an RFC 8058 one-click unsubscribe from the mail client), `stop_reply` (a STOP-style reply the provider reported), ' +
     '`complaint` (a spam complaint), `hard_bounce` (the provider reported the address dead), `admin` (added through the admin API).',
 });
+
+export const CrmKind = z.enum(CRM_KINDS).meta({ id: 'CrmKind', description: 'The CRM a connector talks to: `amocrm` (amoCRM, also .amocrm.com and Kommo accounts) or `bitrix24`.' });
+
+export const CrmAuthMode = z.enum(CRM_AUTH_MODES).meta({ id: 'CrmAuthMode', description: 'How the connector reaches its CRM: `long_lived` (an amoCRM long-lived token), `oauth` (amoCRM OAuth 2.0), `webhook` (a Bitrix24 inbound webhook).' });
