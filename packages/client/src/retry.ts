@@ -22,6 +22,8 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | u
   if (value === null) return undefined;
   const trimmed = value.trim();
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  // An HTTP date names its day and month; Date.parse alone would also take "-1" as a year.
+  if (!/^[A-Za-z]{3}, /.test(trimmed)) return undefined;
   const at = Date.parse(trimmed);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
