@@ -5,11 +5,12 @@
  * package builds and publishes without a running service. The send methods in the document follow the
  * live channel catalog; the checked-in types are those of the all-in-one (`npm start`).
  *
- *   node packages/client/scripts/generateTypes.cjs [--check] [document URL]
+ *   node packages/client/scripts/generateTypes.cjs [--check | --out <file>] [document URL]
  *
  * The URL defaults to http://localhost:8080/api/v1/openapi.json; --check fails instead of writing when
- * the file differs (the test test/integratorClient.test.ts runs the same comparison against the
- * all-in-one it starts).
+ * the file differs; --out writes elsewhere. test/openapiClient.test.ts generates from the all-in-one it
+ * starts and compares with the checked-in file. (A child process: openapi-typescript loads ES modules
+ * that jest's module registry cannot.)
  */
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
@@ -31,13 +32,15 @@ async function generateTypes(document) {
 async function main() {
   const args = process.argv.slice(2);
   const check = args.includes('--check');
+  const outIndex = args.indexOf('--out');
+  const out = outIndex >= 0 ? args.splice(outIndex, 2)[1] : TYPES_FILE;
   const url = args.find((a) => !a.startsWith('--')) ?? 'http://localhost:8080/api/v1/openapi.json';
   const res = await fetch(url);
   if (!res.ok) throw new Error(`GET ${url}: ${res.status}`);
   const source = await generateTypes(await res.json());
   if (!check) {
-    writeFileSync(TYPES_FILE, source);
-    console.log(`generateTypes: wrote ${TYPES_FILE}`);
+    writeFileSync(out, source);
+    console.log(`generateTypes: wrote ${out}`);
     return;
   }
   if (readFileSync(TYPES_FILE, 'utf8') !== source) {
@@ -47,7 +50,6 @@ async function main() {
   console.log('generateTypes: up to date');
 }
 
-module.exports = { generateTypes, TYPES_FILE };
 if (require.main === module) main().catch((err) => {
   console.error(`generateTypes: ${err.message}`);
   process.exit(1);
