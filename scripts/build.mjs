@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Compiles every workspace's src/ to dist/ with swc (types are checked separately by `npm run typecheck`).
+// Compiles every workspace's src/ to dist/ with swc (except a workspace whose build script is another tool) (types are checked separately by `npm run typecheck`).
 // Usage: node scripts/build.mjs [--only <workspace dir>]
 import { readFileSync, readdirSync, mkdirSync, writeFileSync, rmSync, existsSync, statSync } from 'node:fs';
 import { join, dirname, resolve, relative } from 'node:path';
@@ -37,6 +37,10 @@ function* tsFiles(dir) {
 async function buildWorkspace(dir) {
   const src = join(dir, 'src');
   if (!existsSync(src)) return 0;
+  // A published package (packages/client) builds itself with tsc, declarations included (`npm run build
+  // -w <dir>`, run by `npm pack`); no service runs it, and rebuilding its dist here would race a pack.
+  const ownBuild = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).scripts?.build;
+  if (ownBuild && !ownBuild.includes('scripts/build.mjs')) return 0;
   const out = join(dir, 'dist');
   rmSync(out, { recursive: true, force: true });
   let n = 0;

@@ -1,9 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildDist, waitFor } from '@rrs/testkit';
+import { buildDist, freePort, startAllInOne as start, stopAllInOne as stop, type AllInOneProcess, waitFor } from '@rrs/testkit';
 
 /**
  * `npm start`'s process, run as a user would: every service in one process on embedded PostgreSQL and
@@ -12,52 +11,6 @@ import { buildDist, waitFor } from '@rrs/testkit';
 const ROOT = join(__dirname, '..');
 const MAIN = join(ROOT, 'packages', 'all-in-one', 'dist', 'main.js');
 const FIXED_KEY = 'rrs_' + 'A'.repeat(30);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-interface Started {
-  child: ChildProcess;
-  output: () => string;
-  apiKey: string;
-}
-
-function start(env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, [MAIN], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`not started within 45 s:\n${out}`)), 45_000);
-    child.stdout!.on('data', () => {
-      const m = /Demo organization API key: (rrs_\w+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, output: () => out, apiKey: m[1] });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`exited with ${code} before starting:\n${out}`));
-    });
-  });
-}
-
-function stop(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve(child.exitCode);
-    child.once('exit', (code) => resolve(code));
-    child.kill('SIGTERM');
-  });
-}
 
 /** A checksum-valid key with a fixed body, as a user would pass in DEMO_API_KEY. */
 function fixedKey(): string {
@@ -81,7 +34,7 @@ describe('all-in-one (npm start)', () => {
   chmodSync(dataDir, 0o755);
   let port: number;
   let pgPort: number;
-  let running: Started | undefined;
+  let running: AllInOneProcess | undefined;
 
   beforeAll(async () => {
     buildDist();

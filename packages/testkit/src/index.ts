@@ -135,3 +135,4 @@ export * from './fakes/smsru';
 export * from './fakes/greenapi';
 export * from './servers';
 export * from './serviceProcess';
+export * from './allInOne';
