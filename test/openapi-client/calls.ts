@@ -46,6 +46,8 @@ function finishReason(reason: Schemas['FinishReason']): string {
     case 'unreachable': return 'every step skipped';
     case 'unsubscribed': return 'unsubscribed';
     case 'canceled': return 'canceled';
+    case 'cooldown': return 'skipped: asked within the cooldown';
+    case 'no_consent': return 'skipped: no consent';
     default: return unhandled(reason);
   }
 }
@@ -54,6 +56,8 @@ function skipReason(reason: Schemas['SkipReason']): string {
     case 'no_contact': return 'skipped: no contact';
     case 'opted_out': return 'skipped: opted out';
     case 'channel_not_configured': return 'skipped: channel not configured';
+    case 'cooldown': return 'skipped: cooldown';
+    case 'no_consent': return 'skipped: no consent';
     default: return unhandled(reason);
   }
 }

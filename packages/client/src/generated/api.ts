@@ -511,10 +511,10 @@ export interface components {
          */
         ContactField: "email" | "phone";
         /**
-         * @description Why a recipient finished: `rated` (the customer rated), `exhausted` (every step done, something was sent, no rating), `unreachable` (nothing could be sent), `unsubscribed` (the customer unsubscribed, or every step was skipped as opted out), `canceled` (the cascade was canceled).
+         * @description Why a recipient finished: `rated` (the customer rated), `exhausted` (every step done, something was sent, no rating), `unreachable` (nothing could be sent), `unsubscribed` (the customer unsubscribed, or every step was skipped as opted out, or the person was in the opt-out ledger when the request came), `canceled` (the cascade was canceled), `cooldown` (skipped: the person was asked, or rated, within the organization's cooldown), `no_consent` (skipped: the organization requires consent and the request gave no `consentAt`).
          * @enum {string}
          */
-        FinishReason: "rated" | "exhausted" | "unreachable" | "unsubscribed" | "canceled";
+        FinishReason: "rated" | "exhausted" | "unreachable" | "unsubscribed" | "canceled" | "cooldown" | "no_consent";
         /**
          * @description The channels this release ships: `EMAIL`, `SMS`, `MAX`, `TELEGRAM`.
          * @enum {string}
@@ -601,10 +601,10 @@ export interface components {
          */
         Scope: "locations:read" | "contacts:write" | "cascades:write" | "cascades:read" | "review-requests:write" | "webhooks:read" | "webhooks:write";
         /**
-         * @description Why a step was skipped: `no_contact` (the recipient lacks the channel's contact field), `opted_out` (the address unsubscribed from the channel), `channel_not_configured` (the organization has not configured the channel).
+         * @description Why a step was skipped: `no_contact` (the recipient lacks the channel's contact field), `opted_out` (the person is in the organization's opt-out ledger, through any channel), `channel_not_configured` (the organization has not configured the channel), `cooldown` and `no_consent` (the recipient was skipped at intake for that reason; see FinishReason).
          * @enum {string}
          */
-        SkipReason: "no_contact" | "opted_out" | "channel_not_configured";
+        SkipReason: "no_contact" | "opted_out" | "channel_not_configured" | "cooldown" | "no_consent";
         /**
          * @description `pending` (waiting for earlier steps) → `scheduled` (has `dueAt`) → `dispatched` (handed to the sender) → `sent` or `failed`; or `skipped` (see `reason`) or `canceled` (a rating, an unsubscribe or a cancel came first).
          * @enum {string}
@@ -776,7 +776,15 @@ export interface operations {
                         email?: string;
                         /** @description Any format; normalized to E.164 (numbers without a country code are read in the organization's region). */
                         phone?: string;
+                        /**
+                         * Format: date-time
+                         * @description When the customer consented to communication (ISO 8601 with an offset, or Z). An organization with `requireConsent` skips recipients without it (`no_consent`).
+                         * @example 2026-05-01T12:00:00+03:00
+                         */
+                        consentAt?: string;
                     }[];
+                    /** @description Send even to people asked (or who rated) within the organization's cooldown (`cooldownDays`, default 30), for a genuinely new order. Default false: such recipients are skipped with reason `cooldown`. */
+                    ignoreCooldown?: boolean;
                 };
             };
         };
@@ -824,7 +832,7 @@ export interface operations {
                         status: components["schemas"]["CascadeStatus"];
                         /** @description Recipients put in the queue. */
                         queued: number;
-                        /** @description Recipients with no usable contact for any step of the flow. */
+                        /** @description Recipients not put in the queue: no usable contact for any step of the flow, opted out, no consent where required, or within the cooldown (their `finishReason` says which; docs/customer-respect.md). */
                         skipped: number;
                         flow: {
                             /** @description null for a one-step `channel` cascade. */
@@ -1209,6 +1217,8 @@ export interface operations {
                      *         "unreachable": 1,
                      *         "unsubscribed": 0,
                      *         "canceled": 0,
+                     *         "cooldown": 0,
+                     *         "noConsent": 0,
                      *         "opened": 1,
                      *         "feedback": 0,
                      *         "stepsSent": 1,
@@ -1309,6 +1319,8 @@ export interface operations {
                             unreachable: number;
                             unsubscribed: number;
                             canceled: number;
+                            cooldown: number;
+                            noConsent: number;
                             opened: number;
                             feedback: number;
                             stepsSent: number;
@@ -1691,7 +1703,15 @@ export interface operations {
                         email: string;
                         /** @description Optional; kept with the recipient. Any format; normalized to E.164 (numbers without a country code are read in the organization's region). */
                         phone?: string;
+                        /**
+                         * Format: date-time
+                         * @description When the customer consented to communication (ISO 8601 with an offset, or Z). An organization with `requireConsent` skips recipients without it (`no_consent`).
+                         * @example 2026-05-01T12:00:00+03:00
+                         */
+                        consentAt?: string;
                     }[];
+                    /** @description Send even to people asked (or who rated) within the organization's cooldown (`cooldownDays`, default 30), for a genuinely new order. Default false: such recipients are skipped with reason `cooldown`. */
+                    ignoreCooldown?: boolean;
                 };
             };
         };
@@ -1730,7 +1750,7 @@ export interface operations {
                         channel: "EMAIL";
                         /** @description Recipients put in the queue. */
                         queued: number;
-                        /** @description Recipients not put in the queue, as in POST /cascades (every recipient here has the contact field the channel needs). */
+                        /** @description Recipients not put in the queue, as in POST /cascades: opted out, no consent where required, or within the cooldown (every recipient here has the contact field the channel needs). */
                         skipped: number;
                     };
                 };
@@ -2109,7 +2129,15 @@ export interface operations {
                         email?: string;
                         /** @description Required: the number the message goes to. Any format; normalized to E.164 (numbers without a country code are read in the organization's region). */
                         phone: string;
+                        /**
+                         * Format: date-time
+                         * @description When the customer consented to communication (ISO 8601 with an offset, or Z). An organization with `requireConsent` skips recipients without it (`no_consent`).
+                         * @example 2026-05-01T12:00:00+03:00
+                         */
+                        consentAt?: string;
                     }[];
+                    /** @description Send even to people asked (or who rated) within the organization's cooldown (`cooldownDays`, default 30), for a genuinely new order. Default false: such recipients are skipped with reason `cooldown`. */
+                    ignoreCooldown?: boolean;
                 };
             };
         };
@@ -2146,7 +2174,7 @@ export interface operations {
                         channel: "MAX";
                         /** @description Recipients put in the queue. */
                         queued: number;
-                        /** @description Recipients not put in the queue, as in POST /cascades (every recipient here has the contact field the channel needs). */
+                        /** @description Recipients not put in the queue, as in POST /cascades: opted out, no consent where required, or within the cooldown (every recipient here has the contact field the channel needs). */
                         skipped: number;
                     };
                 };
@@ -2476,7 +2504,15 @@ export interface operations {
                         email?: string;
                         /** @description Required: the number the message goes to. Any format; normalized to E.164 (numbers without a country code are read in the organization's region). */
                         phone: string;
+                        /**
+                         * Format: date-time
+                         * @description When the customer consented to communication (ISO 8601 with an offset, or Z). An organization with `requireConsent` skips recipients without it (`no_consent`).
+                         * @example 2026-05-01T12:00:00+03:00
+                         */
+                        consentAt?: string;
                     }[];
+                    /** @description Send even to people asked (or who rated) within the organization's cooldown (`cooldownDays`, default 30), for a genuinely new order. Default false: such recipients are skipped with reason `cooldown`. */
+                    ignoreCooldown?: boolean;
                 };
             };
         };
@@ -2515,7 +2551,7 @@ export interface operations {
                         channel: "SMS";
                         /** @description Recipients put in the queue. */
                         queued: number;
-                        /** @description Recipients not put in the queue, as in POST /cascades (every recipient here has the contact field the channel needs). */
+                        /** @description Recipients not put in the queue, as in POST /cascades: opted out, no consent where required, or within the cooldown (every recipient here has the contact field the channel needs). */
                         skipped: number;
                     };
                 };
@@ -2894,7 +2930,15 @@ export interface operations {
                         email?: string;
                         /** @description Required: the number the message goes to. Any format; normalized to E.164 (numbers without a country code are read in the organization's region). */
                         phone: string;
+                        /**
+                         * Format: date-time
+                         * @description When the customer consented to communication (ISO 8601 with an offset, or Z). An organization with `requireConsent` skips recipients without it (`no_consent`).
+                         * @example 2026-05-01T12:00:00+03:00
+                         */
+                        consentAt?: string;
                     }[];
+                    /** @description Send even to people asked (or who rated) within the organization's cooldown (`cooldownDays`, default 30), for a genuinely new order. Default false: such recipients are skipped with reason `cooldown`. */
+                    ignoreCooldown?: boolean;
                 };
             };
         };
@@ -2931,7 +2975,7 @@ export interface operations {
                         channel: "TELEGRAM";
                         /** @description Recipients put in the queue. */
                         queued: number;
-                        /** @description Recipients not put in the queue, as in POST /cascades (every recipient here has the contact field the channel needs). */
+                        /** @description Recipients not put in the queue, as in POST /cascades: opted out, no consent where required, or within the cooldown (every recipient here has the contact field the channel needs). */
                         skipped: number;
                     };
                 };
@@ -3268,6 +3312,8 @@ export interface operations {
                     startCascade?: boolean;
                     /** @description The flow of the cascade started with `startCascade: true` (default: the organization's default flow). Without `startCascade` it is accepted and ignored: not checked, not stored. */
                     flowId?: string;
+                    /** @description Send even to people asked (or who rated) within the organization's cooldown (`cooldownDays`, default 30), for a genuinely new order. Default false: such recipients are skipped with reason `cooldown`. */
+                    ignoreCooldown?: boolean;
                 };
             };
         };
