@@ -66,7 +66,7 @@ describe('all-in-one: CRM webhooks on the main port', () => {
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   });
 
-  it('turns a won amoCRM lead posted to the inbound URL into a review request whose email reaches the dev inbox', async () => {
+  it('turns a won amoCRM lead posted to the inbound URL into a review request whose email reaches the dev inbox; the rating is written back to the lead', async () => {
     const { locations } = (await (await fetch(`${aio.url}/api/v1/locations`, { headers: { authorization: `Bearer ${aio.demo.apiKey}` } })).json()) as { locations: Array<{ id: string }> };
     // Created the way an operator does: the gateway's admin API, reaching the in-process connectors over loopback gRPC.
     const created = await fetch(`${aio.url}/admin/v1/organizations/${aio.demo.organizationId}/connectors`, {
@@ -95,6 +95,21 @@ describe('all-in-one: CRM webhooks on the main port', () => {
     );
     expect(email).toMatchObject({ channel: 'EMAIL', to: 'ivan.crm@example.com', link: expect.stringMatching(/^http:\/\/localhost:8080\/r\/\w+$/) });
     expect(await storedEvents()).toBe(1);
+
+    // The customer rates on the form, as a browser does (the page's CSRF cookie and field), and the
+    // rating goes back to the lead as a note: the whole way from a won deal to the CRM.
+    const formPath = email.link.slice(PUBLIC_BASE.length);
+    const page = await fetch(`${aio.url}${formPath}`);
+    const cookie = page.headers.get('set-cookie')!.split(';')[0];
+    const csrf = /name="csrf" value="([0-9a-f]+)"/.exec(await page.text())![1];
+    const rated = await fetch(`${aio.url}${formPath}/rating`, {
+      method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, rating: '5' }),
+    });
+    expect(rated.status).toBe(303);
+    const [note] = await waitFor(() => (amo.notesOf(lead.id).length ? amo.notesOf(lead.id) : undefined), { what: 'the rating written back to the lead', timeoutMs: 30_000 });
+    expect(note.params.text).toContain('5');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(amo.notesOf(lead.id)).toHaveLength(1);
   });
 
   it('keeps the key it generated in the data folder, readable by its owner only', () => {

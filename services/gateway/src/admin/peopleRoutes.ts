@@ -23,7 +23,7 @@ const Suppression = z.object({
   note: z.string(),
   createdAt: z.string(),
 });
-const EXAMPLE_SUPPRESSION = { address: 'anna@example.com', channel: 'EMAIL', source: 'one_click', recipientId: EXAMPLE_IDS.recipient, note: '', createdAt: '2026-05-02T08:30:00.000Z' };
+const EXAMPLE_SUPPRESSION: z.infer<typeof Suppression> = { address: 'anna@example.com', channel: 'EMAIL', source: 'one_click', recipientId: EXAMPLE_IDS.recipient, note: '', createdAt: '2026-05-02T08:30:00.000Z' };
 
 const iso = (d: Date | undefined) => (d ? d.toISOString() : null);
 const suppressionJson = (s: schedulerV1.Suppression) => ({
@@ -50,6 +50,19 @@ const PersonExport = z.object({
   lastSentAt: z.string().nullable().meta({ description: 'The cooldown ledger: when a review request last went out to the person.' }),
   lastRatedAt: z.string().nullable().meta({ description: 'The cooldown ledger: when the person last rated.' }),
 });
+
+const EXAMPLE_EXPORT: z.infer<typeof PersonExport> = {
+  addresses: ['anna@example.com', '+79161234567'],
+  consents: [{ cascadeId: EXAMPLE_IDS.cascade, recipientId: EXAMPLE_IDS.recipient, consentAt: '2026-04-30T07:00:00.000Z', recordedAt: '2026-05-01T12:00:00.000Z' }],
+  suppressions: [EXAMPLE_SUPPRESSION],
+  messages: [{ cascadeId: EXAMPLE_IDS.cascade, recipientId: EXAMPLE_IDS.recipient, stepOrder: 1, channel: 'EMAIL', address: 'anna@example.com', status: 'sent', reason: null, sentAt: '2026-05-01T12:00:01.200Z', deliveredAt: null }],
+  ratings: [{
+    reviewRequestId: EXAMPLE_IDS.reviewRequest, cascadeId: EXAMPLE_IDS.cascade, rating: 2, feedback: 'Cold coffee', ratedAt: '2026-05-01T18:00:00.000Z',
+    publicLinksShown: [{ provider: 'yandex', url: 'https://yandex.ru/maps/org/1/reviews/' }], publicLinksShownAt: '2026-05-01T18:00:00.000Z',
+  }],
+  lastSentAt: '2026-05-01T12:00:01.200Z',
+  lastRatedAt: '2026-05-01T18:00:00.000Z',
+};
 
 function exportJson(person: schedulerV1.ExportPersonResponse): z.infer<typeof PersonExport> {
   return {
@@ -78,9 +91,9 @@ export function peopleRoutes(clients: Pick<GatewayClients, 'scheduler'>): Route[
       request: {
         params: OrgParams,
         query: z.object({
-          address: Address.optional().meta({ description: 'Only this address.' }),
-          limit: z.coerce.number().int().min(1).max(500).optional().meta({ description: 'Page size, 1 to 500 (default 100).' }),
-          after: z.string().max(254).optional().meta({ description: '`nextAfter` of the previous page.' }),
+          address: Address.optional().meta({ description: 'Only this address.', examples: ['anna@example.com'] }),
+          limit: z.coerce.number().int().min(1).max(500).optional().meta({ description: 'Page size, 1 to 500 (default 100).', examples: [100] }),
+          after: z.string().max(254).optional().meta({ description: '`nextAfter` of the previous page.', examples: ['+79161234567'] }),
         }),
       },
       responses: { 200: { description: 'One page of the ledger.', body: z.object({ suppressions: z.array(Suppression), nextAfter: z.string().nullable() }), example: { suppressions: [EXAMPLE_SUPPRESSION], nextAfter: null } } },
@@ -109,7 +122,7 @@ export function peopleRoutes(clients: Pick<GatewayClients, 'scheduler'>): Route[
     defineRoute({
       method: 'DELETE', path: '/organizations/{organizationId}/suppressions/{address}', operationId: 'removeSuppression', summary: 'Remove an address from the opt-out ledger', tags: ['people'], auth: 'adminToken',
       description: 'Only when the person asked to hear from the organization again. 404 when the address is not suppressed.',
-      request: { params: OrgParams.extend({ address: Address }) },
+      request: { params: OrgParams.extend({ address: Address.meta({ examples: ['anna@example.com'] }) }) },
       responses: { 204: { description: 'Removed.' } },
       handler: async ({ params, metadata }) => {
         await scheduler.removeSuppression({ organizationId: params.organizationId, address: params.address }, { metadata });
@@ -121,9 +134,12 @@ export function peopleRoutes(clients: Pick<GatewayClients, 'scheduler'>): Route[
       description: 'Everything the organization holds about one person, matched by email and/or phone across locations and cascades: the consent each request carried, the opt-outs with their source, every message sent and when, every rating with the public links shown beside it, and the cooldown ledger.',
       request: {
         params: OrgParams,
-        query: z.object({ email: Address.optional().meta({ description: 'The person\'s email.' }), phone: Address.optional().meta({ description: 'The person\'s phone.' }) }),
+        query: z.object({
+          email: Address.optional().meta({ description: "The person's email.", examples: ['anna@example.com'] }),
+          phone: Address.optional().meta({ description: "The person's phone.", examples: ['+7 916 123-45-67'] }),
+        }),
       },
-      responses: { 200: { description: 'The evidence.', body: PersonExport } },
+      responses: { 200: { description: 'The evidence.', body: PersonExport, example: EXAMPLE_EXPORT } },
       example: { query: { email: 'anna@example.com' } },
       handler: async ({ params, query, metadata }) => {
         const r = await scheduler.exportPerson({ organizationId: params.organizationId, email: query.email ?? '', phone: query.phone ?? '' }, { metadata });
