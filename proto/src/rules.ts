@@ -34,6 +34,18 @@ export function isCooldownDays(value: number): boolean {
   return Number.isInteger(value) && value >= 0 && value <= MAX_COOLDOWN_DAYS;
 }
 
+/**
+ * The spec: MAX and TELEGRAM messages carry the text of the organization's SMS template (the sender
+ * puts the location name on the first line), for direct sends, flow steps and SMS steps rerouted to
+ * them alike. A template of their own is refused; the template list shows them the SMS text.
+ */
+export const CHANNELS_WITH_SMS_TEXT = ['MAX', 'TELEGRAM'] as const;
+
+/** The channel whose template a message on `channel` is written with. */
+export function templateChannelOf(channel: string): string {
+  return (CHANNELS_WITH_SMS_TEXT as readonly string[]).includes(channel) ? 'SMS' : channel;
+}
+
 /** Channel keys are upper-case words (`EMAIL`, `SMS`, …); a subject uses the lower-case form, so a key has no dot. */
 export const MAX_CHANNEL_KEY_LENGTH = 32;
 /** The whole rule for a channel key, length included, so a side that tests the pattern needs nothing else. */

@@ -1,4 +1,4 @@
-import type { busV1 } from '@rrs/proto';
+import { templateChannelOf, type busV1 } from '@rrs/proto';
 import type { Dispatch } from './engine';
 import { tokenUrl } from './links';
 import type { LoadedRecipient } from './recipientStore';
@@ -17,7 +17,8 @@ export function stepDueMessage(state: LoadedRecipient, dispatch: Dispatch, publi
   const { recipient, meta } = state;
   // Claimed recipients are loaded with their token (loadRecipients with `token`).
   if (!meta.token) throw new Error(`recipient ${recipient.id} was loaded without its review link token`);
-  const template = meta.templates[dispatch.channel] ?? (dispatch.channel !== 'EMAIL' ? meta.templates.SMS : undefined) ?? { subject: '', body: '' };
+  // The channel the message goes out on (after any reroute) picks the template: MAX and TELEGRAM write with SMS's.
+  const template = meta.templates[templateChannelOf(dispatch.channel)] ?? (dispatch.channel !== 'EMAIL' ? meta.templates.SMS : undefined) ?? { subject: '', body: '' };
   return {
     stepId: senderStepId(dispatch),
     attemptId: dispatch.attemptId,

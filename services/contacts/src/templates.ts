@@ -1,4 +1,5 @@
 import { InvalidError, type Pool } from '@rrs/runtime';
+import { templateChannelOf } from '@rrs/proto';
 import { asUuid, checkText, FieldErrors, found, isChannelKey, MAX_CHANNEL_KEY_LENGTH } from './validation';
 
 /** Channels every organization is shown, configured or not. Other keys appear once they are set. */
@@ -25,8 +26,8 @@ type Locale = 'en' | 'ru';
 
 /**
  * Defaults by locale. The SMS text is one line so it survives being cut to one SMS part with the link
- * intact; MAX and TELEGRAM get the location name as a first line from the sender (see the spec), so
- * their body does not repeat it.
+ * intact; MAX and TELEGRAM send it too, with the location name as a first line from the sender (the
+ * spec). MESSENGER is the default of text channels added later (e.g. VIBER).
  */
 const DEFAULTS: Record<Locale, { EMAIL: { subject: string; body: string }; SMS: string; MESSENGER: string }> = {
   en: {
@@ -51,7 +52,7 @@ export function defaultTemplate(locale: string, channel: string): MessageTemplat
   const texts = DEFAULTS[(locale in DEFAULTS ? locale : 'en') as Locale];
   if (channel === 'EMAIL') return { channel, subject: texts.EMAIL.subject, body: texts.EMAIL.body, isDefault: true };
   if (channel === 'SMS') return { channel, subject: '', body: texts.SMS, isDefault: true };
-  // MAX, TELEGRAM and any channel added later are short text messages.
+  // Channels added later are short text messages (MAX and TELEGRAM are shown SMS's: templateChannelOf).
   return { channel, subject: '', body: texts.MESSENGER, isDefault: true };
 }
 
@@ -84,15 +85,20 @@ export class Templates {
       [organizationId],
     );
     const own = new Map(rows.map((row) => [row.channel, row]));
-    return shownChannels(rows.map((row) => row.channel)).map((channel) => {
+    const effective = (channel: string): MessageTemplate => {
       const template = own.get(channel);
       return template ? { channel, subject: template.subject, body: template.body, isDefault: false } : defaultTemplate(locale, channel);
-    });
+    };
+    // MAX and TELEGRAM show what they send: the SMS template's text (a row kept from before that rule is not used).
+    return shownChannels(rows.map((row) => row.channel)).map((channel) => (templateChannelOf(channel) === channel ? effective(channel) : { ...effective(templateChannelOf(channel)), channel }));
   }
 
   async set(input: { organizationId: string; channel: string; subject?: string; body: string }): Promise<MessageTemplate> {
     await localeOf(this.pool, input.organizationId);
     checkChannelKey(input.channel);
+    if (templateChannelOf(input.channel) !== input.channel) {
+      throw InvalidError.field('/channel', `${input.channel} messages use the SMS template (the location name on the first line, then the SMS text): set the SMS template`);
+    }
     const subject = input.subject ?? '';
     const errors = new FieldErrors();
     if (input.channel === 'EMAIL') {

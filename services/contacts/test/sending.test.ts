@@ -43,12 +43,23 @@ describe('sending setup over gRPC', () => {
       ['an unknown placeholder', { channel: 'SMS', subject: '', body: '{{link}} {{surname}}' }, '/body'],
       ['a body over 4000 characters', { channel: 'SMS', subject: '', body: `{{link}}${'x'.repeat(4000)}` }, '/body'],
       ['a lower-case channel key', { channel: 'sms', subject: '', body: '{{link}}' }, '/channel'],
+      ['a MAX template (MAX sends the SMS text)', { channel: 'MAX', subject: '', body: 'Hi {{link}}' }, '/channel'],
+      ['a TELEGRAM template (TELEGRAM sends the SMS text)', { channel: 'TELEGRAM', subject: '', body: 'Hi {{link}}' }, '/channel'],
     ])('refuse %s with 400 and store nothing', async (_label, template, pointer) => {
       const organization = await newOrg();
       const err = await failure(harness.client.setTemplate({ organizationId: organization.id, channel: 'SMS', subject: '', body: '', ...template }));
       expect(err).toMatchObject({ status: 400, code: 'invalid_request' });
       expect((err.details as { errors: Array<{ pointer: string }> }).errors.map((e) => e.pointer)).toContain(pointer);
       expect(await count(harness, 'message_templates', 'organization_id = $1', [organization.id])).toBe(0);
+    });
+
+    it('show MAX and TELEGRAM the SMS template they send, the organization\'s own once set', async () => {
+      const organization = await newOrg();
+      const shown = async () => (await harness.client.listTemplates({ organizationId: organization.id })).templates.map((t) => [t.channel, t.body, t.isDefault]);
+      const [, sms, max, telegram] = await shown();
+      expect([max[1], telegram[1]]).toEqual([sms[1], sms[1]]);
+      await harness.client.setTemplate({ organizationId: organization.id, channel: 'SMS', subject: '', body: 'Our text {{link}}' });
+      expect((await shown()).slice(1)).toEqual([['SMS', 'Our text {{link}}', false], ['MAX', 'Our text {{link}}', false], ['TELEGRAM', 'Our text {{link}}', false]]);
     });
 
     it('are 404 for an unknown organization', async () => {
