@@ -337,4 +337,14 @@ describe('hook Jobs: the migrations the services apply, and the bus provisioning
     expect(hooks(jobAccount)).toEqual(['pre-install,pre-upgrade', '-20']);
     for (const job of jobs) expect(podSpec(job).serviceAccountName).toBe(jobAccount.metadata.name);
   });
+
+  it('alerts on a messenger account that cannot send, by the gauge channel-messenger exports, when the PrometheusRule is on', () => {
+    const full = renders.get('ci/full-values.yaml')!;
+    const [rule] = ofKind(full.objects, 'PrometheusRule');
+    const alerts = (rule.spec as { groups: Array<{ rules: Array<{ alert: string; expr: string; for: string }> }> }).groups.flatMap((group) => group.rules);
+    expect(alerts.map((alert) => alert.alert)).toEqual(['MessengerAccountUnavailable']);
+    const metric = /name: '([a-z_]+)'/.exec(read('services/channel-messenger/src/health.ts'))![1];
+    expect(alerts[0]).toMatchObject({ expr: `max by (channel, instance) (${metric}) == 0`, for: '5m' });
+    for (const [file, render] of renders) if (!valuesOf(file).metrics?.prometheusRule?.enabled) expect(ofKind(render.objects, 'PrometheusRule')).toEqual([]);
+  });
 });
