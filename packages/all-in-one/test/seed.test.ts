@@ -31,7 +31,10 @@ describe('demo seed', () => {
     const org = state.organizationId;
     expect((await contacts.channels.list(org)).map((c) => [c.channel, c.configured])).toEqual([['EMAIL', true], ['SMS', true], ['MAX', true], ['TELEGRAM', true]]);
     const templates = await contacts.templates.list(org);
-    expect(templates.filter((t) => !t.isDefault).map((t) => t.channel)).toEqual(['EMAIL', 'SMS']);
+    // MAX and TELEGRAM send the SMS template, and are listed with it (docs/channels.md).
+    expect(templates.filter((t) => !t.isDefault).map((t) => t.channel)).toEqual(['EMAIL', 'SMS', 'MAX', 'TELEGRAM']);
+    const sms = templates.find((t) => t.channel === 'SMS')!.body;
+    expect(templates.filter((t) => t.channel === 'MAX' || t.channel === 'TELEGRAM').map((t) => t.body)).toEqual([sms, sms]);
     expect(templates.every((t) => t.body.includes('{{link}}'))).toBe(true);
     expect(flows).toEqual([expect.objectContaining({ organizationId: org, isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 60 }] })]);
     expect((await contacts.directory.authenticate(state.apiKey)).organization).toMatchObject({ id: org, plan: 'standard', emailConfirmed: true, smsBalance: 1000 });
