@@ -14,32 +14,39 @@ export class People {
   constructor(private readonly deps: { pool: Pool; profiles: OrganizationProfiles }) {}
 
   async listSuppressions(request: schedulerV1.ListSuppressionsRequest): Promise<schedulerV1.ListSuppressionsResponse> {
-    const address = request.address ? await this.address(request.organizationId, request.address, 'address') : '';
-    if (!request.address) await this.deps.profiles.getSendingProfile(request.organizationId);
-    return listSuppressions(this.deps.pool, { ...request, address });
+    const read = await this.addressReader(request.organizationId);
+    return listSuppressions(this.deps.pool, { ...request, address: request.address ? read(request.address, 'address') : '' });
   }
 
   async addSuppression(request: schedulerV1.AddSuppressionRequest): Promise<schedulerV1.AddSuppressionResponse> {
-    return addSuppression(this.deps.pool, { ...request, address: await this.address(request.organizationId, request.address, '/address') });
+    const read = await this.addressReader(request.organizationId);
+    return addSuppression(this.deps.pool, { ...request, address: read(request.address, '/address') });
   }
 
   async removeSuppression(request: schedulerV1.RemoveSuppressionRequest): Promise<schedulerV1.RemoveSuppressionResponse> {
-    return removeSuppression(this.deps.pool, { ...request, address: await this.address(request.organizationId, request.address, 'address') });
+    const read = await this.addressReader(request.organizationId);
+    return removeSuppression(this.deps.pool, { ...request, address: read(request.address, 'address') });
   }
 
   async exportPerson(request: schedulerV1.ExportPersonRequest): Promise<schedulerV1.ExportPersonResponse> {
     if (!request.email && !request.phone) throw new InvalidError([{ parameter: 'email', detail: 'an email address or a phone number (or both)' }]);
-    const email = request.email ? await this.address(request.organizationId, request.email, 'email') : '';
-    const phone = request.phone ? await this.address(request.organizationId, request.phone, 'phone') : '';
+    const read = await this.addressReader(request.organizationId);
+    const email = request.email ? read(request.email, 'email') : '';
+    const phone = request.phone ? read(request.phone, 'phone') : '';
     return exportPerson(this.deps.pool, { organizationId: request.organizationId, email, phone });
   }
 
-  /** `where` is a JSON pointer (a body field) or a parameter name. */
-  private async address(organizationId: string, raw: string, where: string): Promise<string> {
+  /**
+   * Reads addresses in the organization's region (`not_found` for an unknown organization); one that is
+   * neither an email nor a valid phone is `invalid` at `where`, a JSON pointer (a body field) or a parameter name.
+   */
+  private async addressReader(organizationId: string): Promise<(raw: string, where: string) => string> {
     const { organization } = await this.deps.profiles.getSendingProfile(organizationId);
-    const address = normalizeAddress(raw, organization.defaultRegion);
-    if (address) return address;
-    const detail = 'an email address or a valid phone number';
-    throw new InvalidError([where.startsWith('/') ? { pointer: where, detail } : { parameter: where, detail }]);
+    return (raw, where) => {
+      const address = normalizeAddress(raw, organization.defaultRegion);
+      if (address) return address;
+      const detail = 'an email address or a valid phone number';
+      throw new InvalidError([where.startsWith('/') ? { pointer: where, detail } : { parameter: where, detail }]);
+    };
   }
 }

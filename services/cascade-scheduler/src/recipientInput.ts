@@ -7,12 +7,19 @@ export type RecipientInput = Pick<schedulerV1.RecipientInput, 'name' | 'email' |
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
+const isEmail = (email: string) => EMAIL.test(email) && email.length <= 254;
+
+/** A phone in E.164 (a number without a country code read in `defaultRegion`); null when it is not a valid number. */
+function e164(phone: string, defaultRegion: string): string | null {
+  const parsed = parsePhoneNumberFromString(phone, (defaultRegion || 'RU') as CountryCode);
+  return parsed && parsed.isValid() ? parsed.number : null;
+}
+
 /** An address as the ledgers key it: an email lower-case, a phone in E.164; null when it is neither. */
 export function normalizeAddress(address: string, defaultRegion = 'RU'): string | null {
   const trimmed = address.trim();
-  if (trimmed.includes('@')) return EMAIL.test(trimmed) && trimmed.length <= 254 ? trimmed.toLowerCase() : null;
-  const parsed = parsePhoneNumberFromString(trimmed, (defaultRegion || 'RU') as CountryCode);
-  return parsed && parsed.isValid() ? parsed.number : null;
+  if (trimmed.includes('@')) return isEmail(trimmed) ? trimmed.toLowerCase() : null;
+  return e164(trimmed, defaultRegion);
 }
 
 /**
@@ -23,12 +30,12 @@ export function normalizeRecipients(recipients: RecipientInput[], defaultRegion 
   const problems: FieldProblem[] = [];
   const normalized = recipients.map((recipient, i) => {
     const email = recipient.email.trim();
-    if (email && (!EMAIL.test(email) || email.length > 254)) problems.push({ pointer: `/recipients/${i}/email`, detail: 'not an email address' });
+    if (email && !isEmail(email)) problems.push({ pointer: `/recipients/${i}/email`, detail: 'not an email address' });
     let phone = recipient.phone.trim();
     if (phone) {
-      const parsed = parsePhoneNumberFromString(phone, (defaultRegion || 'RU') as CountryCode);
-      if (!parsed || !parsed.isValid()) problems.push({ pointer: `/recipients/${i}/phone`, detail: 'not a valid phone number' });
-      else phone = parsed.number;
+      const number = e164(phone, defaultRegion);
+      if (number === null) problems.push({ pointer: `/recipients/${i}/phone`, detail: 'not a valid phone number' });
+      else phone = number;
     }
     return { ...recipient, name: recipient.name.trim(), email, phone };
   });
