@@ -15,3 +15,4 @@ export * from './template';
 export * from './inbox';
 export * from './config';
 export * from './service';
+export * from './receipts';

@@ -132,6 +132,7 @@ export * from './fakes/bitrix24';
 export * from './fakes/smtp';
 export * from './fakes/smsc';
 export * from './fakes/smsru';
+export * from './fakes/postmark';
 export * from './fakes/greenapi';
 export * from './servers';
 export * from './serviceProcess';

@@ -19,7 +19,7 @@ describe('the SMTP sink', () => {
     try {
       const step = dueStep('EMAIL', { recipient: { name: 'Anna', email: 'anna@example.com', phone: '' } });
       const before = sink.count;
-      const sent = await provider.send(renderEmail(step, 'Reviews <reviews@acme.test>'), step.stepId);
+      const sent = await provider.send(renderEmail(step, 'Reviews <reviews@acme.test>'), { idempotencyKey: step.stepId, resumed: false });
       expect(sent.providerMessageId).toBe(`<${step.stepId}@acme.test>`);
       expect(sink.count).toBe(before + 1);
       const got = sink.messages.at(-1)!;
@@ -38,9 +38,9 @@ describe('the SMTP sink', () => {
     try {
       const before = sink.count;
       const bounce = dueStep('EMAIL', { recipient: { name: 'B', email: 'bounce@example.com', phone: '' } });
-      await expect(provider.send(renderEmail(bounce, 'reviews@acme.test'), bounce.stepId)).rejects.toMatchObject({ name: 'PermanentSendError', reason: 'recipient_rejected' });
+      await expect(provider.send(renderEmail(bounce, 'reviews@acme.test'), { idempotencyKey: bounce.stepId, resumed: false })).rejects.toMatchObject({ name: 'PermanentSendError', reason: 'recipient_rejected' });
       const later = dueStep('EMAIL', { recipient: { name: 'L', email: 'later@example.com', phone: '' } });
-      await expect(provider.send(renderEmail(later, 'reviews@acme.test'), later.stepId)).rejects.toMatchObject({ name: 'RetryableSendError', reason: 'provider_unavailable' });
+      await expect(provider.send(renderEmail(later, 'reviews@acme.test'), { idempotencyKey: later.stepId, resumed: false })).rejects.toMatchObject({ name: 'RetryableSendError', reason: 'provider_unavailable' });
       expect(sink.count).toBe(before);
       expect(sink.timesAccepted('bounce@example.com')).toBe(0);
     } finally {

@@ -1,10 +1,9 @@
 import nodemailer from 'nodemailer';
-import { PermanentSendError, RetryableSendError, type SinkOutbox } from '@rrs/sender-kit';
+import { PermanentSendError, RetryableSendError, type ChannelProvider, type SinkOutbox } from '@rrs/sender-kit';
 import type { EmailMessage } from './message';
 
-export interface EmailProvider {
-  readonly name: string;
-  send(message: EmailMessage, stepId: string): Promise<{ providerMessageId: string }>;
+/** One email provider (SMTP, Postmark, the sink): a channel provider of rendered messages that holds a connection pool. */
+export interface EmailProvider extends ChannelProvider<EmailMessage> {
   close(): void;
 }
 
@@ -70,8 +69,8 @@ export function smtpProvider(options: { smtpUrl: string; from: string; timeoutMs
 export function sinkEmailProvider(outbox: SinkOutbox): EmailProvider {
   return {
     name: 'sink',
-    async send(message, stepId) {
-      outbox.record({ channel: 'EMAIL', stepId, to: message.to, subject: message.subject, text: message.text, link: message.link });
+    async send(message, ctx) {
+      outbox.record({ channel: 'EMAIL', stepId: ctx.idempotencyKey, to: message.to, subject: message.subject, text: message.text, link: message.link });
       return { providerMessageId: message.messageId };
     },
     close: () => undefined,

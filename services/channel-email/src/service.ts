@@ -1,43 +1,64 @@
 import type { ServiceContext } from '@rrs/runtime';
-import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type SendStep } from '@rrs/sender-kit';
+import { PermanentSendError, ProviderChain, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type ProviderChainOptions, type SendStep } from '@rrs/sender-kit';
 import type { EmailConfig } from './config';
-import { renderEmail } from './message';
+import { renderEmail, type EmailMessage } from './message';
+import { postmarkProvider } from './postmark';
 import { sinkEmailProvider, smtpProvider, type EmailProvider } from './provider';
+import { startEmailReceiptServer } from './receipts';
 
 export const CHANNEL = 'EMAIL';
 export const SCHEMA = 'channel_email';
 
 export interface EmailDeps extends ChannelSenderDeps {
-  provider?: EmailProvider;
+  /** One provider, or several in failover order. */
+  provider?: EmailProvider | EmailProvider[];
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-/** The email send step: render, check the address, hand to the provider. */
-export function emailSend(provider: EmailProvider, from: string): SendStep {
-  return async (step) => {
+/** The email send step: render, check the address, hand to the first provider that takes it. */
+export function emailSend(providers: EmailProvider | ProviderChain<EmailMessage>, from: string): SendStep {
+  const chain = providers instanceof ProviderChain ? providers : new ProviderChain<EmailMessage>(CHANNEL, [providers]);
+  return async (step, ctx) => {
     const message = renderEmail(step, from);
     if (!EMAIL.test(message.to)) throw new PermanentSendError('missing_contact', 'the recipient has no valid email address');
-    const { providerMessageId } = await provider.send(message, step.stepId);
-    return { outcome: StepOutcome.STEP_OUTCOME_SENT, providerMessageId };
+    const { providerMessageId, provider } = await chain.send(message, ctx);
+    return { outcome: StepOutcome.STEP_OUTCOME_SENT, providerMessageId, provider };
   };
 }
 
-export async function startEmailSender(config: ChannelSenderConfig & Partial<Pick<EmailConfig, 'smtpUrl' | 'emailFrom' | 'smtpTimeoutMs'>>, ctx: ServiceContext, deps: EmailDeps = {}) {
+export async function startEmailSender(
+  config: ChannelSenderConfig & Partial<Pick<EmailConfig, 'smtpUrl' | 'emailFrom' | 'smtpTimeoutMs' | 'postmark' | 'providers' | 'receiptsHost' | 'receiptsPort' | 'circuit'>>,
+  ctx: ServiceContext,
+  deps: EmailDeps = {},
+) {
   const outbox = deps.outbox ?? new SinkOutbox();
   const from = config.emailFrom ?? 'Reviews <no-reply@localhost>';
-  const provider = deps.provider ?? (config.smtpUrl ? smtpProvider({ smtpUrl: config.smtpUrl, from, timeoutMs: config.smtpTimeoutMs ?? 15_000 }) : sinkEmailProvider(outbox));
-  ctx.lifecycle.onStop('email provider', () => provider.close());
+  const names = config.providers ?? (config.smtpUrl ? ['smtp'] : []);
+  const configured: EmailProvider[] = names.map((name) =>
+    name === 'smtp' ? smtpProvider({ smtpUrl: config.smtpUrl!, from, timeoutMs: config.smtpTimeoutMs ?? 15_000 }) : postmarkProvider({ ...config.postmark!, from }),
+  );
+  const given = deps.provider === undefined ? undefined : Array.isArray(deps.provider) ? deps.provider : [deps.provider];
+  const providers = given ?? (configured.length > 0 ? configured : [sinkEmailProvider(outbox)]);
+  for (const provider of providers) ctx.lifecycle.onStop(`email provider ${provider.name}`, () => provider.close());
+  const chain = new ProviderChain<EmailMessage>(CHANNEL, providers, config.circuit satisfies ProviderChainOptions | undefined);
+  const receipts = providers.some((p) => p.name === 'postmark') ? config.postmark?.webhookSecret : undefined;
   const running = await startChannelSender(config, ctx, {
     service: 'channel-email',
     schema: SCHEMA,
     bus: deps.bus,
     pool: deps.pool,
     channels: [{
-      entry: { key: CHANNEL, slug: 'email', label: 'Email', contactField: 'email', capabilities: ['send', 'unsubscribe'], position: 10 },
-      send: emailSend(provider, from),
-      provider: provider.name,
+      entry: { key: CHANNEL, slug: 'email', label: 'Email', contactField: 'email', capabilities: receipts ? ['send', 'unsubscribe', 'delivery_receipts'] : ['send', 'unsubscribe'], position: 10 },
+      send: emailSend(chain, from),
+      provider: chain.name,
     }],
   });
-  return { ...running, outbox, provider };
+  let receiptsPort: number | undefined;
+  if (receipts && config.receiptsPort !== undefined) {
+    const server = await startEmailReceiptServer({ host: config.receiptsHost ?? '0.0.0.0', port: config.receiptsPort, results: running.results, sendLog: running.sendLog, postmarkSecret: receipts, logger: ctx.logger });
+    ctx.lifecycle.onStop('email receipts server', () => server.close());
+    receiptsPort = server.port;
+  }
+  return { ...running, outbox, provider: providers[0], chain, receiptsPort };
 }

@@ -9,11 +9,22 @@ describe('channel-email config', () => {
     expect(buildConfig(base).smtpUrl).toBeUndefined();
   });
 
+  it('orders the providers: every configured one, SMTP first, unless EMAIL_PROVIDERS says otherwise', () => {
+    const both = { ...base, SMTP_URL: 'smtp://mail.example.com', POSTMARK_SERVER_TOKEN: 'token' };
+    expect(buildConfig(both)).toMatchObject({ providers: ['smtp', 'postmark'], postmark: { serverToken: 'token', baseUrl: 'https://api.postmarkapp.com', messageStream: 'outbound', timeoutMs: 10_000 }, receiptsPort: 9472 });
+    expect(buildConfig({ ...both, EMAIL_PROVIDERS: 'postmark,smtp' }).providers).toEqual(['postmark', 'smtp']);
+    expect(buildConfig(base)).toMatchObject({ providers: [], postmark: undefined });
+  });
+
   it.each([
     ['DATABASE_URL', {}],
     ['SMTP_URL', { ...base, SMTP_URL: 'http://mail.example.com' }],
     ['EMAIL_FROM', { ...base, EMAIL_FROM: 'no address' }],
     ['CHANNEL_TTL_MS', { ...base, CHANNEL_TTL_MS: '10' }],
+    ['EMAIL_PROVIDERS', { ...base, EMAIL_PROVIDERS: 'sendgrid' }],
+    ['EMAIL_PROVIDERS', { ...base, EMAIL_PROVIDERS: 'postmark' }],
+    ['EMAIL_PROVIDERS', { ...base, SMTP_URL: 'smtp://mail.example.com', EMAIL_PROVIDERS: 'smtp,smtp' }],
+    ['POSTMARK_WEBHOOK_SECRET', { ...base, POSTMARK_SERVER_TOKEN: 't', POSTMARK_WEBHOOK_SECRET: 'short' }],
   ])('names %s when it is wrong', (variable, env) => {
     expect(() => buildConfig(env)).toThrow(ConfigError);
     expect(() => buildConfig(env)).toThrow(new RegExp(`^${variable}`));

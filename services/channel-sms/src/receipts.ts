@@ -1,7 +1,6 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import http from 'node:http';
-import { collapseRepeats, counter, listenHttp, type ListeningHttpServer, type Logger } from '@rrs/runtime';
-import { StepOutcome, type SendLog, type StepOutcome as Outcome, type StepResultPublisher } from '@rrs/sender-kit';
+import { createHash } from 'node:crypto';
+import type { ListeningHttpServer, Logger } from '@rrs/runtime';
+import { sameSecret, startReceiptEndpoint, StepOutcome, type ReceiptResult, type ReceiptRoute, type SendLog, type StepOutcome as Outcome, type StepResultPublisher } from '@rrs/sender-kit';
 
 /** SMSC.ru message statuses that end a message (the others, −1 queued and 0 handed over, are not final). */
 const SMSC_FINAL: Record<number, { outcome: Outcome; reason: string }> = {
@@ -19,9 +18,6 @@ export function mapSmscStatus(status: number): { outcome: Outcome; reason: strin
   return SMSC_FINAL[status] ?? null;
 }
 
-const receipts = counter({ name: 'sms_receipts_total', help: 'Delivery receipts received from the SMS provider, by result.', labelNames: ['result'] });
-
-export type ReceiptResult = 'recorded' | 'not_final' | 'unknown_message' | 'bad_signature' | 'bad_request';
 
 /**
  * Handles one SMSC status notification (`id`, `phone`, `status`, `sha1` = sha1("id:phone:status:password")):
@@ -36,8 +32,7 @@ export async function handleSmscReceipt(
   const status = fields.get('status');
   if (!id || status === null || !/^-?\d+$/.test(status)) return 'bad_request';
   const expected = createHash('sha1').update(`${id}:${phone}:${status}:${deps.password}`).digest('hex');
-  const given = (fields.get('sha1') ?? '').toLowerCase();
-  if (given.length !== expected.length || !timingSafeEqual(Buffer.from(given), Buffer.from(expected))) return 'bad_signature';
+  if (!sameSecret((fields.get('sha1') ?? '').toLowerCase(), expected)) return 'bad_signature';
   const final = mapSmscStatus(Number(status));
   if (!final) return 'not_final';
   const sent = await deps.sendLog.findByProviderMessageId(id);
@@ -88,11 +83,10 @@ export async function handleSmsRuCallback(fields: URLSearchParams, deps: { resul
   return recorded ? 'recorded' : 'not_final';
 }
 
-const STATUS: Record<ReceiptResult, number> = { recorded: 200, not_final: 200, unknown_message: 200, bad_signature: 403, bad_request: 400 };
-
 /**
- * The receipts endpoint, on its own port (`SMS_RECEIPTS_PORT`): `POST /receipts/smsc`, form-encoded or
- * query string, as SMSC sends it. Unknown messages are answered 200 so SMSC stops retrying them.
+ * The receipts endpoint, on its own port (`SMS_RECEIPTS_PORT`): `POST|GET /receipts/smsc` (form-encoded
+ * or query string, signed, as SMSC sends it) and `POST /receipts/smsru/<secret>` (SMS.ru signs nothing:
+ * the secret path segment is the credential, and a wrong one is told apart from no route by nothing).
  */
 export async function startReceiptServer(options: {
   host: string;
@@ -105,55 +99,27 @@ export async function startReceiptServer(options: {
   smsruSecret?: string;
   logger: Logger;
 }): Promise<ListeningHttpServer> {
-  // While the send log or the bus is down every receipt fails the same way: one line per cause per interval.
-  const failures = collapseRepeats(options.logger);
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://receipts');
-    const smsru = options.smsruSecret !== undefined && url.pathname.startsWith('/receipts/smsru/');
-    if (smsru && req.method === 'POST') {
-      const given = Buffer.from(url.pathname.slice('/receipts/smsru/'.length));
-      const expected = Buffer.from(options.smsruSecret!);
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-        receipts.inc({ result: 'bad_signature' });
-        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-        return;
-      }
-    } else if (url.pathname !== '/receipts/smsc' || options.password === undefined || (req.method !== 'POST' && req.method !== 'GET')) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > 16_384) req.destroy();
-      else chunks.push(chunk);
-    });
-    req.on('end', () => {
-      const fields = new URLSearchParams(url.search);
-      for (const [name, value] of new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) fields.set(name, value);
-      const handled = smsru ? handleSmsRuCallback(fields, options) : handleSmscReceipt(fields, { ...options, password: options.password! });
-      handled.then(
-        (result) => {
-          receipts.inc({ result });
-          if (result !== 'recorded' && result !== 'not_final') options.logger.warn({ result, id: fields.get('id') }, 'SMS receipt not applied');
-          // SMS.ru wants `100` for a callback it need not send again.
-          const ok = smsru ? '100' : 'OK';
-          res.writeHead(STATUS[result], { 'content-type': 'text/plain' }).end(result === 'recorded' || result === 'not_final' || result === 'unknown_message' ? ok : result);
-        },
-        (err) => {
-          failures.error({ err }, 'SMS receipt failed; the provider will retry');
-          res.writeHead(503, { 'content-type': 'text/plain' }).end('retry');
-        },
-      );
-    });
-  });
-  const listening = await listenHttp(server, options);
-  return {
-    port: listening.port,
-    async close() {
-      await listening.close();
-      failures.flush();
-    },
+  const fieldsOf = (body: Buffer, url: URL) => {
+    const fields = new URLSearchParams(url.search);
+    for (const [name, value] of new URLSearchParams(body.toString('utf8'))) fields.set(name, value);
+    return fields;
   };
+  const routes: ReceiptRoute[] = [];
+  if (options.password !== undefined) {
+    const password = options.password;
+    routes.push({ provider: 'smsc', methods: ['POST', 'GET'], matches: (path) => path === '/receipts/smsc', authorize: () => true, handle: (body, url) => handleSmscReceipt(fieldsOf(body, url), { ...options, password }) });
+  }
+  if (options.smsruSecret !== undefined) {
+    const secret = options.smsruSecret;
+    routes.push({
+      provider: 'smsru',
+      methods: ['POST'],
+      matches: (path) => path.startsWith('/receipts/smsru/'),
+      authorize: (_req, url) => sameSecret(url.pathname.slice('/receipts/smsru/'.length), secret),
+      handle: (body, url) => handleSmsRuCallback(fieldsOf(body, url), options),
+      // SMS.ru wants `100` for a callback it need not send again.
+      okBody: '100',
+    });
+  }
+  return startReceiptEndpoint({ channel: 'SMS', host: options.host, port: options.port, routes, logger: options.logger, maxBodyBytes: 16_384 });
 }

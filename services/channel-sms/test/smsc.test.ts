@@ -364,7 +364,7 @@ describe('the receipts endpoint while the send log is down', () => {
       await server.close();
       await bus.close();
     }
-    const lines = logger.lines.map((l) => JSON.parse(l) as { msg: string; err?: unknown; repeated?: number }).filter((l) => l.msg === 'SMS receipt failed; the provider will retry');
+    const lines = logger.lines.map((l) => JSON.parse(l) as { msg: string; err?: unknown; repeated?: number }).filter((l) => l.msg === 'provider callback failed; the provider will retry');
     expect(lines).toHaveLength(2);
     expect(lines[0].err).toBeDefined();
     expect(lines[1].repeated).toBe(29);
