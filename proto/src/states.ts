@@ -52,8 +52,21 @@ export const STEP_HOLD_REASONS = ['send_window'] as const;
 export type StepHoldReason = (typeof STEP_HOLD_REASONS)[number];
 
 /** Why a phone step moved on to the next phone channel (`reroute.hops[].reason`). */
-export const REROUTE_REASONS = ['no_balance', 'unreachable', 'channel_not_configured'] as const;
+export const REROUTE_REASONS = ['no_balance', 'unreachable', 'channel_not_configured', 'account_unavailable'] as const;
 export type RerouteReason = (typeof REROUTE_REASONS)[number];
+
+/**
+ * The reason of a messenger's UNREACHABLE result while its working account can't send: `account_` and
+ * the account's state in snake case (`account_blocked`, `account_not_authorized`, …).
+ */
+export function accountUnavailableReason(state: string): string {
+  return `account_${state.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`;
+}
+
+/** How a messenger's UNREACHABLE result moves its step on: the account's fault, or the number's. */
+export function rerouteReasonOfUnreachable(resultReason: string): RerouteReason {
+  return resultReason.startsWith('account_') ? 'account_unavailable' : 'unreachable';
+}
 
 /** A review request's (personal link's) `status`, in the order it advances. */
 export const REVIEW_REQUEST_STATUSES = ['created', 'opened', 'rated', 'feedback'] as const;

@@ -66,6 +66,7 @@ function rerouteReason(reason: Schemas['RerouteReason']): string {
     case 'no_balance': return 'rerouted: no SMS balance';
     case 'unreachable': return 'rerouted: unreachable';
     case 'channel_not_configured': return 'rerouted: channel not configured';
+    case 'account_unavailable': return 'rerouted: messenger account unavailable';
     default: return unhandled(reason);
   }
 }

@@ -3,7 +3,7 @@
  * Callers load a recipient with its steps (holding the recipient's row lock), apply transitions here,
  * and save what was marked dirty. Nothing here reads a clock: `now` comes from the caller's one clock.
  */
-import type { FinishReason, RecipientStatus, SkipReason, StepHoldReason, StepStatus } from '@rrs/proto';
+import { rerouteReasonOfUnreachable, type FinishReason, type RecipientStatus, type SkipReason, type StepHoldReason, type StepStatus } from '@rrs/proto';
 
 // The state names are the API's (proto/src/states.ts): the engine and the documents cannot drift apart.
 export type { FinishReason, SkipReason, StepStatus };
@@ -326,7 +326,8 @@ export function applyResult(state: RecipientState, step: StepState, attemptId: s
       else fail(state, step, 'no_balance', timing);
       return;
     case 'UNREACHABLE':
-      if (MESSENGERS.has(step.sentChannel)) reroute(state, step, 'unreachable', timing);
+      // A working account that can't send (blocked, logged out) is told apart from a number not on the messenger.
+      if (MESSENGERS.has(step.sentChannel)) reroute(state, step, rerouteReasonOfUnreachable(reason), timing);
       else fail(state, step, 'unreachable', timing);
       return;
     case 'FAILED':

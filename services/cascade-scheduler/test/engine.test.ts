@@ -140,6 +140,21 @@ describe('engine', () => {
     expect(s.recipient.finishReason).toBe('unreachable');
   });
 
+  it('records a messenger account that cannot send as the reroute reason `account_unavailable`, a number not on the messenger as `unreachable`', () => {
+    const s = recipient('', '+79161234567', [['MAX', 0]]);
+    const t = { now: at(0), minuteMs: MIN };
+    start(s, t);
+    fire(s, s.steps[0], all, t);
+    applyResult(s, s.steps[0], 's1:1', 'UNREACHABLE', 'account_blocked', t);
+    expect(fire(s, s.steps[0], all, t)).toMatchObject({ attemptId: 's1:2', channel: 'TELEGRAM' });
+    expect(s.steps[0].reroutes.map((r) => `${r.from}>${r.to}:${r.reason}`)).toEqual(['MAX>TELEGRAM:account_unavailable']);
+    const n = recipient('', '+79161234567', [['MAX', 0]]);
+    start(n, t);
+    fire(n, n.steps[0], all, t);
+    applyResult(n, n.steps[0], 's1:1', 'UNREACHABLE', 'not_registered', t);
+    expect(n.steps[0].reroutes.map((r) => `${r.from}>${r.to}:${r.reason}`)).toEqual(['MAX>TELEGRAM:unreachable']);
+  });
+
   it('ignores a stale or duplicate result; applies the result of an attempt whose dispatcher died before committing', () => {
     const s = recipient('a@x', '', [['EMAIL', 0], ['EMAIL', 0]]);
     const t = { now: at(0), minuteMs: MIN };

@@ -1,3 +1,4 @@
+import { accountUnavailableReason } from '@rrs/proto';
 import { collapseRepeats, gauge, type Logger } from '@rrs/runtime';
 import { providerFetch, providerJson } from '@rrs/sender-kit';
 import type { MessengerAccount } from './config';
@@ -10,10 +11,8 @@ import type { MessengerAccount } from './config';
  */
 export const ACCOUNT_DOWN_STATES: ReadonlySet<string> = new Set(['notAuthorized', 'blocked', 'suspended', 'yellowCard', 'pendingPassword']);
 
-/** The reason a step and the catalog get for a down account, e.g. `account_blocked`. */
-export function accountDownReason(state: string): string {
-  return `account_${state.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`;
-}
+/** The reason a step and the catalog get for a down account, e.g. `account_blocked` (the rule lives in proto). */
+export const accountDownReason = accountUnavailableReason;
 
 const available = gauge({ name: 'messenger_account_available', help: 'Whether a messenger working account can send (1) or its channel is out of the catalog (0), by channel and instance.', labelNames: ['channel', 'instance'] });
 const stateGauge = gauge({ name: 'messenger_account_state', help: 'The last GREEN-API instance state of a messenger working account (1 for the current state).', labelNames: ['channel', 'instance', 'state'] });

@@ -569,10 +569,10 @@ export interface components {
             }[];
         };
         /**
-         * @description Why a phone step moved on to the next phone channel (SMS → MAX → TELEGRAM): `no_balance` (no SMS balance), `unreachable` (the number is not on the messenger), `channel_not_configured`.
+         * @description Why a phone step moved on to the next phone channel (SMS → MAX → TELEGRAM): `no_balance` (no SMS balance), `unreachable` (the number is not on the messenger), `channel_not_configured`, `account_unavailable` (the messenger's working account can't send: blocked, suspended or logged out; docs/channels.md, "Account health").
          * @enum {string}
          */
-        RerouteReason: "no_balance" | "unreachable" | "channel_not_configured";
+        RerouteReason: "no_balance" | "unreachable" | "channel_not_configured" | "account_unavailable";
         ReviewRequestRatedEvent: {
             /** @constant */
             type: "review_request.rated";

@@ -39,7 +39,7 @@ export const SkipReason = z.enum(SKIP_REASONS).meta({
 
 export const RerouteReason = z.enum(REROUTE_REASONS).meta({
   id: 'RerouteReason',
-  description: 'Why a phone step moved on to the next phone channel (SMS → MAX → TELEGRAM): `no_balance` (no SMS balance), `unreachable` (the number is not on the messenger), `channel_not_configured`.',
+  description: 'Why a phone step moved on to the next phone channel (SMS → MAX → TELEGRAM): `no_balance` (no SMS balance), `unreachable` (the number is not on the messenger), `channel_not_configured`, `account_unavailable` (the messenger\'s working account can\'t send: blocked, suspended or logged out; docs/channels.md, "Account health").',
 });
 
 export const ReviewRequestStatus = z.enum(REVIEW_REQUEST_STATUSES).meta({ id: 'ReviewRequestStatus', description: '`created` → `opened` (the form was viewed) → `rated` → `feedback` (private feedback left after the rating).' });
