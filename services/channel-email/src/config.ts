@@ -44,7 +44,7 @@ export function buildConfig(env: Env): EmailConfig {
       /** Basic-auth password Postmark's webhook URL carries: `https://postmark:<secret>@host/receipts/postmark`. */
       POSTMARK_WEBHOOK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'must be 16–128 letters, digits, _ or -').optional(),
       EMAIL_RECEIPTS_HOST: envField.host(),
-      EMAIL_RECEIPTS_PORT: envField.port(9472),
+      EMAIL_RECEIPTS_PORT: envField.port(9473),
     },
     env,
   );

@@ -11,7 +11,7 @@ describe('channel-email config', () => {
 
   it('orders the providers: every configured one, SMTP first, unless EMAIL_PROVIDERS says otherwise', () => {
     const both = { ...base, SMTP_URL: 'smtp://mail.example.com', POSTMARK_SERVER_TOKEN: 'token' };
-    expect(buildConfig(both)).toMatchObject({ providers: ['smtp', 'postmark'], postmark: { serverToken: 'token', baseUrl: 'https://api.postmarkapp.com', messageStream: 'outbound', timeoutMs: 10_000 }, receiptsPort: 9472 });
+    expect(buildConfig(both)).toMatchObject({ providers: ['smtp', 'postmark'], postmark: { serverToken: 'token', baseUrl: 'https://api.postmarkapp.com', messageStream: 'outbound', timeoutMs: 10_000 }, receiptsPort: 9473 });
     expect(buildConfig({ ...both, EMAIL_PROVIDERS: 'postmark,smtp' }).providers).toEqual(['postmark', 'smtp']);
     expect(buildConfig(base)).toMatchObject({ providers: [], postmark: undefined });
   });
