@@ -23,10 +23,10 @@ export function emailSend(provider: EmailProvider, from: string): SendStep {
   };
 }
 
-export async function startEmailSender(config: ChannelSenderConfig & Partial<Pick<EmailConfig, 'smtpUrl' | 'emailFrom' | 'smtpTimeoutMs'>>, ctx: ServiceContext, deps: EmailDeps = {}) {
+export async function startEmailSender(config: ChannelSenderConfig & Partial<Pick<EmailConfig, 'smtpUrl' | 'emailFrom' | 'smtpTimeoutMs' | 'smtpMaxConnections'>>, ctx: ServiceContext, deps: EmailDeps = {}) {
   const outbox = deps.outbox ?? new SinkOutbox();
   const from = config.emailFrom ?? 'Reviews <no-reply@localhost>';
-  const provider = deps.provider ?? (config.smtpUrl ? smtpProvider({ smtpUrl: config.smtpUrl, from, timeoutMs: config.smtpTimeoutMs ?? 15_000 }) : sinkEmailProvider(outbox));
+  const provider = deps.provider ?? (config.smtpUrl ? smtpProvider({ smtpUrl: config.smtpUrl, from, timeoutMs: config.smtpTimeoutMs ?? 15_000, maxConnections: config.smtpMaxConnections }) : sinkEmailProvider(outbox));
   ctx.lifecycle.onStop('email provider', () => provider.close());
   const running = await startChannelSender(config, ctx, {
     service: 'channel-email',
