@@ -4,11 +4,11 @@ import { startContacts } from '@rrs/contacts';
 import { startScheduler } from '@rrs/cascade-scheduler';
 import { startEmailSender } from '@rrs/channel-email';
 import { startSmsSender } from '@rrs/channel-sms';
-import { startMessengerSender } from '@rrs/channel-messenger';
+import { MESSENGER_SENDER_CONCURRENCY, startMessengerSender } from '@rrs/channel-messenger';
 import { DEFAULT_DELIVERY_POLICY, startWebhooks } from '@rrs/webhooks';
 import { DEFAULT_CONNECTOR_POLICY, startConnectors } from '@rrs/connectors';
 import { startChannelCatalog, startGateway } from '@rrs/gateway';
-import { devInboxRouter, SinkOutbox } from '@rrs/sender-kit';
+import { DEFAULT_SENDER_CONCURRENCY, devInboxRouter, SinkOutbox } from '@rrs/sender-kit';
 import type { AllInOneConfig } from './config';
 import { connectorSecretKeys } from './connectorKeys';
 import { crmHooksRouter } from './crmHooks';
@@ -58,10 +58,10 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
     { bus },
   );
   // Senders keep their send logs in this database and announce themselves in the channel catalog.
-  const senderConfig = { databaseUrl, concurrency: 16 };
+  const senderConfig = { databaseUrl, concurrency: DEFAULT_SENDER_CONCURRENCY };
   await startEmailSender(senderConfig, contextOf('channel-email'), { bus, outbox });
   await startSmsSender({ ...senderConfig, contactsAddress }, contextOf('channel-sms'), { bus, outbox });
-  await startMessengerSender(senderConfig, contextOf('channel-messenger'), { bus, outbox });
+  await startMessengerSender({ ...senderConfig, concurrency: MESSENGER_SENDER_CONCURRENCY }, contextOf('channel-messenger'), { bus, outbox });
   const channelCatalog = await startChannelCatalog({ bus, logger: ctx.logger.child({ service: 'gateway' }) });
   ctx.lifecycle.onStop('channel catalog', () => channelCatalog.stop());
   // Loopback http receivers are the dev setting of this mode only; distributed deployments never allow them.

@@ -18,3 +18,4 @@ export * from './notifier';
 export * from './dueWork';
 export * from './secretBox';
 export * from './httpServer';
+export * from './batcher';

@@ -1,9 +1,12 @@
 import { join } from 'node:path';
 import { busV1 } from '@rrs/proto';
-import { migrate, openServiceDatabase, type Pool, type ServiceContext } from '@rrs/runtime';
+import { migrate, openServiceDatabase, StatementBatcher, type Pool, type ServiceContext } from '@rrs/runtime';
 import type { SendResult } from './result';
 
 export const SENDER_KIT_MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
+
+/** Claims (or completions) written by one statement at most. */
+export const SEND_LOG_BATCH = 500;
 
 /** What to do with a delivered step, decided by its row in the send log. */
 export type Claim =
@@ -43,42 +46,104 @@ export interface LoggedSend {
  * says `resumed`, and the adapter asks its provider first where the provider can say (docs/channels.md).
  */
 export class SendLog {
-  constructor(private readonly pool: Pool) {}
+  /*
+   * Claims and completions are written in batches (StatementBatcher: one statement for what the
+   * sender's handlers asked in the same event-loop turn or while the previous statement ran), so the
+   * send log costs a fraction of a round trip per step instead of two. Batching changes no order that
+   * "never sent twice" relies on, because each step still awaits its own row:
+   *   - a step is sent only after the statement holding its claim committed and returned its row as
+   *     claimed (a conflicting row that is `done` or under a live lease is never claimed);
+   *   - its result is published, and its message acked, only after the statement holding its
+   *     completion committed; a failed batch fails every completion in it, and each of those steps
+   *     is held and its write retried (sender.ts), never acked unrecorded.
+   * A batch never holds one step twice (an `ON CONFLICT DO UPDATE` may touch a row once per statement);
+   * rows are claimed in step id order, so two replicas' overlapping batches wait for each other rather
+   * than deadlock.
+   */
+  private readonly claimBatches: StatementBatcher<{ step: busV1.StepDue; leaseMs: number }, Claim>;
+  private readonly completionBatches: StatementBatcher<{ stepId: string; result: SendResult }, void>;
 
-  async claim(step: busV1.StepDue, leaseMs: number): Promise<Claim> {
-    const { rows } = await this.pool.query<{ resumed: boolean; maybe_with: string[] }>(
-      `WITH prior AS (SELECT state, lease_until, maybe_with FROM send_log WHERE step_id = $1)
-       INSERT INTO send_log (step_id, attempt_id, channel, organization_id, state, lease_until)
-       VALUES ($1, $2, $3, $4, 'sending', now() + make_interval(secs => $5::double precision / 1000))
-       ON CONFLICT (step_id) DO UPDATE SET
-         state = 'sending', attempt_id = EXCLUDED.attempt_id, lease_until = EXCLUDED.lease_until,
-         attempts = send_log.attempts + 1, updated_at = now()
-       WHERE send_log.state = 'retry' OR (send_log.state = 'sending' AND send_log.lease_until <= now())
-       RETURNING COALESCE((SELECT state = 'sending' FROM prior), false) AS resumed, send_log.maybe_with`,
-      [step.stepId, step.attemptId, step.channel, step.organizationId, leaseMs],
-    );
-    if (rows.length > 0) return { kind: 'send', resumed: rows[0].resumed, maybeWith: rows[0].maybe_with };
-    const current = await this.pool.query<{ state: string; outcome: string | null; reason: string | null; provider_message_id: string | null; parts: number; provider: string | null; wait_ms: number }>(
-      `SELECT state, outcome, reason, provider_message_id, parts, provider,
-         GREATEST(0, EXTRACT(EPOCH FROM (lease_until - now())) * 1000)::int AS wait_ms
-       FROM send_log WHERE step_id = $1`,
-      [step.stepId],
-    );
-    const row = current.rows[0];
-    // Rows are never deleted, so a conflict that returned nothing means the row is there.
-    if (!row) throw new Error(`send log row of step ${step.stepId} not found after a conflicting insert`);
-    if (row.state === 'done') {
-      return { kind: 'done', result: { outcome: row.outcome as busV1.StepOutcome, reason: row.reason ?? undefined, providerMessageId: row.provider_message_id ?? undefined, parts: row.parts, provider: row.provider ?? undefined } };
-    }
-    return { kind: 'busy', retryInMs: Math.max(100, row.wait_ms) };
+  constructor(private readonly pool: Pool) {
+    this.claimBatches = new StatementBatcher((items) => this.claimBatch(items), { key: (item) => item.step.stepId, maxBatch: SEND_LOG_BATCH });
+    this.completionBatches = new StatementBatcher((items) => this.completeBatch(items), { key: (item) => item.stepId, maxBatch: SEND_LOG_BATCH });
+  }
+
+  claim(step: busV1.StepDue, leaseMs: number): Promise<Claim> {
+    return this.claimBatches.submit({ step, leaseMs });
   }
 
   /** Records the outcome; from now on the step is never sent again. */
-  async complete(stepId: string, result: SendResult): Promise<void> {
-    await this.pool.query(
-      `UPDATE send_log SET state = 'done', outcome = $2, reason = $3, provider_message_id = $4, parts = $5, provider = $6, updated_at = now() WHERE step_id = $1`,
-      [stepId, result.outcome, result.reason ?? null, result.providerMessageId ?? null, result.parts ?? 0, result.provider ?? null],
+  complete(stepId: string, result: SendResult): Promise<void> {
+    return this.completionBatches.submit({ stepId, result });
+  }
+
+  private async claimBatch(items: Array<{ step: busV1.StepDue; leaseMs: number }>): Promise<Claim[]> {
+    const sorted = [...items].sort((a, b) => (a.step.stepId < b.step.stepId ? -1 : a.step.stepId > b.step.stepId ? 1 : 0));
+    const { rows } = await this.pool.query<{ step_id: string; resumed: boolean; maybe_with: string[] }>(
+      `WITH input AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::double precision[])
+           WITH ORDINALITY AS i(step_id, attempt_id, channel, organization_id, lease_ms, n)
+       ),
+       prior AS (SELECT step_id, state FROM send_log WHERE step_id = ANY($1::text[])),
+       claimed AS (
+         INSERT INTO send_log (step_id, attempt_id, channel, organization_id, state, lease_until)
+         SELECT step_id, attempt_id, channel, organization_id, 'sending', now() + make_interval(secs => lease_ms / 1000)
+         FROM input ORDER BY n
+         ON CONFLICT (step_id) DO UPDATE SET
+           state = 'sending', attempt_id = EXCLUDED.attempt_id, lease_until = EXCLUDED.lease_until,
+           attempts = send_log.attempts + 1, updated_at = now()
+         WHERE send_log.state = 'retry' OR (send_log.state = 'sending' AND send_log.lease_until <= now())
+         RETURNING send_log.step_id, send_log.maybe_with
+       )
+       SELECT claimed.step_id, COALESCE(prior.state = 'sending', false) AS resumed, claimed.maybe_with
+       FROM claimed LEFT JOIN prior USING (step_id)`,
+      [sorted.map((i) => i.step.stepId), sorted.map((i) => i.step.attemptId), sorted.map((i) => i.step.channel), sorted.map((i) => i.step.organizationId), sorted.map((i) => i.leaseMs)],
     );
+    const answers = new Map<string, Claim>();
+    for (const row of rows) answers.set(row.step_id, { kind: 'send', resumed: row.resumed, maybeWith: row.maybe_with });
+    const notClaimed = items.filter((item) => !answers.has(item.step.stepId)).map((item) => item.step.stepId);
+    if (notClaimed.length > 0) {
+      const current = await this.pool.query<{ step_id: string; state: string; outcome: string | null; reason: string | null; provider_message_id: string | null; parts: number; provider: string | null; wait_ms: number }>(
+        `SELECT step_id, state, outcome, reason, provider_message_id, parts, provider,
+           GREATEST(0, EXTRACT(EPOCH FROM (lease_until - now())) * 1000)::int AS wait_ms
+         FROM send_log WHERE step_id = ANY($1::text[])`,
+        [notClaimed],
+      );
+      for (const row of current.rows) {
+        answers.set(
+          row.step_id,
+          row.state === 'done'
+            ? { kind: 'done', result: { outcome: row.outcome as busV1.StepOutcome, reason: row.reason ?? undefined, providerMessageId: row.provider_message_id ?? undefined, parts: row.parts, provider: row.provider ?? undefined } }
+            : { kind: 'busy', retryInMs: Math.max(100, row.wait_ms) },
+        );
+      }
+    }
+    return items.map((item) => {
+      const answer = answers.get(item.step.stepId);
+      // Rows are never deleted, so a conflict that returned nothing means the row is there.
+      if (!answer) throw new Error(`send log row of step ${item.step.stepId} not found after a conflicting insert`);
+      return answer;
+    });
+  }
+
+  private async completeBatch(items: Array<{ stepId: string; result: SendResult }>): Promise<void[]> {
+    const sorted = [...items].sort((a, b) => (a.stepId < b.stepId ? -1 : a.stepId > b.stepId ? 1 : 0));
+    await this.pool.query(
+      `UPDATE send_log SET state = 'done', outcome = u.outcome, reason = u.reason, provider_message_id = u.provider_message_id,
+         parts = u.parts, provider = u.provider, updated_at = now()
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[])
+         AS u(step_id, outcome, reason, provider_message_id, parts, provider)
+       WHERE send_log.step_id = u.step_id`,
+      [
+        sorted.map((i) => i.stepId),
+        sorted.map((i) => i.result.outcome),
+        sorted.map((i) => i.result.reason ?? null),
+        sorted.map((i) => i.result.providerMessageId ?? null),
+        sorted.map((i) => i.result.parts ?? 0),
+        sorted.map((i) => i.result.provider ?? null),
+      ],
+    );
+    return items.map(() => undefined);
   }
 
   /**

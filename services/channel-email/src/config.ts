@@ -15,6 +15,14 @@ export interface PostmarkConfig {
   webhookSecret?: string;
 }
 
+/**
+ * An SMTP session carries one message at a time (MAIL, RCPT, DATA, each waiting for the server), so the
+ * connections bound a replica's email rate. 5 (nodemailer's default) held channel-email to a few hundred
+ * emails/s against a local server; 16 stays well under common servers' per-client limits (Postfix
+ * `smtpd_client_connection_count_limit` 50).
+ */
+export const DEFAULT_SMTP_MAX_CONNECTIONS = 16;
+
 export interface EmailConfig extends SenderBaseConfig {
   /** `smtp://user:pass@host:port` (STARTTLS when offered) or `smtps://…` (TLS from the start). */
   smtpUrl?: string;
@@ -27,6 +35,8 @@ export interface EmailConfig extends SenderBaseConfig {
   receiptsHost: string;
   /** Port of the receipts endpoint (0 = any free port); it runs only when a provider sends receipts. */
   receiptsPort: number;
+  /** SMTP connections kept open to the server (nodemailer's pool); each carries one message at a time. */
+  smtpMaxConnections: number;
 }
 
 export function buildConfig(env: Env): EmailConfig {
@@ -45,6 +55,7 @@ export function buildConfig(env: Env): EmailConfig {
       POSTMARK_WEBHOOK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'must be 16–128 letters, digits, _ or -').optional(),
       EMAIL_RECEIPTS_HOST: envField.host(),
       EMAIL_RECEIPTS_PORT: envField.port(9473),
+      SMTP_MAX_CONNECTIONS: envField.int(DEFAULT_SMTP_MAX_CONNECTIONS, 1),
     },
     env,
   );
@@ -70,6 +81,7 @@ export function buildConfig(env: Env): EmailConfig {
     smtpUrl: vars.SMTP_URL,
     emailFrom: vars.EMAIL_FROM,
     smtpTimeoutMs: vars.SMTP_TIMEOUT_MS,
+    smtpMaxConnections: vars.SMTP_MAX_CONNECTIONS,
     postmark,
     providers,
     receiptsHost: vars.EMAIL_RECEIPTS_HOST,

@@ -28,7 +28,7 @@ export function emailSend(providers: EmailProvider | ProviderChain<EmailMessage>
 }
 
 export async function startEmailSender(
-  config: ChannelSenderConfig & Partial<Pick<EmailConfig, 'smtpUrl' | 'emailFrom' | 'smtpTimeoutMs' | 'postmark' | 'providers' | 'receiptsHost' | 'receiptsPort' | 'circuit'>>,
+  config: ChannelSenderConfig & Partial<Pick<EmailConfig, 'smtpUrl' | 'emailFrom' | 'smtpTimeoutMs' | 'smtpMaxConnections' | 'postmark' | 'providers' | 'receiptsHost' | 'receiptsPort' | 'circuit'>>,
   ctx: ServiceContext,
   deps: EmailDeps = {},
 ) {
@@ -36,7 +36,7 @@ export async function startEmailSender(
   const from = config.emailFrom ?? 'Reviews <no-reply@localhost>';
   const names = config.providers ?? (config.smtpUrl ? ['smtp'] : []);
   const configured: EmailProvider[] = names.map((name) =>
-    name === 'smtp' ? smtpProvider({ smtpUrl: config.smtpUrl!, from, timeoutMs: config.smtpTimeoutMs ?? 15_000 }) : postmarkProvider({ ...config.postmark!, from }),
+    name === 'smtp' ? smtpProvider({ smtpUrl: config.smtpUrl!, from, timeoutMs: config.smtpTimeoutMs ?? 15_000, maxConnections: config.smtpMaxConnections }) : postmarkProvider({ ...config.postmark!, from }),
   );
   const given = deps.provider === undefined ? undefined : Array.isArray(deps.provider) ? deps.provider : [deps.provider];
   const providers = given ?? (configured.length > 0 ? configured : [sinkEmailProvider(outbox)]);

@@ -2,6 +2,13 @@ import { z } from 'zod';
 import { ConfigError, envField, readEnv, type Env } from '@rrs/runtime';
 import { senderBaseConfig, senderEnvShape, type SenderBaseConfig } from '@rrs/sender-kit';
 
+/**
+ * Steps in flight per messenger replica: fewer than other senders, because a messenger step waits for
+ * a send-rate token (1/s per chat, 20–30/s per account) for up to 3 s; more in flight would only wait
+ * longer and be nak'ed for `rate_limited` more often.
+ */
+export const MESSENGER_SENDER_CONCURRENCY = 16;
+
 /** One messenger's working account at the gateway (GREEN-API shape: api URL, instance id, token). */
 export interface MessengerAccount {
   apiUrl: string;
@@ -50,6 +57,7 @@ export function buildConfig(env: Env): MessengerConfig {
       ...senderEnvShape,
       // Each service has its own default ops port, so they can run side by side on one host.
       OPS_PORT: envField.port(9468),
+      SENDER_CONCURRENCY: envField.int(MESSENGER_SENDER_CONCURRENCY, 1),
       MAX_API_URL: envField.url(['http', 'https']).default('https://api.green-api.com/v3'),
       MAX_ID_INSTANCE: z.string().regex(/^\d+$/, 'must be the numeric instance id').optional(),
       MAX_API_TOKEN: z.string().min(8).optional(),

@@ -1,4 +1,4 @@
-export { buildConfig, type MessengerConfig, type MessengerAccount } from './config';
+export { buildConfig, MESSENGER_SENDER_CONCURRENCY, type MessengerConfig, type MessengerAccount } from './config';
 export { startMessengerSender, messengerSend, CHANNELS, SCHEMA, type MessengerChannel } from './service';
 export { renderMessengerText } from './message';
 export { AccountLookupCache, greenApiProvider, sinkMessengerProvider, type MessengerProvider } from './provider';
