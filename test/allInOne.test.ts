@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client as PgClient } from 'pg';
 import { buildDist, freePort, startAllInOne as start, stopAllInOne as stop, type AllInOneProcess, waitFor } from '@rrs/testkit';
 
 /**
@@ -34,19 +35,35 @@ describe('all-in-one (npm start)', () => {
   chmodSync(dataDir, 0o755);
   let port: number;
   let pgPort: number;
+  let metricsPort: number;
   let running: AllInOneProcess | undefined;
 
   beforeAll(async () => {
     buildDist();
     port = await freePort();
     pgPort = await freePort();
+    metricsPort = await freePort();
   });
   afterAll(async () => {
     if (running) await stop(running.child);
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const env = () => ({ PORT: String(port), EMBEDDED_PG_PORT: String(pgPort), DATA_DIR: dataDir });
+  const env = () => ({ PORT: String(port), EMBEDDED_PG_PORT: String(pgPort), DATA_DIR: dataDir, METRICS_PORT: String(metricsPort) });
+  const pgUrl = (password: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${pgPort}/postgres`;
+  /** Connects to the embedded server with a password: null when it works, else the error's SQLSTATE. */
+  const pgLogin = async (password: string): Promise<string | null> => {
+    const client = new PgClient({ connectionString: pgUrl(password) });
+    try {
+      await client.connect();
+      return null;
+    } catch (err) {
+      return (err as { code?: string }).code ?? String(err);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  };
+  const passwordFile = () => join(dataDir, 'postgres-password');
   const ping = (key: string) => fetch(`http://127.0.0.1:${port}/api/v1/ping`, { headers: { authorization: `Bearer ${key}` } });
 
   it('seeds a demo organization on first start and answers /ping with its printed key', async () => {
@@ -58,12 +75,37 @@ describe('all-in-one (npm start)', () => {
     expect(running.output()).toContain(`curl -H "Authorization: Bearer ${running.apiKey}"`);
   });
 
+  it('serves /metrics on METRICS_PORT only, never on the public port', async () => {
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(404);
+    const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toContain('http_server_request_duration_seconds_bucket');
+    expect(running!.output()).toContain(`Metrics:                    http://127.0.0.1:${metricsPort}/metrics`);
+  });
+
+  it('gives the embedded PostgreSQL a generated password kept in DATA_DIR (0600); the old default is refused', async () => {
+    expect(statSync(passwordFile()).mode & 0o777).toBe(0o600);
+    const password = readFileSync(passwordFile(), 'utf8').trim();
+    expect(password).toMatch(/^\w{32}$/);
+    expect(await pgLogin(password)).toBeNull();
+    expect(await pgLogin('postgres')).toBe('28P01');
+  });
+
   it('stops cleanly on SIGTERM', async () => {
     expect(await stop(running!.child)).toBe(0);
     running = undefined;
   });
 
   it('keeps its data across a restart, and DEMO_API_KEY adds a fixed key to the same organization', async () => {
+    // A data folder from before the generated password: its server has the old default and no password file.
+    running = await start(env());
+    const admin = new PgClient({ connectionString: pgUrl(readFileSync(passwordFile(), 'utf8').trim()) });
+    await admin.connect();
+    await admin.query(`ALTER ROLE postgres PASSWORD 'postgres'`);
+    await admin.end();
+    expect(await stop(running.child)).toBe(0);
+    rmSync(passwordFile());
+
     const key = fixedKey();
     running = await start({ ...env(), DEMO_API_KEY: key });
     expect(running.apiKey).toBe(key);
@@ -71,6 +113,11 @@ describe('all-in-one (npm start)', () => {
     expect(res.status).toBe(200);
     expect(((await res.json()) as { organization: { name: string } }).organization.name).toBe('Demo Coffee');
     expect(running.output().match(/demo organization seeded/g)).toBeNull();
+    // The old default was replaced by a generated password, now kept in the file.
+    const password = readFileSync(passwordFile(), 'utf8').trim();
+    expect(await pgLogin(password)).toBeNull();
+    expect(await pgLogin('postgres')).toBe('28P01');
+    expect(statSync(passwordFile()).mode & 0o777).toBe(0o600);
   });
 
   it('with DELAY_MINUTE_MS=200 runs a demo cascade end to end: email, SMS after the fast hour, then the review form', async () => {

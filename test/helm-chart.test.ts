@@ -157,11 +157,16 @@ describe('ports and probes', () => {
     expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: portName });
   });
 
+  /** The variable of a service's ops port: the gateway's is METRICS_PORT (its public port never serves /metrics). */
+  const opsVariable = (service: string) => (service === 'gateway' ? 'METRICS_PORT' : 'OPS_PORT');
+
   it('gives every service a distinct ops port: the default its code and its image expect', () => {
-    const ports = services.map((s) => Number(envValue(theOne(main.objects, 'Deployment', s), s === 'gateway' ? 'PORT' : 'OPS_PORT')));
+    const ports = services.map((s) => Number(envValue(theOne(main.objects, 'Deployment', s), opsVariable(s))));
     expect(new Set(ports).size).toBe(services.length);
     for (const [i, service] of services.entries()) {
-      expect({ service, isDefault: isDefault(service, service === 'gateway' ? 'PORT' : 'OPS_PORT') }).toEqual({ service, isDefault: true });
+      expect(portOf(theOne(main.objects, 'Deployment', service), 'ops')).toBe(ports[i]);
+      expect(theOne(main.objects, 'Service', service).spec.ports).toContainEqual(expect.objectContaining({ name: 'ops', targetPort: 'ops' }));
+      expect({ service, isDefault: isDefault(service, opsVariable(service)) }).toEqual({ service, isDefault: true });
       // The image's HEALTHCHECK and EXPOSE name the port it is told to use.
       expect(read('services', service, 'Dockerfile')).toContain(`|| ${ports[i]})`);
     }
@@ -272,8 +277,21 @@ describe('architecture: the NetworkPolicies are the arrows the services call', (
     const deny = policies(main).filter((np) => !np.spec.ingress && !np.spec.egress);
     expect(deny.map((np) => [np.spec.podSelector, np.spec.policyTypes])).toEqual([[{ matchLabels: { 'app.kubernetes.io/name': 'review-request-service', 'app.kubernetes.io/instance': 'rrs' } }, ['Ingress', 'Egress']]]);
     for (const service of services) {
-      const opsPort = theOne(main.objects, 'Deployment', service).spec.template.spec.containers[0].ports.find((p: any) => p.name === (service === 'gateway' ? 'http' : 'ops')).containerPort;
+      const opsPort = theOne(main.objects, 'Deployment', service).spec.template.spec.containers[0].ports.find((p: any) => p.name === 'ops').containerPort;
       expect(policyOf(main, service).spec.ingress).toContainEqual({ from: values.networkPolicy.metricsFrom, ports: [{ protocol: 'TCP', port: opsPort }] });
+    }
+    // The scrapers never reach the gateway's public port, nor does the ServiceMonitor scrape it.
+    const fromScrapers = policyOf(main, 'gateway').spec.ingress.filter((rule: any) => JSON.stringify(rule.from) === JSON.stringify(values.networkPolicy.metricsFrom));
+    expect(fromScrapers.flatMap((rule: any) => rule.ports.map((p: any) => p.port))).toEqual([9472]);
+    expect(ofKind(full.objects, 'ServiceMonitor').flatMap((m) => m.spec.endpoints.map((e: any) => e.port))).toEqual(['ops']);
+  });
+
+  it('keeps what leaves the cluster out of every IANA special-purpose IPv4 range', () => {
+    const SPECIAL = ['0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.0.0.0/24', '192.0.2.0/24', '192.88.99.0/24', '192.168.0.0/16', '198.18.0.0/15', '198.51.100.0/24', '203.0.113.0/24', '224.0.0.0/4', '240.0.0.0/4'];
+    for (const np of policies(main)) {
+      for (const block of np.spec.egress?.flatMap((r: any) => r.to ?? []).filter((p: any) => p.ipBlock) ?? []) {
+        expect({ policy: np.metadata.name, except: [...block.ipBlock.except].sort() }).toEqual({ policy: np.metadata.name, except: [...SPECIAL].sort() });
+      }
     }
   });
 
@@ -289,6 +307,22 @@ describe('architecture: the NetworkPolicies are the arrows the services call', (
     };
     expect(backends(main)).toEqual([...chartValues.gateway.ingress.paths.map((p: string) => `${p} → gateway`), '/hooks/crm → connectors']);
     expect(backends(renders.get('ci/existing-secret-values.yaml')!)).toContain('/receipts/smsc → channel-sms');
+  });
+
+  it('routes the admin API on the Ingress only when the operator opts in (gateway.ingress.exposeAdmin)', () => {
+    const paths = (render: Render) => ofKind(render.objects, 'Ingress')[0].spec.rules[0].http.paths.map((p: any) => p.path);
+    expect(chartValues.gateway.ingress.exposeAdmin).toBe(false);
+    for (const render of renders.values()) if (ofKind(render.objects, 'Ingress').length) expect(paths(render).some((p: string) => p.startsWith('/admin'))).toBe(false);
+    const opted = template({ values: ['ci/external-values.yaml'], set: ['gateway.ingress.exposeAdmin=true'] });
+    const admin = ofKind(opted.objects, 'Ingress')[0].spec.rules[0].http.paths.find((p: any) => p.path === '/admin');
+    expect(admin.backend.service).toEqual({ name: theOne(opted.objects, 'Service', 'gateway').metadata.name, port: { name: 'http' } });
+  });
+
+  it('gives the gateway TRUST_PROXY: the one ingress hop by default, as the operator sets it', () => {
+    expect(envOf(theOne(main.objects, 'Deployment', 'gateway')).find((v) => v.name === 'TRUST_PROXY')?.value).toBe('1');
+    expect(configIn(main, 'gateway').config).toMatchObject({ trustProxy: 1 });
+    const cidrs = template({ values: ['ci/external-values.yaml'], set: ['gateway.trustProxy="10.0.0.0/8"'] });
+    expect(envOf(theOne(cidrs.objects, 'Deployment', 'gateway')).find((v) => v.name === 'TRUST_PROXY')?.value).toBe('10.0.0.0/8');
   });
 });
 

@@ -113,6 +113,8 @@ describe('values: Helm refuses what values.schema.json and the chart refuse', ()
     ['a bus prefix the runtime refuses', 'busPrefix="Prod-1"', 'busPrefix: Does not match pattern'],
     ['a database URL that is not postgres', 'postgresql.url="mysql://db/rrs"', 'postgresql.url: Does not match pattern'],
     ['an ingress path exposing /metrics', 'gateway.ingress.paths=["/api","/metrics"]', 'gateway.ingress.paths: Must not validate'],
+    ['/admin among the ingress paths (only gateway.ingress.exposeAdmin routes it)', 'gateway.ingress.paths=["/api","/admin"]', 'gateway.ingress.paths: Must not validate'],
+    ['a gateway trusting any proxy', 'gateway.trustProxy=true', 'gateway.trustProxy: Must not validate'],
     ['a service env name that is not a variable name', 'webhooks.env={"webhook-concurrency":"4"}', 'webhooks.env: Property name of "webhook-concurrency" does not match'],
     ['an unknown service setting', 'contacts.replica=2', 'contacts: Additional property replica is not allowed'],
     ['a memory quantity with a typo', 'gateway.resources.requests={"cpu":"100m","memory":"128MB"}', 'gateway.resources.requests.memory: Does not match pattern'],

@@ -336,7 +336,8 @@ export async function runCli(argv: string[], env: CliEnv, io: CliIo): Promise<nu
   try {
     if (!command) throw new UsageError(`unknown command ${JSON.stringify(name)}; run \`npm run admin -- help\``);
     const flags = parseFlags(rest, command.flags);
-    const token = env.ADMIN_TOKEN;
+    // The gateway's ADMIN_TOKEN may list several tokens (rotation); the first one is used.
+    const token = env.ADMIN_TOKEN?.split(',')[0].trim();
     if (!token) throw new UsageError('set ADMIN_TOKEN to the admin token of the gateway');
     const base = (env.ADMIN_URL || 'http://localhost:8080').replace(/\/+$/, '');
     const req = command.request(flags);

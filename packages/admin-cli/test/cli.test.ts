@@ -41,7 +41,7 @@ describe('admin CLI', () => {
     amo = await FakeAmoCrm.start();
     const gateway = await startGateway({
       host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`,
-      connectorsAddress: `127.0.0.1:${connectors.grpcPort}`, publicBaseUrl: 'http://localhost', adminToken: TOKEN,
+      connectorsAddress: `127.0.0.1:${connectors.grpcPort}`, publicBaseUrl: 'http://localhost', adminTokens: [TOKEN],
     }, ctx);
     ctx.health.setReady(true);
     env = { ADMIN_URL: gateway.url, ADMIN_TOKEN: TOKEN };

@@ -3,6 +3,7 @@ import { readEnv, envField, parseSecretKeys, type Env } from '@rrs/runtime';
 import { z } from 'zod';
 import { DEFAULT_MINUTE_MS, fastClock } from '@rrs/cascade-scheduler';
 import { isWellFormedApiKey } from '@rrs/contacts';
+import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT } from '@rrs/gateway';
 
 export interface AllInOneConfig {
   host: string;
@@ -16,7 +17,19 @@ export interface AllInOneConfig {
   /** Unset = in-memory rate limiting and auth cache. */
   redisUrl?: string;
   demoApiKey?: string;
-  adminToken?: string;
+  /**
+   * The admin API's tokens (ADMIN_TOKEN, comma-separated); `generate` = outside production without
+   * ADMIN_TOKEN, one is made, kept in `dataDir` and printed; unset = the admin API is off (ADMIN_API=off).
+   */
+  adminTokens?: string[] | 'generate';
+  /**
+   * NODE_ENV=production: no dev inbox (/dev/*), no loopback webhook URLs, no generated admin token, a
+   * flow minute of 60 s. Nothing switches these back on in production.
+   */
+  production: boolean;
+  /** The ops port (METRICS_PORT): `/metrics`, `/healthz`, `/readyz`; the public port never serves `/metrics`. */
+  opsPort: number;
+  opsHost: string;
   publicBaseUrl: string;
   /** Length of one flow minute (`DELAY_MINUTE_MS`); below 60000 only outside production. */
   minuteMs: number;
@@ -41,7 +54,9 @@ export function buildConfig(env: Env): AllInOneConfig {
       NATS_URL: envField.url(['nats', 'tls']).optional(),
       REDIS_URL: envField.url(['redis', 'rediss']).optional(),
       DEMO_API_KEY: z.string().refine(isWellFormedApiKey, 'must be an API key: rrs_ followed by 36 letters and digits, the last 6 a checksum').optional(),
-      ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+      ...adminEnvShape(),
+      METRICS_HOST: z.string().min(1).optional(),
+      METRICS_PORT: envField.port(DEFAULT_METRICS_PORT),
       PUBLIC_BASE_URL: envField.baseUrl().optional(),
       DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
       CONNECTOR_SECRET_KEYS: z.string().optional(),
@@ -59,7 +74,11 @@ export function buildConfig(env: Env): AllInOneConfig {
     natsUrl: vars.NATS_URL,
     redisUrl: vars.REDIS_URL,
     demoApiKey: vars.DEMO_API_KEY,
-    adminToken: vars.ADMIN_TOKEN,
+    adminTokens: adminTokensOf(vars, { production: vars.NODE_ENV === 'production', onByDefault: true }),
+    production: vars.NODE_ENV === 'production',
+    // By default beside the public port, so a container publishing only PORT keeps metrics inside.
+    opsHost: vars.METRICS_HOST ?? vars.HOST,
+    opsPort: vars.METRICS_PORT,
     publicBaseUrl: vars.PUBLIC_BASE_URL ?? `http://localhost:${vars.PORT}`,
     minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
     connectorSecretKeys: vars.CONNECTOR_SECRET_KEYS === undefined ? undefined : parseSecretKeys(vars.CONNECTOR_SECRET_KEYS, 'CONNECTOR_SECRET_KEYS'),

@@ -1,7 +1,34 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { Client as PgClient } from 'pg';
-import type { Logger } from '@rrs/runtime';
+import { randomBase62, type Logger } from '@rrs/runtime';
+
+/** Where, beside the database folder, the embedded server's password is kept (mode 0600). */
+export const PG_PASSWORD_FILE = 'postgres-password';
+
+/** The password of data folders made before the password was generated; replaced at their first start. */
+export const LEGACY_PG_PASSWORD = 'postgres';
+
+/**
+ * The embedded server's password: read from `<dataDir>/postgres-password`, or, for a new database,
+ * generated (192 bits) and written there before `initdb`. A database made before that file existed has
+ * the legacy password; it gets a generated one at its next start (`rotateFrom` tells the caller).
+ */
+function passwordOf(passwordFile: string, clusterExists: boolean): { password: string; rotateFrom?: string } {
+  if (existsSync(passwordFile)) {
+    chmodSync(passwordFile, 0o600);
+    return { password: readFileSync(passwordFile, 'utf8').trim() };
+  }
+  if (!clusterExists) {
+    const password = randomBase62(32);
+    writeFileSync(passwordFile, password + '\n', { mode: 0o600, flag: 'wx' });
+    return { password };
+  }
+  // A replacement an interrupted start already chose is reused: PostgreSQL may have it already.
+  const pending = `${passwordFile}.pending`;
+  if (!existsSync(pending)) writeFileSync(pending, randomBase62(32) + '\n', { mode: 0o600 });
+  return { password: readFileSync(pending, 'utf8').trim(), rotateFrom: LEGACY_PG_PASSWORD };
+}
 
 export interface RunningPostgres {
   url: string;
@@ -14,23 +41,28 @@ export interface RunningPostgres {
  */
 export async function startEmbeddedPostgres(options: { dir: string; port: number; logger: Logger }): Promise<RunningPostgres> {
   mkdirSync(options.dir, { recursive: true });
+  const clusterExists = existsSync(join(options.dir, 'PG_VERSION'));
+  const passwordFile = join(dirname(options.dir), PG_PASSWORD_FILE);
+  const { password, rotateFrom } = passwordOf(passwordFile, clusterExists);
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: options.dir,
     port: options.port,
     user: 'postgres',
-    password: 'postgres',
+    password,
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     onLog: (line) => options.logger.debug({ postgres: String(line).trim() }, 'embedded postgres'),
     onError: (line) => options.logger.debug({ postgres: String(line).trim() }, 'embedded postgres'),
   });
-  if (!existsSync(join(options.dir, 'PG_VERSION'))) {
+  if (!clusterExists) {
     options.logger.info({ dir: options.dir }, 'initialising embedded PostgreSQL');
     await server.initialise();
   }
   await server.start();
-  const url = `postgres://postgres:postgres@127.0.0.1:${options.port}/postgres`;
+  const urlWith = (secret: string) => `postgres://postgres:${encodeURIComponent(secret)}@127.0.0.1:${options.port}/postgres`;
+  if (rotateFrom !== undefined) await replacePassword(urlWith(rotateFrom), password, passwordFile, options.logger);
+  const url = urlWith(password);
   return {
     url,
     stop: async () => {
@@ -38,6 +70,27 @@ export async function startEmbeddedPostgres(options: { dir: string; port: number
       await server.stop();
     },
   };
+}
+
+/**
+ * A database made with the legacy password gets the generated one. The new password is in the
+ * `.pending` file before PostgreSQL has it, and becomes the password file after: a start interrupted in
+ * between finds the legacy password refused and the pending one already set.
+ */
+async function replacePassword(legacyUrl: string, password: string, passwordFile: string, logger: Logger): Promise<void> {
+  const client = new PgClient({ connectionString: legacyUrl, application_name: 'all-in-one password' });
+  try {
+    await client.connect();
+    // ALTER ROLE takes no bind parameters; the password is base62, so quoting it is safe.
+    await client.query(`ALTER ROLE postgres PASSWORD '${password}'`);
+  } catch (err) {
+    // 28P01: the legacy password is refused, i.e. an interrupted start already set the pending one.
+    if ((err as { code?: string }).code !== '28P01') throw err;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  renameSync(`${passwordFile}.pending`, passwordFile);
+  logger.warn({ file: passwordFile }, 'the embedded PostgreSQL had the default password; it now has a generated one, kept in this file');
 }
 
 /** How long the stop waits for the services' connections to close before PostgreSQL shuts down anyway. */

@@ -20,6 +20,8 @@ export interface RunningAllInOne {
   demo: DemoState;
   outbox: SinkOutbox;
   bus: Bus;
+  /** Whether /dev/* is served (never in production). */
+  devInbox: boolean;
 }
 
 /**
@@ -64,8 +66,8 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
   await startMessengerSender({ ...senderConfig, concurrency: MESSENGER_SENDER_CONCURRENCY }, contextOf('channel-messenger'), { bus, outbox });
   const channelCatalog = await startChannelCatalog({ bus, logger: ctx.logger.child({ service: 'gateway' }) });
   ctx.lifecycle.onStop('channel catalog', () => channelCatalog.stop());
-  // Loopback http receivers are the dev setting of this mode only; distributed deployments never allow them.
-  const webhooks = await startWebhooks({ databaseUrl, ...grpc, allowLoopbackHttp: true, concurrency: 16, policy: DEFAULT_DELIVERY_POLICY }, contextOf('webhooks'), { bus });
+  // Loopback http receivers are a development setting: in production they would reach this process's own ports.
+  const webhooks = await startWebhooks({ databaseUrl, ...grpc, allowLoopbackHttp: !config.production, concurrency: 16, policy: DEFAULT_DELIVERY_POLICY }, contextOf('webhooks'), { bus });
   // The CRMs' webhooks are served on the main port (below); the connectors' own hooks listener stays on a loopback port nobody is told of.
   const connectors = await startConnectors(
     {
@@ -92,7 +94,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
     channels: contacts.channels,
     flows: scheduler.flows,
     demoApiKey: config.demoApiKey,
-    adminToken: config.adminToken,
+    generateAdminToken: config.adminTokens === 'generate',
     logger: ctx.logger,
   });
 
@@ -104,13 +106,14 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       schedulerAddress: loopback(scheduler.grpcPort),
       webhooksAddress: loopback(webhooks.grpcPort),
       connectorsAddress: loopback(connectors.grpcPort),
-      adminToken: demo.adminToken,
+      adminTokens: config.adminTokens === 'generate' ? [demo.adminToken!] : config.adminTokens,
       redisUrl: config.redisUrl,
       publicBaseUrl: config.publicBaseUrl,
     },
     contextOf('gateway'),
-    // The dev inbox (/dev/messages, /dev/inbox) lists what the sink providers "sent"; /hooks/crm/* are the CRMs' webhooks.
-    { channelCatalog, bus, extraRouters: [devInboxRouter(outbox), crmHooksRouter(connectors.hooksListener)] },
+    // The dev inbox (/dev/messages, /dev/inbox) lists what the sink providers "sent", for every
+    // organization and without login: it does not exist in production. /hooks/crm/* are the CRMs' webhooks.
+    { channelCatalog, bus, extraRouters: [...(config.production ? [] : [devInboxRouter(outbox)]), crmHooksRouter(connectors.hooksListener)] },
   );
-  return { url: `http://localhost:${gateway.port}`, demo, outbox, bus };
+  return { url: `http://localhost:${gateway.port}`, demo, outbox, bus, devInbox: !config.production };
 }

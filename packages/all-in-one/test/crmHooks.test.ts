@@ -31,7 +31,7 @@ describe('all-in-one: CRM webhooks on the main port', () => {
     dir = mkdtempSync(join(tmpdir(), 'rrs-aio-crm-'));
     amo = await FakeAmoCrm.start();
     // No CONNECTOR_SECRET_KEYS: the all-in-one makes its key in the data folder. Plain-http CRMs (the fake) as outside production.
-    aio = await startAllInOne({ host: '127.0.0.1', port: 0, dataDir: dir, databaseUrl: db.url, embeddedPostgresPort: 0, publicBaseUrl: PUBLIC_BASE, minuteMs: 60_000, allowHttpCrm: true, logLevel: 'warn' }, ctx);
+    aio = await startAllInOne({ host: '127.0.0.1', port: 0, dataDir: dir, databaseUrl: db.url, embeddedPostgresPort: 0, publicBaseUrl: PUBLIC_BASE, minuteMs: 60_000, allowHttpCrm: true, production: false, adminTokens: 'generate', opsHost: '127.0.0.1', opsPort: 0, logLevel: 'warn' }, ctx);
     ctx.health.setReady(true);
     pool = createPool({ url: db.url, schema: 'connectors' });
   });

@@ -22,7 +22,7 @@ describe('all-in-one channels and dev inbox', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     dir = mkdtempSync(join(tmpdir(), 'rrs-aio-ch-'));
-    aio = await startAllInOne({ host: '127.0.0.1', port: 0, dataDir: dir, databaseUrl: db.url, embeddedPostgresPort: 0, publicBaseUrl: 'http://localhost:8080', minuteMs: 60_000, allowHttpCrm: false, logLevel: 'warn' }, ctx);
+    aio = await startAllInOne({ host: '127.0.0.1', port: 0, dataDir: dir, databaseUrl: db.url, embeddedPostgresPort: 0, publicBaseUrl: 'http://localhost:8080', minuteMs: 60_000, allowHttpCrm: false, production: false, adminTokens: 'generate', opsHost: '127.0.0.1', opsPort: 0, logLevel: 'warn' }, ctx);
     ctx.health.setReady(true);
   });
   afterAll(async () => {

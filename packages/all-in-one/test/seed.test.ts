@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Flows } from '@rrs/cascade-scheduler';
@@ -42,5 +42,22 @@ describe('demo seed', () => {
     const again = await seedDemo({ stateFile: join(dir, 'demo.json'), directory: contacts.directory, templates: contacts.templates, channels: contacts.channels, flows: recorder, logger: testLogger() });
     expect(again.organizationId).toBe(org);
     expect(flows).toHaveLength(1);
+  });
+
+  it('makes demo.json readable by its owner only on every start, not only when it creates it', async () => {
+    const file = join(dir, 'demo.json');
+    const recorder = { create: async () => undefined } as unknown as Flows;
+    const seed = (generateAdminToken: boolean) => seedDemo({ stateFile: file, directory: contacts.directory, flows: recorder, generateAdminToken, logger: testLogger() });
+    const first = await seed(true);
+    expect(first.adminToken).toMatch(/^adm_\w{32}$/);
+    chmodSync(file, 0o644);
+    const again = await seed(true);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(again.adminToken).toBe(first.adminToken);
+    // Tokens given (or production): the generated one is dropped from the file.
+    chmodSync(file, 0o640);
+    expect((await seed(false)).adminToken).toBeUndefined();
+    expect(readFileSync(file, 'utf8')).not.toContain('adm_');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 });

@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { randomUUID } from 'node:crypto';
 import { DomainError, counter, histogram, LATENCY_BUCKETS, serveOps, type Health, type Logger } from '@rrs/runtime';
 import { adminApi, adminApiDisabled } from './admin/api';
+import { createFailureLimiters, type FailureLimiters } from './addressLimits';
 import type { GatewayClients } from './clients';
 import { renderDocsPage } from './docsPage';
 import { reviewFormRouter, type RatingOutbox } from './form';
@@ -22,8 +23,10 @@ export interface AppDeps {
   clients: GatewayClients;
   /** Absolute base URL the gateway is reached at, e.g. `https://reviews.example.com`. */
   publicBaseUrl: string;
-  /** Bearer token of the account admin API; unset = the admin API answers 404. */
-  adminToken?: string;
+  /** Bearer tokens of the account admin API (any one admits); unset or empty = the admin API answers 404. */
+  adminTokens?: readonly string[];
+  /** Failures counted per client address (wrong admin tokens, …), shared across replicas with Redis; unset = in memory. */
+  failureLimiters?: FailureLimiters;
   /** Routers of the all-in-one mode only (the dev inbox at /dev/*); a distributed gateway has none. */
   extraRouters?: express.Router[];
   /** Where the review form leaves ratings the scheduler cannot take now (see form/ratingOutbox.ts). */
@@ -41,7 +44,8 @@ const httpDuration = histogram({
 const httpErrors = counter({ name: 'http_server_errors_total', help: 'Error responses by code.', labelNames: ['status', 'code'] });
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
-const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+/** The probes the public port answers too (the kubelet's); `/metrics` is served only on the ops port (METRICS_PORT). */
+const PROBE_PATHS = new Set(['/healthz', '/readyz']);
 
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
@@ -62,7 +66,7 @@ export function createApp(deps: AppDeps): express.Express {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, seconds);
       // One line per request, joined to its trace by the logger's mixin; probes and scrapes are not logged.
-      if (!OPS_PATHS.has(req.path)) {
+      if (!PROBE_PATHS.has(req.path)) {
         deps.logger.info({ requestId: id, method: req.method, route, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10 }, 'request');
       }
     });
@@ -70,7 +74,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.use((req, res, next) => {
-    if (!OPS_PATHS.has(req.path)) return next();
+    if (!PROBE_PATHS.has(req.path)) return next();
     serveOps(deps.health, req, res).then((handled) => (handled ? undefined : next()), next);
   });
 
@@ -81,7 +85,12 @@ export function createApp(deps: AppDeps): express.Express {
     res.type('text/html').send(renderDocsPage(publicApiServed.document()));
   });
   app.use('/api/v1', publicApiServed.handler);
-  app.use('/admin/v1', deps.adminToken ? serveApi(adminApi(deps.clients, deps.adminToken)).handler : adminApiDisabled);
+  const adminTokens = deps.adminTokens ?? [];
+  const failureLimiters = deps.failureLimiters ?? createFailureLimiters({ keyPrefix: '' });
+  app.use(
+    '/admin/v1',
+    adminTokens.length > 0 ? serveApi(adminApi(deps.clients, { tokens: adminTokens, failures: failureLimiters.adminAuth, logger: deps.logger })).handler : adminApiDisabled,
+  );
   app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings }));
   for (const router of deps.extraRouters ?? []) app.use(router);
 

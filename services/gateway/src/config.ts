@@ -1,4 +1,4 @@
-import { readEnv, envField, type Env } from '@rrs/runtime';
+import { ConfigError, readEnv, envField, type Env } from '@rrs/runtime';
 import { z } from 'zod';
 import type { RateLimitConfig } from './rateLimit';
 
@@ -13,8 +13,11 @@ export interface GatewayConfig {
   connectorsAddress: string;
   /** Absolute base of public links (`/r/<token>`), e.g. `https://reviews.example.com`. */
   publicBaseUrl: string;
-  /** Bearer token of the account admin API; unset = admin API disabled. */
-  adminToken?: string;
+  /** Bearer tokens of the account admin API (ADMIN_TOKEN, comma-separated; any one admits); unset = admin API disabled. */
+  adminTokens?: string[];
+  /** The ops port (METRICS_PORT): `/metrics`, `/healthz`, `/readyz`. The public port never serves `/metrics`. */
+  opsPort: number;
+  opsHost: string;
   /** Unset = in-memory rate limits and auth cache (single replica only). */
   redisUrl?: string;
   /** Prefix of every Redis key the gateway writes (rate-limit buckets, auth cache). */
@@ -76,6 +79,50 @@ export const DEFAULT_WEBHOOKS_ADDR = '127.0.0.1:50053';
 /** Where the connectors service listens unless CONNECTORS_ADDR says otherwise. */
 export const DEFAULT_CONNECTORS_ADDR = '127.0.0.1:50054';
 
+/** Where the gateway serves `/metrics` unless METRICS_PORT says otherwise (9464-9471 are the other services' ops ports). */
+export const DEFAULT_METRICS_PORT = 9472;
+
+/**
+ * ADMIN_TOKEN: one token, or several separated by commas so a new one can be added before the old one
+ * is removed (rotation without a gap). Each at least 16 characters, no spaces.
+ */
+export const adminTokensField = () =>
+  z
+    .string()
+    .transform((value, ctx) => {
+      const tokens = value.split(',').map((token) => token.trim()).filter(Boolean);
+      if (tokens.length === 0 || tokens.some((token) => token.length < 16 || /\s/.test(token))) {
+        ctx.addIssue({ code: 'custom', message: 'must be one or more comma-separated tokens of at least 16 characters without spaces' });
+        return z.NEVER;
+      }
+      return [...new Set(tokens)];
+    })
+    .optional();
+
+/** The admin API's two variables, read the same way by the gateway and the all-in-one. */
+export const adminEnvShape = () => ({
+  ADMIN_TOKEN: adminTokensField(),
+  /** `on` / `off`; unset = on when ADMIN_TOKEN is given (the all-in-one: on). */
+  ADMIN_API: z.enum(['on', 'off']).optional(),
+});
+
+/**
+ * The admin tokens a process runs with: the given ones, `generate` (development all-in-one only: one is
+ * made and printed), or undefined (the admin API does not exist). In production a token is never
+ * generated: the admin API on without ADMIN_TOKEN stops the start, naming the variable.
+ */
+export function adminTokensOf(
+  vars: { ADMIN_TOKEN?: string[]; ADMIN_API?: 'on' | 'off' },
+  mode: { production: boolean; onByDefault: boolean },
+): string[] | 'generate' | undefined {
+  if (vars.ADMIN_API === 'off') return undefined;
+  if (vars.ADMIN_TOKEN) return vars.ADMIN_TOKEN;
+  if (vars.ADMIN_API === undefined && !mode.onByDefault) return undefined;
+  if (mode.production) throw new ConfigError('ADMIN_TOKEN', 'is required in production while the admin API is on (a token is never generated there); give one, or set ADMIN_API=off');
+  if (mode.onByDefault) return 'generate';
+  throw new ConfigError('ADMIN_TOKEN', 'is required when ADMIN_API=on');
+}
+
 const address = () => z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port');
 
 export function buildConfig(env: Env): GatewayConfig {
@@ -88,7 +135,10 @@ export function buildConfig(env: Env): GatewayConfig {
       WEBHOOKS_ADDR: address().default(DEFAULT_WEBHOOKS_ADDR),
       CONNECTORS_ADDR: address().default(DEFAULT_CONNECTORS_ADDR),
       PUBLIC_BASE_URL: envField.url(['http', 'https']).optional(),
-      ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+      ...adminEnvShape(),
+      NODE_ENV: envField.nodeEnv(),
+      METRICS_HOST: envField.host(),
+      METRICS_PORT: envField.port(DEFAULT_METRICS_PORT),
       REDIS_URL: envField.url(['redis', 'rediss']).optional(),
       REDIS_KEY_PREFIX: z.string().regex(/^[\w:.-]{0,64}$/, 'must be up to 64 letters, digits, _ : . -').default('rrs:gw:'),
       AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(5000, 'must be at most 5000 so a revoked key stops within 5 s').default(4000),
@@ -115,7 +165,9 @@ export function buildConfig(env: Env): GatewayConfig {
     webhooksAddress: e.WEBHOOKS_ADDR,
     connectorsAddress: e.CONNECTORS_ADDR,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ''),
-    adminToken: e.ADMIN_TOKEN,
+    adminTokens: adminTokensOf(e, { production: e.NODE_ENV === 'production', onByDefault: false }) as string[] | undefined,
+    opsPort: e.METRICS_PORT,
+    opsHost: e.METRICS_HOST,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
     authCacheTtlMs: e.AUTH_CACHE_TTL_MS,

@@ -11,6 +11,7 @@ import { cachedAuthenticator } from './authCache';
 import { DEFAULT_CONNECTORS_ADDR, DEFAULT_HTTP_LIMITS, DEFAULT_WEBHOOKS_ADDR, type GatewayConfig } from './config';
 import { busRatingOutbox } from './form';
 import { createRateLimiter, DEFAULT_RATE_LIMITS } from './rateLimit';
+import { createFailureLimiters } from './addressLimits';
 import { publicRoutes } from './routes';
 import type { GatewayClients } from './clients';
 import type { ChannelCatalogSource } from './catalog/channelCatalog';
@@ -22,7 +23,7 @@ export interface RunningGateway {
 }
 
 export type GatewayStartConfig = Pick<GatewayConfig, 'host' | 'port' | 'contactsAddress' | 'schedulerAddress' | 'publicBaseUrl'> &
-  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'connectorsAddress' | 'adminToken' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy'>>;
+  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'connectorsAddress' | 'adminTokens' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy'>>;
 
 export interface GatewayDeps {
   /** gRPC clients to use instead of connecting to the configured addresses (tests wrap them). */
@@ -89,6 +90,7 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
   };
   const authenticate = cachedAuthenticator(lookup, { ttlMs: config.authCacheTtlMs ?? 4000, redis, keyPrefix, logger: ctx.logger });
   const rateLimiter = createRateLimiter({ config: config.rateLimits ?? DEFAULT_RATE_LIMITS, redis, keyPrefix, logger: ctx.logger });
+  const failureLimiters = createFailureLimiters({ redis, keyPrefix, logger: ctx.logger });
 
   const app = createApp({
     authenticate,
@@ -96,7 +98,8 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
     routes: publicRoutes({ clients, publicBaseUrl: config.publicBaseUrl, channelCatalog: deps.channelCatalog }),
     clients,
     publicBaseUrl: config.publicBaseUrl,
-    adminToken: config.adminToken,
+    adminTokens: config.adminTokens,
+    failureLimiters,
     extraRouters: deps.extraRouters,
     ratings: deps.bus ? busRatingOutbox(deps.bus) : undefined,
     health: ctx.health,

@@ -26,7 +26,7 @@ describe('admin API /admin/v1', () => {
     );
     const gateway = await startGateway({
       host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`,
-      publicBaseUrl: 'http://localhost', adminToken: TOKEN, authCacheTtlMs: 1000,
+      publicBaseUrl: 'http://localhost', adminTokens: [TOKEN], authCacheTtlMs: 1000,
     }, ctx);
     ctx.health.setReady(true);
     base = gateway.url;

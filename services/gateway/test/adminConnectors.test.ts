@@ -30,7 +30,7 @@ describe('admin API: /organizations/{id}/connectors', () => {
     amoToken = amo.issueLongLivedToken();
     const gateway = await startGateway({
       host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${stack.contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${stack.scheduler.grpcPort}`,
-      connectorsAddress: `127.0.0.1:${stack.running.grpcPort}`, publicBaseUrl: 'http://localhost', adminToken: TOKEN,
+      connectorsAddress: `127.0.0.1:${stack.running.grpcPort}`, publicBaseUrl: 'http://localhost', adminTokens: [TOKEN],
     }, ctx);
     ctx.health.setReady(true);
     base = gateway.url;

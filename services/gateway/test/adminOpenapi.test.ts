@@ -1,11 +1,13 @@
 import type { GatewayClients } from '../src/clients';
+import { createLogger } from '@rrs/runtime';
 import { adminApi } from '../src/admin/api';
+import { createFailureLimiters } from '../src/addressLimits';
 import { serveApi } from '../src/http/api';
 import { exampleProblems } from './documentExamples';
 import { lint } from './redocly';
 
 describe('the admin API OpenAPI document', () => {
-  const doc = serveApi(adminApi({} as GatewayClients, 'adm_test_token_0123456789')).document();
+  const doc = serveApi(adminApi({} as GatewayClients, { tokens: ['adm_test_token_0123456789'], failures: createFailureLimiters({ keyPrefix: '' }).adminAuth, logger: createLogger({ service: 'test', level: 'silent' }) })).document();
 
   it('passes redocly lint (recommended-strict) with no problem', async () => {
     const result = await lint(doc);

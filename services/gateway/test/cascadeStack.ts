@@ -45,7 +45,7 @@ export async function startCascadeStack(options: { locale?: 'ru' | 'en' } = {}):
     ctx,
     { bus: tb.bus, channelsCacheMs: 0 },
   );
-  const gateway = await startGateway({ host: '127.0.0.1', port: gatewayPort, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`, publicBaseUrl: 'http://reviews.test', adminToken: STACK_ADMIN_TOKEN }, ctx, { channelCatalog: SCRIPTED_CATALOG });
+  const gateway = await startGateway({ host: '127.0.0.1', port: gatewayPort, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`, publicBaseUrl: 'http://reviews.test', adminTokens: [STACK_ADMIN_TOKEN] }, ctx, { channelCatalog: SCRIPTED_CATALOG });
   ctx.health.setReady(true);
   const setups = { paid: { plan: 'standard', emailConfirmed: true }, other: { plan: 'pro', emailConfirmed: true }, trial: { plan: 'trial', emailConfirmed: true }, unconfirmed: { plan: 'standard', emailConfirmed: false } } as const;
   const keys = {} as Record<OrgKind, string>;

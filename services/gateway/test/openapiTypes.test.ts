@@ -4,7 +4,9 @@ import {
   CASCADE_STATUSES, EVENT_TYPES, eventsV1, CONTACT_FIELDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS, REVIEW_REQUEST_STATUSES, SCOPES,
   SKIP_REASONS, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENT_TYPES,
 } from '@rrs/proto';
+import { createLogger } from '@rrs/runtime';
 import { adminApi } from '../src/admin/api';
+import { createFailureLimiters } from '../src/addressLimits';
 import type { GatewayClients } from '../src/clients';
 import { renderDocsPage } from '../src/docsPage';
 import { serveApi } from '../src/http/api';
@@ -35,7 +37,7 @@ function publicDocument(routes: typeof publicRoutes = publicRoutes, api: typeof 
 }
 
 const doc = publicDocument();
-const admin = serveApi(adminApi({} as GatewayClients, 'adm_test_token_0123456789')).document();
+const admin = serveApi(adminApi({} as GatewayClients, { tokens: ['adm_test_token_0123456789'], failures: createFailureLimiters({ keyPrefix: '' }).adminAuth, logger: createLogger({ service: 'test', level: 'silent' }) })).document();
 const schemasOf = (d: Json) => (d.components as { schemas: Record<string, Json> }).schemas;
 const op = (d: Json, path: string, method: string) => (d.paths as Record<string, Record<string, Operation>>)[path][method];
 const problemPart = (o: Operation, status: number) => (o.responses[String(status)].content!['application/problem+json'].schema as { allOf: Json[] }).allOf[1] as { properties: { status: Json; code: { enum: string[] } }; required: string[] };

@@ -1,4 +1,5 @@
 import type { RunningContacts } from '@rrs/contacts';
+import { Health, startOpsServer } from '@rrs/runtime';
 import { openApiChecker, type OpenApiChecker } from '@rrs/testkit';
 import { startDirectoryStack, type DirectoryStack } from './directoryStack';
 
@@ -70,12 +71,15 @@ describe('GET /api/v1/ping through gateway and contacts', () => {
     expect(res.body).toMatchObject({ code: 'not_found' });
   });
 
-  it('serves health and metrics', async () => {
+  it('serves the probes on its port and metrics on the ops port only (METRICS_PORT, served by runService)', async () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ ok: true, checks: { 'contacts-postgres': 'ok' } });
-    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect((await fetch(`${base}/metrics`)).status).toBe(404);
+    const ops = await startOpsServer({ host: '127.0.0.1', port: 0, health: new Health(), logger: stack.ctx.logger });
+    const metrics = await (await fetch(`http://127.0.0.1:${ops.port}/metrics`)).text();
+    await ops.close();
     expect(metrics).toContain('http_server_request_duration_seconds_bucket');
     expect(metrics).toContain('grpc_server_handling_seconds_bucket{le="0.001",service="rrs.contacts.v1.ContactsService",method="Authenticate",code="OK"}');
   });

@@ -1,4 +1,6 @@
 import type { RequestHandler } from 'express';
+import type { Logger } from '@rrs/runtime';
+import type { FailureLimiter } from '../addressLimits';
 import { adminTokenGate, AUTH_DESCRIPTIONS } from '../http/auth';
 import type { HttpApi } from '../http/api';
 import { ERROR_CODES, KERNEL_CODES, type ErrorCodeInfo } from '../http/errorCodes';
@@ -21,11 +23,11 @@ const ADMIN_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
  * bearer token. Its OpenAPI document (`/admin/v1/openapi.json`) needs no token, like the public API's.
  * No Idempotency-Key: the operations are the operator's, not an integrator's retries.
  */
-export function adminApi(clients: GatewayClients, adminToken: string): HttpApi {
+export function adminApi(clients: GatewayClients, access: { tokens: readonly string[]; failures: FailureLimiter; logger: Logger }): HttpApi {
   return {
     basePath: '/admin/v1',
     routes: [...adminRoutes(clients), ...peopleRoutes(clients), ...connectorRoutes(clients)],
-    gates: { adminToken: adminTokenGate(adminToken) },
+    gates: { adminToken: adminTokenGate(access.tokens, access.failures, access.logger) },
     idempotencyKeys: false,
     document: {
       title: 'Review-Request account admin API',

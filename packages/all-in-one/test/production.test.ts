@@ -1,0 +1,105 @@
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SUBSCRIBABLE_EVENT_TYPES } from '@rrs/proto';
+import { ConfigError } from '@rrs/runtime';
+import { createTestDatabase, testContext, type TestDatabase } from '@rrs/testkit';
+import { buildConfig } from '../src/config';
+import { startAllInOne, type RunningAllInOne } from '../src/launcher';
+
+// The test gives a DATABASE_URL, so embedded PostgreSQL (an ES module jest cannot load) is never started.
+jest.mock('../src/embeddedPostgres', () => ({
+  startEmbeddedPostgres: () => Promise.reject(new Error('embedded PostgreSQL is not used in this test')),
+}));
+
+const TOKEN = 'adm_supplied_token_0123456789';
+
+const configError = (env: Record<string, string>): ConfigError | undefined => {
+  try {
+    buildConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  return undefined;
+};
+
+/** NODE_ENV=production (the image): no dev inbox, no loopback webhooks, no generated admin token, no /metrics on the public port. */
+describe('all-in-one in production', () => {
+  let db: TestDatabase;
+  let dir: string;
+  let aio: RunningAllInOne;
+  let receiver: Server;
+  let receiverUrl: string;
+  const ctx = testContext('aio-production');
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    dir = mkdtempSync(join(tmpdir(), 'rrs-aio-prod-'));
+    receiver = createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const config = buildConfig({ NODE_ENV: 'production', DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn' });
+    aio = await startAllInOne(config, ctx);
+    ctx.health.setReady(true);
+  });
+  afterAll(async () => {
+    await ctx.stop();
+    await new Promise((resolve) => receiver.close(resolve));
+    await db.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('has no dev inbox', async () => {
+    for (const path of ['/dev/messages', '/dev/inbox']) {
+      const res = await fetch(`${aio.url}${path}`);
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({ code: 'not_found' });
+    }
+    expect(aio.devInbox).toBe(false);
+  });
+
+  it('refuses a loopback webhook URL, creating nothing', async () => {
+    const headers = { authorization: `Bearer ${aio.demo.apiKey}`, 'content-type': 'application/json' };
+    const res = await fetch(`${aio.url}/api/v1/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url: receiverUrl, events: [SUBSCRIBABLE_EVENT_TYPES[0]] }) });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: 'webhook_url_not_allowed' });
+    const list = (await (await fetch(`${aio.url}/api/v1/webhooks`, { headers })).json()) as { webhooks: unknown[] };
+    expect(list.webhooks).toEqual([]);
+  });
+
+  it('takes the supplied admin token, generates none, and keeps no token in demo.json', async () => {
+    expect(aio.demo.adminToken).toBeUndefined();
+    const res = await fetch(`${aio.url}/admin/v1/organizations`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(200);
+    const state = JSON.parse(readFileSync(join(dir, 'demo.json'), 'utf8')) as Record<string, unknown>;
+    expect(state).not.toHaveProperty('adminToken');
+    expect(statSync(join(dir, 'demo.json')).mode & 0o777).toBe(0o600);
+  });
+
+  it('does not serve /metrics on the public port', async () => {
+    expect((await fetch(`${aio.url}/metrics`)).status).toBe(404);
+  });
+});
+
+describe('all-in-one settings', () => {
+  it('refuses to start in production with the admin API on and no ADMIN_TOKEN, naming the variable', () => {
+    expect(configError({ NODE_ENV: 'production' })).toMatchObject({ variable: 'ADMIN_TOKEN' });
+    expect(configError({ NODE_ENV: 'production', ADMIN_API: 'off' })).toBeUndefined();
+    expect(buildConfig({ NODE_ENV: 'production', ADMIN_API: 'off' })).toMatchObject({ adminTokens: undefined, production: true });
+    expect(buildConfig({ NODE_ENV: 'production', ADMIN_TOKEN: `${TOKEN},adm_next_token_0123456789` }).adminTokens).toEqual([TOKEN, 'adm_next_token_0123456789']);
+  });
+
+  it('in development generates the admin token as today', () => {
+    expect(buildConfig({})).toMatchObject({ adminTokens: 'generate', production: false });
+  });
+
+  it('serves /metrics on METRICS_PORT, beside the public port by default', () => {
+    expect(buildConfig({})).toMatchObject({ opsPort: 9472, opsHost: '127.0.0.1' });
+    expect(buildConfig({ HOST: '0.0.0.0', METRICS_PORT: '9100' })).toMatchObject({ opsPort: 9100, opsHost: '0.0.0.0' });
+    expect(buildConfig({ HOST: '0.0.0.0', METRICS_HOST: '127.0.0.1' })).toMatchObject({ opsHost: '127.0.0.1' });
+  });
+});
+
