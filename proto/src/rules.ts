@@ -7,6 +7,21 @@
 /** Recipients per `POST /cascades` or channel send (the spec's method reference; the ceiling of the per-organization setting). */
 export const MAX_RECIPIENTS_PER_REQUEST = 500;
 
+/**
+ * How long a customer's links work, in days after the last message sent to their recipient (or, for a
+ * link no message carried yet, or one made by POST /review-requests, after the link was made). The
+ * review link (`/r/<token>`) is for the visit just made; the unsubscribe link (`/u/<token>`, and the
+ * RFC 8058 one-click POST every email advertises) keeps working far longer, since an old email in a
+ * mailbox must still let its reader opt out. Past it a link shows the expired page (410).
+ */
+export const LINK_LIFETIME_DAYS = { review: 30, unsubscribe: 365 } as const;
+export type LinkPurpose = keyof typeof LINK_LIFETIME_DAYS;
+
+/** Whether a link of `purpose` whose last message went at `lastMessageAt` no longer works at `now`. */
+export function linkExpired(purpose: LinkPurpose, lastMessageAt: Date, now: Date): boolean {
+  return now.getTime() > lastMessageAt.getTime() + LINK_LIFETIME_DAYS[purpose] * 86_400_000;
+}
+
 /** Steps per flow. */
 export const MAX_FLOW_STEPS = 10;
 

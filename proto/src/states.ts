@@ -116,6 +116,18 @@ export type CrmAuthMode = (typeof CRM_AUTH_MODES)[number];
 export const PLANS = ['trial', 'standard', 'pro'] as const;
 export type Plan = (typeof PLANS)[number];
 
+/**
+ * What a plan may put to work: recipients created per minute and per day (cascades, channel sends,
+ * review requests, contacts with startCascade), counted per organization besides the per-key request
+ * limit; over either budget a request is 429 `recipient_quota_exceeded` and creates nothing. A minute's
+ * budget is at least one full request (MAX_RECIPIENTS_PER_REQUEST) on a paid plan. docs/api-conventions.md.
+ */
+export const PLAN_RECIPIENT_QUOTAS: Record<Plan, { perMinute: number; perDay: number }> = {
+  trial: { perMinute: 20, perDay: 100 },
+  standard: { perMinute: 1_000, perDay: 20_000 },
+  pro: { perMinute: 5_000, perDay: 200_000 },
+};
+
 /** An organization's locale: the language of its default templates and of its recipients' pages. */
 export const LOCALES = ['en', 'ru'] as const;
 export type Locale = (typeof LOCALES)[number];

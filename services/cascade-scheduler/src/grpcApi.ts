@@ -33,7 +33,7 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       getCascade: async (req) => ({ cascade: await cascades.get(req.organizationId, req.id) }),
       cancelCascade: async (req) => ({ canceled: await cascades.cancel(req.organizationId, req.id) }),
       createReviewRequest: async (req, metadata) => answered(await reviews.create(req, idempotency(metadata, req.organizationId))),
-      getReviewForm: async (req) => ({ form: await reviews.getForm(req.token, req.recordOpen) }),
+      getReviewForm: async (req) => ({ form: await reviews.getForm(req.token, req.recordOpen, req.forUnsubscribe ? 'unsubscribe' : 'review') }),
       submitRating: (req) => reviews.submitRating(req.token, req.rating),
       submitFeedback: (req) => reviews.submitFeedback(req.token, req.text),
       unsubscribe: (req) => reviews.unsubscribe(req),

@@ -1,5 +1,5 @@
-import type { schedulerV1 } from '@rrs/proto';
-import { NotFoundError, type Pool, type PoolClient } from '@rrs/runtime';
+import { linkExpired, type LinkPurpose, type schedulerV1 } from '@rrs/proto';
+import { DomainError, NotFoundError, type Pool, type PoolClient } from '@rrs/runtime';
 import { TOKEN_PATTERN } from './links';
 import { DEFAULT_LOW_RATING_THRESHOLD } from './organizationSettings';
 
@@ -24,13 +24,18 @@ export interface ReviewLink {
   feedback: string | null;
   email: string | null;
   unsubscribed: boolean;
+  /** The last message sent to the link's recipient, or when the link was made: what its lifetime counts from. */
+  last_message_at: Date;
+  db_now: Date;
 }
 
 const REVIEW_LINK_QUERY = `
   SELECT rr.id, rr.organization_id, rr.token, rr.status, rr.recipient_id, rr.opened_at, rr.location_id, rr.customer_name, rr.contact, rr.rated_at, ls.name AS location_name, ls.review_links,
          os.locale, os.name AS organization_name, os.low_rating_threshold, ra.rating, fb.text AS feedback, r.email,
          EXISTS (SELECT 1 FROM suppressions su WHERE su.organization_id = rr.organization_id
-                   AND su.address IN (lower(nullif(r.email, '')), nullif(r.phone, ''))) AS unsubscribed
+                   AND su.address IN (lower(nullif(r.email, '')), nullif(r.phone, ''))) AS unsubscribed,
+         greatest(rr.created_at, (SELECT max(rs.sent_at) FROM recipient_steps rs WHERE rs.recipient_id = rr.recipient_id)) AS last_message_at,
+         clock_timestamp() AS db_now
     FROM review_requests rr
     LEFT JOIN location_snapshots ls ON ls.organization_id = rr.organization_id AND ls.location_id = rr.location_id
     LEFT JOIN organization_settings os ON os.organization_id = rr.organization_id
@@ -39,10 +44,17 @@ const REVIEW_LINK_QUERY = `
     LEFT JOIN recipients r ON r.id = rr.recipient_id
    WHERE rr.token = $1`;
 
-/** The review link of a token; `not_found` for an unknown or malformed one (a malformed one is not looked up). */
-export async function loadReviewLink(db: Pool | PoolClient, token: string): Promise<ReviewLink> {
+/**
+ * The review link of a token, used for `purpose`; `not_found` for an unknown or malformed one (a
+ * malformed one is not looked up), and `not_found` with code `link_expired` (the form's locale in the
+ * details, for the expired page) past the purpose's lifetime (LINK_LIFETIME_DAYS of @rrs/proto).
+ */
+export async function loadReviewLink(db: Pool | PoolClient, token: string, purpose: LinkPurpose = 'review'): Promise<ReviewLink> {
   const link = TOKEN_PATTERN.test(token) ? (await db.query<ReviewLink>(REVIEW_LINK_QUERY, [token])).rows[0] : undefined;
   if (!link) throw new NotFoundError('review link', { message: 'unknown review link' });
+  if (linkExpired(purpose, link.last_message_at, link.db_now)) {
+    throw new DomainError('not_found', 'link_expired', `the ${purpose} link has expired`, { details: { locale: link.locale === 'ru' ? 'ru' : 'en' } });
+  }
   return link;
 }
 
@@ -66,13 +78,13 @@ export function toForm(link: ReviewLink): schedulerV1.ReviewForm {
 }
 
 /** The form as it is now (after a change by the caller). */
-export async function currentForm(pool: Pool, token: string): Promise<schedulerV1.ReviewForm> {
-  return toForm(await loadReviewLink(pool, token));
+export async function currentForm(pool: Pool, token: string, purpose: LinkPurpose = 'review'): Promise<schedulerV1.ReviewForm> {
+  return toForm(await loadReviewLink(pool, token, purpose));
 }
 
 /** The form's data; with `recordOpen`, the first view is recorded as `opened`. */
-export async function getReviewForm(pool: Pool, token: string, recordOpen: boolean): Promise<schedulerV1.ReviewForm> {
-  const link = await loadReviewLink(pool, token);
+export async function getReviewForm(pool: Pool, token: string, recordOpen: boolean, purpose: LinkPurpose = 'review'): Promise<schedulerV1.ReviewForm> {
+  const link = await loadReviewLink(pool, token, purpose);
   if (recordOpen && link.opened_at === null) {
     await pool.query(
       `UPDATE review_requests SET opened_at = coalesce(opened_at, clock_timestamp()), status = CASE WHEN status = 'created' THEN 'opened' ELSE status END WHERE id = $1`,

@@ -1,5 +1,5 @@
 import type { IdempotencyRequest } from '@rrs/idempotency';
-import type { schedulerV1 } from '@rrs/proto';
+import type { LinkPurpose, schedulerV1 } from '@rrs/proto';
 import type { Pool } from '@rrs/runtime';
 import { getOrganizationSettings, setOrganizationSettings } from './organizationSettings';
 import type { OrganizationProfiles } from './organizationProfiles';
@@ -32,8 +32,8 @@ export class Reviews {
   }
 
   /** The form's data; with `recordOpen`, the first view is recorded as `opened`. */
-  getForm(token: string, recordOpen: boolean): Promise<schedulerV1.ReviewForm> {
-    return getReviewForm(this.deps.pool, token, recordOpen);
+  getForm(token: string, recordOpen: boolean, purpose: LinkPurpose = 'review'): Promise<schedulerV1.ReviewForm> {
+    return getReviewForm(this.deps.pool, token, recordOpen, purpose);
   }
 
   submitRating(token: string, rating: number): Promise<schedulerV1.SubmitRatingResponse> {

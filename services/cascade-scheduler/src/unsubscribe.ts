@@ -12,7 +12,7 @@ import { currentForm, loadReviewLink } from './reviewForm';
  * cascade links have an unsubscribe page. `recorded` is whether an address was newly opted out.
  */
 export async function unsubscribe(pool: Pool, minuteMs: number, request: schedulerV1.UnsubscribeRequest): Promise<schedulerV1.UnsubscribeResponse> {
-  const link = await loadReviewLink(pool, request.token);
+  const link = await loadReviewLink(pool, request.token, 'unsubscribe');
   const recipientId = link.recipient_id;
   if (!recipientId) throw new NotFoundError('unsubscribe link', { message: 'unknown unsubscribe link' });
   const recorded = await inTransaction(pool, async (client) => {
@@ -26,5 +26,5 @@ export async function unsubscribe(pool: Pool, minuteMs: number, request: schedul
     await saveStates(client, [state], now);
     return optedOut > 0;
   });
-  return { form: await currentForm(pool, request.token), recorded };
+  return { form: await currentForm(pool, request.token, 'unsubscribe'), recorded };
 }

@@ -1,6 +1,7 @@
 import { ConfigError, readEnv, envField, type Env } from '@rrs/runtime';
 import { z } from 'zod';
 import type { RateLimitConfig } from './rateLimit';
+import type { RecipientQuotaConfig } from './recipientQuota';
 
 export interface GatewayConfig {
   host: string;
@@ -25,6 +26,8 @@ export interface GatewayConfig {
   /** How long a key → organization lookup is cached; at most 5000 (a revoked key stops within 5 s). */
   authCacheTtlMs: number;
   rateLimits: RateLimitConfig;
+  /** Recipients per minute and per day by plan; unset = PLAN_RECIPIENT_QUOTAS of @rrs/proto (the documented numbers). */
+  recipientQuotas?: RecipientQuotaConfig;
   /** The bus holding the channel catalog (KV bucket `channels`) that running senders announce. */
   natsUrl: string;
   busPrefix: string;

@@ -12,6 +12,7 @@ import { DEFAULT_CONNECTORS_ADDR, DEFAULT_HTTP_LIMITS, DEFAULT_WEBHOOKS_ADDR, ty
 import { busRatingOutbox } from './form';
 import { createRateLimiter, DEFAULT_RATE_LIMITS } from './rateLimit';
 import { createFailureLimiters } from './addressLimits';
+import { createRecipientQuota } from './recipientQuota';
 import { publicRoutes } from './routes';
 import type { GatewayClients } from './clients';
 import type { ChannelCatalogSource } from './catalog/channelCatalog';
@@ -23,7 +24,7 @@ export interface RunningGateway {
 }
 
 export type GatewayStartConfig = Pick<GatewayConfig, 'host' | 'port' | 'contactsAddress' | 'schedulerAddress' | 'publicBaseUrl'> &
-  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'connectorsAddress' | 'adminTokens' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy'>>;
+  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'connectorsAddress' | 'adminTokens' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy' | 'recipientQuotas'>>;
 
 export interface GatewayDeps {
   /** gRPC clients to use instead of connecting to the configured addresses (tests wrap them). */
@@ -91,10 +92,12 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
   const authenticate = cachedAuthenticator(lookup, { ttlMs: config.authCacheTtlMs ?? 4000, redis, keyPrefix, logger: ctx.logger });
   const rateLimiter = createRateLimiter({ config: config.rateLimits ?? DEFAULT_RATE_LIMITS, redis, keyPrefix, logger: ctx.logger });
   const failureLimiters = createFailureLimiters({ redis, keyPrefix, logger: ctx.logger });
+  const recipientQuota = createRecipientQuota({ config: config.recipientQuotas, redis, keyPrefix, logger: ctx.logger });
 
   const app = createApp({
     authenticate,
     rateLimiter,
+    recipientQuota,
     routes: publicRoutes({ clients, publicBaseUrl: config.publicBaseUrl, channelCatalog: deps.channelCatalog }),
     clients,
     publicBaseUrl: config.publicBaseUrl,

@@ -2,7 +2,7 @@ import { startContacts, type RunningContacts } from '@rrs/contacts';
 import { startScheduler, type RunningScheduler } from '@rrs/cascade-scheduler';
 import { createPool, type Pool } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { startGateway } from '../src';
+import { startGateway, type GatewayStartConfig } from '../src';
 import { startScriptedSender } from '../../cascade-scheduler/test/harness';
 
 export type OrgKind = 'paid' | 'other' | 'trial' | 'unconfirmed';
@@ -16,6 +16,8 @@ export const STACK_ADMIN_TOKEN = 'adm_cascade_stack_token_0123456789';
 
 export interface CascadeStack {
   base: string;
+  /** Every gateway replica's base (the first is `base`); they share Redis when the stack's gateway config gives one. */
+  bases: string[];
   keys: Record<OrgKind, string>;
   orgIds: Record<OrgKind, string>;
   locationId: string;
@@ -33,7 +35,7 @@ export interface CascadeStack {
  * scripted sender answering every step SENT. Organizations: a paid one with a location and a default
  * flow (EMAIL, then SMS 1440 flow minutes later), another paid one, a trial one and an unconfirmed one.
  */
-export async function startCascadeStack(options: { locale?: 'ru' | 'en' } = {}): Promise<CascadeStack> {
+export async function startCascadeStack(options: { locale?: 'ru' | 'en'; gateway?: Partial<GatewayStartConfig>; replicas?: number } = {}): Promise<CascadeStack> {
   const db: TestDatabase = await createTestDatabase();
   const tb: TestBus = await createTestBus('jetstream');
   await tb.bus.ensureStreams();
@@ -45,7 +47,10 @@ export async function startCascadeStack(options: { locale?: 'ru' | 'en' } = {}):
     ctx,
     { bus: tb.bus, channelsCacheMs: 0 },
   );
-  const gateway = await startGateway({ host: '127.0.0.1', port: gatewayPort, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`, publicBaseUrl: 'http://reviews.test', adminTokens: [STACK_ADMIN_TOKEN] }, ctx, { channelCatalog: SCRIPTED_CATALOG });
+  const gatewayConfig = { host: '127.0.0.1', port: gatewayPort, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`, publicBaseUrl: 'http://reviews.test', adminTokens: [STACK_ADMIN_TOKEN], ...options.gateway };
+  const replicas = [];
+  for (let i = 0; i < (options.replicas ?? 1); i++) replicas.push(await startGateway(gatewayConfig, ctx, { channelCatalog: SCRIPTED_CATALOG }));
+  const gateway = replicas[0];
   ctx.health.setReady(true);
   const setups = { paid: { plan: 'standard', emailConfirmed: true }, other: { plan: 'pro', emailConfirmed: true }, trial: { plan: 'trial', emailConfirmed: true }, unconfirmed: { plan: 'standard', emailConfirmed: false } } as const;
   const keys = {} as Record<OrgKind, string>;
@@ -61,7 +66,7 @@ export async function startCascadeStack(options: { locale?: 'ru' | 'en' } = {}):
   const sender = await startScriptedSender(tb.bus, ['EMAIL', 'SMS']);
   const pool = createPool({ url: db.url, schema: 'scheduler' });
   return {
-    base: gateway.url, keys, orgIds, locationId, flowId, contacts, scheduler, pool, sender,
+    base: gateway.url, bases: replicas.map((r) => r.url), keys, orgIds, locationId, flowId, contacts, scheduler, pool, sender,
     async close() {
       await sender.stop();
       await pool.end();

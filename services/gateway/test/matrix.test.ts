@@ -167,10 +167,14 @@ describe('auth and plan matrix over every public route', () => {
       expect(route.rateLimited).toBe(spec.rateLimited);
       expect(Boolean(route.sends)).toBe(spec.sends !== false);
       if (spec.sends === 'startCascade') expect(typeof route.sends).toBe('function');
-      const op = (api.doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>)[route.path][route.method.toLowerCase()];
+      type Op = { responses: Record<string, { content?: Record<string, { schema: { allOf: Array<{ properties?: { code?: { enum?: string[] } } }> } }> }> };
+      const op = (api.doc.paths as Record<string, Record<string, Op>>)[route.path][route.method.toLowerCase()];
       const documented = Object.keys(op.responses).map(Number);
       for (const status of spec.errors) expect(documented).toContain(status);
-      if (!spec.rateLimited) expect(documented).not.toContain(429);
+      // Not rate-limited: no request quota. A route that creates recipients still has the organization's
+      // recipient budget (issue 13, docs/security.md "Quotas count work"): its only 429.
+      const codes429 = op.responses['429']?.content?.['application/problem+json'].schema.allOf[1].properties?.code?.enum ?? [];
+      if (!spec.rateLimited) expect(codes429).toEqual(route.recipients ? ['recipient_quota_exceeded'] : []);
     });
   });
 

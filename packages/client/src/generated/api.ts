@@ -655,7 +655,7 @@ export interface components {
             title: string;
             status: number;
             /** @enum {string} */
-            code: "invalid_request" | "malformed_json" | "invalid_idempotency_key" | "missing_api_key" | "invalid_api_key" | "plan_required" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_reused" | "idempotency_key_in_use" | "email_not_confirmed" | "channel_not_configured" | "payload_too_large" | "unsupported_media_type" | "malformed_http" | "headers_too_large" | "request_timeout" | "rate_limited" | "internal" | "service_unavailable" | "webhook_url_not_allowed" | "webhook_endpoint_limit" | "webhook_endpoint_disabled";
+            code: "invalid_request" | "malformed_json" | "invalid_idempotency_key" | "missing_api_key" | "invalid_api_key" | "plan_required" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_reused" | "idempotency_key_in_use" | "email_not_confirmed" | "channel_not_configured" | "payload_too_large" | "unsupported_media_type" | "malformed_http" | "headers_too_large" | "request_timeout" | "rate_limited" | "recipient_quota_exceeded" | "internal" | "service_unavailable" | "webhook_url_not_allowed" | "webhook_endpoint_limit" | "webhook_endpoint_disabled";
             detail: string;
             /** @description The request path. */
             instance: string;
@@ -712,13 +712,13 @@ export interface components {
          */
         RequestId: string;
         /**
-         * @description IETF RateLimit field: `"<plan>";r=<remaining>;t=<seconds to reset>`.
-         * @example "standard";r=599;t=42
+         * @description IETF RateLimit field, one item per policy: `"<plan>";r=<remaining>;t=<seconds to reset>` for the key's requests (rate-limited operations), then, on operations that create recipients, `"recipients-minute"` and `"recipients-day"` counted in recipients.
+         * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
          */
         RateLimit: string;
         /**
-         * @description IETF RateLimit-Policy field: `"<plan>";q=<quota>;w=<window seconds>`.
-         * @example "standard";q=600;w=60
+         * @description IETF RateLimit-Policy field, one item per policy: `"<plan>";q=<requests>;w=<window seconds>`, then `"recipients-minute";q=<recipients>;w=60` and `"recipients-day";q=<recipients>;w=86400` on operations that create recipients.
+         * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
          */
         RateLimitPolicy: string;
         /**
@@ -1116,6 +1116,7 @@ export interface operations {
             /**
              * @description Too Many Requests. Codes:
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
+             *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
              */
             429: {
                 headers: {
@@ -1142,7 +1143,7 @@ export interface operations {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "rate_limited" | "recipient_quota_exceeded";
                     };
                 };
             };
@@ -2022,6 +2023,7 @@ export interface operations {
             /**
              * @description Too Many Requests. Codes:
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
+             *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
              */
             429: {
                 headers: {
@@ -2048,7 +2050,7 @@ export interface operations {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "rate_limited" | "recipient_quota_exceeded";
                     };
                 };
             };
@@ -2146,6 +2148,8 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     /**
                      * @description Present, with the value `true`, only when the response is a saved one replayed for a repeated Idempotency-Key; absent otherwise.
                      * @example true
@@ -2426,6 +2430,38 @@ export interface operations {
                         status: 415;
                         /** @enum {string} */
                         code: "unsupported_media_type";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests. Codes:
+             *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-recipient_quota_exceeded",
+                     *       "title": "Too Many Requests",
+                     *       "status": 429,
+                     *       "code": "recipient_quota_exceeded",
+                     *       "detail": "The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after Retry-After seconds; quota names the window.",
+                     *       "instance": "/api/v1/channels/max/send",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "recipient_quota_exceeded";
                     };
                 };
             };
@@ -2823,6 +2859,7 @@ export interface operations {
             /**
              * @description Too Many Requests. Codes:
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
+             *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
              */
             429: {
                 headers: {
@@ -2849,7 +2886,7 @@ export interface operations {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "rate_limited" | "recipient_quota_exceeded";
                     };
                 };
             };
@@ -2947,6 +2984,8 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     /**
                      * @description Present, with the value `true`, only when the response is a saved one replayed for a repeated Idempotency-Key; absent otherwise.
                      * @example true
@@ -3227,6 +3266,38 @@ export interface operations {
                         status: 415;
                         /** @enum {string} */
                         code: "unsupported_media_type";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests. Codes:
+             *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-recipient_quota_exceeded",
+                     *       "title": "Too Many Requests",
+                     *       "status": 429,
+                     *       "code": "recipient_quota_exceeded",
+                     *       "detail": "The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after Retry-After seconds; quota names the window.",
+                     *       "instance": "/api/v1/channels/telegram/send",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "recipient_quota_exceeded";
                     };
                 };
             };
@@ -3651,6 +3722,7 @@ export interface operations {
             /**
              * @description Too Many Requests. Codes:
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
+             *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
              */
             429: {
                 headers: {
@@ -3677,7 +3749,7 @@ export interface operations {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "rate_limited" | "recipient_quota_exceeded";
                     };
                 };
             };
@@ -4522,6 +4594,7 @@ export interface operations {
             /**
              * @description Too Many Requests. Codes:
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
+             *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
              */
             429: {
                 headers: {
@@ -4548,7 +4621,7 @@ export interface operations {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "rate_limited" | "recipient_quota_exceeded";
                     };
                 };
             };

@@ -59,12 +59,26 @@ ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}<button type="s
 ${publicLinks(form, t)}${feedback}</div>`);
 }
 
+/**
+ * The address as the unsubscribe page shows it: enough for its owner to recognise it, not enough for
+ * whoever holds the link (a forwarded email, a shared screenshot) to learn it: the first character of
+ * the local part and of the domain, and the top-level domain (`a•••@e•••.com`).
+ */
+export function maskEmail(email: string): string {
+  const at = email.lastIndexOf('@');
+  if (at < 1) return '•••';
+  const domain = email.slice(at + 1);
+  const dot = domain.lastIndexOf('.');
+  const tld = dot > 0 ? domain.slice(dot) : '';
+  return `${email[0]}•••@${domain[0] ?? ''}•••${tld}`;
+}
+
 export function unsubscribePage(form: schedulerV1.ReviewForm, csrf: string, action: string): string {
   const locale = form.locale === 'ru' ? 'ru' : 'en';
   const t = TEXT[locale];
   const org = form.organizationName || form.locationName;
   if (form.unsubscribed) return page(locale, t.unsubscribeTitle, `<div class="card"><h1>${esc(t.unsubscribeTitle)}</h1><p data-testid="unsubscribed">${esc(t.unsubscribed(org))}</p></div>`);
-  return page(locale, t.unsubscribeTitle, `<div class="card"><h1>${esc(t.unsubscribeTitle)}</h1><p>${esc(t.unsubscribePrompt(org, form.email))}</p>
+  return page(locale, t.unsubscribeTitle, `<div class="card"><h1>${esc(t.unsubscribeTitle)}</h1><p>${esc(t.unsubscribePrompt(org, maskEmail(form.email)))}</p>
 <form method="post" action="${esc(action)}"><input type="hidden" name="csrf" value="${esc(csrf)}"><button type="submit">${esc(t.unsubscribeButton)}</button></form></div>`);
 }
 
@@ -72,9 +86,9 @@ export function unsubscribePage(form: schedulerV1.ReviewForm, csrf: string, acti
  * A page for a link that cannot be served; both languages, since an unknown link has no organization.
  * With `refreshSeconds` (a GET during an outage) the page reloads itself after that many seconds.
  */
-export function messagePage(kind: 'notFound' | 'csrf' | 'tooMany' | 'error' | 'unavailable', locale?: Locale, refreshSeconds?: number): string {
+export function messagePage(kind: 'notFound' | 'expired' | 'csrf' | 'tooMany' | 'error' | 'unavailable', locale?: Locale, refreshSeconds?: number): string {
   const locales: Locale[] = locale ? [locale] : ['ru', 'en'];
-  const title = kind === 'notFound' ? TEXT[locales[0]].notFoundTitle : TEXT[locales[0]].title;
+  const title = kind === 'notFound' ? TEXT[locales[0]].notFoundTitle : kind === 'expired' ? TEXT[locales[0]].expiredTitle : TEXT[locales[0]].title;
   const body = locales.map((l) => `<p lang="${l}">${esc(TEXT[l][kind])}</p>`).join('');
   const head = refreshSeconds === undefined ? '' : `<meta http-equiv="refresh" content="${refreshSeconds}">`;
   return page(locales[0], title, `<div class="card"><h1>${esc(title)}</h1>${body}</div>`, head);

@@ -104,6 +104,8 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
   }
 
   function fail(res: Response, err: unknown, locale?: 'ru' | 'en'): void {
+    // Past its lifetime (LINK_LIFETIME_DAYS of @rrs/proto, applied by the scheduler): 410, in the form's language.
+    if (err instanceof DomainError && err.code === 'link_expired') return send(res, 410, messagePage('expired', localeOf(String(err.details?.locale ?? ''))));
     if (err instanceof DomainError && err.kind === 'not_found') return send(res, 404, messagePage('notFound'));
     if (isOutage(err)) {
       // An outage is not our fault and passes: 503 with Retry-After; a page that was a GET reloads itself.
@@ -144,7 +146,7 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
   router.get(
     '/r/:token',
     linkPage('/r/:token', async (token, req, res) => {
-      const { form } = await options.scheduler.getReviewForm({ token, recordOpen: true });
+      const { form } = await options.scheduler.getReviewForm({ token, recordOpen: true, forUnsubscribe: false });
       send(res, 200, reviewPage(form!, issueCsrf(req, res, base(token)), base(token)));
     }),
   );
@@ -155,7 +157,7 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
     linkPage('/r/:token/rating', async (token, req, res) => {
       const rating = Number(req.body?.rating);
       if (!Number.isInteger(rating) || rating < 1 || rating > 5) {
-        const { form } = await options.scheduler.getReviewForm({ token, recordOpen: false });
+        const { form } = await options.scheduler.getReviewForm({ token, recordOpen: false, forUnsubscribe: false });
         return send(res, 400, reviewPage(form!, issueCsrf(req, res, base(token)), base(token), TEXT[localeOf(form!.locale)].pickOne));
       }
       try {
@@ -208,7 +210,7 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
   router.get(
     '/u/:token',
     linkPage('/u/:token', async (token, req, res) => {
-      const { form } = await options.scheduler.getReviewForm({ token, recordOpen: false });
+      const { form } = await options.scheduler.getReviewForm({ token, recordOpen: false, forUnsubscribe: true });
       // Only cascade links (which carry the recipient's email) have an unsubscribe page.
       if (!form!.email) return send(res, 404, messagePage('notFound'));
       // A GET only shows the button: mail scanners follow links and must not unsubscribe anyone.

@@ -29,6 +29,10 @@ export const ERROR_CODES = {
   headers_too_large: { status: 431, description: 'The request headers are too large; answered before routing.' },
   request_timeout: { status: 408, description: 'The request headers or body came slower than the server accepts (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS); answered before routing, and the connection is closed.' },
   rate_limited: { status: 429, description: "The key's request quota for the current window is used up; retry after `Retry-After` seconds." },
+  recipient_quota_exceeded: {
+    status: 429,
+    description: "The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.",
+  },
   internal: { status: 500, description: 'An unexpected error; the request id identifies it in the logs.' },
   service_unavailable: { status: 503, description: 'A service behind the gateway is unavailable; retry later.' },
 } as const satisfies Record<string, ErrorCodeInfo>;

@@ -107,6 +107,7 @@ export function errorCodesOf(route: Route, info: Pick<DocumentInfo, 'idempotency
   if (route.segments.some((s) => s.startsWith('{'))) addError('not_found');
   if (info.idempotencyKeys && route.method === 'POST') for (const c of IDEMPOTENCY_ERRORS) addError(c);
   if (route.sends) for (const c of SENDING_ERRORS) addError(c);
+  if (route.recipients) addError('recipient_quota_exceeded');
   addError('service_unavailable');
   for (const e of route.errors) addError(e);
   for (const [status, codes] of out) if (codes.size === 0) throw new Error(`route ${route.operationId}: status ${status} lists no error code`);
@@ -200,10 +201,13 @@ function operation(route: Route, info: DocumentInfo, schemas: Json, where: { bas
   }
   if (idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
 
-  const rateHeaders = route.rateLimited ? { RateLimit: header('RateLimit'), 'RateLimit-Policy': header('RateLimitPolicy') } : {};
+  const quotaHeaders = { RateLimit: header('RateLimit'), 'RateLimit-Policy': header('RateLimitPolicy') };
+  // A rate-limited operation reports its quota on every answer after authentication; one that only
+  // counts recipients reports them once they are counted: on its success and on its 429.
+  const rateHeaders = route.rateLimited ? quotaHeaders : {};
   const responses: Json = {};
   for (const [status, r] of Object.entries(route.responses)) {
-    const headers: Json = { 'X-Request-Id': header('RequestId'), ...rateHeaders };
+    const headers: Json = { 'X-Request-Id': header('RequestId'), ...rateHeaders, ...(route.recipients ? quotaHeaders : {}) };
     if (idempotent && Number(status) < 300) headers['Idempotent-Replayed'] = IDEMPOTENT_REPLAYED;
     responses[status] = {
       description: r.description,
@@ -215,7 +219,10 @@ function operation(route: Route, info: DocumentInfo, schemas: Json, where: { bas
     const headers: Json = { 'X-Request-Id': header('RequestId') };
     // Rate limiting runs after authentication: a 401 has no quota to report.
     if (status !== 401) Object.assign(headers, rateHeaders);
-    if (status === 429) headers['Retry-After'] = header('RetryAfter');
+    if (status === 429) {
+      if (route.recipients) Object.assign(headers, quotaHeaders);
+      headers['Retry-After'] = header('RetryAfter');
+    }
     else if (codes.has('idempotency_key_in_use')) headers['Retry-After'] = RETRY_AFTER_WHEN_BUSY;
     const list = [...codes].map(([code, d]) => `- \`${code}\`: ${d}`).join('\n');
     const [firstCode, firstDescription] = [...codes][0];
@@ -269,7 +276,7 @@ const FIELD_ERROR = {
 /** The problem body; extension members that no operation of the document can carry are left out. */
 function problemSchema(codes: readonly string[], routes: readonly Route[], info: DocumentInfo): Json {
   const withScopes = routes.some((r) => r.scope);
-  const withRetry = info.idempotencyKeys || routes.some((r) => r.rateLimited);
+  const withRetry = info.idempotencyKeys || routes.some((r) => r.rateLimited || r.recipients);
   return {
     type: 'object',
     description: 'RFC 9457 problem details. `code` is stable and machine-readable; `type` is derived from it. Operations may add extension members of their own.',
@@ -340,8 +347,19 @@ function webhookOperation(event: WebhookDefinition, schemas: Json): Json {
 /** Headers that are always present on the responses that list them (see the note on `$ref`s at the top). */
 const SHARED_HEADERS: Json = {
   RequestId: { description: 'The request id (the caller\'s `X-Request-Id` when it is sane, otherwise generated).', required: true, schema: { type: 'string' }, example: EXAMPLE_REQUEST_ID },
-  RateLimit: { description: 'IETF RateLimit field: `"<plan>";r=<remaining>;t=<seconds to reset>`.', required: true, schema: { type: 'string', pattern: '^"[a-z]+";r=\\d+;t=\\d+$' }, example: '"standard";r=599;t=42' },
-  RateLimitPolicy: { description: 'IETF RateLimit-Policy field: `"<plan>";q=<quota>;w=<window seconds>`.', required: true, schema: { type: 'string', pattern: '^"[a-z]+";q=\\d+;w=\\d+$' }, example: '"standard";q=600;w=60' },
+  RateLimit: {
+    description:
+      'IETF RateLimit field, one item per policy: `"<plan>";r=<remaining>;t=<seconds to reset>` for the key\'s requests (rate-limited operations), then, on operations that create recipients, `"recipients-minute"` and `"recipients-day"` counted in recipients.',
+    required: true,
+    schema: { type: 'string', pattern: '^"[a-z-]+";r=\\d+;t=\\d+(, "[a-z-]+";r=\\d+;t=\\d+)*$' },
+    example: '"standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342',
+  },
+  RateLimitPolicy: {
+    description: 'IETF RateLimit-Policy field, one item per policy: `"<plan>";q=<requests>;w=<window seconds>`, then `"recipients-minute";q=<recipients>;w=60` and `"recipients-day";q=<recipients>;w=86400` on operations that create recipients.',
+    required: true,
+    schema: { type: 'string', pattern: '^"[a-z-]+";q=\\d+;w=\\d+(, "[a-z-]+";q=\\d+;w=\\d+)*$' },
+    example: '"standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400',
+  },
   RetryAfter: { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'integer', minimum: 1 }, example: 42 },
 };
 

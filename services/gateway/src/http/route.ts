@@ -100,10 +100,16 @@ interface ApiKeyFields<B extends Schema, P extends Schema, Q extends Schema> {
   sends?: boolean | ((input: { body: Out<B>; params: Out<P>; query: Out<Q> }) => boolean);
   /** With a `sends` function: a valid request that sends, when `example` does not (the matrix test needs one). */
   sendingExample?: RouteExample;
+  /**
+   * How many recipients the request creates (0 = none). Taken from the organization's recipient budgets
+   * before the handler (429 `recipient_quota_exceeded`, nothing created), given back when the handler
+   * is refused or replays an idempotent answer.
+   */
+  recipients?: (input: { body: Out<B>; params: Out<P>; query: Out<Q> }) => number;
 }
 
 export type RouteDefinition<B extends Schema, P extends Schema, Q extends Schema, K extends AuthKind> = CommonDefinition<B, P, Q, K> &
-  (K extends 'apiKey' ? ApiKeyFields<B, P, Q> : { scope?: never; rateLimited?: never; sends?: never; sendingExample?: never });
+  (K extends 'apiKey' ? ApiKeyFields<B, P, Q> : { scope?: never; rateLimited?: never; sends?: never; sendingExample?: never; recipients?: never });
 
 /** A route with its types erased, as the pipeline and the OpenAPI generator see it. */
 export interface Route extends AuthRequirement {
@@ -117,6 +123,7 @@ export interface Route extends AuthRequirement {
   readonly responses: Record<number, RouteResponse>;
   readonly errors: RouteError[];
   readonly sends?: boolean | ((input: { body: unknown; params: unknown; query: unknown }) => boolean);
+  readonly recipients?: (input: { body: unknown; params: unknown; query: unknown }) => number;
   readonly example?: RouteExample;
   readonly sendingExample?: RouteExample;
   readonly successStatus: number;
@@ -177,6 +184,7 @@ export function defineRoute<B extends Schema = undefined, P extends Schema = und
     responses: def.responses,
     errors: def.errors ?? [],
     sends: apiKey.sends as Route['sends'],
+    recipients: apiKey.recipients as Route['recipients'],
     example: def.example,
     sendingExample: apiKey.sendingExample,
     successStatus: successes[0],

@@ -4,6 +4,7 @@ import { ERROR_CODES } from '../http/errorCodes';
 import { serverUrlFor } from '../http/openapi';
 import type { RouteSource } from '../http/route';
 import type { RateLimiter } from '../rateLimit';
+import type { RecipientQuota } from '../recipientQuota';
 import { PUBLIC_WEBHOOKS } from './events';
 
 export const PUBLIC_API_DESCRIPTION = `Hand customers over from a CRM and have review requests sent to them through a cascade of channels (email, SMS, MAX, Telegram), or through one channel.
@@ -24,12 +25,13 @@ export const PUBLIC_TAG_DESCRIPTIONS: Record<string, string> = {
 };
 
 /** The public API `/api/v1`: integrators' API keys, every POST idempotent, the public error catalog. */
-export function publicApi(deps: { routes: readonly RouteSource[]; authenticate: Authenticator; rateLimiter: RateLimiter; publicBaseUrl: string }): HttpApi {
+export function publicApi(deps: { routes: readonly RouteSource[]; authenticate: Authenticator; rateLimiter: RateLimiter; recipientQuota?: RecipientQuota; publicBaseUrl: string }): HttpApi {
   return {
     basePath: '/api/v1',
     routes: deps.routes,
     gates: { apiKey: apiKeyGate(deps) },
     idempotencyKeys: true,
+    recipientQuota: deps.recipientQuota,
     document: {
       title: 'Review-Request API',
       version: '1.0.0',

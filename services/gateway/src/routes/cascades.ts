@@ -198,6 +198,7 @@ export function cascadeRoutes({ clients }: PublicRouteDeps): Route[] {
       scope: 'cascades:write',
       rateLimited: true,
       sends: true,
+      recipients: ({ body }) => body.recipients.length,
       request: { body: StartCascadeBody },
       responses: { 202: { description: 'The cascade was created; its steps run in the background.', body: StartCascadeResponse, example: EXAMPLE_START_RESPONSE } },
       errors: [404, 'channel_not_configured'],

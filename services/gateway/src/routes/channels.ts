@@ -83,6 +83,7 @@ function sendRoute(entry: ServedEntry, deps: PublicRouteDeps, catalog: ChannelCa
     scope: 'cascades:write',
     rateLimited: !NOT_RATE_LIMITED.has(entry.slug),
     sends: true,
+    recipients: ({ body }) => body.recipients.length,
     request: { body: sendBodyFor(entry.contactField) },
     responses: {
       202: {

@@ -97,6 +97,7 @@ export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
       scope: 'contacts:write',
       rateLimited: true,
       sends: ({ body }) => body.startCascade === true,
+      recipients: ({ body }) => (body.startCascade === true ? 1 : 0),
       request: { body: ContactBody },
       responses: { 200: { description: 'The contact as stored.', body: UpsertContactResponse, example: EXAMPLE_RESPONSE } },
       errors: [404],

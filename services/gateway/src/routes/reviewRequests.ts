@@ -29,6 +29,8 @@ export function reviewRequestRoutes({ clients }: PublicRouteDeps): Route[] {
       auth: 'apiKey',
       scope: 'review-requests:write',
       rateLimited: true,
+      // A review request is one recipient of its own: its link and the form's low-rating interception.
+      recipients: () => 1,
       request: { body: CreateReviewRequestBody },
       responses: {
         201: {

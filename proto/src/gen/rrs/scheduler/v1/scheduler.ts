@@ -261,6 +261,11 @@ export interface GetReviewFormRequest {
   token: string;
   /** Records `opened` (the first time); false for the unsubscribe page. */
   recordOpen: boolean;
+  /**
+   * Read for the unsubscribe page: the unsubscribe link's lifetime applies instead of the review
+   * link's (LINK_LIFETIME_DAYS in @rrs/proto). An expired link is NOT_FOUND with code `link_expired`.
+   */
+  forUnsubscribe: boolean;
 }
 
 export interface GetReviewFormResponse {
@@ -4066,7 +4071,7 @@ export const ReviewForm: MessageFns<ReviewForm> = {
 };
 
 function createBaseGetReviewFormRequest(): GetReviewFormRequest {
-  return { token: "", recordOpen: false };
+  return { token: "", recordOpen: false, forUnsubscribe: false };
 }
 
 export const GetReviewFormRequest: MessageFns<GetReviewFormRequest> = {
@@ -4076,6 +4081,9 @@ export const GetReviewFormRequest: MessageFns<GetReviewFormRequest> = {
     }
     if (message.recordOpen !== false) {
       writer.uint32(16).bool(message.recordOpen);
+    }
+    if (message.forUnsubscribe !== false) {
+      writer.uint32(24).bool(message.forUnsubscribe);
     }
     return writer;
   },
@@ -4109,6 +4117,14 @@ export const GetReviewFormRequest: MessageFns<GetReviewFormRequest> = {
             message.recordOpen = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.forUnsubscribe = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4129,6 +4145,11 @@ export const GetReviewFormRequest: MessageFns<GetReviewFormRequest> = {
         : isSet(object.record_open)
         ? globalThis.Boolean(object.record_open)
         : false,
+      forUnsubscribe: isSet(object.forUnsubscribe)
+        ? globalThis.Boolean(object.forUnsubscribe)
+        : isSet(object.for_unsubscribe)
+        ? globalThis.Boolean(object.for_unsubscribe)
+        : false,
     };
   },
 
@@ -4140,6 +4161,9 @@ export const GetReviewFormRequest: MessageFns<GetReviewFormRequest> = {
     if (message.recordOpen !== false) {
       obj.recordOpen = message.recordOpen;
     }
+    if (message.forUnsubscribe !== false) {
+      obj.forUnsubscribe = message.forUnsubscribe;
+    }
     return obj;
   },
 
@@ -4150,6 +4174,7 @@ export const GetReviewFormRequest: MessageFns<GetReviewFormRequest> = {
     const message = createBaseGetReviewFormRequest();
     message.token = object.token ?? "";
     message.recordOpen = object.recordOpen ?? false;
+    message.forUnsubscribe = object.forUnsubscribe ?? false;
     return message;
   },
 };
