@@ -1,4 +1,4 @@
-import { ConflictError, inTransaction, InvalidError, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
+import { ConflictError, inTransaction, InvalidError, NotFoundError, sqlArray, StatementBatcher, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
 import { asUuid, checkText, FieldErrors, found } from './validation';
 
 export type LedgerKind = 'initial' | 'credit' | 'adjustment' | 'debit';
@@ -16,10 +16,25 @@ export interface LedgerEntry {
 
 /** Writes one ledger line; the caller updates organizations.sms_balance in the same transaction. */
 export async function recordLedgerEntry(client: PoolClient, entry: LedgerEntry): Promise<void> {
+  await recordLedgerEntries(client, [entry]);
+}
+
+/** Writes ledger lines in one statement. */
+async function recordLedgerEntries(client: PoolClient, entries: LedgerEntry[]): Promise<void> {
   await client.query(
     `INSERT INTO sms_ledger (id, organization_id, kind, step_id, parts, delta, debited, balance_after, reason)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    [uuidv7(), entry.organizationId, entry.kind, entry.stepId ?? null, entry.parts, entry.delta, entry.debited ?? false, entry.balanceAfter, entry.reason ?? ''],
+     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::boolean[], $8::bigint[], $9::text[])`,
+    [
+      sqlArray(entries.map(() => uuidv7()), { bare: true }),
+      sqlArray(entries.map((entry) => entry.organizationId), { bare: true }),
+      sqlArray(entries.map((entry) => entry.kind), { bare: true }),
+      sqlArray(entries.map((entry) => entry.stepId ?? null)),
+      sqlArray(entries.map((entry) => entry.parts)),
+      sqlArray(entries.map((entry) => entry.delta)),
+      sqlArray(entries.map((entry) => entry.debited ?? false)),
+      sqlArray(entries.map((entry) => entry.balanceAfter)),
+      sqlArray(entries.map((entry) => entry.reason ?? '')),
+    ],
   );
 }
 
@@ -32,37 +47,83 @@ function checkParts(errors: FieldErrors, parts: number): void {
   if (!Number.isSafeInteger(parts) || parts < 1 || parts > MAX_PARTS_PER_ENTRY) errors.add('/parts', `must be an integer from 1 to ${MAX_PARTS_PER_ENTRY}`);
 }
 
+type DebitInput = { organizationId: string; stepId: string; parts: number };
+type DebitAnswer = { debited: boolean; balance: number };
+
 /**
  * The SMS balance. Every change holds the organization's row lock, so concurrent debits serialize and
  * the balance can never go below zero; the ledger's unique step_id makes a debit idempotent.
+ *
+ * Debits arrive one gRPC call per SMS, all for the same few organizations, so one transaction each
+ * made every SMS wait for the previous one's six round trips under its organization's lock. They are
+ * applied in batches instead (StatementBatcher: the calls that came in while the previous batch was
+ * written), one transaction per batch: the organizations' rows locked in id order, the steps'
+ * earlier ledger entries read, each debit decided in arrival order against the running balance, then
+ * one UPDATE of the balances and one INSERT of the ledger lines. Each call still gets its own answer
+ * (an unknown organization or a step id debited for another organization fails that call only),
+ * and a step id is never in one batch twice.
  */
 export class SmsBalance {
-  constructor(private readonly pool: Pool) {}
+  private readonly debits: StatementBatcher<DebitInput, DebitAnswer | { error: unknown }>;
 
-  async debit(input: { organizationId: string; stepId: string; parts: number }): Promise<{ debited: boolean; balance: number }> {
+  constructor(private readonly pool: Pool) {
+    this.debits = new StatementBatcher((batch) => this.debitBatch(batch), { key: (input) => input.stepId, maxBatch: 500 });
+  }
+
+  async debit(input: DebitInput): Promise<DebitAnswer> {
     asUuid(input.organizationId, 'organization');
     const errors = new FieldErrors();
     if (input.stepId === '' || input.stepId.length > 200) errors.add('/stepId', 'must be 1 to 200 characters');
     checkParts(errors, input.parts);
     errors.throwIfAny();
+    const answer = await this.debits.submit({ organizationId: input.organizationId, stepId: input.stepId, parts: input.parts });
+    if ('error' in answer) throw answer.error;
+    return answer;
+  }
+
+  private debitBatch(batch: DebitInput[]): Promise<Array<DebitAnswer | { error: unknown }>> {
     return inTransaction(this.pool, async (client) => {
-      const balance = await lockBalance(client, input.organizationId);
-      const { rows: prior } = await client.query<{ organizationId: string; debited: boolean; balanceAfter: number }>(
-        'SELECT organization_id AS "organizationId", debited, balance_after AS "balanceAfter" FROM sms_ledger WHERE step_id = $1',
-        [input.stepId],
+      const organizationIds = [...new Set(batch.map((input) => input.organizationId))].sort();
+      const { rows: organizations } = await client.query<{ id: string; smsBalance: string | number }>(
+        'SELECT id, sms_balance AS "smsBalance" FROM organizations WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE',
+        [sqlArray(organizationIds, { bare: true })],
       );
-      if (prior[0]) {
-        if (prior[0].organizationId !== input.organizationId) throw new ConflictError('step_id_reused', `step ${input.stepId} was debited for another organization`);
-        return { debited: prior[0].debited, balance: prior[0].balanceAfter };
-      }
-      const debited = balance >= input.parts;
-      const after = debited ? balance - input.parts : balance;
-      if (debited) await client.query('UPDATE organizations SET sms_balance = $2, updated_at = now() WHERE id = $1', [input.organizationId, after]);
-      await recordLedgerEntry(client, {
-        organizationId: input.organizationId, kind: 'debit', stepId: input.stepId, parts: input.parts,
-        delta: debited ? -input.parts : 0, debited, balanceAfter: after, reason: debited ? '' : 'insufficient balance',
+      const balances = new Map(organizations.map((row) => [row.id, Number(row.smsBalance)]));
+      const { rows: prior } = await client.query<{ stepId: string; organizationId: string; debited: boolean; balanceAfter: string | number }>(
+        'SELECT step_id AS "stepId", organization_id AS "organizationId", debited, balance_after AS "balanceAfter" FROM sms_ledger WHERE step_id = ANY($1::text[])',
+        [sqlArray(batch.map((input) => input.stepId))],
+      );
+      const priorOf = new Map(prior.map((row) => [row.stepId, row]));
+      const entries: LedgerEntry[] = [];
+      const answers = batch.map((input): DebitAnswer | { error: unknown } => {
+        const balance = balances.get(input.organizationId);
+        if (balance === undefined) return { error: new NotFoundError(`organization ${input.organizationId}`) };
+        const earlier = priorOf.get(input.stepId);
+        if (earlier) {
+          if (earlier.organizationId !== input.organizationId) return { error: new ConflictError('step_id_reused', `step ${input.stepId} was debited for another organization`) };
+          return { debited: earlier.debited, balance: Number(earlier.balanceAfter) };
+        }
+        const debited = balance >= input.parts;
+        const after = debited ? balance - input.parts : balance;
+        balances.set(input.organizationId, after);
+        entries.push({
+          organizationId: input.organizationId, kind: 'debit', stepId: input.stepId, parts: input.parts,
+          delta: debited ? -input.parts : 0, debited, balanceAfter: after, reason: debited ? '' : 'insufficient balance',
+        });
+        return { debited, balance: after };
       });
-      return { debited, balance: after };
+      if (entries.length > 0) {
+        const changed = organizations.filter((row) => balances.get(row.id) !== Number(row.smsBalance));
+        if (changed.length > 0) {
+          await client.query(
+            `UPDATE organizations SET sms_balance = u.balance, updated_at = now()
+             FROM unnest($1::uuid[], $2::bigint[]) AS u(id, balance) WHERE organizations.id = u.id`,
+            [sqlArray(changed.map((row) => row.id), { bare: true }), sqlArray(changed.map((row) => balances.get(row.id)!))],
+          );
+        }
+        await recordLedgerEntries(client, entries);
+      }
+      return answers;
     });
   }
 

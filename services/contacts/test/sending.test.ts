@@ -155,6 +155,33 @@ describe('sending setup over gRPC', () => {
       expect(await balanceOf(second.id)).toBe(3);
     });
 
+    it('answers each of concurrent debits on its own: one failing call (unknown organization, step id of another) fails alone', async () => {
+      const first = await newOrg({ smsBalance: 4 });
+      const second = await newOrg({ smsBalance: 2 });
+      await harness.client.debitSmsBalance({ organizationId: first.id, stepId: 'mixed-taken', parts: 1 });
+      const unknown = '0190c3c4-0000-7000-8000-000000000001';
+      const calls = [
+        harness.client.debitSmsBalance({ organizationId: first.id, stepId: 'mixed-1', parts: 2 }),
+        harness.client.debitSmsBalance({ organizationId: unknown, stepId: 'mixed-2', parts: 1 }),
+        harness.client.debitSmsBalance({ organizationId: second.id, stepId: 'mixed-taken', parts: 1 }),
+        harness.client.debitSmsBalance({ organizationId: second.id, stepId: 'mixed-3', parts: 2 }),
+        harness.client.debitSmsBalance({ organizationId: second.id, stepId: 'mixed-4', parts: 1 }),
+        harness.client.debitSmsBalance({ organizationId: first.id, stepId: 'mixed-5', parts: 1 }),
+      ].map((call) => call.then((answer) => ({ answer }), async (err: unknown) => ({ err: await failure(Promise.reject(err)) })));
+      const [one, two, three, four, five, six] = await Promise.all(calls);
+      expect(one).toEqual({ answer: { debited: true, balance: expect.any(Number) } });
+      expect(two).toMatchObject({ err: { status: 404, code: 'not_found' } });
+      expect(three).toMatchObject({ err: { status: 409, code: 'step_id_reused' } });
+      // The second organization has 2 parts: whichever of mixed-3 (2) and mixed-4 (1) comes first is debited.
+      expect([four, five].filter((r) => 'answer' in r && r.answer.debited)).toHaveLength(1);
+      expect(six).toEqual({ answer: { debited: true, balance: expect.any(Number) } });
+      expect(await balanceOf(first.id)).toBe(0);
+      expect(await ledgerSum(first.id)).toBe(0);
+      expect(await balanceOf(second.id)).toBe(await ledgerSum(second.id));
+      expect(await count(harness, 'sms_ledger', "step_id = 'mixed-2'", [])).toBe(0);
+      expect(await count(harness, 'sms_ledger', "step_id = 'mixed-taken'", [])).toBe(1);
+    });
+
     it('refuses a credit of zero and unknown organizations', async () => {
       const organization = await newOrg({ smsBalance: 3 });
       expect(await failure(harness.client.creditSmsBalance({ organizationId: organization.id, parts: 0, reason: '' }))).toMatchObject({ status: 400, code: 'invalid_request' });
