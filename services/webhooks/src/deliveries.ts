@@ -237,8 +237,14 @@ export async function recordAttempt(
   policy: Pick<DeliveryPolicy, 'disableAfterMs'>,
 ): Promise<{ held: boolean; endpointDisabled: DisabledReason | null }> {
   return inTransaction(pool, async (client) => {
+    // Lock order endpoint → delivery, as DELETE (which cascades into the deliveries) and PATCH disabled
+    // take them: locking the delivery first and the endpoint after deadlocked against a concurrent DELETE,
+    // and against another attempt of the same endpoint disabling it. NO KEY UPDATE serializes the outcomes
+    // of one endpoint's attempts (short transactions) and waits for a DELETE in progress.
+    const { rowCount: endpointExists } = await client.query(`SELECT 1 FROM endpoints WHERE id = $1 FOR NO KEY UPDATE`, [claim.endpointId]);
+    // The endpoint (and with it this delivery) was deleted while the attempt was in flight.
+    if (endpointExists !== 1) return { held: false, endpointDisabled: null };
     await client.query(
-      // The delivery is gone when its endpoint was deleted while this attempt was in flight.
       `INSERT INTO attempts (delivery_id, number, started_at, duration_ms, status_code, response_body, error, outcome)
        SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM deliveries WHERE id = $1)
        ON CONFLICT (delivery_id, number) DO NOTHING`,
