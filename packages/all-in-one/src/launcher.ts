@@ -10,7 +10,7 @@ import { DEFAULT_CONNECTOR_POLICY, startConnectors } from '@rrs/connectors';
 import { startChannelCatalog, startGateway } from '@rrs/gateway';
 import { devInboxRouter, SinkOutbox } from '@rrs/sender-kit';
 import type { AllInOneConfig } from './config';
-import { connectorSecretKeys } from './connectorKeys';
+import { connectorSecretKeys, webhookSecretKeys } from './connectorKeys';
 import { crmHooksRouter } from './crmHooks';
 import { startEmbeddedPostgres } from './embeddedPostgres';
 import { seedDemo, type DemoState } from './seed';
@@ -65,7 +65,11 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
   const channelCatalog = await startChannelCatalog({ bus, logger: ctx.logger.child({ service: 'gateway' }) });
   ctx.lifecycle.onStop('channel catalog', () => channelCatalog.stop());
   // Loopback http receivers are the dev setting of this mode only; distributed deployments never allow them.
-  const webhooks = await startWebhooks({ databaseUrl, ...grpc, allowLoopbackHttp: true, concurrency: 16, policy: DEFAULT_DELIVERY_POLICY }, contextOf('webhooks'), { bus });
+  const webhooks = await startWebhooks(
+    { databaseUrl, ...grpc, allowLoopbackHttp: true, concurrency: 16, policy: DEFAULT_DELIVERY_POLICY, secretKeys: webhookSecretKeys({ given: config.webhookSecretKeys, dataDir: config.dataDir, logger: ctx.logger }) },
+    contextOf('webhooks'),
+    { bus },
+  );
   // The CRMs' webhooks are served on the main port (below); the connectors' own hooks listener stays on a loopback port nobody is told of.
   const connectors = await startConnectors(
     {

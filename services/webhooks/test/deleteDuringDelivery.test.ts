@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { createPool, migrate, type Pool } from '@rrs/runtime';
+import { createPool, migrate, SecretBox, type Pool } from '@rrs/runtime';
 import { createTestDatabase, waitFor, type TestDatabase } from '@rrs/testkit';
 import { DEFAULT_DELIVERY_POLICY, MIGRATIONS_DIR, SCHEMA } from '../src';
 import { recordAttempt, type ClaimedDelivery } from '../src/deliveries';
 import { WebhookEndpoints } from '../src/endpoints';
 import { UrlGuard } from '../src/urlGuard';
+import { TEST_SECRET_KEY } from './support/service';
 
 /**
  * Deleting an endpoint while one of its deliveries records an attempt. The interleaving that deadlocked
@@ -22,7 +23,7 @@ describe('deleting a webhook endpoint while its deliveries are in flight', () =>
     db = await createTestDatabase();
     pool = createPool({ url: db.url, schema: SCHEMA, max: 6 });
     await migrate(pool, { schema: SCHEMA, dir: MIGRATIONS_DIR });
-    endpoints = new WebhookEndpoints(pool, new UrlGuard({ allowLoopbackHttp: true }), DEFAULT_DELIVERY_POLICY, () => {});
+    endpoints = new WebhookEndpoints(pool, new UrlGuard({ allowLoopbackHttp: true }), DEFAULT_DELIVERY_POLICY, new SecretBox([TEST_SECRET_KEY]), () => {});
   });
   afterAll(async () => {
     await pool.end();
