@@ -141,8 +141,9 @@ export async function smokeService(outDirArg, service, { log = console.log } = {
   // Kept out of outDir, which may be shipped after the smoke run.
   const dataDir = mkdtempSync(join(tmpdir(), 'rrs-smoke-data-'));
   Object.assign(env, { HOST: '127.0.0.1', GRPC_HOST: '127.0.0.1', OPS_HOST: '127.0.0.1', HOOKS_HOST: '127.0.0.1', CONTACTS_ADDR: `127.0.0.1:${nobody}`, SCHEDULER_ADDR: `127.0.0.1:${nobody}`, DATA_DIR: dataDir });
-  // A fresh credential key (connectors require one); nothing is sealed with it beyond this run's database.
+  // Fresh credential keys (connectors and webhooks require them); nothing is sealed with it beyond this run's database.
   env.CONNECTOR_SECRET_KEYS = randomBytes(32).toString('base64');
+  env.WEBHOOK_SECRET_KEYS = randomBytes(32).toString('base64');
 
   const cleanups = [() => rmSync(dataDir, { recursive: true, force: true })];
   let child;

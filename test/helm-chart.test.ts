@@ -29,7 +29,7 @@ function valuesOf(file: string): Record<string, any> {
 }
 
 /** What the Secrets named by ci/*-values.yaml's existingSecret hold: only the keys the README says are required. */
-const REQUIRED_ONLY = { DATABASE_URL: 'postgres://rrs:pw@postgres.databases.svc:5432/rrs', NATS_URL: 'nats://nats.messaging.svc:4222', CONNECTOR_SECRET_KEYS: Buffer.alloc(32, 1).toString('base64') };
+const REQUIRED_ONLY = { DATABASE_URL: 'postgres://rrs:pw@postgres.databases.svc:5432/rrs', NATS_URL: 'nats://nats.messaging.svc:4222', CONNECTOR_SECRET_KEYS: Buffer.alloc(32, 1).toString('base64'), WEBHOOK_SECRET_KEYS: Buffer.alloc(32, 2).toString('base64') };
 const EXTERNAL_SECRETS: Record<string, Record<string, string>> = { 'rrs-credentials': REQUIRED_ONLY, 'rrs-sms-credentials': REQUIRED_ONLY };
 
 const renders = new Map<string, Render>(CI_VALUES.map((file) => [file, template({ values: [file] })]));

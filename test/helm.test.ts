@@ -14,7 +14,8 @@ import { CHART, CI_VALUES, helm, KUBERNETES, KUBERNETES_MINORS, template, templa
 const chartYaml = YAML.parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8'));
 /** Values of the ci files plus the least a real install needs: the chart's defaults, the three URLs and the connectors' credential key. */
 const CONNECTOR_KEY = 'secrets.connectorSecretKeys="' + Buffer.alloc(32, 7).toString('base64') + '"';
-const MINIMAL = ['postgresql.url="postgres://rrs:pw@postgres:5432/rrs"', 'nats.url="nats://nats:4222"', 'redis.url="redis://redis:6379"', CONNECTOR_KEY];
+const WEBHOOK_KEY = 'secrets.webhookSecretKeys="' + Buffer.alloc(32, 8).toString('base64') + '"';
+const MINIMAL = ['postgresql.url="postgres://rrs:pw@postgres:5432/rrs"', 'nats.url="nats://nats:4222"', 'redis.url="redis://redis:6379"', CONNECTOR_KEY, WEBHOOK_KEY];
 const SCENARIOS: Array<[string, { values?: string[]; set?: string[] }]> = [
   ...CI_VALUES.map((file): [string, { values: string[] }] => [file, { values: [file] }]),
   ['defaults with the connection URLs', { set: MINIMAL }],
@@ -131,6 +132,7 @@ describe('values: Helm refuses what values.schema.json and the chart refuse', ()
     ['a disabled directory that its callers cannot reach', [...MINIMAL, 'contacts.enabled=false'], 'contacts is disabled: set contacts.externalAddress'],
     ['a disabled scheduler that the gateway cannot reach', [...MINIMAL, 'cascadeScheduler.enabled=false'], 'cascadeScheduler is disabled: set cascadeScheduler.externalAddress'],
     ['connectors without the keys that seal CRM credentials', MINIMAL.filter((s) => s !== CONNECTOR_KEY), 'secrets.connectorSecretKeys is required while connectors is enabled'],
+    ['webhooks without the keys that seal signing secrets', MINIMAL.filter((s) => s !== WEBHOOK_KEY), 'secrets.webhookSecretKeys is required while webhooks is enabled'],
     ['several connectors replicas without Redis', [...MINIMAL.filter((s) => !s.startsWith('redis.')), 'gateway.autoscaling.enabled=false', 'gateway.replicaCount=1'], 'redis.url is required when connectors runs more than one replica'],
     ['CRM webhooks on an Ingress that is off', [...MINIMAL, 'gateway.ingress.enabled=false'], 'connectors.hooks.ingress needs gateway.ingress'],
   ])('refuses %s with a message naming the setting', (_what, set, message) => {

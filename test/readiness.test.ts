@@ -41,7 +41,7 @@ const ROWS: Row[] = [
     losses: [{ dependency: 'nats', check: 'nats', staysReady: true }],
   },
   {
-    service: 'webhooks', portVariable: 'OPS_PORT',
+    service: 'webhooks', portVariable: 'OPS_PORT', env: { WEBHOOK_SECRET_KEYS: SECRET_KEY },
     checks: ['nats', 'webhooks-postgres'],
     losses: [{ dependency: 'nats', check: 'nats', staysReady: true }],
   },

@@ -24,7 +24,7 @@ export const STEP_STATUSES = ['pending', 'scheduled', 'dispatched', 'sent', 'fai
 export type StepStatus = (typeof STEP_STATUSES)[number];
 
 /** Why a step was skipped: the `reason` of every step whose status is `skipped`. */
-export const SKIP_REASONS = ['no_contact', 'opted_out', 'channel_not_configured', 'cooldown', 'no_consent'] as const;
+export const SKIP_REASONS = ['no_contact', 'opted_out', 'channel_not_configured', 'cooldown', 'no_consent', 'phone_not_allowed'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
 
 /**
@@ -33,6 +33,8 @@ export type SkipReason = (typeof SKIP_REASONS)[number];
  */
 export const INTAKE_SKIPS = [
   { finishReason: 'unreachable', stepReason: 'no_contact' },
+  // Reachable only through a phone the phone channels refuse (premium rate, satellite, outside the allowed countries: phones.ts).
+  { finishReason: 'unreachable', stepReason: 'phone_not_allowed' },
   { finishReason: 'unsubscribed', stepReason: 'opted_out' },
   { finishReason: 'no_consent', stepReason: 'no_consent' },
   { finishReason: 'cooldown', stepReason: 'cooldown' },

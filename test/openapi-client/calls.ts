@@ -58,6 +58,7 @@ function skipReason(reason: Schemas['SkipReason']): string {
     case 'channel_not_configured': return 'skipped: channel not configured';
     case 'cooldown': return 'skipped: cooldown';
     case 'no_consent': return 'skipped: no consent';
+    case 'phone_not_allowed': return 'skipped: phone not allowed';
     default: return unhandled(reason);
   }
 }

@@ -306,6 +306,7 @@ connectors:
 {{- if $v.secrets.telegramIdInstance }}{{ $_ := set $data "TELEGRAM_ID_INSTANCE" (include "rrs.envString" $v.secrets.telegramIdInstance) }}{{ end -}}
 {{- if $v.secrets.telegramApiToken }}{{ $_ := set $data "TELEGRAM_API_TOKEN" $v.secrets.telegramApiToken }}{{ end -}}
 {{- if $v.secrets.connectorSecretKeys }}{{ $_ := set $data "CONNECTOR_SECRET_KEYS" $v.secrets.connectorSecretKeys }}{{ end -}}
+{{- if $v.secrets.webhookSecretKeys }}{{ $_ := set $data "WEBHOOK_SECRET_KEYS" $v.secrets.webhookSecretKeys }}{{ end -}}
 {{- toYaml $data -}}
 {{- end -}}
 
@@ -330,6 +331,9 @@ connectors:
 {{- end -}}
 {{- if and $v.connectors.enabled (not $v.connectors.existingSecret) (not $v.secrets.connectorSecretKeys) -}}
 {{- fail "secrets.connectorSecretKeys is required while connectors is enabled: the key(s) that seal the CRM credentials (make one with: openssl rand -base64 32)" -}}
+{{- end -}}
+{{- if and $v.webhooks.enabled (not $v.webhooks.existingSecret) (not $v.secrets.webhookSecretKeys) -}}
+{{- fail "secrets.webhookSecretKeys is required while webhooks is enabled: the key(s) that seal the webhook signing secrets (make one with: openssl rand -base64 32)" -}}
 {{- end -}}
 {{- end -}}
 {{- /* A gRPC service left out of this release must be reachable elsewhere by those that call it. */ -}}

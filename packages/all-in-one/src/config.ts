@@ -35,6 +35,8 @@ export interface AllInOneConfig {
   minuteMs: number;
   /** Keys sealing the CRM connectors' credentials (`CONNECTOR_SECRET_KEYS`); unset = one generated and kept in `dataDir`. */
   connectorSecretKeys?: Buffer[];
+  /** Keys sealing the webhook signing secrets (`WEBHOOK_SECRET_KEYS`); unset = one generated and kept in `dataDir`. */
+  webhookSecretKeys?: Buffer[];
   /** CRM addresses on loopback over plain http (local fakes): outside production only. */
   allowHttpCrm: boolean;
   logLevel: string;
@@ -60,6 +62,7 @@ export function buildConfig(env: Env): AllInOneConfig {
       PUBLIC_BASE_URL: envField.baseUrl().optional(),
       DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
       CONNECTOR_SECRET_KEYS: z.string().optional(),
+      WEBHOOK_SECRET_KEYS: z.string().optional(),
       NODE_ENV: envField.nodeEnv(),
       LOG_LEVEL: envField.logLevel(),
     },
@@ -82,6 +85,7 @@ export function buildConfig(env: Env): AllInOneConfig {
     publicBaseUrl: vars.PUBLIC_BASE_URL ?? `http://localhost:${vars.PORT}`,
     minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
     connectorSecretKeys: vars.CONNECTOR_SECRET_KEYS === undefined ? undefined : parseSecretKeys(vars.CONNECTOR_SECRET_KEYS, 'CONNECTOR_SECRET_KEYS'),
+    webhookSecretKeys: vars.WEBHOOK_SECRET_KEYS === undefined ? undefined : parseSecretKeys(vars.WEBHOOK_SECRET_KEYS, 'WEBHOOK_SECRET_KEYS'),
     allowHttpCrm: vars.NODE_ENV !== 'production',
     logLevel: vars.LOG_LEVEL,
   };

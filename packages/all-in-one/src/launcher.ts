@@ -10,7 +10,7 @@ import { DEFAULT_CONNECTOR_POLICY, startConnectors } from '@rrs/connectors';
 import { startChannelCatalog, startGateway } from '@rrs/gateway';
 import { DEFAULT_SENDER_CONCURRENCY, devInboxRouter, SinkOutbox } from '@rrs/sender-kit';
 import type { AllInOneConfig } from './config';
-import { connectorSecretKeys } from './connectorKeys';
+import { connectorSecretKeys, webhookSecretKeys } from './connectorKeys';
 import { crmHooksRouter } from './crmHooks';
 import { startEmbeddedPostgres } from './embeddedPostgres';
 import { seedDemo, type DemoState } from './seed';
@@ -67,7 +67,11 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
   const channelCatalog = await startChannelCatalog({ bus, logger: ctx.logger.child({ service: 'gateway' }) });
   ctx.lifecycle.onStop('channel catalog', () => channelCatalog.stop());
   // Loopback http receivers are a development setting: in production they would reach this process's own ports.
-  const webhooks = await startWebhooks({ databaseUrl, ...grpc, allowLoopbackHttp: !config.production, concurrency: 16, policy: DEFAULT_DELIVERY_POLICY }, contextOf('webhooks'), { bus });
+  const webhooks = await startWebhooks(
+    { databaseUrl, ...grpc, allowLoopbackHttp: !config.production, concurrency: 16, policy: DEFAULT_DELIVERY_POLICY, secretKeys: webhookSecretKeys({ given: config.webhookSecretKeys, dataDir: config.dataDir, logger: ctx.logger }) },
+    contextOf('webhooks'),
+    { bus },
+  );
   // The CRMs' webhooks are served on the main port (below); the connectors' own hooks listener stays on a loopback port nobody is told of.
   const connectors = await startConnectors(
     {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { generateSecretKey, SecretBox } from '@rrs/runtime';
 import { testLogger } from '@rrs/testkit';
 import { buildConfig } from '../src/config';
-import { CONNECTOR_KEY_FILE, connectorSecretKeys } from '../src/connectorKeys';
+import { CONNECTOR_KEY_FILE, connectorSecretKeys, WEBHOOK_KEY_FILE, webhookSecretKeys } from '../src/connectorKeys';
 
 describe('the connectors’ credential keys in the all-in-one', () => {
   let dir: string;
@@ -62,5 +62,25 @@ describe('the connectors’ credential keys in the all-in-one', () => {
     expect(buildConfig({}).connectorSecretKeys).toBeUndefined();
     expect(buildConfig({}).allowHttpCrm).toBe(true);
     expect(buildConfig({ NODE_ENV: 'production' }).allowHttpCrm).toBe(false);
+  });
+});
+
+describe('the webhook signing secrets’ keys in the all-in-one', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = join(mkdtempSync(join(tmpdir(), 'rrs-aio-wkeys-')), 'data');
+  });
+  afterEach(() => rmSync(join(dir, '..'), { recursive: true, force: true }));
+
+  it('makes its own key once, mode 0600, apart from the connectors’ key, and takes WEBHOOK_SECRET_KEYS when set', () => {
+    const logger = testLogger();
+    const [key] = webhookSecretKeys({ dataDir: dir, logger });
+    expect(statSync(join(dir, WEBHOOK_KEY_FILE)).mode & 0o777).toBe(0o600);
+    expect(webhookSecretKeys({ dataDir: dir, logger })).toEqual([key]);
+    expect(connectorSecretKeys({ dataDir: dir, logger })[0].equals(key)).toBe(false);
+    const own = buildConfig({ WEBHOOK_SECRET_KEYS: generateSecretKey(), DATA_DIR: dir }).webhookSecretKeys!;
+    expect(webhookSecretKeys({ given: own, dataDir: dir, logger })).toBe(own);
+    expect(logger.lines.join('\n')).toContain('WEBHOOK_SECRET_KEYS lacks the key kept in this file');
+    expect(() => buildConfig({ WEBHOOK_SECRET_KEYS: 'c2hvcnQ=' })).toThrow(/^WEBHOOK_SECRET_KEYS: key 1 is 5 bytes/);
   });
 });

@@ -73,6 +73,8 @@ export interface FireChecks {
   configured(channel: string): boolean;
   /** The person is in the organization's opt-out ledger (by any of their addresses): no channel reaches them. */
   optedOut(): boolean;
+  /** The phone channels refuse the recipient's phone (premium rate, satellite, outside the allowed countries: proto phones.ts). */
+  phoneRefused(): boolean;
   /** Null when the channel may send now; else when the recipient's send window next opens. */
   windowOpensAt(channel: string): Date | null;
 }
@@ -206,7 +208,7 @@ export function reroute(state: RecipientState, step: StepState, reason: string, 
 
 /**
  * A scheduled step comes due: it is skipped (and the next one scheduled) when the recipient lacks the
- * contact field, opted out, or the channel is not configured; otherwise it is dispatched.
+ * contact field, its phone is refused (phone steps), it opted out, or the channel is not configured; otherwise it is dispatched.
  * A rerouted step whose new channel is not configured moves on along the phone chain.
  */
 export function fire(state: RecipientState, step: StepState, checks: FireChecks, timing: Timing): Dispatch | null {
@@ -221,6 +223,10 @@ export function fire(state: RecipientState, step: StepState, checks: FireChecks,
     const address = addressFor(channel, state.recipient);
     if (address === '') {
       skip(state, step, 'no_contact', timing);
+      return null;
+    }
+    if (contactField(channel) === 'phone' && checks.phoneRefused()) {
+      skip(state, step, 'phone_not_allowed', timing);
       return null;
     }
     if (checks.optedOut()) {

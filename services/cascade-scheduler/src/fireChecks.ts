@@ -1,4 +1,4 @@
-import { sendWindowOpensAt } from '@rrs/proto';
+import { phoneRefusal, sendWindowOpensAt } from '@rrs/proto';
 import type { PoolClient } from '@rrs/runtime';
 import type { FireChecks } from './engine';
 import { suppressedAmong } from './optOutLedger';
@@ -21,7 +21,11 @@ export async function fireChecksFor(client: PoolClient, channels: ConfiguredChan
     const sendingHours = hours.get(`${organizationId}|${state.meta.locationId}`);
     // An opt-out through any channel stops the person on every channel: one suppressed address suffices.
     const personOptedOut = personAddresses(state.recipient).some((address) => suppressed.has(`${organizationId}|${address}`));
+    // Read when the step fires: allowed countries changed since intake apply to the steps still to go.
+    const phone = state.recipient.phone;
+    const phoneRefused = phone !== '' && phoneRefusal(phone, channels.phoneCountries(organizationId)) !== null;
     return {
+      phoneRefused: () => phoneRefused,
       configured: (channel) => configured.get(organizationId)?.has(channel) ?? false,
       optedOut: () => personOptedOut,
       windowOpensAt: (channel) => (sendingHours ? sendWindowOpensAt(sendingHours.window, sendingHours.timeZone, channel, now) : null),

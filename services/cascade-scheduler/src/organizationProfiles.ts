@@ -1,4 +1,4 @@
-import { contactsV1, type SendWindow } from '@rrs/proto';
+import { contactsV1, phoneCountries, type SendWindow } from '@rrs/proto';
 import { NotFoundError, type PromiseClient } from '@rrs/runtime';
 
 /** An organization as sending sees it: its plan and account, its templates, its configured channels. */
@@ -7,6 +7,8 @@ export interface SendingProfile {
     /** Absent or 0 = no cooldown. */
     cooldownDays?: number;
     requireConsent?: boolean;
+    /** ISO 3166 regions the phone channels send to; empty or absent = `defaultRegion` (proto phones.ts). */
+    allowedCountries?: string[];
   };
   templates: Array<{ channel: string; subject: string; body: string }>;
   channels: Array<{ channel: string; configured: boolean }>;
@@ -47,7 +49,7 @@ export function grpcOrganizationProfiles(client: PromiseClient<contactsV1.Contac
       const { id, name, plan, emailConfirmed, locale, timeZone, defaultRegion } = organization;
       return {
         organization: { id, name, plan, emailConfirmed, locale, timeZone, defaultRegion, sendWindow: fromProtoWindow(organization.sendWindow), responseWindowMinutes: organization.responseWindowMinutes,
-          cooldownDays: organization.cooldownDays, requireConsent: organization.requireConsent },
+          cooldownDays: organization.cooldownDays, requireConsent: organization.requireConsent, allowedCountries: organization.allowedCountries },
         templates: response.templates.map((template) => ({ channel: template.channel, subject: template.subject, body: template.body })),
         channels: response.channels.map((channel) => ({ channel: channel.channel, configured: channel.configured })),
       };
@@ -67,7 +69,7 @@ export function grpcOrganizationProfiles(client: PromiseClient<contactsV1.Contac
  * last known answer is used (and, with none, the step waits for the next attempt).
  */
 export class ConfiguredChannels {
-  private readonly cache = new Map<string, { at: number; channels: Set<string>; hours: SendingHours }>();
+  private readonly cache = new Map<string, { at: number; channels: Set<string>; hours: SendingHours; phoneCountries: string[] }>();
 
   constructor(private readonly profiles: OrganizationProfiles, private readonly ttlMs = 5_000) {}
 
@@ -84,7 +86,7 @@ export class ConfiguredChannels {
           const profile = await this.profiles.getSendingProfile(id);
           const channels = new Set(profile.channels.filter((c) => c.configured).map((c) => c.channel));
           const hours = { window: profile.organization.sendWindow ?? null, timeZone: profile.organization.timeZone || 'UTC' };
-          this.cache.set(id, { at: Date.now(), channels, hours });
+          this.cache.set(id, { at: Date.now(), channels, hours, phoneCountries: phoneCountries(profile.organization) });
           out.set(id, channels);
         } catch (err) {
           if (hit) out.set(id, hit.channels);
@@ -93,6 +95,11 @@ export class ConfiguredChannels {
       }),
     );
     return out;
+  }
+
+  /** The countries the organization's phone channels send to, as last read by `forOrganizations` (call it first). */
+  phoneCountries(organizationId: string): string[] {
+    return this.cache.get(organizationId)?.phoneCountries ?? [];
   }
 
   invalidate(organizationId: string): void {

@@ -1,5 +1,5 @@
 import { runIdempotent, type IdempotencyRequest } from '@rrs/idempotency';
-import { CHANNEL_KEY_PATTERN, eventSubject, EVENT_TYPES, INTAKE_SKIPS, MAX_RECIPIENTS_PER_REQUEST, schedulerV1, sendingRefusal, type IntakeSkip } from '@rrs/proto';
+import { CHANNEL_KEY_PATTERN, eventSubject, EVENT_TYPES, INTAKE_SKIPS, MAX_RECIPIENTS_PER_REQUEST, phoneCountries, phoneRefusal, schedulerV1, sendingRefusal, type IntakeSkip } from '@rrs/proto';
 import { ConflictError, injectTraceContext, InvalidError, sendingRefused, type FieldProblem, type Pool, type PoolClient } from '@rrs/runtime';
 import { recentlyAsked } from './cooldown';
 import { canReachAny } from './engine';
@@ -76,11 +76,12 @@ function resolveFlow(flows: Flows, input: StartCascadeInput): Promise<Flow> {
 }
 
 const DAY_MS = 86_400_000;
-const [UNREACHABLE, OPTED_OUT, NO_CONSENT, COOLDOWN] = INTAKE_SKIPS;
+const [UNREACHABLE, PHONE_NOT_ALLOWED, OPTED_OUT, NO_CONSENT, COOLDOWN] = INTAKE_SKIPS;
 
 /**
  * Why each recipient is skipped at intake, or null when it is queued (INTAKE_SKIPS, in their order):
- * no step has its contact field; the person opted out of the organization; the organization requires
+ * no step has its contact field; only phone steps could reach it and the phone channels refuse its
+ * number (proto phones.ts); the person opted out of the organization; the organization requires
  * consent and none was given; the person was asked (or rated) within the organization's cooldown.
  */
 async function intakeSkips(client: PoolClient, input: StartCascadeInput, channels: string[], profile: SendingProfile, now: Date): Promise<Array<IntakeSkip | null>> {
@@ -91,9 +92,11 @@ async function intakeSkips(client: PoolClient, input: StartCascadeInput, channel
     suppressedAmong(client, [organizationId], addresses),
     cooldownDays > 0 ? recentlyAsked(client, organizationId, addresses, new Date(now.getTime() - cooldownDays * DAY_MS)) : new Set<string>(),
   ]);
+  const countries = phoneCountries(profile.organization);
   return input.recipients.map((recipient) => {
     const own = personAddresses(recipient);
     if (!canReachAny(channels, recipient)) return UNREACHABLE;
+    if (recipient.phone && phoneRefusal(recipient.phone, countries) && !canReachAny(channels, { ...recipient, phone: '' })) return PHONE_NOT_ALLOWED;
     if (own.some((address) => suppressed.has(`${organizationId}|${address}`))) return OPTED_OUT;
     if (profile.organization.requireConsent && !recipient.consentAt) return NO_CONSENT;
     if (own.some((address) => asked.has(address))) return COOLDOWN;

@@ -15,7 +15,7 @@ function recipient(email: string, phone: string, steps: Array<[string, number]>)
     })),
   };
 }
-const all = { configured: () => true, optedOut: () => false, windowOpensAt: () => null };
+const all = { configured: () => true, optedOut: () => false, phoneRefused: () => false, windowOpensAt: () => null };
 
 /** The pure transitions behind the timing rules (the integration tests run the same rules on Postgres + NATS). */
 describe('engine', () => {
@@ -121,8 +121,24 @@ describe('engine', () => {
     expect(b.recipient.finishReason).toBe('unreachable');
     const c = recipient('a@x', '', [['EMAIL', 0]]);
     start(c, { now: at(0), minuteMs: MIN });
-    fire(c, c.steps[0], { configured: () => true, optedOut: () => true, windowOpensAt: () => null }, { now: at(0), minuteMs: MIN });
+    fire(c, c.steps[0], { configured: () => true, optedOut: () => true, phoneRefused: () => false, windowOpensAt: () => null }, { now: at(0), minuteMs: MIN });
     expect(c.recipient.finishReason).toBe('unsubscribed');
+  });
+
+  it('skips every phone step to a number the phone channels refuse (phone_not_allowed), on every hop, and goes on with email', () => {
+    const refused = { ...all, phoneRefused: () => true };
+    const r = recipient('a@x', '+449098790000', [['SMS', 0], ['MAX', 0], ['EMAIL', 0]]);
+    const t = { now: at(0), minuteMs: MIN };
+    start(r, t);
+    expect(fire(r, r.steps[0], refused, t)).toBeNull();
+    expect(r.steps[0]).toMatchObject({ status: 'skipped', reason: 'phone_not_allowed' });
+    expect(fire(r, r.steps[1], refused, t)).toBeNull();
+    expect(r.steps[1]).toMatchObject({ status: 'skipped', reason: 'phone_not_allowed' });
+    expect(fire(r, r.steps[2], refused, t)).toMatchObject({ channel: 'EMAIL' });
+    const only = recipient('', '+449098790000', [['TELEGRAM', 0]]);
+    start(only, t);
+    fire(only, only.steps[0], refused, t);
+    expect(only.recipient).toMatchObject({ status: 'finished', finishReason: 'unreachable' });
   });
 
   it('reroutes SMS → MAX → TELEGRAM as new attempts, then fails unreachable', () => {

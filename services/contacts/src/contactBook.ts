@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
 import { InvalidError, NotFoundError, sendingRefused, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
-import { sendingRefusal } from '@rrs/proto';
+import { describePhoneRefusal, phoneCountries, phoneRefusal, sendingRefusal } from '@rrs/proto';
 import { runIdempotent, type Codec, type IdempotencyRequest } from '@rrs/idempotency';
 import { asUuid, checkText, FieldErrors, found, isUuid } from './validation';
 
@@ -88,12 +88,13 @@ export class ContactBook {
   async upsert(input: ContactSubmission, idempotency?: IdempotencyRequest): Promise<UpsertResult & { replayed: boolean }> {
     asUuid(input.organizationId, 'organization');
     const { result, replayed } = await runIdempotent(this.pool, idempotency, upsertCodec, async (client) => {
-      const { rows: orgs } = await client.query<{ plan: string; emailConfirmed: boolean; defaultRegion: string }>(
-        'SELECT plan, email_confirmed AS "emailConfirmed", default_region AS "defaultRegion" FROM organizations WHERE id = $1',
+      const { rows: orgs } = await client.query<{ plan: string; emailConfirmed: boolean; defaultRegion: string; allowedCountries: string[] }>(
+        'SELECT plan, email_confirmed AS "emailConfirmed", default_region AS "defaultRegion", allowed_countries AS "allowedCountries" FROM organizations WHERE id = $1',
         [input.organizationId],
       );
       const organization = found(orgs[0], `organization ${input.organizationId}`);
       const normalized = normalize(input, organization.defaultRegion);
+      if (normalized.fields.phone) refusePhone(normalized.fields.phone, phoneCountries(organization));
       const refusal = input.startCascade ? sendingRefusal(organization) : null;
       if (refusal) throw sendingRefused(refusal);
       if (normalized.fields.locationId) await requireLocation(client, input.organizationId, normalized.fields.locationId);
@@ -167,6 +168,18 @@ function normalize(input: ContactSubmission, defaultRegion: string): Normalized 
   if (input.flowId && !input.startCascade) errors.add('/flowId', 'is only used with startCascade: true');
   errors.throwIfAny();
   return normalized;
+}
+
+/**
+ * A phone the phone channels would never send to (premium rate, satellite, outside the organization's
+ * allowed countries: proto phones.ts) is refused here too, 400 `phone_not_allowed` with its `reason`,
+ * rather than kept on a contact every send would skip.
+ */
+function refusePhone(phone: string, countries: string[]): void {
+  const refusal = phoneRefusal(phone, countries);
+  if (!refusal) return;
+  const detail = describePhoneRefusal(refusal, countries);
+  throw new InvalidError([{ pointer: '/phone', detail }], { code: 'phone_not_allowed', message: `/phone: ${detail}`, details: { ...refusal, allowedCountries: countries } });
 }
 
 /** The attributes object of the JSON text, or what is wrong with it. */

@@ -21,6 +21,8 @@ export interface Organization {
   /** 0 = no cooldown. */
   cooldownDays: number;
   requireConsent: boolean;
+  /** ISO 3166 regions the phone channels send to; empty = `defaultRegion` only (proto phones.ts). */
+  allowedCountries: string[];
   createdAt: Date;
 }
 
@@ -37,6 +39,8 @@ export interface OrganizationInput {
   responseWindowMinutes?: number;
   cooldownDays?: number;
   requireConsent?: boolean;
+  /** Undefined: none (create) or unchanged (patch); empty: the region only. */
+  allowedCountries?: string[];
 }
 
 export type OrganizationPatch = Partial<OrganizationInput>;
@@ -95,11 +99,12 @@ export interface LocationPatch {
 
 export { MAX_SMS_BALANCE } from './smsBalance';
 export const MAX_REVIEW_LINKS = 20;
+const MAX_ALLOWED_COUNTRIES = 250;
 const PROVIDER = /^[a-z0-9][a-z0-9._-]{0,31}$/;
 
 const ORG_COLUMNS = `id, name, plan, email_confirmed AS "emailConfirmed", sms_balance AS "smsBalance",
   time_zone AS "timeZone", locale, default_region AS "defaultRegion", send_window AS "sendWindow", response_window_minutes AS "responseWindowMinutes",
-  cooldown_days AS "cooldownDays", require_consent AS "requireConsent", created_at AS "createdAt"`;
+  cooldown_days AS "cooldownDays", require_consent AS "requireConsent", allowed_countries AS "allowedCountries", created_at AS "createdAt"`;
 const KEY_COLUMNS = `id, organization_id AS "organizationId", name, scopes, prefix, last4, created_at AS "createdAt", revoked_at AS "revokedAt"`;
 const LOCATION_COLUMNS = `id, organization_id AS "organizationId", name, address, city, time_zone AS "timeZone", review_links AS "reviewLinks",
   send_window AS "sendWindow", created_at AS "createdAt", updated_at AS "updatedAt"`;
@@ -123,7 +128,13 @@ function checkOrganization(errors: FieldErrors, organization: OrganizationPatch)
   if (organization.cooldownDays !== undefined && !isCooldownDays(organization.cooldownDays)) {
     errors.add('/cooldownDays', `must be an integer from 0 (no cooldown) to ${MAX_COOLDOWN_DAYS}`);
   }
-  const { name, plan, locale, timeZone, defaultRegion, smsBalance } = organization;
+  const { name, plan, locale, timeZone, defaultRegion, smsBalance, allowedCountries } = organization;
+  if (allowedCountries !== undefined) {
+    if (allowedCountries.length > MAX_ALLOWED_COUNTRIES) errors.add('/allowedCountries', `at most ${MAX_ALLOWED_COUNTRIES} regions`);
+    allowedCountries.forEach((country, index) => {
+      if (!isRegion(country)) errors.add(`/allowedCountries/${index}`, 'must be an ISO 3166 alpha-2 region with a phone numbering plan, e.g. RU');
+    });
+  }
   if (name !== undefined) checkText(errors, '/name', name, { min: 1, max: 200 });
   if (plan !== undefined && !(PLANS as readonly string[]).includes(plan)) errors.add('/plan', `must be one of ${PLANS.join(', ')}`);
   if (locale !== undefined && !(LOCALES as readonly string[]).includes(locale)) errors.add('/locale', `must be one of ${LOCALES.join(', ')}`);
@@ -176,16 +187,17 @@ export class Directory {
       responseWindowMinutes: input.responseWindowMinutes ?? DEFAULT_RESPONSE_WINDOW_MINUTES,
       cooldownDays: input.cooldownDays ?? DEFAULT_COOLDOWN_DAYS,
       requireConsent: input.requireConsent ?? false,
+      allowedCountries: [...new Set(input.allowedCountries ?? [])],
     };
     const errors = new FieldErrors();
     checkOrganization(errors, organization);
     errors.throwIfAny();
-    const { name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion, sendWindow, responseWindowMinutes, cooldownDays, requireConsent } = organization;
+    const { name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion, sendWindow, responseWindowMinutes, cooldownDays, requireConsent, allowedCountries } = organization;
     return inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<Organization>(
-        `INSERT INTO organizations (id, name, plan, email_confirmed, sms_balance, time_zone, locale, default_region, send_window, response_window_minutes, cooldown_days, require_consent)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12) RETURNING ${ORG_COLUMNS}`,
-        [uuidv7(), name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion, sendWindowJson(sendWindow), responseWindowMinutes, cooldownDays, requireConsent],
+        `INSERT INTO organizations (id, name, plan, email_confirmed, sms_balance, time_zone, locale, default_region, send_window, response_window_minutes, cooldown_days, require_consent, allowed_countries)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13) RETURNING ${ORG_COLUMNS}`,
+        [uuidv7(), name, plan, emailConfirmed, smsBalance, timeZone, locale, defaultRegion, sendWindowJson(sendWindow), responseWindowMinutes, cooldownDays, requireConsent, allowedCountries],
       );
       if (smsBalance > 0) {
         await recordLedgerEntry(client, { organizationId: rows[0].id, kind: 'initial', parts: smsBalance, delta: smsBalance, balanceAfter: smsBalance, reason: 'opening balance' });
@@ -228,10 +240,11 @@ export class Directory {
            default_region = coalesce($8, default_region),
            send_window = CASE WHEN $9::boolean THEN $10::jsonb ELSE send_window END,
            response_window_minutes = coalesce($11, response_window_minutes), cooldown_days = coalesce($12, cooldown_days),
-           require_consent = coalesce($13, require_consent), updated_at = now()
+           require_consent = coalesce($13, require_consent), allowed_countries = coalesce($14, allowed_countries), updated_at = now()
          WHERE id = $1 RETURNING ${ORG_COLUMNS}`,
         [id, patch.name ?? null, patch.plan ?? null, patch.emailConfirmed ?? null, patch.smsBalance ?? null, patch.timeZone ?? null, patch.locale ?? null, patch.defaultRegion ?? null,
-          patch.sendWindow !== undefined, sendWindowJson(patch.sendWindow), patch.responseWindowMinutes ?? null, patch.cooldownDays ?? null, patch.requireConsent ?? null],
+          patch.sendWindow !== undefined, sendWindowJson(patch.sendWindow), patch.responseWindowMinutes ?? null, patch.cooldownDays ?? null, patch.requireConsent ?? null,
+          patch.allowedCountries === undefined ? null : [...new Set(patch.allowedCountries)]],
       );
       if (patch.smsBalance !== undefined && patch.smsBalance !== current.smsBalance) {
         const delta = patch.smsBalance - current.smsBalance;

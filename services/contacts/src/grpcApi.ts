@@ -46,7 +46,7 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         return { organization: toOrganization(principal.organization), keyId: principal.keyId, scopes: principal.scopes };
       },
       async createOrganization(req) {
-        return { organization: toOrganization(await directory.createOrganization({ ...req, sendWindow: fromSendWindowSetting(req.sendWindow) })) };
+        return { organization: toOrganization(await directory.createOrganization({ ...req, sendWindow: fromSendWindowSetting(req.sendWindow), allowedCountries: req.allowedCountries?.countries })) };
       },
       async getOrganization(req) {
         return { organization: toOrganization(await directory.getOrganization(req.id)) };
@@ -56,8 +56,8 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         return { organizations: page.organizations.map(toOrganization), nextAfter: page.nextAfter };
       },
       async updateOrganization(req) {
-        const { id, sendWindow, ...patch } = req;
-        return { organization: toOrganization(await directory.updateOrganization(id, { ...patch, sendWindow: fromSendWindowSetting(sendWindow) })) };
+        const { id, sendWindow, allowedCountries, ...patch } = req;
+        return { organization: toOrganization(await directory.updateOrganization(id, { ...patch, sendWindow: fromSendWindowSetting(sendWindow), allowedCountries: allowedCountries?.countries })) };
       },
       async issueApiKey(req) {
         const issued = await directory.issueApiKey(req);

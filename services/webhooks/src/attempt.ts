@@ -1,7 +1,8 @@
 import { SpanStatusCode, type Span } from '@opentelemetry/api';
-import { counter, extractTraceContext, histogram, LATENCY_BUCKETS, SpanKind, withSpan, type Logger, type Pool } from '@rrs/runtime';
+import { counter, extractTraceContext, histogram, LATENCY_BUCKETS, SpanKind, withSpan, type Logger, type Pool, type SecretBox } from '@rrs/runtime';
 import { judgeAttempt, recordAttempt, type ClaimedDelivery, type DeliveryPolicy } from './deliveries';
-import { postWebhook } from './sender';
+import { openLiveSecrets } from './secrets';
+import { postWebhook, type SendResult } from './sender';
 import { signatureHeader } from './signing';
 import type { UrlGuard } from './urlGuard';
 
@@ -14,6 +15,8 @@ export interface AttemptDeps {
   guard: UrlGuard;
   policy: DeliveryPolicy;
   logger: Logger;
+  /** Opens the stored signing secrets (WEBHOOK_SECRET_KEYS). */
+  box: SecretBox;
   /** See WebhookRequest.ca. */
   trustedCa?: string[];
 }
@@ -40,21 +43,26 @@ export function attemptDelivery(claim: ClaimedDelivery, deps: AttemptDeps): Prom
   );
 }
 
-async function attemptIn(span: Span, claim: ClaimedDelivery, { guard, policy, pool, logger, trustedCa }: AttemptDeps): Promise<void> {
+async function attemptIn(span: Span, claim: ClaimedDelivery, { guard, policy, pool, logger, box, trustedCa }: AttemptDeps): Promise<void> {
   const started = new Date();
   const timestamp = Math.floor(started.getTime() / 1000);
-  const result = await postWebhook(guard, {
-    url: claim.url,
-    body: claim.body,
-    timeoutMs: policy.timeoutMs,
-    ca: trustedCa,
-    headers: {
-      // The event id: the same on every attempt, so receivers can drop repeats.
-      'webhook-id': claim.eventId,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': signatureHeader(claim.secrets, claim.eventId, timestamp, claim.body),
-    },
-  });
+  const secrets = openLiveSecrets(box, claim.endpointId, claim.secrets, logger);
+  // Nothing is sent unsigned: with no secret that opens, the attempt fails (and is retried: the key may come back).
+  const result: SendResult =
+    secrets.length === 0
+      ? { kind: 'error', error: 'secret_unreadable: the signing secret does not open with the configured keys', durationMs: 0 }
+      : await postWebhook(guard, {
+          url: claim.url,
+          body: claim.body,
+          timeoutMs: policy.timeoutMs,
+          ca: trustedCa,
+          headers: {
+            // The event id: the same on every attempt, so receivers can drop repeats.
+            'webhook-id': claim.eventId,
+            'webhook-timestamp': String(timestamp),
+            'webhook-signature': signatureHeader(secrets, claim.eventId, timestamp, claim.body),
+          },
+        });
   const verdict = judgeAttempt(result, policy, claim.retryIndex + 1);
   span.setAttribute('rrs.webhook.outcome', verdict.outcome);
   if (result.kind === 'response') span.setAttribute('http.response.status_code', result.status);

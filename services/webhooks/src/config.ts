@@ -1,4 +1,4 @@
-import { busConfig, busEnvShape, ConfigError, envField, grpcServiceConfig, grpcServiceEnvShape, readEnv, type BusConfig, type Env, type GrpcServiceConfig } from '@rrs/runtime';
+import { busConfig, busEnvShape, ConfigError, envField, grpcServiceConfig, grpcServiceEnvShape, parseSecretKeys, readEnv, type BusConfig, type Env, type GrpcServiceConfig } from '@rrs/runtime';
 import { z } from 'zod';
 import type { DeliveryPolicy } from './deliveries';
 import { PRODUCTION_RETRY_SCHEDULE_MS } from './schedule';
@@ -9,6 +9,8 @@ export interface WebhooksConfig extends GrpcServiceConfig, BusConfig {
   /** Attempts in flight at once per replica. */
   concurrency: number;
   policy: DeliveryPolicy;
+  /** Keys sealing the signing secrets at rest (WEBHOOK_SECRET_KEYS), the first one sealing. */
+  secretKeys: Buffer[];
 }
 
 const DAY_MS = 24 * 3_600_000;
@@ -47,6 +49,7 @@ export function buildConfig(env: Env): WebhooksConfig {
       WEBHOOK_SECRET_GRACE_MS: envField.int(DEFAULT_DELIVERY_POLICY.secretGraceMs, 0),
       WEBHOOK_LOG_RETENTION_DAYS: envField.int(30, 1),
       WEBHOOK_CLAIM_LEASE_MARGIN_MS: envField.int(DEFAULT_DELIVERY_POLICY.claimLeaseMarginMs, 1_000),
+      WEBHOOK_SECRET_KEYS: z.string().optional(),
     },
     env,
   );
@@ -58,6 +61,7 @@ export function buildConfig(env: Env): WebhooksConfig {
     ...busConfig(vars),
     allowLoopbackHttp: vars.WEBHOOK_ALLOW_LOOPBACK_HTTP,
     concurrency: vars.WEBHOOK_CONCURRENCY,
+    secretKeys: parseSecretKeys(vars.WEBHOOK_SECRET_KEYS, 'WEBHOOK_SECRET_KEYS'),
     policy: {
       retryScheduleMs: vars.WEBHOOK_RETRY_SCHEDULE_MS ?? PRODUCTION_RETRY_SCHEDULE_MS,
       timeoutMs: vars.WEBHOOK_TIMEOUT_MS,

@@ -98,8 +98,8 @@ export interface ClaimedDelivery {
   body: string;
   endpointId: string;
   url: string;
-  /** Live secrets, the current one first. */
-  secrets: string[];
+  /** Live secrets as stored (sealed, see secrets.ts), the current one first. */
+  secrets: Array<{ id: string; secret: string }>;
   /** Number of this attempt over the delivery's life (numbering of the attempt log). */
   attemptNumber: number;
   /** Attempts already made in the current schedule run. */
@@ -130,7 +130,7 @@ export async function claimDue(pool: Pool, limit: number, leaseMs: number): Prom
        RETURNING d.id, d.event_id, d.endpoint_id, d.attempt_count, d.retry_index, d.claim_token, d.trace_context
      )
      SELECT c.id, c.event_id, c.endpoint_id, c.attempt_count, c.retry_index, c.claim_token, c.trace_context, e.type, e.body, ep.url,
-            ARRAY(SELECT s.secret FROM endpoint_secrets s WHERE s.endpoint_id = c.endpoint_id AND (s.expires_at IS NULL OR s.expires_at > now())
+            ARRAY(SELECT json_build_object('id', s.id, 'secret', s.secret) FROM endpoint_secrets s WHERE s.endpoint_id = c.endpoint_id AND (s.expires_at IS NULL OR s.expires_at > now())
                   ORDER BY s.expires_at IS NULL DESC, s.created_at DESC) AS secrets
      FROM claimed c JOIN events e ON e.id = c.event_id JOIN endpoints ep ON ep.id = c.endpoint_id`,
     [limit, leaseMs],
@@ -237,8 +237,14 @@ export async function recordAttempt(
   policy: Pick<DeliveryPolicy, 'disableAfterMs'>,
 ): Promise<{ held: boolean; endpointDisabled: DisabledReason | null }> {
   return inTransaction(pool, async (client) => {
+    // Lock order endpoint → delivery, as DELETE (which cascades into the deliveries) and PATCH disabled
+    // take them: locking the delivery first and the endpoint after deadlocked against a concurrent DELETE,
+    // and against another attempt of the same endpoint disabling it. NO KEY UPDATE serializes the outcomes
+    // of one endpoint's attempts (short transactions) and waits for a DELETE in progress.
+    const { rowCount: endpointExists } = await client.query(`SELECT 1 FROM endpoints WHERE id = $1 FOR NO KEY UPDATE`, [claim.endpointId]);
+    // The endpoint (and with it this delivery) was deleted while the attempt was in flight.
+    if (endpointExists !== 1) return { held: false, endpointDisabled: null };
     await client.query(
-      // The delivery is gone when its endpoint was deleted while this attempt was in flight.
       `INSERT INTO attempts (delivery_id, number, started_at, duration_ms, status_code, response_body, error, outcome)
        SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM deliveries WHERE id = $1)
        ON CONFLICT (delivery_id, number) DO NOTHING`,

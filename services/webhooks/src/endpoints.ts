@@ -1,9 +1,10 @@
 import { EVENT_TYPES, eventsV1, SUBSCRIBABLE_EVENT_TYPES as SUBSCRIBABLE } from '@rrs/proto';
-import { ConflictError, DomainError, injectTraceContext, InvalidError, inTransaction, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
+import { ConflictError, DomainError, injectTraceContext, InvalidError, inTransaction, uuidv7, type Pool, type PoolClient, type SecretBox } from '@rrs/runtime';
 import { runIdempotent, type Codec, type IdempotencyRequest } from '@rrs/idempotency';
 import { announceDue, createDeliveries, disableEndpoint, storeEvent, type DeliveryPolicy, type DisabledReason } from './deliveries';
 import { eventData, renderBody } from './payload';
 import { generateSecret } from './signing';
+import { insertSecret, readSecret } from './secrets';
 import { WebhookUrlNotAllowed, type UrlGuard } from './urlGuard';
 
 /** Event types an endpoint may subscribe to (the test event is sent on request, to one endpoint). */
@@ -128,15 +129,27 @@ function endpointDisabled(): ConflictError {
   return new ConflictError('webhook_endpoint_disabled', 'the endpoint is disabled; enable it first (PATCH with disabled: false)');
 }
 
-/** The saved response of an idempotent create or rotation: the endpoint and its secret, as JSON. */
-const createdCodec: Codec<CreatedEndpoint> = {
-  encode: (created) => Buffer.from(JSON.stringify(created)),
+/** What an idempotent create or rotation returns inside its transaction: the secret and the id of its row. */
+interface IssuedSecret {
+  endpoint: Endpoint;
+  secretId: string;
+  /** Absent in a saved response: see createdCodec. */
+  secret?: string;
+}
+
+/**
+ * The saved response of an idempotent create or rotation: the endpoint and the id of the secret's row,
+ * never the secret. A replay reads that row's secret again (sealed like every stored secret), so it
+ * answers what the first call answered while the idempotency table holds nothing that signs.
+ */
+const createdCodec: Codec<IssuedSecret> = {
+  encode: (issued) => Buffer.from(JSON.stringify({ endpoint: issued.endpoint, secretId: issued.secretId })),
   decode: (bytes) => {
-    const saved = JSON.parse(Buffer.from(bytes).toString('utf8')) as CreatedEndpoint;
+    const saved = JSON.parse(Buffer.from(bytes).toString('utf8')) as IssuedSecret;
     const fields = saved.endpoint as unknown as Record<string, string | null>;
     const date = (field: string) => (fields[field] === null ? null : new Date(fields[field] as string));
     return {
-      secret: saved.secret,
+      secretId: saved.secretId,
       endpoint: {
         ...saved.endpoint,
         disabledAt: date('disabledAt'),
@@ -155,6 +168,8 @@ export class WebhookEndpoints {
     private readonly pool: Pool,
     private readonly guard: UrlGuard,
     private readonly policy: Pick<DeliveryPolicy, 'secretGraceMs'>,
+    /** Seals the signing secrets at rest (WEBHOOK_SECRET_KEYS). */
+    private readonly box: SecretBox,
     /** Called after deliveries were queued, so the worker sends them at once. */
     private readonly onQueued: () => void,
   ) {}
@@ -171,12 +186,19 @@ export class WebhookEndpoints {
         throw new ConflictError('webhook_endpoint_limit', `an organization may have at most ${MAX_ENDPOINTS_PER_ORGANIZATION} webhook endpoints`);
       }
       const id = uuidv7();
-      const secret = generateSecret();
       await client.query(`INSERT INTO endpoints (id, organization_id, url, events, description) VALUES ($1, $2, $3, $4, $5)`, [id, input.organizationId, url, events, description]);
-      await client.query(`INSERT INTO endpoint_secrets (id, endpoint_id, secret) VALUES ($1, $2, $3)`, [uuidv7(), id, secret]);
-      return { endpoint: await this.load(client, input.organizationId, id), secret };
+      const secret = generateSecret();
+      const secretId = await insertSecret(client, this.box, id, secret);
+      return { endpoint: await this.load(client, input.organizationId, id), secretId, secret };
     });
-    return { ...result, replayed };
+    return this.issued(result, replayed);
+  }
+
+  /** The response of a create or rotation; a replay reads its secret again (gone with a deleted endpoint: not found). */
+  private async issued(issued: IssuedSecret, replayed: boolean): Promise<CreatedEndpoint & { replayed: boolean }> {
+    const secret = issued.secret ?? (await readSecret(this.pool, this.box, issued.endpoint.id, issued.secretId));
+    if (secret === null) throw notFound('endpoint');
+    return { endpoint: issued.endpoint, secret, replayed };
   }
 
   async list(organizationId: string): Promise<Endpoint[]> {
@@ -220,11 +242,11 @@ export class WebhookEndpoints {
       await client.query(`UPDATE endpoint_secrets SET expires_at = now() WHERE endpoint_id = $1 AND expires_at > now()`, [id]);
       await client.query(`UPDATE endpoint_secrets SET expires_at = now() + make_interval(secs => $2 / 1000.0) WHERE endpoint_id = $1 AND expires_at IS NULL`, [id, this.policy.secretGraceMs]);
       const secret = generateSecret();
-      await client.query(`INSERT INTO endpoint_secrets (id, endpoint_id, secret) VALUES ($1, $2, $3)`, [uuidv7(), id, secret]);
+      const secretId = await insertSecret(client, this.box, id, secret);
       await client.query(`UPDATE endpoints SET updated_at = now() WHERE id = $1`, [id]);
-      return { endpoint: await this.load(client, organizationId, id), secret };
+      return { endpoint: await this.load(client, organizationId, id), secretId, secret };
     });
-    return { ...result, replayed };
+    return this.issued(result, replayed);
   }
 
   /** Queues a `webhook.test` event for this one endpoint. */

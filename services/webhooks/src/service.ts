@@ -1,11 +1,12 @@
 import { join } from 'node:path';
-import { Notifier, openBus, openServiceDatabase, serveGrpc, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
+import { Notifier, openBus, openServiceDatabase, SecretBox, serveGrpc, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { watchDeliveryBacklog } from './backlog';
 import type { WebhooksConfig } from './config';
 import { WebhookEndpoints } from './endpoints';
 import { consumeEvents } from './intake';
 import { schedulePurgeDeliveryLog } from './retention';
+import { sealStoredSecrets } from './secrets';
 import { webhooksGrpcService } from './grpcApi';
 import { UrlGuard, type Resolver } from './urlGuard';
 import { startDeliveryWorker, type DeliveryWorker } from './worker';
@@ -14,7 +15,7 @@ export const SCHEMA = 'webhooks';
 export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 
 /** The bus settings are needed only when no bus is handed in (`deps.bus`, as the all-in-one does). */
-export type StartWebhooksConfig = Pick<WebhooksConfig, 'databaseUrl' | 'grpcHost' | 'grpcPort' | 'allowLoopbackHttp' | 'concurrency' | 'policy'> & Partial<BusConfig>;
+export type StartWebhooksConfig = Pick<WebhooksConfig, 'databaseUrl' | 'grpcHost' | 'grpcPort' | 'allowLoopbackHttp' | 'concurrency' | 'policy' | 'secretKeys'> & Partial<BusConfig>;
 
 export interface WebhooksDeps {
   bus?: Bus;
@@ -38,6 +39,9 @@ export async function startWebhooks(config: StartWebhooksConfig, ctx: ServiceCon
     max: Math.max(10, Math.ceil(config.concurrency / 2) + 4),
     migrations: [{ dir: MIGRATIONS_DIR }, IDEMPOTENCY_MIGRATIONS],
   });
+  const box = new SecretBox(config.secretKeys);
+  // Before any delivery is claimed: secrets still stored as they are get sealed, older keys' re-sealed.
+  await sealStoredSecrets(pool, box, ctx.logger);
   ctx.lifecycle.onStop('delivery backlog metrics', watchDeliveryBacklog(pool));
   startIdempotencyPurge(pool, ctx);
   const stopLogPurge = schedulePurgeDeliveryLog(pool, config.policy.logRetentionMs, 3_600_000, (err) => ctx.logger.warn({ err }, 'delivery log purge failed'));
@@ -46,14 +50,14 @@ export async function startWebhooks(config: StartWebhooksConfig, ctx: ServiceCon
   const guard = new UrlGuard({ allowLoopbackHttp: config.allowLoopbackHttp, resolve: deps.resolve });
   // Every replica's worker hears deliveries queued anywhere (DUE_CHANNEL) on this process's LISTEN connection.
   const notifier = new Notifier(config.databaseUrl, SCHEMA, ctx.logger);
-  const worker = startDeliveryWorker({ pool, guard, policy: config.policy, logger: ctx.logger, concurrency: config.concurrency, trustedCa: deps.trustedCa, notifier });
+  const worker = startDeliveryWorker({ pool, guard, policy: config.policy, logger: ctx.logger, box, concurrency: config.concurrency, trustedCa: deps.trustedCa, notifier });
   ctx.lifecycle.onStop('webhook delivery worker', () => worker.stop());
   await notifier.start();
   ctx.lifecycle.onStop('LISTEN connection', () => notifier.stop());
   // A delivery queued by another replica before LISTEN was in place is claimed now.
   worker.wake();
 
-  const endpoints = new WebhookEndpoints(pool, guard, config.policy, () => worker.wake());
+  const endpoints = new WebhookEndpoints(pool, guard, config.policy, box, () => worker.wake());
   // Without NATS the deliveries already queued in PostgreSQL go on and new events wait in the stream: degraded.
   const bus = await openBus(config, ctx, 'webhooks', deps.bus, { required: false });
   const events = await consumeEvents(bus, pool, ctx.logger, () => worker.wake());

@@ -47,9 +47,15 @@ export function classifyAddress(address: string, allowLoopback: boolean): Addres
   return { allowed: false, range };
 }
 
-export type UrlRefusal = 'invalid_url' | 'scheme' | 'credentials' | 'unresolvable' | 'address';
+/**
+ * Why a URL is refused. `address`: a literal IP outside the public range (`range` names it; the caller
+ * wrote it). `host_not_public`: a host NAME that does not resolve, or resolves to any address outside the
+ * public range — one answer for both and no range, so the refusal tells nothing about how names resolve
+ * inside the network the service runs in (which internal names exist, which are private or loopback).
+ */
+export type UrlRefusal = 'invalid_url' | 'scheme' | 'credentials' | 'host_not_public' | 'address';
 
-/** The URL may not be called: invalid, `webhook_url_not_allowed`, with `reason` (and `range` for an address). */
+/** The URL may not be called: invalid, `webhook_url_not_allowed`, with `reason` (and `range` for a literal address). */
 export class WebhookUrlNotAllowed extends DomainError {
   readonly reason: UrlRefusal;
   constructor(reason: UrlRefusal, message: string, extra: Record<string, unknown> = {}, cause?: unknown) {
@@ -82,23 +88,26 @@ export class UrlGuard {
     }
     if (url.username || url.password) throw new WebhookUrlNotAllowed('credentials', 'the webhook URL must not carry a user name or password');
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    const literal = isIP(host) !== 0;
+    const notPublic = (cause?: unknown) =>
+      new WebhookUrlNotAllowed('host_not_public', 'the webhook host must resolve to public addresses only', {}, cause);
     let found: string[];
-    if (isIP(host)) {
+    if (literal) {
       found = [host];
     } else {
       try {
         found = await (this.options.resolve ?? systemResolver)(host);
       } catch (err) {
-        throw new WebhookUrlNotAllowed('unresolvable', `the webhook host ${host} does not resolve`, {}, err);
+        throw notPublic(err);
       }
-      if (found.length === 0) throw new WebhookUrlNotAllowed('unresolvable', `the webhook host ${host} does not resolve`);
+      if (found.length === 0) throw notPublic();
     }
     const addresses: CheckedUrl['addresses'] = [];
     let allLoopback = true;
     for (const address of found) {
       const verdict = classifyAddress(address, this.options.allowLoopbackHttp);
-      // The address itself is not echoed: the caller would learn how internal names resolve.
-      if (!verdict.allowed) throw new WebhookUrlNotAllowed('address', `the webhook host resolves to a ${verdict.range} address, which webhooks may not reach`, { range: verdict.range });
+      if (!verdict.allowed && !literal) throw notPublic();
+      if (!verdict.allowed) throw new WebhookUrlNotAllowed('address', `the webhook URL's address is in the ${verdict.range} range, which webhooks may not reach`, { range: verdict.range });
       allLoopback &&= verdict.loopback;
       addresses.push({ address, family: isIP(address) === 6 ? 6 : 4 });
     }

@@ -1,7 +1,7 @@
 import { buildConfig } from '../src/config';
 
 describe('webhooks config', () => {
-  const base = { DATABASE_URL: 'postgres://db/rrs' };
+  const base = { DATABASE_URL: 'postgres://db/rrs', WEBHOOK_SECRET_KEYS: Buffer.alloc(32, 3).toString('base64') };
 
   it('reads the common gRPC service and bus variables with the webhooks defaults', () => {
     const config = buildConfig(base);

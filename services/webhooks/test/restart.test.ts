@@ -58,6 +58,7 @@ describe('webhooks service killed during retries', () => {
         WEBHOOK_ALLOW_LOOPBACK_HTTP: 'true',
         WEBHOOK_RETRY_SCHEDULE_MS: '0,3000,200,200,200,200,200,200',
         WEBHOOK_TIMEOUT_MS: '2000',
+        WEBHOOK_SECRET_KEYS: Buffer.alloc(32, 3).toString('base64'),
         ...extraEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

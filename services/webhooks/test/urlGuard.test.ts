@@ -86,11 +86,22 @@ describe('URL guard at registration', () => {
     expect(err.details).toEqual({ reason: 'address', range });
   });
 
-  it.each(REFUSED)('refuses a host name resolving to %s (%s), even next to a public address', async (address, range) => {
+  /** What a refusal of a host name may say: the same for every range and for a name that does not resolve. */
+  const HOST_REFUSAL = { kind: 'invalid', code: 'webhook_url_not_allowed', message: 'the webhook host must resolve to public addresses only', details: { reason: 'host_not_public' } };
+
+  it.each(REFUSED)('refuses a host name resolving to %s (%s), even next to a public address, without saying what it resolves to', async (address, range) => {
     const guard = new UrlGuard({ allowLoopbackHttp: false, resolve: fakeDns({ 'mixed.example.com': [PUBLIC_V4, address] }) });
     const err = await refusal(guard.check('https://mixed.example.com/hook'));
-    expect(err.details).toEqual({ reason: 'address', range });
-    expect(err.message).not.toContain(address);
+    expect({ kind: err.kind, code: err.code, message: err.message, details: err.details }).toEqual(HOST_REFUSAL);
+    expect(JSON.stringify({ message: err.message, details: err.details })).not.toContain(range);
+  });
+
+  it('answers a name that does not resolve exactly as a name resolving to an internal address (no oracle of internal DNS)', async () => {
+    const guard = new UrlGuard({ allowLoopbackHttp: false, resolve: fakeDns({ 'db.internal': ['10.0.0.5'], 'meta.internal': ['169.254.169.254'], 'empty.internal': [] }) });
+    for (const host of ['db.internal', 'meta.internal', 'empty.internal', 'nothing.internal']) {
+      const err = await refusal(guard.check(`https://${host}/hook`));
+      expect({ kind: err.kind, code: err.code, message: err.message, details: err.details }).toEqual(HOST_REFUSAL);
+    }
   });
 
   it.each([
@@ -98,7 +109,7 @@ describe('URL guard at registration', () => {
     ['ftp', 'ftp://hooks.example.com/x', 'scheme'],
     ['credentials in the URL', 'https://user:pw@hooks.example.com/x', 'credentials'],
     ['not a URL', 'hooks.example.com/x', 'invalid_url'],
-    ['a host that does not resolve', 'https://nowhere.example.com/x', 'unresolvable'],
+    ['a host that does not resolve', 'https://nowhere.example.com/x', 'host_not_public'],
     ['a too long URL', `https://hooks.example.com/${'a'.repeat(2100)}`, 'invalid_url'],
     ['an IPv4 shorthand of loopback', 'https://0x7f.1/x', 'address'],
     ['a decimal IPv4 of loopback', 'https://2130706433/x', 'address'],
@@ -142,7 +153,9 @@ describe('URL guard at send time', () => {
     dns['rebind.example.com'] = [address];
     const result = await send(guard, 'https://rebind.example.com/hook');
     expect(result).toMatchObject({ kind: 'error' });
-    expect(result.kind === 'error' && result.error).toContain(`a ${range} address`);
+    // The delivery log the tenant reads says neither the range nor the address.
+    expect(result.kind === 'error' && result.error).toBe('url_not_allowed: the webhook host must resolve to public addresses only');
+    expect(result.kind === 'error' && result.error).not.toContain(range);
     expect(received).toEqual([]);
   });
 

@@ -33,6 +33,9 @@ const RESPONSE_WINDOW_DOC = 'Minutes a recipient waits for a rating after its la
 const COOLDOWN_DOC = 'Days after a review request went out to a person (matched by email or phone across locations and cascades), or after they rated, during which no other is sent to them: such recipients are skipped with reason `cooldown` unless the request sets `ignoreCooldown` (docs/customer-respect.md). 0 = no cooldown.';
 const CooldownDays = z.number().int().min(0).max(MAX_COOLDOWN_DAYS);
 const REQUIRE_CONSENT_DOC = 'Skip recipients given without `consentAt` (reason `no_consent`; docs/customer-respect.md).';
+const ALLOWED_COUNTRIES_DOC =
+  'ISO 3166 regions whose phone numbers SMS, MAX and TELEGRAM send to; a phone elsewhere is refused like a premium-rate one (400 `phone_not_allowed` on POST /contacts, steps skipped `phone_not_allowed`; docs/customer-respect.md). [] = `defaultRegion` only.';
+const AllowedCountries = z.array(z.string().regex(/^[A-Z]{2}$/)).max(250);
 
 const Organization = z.object({
   id: z.string(),
@@ -47,6 +50,7 @@ const Organization = z.object({
   responseWindowMinutes: z.number().int().meta({ description: `${RESPONSE_WINDOW_DOC} For one-channel sends and flows that set none.` }),
   cooldownDays: z.number().int().meta({ description: COOLDOWN_DOC }),
   requireConsent: z.boolean().meta({ description: REQUIRE_CONSENT_DOC }),
+  allowedCountries: z.array(z.string()).meta({ description: ALLOWED_COUNTRIES_DOC }),
   createdAt: z.string(),
 });
 const OrganizationFields = {
@@ -70,6 +74,7 @@ const CreateOrganizationBody = z.strictObject({
   responseWindowMinutes: ResponseWindowMinutes.optional().meta({ description: `${RESPONSE_WINDOW_DOC} Default 4 320 (3 days).` }),
   cooldownDays: CooldownDays.optional().meta({ description: `${COOLDOWN_DOC} Default ${DEFAULT_COOLDOWN_DAYS}.` }),
   requireConsent: z.boolean().optional().meta({ description: `${REQUIRE_CONSENT_DOC} Default false.` }),
+  allowedCountries: AllowedCountries.optional().meta({ description: `${ALLOWED_COUNTRIES_DOC} Default [].` }),
 });
 const UpdateOrganizationBody = z.strictObject({
   name: OrganizationFields.name.optional(),
@@ -83,6 +88,7 @@ const UpdateOrganizationBody = z.strictObject({
   responseWindowMinutes: ResponseWindowMinutes.optional().meta({ description: RESPONSE_WINDOW_DOC }),
   cooldownDays: CooldownDays.optional().meta({ description: COOLDOWN_DOC }),
   requireConsent: z.boolean().optional().meta({ description: REQUIRE_CONSENT_DOC }),
+  allowedCountries: AllowedCountries.optional().meta({ description: `${ALLOWED_COUNTRIES_DOC} Replaces the list; absent = unchanged.` }),
 });
 
 const ApiKey = z.object({
@@ -168,7 +174,7 @@ const CreditBody = z.strictObject({ parts: z.number().int().min(1).max(1_000_000
 const EXAMPLE_ORGANIZATION = {
   id: EXAMPLE_IDS.organization, name: 'Acme Dental', plan: 'standard', emailConfirmed: true, smsBalance: 500,
   timeZone: 'Europe/Moscow', locale: 'ru', defaultRegion: 'RU', sendWindow: { start: '09:00', end: '21:00', days: [], channels: [] }, responseWindowMinutes: 4320,
-  cooldownDays: 30, requireConsent: false, createdAt: '2026-05-01T09:00:00.000Z',
+  cooldownDays: 30, requireConsent: false, allowedCountries: [], createdAt: '2026-05-01T09:00:00.000Z',
 };
 const EXAMPLE_API_KEY = {
   id: '0190e0e0-8888-7000-8000-000000000008', name: 'CRM', scopes: ['locations:read', 'contacts:write'], prefix: 'rrs_live_3f9a', last4: 'x7Qe',
@@ -190,7 +196,7 @@ const sendWindowSetting = (w: z.infer<typeof SendWindowInput> | null | undefined
 const organizationJson = (o: contactsV1.Organization) => ({
   id: o.id, name: o.name, plan: o.plan, emailConfirmed: o.emailConfirmed, smsBalance: o.smsBalance,
   timeZone: o.timeZone, locale: o.locale, defaultRegion: o.defaultRegion, sendWindow: sendWindowJson(o.sendWindow), responseWindowMinutes: o.responseWindowMinutes,
-  cooldownDays: o.cooldownDays, requireConsent: o.requireConsent, createdAt: iso(o.createdAt),
+  cooldownDays: o.cooldownDays, requireConsent: o.requireConsent, allowedCountries: o.allowedCountries, createdAt: iso(o.createdAt),
 });
 const apiKeyJson = (k: contactsV1.ApiKey) => ({ id: k.id, name: k.name, scopes: k.scopes, prefix: k.prefix, last4: k.last4, createdAt: iso(k.createdAt), revokedAt: k.revokedAt ? k.revokedAt.toISOString() : null });
 const locationJson = (l: contactsV1.Location) => ({
@@ -219,6 +225,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
           name: body.name, plan: body.plan ?? '', emailConfirmed: body.emailConfirmed ?? false, smsBalance: body.smsBalance ?? 0,
           timeZone: body.timeZone ?? '', locale: body.locale ?? '', defaultRegion: body.defaultRegion ?? '', sendWindow: sendWindowSetting(body.sendWindow), responseWindowMinutes: body.responseWindowMinutes,
           cooldownDays: body.cooldownDays, requireConsent: body.requireConsent,
+          allowedCountries: body.allowedCountries === undefined ? undefined : { countries: body.allowedCountries },
         }, { metadata });
         return { body: { organization: organizationJson(r.organization!) } };
       },
@@ -251,7 +258,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       request: { params: OrgParams, body: UpdateOrganizationBody },
       responses: { 200: { description: 'The organization as it is now.', body: z.object({ organization: Organization }), example: { organization: { ...EXAMPLE_ORGANIZATION, plan: 'pro' } } } },
       example: { body: { plan: 'pro', emailConfirmed: true } },
-      handler: async ({ params, body, metadata }) => ({ body: { organization: organizationJson((await contacts.updateOrganization({ id: params.organizationId, ...body, sendWindow: sendWindowSetting(body.sendWindow) }, { metadata })).organization!) } }),
+      handler: async ({ params, body, metadata }) => ({ body: { organization: organizationJson((await contacts.updateOrganization({ id: params.organizationId, ...body, sendWindow: sendWindowSetting(body.sendWindow), allowedCountries: body.allowedCountries === undefined ? undefined : { countries: body.allowedCountries } }, { metadata })).organization!) } }),
     }),
 
     // API keys

@@ -79,6 +79,13 @@ function contactJson(c: contactsV1.Contact) {
   };
 }
 
+const PHONE_NOT_ALLOWED = {
+  status: 400,
+  code: 'phone_not_allowed',
+  description:
+    "The phone is a number the phone channels (SMS, MAX, TELEGRAM) never send to, and nothing is saved: `reason` `number_type` (premium-rate, shared-cost, toll-free, UAN, VoIP, pager, voicemail… — `numberType` names it), `international_network` (satellite or global-service codes such as +881, +882), or `country` (outside the organization's allowed countries, by default its region; `allowedCountries` lists them).",
+};
+
 export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
   return [
     defineRoute({
@@ -100,7 +107,7 @@ export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
       recipients: ({ body }) => (body.startCascade === true ? 1 : 0),
       request: { body: ContactBody },
       responses: { 200: { description: 'The contact as stored.', body: UpsertContactResponse, example: EXAMPLE_RESPONSE } },
-      errors: [404],
+      errors: [404, PHONE_NOT_ALLOWED],
       example: {
         body: { externalId: 'crm-1042', name: 'Anna', email: 'anna@example.com', phone: '+7 916 123-45-67', locationId: EXAMPLE_IDS.location, consentAt: '2026-05-01T12:00:00+03:00', attributes: { orderId: 'A-77' }, startCascade: true },
       },

@@ -34,7 +34,7 @@ export const StepStatus = z.enum(STEP_STATUSES).meta({
 export const SkipReason = z.enum(SKIP_REASONS).meta({
   id: 'SkipReason',
   description: 'Why a step was skipped: `no_contact` (the recipient lacks the channel\'s contact field), `opted_out` (the person is in the organization\'s opt-out ledger, through any channel), `channel_not_configured` (the organization has not configured the channel), ' +
-    '`cooldown` and `no_consent` (the recipient was skipped at intake for that reason; see FinishReason).',
+    '`cooldown` and `no_consent` (the recipient was skipped at intake for that reason; see FinishReason), `phone_not_allowed` (a phone step, SMS/MAX/TELEGRAM, to a number the phone channels refuse: premium-rate, shared-cost, toll-free, satellite or international-network and other non-personal numbers, or a number outside the organization\'s allowed countries).',
 });
 
 export const RerouteReason = z.enum(REROUTE_REASONS).meta({

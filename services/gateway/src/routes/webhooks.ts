@@ -115,7 +115,8 @@ function deliveryJson(d: webhooksV1.Delivery) {
 const URL_NOT_ALLOWED = {
   status: 400,
   code: 'webhook_url_not_allowed',
-  description: 'The URL is not https, carries credentials, does not resolve, or resolves to an address webhooks may not reach (private, loopback, link-local, unique-local, multicast, CGNAT, cloud metadata…); `reason` and `range` say which.',
+  description:
+    'The URL is not https (`reason` `scheme`), carries credentials (`credentials`), is not a URL (`invalid_url`), is a literal IP address webhooks may not reach (`address`, with `range`: private, loopback, link-local, unique-local, multicast, CGNAT, cloud metadata…), or names a host that does not resolve to public addresses only (`host_not_public`, one answer whether it does not resolve or resolves to a refused address, never saying which or to what).',
 };
 const ENDPOINT_DISABLED = { status: 409, code: 'webhook_endpoint_disabled', description: 'The endpoint is disabled; enable it with PATCH `{"disabled": false}` first.' };
 const ENDPOINT_LIMIT = { status: 409, code: 'webhook_endpoint_limit', description: 'The organization already has the maximum number of webhook endpoints (50).' };

@@ -1,13 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
+import { generateSecretKey } from '@rrs/runtime';
 import { DEFAULT_DELIVERY_POLICY, type StartWebhooksConfig } from '../../src';
 import type { DeliveryPolicy } from '../../src/deliveries';
+
+/** The key sealing signing secrets in tests (WEBHOOK_SECRET_KEYS). */
+export const TEST_SECRET_KEY = Buffer.from(generateSecretKey(), 'base64');
 
 /**
  * The webhooks service's config in tests: its own database and bus prefix, gRPC on a free port, loopback
  * receivers allowed, and the production policy with the changes a test makes (shorter schedules, timeouts).
  */
-export function testWebhooksConfig(databaseUrl: string, busPrefix: string, options: { concurrency?: number; policy?: Partial<DeliveryPolicy> } = {}): StartWebhooksConfig {
+export function testWebhooksConfig(databaseUrl: string, busPrefix: string, options: { concurrency?: number; policy?: Partial<DeliveryPolicy>; secretKeys?: Buffer[] } = {}): StartWebhooksConfig {
   return {
     databaseUrl,
     busPrefix,
@@ -16,6 +20,7 @@ export function testWebhooksConfig(databaseUrl: string, busPrefix: string, optio
     allowLoopbackHttp: true,
     concurrency: options.concurrency ?? 4,
     policy: { ...DEFAULT_DELIVERY_POLICY, ...options.policy },
+    secretKeys: options.secretKeys ?? [TEST_SECRET_KEY],
   };
 }
 

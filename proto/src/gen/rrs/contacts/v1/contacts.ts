@@ -50,6 +50,16 @@ export interface Organization {
   cooldownDays: number;
   /** Recipients without `consent_at` are skipped (`no_consent`). */
   requireConsent: boolean;
+  /**
+   * ISO 3166 regions whose phone numbers the phone channels send to (rule in proto/src/phones.ts); empty =
+   * `default_region` only.
+   */
+  allowedCountries: string[];
+}
+
+/** An allowed-countries setting: the list given (empty = the organization's region only). */
+export interface AllowedCountriesSetting {
+  countries: string[];
 }
 
 /**
@@ -99,7 +109,11 @@ export interface CreateOrganizationRequest {
     | undefined;
   /** Unset = 30. */
   cooldownDays?: number | undefined;
-  requireConsent?: boolean | undefined;
+  requireConsent?:
+    | boolean
+    | undefined;
+  /** Unset = none: the organization's region only. */
+  allowedCountries?: AllowedCountriesSetting | undefined;
 }
 
 export interface GetOrganizationRequest {
@@ -219,7 +233,11 @@ export interface UpdateOrganizationRequest {
   sendWindow?: SendWindowSetting | undefined;
   responseWindowMinutes?: number | undefined;
   cooldownDays?: number | undefined;
-  requireConsent?: boolean | undefined;
+  requireConsent?:
+    | boolean
+    | undefined;
+  /** Set: replaces the list; unset: unchanged. */
+  allowedCountries?: AllowedCountriesSetting | undefined;
 }
 
 export interface UpdateOrganizationResponse {
@@ -469,6 +487,7 @@ function createBaseOrganization(): Organization {
     responseWindowMinutes: 0,
     cooldownDays: 0,
     requireConsent: false,
+    allowedCountries: [],
   };
 }
 
@@ -512,6 +531,9 @@ export const Organization: MessageFns<Organization> = {
     }
     if (message.requireConsent !== false) {
       writer.uint32(104).bool(message.requireConsent);
+    }
+    for (const v of message.allowedCountries) {
+      writer.uint32(114).string(v!);
     }
     return writer;
   },
@@ -633,6 +655,14 @@ export const Organization: MessageFns<Organization> = {
             message.requireConsent = reader.bool();
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.allowedCountries.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -696,6 +726,11 @@ export const Organization: MessageFns<Organization> = {
         : isSet(object.require_consent)
         ? globalThis.Boolean(object.require_consent)
         : false,
+      allowedCountries: globalThis.Array.isArray(object?.allowedCountries)
+        ? object.allowedCountries.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_countries)
+        ? object.allowed_countries.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -740,6 +775,9 @@ export const Organization: MessageFns<Organization> = {
     if (message.requireConsent !== false) {
       obj.requireConsent = message.requireConsent;
     }
+    if (message.allowedCountries?.length) {
+      obj.allowedCountries = message.allowedCountries;
+    }
     return obj;
   },
 
@@ -763,6 +801,78 @@ export const Organization: MessageFns<Organization> = {
     message.responseWindowMinutes = object.responseWindowMinutes ?? 0;
     message.cooldownDays = object.cooldownDays ?? 0;
     message.requireConsent = object.requireConsent ?? false;
+    message.allowedCountries = object.allowedCountries?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseAllowedCountriesSetting(): AllowedCountriesSetting {
+  return { countries: [] };
+}
+
+export const AllowedCountriesSetting: MessageFns<AllowedCountriesSetting> = {
+  encode(message: AllowedCountriesSetting, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.countries) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AllowedCountriesSetting {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAllowedCountriesSetting();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.countries.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AllowedCountriesSetting {
+    return {
+      countries: globalThis.Array.isArray(object?.countries)
+        ? object.countries.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AllowedCountriesSetting): unknown {
+    const obj: any = {};
+    if (message.countries?.length) {
+      obj.countries = message.countries;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AllowedCountriesSetting>, I>>(base?: I): AllowedCountriesSetting {
+    return AllowedCountriesSetting.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AllowedCountriesSetting>, I>>(object: I): AllowedCountriesSetting {
+    const message = createBaseAllowedCountriesSetting();
+    message.countries = object.countries?.map((e) => e) || [];
     return message;
   },
 };
@@ -1160,6 +1270,7 @@ function createBaseCreateOrganizationRequest(): CreateOrganizationRequest {
     responseWindowMinutes: undefined,
     cooldownDays: undefined,
     requireConsent: undefined,
+    allowedCountries: undefined,
   };
 }
 
@@ -1197,6 +1308,9 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
     }
     if (message.requireConsent !== undefined) {
       writer.uint32(88).bool(message.requireConsent);
+    }
+    if (message.allowedCountries !== undefined) {
+      AllowedCountriesSetting.encode(message.allowedCountries, writer.uint32(98).fork()).join();
     }
     return writer;
   },
@@ -1302,6 +1416,14 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
             message.requireConsent = reader.bool();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.allowedCountries = AllowedCountriesSetting.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1359,6 +1481,11 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
         : isSet(object.require_consent)
         ? globalThis.Boolean(object.require_consent)
         : undefined,
+      allowedCountries: isSet(object.allowedCountries)
+        ? AllowedCountriesSetting.fromJSON(object.allowedCountries)
+        : isSet(object.allowed_countries)
+        ? AllowedCountriesSetting.fromJSON(object.allowed_countries)
+        : undefined,
     };
   },
 
@@ -1397,6 +1524,9 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
     if (message.requireConsent !== undefined) {
       obj.requireConsent = message.requireConsent;
     }
+    if (message.allowedCountries !== undefined) {
+      obj.allowedCountries = AllowedCountriesSetting.toJSON(message.allowedCountries);
+    }
     return obj;
   },
 
@@ -1418,6 +1548,9 @@ export const CreateOrganizationRequest: MessageFns<CreateOrganizationRequest> = 
     message.responseWindowMinutes = object.responseWindowMinutes ?? undefined;
     message.cooldownDays = object.cooldownDays ?? undefined;
     message.requireConsent = object.requireConsent ?? undefined;
+    message.allowedCountries = (object.allowedCountries !== undefined && object.allowedCountries !== null)
+      ? AllowedCountriesSetting.fromPartial(object.allowedCountries)
+      : undefined;
     return message;
   },
 };
@@ -2962,6 +3095,7 @@ function createBaseUpdateOrganizationRequest(): UpdateOrganizationRequest {
     responseWindowMinutes: undefined,
     cooldownDays: undefined,
     requireConsent: undefined,
+    allowedCountries: undefined,
   };
 }
 
@@ -3002,6 +3136,9 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
     }
     if (message.requireConsent !== undefined) {
       writer.uint32(96).bool(message.requireConsent);
+    }
+    if (message.allowedCountries !== undefined) {
+      AllowedCountriesSetting.encode(message.allowedCountries, writer.uint32(106).fork()).join();
     }
     return writer;
   },
@@ -3115,6 +3252,14 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
             message.requireConsent = reader.bool();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.allowedCountries = AllowedCountriesSetting.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3173,6 +3318,11 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
         : isSet(object.require_consent)
         ? globalThis.Boolean(object.require_consent)
         : undefined,
+      allowedCountries: isSet(object.allowedCountries)
+        ? AllowedCountriesSetting.fromJSON(object.allowedCountries)
+        : isSet(object.allowed_countries)
+        ? AllowedCountriesSetting.fromJSON(object.allowed_countries)
+        : undefined,
     };
   },
 
@@ -3214,6 +3364,9 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
     if (message.requireConsent !== undefined) {
       obj.requireConsent = message.requireConsent;
     }
+    if (message.allowedCountries !== undefined) {
+      obj.allowedCountries = AllowedCountriesSetting.toJSON(message.allowedCountries);
+    }
     return obj;
   },
 
@@ -3236,6 +3389,9 @@ export const UpdateOrganizationRequest: MessageFns<UpdateOrganizationRequest> = 
     message.responseWindowMinutes = object.responseWindowMinutes ?? undefined;
     message.cooldownDays = object.cooldownDays ?? undefined;
     message.requireConsent = object.requireConsent ?? undefined;
+    message.allowedCountries = (object.allowedCountries !== undefined && object.allowedCountries !== null)
+      ? AllowedCountriesSetting.fromPartial(object.allowedCountries)
+      : undefined;
     return message;
   },
 };
