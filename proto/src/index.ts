@@ -11,3 +11,4 @@ export * from './scopes';
 export * from './rules';
 export * from './states';
 export * from './sendWindows';
+export * from './members';
