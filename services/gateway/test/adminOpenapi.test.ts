@@ -5,7 +5,7 @@ import { exampleProblems } from './documentExamples';
 import { lint } from './redocly';
 
 describe('the admin API OpenAPI document', () => {
-  const doc = serveApi(adminApi({} as GatewayClients, 'adm_test_token_0123456789')).document();
+  const doc = serveApi(adminApi({} as GatewayClients, 'adm_test_token_0123456789', 'https://reviews.example.com')).document();
 
   it('passes redocly lint (recommended-strict) with no problem', async () => {
     const result = await lint(doc);

@@ -5,10 +5,11 @@ import { ERROR_CODES, KERNEL_CODES, type ErrorCodeInfo } from '../http/errorCode
 import { notFound } from '../http/errors';
 import type { GatewayClients } from '../clients';
 import { connectorRoutes } from './connectorRoutes';
+import { memberRoutes } from './memberRoutes';
 import { peopleRoutes } from './peopleRoutes';
 import { adminRoutes } from './routes';
 
-const TAGS = ['organizations', 'api-keys', 'locations', 'flows', 'templates', 'channels', 'sms-balance', 'people', 'connectors'];
+const TAGS = ['organizations', 'api-keys', 'locations', 'flows', 'templates', 'channels', 'sms-balance', 'people', 'connectors', 'members'];
 
 /** What a request to the admin API may get: the kernel's codes and the admin token's. */
 const ADMIN_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
@@ -21,10 +22,10 @@ const ADMIN_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
  * bearer token. Its OpenAPI document (`/admin/v1/openapi.json`) needs no token, like the public API's.
  * No Idempotency-Key: the operations are the operator's, not an integrator's retries.
  */
-export function adminApi(clients: GatewayClients, adminToken: string): HttpApi {
+export function adminApi(clients: GatewayClients, adminToken: string, publicBaseUrl: string): HttpApi {
   return {
     basePath: '/admin/v1',
-    routes: [...adminRoutes(clients), ...peopleRoutes(clients), ...connectorRoutes(clients)],
+    routes: [...adminRoutes(clients), ...peopleRoutes(clients), ...connectorRoutes(clients), ...memberRoutes(clients, publicBaseUrl)],
     gates: { adminToken: adminTokenGate(adminToken) },
     idempotencyKeys: false,
     document: {
