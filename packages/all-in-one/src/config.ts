@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import { readEnv, envField, parseSecretKeys, type Env } from '@rrs/runtime';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '@rrs/proto';
 import { z } from 'zod';
 import { DEFAULT_MINUTE_MS, fastClock } from '@rrs/cascade-scheduler';
 import { isWellFormedApiKey } from '@rrs/contacts';
@@ -16,6 +17,10 @@ export interface AllInOneConfig {
   /** Unset = in-memory rate limiting and auth cache. */
   redisUrl?: string;
   demoApiKey?: string;
+  /** The demo organization's console person (`DEMO_EMAIL`, default demo@example.com). */
+  demoEmail?: string;
+  /** Their password (`DEMO_PASSWORD`); unset = generated once and kept in `dataDir/demo.json`. */
+  demoPassword?: string;
   adminToken?: string;
   publicBaseUrl: string;
   /** Length of one flow minute (`DELAY_MINUTE_MS`); below 60000 only outside production. */
@@ -41,6 +46,8 @@ export function buildConfig(env: Env): AllInOneConfig {
       NATS_URL: envField.url(['nats', 'tls']).optional(),
       REDIS_URL: envField.url(['redis', 'rediss']).optional(),
       DEMO_API_KEY: z.string().refine(isWellFormedApiKey, 'must be an API key: rrs_ followed by 36 letters and digits, the last 6 a checksum').optional(),
+      DEMO_EMAIL: z.email('must be an email address').default('demo@example.com'),
+      DEMO_PASSWORD: z.string().min(PASSWORD_MIN_LENGTH, `must be at least ${PASSWORD_MIN_LENGTH} characters`).max(PASSWORD_MAX_LENGTH).optional(),
       ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
       PUBLIC_BASE_URL: envField.baseUrl().optional(),
       DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
@@ -59,6 +66,8 @@ export function buildConfig(env: Env): AllInOneConfig {
     natsUrl: vars.NATS_URL,
     redisUrl: vars.REDIS_URL,
     demoApiKey: vars.DEMO_API_KEY,
+    demoEmail: vars.DEMO_EMAIL,
+    demoPassword: vars.DEMO_PASSWORD,
     adminToken: vars.ADMIN_TOKEN,
     publicBaseUrl: vars.PUBLIC_BASE_URL ?? `http://localhost:${vars.PORT}`,
     minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),

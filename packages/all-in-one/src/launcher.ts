@@ -92,6 +92,9 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
     channels: contacts.channels,
     flows: scheduler.flows,
     demoApiKey: config.demoApiKey,
+    members: contacts.members,
+    demoEmail: config.demoEmail,
+    demoPassword: config.demoPassword,
     adminToken: config.adminToken,
     logger: ctx.logger,
   });

@@ -10,6 +10,7 @@ function banner(running: RunningAllInOne, config: AllInOneConfig): string {
     `Review-request service is running at ${running.url} (started in ${Date.now() - startedAt} ms)`,
     `  Demo organization API key: ${running.demo.apiKey}`,
     `  Admin token:                ${running.demo.adminToken}`,
+    `  Console:                    ${running.url}/app/  (${running.demo.email} / ${running.demo.password})`,
     `  Dev inbox:                  ${running.url}/dev/inbox`,
     `  DELAY_MINUTE_MS:            ${config.minuteMs}${config.minuteMs === 60_000 ? '' : ' (fast clock: one flow minute lasts this many ms)'}`,
     `  Try: curl -H "Authorization: Bearer ${running.demo.apiKey}" ${running.url}/api/v1/ping`,

@@ -1,13 +1,16 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DomainError, randomBase62, type Logger } from '@rrs/runtime';
-import type { ChannelSettings, Directory, Templates } from '@rrs/contacts';
+import type { ChannelSettings, Directory, Members, Templates } from '@rrs/contacts';
 import type { Flows } from '@rrs/cascade-scheduler';
 
 export interface DemoState {
   organizationId: string;
   apiKey: string;
   adminToken: string;
+  /** The demo organization's console person (an owner), signing in at /app. */
+  email: string;
+  password: string;
 }
 
 /**
@@ -15,8 +18,13 @@ export interface DemoState {
  * location, a default flow of EMAIL at once then SMS after 60 minutes, every channel configured (MAX and
  * TELEGRAM too, so an SMS step without balance can be rerouted) and its own EMAIL and SMS templates. Its key and the admin token
  * are kept in the data folder (only a hash of the key is in the database) so later starts print them.
+ * With `members`, the demo person (DEMO_EMAIL, an owner) signs in to the console with DEMO_PASSWORD, or
+ * with a password generated once and kept in the same file (the database has only its argon2id hash).
  */
-export async function seedDemo(options: { stateFile: string; directory: Directory; templates?: Templates; channels?: ChannelSettings; flows: Flows; demoApiKey?: string; adminToken?: string; logger: Logger }): Promise<DemoState> {
+export async function seedDemo(options: {
+  stateFile: string; directory: Directory; templates?: Templates; channels?: ChannelSettings; flows: Flows; demoApiKey?: string; adminToken?: string; logger: Logger;
+  members?: Members; demoEmail?: string; demoPassword?: string;
+}): Promise<DemoState> {
   const saved = readState(options.stateFile);
   if (saved && (await organizationExists(options.directory, saved.organizationId))) {
     const state = { ...saved, adminToken: options.adminToken ?? saved.adminToken };
@@ -24,6 +32,7 @@ export async function seedDemo(options: { stateFile: string; directory: Director
       await issueKeyIfNew(options.directory, saved.organizationId, options.demoApiKey);
       state.apiKey = options.demoApiKey;
     }
+    Object.assign(state, await seedDemoPerson(options, saved.organizationId, saved));
     writeState(options.stateFile, state);
     return state;
   }
@@ -72,11 +81,29 @@ export async function seedDemo(options: { stateFile: string; directory: Director
   });
   await options.templates?.set({ organizationId: organization.id, channel: 'SMS', body: 'Demo Coffee: оцените визит {{link}}' });
   const { secret } = await options.directory.issueApiKey({ organizationId: organization.id, name: 'demo', secret: options.demoApiKey });
-  const state: DemoState = { organizationId: organization.id, apiKey: secret, adminToken: options.adminToken ?? `adm_${randomBase62(32)}` };
+  const person = await seedDemoPerson(options, organization.id, null);
+  const state: DemoState = { organizationId: organization.id, apiKey: secret, adminToken: options.adminToken ?? `adm_${randomBase62(32)}`, ...person };
   writeState(options.stateFile, state);
   options.logger.info({ organizationId: organization.id }, 'demo organization seeded');
   return state;
 }
+
+/**
+ * The demo person: DEMO_EMAIL with DEMO_PASSWORD, else the password kept from an earlier start, else a
+ * new one. Set on every start, so a changed DEMO_PASSWORD (or a DEMO_EMAIL) takes effect at once.
+ */
+async function seedDemoPerson(
+  options: { members?: Members; demoEmail?: string; demoPassword?: string },
+  organizationId: string,
+  saved: Partial<DemoState> | null,
+): Promise<{ email: string; password: string }> {
+  const email = options.demoEmail ?? saved?.email ?? DEFAULT_DEMO_EMAIL;
+  const password = options.demoPassword ?? saved?.password ?? randomBase62(20);
+  await options.members?.ensureMember({ organizationId, email, name: 'Demo', role: 'owner', password });
+  return { email, password };
+}
+
+export const DEFAULT_DEMO_EMAIL = 'demo@example.com';
 
 async function organizationExists(directory: Directory, id: string): Promise<boolean> {
   try {
