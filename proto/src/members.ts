@@ -20,3 +20,5 @@ export const SESSION_IDLE_MS = 12 * 60 * 60 * 1000;
 export const SESSION_ABSOLUTE_MS = 14 * 24 * 60 * 60 * 1000;
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+
+export const PASSWORD_RESET_TTL_MS = 60 * 60 * 1000;

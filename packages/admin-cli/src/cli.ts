@@ -193,6 +193,11 @@ export const COMMANDS: Record<string, Command> = {
     flags: { org, email: { kind: 'string', required: true, help: 'their email' }, role: { kind: 'string', help: 'owner (default) | admin | viewer' } },
     request: (flags) => ({ method: 'POST', path: orgPath(flags, 'invitations'), body: pick(flags, { email: 'email', role: 'role' }) }),
   },
+  'members:reset-password': {
+    summary: "Make a member's one-time password reset link (printed once)",
+    flags: { org, member: requiredId('member id') },
+    request: (flags) => ({ method: 'POST', path: orgPath(flags, 'members', text(flags, 'member'), 'password-reset') }),
+  },
   'members:list': { summary: "List the organization's console people", flags: { org }, request: (flags) => ({ method: 'GET', path: orgPath(flags, 'members') }) },
 
   'locations:create': {

@@ -4,6 +4,7 @@ import { initialLanguage, saveLanguage, translator, type Language, type Translat
 import { AcceptPage } from './pages/Accept';
 import { CascadesPage } from './pages/Cascades';
 import { DeveloperPage } from './pages/Developer';
+import { ResetPage } from './pages/Reset';
 import { SendPage } from './pages/Send';
 import { SignInPage } from './pages/SignIn';
 
@@ -53,7 +54,7 @@ export function App() {
 
   const section = SECTIONS.find((s) => route.startsWith(s.path));
   useEffect(() => {
-    const page = route.startsWith('/accept/') ? t('acceptTitle') : !session ? t('signInTitle') : section ? t(section.key) : t('appName');
+    const page = route.startsWith('/accept/') ? t('acceptTitle') : route.startsWith('/reset/') ? t('resetTitle') : !session ? t('signInTitle') : section ? t(section.key) : t('appName');
     document.title = `${page} — ${t('appName')}`;
   }, [route, session, language]);
 
@@ -64,7 +65,9 @@ export function App() {
   );
 
   let page;
-  if (route.startsWith('/accept/')) page = <AcceptPage t={t} token={decodeURIComponent(route.slice('/accept/'.length))} onSignedIn={() => loadSession().then(() => (location.hash = '#/cascades'))} />;
+  const signedInFromLink = () => loadSession().then(() => (location.hash = '#/cascades'));
+  if (route.startsWith('/reset/')) page = <ResetPage t={t} token={decodeURIComponent(route.slice('/reset/'.length))} onSignedIn={signedInFromLink} />;
+  else if (route.startsWith('/accept/')) page = <AcceptPage t={t} token={decodeURIComponent(route.slice('/accept/'.length))} onSignedIn={signedInFromLink} />;
   else if (session === undefined) page = <p role="status">{t('loading')}</p>;
   else if (session === null) page = <SignInPage t={t} onSignedIn={loadSession} />;
   else if (route.startsWith('/developer')) page = <DeveloperPage t={t} session={session} />;

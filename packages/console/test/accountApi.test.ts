@@ -168,4 +168,29 @@ describe('account API', () => {
     expect([weak.status, weak.body.code, weak.body.errors[0].pointer]).toEqual([400, 'invalid_request', '/password']);
     expect((await stack.contactsSql("SELECT 1 FROM members WHERE email = 'short@example.com'")).length).toBe(0);
   });
+
+  it('resets a password with a one-time link: every old session ends, the old password stops, the link works once', async () => {
+    const member = await addMember(stack, stack.aio.demo.organizationId, 'forgetful@example.com', 'admin', 'old-password-123');
+    const id = (await member.call('GET', '/session')).body.member.id;
+    const otherOrg = (await stack.admin('POST', '/organizations', { name: 'Reset Other' })).body.organization.id;
+    const wrongOrg = await stack.admin('POST', `/organizations/${otherOrg}/members/${id}/password-reset`);
+    expect([wrongOrg.status, wrongOrg.body.code]).toEqual([404, 'not_found']);
+    const started = await stack.admin('POST', `/organizations/${stack.aio.demo.organizationId}/members/${id}/password-reset`);
+    expect(started.status).toBe(201);
+    expect(started.body.resetUrl).toMatch(/^http:\/\/localhost:8080\/app\/#\/reset\/rst_/);
+    const token = decodeURIComponent(started.body.resetUrl.split('#/reset/')[1]);
+
+    const weak = await call('POST', '/password-reset', { body: { token, password: 'short' } });
+    expect([weak.status, weak.body.code]).toEqual([400, 'invalid_request']);
+    expect((await member.call('GET', '/session')).status).toBe(200);
+
+    const done = await call('POST', '/password-reset', { body: { token, password: 'new-password-456' } });
+    expect(done.status).toBe(200);
+    expect(done.headers.get('set-cookie')).toMatch(/^rrs_session=rss_/);
+    expect((await member.call('GET', '/session')).body.code).toBe('invalid_session');
+    expect((await call('POST', '/session', { body: { email: 'forgetful@example.com', password: 'old-password-123' } })).body.code).toBe('invalid_credentials');
+    expect((await signIn(base, 'forgetful@example.com', 'new-password-456')).csrf).toBeTruthy();
+    const again = await call('POST', '/password-reset', { body: { token, password: 'third-password-789' } });
+    expect([again.status, again.body.code]).toEqual([401, 'invalid_reset_token']);
+  });
 });

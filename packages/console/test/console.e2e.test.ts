@@ -180,6 +180,27 @@ describe('the console in a browser', () => {
     }
   });
 
+  it('sets a new password from a reset link and signs in', async () => {
+    const { members } = (await stack.admin('GET', `/organizations/${stack.aio.demo.organizationId}/members`)).body as { members: Array<{ id: string; email: string }> };
+    const viewer = members.find((m) => m.email === 'viewer-e2e@example.com')!;
+    const started = await stack.admin('POST', `/organizations/${stack.aio.demo.organizationId}/members/${viewer.id}/password-reset`);
+    const resetContext = await browser.newContext({ locale: 'en-US' });
+    const ownerPage = page;
+    try {
+      page = await resetContext.newPage();
+      await page.goto(String(started.body.resetUrl).replace('http://localhost:8080', stack.aio.url));
+      await page.getByRole('heading', { name: 'Set a new password' }).waitFor();
+      await expectAccessible('reset password');
+      await page.getByLabel('Password').fill('viewer-password-2');
+      await page.getByRole('button', { name: 'Set password and sign in' }).click();
+      await page.getByRole('heading', { name: 'Cascades' }).waitFor();
+      await page.getByText('viewer-e2e@example.com').waitFor();
+    } finally {
+      page = ownerPage;
+      await resetContext.close();
+    }
+  });
+
   it('has an accessibility check that can fail: an unlabelled field is a violation', async () => {
     await page.goto(`${stack.aio.url}/app/`);
     await page.getByRole('heading', { name: 'Cascades' }).waitFor();
@@ -188,6 +209,6 @@ describe('the console in a browser', () => {
   });
 
   it('checked every page it built, in both languages', () => {
-    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'accept an invitation (ru)', 'developer (ru, viewer)']));
+    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
   });
 });

@@ -40,3 +40,13 @@ CREATE TABLE member_invitations (
   accepted_at     timestamptz
 );
 CREATE INDEX member_invitations_org ON member_invitations (organization_id, created_at);
+
+-- A password reset: a one-time link the operator (or, later, the reset email) hands to the member.
+CREATE TABLE member_password_resets (
+  id              uuid PRIMARY KEY,
+  member_id       uuid NOT NULL REFERENCES members (id) ON DELETE CASCADE,
+  token_hash      bytea NOT NULL UNIQUE,
+  created_at      timestamptz NOT NULL DEFAULT now(),
+  expires_at      timestamptz NOT NULL,
+  used_at         timestamptz
+);

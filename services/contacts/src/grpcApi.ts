@@ -143,6 +143,13 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         await members.endSession(req.sessionToken);
         return {};
       },
+      async startPasswordReset(req) {
+        return members.startPasswordReset(req);
+      },
+      async completePasswordReset(req) {
+        const opened = await members.completePasswordReset(req);
+        return { member: toMember(opened.member), session: toSession(opened.session), sessionToken: opened.sessionToken };
+      },
       async listMembers(req) {
         return { members: (await members.listMembers(req.organizationId)).map(toMember) };
       },

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
-import { ConflictError, inTransaction, randomBase62, UnauthenticatedError, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
-import { INVITATION_TTL_MS, MEMBER_ROLES, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, type MemberRole } from '@rrs/proto';
+import { ConflictError, inTransaction, NotFoundError, randomBase62, UnauthenticatedError, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
+import { INVITATION_TTL_MS, MEMBER_ROLES, PASSWORD_RESET_TTL_MS, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, type MemberRole } from '@rrs/proto';
 import type { Directory, Organization } from './directory';
 import { asUuid, checkText, FieldErrors } from './validation';
 
@@ -56,6 +56,7 @@ const newToken = (prefix: string) => `${prefix}${randomBase62(43)}`;
 const tokenHash = (token: string) => createHash('sha256').update(token).digest();
 const INVALID_CREDENTIALS = () => new UnauthenticatedError('invalid_credentials', 'the email or the password is not right');
 const INVALID_SESSION = () => new UnauthenticatedError('invalid_session', 'sign in again: the session is unknown, expired or ended');
+const INVALID_RESET_TOKEN = () => new UnauthenticatedError('invalid_reset_token', 'the password reset link is unknown, expired or already used; ask for a new one');
 const INVALID_INVITATION = () => new UnauthenticatedError('invalid_invitation', 'the invitation is unknown, expired or already used; ask for a new one');
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase();
@@ -178,6 +179,38 @@ export class Members {
   async endSession(sessionToken: string): Promise<void> {
     if (!sessionToken) return;
     await this.pool.query(`UPDATE member_sessions SET ended_at = now() WHERE token_hash = $1 AND ended_at IS NULL`, [tokenHash(sessionToken)]);
+  }
+
+  /** A one-time reset token for a member of this organization (another organization's member is not found). */
+  async startPasswordReset(input: { organizationId: string; memberId: string }): Promise<{ token: string; expiresAt: Date }> {
+    const { rows: found } = await this.pool.query(`SELECT 1 FROM members WHERE id = $1 AND organization_id = $2`, [asUuid(input.memberId, 'member'), asUuid(input.organizationId, 'organization')]);
+    if (found.length === 0) throw new NotFoundError(`member ${input.memberId}`);
+    const token = newToken('rst_');
+    const { rows } = await this.pool.query<{ expiresAt: Date }>(
+      `INSERT INTO member_password_resets (id, member_id, token_hash, expires_at) VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond') RETURNING expires_at AS "expiresAt"`,
+      [uuidv7(), input.memberId, tokenHash(token), PASSWORD_RESET_TTL_MS],
+    );
+    return { token, expiresAt: rows[0].expiresAt };
+  }
+
+  /** The new password; every session of the member ends (whoever had it is out) and a new one opens. */
+  async completePasswordReset(input: { token: string; password: string }): Promise<OpenedSession> {
+    const errors = new FieldErrors();
+    checkPassword(errors, input.password);
+    errors.throwIfAny();
+    const passwordHash = await argon2Hash(input.password, ARGON2);
+    return inTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<{ id: string; memberId: string }>(
+        `SELECT id, member_id AS "memberId" FROM member_password_resets WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now() FOR UPDATE`,
+        [tokenHash(input.token)],
+      );
+      const reset = rows[0];
+      if (!reset) throw INVALID_RESET_TOKEN();
+      await client.query(`UPDATE member_password_resets SET used_at = now() WHERE member_id = $1 AND used_at IS NULL`, [reset.memberId]);
+      await client.query(`UPDATE member_sessions SET ended_at = now() WHERE member_id = $1 AND ended_at IS NULL`, [reset.memberId]);
+      const { rows: members } = await client.query<Member>(`UPDATE members SET password_hash = $2, updated_at = now() WHERE id = $1 RETURNING ${MEMBER_COLUMNS}`, [reset.memberId, passwordHash]);
+      return { member: members[0], ...(await openSession(client, members[0])) };
+    });
   }
 
   async listMembers(organizationId: string): Promise<Member[]> {

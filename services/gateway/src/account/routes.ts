@@ -46,6 +46,7 @@ const EXAMPLE_ORG = { id: EXAMPLE_IDS.organization, name: 'Acme Dental', plan: '
 const INVALID_CREDENTIALS: RouteError = { status: 401, code: 'invalid_credentials', description: 'The email or the password is not right (one answer for both); nothing is created.' };
 const THROTTLED: RouteError = { status: 429, code: 'too_many_sign_in_attempts', description: 'Too many failed sign-ins from this address (for this email, or overall); retry after `Retry-After` seconds.' };
 const INVALID_INVITATION: RouteError = { status: 401, code: 'invalid_invitation', description: 'The invitation is unknown, expired or already used.' };
+const INVALID_RESET_TOKEN: RouteError = { status: 401, code: 'invalid_reset_token', description: 'The password reset link is unknown, expired or already used.' };
 const MEMBER_EXISTS: RouteError = { status: 409, code: 'member_exists', description: 'This email already signs in to an organization.' };
 const CONSOLE_QUOTA: RouteError = { status: 429, code: 'rate_limited', description: "The organization's request quota (its plan's, as on the public API) is used up; retry after `Retry-After` seconds." };
 
@@ -114,6 +115,21 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
       example: { body: { token: 'inv_8s0dKq2LmZ7xV3cN1pR4tY6wB9hJ5fG2aE0uQ7kT3oS', name: 'Anna', password: 'correct horse battery staple' } },
       handler: async ({ body, principal, metadata }) => {
         const opened = await contacts.acceptInvitation(body, { metadata });
+        return {
+          headers: { 'set-cookie': sessionCookie(opened.sessionToken, { secure: principal.secure, maxAgeSeconds: SESSION_MAX_AGE_SECONDS }) },
+          body: { member: memberJson(opened.member!), csrfToken: opened.session!.csrfToken },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'POST', path: '/password-reset', operationId: 'resetPassword', summary: 'Set a new password with a reset link', tags: ['session'], auth: 'visitor',
+      description: "Sets the member's new password from a one-time reset link, ends every session of theirs and signs them in (the cookie is set).",
+      request: { body: z.strictObject({ token: z.string().min(1).max(200), password: Password.meta({ description: 'At least 10 characters.' }) }) },
+      responses: { 200: { description: 'The new password is set; signed in.', body: SignedIn, example: { member: EXAMPLE_MEMBER, csrfToken: EXAMPLE_CSRF } } },
+      errors: [INVALID_RESET_TOKEN],
+      example: { body: { token: 'rst_8s0dKq2LmZ7xV3cN1pR4tY6wB9hJ5fG2aE0uQ7kT3oS', password: 'correct horse battery staple' } },
+      handler: async ({ body, principal, metadata }) => {
+        const opened = await contacts.completePasswordReset(body, { metadata });
         return {
           headers: { 'set-cookie': sessionCookie(opened.sessionToken, { secure: principal.secure, maxAgeSeconds: SESSION_MAX_AGE_SECONDS }) },
           body: { member: memberJson(opened.member!), csrfToken: opened.session!.csrfToken },

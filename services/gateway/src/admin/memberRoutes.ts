@@ -13,6 +13,9 @@ const EXAMPLE_INVITATION = { id: '0190e0e0-aaaa-7000-8000-00000000000a', email: 
 /** Where an invited person sets their password: the console's accept page. The token travels in the fragment, so it stays out of logs and Referer headers. */
 export const acceptUrl = (publicBaseUrl: string, token: string) => `${publicBaseUrl.replace(/\/$/, '')}/app/#/accept/${encodeURIComponent(token)}`;
 
+/** The console's page that sets a new password; the token travels in the fragment as for invitations. */
+export const resetUrl = (publicBaseUrl: string, token: string) => `${publicBaseUrl.replace(/\/$/, '')}/app/#/reset/${encodeURIComponent(token)}`;
+
 export const invitationJson = (i: contactsV1.Invitation) => ({
   id: i.id, email: i.email, role: i.role as (typeof MEMBER_ROLES)[number], expiresAt: i.expiresAt ? i.expiresAt.toISOString() : '', createdAt: i.createdAt ? i.createdAt.toISOString() : '',
 });
@@ -31,6 +34,16 @@ export function memberRoutes(clients: GatewayClients, publicBaseUrl: string): Ro
       handler: async ({ params, body, metadata }) => {
         const r = await contacts.inviteMember({ organizationId: params.organizationId, email: body.email, role: body.role ?? 'owner', invitedBy: '' }, { metadata });
         return { body: { invitation: invitationJson(r.invitation!), acceptUrl: acceptUrl(publicBaseUrl, r.token) } };
+      },
+    }),
+    defineRoute({
+      method: 'POST', path: '/organizations/{organizationId}/members/{memberId}/password-reset', operationId: 'startPasswordReset', summary: "Make a member's password reset link", tags: ['members'], auth: 'adminToken',
+      description: 'The member opens `resetUrl` and sets a new password; every session of theirs ends then. The link is in this response only, works once, for an hour. Hand it to the member yourself (it is not emailed yet, docs/console.md).',
+      request: { params: z.object({ organizationId: OrgParams.shape.organizationId, memberId: z.string().min(1).max(64).meta({ examples: ['0190e0e0-9999-7000-8000-000000000009'] }) }) },
+      responses: { 201: { description: 'The link.', body: z.object({ resetUrl: z.string(), expiresAt: z.string() }), example: { resetUrl: 'https://reviews.example.com/app/#/reset/rst_8s0dKq2LmZ7xV3cN1pR4tY6wB9hJ5fG2aE0uQ7kT3oS', expiresAt: '2026-05-01T10:00:00.000Z' } } },
+      handler: async ({ params, metadata }) => {
+        const r = await contacts.startPasswordReset({ organizationId: params.organizationId, memberId: params.memberId }, { metadata });
+        return { body: { resetUrl: resetUrl(publicBaseUrl, r.token), expiresAt: r.expiresAt ? r.expiresAt.toISOString() : '' } };
       },
     }),
     defineRoute({

@@ -550,6 +550,27 @@ export interface CreditSmsBalanceResponse {
   balance: number;
 }
 
+export interface StartPasswordResetRequest {
+  organizationId: string;
+  memberId: string;
+}
+
+export interface StartPasswordResetResponse {
+  token: string;
+  expiresAt: Date | undefined;
+}
+
+export interface CompletePasswordResetRequest {
+  token: string;
+  password: string;
+}
+
+export interface CompletePasswordResetResponse {
+  member: Member | undefined;
+  session: Session | undefined;
+  sessionToken: string;
+}
+
 function createBaseMember(): Member {
   return { id: "", organizationId: "", email: "", name: "", role: "", createdAt: undefined };
 }
@@ -8202,6 +8223,384 @@ export const CreditSmsBalanceResponse: MessageFns<CreditSmsBalanceResponse> = {
   },
 };
 
+function createBaseStartPasswordResetRequest(): StartPasswordResetRequest {
+  return { organizationId: "", memberId: "" };
+}
+
+export const StartPasswordResetRequest: MessageFns<StartPasswordResetRequest> = {
+  encode(message: StartPasswordResetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(18).string(message.memberId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartPasswordResetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartPasswordResetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartPasswordResetRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+    };
+  },
+
+  toJSON(message: StartPasswordResetRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartPasswordResetRequest>, I>>(base?: I): StartPasswordResetRequest {
+    return StartPasswordResetRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartPasswordResetRequest>, I>>(object: I): StartPasswordResetRequest {
+    const message = createBaseStartPasswordResetRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.memberId = object.memberId ?? "";
+    return message;
+  },
+};
+
+function createBaseStartPasswordResetResponse(): StartPasswordResetResponse {
+  return { token: "", expiresAt: undefined };
+}
+
+export const StartPasswordResetResponse: MessageFns<StartPasswordResetResponse> = {
+  encode(message: StartPasswordResetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartPasswordResetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartPasswordResetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartPasswordResetResponse {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: StartPasswordResetResponse): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartPasswordResetResponse>, I>>(base?: I): StartPasswordResetResponse {
+    return StartPasswordResetResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartPasswordResetResponse>, I>>(object: I): StartPasswordResetResponse {
+    const message = createBaseStartPasswordResetResponse();
+    message.token = object.token ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCompletePasswordResetRequest(): CompletePasswordResetRequest {
+  return { token: "", password: "" };
+}
+
+export const CompletePasswordResetRequest: MessageFns<CompletePasswordResetRequest> = {
+  encode(message: CompletePasswordResetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.password !== "") {
+      writer.uint32(18).string(message.password);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompletePasswordResetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompletePasswordResetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.password = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompletePasswordResetRequest {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      password: isSet(object.password) ? globalThis.String(object.password) : "",
+    };
+  },
+
+  toJSON(message: CompletePasswordResetRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.password !== "") {
+      obj.password = message.password;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompletePasswordResetRequest>, I>>(base?: I): CompletePasswordResetRequest {
+    return CompletePasswordResetRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompletePasswordResetRequest>, I>>(object: I): CompletePasswordResetRequest {
+    const message = createBaseCompletePasswordResetRequest();
+    message.token = object.token ?? "";
+    message.password = object.password ?? "";
+    return message;
+  },
+};
+
+function createBaseCompletePasswordResetResponse(): CompletePasswordResetResponse {
+  return { member: undefined, session: undefined, sessionToken: "" };
+}
+
+export const CompletePasswordResetResponse: MessageFns<CompletePasswordResetResponse> = {
+  encode(message: CompletePasswordResetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.member !== undefined) {
+      Member.encode(message.member, writer.uint32(10).fork()).join();
+    }
+    if (message.session !== undefined) {
+      Session.encode(message.session, writer.uint32(18).fork()).join();
+    }
+    if (message.sessionToken !== "") {
+      writer.uint32(26).string(message.sessionToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompletePasswordResetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompletePasswordResetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.member = Member.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.session = Session.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sessionToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompletePasswordResetResponse {
+    return {
+      member: isSet(object.member) ? Member.fromJSON(object.member) : undefined,
+      session: isSet(object.session) ? Session.fromJSON(object.session) : undefined,
+      sessionToken: isSet(object.sessionToken)
+        ? globalThis.String(object.sessionToken)
+        : isSet(object.session_token)
+        ? globalThis.String(object.session_token)
+        : "",
+    };
+  },
+
+  toJSON(message: CompletePasswordResetResponse): unknown {
+    const obj: any = {};
+    if (message.member !== undefined) {
+      obj.member = Member.toJSON(message.member);
+    }
+    if (message.session !== undefined) {
+      obj.session = Session.toJSON(message.session);
+    }
+    if (message.sessionToken !== "") {
+      obj.sessionToken = message.sessionToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompletePasswordResetResponse>, I>>(base?: I): CompletePasswordResetResponse {
+    return CompletePasswordResetResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompletePasswordResetResponse>, I>>(
+    object: I,
+  ): CompletePasswordResetResponse {
+    const message = createBaseCompletePasswordResetResponse();
+    message.member = (object.member !== undefined && object.member !== null)
+      ? Member.fromPartial(object.member)
+      : undefined;
+    message.session = (object.session !== undefined && object.session !== null)
+      ? Session.fromPartial(object.session)
+      : undefined;
+    message.sessionToken = object.sessionToken ?? "";
+    return message;
+  },
+};
+
 export type ContactsServiceService = typeof ContactsServiceService;
 export const ContactsServiceService = {
   /**
@@ -8545,6 +8944,33 @@ export const ContactsServiceService = {
     responseSerialize: (value: ListMembersResponse): Buffer => Buffer.from(ListMembersResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListMembersResponse => ListMembersResponse.decode(value),
   },
+  /** A one-time password reset link's token for a member of the organization (in the response only). */
+  startPasswordReset: {
+    path: "/rrs.contacts.v1.ContactsService/StartPasswordReset" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StartPasswordResetRequest): Buffer =>
+      Buffer.from(StartPasswordResetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StartPasswordResetRequest => StartPasswordResetRequest.decode(value),
+    responseSerialize: (value: StartPasswordResetResponse): Buffer =>
+      Buffer.from(StartPasswordResetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): StartPasswordResetResponse => StartPasswordResetResponse.decode(value),
+  },
+  /**
+   * Sets the new password, ends every session of the member and signs them in. `invalid_reset_token`
+   * for an unknown, expired or used token.
+   */
+  completePasswordReset: {
+    path: "/rrs.contacts.v1.ContactsService/CompletePasswordReset" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CompletePasswordResetRequest): Buffer =>
+      Buffer.from(CompletePasswordResetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CompletePasswordResetRequest => CompletePasswordResetRequest.decode(value),
+    responseSerialize: (value: CompletePasswordResetResponse): Buffer =>
+      Buffer.from(CompletePasswordResetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CompletePasswordResetResponse => CompletePasswordResetResponse.decode(value),
+  },
 } as const;
 
 export interface ContactsServiceServer extends UntypedServiceImplementation {
@@ -8619,6 +9045,13 @@ export interface ContactsServiceServer extends UntypedServiceImplementation {
   /** Ends a session; ending an ended or unknown session changes nothing. */
   endSession: handleUnaryCall<EndSessionRequest, EndSessionResponse>;
   listMembers: handleUnaryCall<ListMembersRequest, ListMembersResponse>;
+  /** A one-time password reset link's token for a member of the organization (in the response only). */
+  startPasswordReset: handleUnaryCall<StartPasswordResetRequest, StartPasswordResetResponse>;
+  /**
+   * Sets the new password, ends every session of the member and signs them in. `invalid_reset_token`
+   * for an unknown, expired or used token.
+   */
+  completePasswordReset: handleUnaryCall<CompletePasswordResetRequest, CompletePasswordResetResponse>;
 }
 
 export interface ContactsServiceClient extends Client {
@@ -9098,6 +9531,41 @@ export interface ContactsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListMembersResponse) => void,
+  ): ClientUnaryCall;
+  /** A one-time password reset link's token for a member of the organization (in the response only). */
+  startPasswordReset(
+    request: StartPasswordResetRequest,
+    callback: (error: ServiceError | null, response: StartPasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  startPasswordReset(
+    request: StartPasswordResetRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: StartPasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  startPasswordReset(
+    request: StartPasswordResetRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: StartPasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Sets the new password, ends every session of the member and signs them in. `invalid_reset_token`
+   * for an unknown, expired or used token.
+   */
+  completePasswordReset(
+    request: CompletePasswordResetRequest,
+    callback: (error: ServiceError | null, response: CompletePasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  completePasswordReset(
+    request: CompletePasswordResetRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CompletePasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  completePasswordReset(
+    request: CompletePasswordResetRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CompletePasswordResetResponse) => void,
   ): ClientUnaryCall;
 }
 
