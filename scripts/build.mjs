@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Compiles every workspace's src/ to dist/ with swc (except a workspace whose build script is another tool) (types are checked separately by `npm run typecheck`).
+// Compiles every workspace's src/ to dist/ with swc (except a workspace whose build script is another tool, or that has a build.mjs of its own) (types are checked separately by `npm run typecheck`).
 // Usage: node scripts/build.mjs [--only <workspace dir>]
 import { readFileSync, readdirSync, mkdirSync, writeFileSync, rmSync, existsSync, statSync } from 'node:fs';
 import { join, dirname, resolve, relative } from 'node:path';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(root, 'package.json'));
@@ -37,6 +37,8 @@ function* tsFiles(dir) {
 async function buildWorkspace(dir) {
   const src = join(dir, 'src');
   if (!existsSync(src)) return 0;
+  // A workspace that is not Node code (packages/console, a web page) brings its own build.mjs.
+  if (existsSync(join(dir, 'build.mjs'))) return (await import(pathToFileURL(join(dir, 'build.mjs')).href)).build();
   // A published package (packages/client) builds itself with tsc, declarations included (`npm run build
   // -w <dir>`, run by `npm pack`); no service runs it, and rebuilding its dist here would race a pack.
   const ownBuild = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).scripts?.build;

@@ -65,6 +65,15 @@ describe('all-in-one (npm start)', () => {
   };
   const passwordFile = () => join(dataDir, 'postgres-password');
   const ping = (key: string) => fetch(`http://127.0.0.1:${port}/api/v1/ping`, { headers: { authorization: `Bearer ${key}` } });
+  const signIn = (email: string, password: string) =>
+    fetch(`http://127.0.0.1:${port}/account/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  /** The console line of the banner: its URL and the demo person's email and password. */
+  const consoleLine = (output: string) => {
+    const m = /Console:\s+(\S+)\s+\((\S+) \/ (\S+)\)/.exec(output);
+    if (!m) throw new Error(`no Console line in the banner:\n${output}`);
+    return { url: m[1], email: m[2], password: m[3] };
+  };
+  let generatedPassword = '';
 
   it('seeds a demo organization on first start and answers /ping with its printed key', async () => {
     running = await start(env());
@@ -89,6 +98,19 @@ describe('all-in-one (npm start)', () => {
     expect(password).toMatch(/^\w{32}$/);
     expect(await pgLogin(password)).toBeNull();
     expect(await pgLogin('postgres')).toBe('28P01');
+  });
+
+  it('seeds the demo person with a generated password, printed at start and kept in demo.json, and serves the console', async () => {
+    const line = consoleLine(running!.output());
+    expect(line.email).toBe('demo@example.com');
+    expect(line.password.length).toBeGreaterThanOrEqual(10);
+    expect(JSON.parse(readFileSync(join(dataDir, 'demo.json'), 'utf8'))).toMatchObject({ email: 'demo@example.com', password: line.password });
+    expect((await signIn(line.email, line.password)).status).toBe(200);
+    const page = await fetch(`http://127.0.0.1:${port}/app/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<script src="app.js" defer></script>');
+    expect((await fetch(`http://127.0.0.1:${port}/app/app.js`)).status).toBe(200);
+    generatedPassword = line.password;
   });
 
   it('stops cleanly on SIGTERM', async () => {
@@ -118,6 +140,21 @@ describe('all-in-one (npm start)', () => {
     expect(await pgLogin(password)).toBeNull();
     expect(await pgLogin('postgres')).toBe('28P01');
     expect(statSync(passwordFile()).mode & 0o777).toBe(0o600);
+    // The password kept from the first start still signs in.
+    expect(consoleLine(running.output()).password).toBe(generatedPassword);
+    expect((await signIn('demo@example.com', generatedPassword)).status).toBe(200);
+  });
+
+  it('DEMO_EMAIL and DEMO_PASSWORD set the demo person at start', async () => {
+    expect(await stop(running!.child)).toBe(0);
+    running = await start({ ...env(), DEMO_EMAIL: 'owner@demo.example', DEMO_PASSWORD: 'a-fixed-demo-password' });
+    expect(consoleLine(running.output())).toMatchObject({ email: 'owner@demo.example', password: 'a-fixed-demo-password' });
+    expect((await signIn('owner@demo.example', 'a-fixed-demo-password')).status).toBe(200);
+    const short = await start({ ...env(), PORT: String(await freePort()), DEMO_PASSWORD: 'short' }).then(
+      () => 'started',
+      (err: Error) => err.message,
+    );
+    expect(short).toMatch(/DEMO_PASSWORD/);
   });
 
   it('with DELAY_MINUTE_MS=200 runs a demo cascade end to end: email, SMS after the fast hour, then the review form', async () => {

@@ -188,6 +188,18 @@ export const COMMANDS: Record<string, Command> = {
   'keys:list': { summary: 'List API keys', flags: { org }, request: (flags) => ({ method: 'GET', path: orgPath(flags, 'api-keys') }) },
   'keys:revoke': { summary: 'Revoke an API key', flags: { org, key: requiredId('key id') }, request: (flags) => ({ method: 'DELETE', path: orgPath(flags, 'api-keys', text(flags, 'key')) }) },
 
+  'members:invite': {
+    summary: "Invite a person to the organization's console (prints the accept link once)",
+    flags: { org, email: { kind: 'string', required: true, help: 'their email' }, role: { kind: 'string', help: 'owner (default) | admin | viewer' } },
+    request: (flags) => ({ method: 'POST', path: orgPath(flags, 'invitations'), body: pick(flags, { email: 'email', role: 'role' }) }),
+  },
+  'members:reset-password': {
+    summary: "Make a member's one-time password reset link (printed once)",
+    flags: { org, member: requiredId('member id') },
+    request: (flags) => ({ method: 'POST', path: orgPath(flags, 'members', text(flags, 'member'), 'password-reset') }),
+  },
+  'members:list': { summary: "List the organization's console people", flags: { org }, request: (flags) => ({ method: 'GET', path: orgPath(flags, 'members') }) },
+
   'locations:create': {
     summary: 'Create a location',
     flags: locationFlags(true),

@@ -89,6 +89,11 @@ describe('admin CLI', () => {
     expect((await run(['keys:list', '--org', org.id])).apiKeys).toHaveLength(1);
     expect((await run(['keys:revoke', '--org', org.id, '--key', issued.apiKey.id])).apiKey.revokedAt).toEqual(expect.any(String));
 
+    const invited = await run(['members:invite', '--org', org.id, '--email', 'owner@cli.example']);
+    expect(invited.invitation).toMatchObject({ email: 'owner@cli.example', role: 'owner' });
+    expect(invited.acceptUrl).toMatch(/\/app\/#\/accept\/inv_[0-9A-Za-z]{43}$/);
+    expect((await run(['members:list', '--org', org.id])).members).toEqual([]);
+
     const loc = (await run(['locations:create', '--org', org.id, '--name', 'Tverskaya', '--city', 'Moscow', '--review-link', 'google=https://maps.google.com/?cid=1', '--review-link', '2gis=https://2gis.ru/firm/1'])).location;
     expect(loc.reviewLinks).toEqual([{ provider: 'google', url: 'https://maps.google.com/?cid=1' }, { provider: '2gis', url: 'https://2gis.ru/firm/1' }]);
     expect((await run(['locations:get', '--org', org.id, '--location', loc.id])).location).toEqual(loc);

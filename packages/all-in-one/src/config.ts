@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import { readEnv, envField, parseSecretKeys, type Env } from '@rrs/runtime';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '@rrs/proto';
 import { z } from 'zod';
 import { DEFAULT_MINUTE_MS, fastClock } from '@rrs/cascade-scheduler';
 import { isWellFormedApiKey } from '@rrs/contacts';
@@ -30,6 +31,10 @@ export interface AllInOneConfig {
   /** The ops port (METRICS_PORT): `/metrics`, `/healthz`, `/readyz`; the public port never serves `/metrics`. */
   opsPort: number;
   opsHost: string;
+  /** The demo organization's console person (`DEMO_EMAIL`, default demo@example.com). */
+  demoEmail?: string;
+  /** Their password (`DEMO_PASSWORD`); unset = generated once and kept in `dataDir/demo.json`. */
+  demoPassword?: string;
   publicBaseUrl: string;
   /** Length of one flow minute (`DELAY_MINUTE_MS`); below 60000 only outside production. */
   minuteMs: number;
@@ -59,6 +64,8 @@ export function buildConfig(env: Env): AllInOneConfig {
       ...adminEnvShape(),
       METRICS_HOST: z.string().min(1).optional(),
       METRICS_PORT: envField.port(DEFAULT_METRICS_PORT),
+      DEMO_EMAIL: z.email('must be an email address').default('demo@example.com'),
+      DEMO_PASSWORD: z.string().min(PASSWORD_MIN_LENGTH, `must be at least ${PASSWORD_MIN_LENGTH} characters`).max(PASSWORD_MAX_LENGTH).optional(),
       PUBLIC_BASE_URL: envField.baseUrl().optional(),
       DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
       CONNECTOR_SECRET_KEYS: z.string().optional(),
@@ -82,6 +89,8 @@ export function buildConfig(env: Env): AllInOneConfig {
     // By default beside the public port, so a container publishing only PORT keeps metrics inside.
     opsHost: vars.METRICS_HOST ?? vars.HOST,
     opsPort: vars.METRICS_PORT,
+    demoEmail: vars.DEMO_EMAIL,
+    demoPassword: vars.DEMO_PASSWORD,
     publicBaseUrl: vars.PUBLIC_BASE_URL ?? `http://localhost:${vars.PORT}`,
     minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
     connectorSecretKeys: vars.CONNECTOR_SECRET_KEYS === undefined ? undefined : parseSecretKeys(vars.CONNECTOR_SECRET_KEYS, 'CONNECTOR_SECRET_KEYS'),

@@ -99,6 +99,9 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
     flows: scheduler.flows,
     demoApiKey: config.demoApiKey,
     generateAdminToken: config.adminTokens === 'generate',
+    members: contacts.members,
+    demoEmail: config.demoEmail,
+    demoPassword: config.demoPassword,
     logger: ctx.logger,
   });
 

@@ -1,6 +1,7 @@
 import type { IdempotencyRequest } from '@rrs/idempotency';
 import type { schedulerV1 } from '@rrs/proto';
 import { cancelCascade } from './cancelCascade';
+import { listCascades, type ListCascadesInput } from './listCascades';
 import { readCascade } from './readCascade';
 import { startCascade, type IntakeDeps, type StartCascadeInput, type StartCascadeResult } from './startCascade';
 
@@ -15,6 +16,11 @@ export class Cascades {
   /** `not_found` for an unknown id or another organization's cascade. */
   get(organizationId: string, id: string): Promise<schedulerV1.Cascade> {
     return readCascade(this.deps.pool, organizationId, id);
+  }
+
+  /** Newest first, one page at a time, optionally one externalId or status only. */
+  list(input: ListCascadesInput): Promise<schedulerV1.ListCascadesResponse> {
+    return listCascades(this.deps.pool, input);
   }
 
   /** Finishes every running recipient with reason `canceled`; returns how many were canceled. */

@@ -31,6 +31,7 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       setDefaultFlow: async (req) => ({ flow: await flows.setDefault(req.organizationId, req.id) }),
       startCascade: async (req, metadata) => answered(await cascades.start(req, idempotency(metadata, req.organizationId))),
       getCascade: async (req) => ({ cascade: await cascades.get(req.organizationId, req.id) }),
+      listCascades: (req) => cascades.list(req),
       cancelCascade: async (req) => ({ canceled: await cascades.cancel(req.organizationId, req.id) }),
       createReviewRequest: async (req, metadata) => answered(await reviews.create(req, idempotency(metadata, req.organizationId))),
       getReviewForm: async (req) => ({ form: await reviews.getForm(req.token, req.recordOpen, req.forUnsubscribe ? 'unsubscribe' : 'review') }),

@@ -8,6 +8,7 @@ import type { Templates } from './templates';
 import type { ChannelSettings } from './channels';
 import type { SmsBalance } from './smsBalance';
 import { sendingProfile } from './sendingProfile';
+import type { Member, Members, Session } from './members';
 
 export interface ContactsParts {
   directory: Directory;
@@ -15,6 +16,7 @@ export interface ContactsParts {
   templates: Templates;
   channels: ChannelSettings;
   smsBalance: SmsBalance;
+  members: Members;
 }
 
 /** proto3 leaves an unset field absent (undefined), where the domain says null. */
@@ -32,11 +34,14 @@ const toLocation = (location: Location): contactsV1.Location => ({ ...location, 
 const toApiKey = (apiKey: ApiKeyRecord): contactsV1.ApiKey => absentForNull(apiKey);
 const toContact = ({ attributes, ...contact }: Contact): contactsV1.Contact => ({ ...absentForNull(contact), attributesJson: JSON.stringify(attributes) });
 
+const toMember = (member: Member): contactsV1.Member => ({ id: member.id, organizationId: member.organizationId, email: member.email, name: member.name, role: member.role, createdAt: member.createdAt });
+const toSession = (session: Session): contactsV1.Session => ({ ...session });
+
 const SERVICE_NAME = 'rrs.contacts.v1.ContactsService';
 
 /** gRPC transport of the directory: maps messages to domain calls and back, nothing else. */
 export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
-  const { directory, contacts, templates, channels, smsBalance } = parts;
+  const { directory, contacts, templates, channels, smsBalance, members } = parts;
   return {
     name: SERVICE_NAME,
     definition: contactsV1.ContactsServiceService,
@@ -117,6 +122,36 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
       },
       async creditSmsBalance(req) {
         return smsBalance.credit(req);
+      },
+      async inviteMember(req) {
+        const { invitation, token } = await members.invite(req);
+        return { invitation, token };
+      },
+      async acceptInvitation(req) {
+        const opened = await members.acceptInvitation(req);
+        return { member: toMember(opened.member), session: toSession(opened.session), sessionToken: opened.sessionToken };
+      },
+      async signIn(req) {
+        const opened = await members.signIn(req);
+        return { member: toMember(opened.member), session: toSession(opened.session), sessionToken: opened.sessionToken };
+      },
+      async resolveSession(req) {
+        const resolved = await members.resolveSession(req.sessionToken);
+        return { member: toMember(resolved.member), session: toSession(resolved.session), organization: toOrganization(resolved.organization) };
+      },
+      async endSession(req) {
+        await members.endSession(req.sessionToken);
+        return {};
+      },
+      async startPasswordReset(req) {
+        return members.startPasswordReset(req);
+      },
+      async completePasswordReset(req) {
+        const opened = await members.completePasswordReset(req);
+        return { member: toMember(opened.member), session: toSession(opened.session), sessionToken: opened.sessionToken };
+      },
+      async listMembers(req) {
+        return { members: (await members.listMembers(req.organizationId)).map(toMember) };
       },
     }, logger),
   };

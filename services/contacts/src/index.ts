@@ -6,3 +6,4 @@ export { Templates, KNOWN_CHANNELS, PLACEHOLDERS, defaultTemplate, type MessageT
 export { ChannelSettings, type ChannelConfiguration } from './channels';
 export { SmsBalance } from './smsBalance';
 export { generateApiKey, isWellFormedApiKey } from './apiKeys';
+export { Members, normalizeEmail, type Member, type Invitation, type Session, type OpenedSession } from './members';

@@ -6,6 +6,7 @@ import { ContactBook } from './contactBook';
 import { Templates } from './templates';
 import { ChannelSettings } from './channels';
 import { SmsBalance } from './smsBalance';
+import { Members } from './members';
 import { contactsGrpcService, type ContactsParts } from './grpcApi';
 import type { ContactsConfig } from './config';
 
@@ -29,12 +30,14 @@ export async function startContacts(config: StartContactsConfig, ctx: ServiceCon
   });
   startIdempotencyPurge(pool, ctx, PURGE_EVERY_MS);
 
+  const directory = new Directory(pool);
   const parts: ContactsParts = {
-    directory: new Directory(pool),
+    directory,
     contacts: new ContactBook(pool, { idempotencyTtlMs: config.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS }),
     templates: new Templates(pool),
     channels: new ChannelSettings(pool),
     smsBalance: new SmsBalance(pool),
+    members: new Members(pool, directory),
   };
   const grpcPort = await serveGrpc(ctx, { name: 'contacts', host: config.grpcHost, port: config.grpcPort, services: [contactsGrpcService(parts, ctx.logger)] });
   return { grpcPort, ...parts };

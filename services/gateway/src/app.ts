@@ -1,6 +1,9 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import { DomainError, counter, histogram, LATENCY_BUCKETS, serveOps, type Health, type Logger } from '@rrs/runtime';
+import { accountApi } from './account/api';
+import { consoleRouter } from './account/consoleFiles';
+import { createSignInThrottle, type SignInThrottle } from './account/signInThrottle';
 import { adminApi, adminApiDisabled } from './admin/api';
 import { createFailureLimiters, type FailureLimiters } from './addressLimits';
 import type { GatewayClients } from './clients';
@@ -32,6 +35,8 @@ export interface AppDeps {
   failureLimiters?: FailureLimiters;
   /** Routers of the all-in-one mode only (the dev inbox at /dev/*); a distributed gateway has none. */
   extraRouters?: express.Router[];
+  /** Failed sign-ins of the account API (account/signInThrottle.ts); unset = counted in memory. */
+  signInThrottle?: SignInThrottle;
   /** Where the review form leaves ratings the scheduler cannot take now (see form/ratingOutbox.ts). */
   ratings?: RatingOutbox;
   health: Health;
@@ -92,8 +97,11 @@ export function createApp(deps: AppDeps): express.Express {
   const failureLimiters = deps.failureLimiters ?? createFailureLimiters({ keyPrefix: '' });
   app.use(
     '/admin/v1',
-    adminTokens.length > 0 ? serveApi(adminApi(deps.clients, { tokens: adminTokens, failures: failureLimiters.adminAuth, logger: deps.logger })).handler : adminApiDisabled,
+    adminTokens.length > 0 ? serveApi(adminApi(deps.clients, { tokens: adminTokens, failures: failureLimiters.adminAuth, logger: deps.logger, publicBaseUrl: deps.publicBaseUrl })).handler : adminApiDisabled,
   );
+  const signInThrottle = deps.signInThrottle ?? createSignInThrottle({ keyPrefix: 'rrs:gw:', logger: deps.logger });
+  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, rateLimiter: deps.rateLimiter, signInThrottle })).handler);
+  app.use(consoleRouter());
   app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings }));
   for (const router of deps.extraRouters ?? []) app.use(router);
 

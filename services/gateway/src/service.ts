@@ -10,6 +10,7 @@ import type { Authenticator } from './http/auth';
 import { cachedAuthenticator } from './authCache';
 import { DEFAULT_CONNECTORS_ADDR, DEFAULT_HTTP_LIMITS, DEFAULT_WEBHOOKS_ADDR, type GatewayConfig } from './config';
 import { busRatingOutbox } from './form';
+import { createSignInThrottle } from './account/signInThrottle';
 import { createRateLimiter, DEFAULT_RATE_LIMITS } from './rateLimit';
 import { createFailureLimiters } from './addressLimits';
 import { createRecipientQuota } from './recipientQuota';
@@ -98,6 +99,7 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
     authenticate,
     rateLimiter,
     recipientQuota,
+    signInThrottle: createSignInThrottle({ redis, keyPrefix, logger: ctx.logger }),
     routes: publicRoutes({ clients, publicBaseUrl: config.publicBaseUrl, channelCatalog: deps.channelCatalog }),
     clients,
     publicBaseUrl: config.publicBaseUrl,

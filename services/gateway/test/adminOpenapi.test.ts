@@ -7,7 +7,7 @@ import { exampleProblems } from './documentExamples';
 import { lint } from './redocly';
 
 describe('the admin API OpenAPI document', () => {
-  const doc = serveApi(adminApi({} as GatewayClients, { tokens: ['adm_test_token_0123456789'], failures: createFailureLimiters({ keyPrefix: '' }).adminAuth, logger: createLogger({ service: 'test', level: 'silent' }) })).document();
+  const doc = serveApi(adminApi({} as GatewayClients, { tokens: ['adm_test_token_0123456789'], failures: createFailureLimiters({ keyPrefix: '' }).adminAuth, logger: createLogger({ service: 'test', level: 'silent' }), publicBaseUrl: 'https://reviews.example.com' })).document();
 
   it('passes redocly lint (recommended-strict) with no problem', async () => {
     const result = await lint(doc);

@@ -37,7 +37,7 @@ function publicDocument(routes: typeof publicRoutes = publicRoutes, api: typeof 
 }
 
 const doc = publicDocument();
-const admin = serveApi(adminApi({} as GatewayClients, { tokens: ['adm_test_token_0123456789'], failures: createFailureLimiters({ keyPrefix: '' }).adminAuth, logger: createLogger({ service: 'test', level: 'silent' }) })).document();
+const admin = serveApi(adminApi({} as GatewayClients, { tokens: ['adm_test_token_0123456789'], failures: createFailureLimiters({ keyPrefix: '' }).adminAuth, logger: createLogger({ service: 'test', level: 'silent' }), publicBaseUrl: 'https://reviews.example.com' })).document();
 const schemasOf = (d: Json) => (d.components as { schemas: Record<string, Json> }).schemas;
 const op = (d: Json, path: string, method: string) => (d.paths as Record<string, Record<string, Operation>>)[path][method];
 const problemPart = (o: Operation, status: number) => (o.responses[String(status)].content!['application/problem+json'].schema as { allOf: Json[] }).allOf[1] as { properties: { status: Json; code: { enum: string[] } }; required: string[] };

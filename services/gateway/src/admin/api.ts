@@ -7,10 +7,11 @@ import { ERROR_CODES, KERNEL_CODES, type ErrorCodeInfo } from '../http/errorCode
 import { notFound } from '../http/errors';
 import type { GatewayClients } from '../clients';
 import { connectorRoutes } from './connectorRoutes';
+import { memberRoutes } from './memberRoutes';
 import { peopleRoutes } from './peopleRoutes';
 import { adminRoutes } from './routes';
 
-const TAGS = ['organizations', 'api-keys', 'locations', 'flows', 'templates', 'channels', 'sms-balance', 'people', 'connectors'];
+const TAGS = ['organizations', 'api-keys', 'locations', 'flows', 'templates', 'channels', 'sms-balance', 'people', 'connectors', 'members'];
 
 /** What a request to the admin API may get: the kernel's codes and the admin token's. */
 const ADMIN_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
@@ -23,10 +24,10 @@ const ADMIN_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
  * bearer token. Its OpenAPI document (`/admin/v1/openapi.json`) needs no token, like the public API's.
  * No Idempotency-Key: the operations are the operator's, not an integrator's retries.
  */
-export function adminApi(clients: GatewayClients, access: { tokens: readonly string[]; failures: FailureLimiter; logger: Logger }): HttpApi {
+export function adminApi(clients: GatewayClients, access: { tokens: readonly string[]; failures: FailureLimiter; logger: Logger; publicBaseUrl: string }): HttpApi {
   return {
     basePath: '/admin/v1',
-    routes: [...adminRoutes(clients), ...peopleRoutes(clients), ...connectorRoutes(clients)],
+    routes: [...adminRoutes(clients), ...peopleRoutes(clients), ...connectorRoutes(clients), ...memberRoutes(clients, access.publicBaseUrl)],
     gates: { adminToken: adminTokenGate(access.tokens, access.failures, access.logger) },
     idempotencyKeys: false,
     document: {

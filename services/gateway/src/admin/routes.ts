@@ -91,7 +91,7 @@ const UpdateOrganizationBody = z.strictObject({
   allowedCountries: AllowedCountries.optional().meta({ description: `${ALLOWED_COUNTRIES_DOC} Replaces the list; absent = unchanged.` }),
 });
 
-const ApiKey = z.object({
+export const ApiKey = z.object({
   id: z.string(),
   name: z.string(),
   scopes: z.array(Scope),
@@ -105,7 +105,7 @@ const ReviewLink = z.strictObject({
   provider: z.string().min(1).max(32).meta({ description: 'e.g. google, yandex, 2gis.' }),
   url: z.string().min(1).max(2048).meta({ description: 'An absolute https URL of the public review page.' }),
 });
-const Location = z.object({
+export const Location = z.object({
   id: z.string(),
   name: z.string(),
   address: z.string(),
@@ -136,7 +136,7 @@ const UpdateLocationBody = z.strictObject({
 
 const FLOW_STEPS = `a flow has 1 to ${MAX_FLOW_STEPS} steps`;
 const FlowStep = z.strictObject({ channel: ChannelKey, delayMinutes: z.number().int().min(0).max(525_600) });
-const Flow = z.object({
+export const Flow = z.object({
   id: z.string(),
   name: z.string(),
   isDefault: z.boolean(),
@@ -176,15 +176,15 @@ const EXAMPLE_ORGANIZATION = {
   timeZone: 'Europe/Moscow', locale: 'ru', defaultRegion: 'RU', sendWindow: { start: '09:00', end: '21:00', days: [], channels: [] }, responseWindowMinutes: 4320,
   cooldownDays: 30, requireConsent: false, allowedCountries: [], createdAt: '2026-05-01T09:00:00.000Z',
 };
-const EXAMPLE_API_KEY = {
+export const EXAMPLE_API_KEY = {
   id: '0190e0e0-8888-7000-8000-000000000008', name: 'CRM', scopes: ['locations:read', 'contacts:write'], prefix: 'rrs_live_3f9a', last4: 'x7Qe',
   createdAt: '2026-05-01T09:00:00.000Z', revokedAt: null,
 };
-const EXAMPLE_LOCATION = {
+export const EXAMPLE_LOCATION = {
   id: EXAMPLE_IDS.location, name: 'Tverskaya', address: 'Tverskaya st. 1', city: 'Moscow', timeZone: 'Europe/Moscow',
   reviewLinks: [{ provider: 'yandex', url: 'https://yandex.ru/maps/org/1/reviews/' }], sendWindow: null, createdAt: '2026-05-01T09:00:00.000Z', updatedAt: '2026-05-01T09:00:00.000Z',
 };
-const EXAMPLE_FLOW = { id: EXAMPLE_IDS.flow, name: 'Email, then SMS a day later', isDefault: true, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 0 }, { order: 2, channel: 'SMS', delayMinutes: 1440 }], responseWindowMinutes: null };
+export const EXAMPLE_FLOW = { id: EXAMPLE_IDS.flow, name: 'Email, then SMS a day later', isDefault: true, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 0 }, { order: 2, channel: 'SMS', delayMinutes: 1440 }], responseWindowMinutes: null };
 const EXAMPLE_EMAIL_TEMPLATE = { channel: 'EMAIL', subject: 'How was {{location}}?', body: 'Hello {{name}}, please rate your visit: {{link}}', isDefault: false };
 const EXAMPLE_SMS_TEMPLATE = { channel: 'SMS', subject: '', body: '{{location}}: rate your visit {{link}}', isDefault: true };
 
@@ -198,12 +198,12 @@ const organizationJson = (o: contactsV1.Organization) => ({
   timeZone: o.timeZone, locale: o.locale, defaultRegion: o.defaultRegion, sendWindow: sendWindowJson(o.sendWindow), responseWindowMinutes: o.responseWindowMinutes,
   cooldownDays: o.cooldownDays, requireConsent: o.requireConsent, allowedCountries: o.allowedCountries, createdAt: iso(o.createdAt),
 });
-const apiKeyJson = (k: contactsV1.ApiKey) => ({ id: k.id, name: k.name, scopes: k.scopes, prefix: k.prefix, last4: k.last4, createdAt: iso(k.createdAt), revokedAt: k.revokedAt ? k.revokedAt.toISOString() : null });
-const locationJson = (l: contactsV1.Location) => ({
+export const apiKeyJson = (k: contactsV1.ApiKey) => ({ id: k.id, name: k.name, scopes: k.scopes, prefix: k.prefix, last4: k.last4, createdAt: iso(k.createdAt), revokedAt: k.revokedAt ? k.revokedAt.toISOString() : null });
+export const locationJson = (l: contactsV1.Location) => ({
   id: l.id, name: l.name, address: l.address, city: l.city, timeZone: l.timeZone,
   reviewLinks: l.reviewLinks.map((r) => ({ provider: r.provider, url: r.url })), sendWindow: sendWindowJson(l.sendWindow), createdAt: iso(l.createdAt), updatedAt: iso(l.updatedAt),
 });
-const flowJson = (f: schedulerV1.Flow) => ({
+export const flowJson = (f: schedulerV1.Flow) => ({
   id: f.id, name: f.name, isDefault: f.isDefault, steps: f.steps.map((s) => ({ order: s.order, channel: s.channel, delayMinutes: s.delayMinutes })), responseWindowMinutes: f.responseWindowMinutes ?? null,
 });
 const templateJson = (t: contactsV1.MessageTemplate) => ({ channel: t.channel, subject: t.subject, body: t.body, isDefault: t.isDefault });

@@ -13,7 +13,7 @@ const Recipient = z.strictObject({
   consentAt: ConsentAt,
 });
 
-const StartCascadeBody = z
+export const StartCascadeBody = z
   .strictObject({
     locationId: z.string().min(1).max(64).meta({ description: 'An id from GET /locations; an unknown one is 404.' }),
     name: z.string().max(200).optional().meta({ description: 'Name of the mailing, for history.' }),
@@ -29,7 +29,7 @@ const StartCascadeBody = z
     if (b.flowId !== undefined && b.channel !== undefined) ctx.addIssue({ code: 'custom', path: ['channel'], message: 'flowId and channel are mutually exclusive' });
   });
 
-const StartCascadeResponse = z.object({
+export const StartCascadeResponse = z.object({
   id: z.string(),
   status: CascadeStatus,
   queued: z.number().int().meta({ description: 'Recipients put in the queue.' }),
@@ -89,7 +89,7 @@ const RecipientJson = z.object({
   steps: z.array(StepJson),
 });
 
-const GetCascadeResponse = z.object({
+export const GetCascadeResponse = z.object({
   id: z.string(),
   status: CascadeStatus,
   externalId: z.string().nullable(),
@@ -97,7 +97,7 @@ const GetCascadeResponse = z.object({
   recipients: z.array(RecipientJson),
 });
 
-const EXAMPLE_START_RESPONSE = {
+export const EXAMPLE_START_RESPONSE = {
   id: EXAMPLE_IDS.cascade,
   status: 'running',
   queued: 1,
@@ -105,7 +105,7 @@ const EXAMPLE_START_RESPONSE = {
   flow: { id: EXAMPLE_IDS.flow, name: 'Email, then SMS a day later', steps: EXAMPLE_FLOW_STEPS },
 };
 
-const EXAMPLE_CASCADE = {
+export const EXAMPLE_CASCADE = {
   id: EXAMPLE_IDS.cascade,
   status: 'running',
   externalId: 'order-1042',
@@ -133,7 +133,7 @@ const EXAMPLE_CASCADE = {
   ],
 };
 
-function startCascadeJson(r: schedulerV1.StartCascadeResponse) {
+export function startCascadeJson(r: schedulerV1.StartCascadeResponse) {
   const flow = r.flow!;
   return {
     id: r.id,
@@ -144,7 +144,7 @@ function startCascadeJson(r: schedulerV1.StartCascadeResponse) {
   };
 }
 
-function cascadeJson(c: schedulerV1.Cascade) {
+export function cascadeJson(c: schedulerV1.Cascade) {
   const counts = Object.fromEntries(CASCADE_COUNT_KEYS.map((k) => [k, 0])) as Record<string, number>;
   for (const { key, value } of c.counts) if (key in counts) counts[key] = value;
   return {

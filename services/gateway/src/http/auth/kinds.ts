@@ -6,15 +6,15 @@
  * - `apiKey`: an integrator's API key (`Authorization: Bearer rrs_…`), with a scope, the plan's request
  *   quota and the sending rule (the public API, ./apiKey.ts).
  * - `adminToken`: the ADMIN_TOKEN (the account admin API, ./adminToken.ts).
- * - `session` is the next one: the account console's cookie session with CSRF protection. It is added
- *   as a third member here, with its gate and description beside the others (docs/gateway-routes.md,
- *   "Adding an auth kind").
+ * - `session`: a member of the organization signed in to the account console: a cookie session, with
+ *   the CSRF token and a writing role on state-changing calls (the account API, ./session.ts).
+ * - `visitor`: nobody yet, on the account API's sign-in routes; only a cross-site Origin is refused.
  */
 import type { Request, Response } from 'express';
 import type { Scope } from '@rrs/proto';
 import type { ErrorCodeInfo, RouteError } from '../errorCodes';
 
-export type AuthKind = 'apiKey' | 'adminToken';
+export type AuthKind = 'apiKey' | 'adminToken' | 'session' | 'visitor';
 
 /** What a route asks of its caller. `scope` and `rateLimited` belong to API keys (null/false for the other kinds). */
 export interface AuthRequirement {

@@ -20,6 +20,102 @@ import {
 } from "@grpc/grpc-js";
 import { Timestamp } from "../../../google/protobuf/timestamp";
 
+export interface Member {
+  id: string;
+  organizationId: string;
+  /** Lower-cased. */
+  email: string;
+  name: string;
+  /** owner | admin | viewer */
+  role: string;
+  createdAt: Date | undefined;
+}
+
+export interface Invitation {
+  id: string;
+  organizationId: string;
+  email: string;
+  role: string;
+  expiresAt: Date | undefined;
+  createdAt: Date | undefined;
+}
+
+export interface InviteMemberRequest {
+  organizationId: string;
+  email: string;
+  role: string;
+  /** The member who invites; empty for the operator (admin API). */
+  invitedBy: string;
+}
+
+export interface InviteMemberResponse {
+  invitation:
+    | Invitation
+    | undefined;
+  /** Goes into the accept link; not stored. */
+  token: string;
+}
+
+export interface AcceptInvitationRequest {
+  token: string;
+  name: string;
+  password: string;
+}
+
+export interface AcceptInvitationResponse {
+  member: Member | undefined;
+  session:
+    | Session
+    | undefined;
+  /** The session token for the cookie; not stored. */
+  sessionToken: string;
+}
+
+export interface Session {
+  id: string;
+  memberId: string;
+  organizationId: string;
+  /** Sent back by the console on every state-changing call (X-CSRF-Token). */
+  csrfToken: string;
+  expiresAt: Date | undefined;
+}
+
+export interface SignInRequest {
+  email: string;
+  password: string;
+}
+
+export interface SignInResponse {
+  member: Member | undefined;
+  session: Session | undefined;
+  sessionToken: string;
+}
+
+export interface ResolveSessionRequest {
+  sessionToken: string;
+}
+
+export interface ResolveSessionResponse {
+  member: Member | undefined;
+  session: Session | undefined;
+  organization: Organization | undefined;
+}
+
+export interface EndSessionRequest {
+  sessionToken: string;
+}
+
+export interface EndSessionResponse {
+}
+
+export interface ListMembersRequest {
+  organizationId: string;
+}
+
+export interface ListMembersResponse {
+  members: Member[];
+}
+
 export interface Organization {
   id: string;
   name: string;
@@ -471,6 +567,1557 @@ export interface CreditSmsBalanceRequest {
 export interface CreditSmsBalanceResponse {
   balance: number;
 }
+
+export interface StartPasswordResetRequest {
+  organizationId: string;
+  memberId: string;
+}
+
+export interface StartPasswordResetResponse {
+  token: string;
+  expiresAt: Date | undefined;
+}
+
+export interface CompletePasswordResetRequest {
+  token: string;
+  password: string;
+}
+
+export interface CompletePasswordResetResponse {
+  member: Member | undefined;
+  session: Session | undefined;
+  sessionToken: string;
+}
+
+function createBaseMember(): Member {
+  return { id: "", organizationId: "", email: "", name: "", role: "", createdAt: undefined };
+}
+
+export const Member: MessageFns<Member> = {
+  encode(message: Member, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.organizationId !== "") {
+      writer.uint32(18).string(message.organizationId);
+    }
+    if (message.email !== "") {
+      writer.uint32(26).string(message.email);
+    }
+    if (message.name !== "") {
+      writer.uint32(34).string(message.name);
+    }
+    if (message.role !== "") {
+      writer.uint32(42).string(message.role);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Member {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMember();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Member {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Member): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Member>, I>>(base?: I): Member {
+    return Member.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Member>, I>>(object: I): Member {
+    const message = createBaseMember();
+    message.id = object.id ?? "";
+    message.organizationId = object.organizationId ?? "";
+    message.email = object.email ?? "";
+    message.name = object.name ?? "";
+    message.role = object.role ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseInvitation(): Invitation {
+  return { id: "", organizationId: "", email: "", role: "", expiresAt: undefined, createdAt: undefined };
+}
+
+export const Invitation: MessageFns<Invitation> = {
+  encode(message: Invitation, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.organizationId !== "") {
+      writer.uint32(18).string(message.organizationId);
+    }
+    if (message.email !== "") {
+      writer.uint32(26).string(message.email);
+    }
+    if (message.role !== "") {
+      writer.uint32(34).string(message.role);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(42).fork()).join();
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Invitation {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInvitation();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Invitation {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Invitation): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Invitation>, I>>(base?: I): Invitation {
+    return Invitation.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Invitation>, I>>(object: I): Invitation {
+    const message = createBaseInvitation();
+    message.id = object.id ?? "";
+    message.organizationId = object.organizationId ?? "";
+    message.email = object.email ?? "";
+    message.role = object.role ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseInviteMemberRequest(): InviteMemberRequest {
+  return { organizationId: "", email: "", role: "", invitedBy: "" };
+}
+
+export const InviteMemberRequest: MessageFns<InviteMemberRequest> = {
+  encode(message: InviteMemberRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    if (message.role !== "") {
+      writer.uint32(26).string(message.role);
+    }
+    if (message.invitedBy !== "") {
+      writer.uint32(34).string(message.invitedBy);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): InviteMemberRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInviteMemberRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.invitedBy = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): InviteMemberRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      invitedBy: isSet(object.invitedBy)
+        ? globalThis.String(object.invitedBy)
+        : isSet(object.invited_by)
+        ? globalThis.String(object.invited_by)
+        : "",
+    };
+  },
+
+  toJSON(message: InviteMemberRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.invitedBy !== "") {
+      obj.invitedBy = message.invitedBy;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<InviteMemberRequest>, I>>(base?: I): InviteMemberRequest {
+    return InviteMemberRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<InviteMemberRequest>, I>>(object: I): InviteMemberRequest {
+    const message = createBaseInviteMemberRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.email = object.email ?? "";
+    message.role = object.role ?? "";
+    message.invitedBy = object.invitedBy ?? "";
+    return message;
+  },
+};
+
+function createBaseInviteMemberResponse(): InviteMemberResponse {
+  return { invitation: undefined, token: "" };
+}
+
+export const InviteMemberResponse: MessageFns<InviteMemberResponse> = {
+  encode(message: InviteMemberResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.invitation !== undefined) {
+      Invitation.encode(message.invitation, writer.uint32(10).fork()).join();
+    }
+    if (message.token !== "") {
+      writer.uint32(18).string(message.token);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): InviteMemberResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInviteMemberResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.invitation = Invitation.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): InviteMemberResponse {
+    return {
+      invitation: isSet(object.invitation) ? Invitation.fromJSON(object.invitation) : undefined,
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+    };
+  },
+
+  toJSON(message: InviteMemberResponse): unknown {
+    const obj: any = {};
+    if (message.invitation !== undefined) {
+      obj.invitation = Invitation.toJSON(message.invitation);
+    }
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<InviteMemberResponse>, I>>(base?: I): InviteMemberResponse {
+    return InviteMemberResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<InviteMemberResponse>, I>>(object: I): InviteMemberResponse {
+    const message = createBaseInviteMemberResponse();
+    message.invitation = (object.invitation !== undefined && object.invitation !== null)
+      ? Invitation.fromPartial(object.invitation)
+      : undefined;
+    message.token = object.token ?? "";
+    return message;
+  },
+};
+
+function createBaseAcceptInvitationRequest(): AcceptInvitationRequest {
+  return { token: "", name: "", password: "" };
+}
+
+export const AcceptInvitationRequest: MessageFns<AcceptInvitationRequest> = {
+  encode(message: AcceptInvitationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.password !== "") {
+      writer.uint32(26).string(message.password);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AcceptInvitationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAcceptInvitationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.password = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AcceptInvitationRequest {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      password: isSet(object.password) ? globalThis.String(object.password) : "",
+    };
+  },
+
+  toJSON(message: AcceptInvitationRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.password !== "") {
+      obj.password = message.password;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AcceptInvitationRequest>, I>>(base?: I): AcceptInvitationRequest {
+    return AcceptInvitationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AcceptInvitationRequest>, I>>(object: I): AcceptInvitationRequest {
+    const message = createBaseAcceptInvitationRequest();
+    message.token = object.token ?? "";
+    message.name = object.name ?? "";
+    message.password = object.password ?? "";
+    return message;
+  },
+};
+
+function createBaseAcceptInvitationResponse(): AcceptInvitationResponse {
+  return { member: undefined, session: undefined, sessionToken: "" };
+}
+
+export const AcceptInvitationResponse: MessageFns<AcceptInvitationResponse> = {
+  encode(message: AcceptInvitationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.member !== undefined) {
+      Member.encode(message.member, writer.uint32(10).fork()).join();
+    }
+    if (message.session !== undefined) {
+      Session.encode(message.session, writer.uint32(18).fork()).join();
+    }
+    if (message.sessionToken !== "") {
+      writer.uint32(26).string(message.sessionToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AcceptInvitationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAcceptInvitationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.member = Member.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.session = Session.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sessionToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AcceptInvitationResponse {
+    return {
+      member: isSet(object.member) ? Member.fromJSON(object.member) : undefined,
+      session: isSet(object.session) ? Session.fromJSON(object.session) : undefined,
+      sessionToken: isSet(object.sessionToken)
+        ? globalThis.String(object.sessionToken)
+        : isSet(object.session_token)
+        ? globalThis.String(object.session_token)
+        : "",
+    };
+  },
+
+  toJSON(message: AcceptInvitationResponse): unknown {
+    const obj: any = {};
+    if (message.member !== undefined) {
+      obj.member = Member.toJSON(message.member);
+    }
+    if (message.session !== undefined) {
+      obj.session = Session.toJSON(message.session);
+    }
+    if (message.sessionToken !== "") {
+      obj.sessionToken = message.sessionToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AcceptInvitationResponse>, I>>(base?: I): AcceptInvitationResponse {
+    return AcceptInvitationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AcceptInvitationResponse>, I>>(object: I): AcceptInvitationResponse {
+    const message = createBaseAcceptInvitationResponse();
+    message.member = (object.member !== undefined && object.member !== null)
+      ? Member.fromPartial(object.member)
+      : undefined;
+    message.session = (object.session !== undefined && object.session !== null)
+      ? Session.fromPartial(object.session)
+      : undefined;
+    message.sessionToken = object.sessionToken ?? "";
+    return message;
+  },
+};
+
+function createBaseSession(): Session {
+  return { id: "", memberId: "", organizationId: "", csrfToken: "", expiresAt: undefined };
+}
+
+export const Session: MessageFns<Session> = {
+  encode(message: Session, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(18).string(message.memberId);
+    }
+    if (message.organizationId !== "") {
+      writer.uint32(26).string(message.organizationId);
+    }
+    if (message.csrfToken !== "") {
+      writer.uint32(34).string(message.csrfToken);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Session {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSession();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.csrfToken = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Session {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      csrfToken: isSet(object.csrfToken)
+        ? globalThis.String(object.csrfToken)
+        : isSet(object.csrf_token)
+        ? globalThis.String(object.csrf_token)
+        : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Session): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.csrfToken !== "") {
+      obj.csrfToken = message.csrfToken;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Session>, I>>(base?: I): Session {
+    return Session.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Session>, I>>(object: I): Session {
+    const message = createBaseSession();
+    message.id = object.id ?? "";
+    message.memberId = object.memberId ?? "";
+    message.organizationId = object.organizationId ?? "";
+    message.csrfToken = object.csrfToken ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSignInRequest(): SignInRequest {
+  return { email: "", password: "" };
+}
+
+export const SignInRequest: MessageFns<SignInRequest> = {
+  encode(message: SignInRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.email !== "") {
+      writer.uint32(10).string(message.email);
+    }
+    if (message.password !== "") {
+      writer.uint32(18).string(message.password);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SignInRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSignInRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.password = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SignInRequest {
+    return {
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      password: isSet(object.password) ? globalThis.String(object.password) : "",
+    };
+  },
+
+  toJSON(message: SignInRequest): unknown {
+    const obj: any = {};
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.password !== "") {
+      obj.password = message.password;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SignInRequest>, I>>(base?: I): SignInRequest {
+    return SignInRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SignInRequest>, I>>(object: I): SignInRequest {
+    const message = createBaseSignInRequest();
+    message.email = object.email ?? "";
+    message.password = object.password ?? "";
+    return message;
+  },
+};
+
+function createBaseSignInResponse(): SignInResponse {
+  return { member: undefined, session: undefined, sessionToken: "" };
+}
+
+export const SignInResponse: MessageFns<SignInResponse> = {
+  encode(message: SignInResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.member !== undefined) {
+      Member.encode(message.member, writer.uint32(10).fork()).join();
+    }
+    if (message.session !== undefined) {
+      Session.encode(message.session, writer.uint32(18).fork()).join();
+    }
+    if (message.sessionToken !== "") {
+      writer.uint32(26).string(message.sessionToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SignInResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSignInResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.member = Member.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.session = Session.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sessionToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SignInResponse {
+    return {
+      member: isSet(object.member) ? Member.fromJSON(object.member) : undefined,
+      session: isSet(object.session) ? Session.fromJSON(object.session) : undefined,
+      sessionToken: isSet(object.sessionToken)
+        ? globalThis.String(object.sessionToken)
+        : isSet(object.session_token)
+        ? globalThis.String(object.session_token)
+        : "",
+    };
+  },
+
+  toJSON(message: SignInResponse): unknown {
+    const obj: any = {};
+    if (message.member !== undefined) {
+      obj.member = Member.toJSON(message.member);
+    }
+    if (message.session !== undefined) {
+      obj.session = Session.toJSON(message.session);
+    }
+    if (message.sessionToken !== "") {
+      obj.sessionToken = message.sessionToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SignInResponse>, I>>(base?: I): SignInResponse {
+    return SignInResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SignInResponse>, I>>(object: I): SignInResponse {
+    const message = createBaseSignInResponse();
+    message.member = (object.member !== undefined && object.member !== null)
+      ? Member.fromPartial(object.member)
+      : undefined;
+    message.session = (object.session !== undefined && object.session !== null)
+      ? Session.fromPartial(object.session)
+      : undefined;
+    message.sessionToken = object.sessionToken ?? "";
+    return message;
+  },
+};
+
+function createBaseResolveSessionRequest(): ResolveSessionRequest {
+  return { sessionToken: "" };
+}
+
+export const ResolveSessionRequest: MessageFns<ResolveSessionRequest> = {
+  encode(message: ResolveSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionToken !== "") {
+      writer.uint32(10).string(message.sessionToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResolveSessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResolveSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResolveSessionRequest {
+    return {
+      sessionToken: isSet(object.sessionToken)
+        ? globalThis.String(object.sessionToken)
+        : isSet(object.session_token)
+        ? globalThis.String(object.session_token)
+        : "",
+    };
+  },
+
+  toJSON(message: ResolveSessionRequest): unknown {
+    const obj: any = {};
+    if (message.sessionToken !== "") {
+      obj.sessionToken = message.sessionToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResolveSessionRequest>, I>>(base?: I): ResolveSessionRequest {
+    return ResolveSessionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResolveSessionRequest>, I>>(object: I): ResolveSessionRequest {
+    const message = createBaseResolveSessionRequest();
+    message.sessionToken = object.sessionToken ?? "";
+    return message;
+  },
+};
+
+function createBaseResolveSessionResponse(): ResolveSessionResponse {
+  return { member: undefined, session: undefined, organization: undefined };
+}
+
+export const ResolveSessionResponse: MessageFns<ResolveSessionResponse> = {
+  encode(message: ResolveSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.member !== undefined) {
+      Member.encode(message.member, writer.uint32(10).fork()).join();
+    }
+    if (message.session !== undefined) {
+      Session.encode(message.session, writer.uint32(18).fork()).join();
+    }
+    if (message.organization !== undefined) {
+      Organization.encode(message.organization, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResolveSessionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResolveSessionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.member = Member.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.session = Session.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.organization = Organization.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResolveSessionResponse {
+    return {
+      member: isSet(object.member) ? Member.fromJSON(object.member) : undefined,
+      session: isSet(object.session) ? Session.fromJSON(object.session) : undefined,
+      organization: isSet(object.organization) ? Organization.fromJSON(object.organization) : undefined,
+    };
+  },
+
+  toJSON(message: ResolveSessionResponse): unknown {
+    const obj: any = {};
+    if (message.member !== undefined) {
+      obj.member = Member.toJSON(message.member);
+    }
+    if (message.session !== undefined) {
+      obj.session = Session.toJSON(message.session);
+    }
+    if (message.organization !== undefined) {
+      obj.organization = Organization.toJSON(message.organization);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResolveSessionResponse>, I>>(base?: I): ResolveSessionResponse {
+    return ResolveSessionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResolveSessionResponse>, I>>(object: I): ResolveSessionResponse {
+    const message = createBaseResolveSessionResponse();
+    message.member = (object.member !== undefined && object.member !== null)
+      ? Member.fromPartial(object.member)
+      : undefined;
+    message.session = (object.session !== undefined && object.session !== null)
+      ? Session.fromPartial(object.session)
+      : undefined;
+    message.organization = (object.organization !== undefined && object.organization !== null)
+      ? Organization.fromPartial(object.organization)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseEndSessionRequest(): EndSessionRequest {
+  return { sessionToken: "" };
+}
+
+export const EndSessionRequest: MessageFns<EndSessionRequest> = {
+  encode(message: EndSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionToken !== "") {
+      writer.uint32(10).string(message.sessionToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndSessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndSessionRequest {
+    return {
+      sessionToken: isSet(object.sessionToken)
+        ? globalThis.String(object.sessionToken)
+        : isSet(object.session_token)
+        ? globalThis.String(object.session_token)
+        : "",
+    };
+  },
+
+  toJSON(message: EndSessionRequest): unknown {
+    const obj: any = {};
+    if (message.sessionToken !== "") {
+      obj.sessionToken = message.sessionToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EndSessionRequest>, I>>(base?: I): EndSessionRequest {
+    return EndSessionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EndSessionRequest>, I>>(object: I): EndSessionRequest {
+    const message = createBaseEndSessionRequest();
+    message.sessionToken = object.sessionToken ?? "";
+    return message;
+  },
+};
+
+function createBaseEndSessionResponse(): EndSessionResponse {
+  return {};
+}
+
+export const EndSessionResponse: MessageFns<EndSessionResponse> = {
+  encode(_: EndSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndSessionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndSessionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): EndSessionResponse {
+    return {};
+  },
+
+  toJSON(_: EndSessionResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EndSessionResponse>, I>>(base?: I): EndSessionResponse {
+    return EndSessionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EndSessionResponse>, I>>(_: I): EndSessionResponse {
+    const message = createBaseEndSessionResponse();
+    return message;
+  },
+};
+
+function createBaseListMembersRequest(): ListMembersRequest {
+  return { organizationId: "" };
+}
+
+export const ListMembersRequest: MessageFns<ListMembersRequest> = {
+  encode(message: ListMembersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListMembersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListMembersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListMembersRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListMembersRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListMembersRequest>, I>>(base?: I): ListMembersRequest {
+    return ListMembersRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListMembersRequest>, I>>(object: I): ListMembersRequest {
+    const message = createBaseListMembersRequest();
+    message.organizationId = object.organizationId ?? "";
+    return message;
+  },
+};
+
+function createBaseListMembersResponse(): ListMembersResponse {
+  return { members: [] };
+}
+
+export const ListMembersResponse: MessageFns<ListMembersResponse> = {
+  encode(message: ListMembersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.members) {
+      Member.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListMembersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListMembersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.members.push(Member.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListMembersResponse {
+    return {
+      members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => Member.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ListMembersResponse): unknown {
+    const obj: any = {};
+    if (message.members?.length) {
+      obj.members = message.members.map((e) => Member.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListMembersResponse>, I>>(base?: I): ListMembersResponse {
+    return ListMembersResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListMembersResponse>, I>>(object: I): ListMembersResponse {
+    const message = createBaseListMembersResponse();
+    message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
+    return message;
+  },
+};
 
 function createBaseOrganization(): Organization {
   return {
@@ -6732,6 +8379,384 @@ export const CreditSmsBalanceResponse: MessageFns<CreditSmsBalanceResponse> = {
   },
 };
 
+function createBaseStartPasswordResetRequest(): StartPasswordResetRequest {
+  return { organizationId: "", memberId: "" };
+}
+
+export const StartPasswordResetRequest: MessageFns<StartPasswordResetRequest> = {
+  encode(message: StartPasswordResetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(18).string(message.memberId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartPasswordResetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartPasswordResetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartPasswordResetRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+    };
+  },
+
+  toJSON(message: StartPasswordResetRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartPasswordResetRequest>, I>>(base?: I): StartPasswordResetRequest {
+    return StartPasswordResetRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartPasswordResetRequest>, I>>(object: I): StartPasswordResetRequest {
+    const message = createBaseStartPasswordResetRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.memberId = object.memberId ?? "";
+    return message;
+  },
+};
+
+function createBaseStartPasswordResetResponse(): StartPasswordResetResponse {
+  return { token: "", expiresAt: undefined };
+}
+
+export const StartPasswordResetResponse: MessageFns<StartPasswordResetResponse> = {
+  encode(message: StartPasswordResetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartPasswordResetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartPasswordResetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartPasswordResetResponse {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: StartPasswordResetResponse): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartPasswordResetResponse>, I>>(base?: I): StartPasswordResetResponse {
+    return StartPasswordResetResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartPasswordResetResponse>, I>>(object: I): StartPasswordResetResponse {
+    const message = createBaseStartPasswordResetResponse();
+    message.token = object.token ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCompletePasswordResetRequest(): CompletePasswordResetRequest {
+  return { token: "", password: "" };
+}
+
+export const CompletePasswordResetRequest: MessageFns<CompletePasswordResetRequest> = {
+  encode(message: CompletePasswordResetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.password !== "") {
+      writer.uint32(18).string(message.password);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompletePasswordResetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompletePasswordResetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.password = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompletePasswordResetRequest {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      password: isSet(object.password) ? globalThis.String(object.password) : "",
+    };
+  },
+
+  toJSON(message: CompletePasswordResetRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.password !== "") {
+      obj.password = message.password;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompletePasswordResetRequest>, I>>(base?: I): CompletePasswordResetRequest {
+    return CompletePasswordResetRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompletePasswordResetRequest>, I>>(object: I): CompletePasswordResetRequest {
+    const message = createBaseCompletePasswordResetRequest();
+    message.token = object.token ?? "";
+    message.password = object.password ?? "";
+    return message;
+  },
+};
+
+function createBaseCompletePasswordResetResponse(): CompletePasswordResetResponse {
+  return { member: undefined, session: undefined, sessionToken: "" };
+}
+
+export const CompletePasswordResetResponse: MessageFns<CompletePasswordResetResponse> = {
+  encode(message: CompletePasswordResetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.member !== undefined) {
+      Member.encode(message.member, writer.uint32(10).fork()).join();
+    }
+    if (message.session !== undefined) {
+      Session.encode(message.session, writer.uint32(18).fork()).join();
+    }
+    if (message.sessionToken !== "") {
+      writer.uint32(26).string(message.sessionToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompletePasswordResetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompletePasswordResetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.member = Member.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.session = Session.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sessionToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompletePasswordResetResponse {
+    return {
+      member: isSet(object.member) ? Member.fromJSON(object.member) : undefined,
+      session: isSet(object.session) ? Session.fromJSON(object.session) : undefined,
+      sessionToken: isSet(object.sessionToken)
+        ? globalThis.String(object.sessionToken)
+        : isSet(object.session_token)
+        ? globalThis.String(object.session_token)
+        : "",
+    };
+  },
+
+  toJSON(message: CompletePasswordResetResponse): unknown {
+    const obj: any = {};
+    if (message.member !== undefined) {
+      obj.member = Member.toJSON(message.member);
+    }
+    if (message.session !== undefined) {
+      obj.session = Session.toJSON(message.session);
+    }
+    if (message.sessionToken !== "") {
+      obj.sessionToken = message.sessionToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompletePasswordResetResponse>, I>>(base?: I): CompletePasswordResetResponse {
+    return CompletePasswordResetResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompletePasswordResetResponse>, I>>(
+    object: I,
+  ): CompletePasswordResetResponse {
+    const message = createBaseCompletePasswordResetResponse();
+    message.member = (object.member !== undefined && object.member !== null)
+      ? Member.fromPartial(object.member)
+      : undefined;
+    message.session = (object.session !== undefined && object.session !== null)
+      ? Session.fromPartial(object.session)
+      : undefined;
+    message.sessionToken = object.sessionToken ?? "";
+    return message;
+  },
+};
+
 export type ContactsServiceService = typeof ContactsServiceService;
 export const ContactsServiceService = {
   /**
@@ -6998,6 +9023,110 @@ export const ContactsServiceService = {
       Buffer.from(CreditSmsBalanceResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CreditSmsBalanceResponse => CreditSmsBalanceResponse.decode(value),
   },
+  /**
+   * The organization's people (the account console, docs/console.md). An invitation is the only way in:
+   * the operator invites an organization's first owner, owners and admins invite the others. The token
+   * is in the response only (a hash is stored); it expires and is used once.
+   */
+  inviteMember: {
+    path: "/rrs.contacts.v1.ContactsService/InviteMember" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: InviteMemberRequest): Buffer => Buffer.from(InviteMemberRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): InviteMemberRequest => InviteMemberRequest.decode(value),
+    responseSerialize: (value: InviteMemberResponse): Buffer =>
+      Buffer.from(InviteMemberResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): InviteMemberResponse => InviteMemberResponse.decode(value),
+  },
+  /**
+   * Sets the person's name and password and signs them in. `invalid_invitation` for an unknown,
+   * expired or used token; `invalid_request` naming `password` for a password outside the rule.
+   */
+  acceptInvitation: {
+    path: "/rrs.contacts.v1.ContactsService/AcceptInvitation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AcceptInvitationRequest): Buffer =>
+      Buffer.from(AcceptInvitationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AcceptInvitationRequest => AcceptInvitationRequest.decode(value),
+    responseSerialize: (value: AcceptInvitationResponse): Buffer =>
+      Buffer.from(AcceptInvitationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AcceptInvitationResponse => AcceptInvitationResponse.decode(value),
+  },
+  /**
+   * Checks email + password and opens a session; `invalid_credentials` for an unknown email or a
+   * wrong password alike (nothing is created).
+   */
+  signIn: {
+    path: "/rrs.contacts.v1.ContactsService/SignIn" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SignInRequest): Buffer => Buffer.from(SignInRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SignInRequest => SignInRequest.decode(value),
+    responseSerialize: (value: SignInResponse): Buffer => Buffer.from(SignInResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SignInResponse => SignInResponse.decode(value),
+  },
+  /**
+   * The session of a token, with its member and organization; `invalid_session` for an unknown,
+   * expired or ended one. Extends an idle session's expiry.
+   */
+  resolveSession: {
+    path: "/rrs.contacts.v1.ContactsService/ResolveSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ResolveSessionRequest): Buffer =>
+      Buffer.from(ResolveSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ResolveSessionRequest => ResolveSessionRequest.decode(value),
+    responseSerialize: (value: ResolveSessionResponse): Buffer =>
+      Buffer.from(ResolveSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ResolveSessionResponse => ResolveSessionResponse.decode(value),
+  },
+  /** Ends a session; ending an ended or unknown session changes nothing. */
+  endSession: {
+    path: "/rrs.contacts.v1.ContactsService/EndSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EndSessionRequest): Buffer => Buffer.from(EndSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EndSessionRequest => EndSessionRequest.decode(value),
+    responseSerialize: (value: EndSessionResponse): Buffer => Buffer.from(EndSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EndSessionResponse => EndSessionResponse.decode(value),
+  },
+  listMembers: {
+    path: "/rrs.contacts.v1.ContactsService/ListMembers" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListMembersRequest): Buffer => Buffer.from(ListMembersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListMembersRequest => ListMembersRequest.decode(value),
+    responseSerialize: (value: ListMembersResponse): Buffer => Buffer.from(ListMembersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListMembersResponse => ListMembersResponse.decode(value),
+  },
+  /** A one-time password reset link's token for a member of the organization (in the response only). */
+  startPasswordReset: {
+    path: "/rrs.contacts.v1.ContactsService/StartPasswordReset" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StartPasswordResetRequest): Buffer =>
+      Buffer.from(StartPasswordResetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StartPasswordResetRequest => StartPasswordResetRequest.decode(value),
+    responseSerialize: (value: StartPasswordResetResponse): Buffer =>
+      Buffer.from(StartPasswordResetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): StartPasswordResetResponse => StartPasswordResetResponse.decode(value),
+  },
+  /**
+   * Sets the new password, ends every session of the member and signs them in. `invalid_reset_token`
+   * for an unknown, expired or used token.
+   */
+  completePasswordReset: {
+    path: "/rrs.contacts.v1.ContactsService/CompletePasswordReset" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CompletePasswordResetRequest): Buffer =>
+      Buffer.from(CompletePasswordResetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CompletePasswordResetRequest => CompletePasswordResetRequest.decode(value),
+    responseSerialize: (value: CompletePasswordResetResponse): Buffer =>
+      Buffer.from(CompletePasswordResetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CompletePasswordResetResponse => CompletePasswordResetResponse.decode(value),
+  },
 } as const;
 
 export interface ContactsServiceServer extends UntypedServiceImplementation {
@@ -7048,6 +9177,37 @@ export interface ContactsServiceServer extends UntypedServiceImplementation {
    */
   debitSmsBalance: handleUnaryCall<DebitSmsBalanceRequest, DebitSmsBalanceResponse>;
   creditSmsBalance: handleUnaryCall<CreditSmsBalanceRequest, CreditSmsBalanceResponse>;
+  /**
+   * The organization's people (the account console, docs/console.md). An invitation is the only way in:
+   * the operator invites an organization's first owner, owners and admins invite the others. The token
+   * is in the response only (a hash is stored); it expires and is used once.
+   */
+  inviteMember: handleUnaryCall<InviteMemberRequest, InviteMemberResponse>;
+  /**
+   * Sets the person's name and password and signs them in. `invalid_invitation` for an unknown,
+   * expired or used token; `invalid_request` naming `password` for a password outside the rule.
+   */
+  acceptInvitation: handleUnaryCall<AcceptInvitationRequest, AcceptInvitationResponse>;
+  /**
+   * Checks email + password and opens a session; `invalid_credentials` for an unknown email or a
+   * wrong password alike (nothing is created).
+   */
+  signIn: handleUnaryCall<SignInRequest, SignInResponse>;
+  /**
+   * The session of a token, with its member and organization; `invalid_session` for an unknown,
+   * expired or ended one. Extends an idle session's expiry.
+   */
+  resolveSession: handleUnaryCall<ResolveSessionRequest, ResolveSessionResponse>;
+  /** Ends a session; ending an ended or unknown session changes nothing. */
+  endSession: handleUnaryCall<EndSessionRequest, EndSessionResponse>;
+  listMembers: handleUnaryCall<ListMembersRequest, ListMembersResponse>;
+  /** A one-time password reset link's token for a member of the organization (in the response only). */
+  startPasswordReset: handleUnaryCall<StartPasswordResetRequest, StartPasswordResetResponse>;
+  /**
+   * Sets the new password, ends every session of the member and signs them in. `invalid_reset_token`
+   * for an unknown, expired or used token.
+   */
+  completePasswordReset: handleUnaryCall<CompletePasswordResetRequest, CompletePasswordResetResponse>;
 }
 
 export interface ContactsServiceClient extends Client {
@@ -7419,6 +9579,149 @@ export interface ContactsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CreditSmsBalanceResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The organization's people (the account console, docs/console.md). An invitation is the only way in:
+   * the operator invites an organization's first owner, owners and admins invite the others. The token
+   * is in the response only (a hash is stored); it expires and is used once.
+   */
+  inviteMember(
+    request: InviteMemberRequest,
+    callback: (error: ServiceError | null, response: InviteMemberResponse) => void,
+  ): ClientUnaryCall;
+  inviteMember(
+    request: InviteMemberRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: InviteMemberResponse) => void,
+  ): ClientUnaryCall;
+  inviteMember(
+    request: InviteMemberRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: InviteMemberResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Sets the person's name and password and signs them in. `invalid_invitation` for an unknown,
+   * expired or used token; `invalid_request` naming `password` for a password outside the rule.
+   */
+  acceptInvitation(
+    request: AcceptInvitationRequest,
+    callback: (error: ServiceError | null, response: AcceptInvitationResponse) => void,
+  ): ClientUnaryCall;
+  acceptInvitation(
+    request: AcceptInvitationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AcceptInvitationResponse) => void,
+  ): ClientUnaryCall;
+  acceptInvitation(
+    request: AcceptInvitationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AcceptInvitationResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Checks email + password and opens a session; `invalid_credentials` for an unknown email or a
+   * wrong password alike (nothing is created).
+   */
+  signIn(
+    request: SignInRequest,
+    callback: (error: ServiceError | null, response: SignInResponse) => void,
+  ): ClientUnaryCall;
+  signIn(
+    request: SignInRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SignInResponse) => void,
+  ): ClientUnaryCall;
+  signIn(
+    request: SignInRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SignInResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The session of a token, with its member and organization; `invalid_session` for an unknown,
+   * expired or ended one. Extends an idle session's expiry.
+   */
+  resolveSession(
+    request: ResolveSessionRequest,
+    callback: (error: ServiceError | null, response: ResolveSessionResponse) => void,
+  ): ClientUnaryCall;
+  resolveSession(
+    request: ResolveSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ResolveSessionResponse) => void,
+  ): ClientUnaryCall;
+  resolveSession(
+    request: ResolveSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ResolveSessionResponse) => void,
+  ): ClientUnaryCall;
+  /** Ends a session; ending an ended or unknown session changes nothing. */
+  endSession(
+    request: EndSessionRequest,
+    callback: (error: ServiceError | null, response: EndSessionResponse) => void,
+  ): ClientUnaryCall;
+  endSession(
+    request: EndSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EndSessionResponse) => void,
+  ): ClientUnaryCall;
+  endSession(
+    request: EndSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EndSessionResponse) => void,
+  ): ClientUnaryCall;
+  listMembers(
+    request: ListMembersRequest,
+    callback: (error: ServiceError | null, response: ListMembersResponse) => void,
+  ): ClientUnaryCall;
+  listMembers(
+    request: ListMembersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListMembersResponse) => void,
+  ): ClientUnaryCall;
+  listMembers(
+    request: ListMembersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListMembersResponse) => void,
+  ): ClientUnaryCall;
+  /** A one-time password reset link's token for a member of the organization (in the response only). */
+  startPasswordReset(
+    request: StartPasswordResetRequest,
+    callback: (error: ServiceError | null, response: StartPasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  startPasswordReset(
+    request: StartPasswordResetRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: StartPasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  startPasswordReset(
+    request: StartPasswordResetRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: StartPasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Sets the new password, ends every session of the member and signs them in. `invalid_reset_token`
+   * for an unknown, expired or used token.
+   */
+  completePasswordReset(
+    request: CompletePasswordResetRequest,
+    callback: (error: ServiceError | null, response: CompletePasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  completePasswordReset(
+    request: CompletePasswordResetRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CompletePasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  completePasswordReset(
+    request: CompletePasswordResetRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CompletePasswordResetResponse) => void,
   ): ClientUnaryCall;
 }
 

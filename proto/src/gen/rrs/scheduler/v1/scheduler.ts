@@ -447,6 +447,38 @@ export interface ExportPersonResponse {
   lastRatedAt: Date | undefined;
 }
 
+export interface ListCascadesRequest {
+  organizationId: string;
+  /** Exact match; empty = any. */
+  externalId: string;
+  /** running | finished; empty = any. */
+  status: string;
+  /** 1 to 100; 0 = 50. */
+  limit: number;
+  /** `next_after` of the previous page. */
+  after: string;
+}
+
+export interface CascadeSummary {
+  id: string;
+  status: string;
+  externalId: string;
+  name: string;
+  locationId: string;
+  flowId: string;
+  channel: string;
+  recipients: number;
+  skipped: number;
+  createdAt: Date | undefined;
+  finishedAt: Date | undefined;
+}
+
+export interface ListCascadesResponse {
+  cascades: CascadeSummary[];
+  /** Empty on the last page. */
+  nextAfter: string;
+}
+
 function createBaseFlowStep(): FlowStep {
   return { order: 0, channel: "", delayMinutes: 0 };
 }
@@ -6869,6 +6901,499 @@ export const ExportPersonResponse: MessageFns<ExportPersonResponse> = {
   },
 };
 
+function createBaseListCascadesRequest(): ListCascadesRequest {
+  return { organizationId: "", externalId: "", status: "", limit: 0, after: "" };
+}
+
+export const ListCascadesRequest: MessageFns<ListCascadesRequest> = {
+  encode(message: ListCascadesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(18).string(message.externalId);
+    }
+    if (message.status !== "") {
+      writer.uint32(26).string(message.status);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(32).int32(message.limit);
+    }
+    if (message.after !== "") {
+      writer.uint32(42).string(message.after);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListCascadesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListCascadesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.after = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListCascadesRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      after: isSet(object.after) ? globalThis.String(object.after) : "",
+    };
+  },
+
+  toJSON(message: ListCascadesRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.after !== "") {
+      obj.after = message.after;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListCascadesRequest>, I>>(base?: I): ListCascadesRequest {
+    return ListCascadesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListCascadesRequest>, I>>(object: I): ListCascadesRequest {
+    const message = createBaseListCascadesRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.externalId = object.externalId ?? "";
+    message.status = object.status ?? "";
+    message.limit = object.limit ?? 0;
+    message.after = object.after ?? "";
+    return message;
+  },
+};
+
+function createBaseCascadeSummary(): CascadeSummary {
+  return {
+    id: "",
+    status: "",
+    externalId: "",
+    name: "",
+    locationId: "",
+    flowId: "",
+    channel: "",
+    recipients: 0,
+    skipped: 0,
+    createdAt: undefined,
+    finishedAt: undefined,
+  };
+}
+
+export const CascadeSummary: MessageFns<CascadeSummary> = {
+  encode(message: CascadeSummary, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.status !== "") {
+      writer.uint32(18).string(message.status);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(26).string(message.externalId);
+    }
+    if (message.name !== "") {
+      writer.uint32(34).string(message.name);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(42).string(message.locationId);
+    }
+    if (message.flowId !== "") {
+      writer.uint32(50).string(message.flowId);
+    }
+    if (message.channel !== "") {
+      writer.uint32(58).string(message.channel);
+    }
+    if (message.recipients !== 0) {
+      writer.uint32(64).int32(message.recipients);
+    }
+    if (message.skipped !== 0) {
+      writer.uint32(72).int32(message.skipped);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(82).fork()).join();
+    }
+    if (message.finishedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.finishedAt), writer.uint32(90).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CascadeSummary {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCascadeSummary();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.flowId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.recipients = reader.int32();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.skipped = reader.int32();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.finishedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CascadeSummary {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      flowId: isSet(object.flowId)
+        ? globalThis.String(object.flowId)
+        : isSet(object.flow_id)
+        ? globalThis.String(object.flow_id)
+        : "",
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      recipients: isSet(object.recipients) ? globalThis.Number(object.recipients) : 0,
+      skipped: isSet(object.skipped) ? globalThis.Number(object.skipped) : 0,
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+      finishedAt: isSet(object.finishedAt)
+        ? fromJsonTimestamp(object.finishedAt)
+        : isSet(object.finished_at)
+        ? fromJsonTimestamp(object.finished_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: CascadeSummary): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.flowId !== "") {
+      obj.flowId = message.flowId;
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.recipients !== 0) {
+      obj.recipients = Math.round(message.recipients);
+    }
+    if (message.skipped !== 0) {
+      obj.skipped = Math.round(message.skipped);
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    if (message.finishedAt !== undefined) {
+      obj.finishedAt = message.finishedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CascadeSummary>, I>>(base?: I): CascadeSummary {
+    return CascadeSummary.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CascadeSummary>, I>>(object: I): CascadeSummary {
+    const message = createBaseCascadeSummary();
+    message.id = object.id ?? "";
+    message.status = object.status ?? "";
+    message.externalId = object.externalId ?? "";
+    message.name = object.name ?? "";
+    message.locationId = object.locationId ?? "";
+    message.flowId = object.flowId ?? "";
+    message.channel = object.channel ?? "";
+    message.recipients = object.recipients ?? 0;
+    message.skipped = object.skipped ?? 0;
+    message.createdAt = object.createdAt ?? undefined;
+    message.finishedAt = object.finishedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseListCascadesResponse(): ListCascadesResponse {
+  return { cascades: [], nextAfter: "" };
+}
+
+export const ListCascadesResponse: MessageFns<ListCascadesResponse> = {
+  encode(message: ListCascadesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.cascades) {
+      CascadeSummary.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextAfter !== "") {
+      writer.uint32(18).string(message.nextAfter);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListCascadesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListCascadesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.cascades.push(CascadeSummary.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextAfter = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListCascadesResponse {
+    return {
+      cascades: globalThis.Array.isArray(object?.cascades)
+        ? object.cascades.map((e: any) => CascadeSummary.fromJSON(e))
+        : [],
+      nextAfter: isSet(object.nextAfter)
+        ? globalThis.String(object.nextAfter)
+        : isSet(object.next_after)
+        ? globalThis.String(object.next_after)
+        : "",
+    };
+  },
+
+  toJSON(message: ListCascadesResponse): unknown {
+    const obj: any = {};
+    if (message.cascades?.length) {
+      obj.cascades = message.cascades.map((e) => CascadeSummary.toJSON(e));
+    }
+    if (message.nextAfter !== "") {
+      obj.nextAfter = message.nextAfter;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListCascadesResponse>, I>>(base?: I): ListCascadesResponse {
+    return ListCascadesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListCascadesResponse>, I>>(object: I): ListCascadesResponse {
+    const message = createBaseListCascadesResponse();
+    message.cascades = object.cascades?.map((e) => CascadeSummary.fromPartial(e)) || [];
+    message.nextAfter = object.nextAfter ?? "";
+    return message;
+  },
+};
+
 export type CascadeSchedulerServiceService = typeof CascadeSchedulerServiceService;
 export const CascadeSchedulerServiceService = {
   createFlow: {
@@ -6933,6 +7458,17 @@ export const CascadeSchedulerServiceService = {
     requestDeserialize: (value: Buffer): GetCascadeRequest => GetCascadeRequest.decode(value),
     responseSerialize: (value: GetCascadeResponse): Buffer => Buffer.from(GetCascadeResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetCascadeResponse => GetCascadeResponse.decode(value),
+  },
+  /** An organization's cascades, newest first, one page at a time (the account console's list). */
+  listCascades: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/ListCascades" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListCascadesRequest): Buffer => Buffer.from(ListCascadesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListCascadesRequest => ListCascadesRequest.decode(value),
+    responseSerialize: (value: ListCascadesResponse): Buffer =>
+      Buffer.from(ListCascadesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListCascadesResponse => ListCascadesResponse.decode(value),
   },
   /** Finishes every recipient still running with reason `canceled`. */
   cancelCascade: {
@@ -7087,6 +7623,8 @@ export interface CascadeSchedulerServiceServer extends UntypedServiceImplementat
    */
   startCascade: handleUnaryCall<StartCascadeRequest, StartCascadeResponse>;
   getCascade: handleUnaryCall<GetCascadeRequest, GetCascadeResponse>;
+  /** An organization's cascades, newest first, one page at a time (the account console's list). */
+  listCascades: handleUnaryCall<ListCascadesRequest, ListCascadesResponse>;
   /** Finishes every recipient still running with reason `canceled`. */
   cancelCascade: handleUnaryCall<CancelCascadeRequest, CancelCascadeResponse>;
   /** A personal review link delivered by the caller's own means. */
@@ -7207,6 +7745,22 @@ export interface CascadeSchedulerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetCascadeResponse) => void,
+  ): ClientUnaryCall;
+  /** An organization's cascades, newest first, one page at a time (the account console's list). */
+  listCascades(
+    request: ListCascadesRequest,
+    callback: (error: ServiceError | null, response: ListCascadesResponse) => void,
+  ): ClientUnaryCall;
+  listCascades(
+    request: ListCascadesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListCascadesResponse) => void,
+  ): ClientUnaryCall;
+  listCascades(
+    request: ListCascadesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListCascadesResponse) => void,
   ): ClientUnaryCall;
   /** Finishes every recipient still running with reason `canceled`. */
   cancelCascade(

@@ -1,0 +1,143 @@
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { ApiError, call, useCsrfToken, type SessionInfo } from './api';
+import { initialLanguage, saveLanguage, translator, type Language, type Translate } from './i18n';
+import { AcceptPage } from './pages/Accept';
+import { CascadesPage } from './pages/Cascades';
+import { DeveloperPage } from './pages/Developer';
+import { ResetPage } from './pages/Reset';
+import { SendPage } from './pages/Send';
+import { SignInPage } from './pages/SignIn';
+
+/** Pages route by the URL's fragment, so the gateway serves one index.html for all of them. */
+function useHashRoute(): string {
+  const [route, setRoute] = useState(location.hash.slice(1) || '/cascades');
+  useEffect(() => {
+    const onChange = () => setRoute(location.hash.slice(1) || '/cascades');
+    addEventListener('hashchange', onChange);
+    return () => removeEventListener('hashchange', onChange);
+  }, []);
+  return route;
+}
+
+const SECTIONS = [
+  { path: '/cascades', key: 'cascades' },
+  { path: '/send', key: 'send' },
+  { path: '/developer', key: 'developer' },
+] as const;
+
+export interface PageProps {
+  t: Translate;
+  session: SessionInfo;
+}
+
+export function App() {
+  const [language, setLanguage] = useState<Language>(initialLanguage);
+  const t = useMemo(() => translator(language), [language]);
+  const [session, setSession] = useState<SessionInfo | null | undefined>(undefined);
+  const route = useHashRoute();
+
+  useEffect(() => saveLanguage(language), [language]);
+  const loadSession = () =>
+    call<SessionInfo>('GET', '/session').then(
+      (s) => {
+        useCsrfToken(s.csrfToken);
+        setSession(s);
+      },
+      (err: unknown) => {
+        if (err instanceof ApiError && err.status === 401) setSession(null);
+        else throw err;
+      },
+    );
+  useEffect(() => {
+    void loadSession();
+  }, []);
+
+  const section = SECTIONS.find((s) => route.startsWith(s.path));
+  useEffect(() => {
+    const page = route.startsWith('/accept/') ? t('acceptTitle') : route.startsWith('/reset/') ? t('resetTitle') : !session ? t('signInTitle') : section ? t(section.key) : t('appName');
+    document.title = `${page} — ${t('appName')}`;
+  }, [route, session, language]);
+
+  const languageSwitch = (
+    <button type="button" class="link" lang={language === 'en' ? 'ru' : 'en'} onClick={() => setLanguage(language === 'en' ? 'ru' : 'en')}>
+      {t('switchTo')}
+    </button>
+  );
+
+  let page;
+  const signedInFromLink = () => loadSession().then(() => (location.hash = '#/cascades'));
+  if (route.startsWith('/reset/')) page = <ResetPage t={t} token={decodeURIComponent(route.slice('/reset/'.length))} onSignedIn={signedInFromLink} />;
+  else if (route.startsWith('/accept/')) page = <AcceptPage t={t} token={decodeURIComponent(route.slice('/accept/'.length))} onSignedIn={signedInFromLink} />;
+  else if (session === undefined) page = <p role="status">{t('loading')}</p>;
+  else if (session === null) page = <SignInPage t={t} onSignedIn={loadSession} />;
+  else if (route.startsWith('/developer')) page = <DeveloperPage t={t} session={session} />;
+  else if (route.startsWith('/send')) page = <SendPage t={t} session={session} />;
+  else page = <CascadesPage t={t} session={session} />;
+
+  const signOut = async () => {
+    await call('DELETE', '/session');
+    useCsrfToken('');
+    setSession(null);
+  };
+
+  return (
+    <>
+      <header class="top">
+        <span class="brand">{t('appName')}</span>
+        {session && (
+          <nav aria-label={t('nav')}>
+            <ul>
+              {SECTIONS.map((s) => (
+                <li key={s.path}>
+                  <a href={`#${s.path}`} aria-current={section?.path === s.path ? 'page' : undefined}>
+                    {t(s.key)}
+                  </a>
+                </li>
+              ))}
+            </ul>
+          </nav>
+        )}
+        <div class="who">
+          {session && (
+            <span>
+              {session.organization.name} · {session.member.email} ({t(`role_${session.member.role}`)})
+            </span>
+          )}
+          {languageSwitch}
+          {session && (
+            <button type="button" class="link" onClick={signOut}>
+              {t('signOut')}
+            </button>
+          )}
+        </div>
+      </header>
+      <main>{page}</main>
+    </>
+  );
+}
+
+/** A refusal of the API as the person reads it: its detail, then each field's. */
+export function ErrorNote({ error, t }: { error: unknown; t: Translate }) {
+  if (!error) return null;
+  const e = error instanceof ApiError ? error : new ApiError(0, 'network', String(error));
+  return (
+    <div role="alert" class="error">
+      <strong>{t('error')}:</strong> {e.message} <code>{e.code}</code>
+      {e.fields.length > 0 && (
+        <ul>
+          {e.fields.map((f, i) => (
+            <li key={i}>
+              {f.pointer ?? f.parameter}: {f.detail}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+export const canChange = (session: SessionInfo) => session.member.role !== 'viewer';
+
+export function ReadOnlyNote({ session, t }: PageProps) {
+  return canChange(session) ? null : <p class="note">{t('readOnly')}</p>;
+}

@@ -1,0 +1,116 @@
+import { useEffect, useState } from 'preact/hooks';
+import { call, newIdempotencyKey } from '../api';
+import { canChange, ErrorNote, ReadOnlyNote, type PageProps } from '../App';
+
+interface Location {
+  id: string;
+  name: string;
+}
+interface Flow {
+  id: string;
+  name: string;
+  isDefault: boolean;
+}
+interface Started {
+  id: string;
+  queued: number;
+  skipped: number;
+}
+
+/**
+ * One customer into a chosen location and flow, through POST /account/v1/cascades: the public API's
+ * rules (sending rule, quota, skips), and one Idempotency-Key per filled-in form, so a double submit
+ * starts one cascade.
+ */
+export function SendPage({ t, session }: PageProps) {
+  const [locations, setLocations] = useState<Location[]>([]);
+  const [flows, setFlows] = useState<Flow[]>([]);
+  const [form, setForm] = useState({ locationId: '', flowId: '', name: '', email: '', phone: '', externalId: '', ignoreCooldown: false });
+  const [idempotencyKey, setIdempotencyKey] = useState(newIdempotencyKey);
+  const [started, setStarted] = useState<Started | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    Promise.all([call<{ locations: Location[] }>('GET', '/locations'), call<{ flows: Flow[] }>('GET', '/flows')]).then(([l, f]) => {
+      setLocations(l.locations);
+      setFlows(f.flows);
+      setForm((old) => ({ ...old, locationId: old.locationId || (l.locations[0]?.id ?? ''), flowId: old.flowId || (f.flows.find((x) => x.isDefault)?.id ?? f.flows[0]?.id ?? '') }));
+    }, setError);
+  }, []);
+
+  const set = (field: keyof typeof form) => (e: Event) => {
+    const target = e.currentTarget as HTMLInputElement;
+    setForm({ ...form, [field]: target.type === 'checkbox' ? target.checked : target.value });
+    // A changed form is another request: it gets a key of its own.
+    setIdempotencyKey(newIdempotencyKey());
+  };
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    setStarted(null);
+    if (!form.email.trim() && !form.phone.trim()) {
+      setError(new Error(t('needContact')));
+      return;
+    }
+    setBusy(true);
+    try {
+      const recipient = { name: form.name.trim() || undefined, email: form.email.trim() || undefined, phone: form.phone.trim() || undefined };
+      const body = { locationId: form.locationId, flowId: form.flowId || undefined, externalId: form.externalId.trim() || undefined, recipients: [recipient], ignoreCooldown: form.ignoreCooldown || undefined };
+      setStarted(await call<Started>('POST', '/cascades', { body, idempotencyKey }));
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section class="narrow">
+      <h1>{t('send')}</h1>
+      <ReadOnlyNote t={t} session={session} />
+      {canChange(session) && (
+        <form onSubmit={submit}>
+          <label for="location">{t('location')}</label>
+          <select id="location" required value={form.locationId} onChange={set('locationId')}>
+            {locations.map((l) => (
+              <option key={l.id} value={l.id}>
+                {l.name}
+              </option>
+            ))}
+          </select>
+          <label for="flow">{t('flow')}</label>
+          <select id="flow" value={form.flowId} onChange={set('flowId')}>
+            {flows.map((f) => (
+              <option key={f.id} value={f.id}>
+                {f.name}
+                {f.isDefault ? ` (${t('defaultFlow')})` : ''}
+              </option>
+            ))}
+          </select>
+          <label for="customer-name">{t('customerName')}</label>
+          <input id="customer-name" autocomplete="off" value={form.name} onInput={set('name')} />
+          <label for="customer-email">{t('email')}</label>
+          <input id="customer-email" type="email" autocomplete="off" value={form.email} onInput={set('email')} />
+          <label for="customer-phone">{t('phone')}</label>
+          <input id="customer-phone" type="tel" autocomplete="off" value={form.phone} onInput={set('phone')} />
+          <label for="external-id">{t('externalId')}</label>
+          <input id="external-id" autocomplete="off" value={form.externalId} onInput={set('externalId')} />
+          <label class="check">
+            <input type="checkbox" checked={form.ignoreCooldown} onChange={set('ignoreCooldown')} /> {t('ignoreCooldown')}
+          </label>
+          <ErrorNote error={error} t={t} />
+          {started && (
+            <p role="status" class="ok">
+              {t('sent', { id: started.id, queued: started.queued, skipped: started.skipped })}
+            </p>
+          )}
+          <button type="submit" disabled={busy}>
+            {t('sendRequest')}
+          </button>
+        </form>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,39 @@
+import { useState } from 'preact/hooks';
+import { call } from '../api';
+import { ErrorNote } from '../App';
+import type { Translate } from '../i18n';
+
+export function SignInPage({ t, onSignedIn }: { t: Translate; onSignedIn: () => Promise<void> }) {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await call('POST', '/session', { body: { email, password } });
+      await onSignedIn();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section class="narrow">
+      <h1>{t('signInTitle')}</h1>
+      <form onSubmit={submit}>
+        <label for="email">{t('email')}</label>
+        <input id="email" name="email" type="email" autocomplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+        <label for="password">{t('password')}</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+        <ErrorNote error={error} t={t} />
+        <button type="submit" disabled={busy}>
+          {busy ? t('signingIn') : t('signIn')}
+        </button>
+      </form>
+    </section>
+  );
+}

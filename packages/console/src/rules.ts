@@ -1,0 +1,6 @@
+/*
+ * The shared rules the console shows, from the one place they are written (proto/src), imported file by
+ * file so the page's bundle takes these lists and not the gRPC code beside them.
+ */
+export { SCOPES } from '../../../proto/src/scopes';
+export { CASCADE_STATUSES } from '../../../proto/src/states';

@@ -1,0 +1,214 @@
+import { readFileSync } from 'node:fs';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchBrowser } from '@rrs/testkit';
+import { DEMO_PASSWORD, startConsoleStack, type ConsoleStack } from './consoleStack';
+
+const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: Array<{ target: string[] }>;
+}
+
+/** axe-core on the page as it is now: the serious and critical violations (none expected). */
+async function seriousViolations(page: Page): Promise<string[]> {
+  // Through the DevTools protocol, so the page's CSP (script-src 'self') stays on while axe runs.
+  await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    const page = globalThis as unknown as { axe: { run(context: unknown, options: object): Promise<{ violations: AxeViolation[] }> }; document: unknown };
+    return (await page.axe.run(page.document, { resultTypes: ['violations'] })).violations;
+  });
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+/**
+ * The console in headless Chromium (Debian's, through playwright-core) against the real all-in-one:
+ * what a business does in it, and an accessibility check of every page on the way.
+ */
+describe('the console in a browser', () => {
+  let stack: ConsoleStack;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const checked: string[] = [];
+  const expectAccessible = async (name: string) => {
+    expect(await seriousViolations(page)).toEqual([]);
+    checked.push(name);
+  };
+
+  beforeAll(async () => {
+    stack = await startConsoleStack('console-e2e');
+    browser = await launchBrowser();
+    context = await browser.newContext({ locale: 'en-US' });
+    page = await context.newPage();
+  }, 90_000);
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.close();
+  });
+
+  it('serves the page and its assets from the gateway under a CSP that allows nothing from elsewhere', async () => {
+    const res = await page.goto(`${stack.aio.url}/app/`);
+    expect(res!.status()).toBe(200);
+    expect(res!.headers()['content-security-policy']).toContain("default-src 'none'; script-src 'self'");
+    const redirect = await fetch(`${stack.aio.url}/app`, { redirect: 'manual' });
+    expect([redirect.status, redirect.headers.get('location')]).toEqual([301, '/app/']);
+  });
+
+  it('shows the sign-in form with fields named "Email" and "Password" in English and in Russian', async () => {
+    await page.goto(`${stack.aio.url}/app/`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect(await page.getByLabel('Email', { exact: true }).count()).toBe(1);
+    expect(await page.getByLabel('Password', { exact: true }).count()).toBe(1);
+    await expectAccessible('sign-in (en)');
+    await page.getByRole('button', { name: 'Русский' }).click();
+    await page.getByRole('heading', { name: 'Вход' }).waitFor();
+    expect(await page.locator('html').getAttribute('lang')).toBe('ru');
+    expect(await page.getByLabel('Email', { exact: true }).count()).toBe(1);
+    expect(await page.getByLabel('Password', { exact: true }).count()).toBe(1);
+    await expectAccessible('sign-in (ru)');
+    await page.getByRole('button', { name: 'English' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  });
+
+  it('says so when the password is wrong, and signs the demo person in', async () => {
+    await page.getByLabel('Email', { exact: true }).fill('demo@example.com');
+    await page.getByLabel('Password', { exact: true }).fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'invalid_credentials' }).waitFor();
+    await expectAccessible('sign-in with an error');
+    await page.getByLabel('Password', { exact: true }).fill(DEMO_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Cascades' }).waitFor();
+    await page.getByText('demo@example.com').waitFor();
+    await expectAccessible('cascades (empty)');
+  });
+
+  it('creates an API key in the developer section, shows its secret once, and the key works on GET /api/v1/ping', async () => {
+    await page.getByRole('link', { name: 'Developer' }).click();
+    await page.getByRole('heading', { name: 'Developer' }).waitFor();
+    await page.getByLabel('Key name').fill('crm from the console');
+    await page.getByRole('checkbox', { name: 'webhooks:write' }).uncheck();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = await page.getByLabel('New key').inputValue();
+    expect(secret).toMatch(/^rrs_[0-9A-Za-z]{36}$/);
+    const ping = await fetch(`${stack.aio.url}/api/v1/ping`, { headers: { authorization: `Bearer ${secret}` } });
+    expect(ping.status).toBe(200);
+    await page.getByRole('cell', { name: 'crm from the console', exact: true }).waitFor();
+    expect(await page.getByRole('row').filter({ hasText: 'crm from the console' }).textContent()).not.toContain('webhooks:write');
+    await expectAccessible('developer');
+    // After a reload the secret is gone for good: the list shows the prefix and the last 4 only.
+    await page.reload();
+    await page.getByRole('cell', { name: 'crm from the console', exact: true }).waitFor();
+    expect(await page.content()).not.toContain(secret);
+    await page.getByRole('button', { name: 'Revoke crm from the console' }).click();
+    await page.getByRole('row').filter({ hasText: 'crm from the console' }).filter({ hasText: 'revoked' }).waitFor();
+    expect((await stack.contactsSql<{ revoked: boolean }>("SELECT revoked_at IS NOT NULL AS revoked FROM api_keys WHERE name = 'crm from the console'"))[0].revoked).toBe(true);
+  });
+
+  it('sends a review request to one customer by hand and finds it in the cascades list by externalId', async () => {
+    await page.getByRole('link', { name: 'Send by hand' }).click();
+    await page.getByRole('heading', { name: 'Send by hand' }).waitFor();
+    await page.getByLabel('Location').selectOption({ label: 'Demo Coffee on Tverskaya' });
+    await page.getByLabel('Customer name').fill('Anna');
+    await page.getByLabel('Email', { exact: true }).fill('anna@example.com');
+    await page.getByLabel('External id (order, deal)').fill('order-e2e-7');
+    await expectAccessible('send by hand');
+    await page.getByRole('button', { name: 'Send review request' }).click();
+    const accepted = await page.getByRole('status').filter({ hasText: 'Accepted' }).textContent();
+    expect(accepted).toMatch(/queued 1, skipped 0/);
+    // A second click on the same form is the same request: its Idempotency-Key replays the cascade.
+    await page.getByRole('button', { name: 'Send review request' }).click();
+    await page.getByRole('status').filter({ hasText: 'Accepted' }).waitFor();
+    expect(await page.getByRole('status').filter({ hasText: 'Accepted' }).textContent()).toBe(accepted);
+
+    await page.getByRole('link', { name: 'Cascades' }).click();
+    await page.getByRole('searchbox', { name: 'External id' }).fill('order-e2e-7');
+    await page.getByRole('button', { name: 'Search' }).click();
+    const row = page.getByRole('row').filter({ hasText: 'order-e2e-7' });
+    await row.waitFor();
+    expect(await row.count()).toBe(1);
+    expect(accepted).toContain((await row.getAttribute('data-cascade-id'))!);
+    await page.getByLabel('Status').selectOption('finished');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByText('No cascades found.').waitFor();
+    await expectAccessible('cascades (a search)');
+  });
+
+  it('lets an invited viewer join and look, but not change anything: no forms, and the API says 403', async () => {
+    const invited = await stack.admin('POST', `/organizations/${stack.aio.demo.organizationId}/invitations`, { email: 'viewer-e2e@example.com', role: 'viewer' });
+    expect(invited.status).toBe(201);
+    const viewerContext = await browser.newContext({ locale: 'ru-RU' });
+    const ownerPage = page;
+    try {
+      const viewer = await viewerContext.newPage();
+      await viewer.goto(String(invited.body.acceptUrl).replace('http://localhost:8080', stack.aio.url));
+      await viewer.getByRole('heading', { name: 'Присоединиться к организации' }).waitFor();
+      page = viewer;
+      await expectAccessible('accept an invitation (ru)');
+      await viewer.getByLabel('Ваше имя').fill('Viewer');
+      await viewer.getByLabel('Пароль').fill('viewer-password-1');
+      await viewer.getByRole('button', { name: 'Задать пароль и войти' }).click();
+      await viewer.getByRole('heading', { name: 'Каскады' }).waitFor();
+      await viewer.getByRole('row').filter({ hasText: 'order-e2e-7' }).waitFor();
+      await expectAccessible('cascades (ru, viewer)');
+
+      await viewer.getByRole('link', { name: 'Разработчикам' }).click();
+      await viewer.getByText('Ваша роль (наблюдатель) позволяет смотреть, но не изменять.').waitFor();
+      await viewer.getByRole('cell', { name: 'crm from the console', exact: true }).waitFor();
+      expect(await viewer.getByRole('button', { name: 'Создать ключ' }).count()).toBe(0);
+      expect(await viewer.getByRole('button', { name: /Отозвать/ }).count()).toBe(0);
+      await expectAccessible('developer (ru, viewer)');
+      await viewer.getByRole('link', { name: 'Отправить вручную' }).click();
+      await viewer.getByRole('heading', { name: 'Отправить вручную' }).waitFor();
+      expect(await viewer.getByRole('button', { name: 'Отправить запрос отзыва' }).count()).toBe(0);
+      await expectAccessible('send by hand (ru, viewer)');
+
+      // Even a hand-made call with the session's CSRF token is refused.
+      const refused = await viewer.evaluate(async () => {
+        const { csrfToken } = (await (await fetch('/account/v1/session')).json()) as { csrfToken: string };
+        const res = await fetch('/account/v1/api-keys', { method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': csrfToken }, body: '{"name":"sneaky"}' });
+        return { status: res.status, code: ((await res.json()) as { code: string }).code };
+      });
+      expect(refused).toEqual({ status: 403, code: 'read_only_role' });
+      expect((await stack.contactsSql("SELECT 1 FROM api_keys WHERE name = 'sneaky'")).length).toBe(0);
+    } finally {
+      page = ownerPage;
+      await viewerContext.close();
+    }
+  });
+
+  it('sets a new password from a reset link and signs in', async () => {
+    const { members } = (await stack.admin('GET', `/organizations/${stack.aio.demo.organizationId}/members`)).body as { members: Array<{ id: string; email: string }> };
+    const viewer = members.find((m) => m.email === 'viewer-e2e@example.com')!;
+    const started = await stack.admin('POST', `/organizations/${stack.aio.demo.organizationId}/members/${viewer.id}/password-reset`);
+    const resetContext = await browser.newContext({ locale: 'en-US' });
+    const ownerPage = page;
+    try {
+      page = await resetContext.newPage();
+      await page.goto(String(started.body.resetUrl).replace('http://localhost:8080', stack.aio.url));
+      await page.getByRole('heading', { name: 'Set a new password' }).waitFor();
+      await expectAccessible('reset password');
+      await page.getByLabel('Password').fill('viewer-password-2');
+      await page.getByRole('button', { name: 'Set password and sign in' }).click();
+      await page.getByRole('heading', { name: 'Cascades' }).waitFor();
+      await page.getByText('viewer-e2e@example.com').waitFor();
+    } finally {
+      page = ownerPage;
+      await resetContext.close();
+    }
+  });
+
+  it('has an accessibility check that can fail: an unlabelled field is a violation', async () => {
+    await page.goto(`${stack.aio.url}/app/`);
+    await page.getByRole('heading', { name: 'Cascades' }).waitFor();
+    await page.evaluate("document.querySelector('main').append(Object.assign(document.createElement('input'), { type: 'text' }))");
+    expect((await seriousViolations(page)).join('\n')).toMatch(/^label \(critical\)/m);
+  });
+
+  it('checked every page it built, in both languages', () => {
+    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
+  });
+});

@@ -1,0 +1,44 @@
+import { CASCADE_STATUSES, type schedulerV1 } from '@rrs/proto';
+import { InvalidError, type Pool } from '@rrs/runtime';
+import { isUuid } from './ids';
+
+export const DEFAULT_CASCADE_PAGE = 50;
+export const MAX_CASCADE_PAGE = 100;
+
+export interface ListCascadesInput {
+  organizationId: string;
+  /** Exact match; '' = any. */
+  externalId: string;
+  /** A CascadeStatus; '' = any. */
+  status: string;
+  /** 1..MAX_CASCADE_PAGE; 0 = DEFAULT_CASCADE_PAGE. */
+  limit: number;
+  /** The last id of the previous page; ids are UUIDv7, so id order is creation order. */
+  after: string;
+}
+
+/** An organization's cascades, newest first, one page at a time (the account console's list). */
+export async function listCascades(pool: Pool, input: ListCascadesInput): Promise<schedulerV1.ListCascadesResponse> {
+  const limit = input.limit || DEFAULT_CASCADE_PAGE;
+  const problems = [];
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_CASCADE_PAGE) problems.push({ parameter: 'limit', detail: `must be an integer from 1 to ${MAX_CASCADE_PAGE}` });
+  if (input.status && !(CASCADE_STATUSES as readonly string[]).includes(input.status)) problems.push({ parameter: 'status', detail: `must be one of ${CASCADE_STATUSES.join(', ')}` });
+  if (input.after && !isUuid(input.after)) problems.push({ parameter: 'after', detail: 'must be a cascade id' });
+  if (problems.length > 0) throw new InvalidError(problems, { message: problems.map((p) => `${p.parameter} ${p.detail}`).join('; ') });
+  if (!isUuid(input.organizationId)) return { cascades: [], nextAfter: '' };
+  const { rows } = await pool.query(
+    `SELECT id, status, external_id, name, location_id, flow_id, channel, recipients_total, skipped, created_at, finished_at
+       FROM cascades
+      WHERE organization_id = $1 AND ($2 = '' OR external_id = $2) AND ($3 = '' OR status = $3) AND ($4::uuid IS NULL OR id < $4::uuid)
+      ORDER BY id DESC LIMIT $5`,
+    [input.organizationId, input.externalId, input.status, input.after || null, limit + 1],
+  );
+  const page = rows.slice(0, limit);
+  return {
+    cascades: page.map((c) => ({
+      id: c.id, status: c.status, externalId: c.external_id ?? '', name: c.name, locationId: c.location_id, flowId: c.flow_id ?? '', channel: c.channel ?? '',
+      recipients: c.recipients_total, skipped: c.skipped, createdAt: c.created_at, finishedAt: c.finished_at ?? undefined,
+    })),
+    nextAfter: rows.length > limit ? page[page.length - 1].id : '',
+  };
+}

@@ -1,0 +1,42 @@
+import type { HttpApi } from '../http/api';
+import { AUTH_DESCRIPTIONS, sessionGate, visitorGate, type ResolveSession } from '../http/auth';
+import { ERROR_CODES, KERNEL_CODES, type ErrorCodeInfo } from '../http/errorCodes';
+import { accountRoutes, type AccountRouteDeps } from './routes';
+
+const TAGS: Record<string, string> = {
+  session: 'Signing in and out, and invitations.',
+  members: "The organization's people.",
+  'api-keys': 'The developer section: API keys of the public API.',
+  locations: 'Locations a send can name.',
+  flows: 'Flows a send can name.',
+  cascades: 'Cascades: the list, one cascade, and sending by hand.',
+};
+
+const ACCOUNT_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
+  ...Object.fromEntries(KERNEL_CODES.map((code) => [code, ERROR_CODES[code]])),
+  ...AUTH_DESCRIPTIONS.session.codes,
+};
+
+/**
+ * The account API (`/account/v1`): what the console (`/app`) calls, as a member of one organization
+ * signed in with a session cookie (docs/console.md). Its document is `/account/v1/openapi.json`.
+ * POSTs take an optional Idempotency-Key, handed to the owning service as on the public API.
+ */
+export function accountApi(deps: AccountRouteDeps & { resolveSession?: ResolveSession }): HttpApi {
+  const resolveSession: ResolveSession = deps.resolveSession ?? ((sessionToken) => deps.clients.contacts.resolveSession({ sessionToken }));
+  return {
+    basePath: '/account/v1',
+    routes: accountRoutes(deps),
+    gates: { session: sessionGate(resolveSession), visitor: visitorGate },
+    idempotencyKeys: true,
+    document: {
+      title: 'Review-Request account API',
+      version: '1.0.0',
+      description:
+        "What the organization's web console calls, as a signed-in member: sign-in, API keys, locations, flows, cascades and sending by hand. Every call is scoped to the member's organization. Authorized by the session cookie; state-changing calls also send the session's CSRF token as `X-CSRF-Token`, and a `viewer` may only read. Errors are RFC 9457 `application/problem+json` with a stable `code`, like the public API.",
+      serverUrl: '/account/v1',
+      tags: TAGS,
+      errorCatalog: ACCOUNT_ERROR_CATALOG,
+    },
+  };
+}

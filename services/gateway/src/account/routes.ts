@@ -1,0 +1,247 @@
+import { z } from 'zod';
+import { CASCADE_STATUSES, MEMBER_ROLES, PASSWORD_MAX_LENGTH, SCOPES, SESSION_ABSOLUTE_MS, type contactsV1 } from '@rrs/proto';
+import { RateLimitedError } from '@rrs/runtime';
+import type { GatewayClients } from '../clients';
+import { ApiKey, apiKeyJson, EXAMPLE_API_KEY, EXAMPLE_FLOW, EXAMPLE_LOCATION, Flow, flowJson, idOf, Location, locationJson } from '../admin/routes';
+import { sessionCookie, type SessionPrincipal } from '../http/auth';
+import type { RouteError } from '../http/errorCodes';
+import { defineRoute, type Route } from '../http/route';
+import { checkSendingAllowed, SENDING_ERRORS } from '../http/sending';
+import type { RateLimiter } from '../rateLimit';
+import { cascadeJson, EXAMPLE_CASCADE, EXAMPLE_START_RESPONSE, GetCascadeResponse, StartCascadeBody, startCascadeJson, StartCascadeResponse } from '../routes/cascades';
+import { CascadeStatus, Scope } from '../routes/enums';
+import { EXAMPLE_IDS } from '../routes/shapes';
+import { startCascade } from '../useCases/cascades';
+import type { SignInThrottle } from './signInThrottle';
+
+/*
+ * The account API (`/account/v1`): what the console calls, as a signed-in member of one organization.
+ * Every call is scoped to the session's organization: no route takes an organization id, and an id of
+ * another organization's object is 404 as on the public API. Transport only, like the admin API: the
+ * same gRPC operations, the same JSON shapes (admin/routes.ts, routes/cascades.ts).
+ */
+
+export interface AccountRouteDeps {
+  clients: GatewayClients;
+  signInThrottle: SignInThrottle;
+  /** The public API's per-plan quota, counted per organization for the console's sends. */
+  rateLimiter: RateLimiter;
+}
+
+const Role = z.enum(MEMBER_ROLES).meta({ id: 'MemberRole', description: '`owner` and `admin` may change things; a `viewer` only looks (403 `read_only_role`).' });
+const Member = z.object({ id: z.string(), email: z.string(), name: z.string(), role: Role, createdAt: z.string() }).meta({ id: 'Member' });
+const AccountOrganization = z.object({ id: z.string(), name: z.string(), plan: z.string(), emailConfirmed: z.boolean(), locale: z.string(), timeZone: z.string() });
+const SessionBody = z.object({
+  member: Member,
+  organization: AccountOrganization,
+  csrfToken: z.string().meta({ description: 'Send as `X-CSRF-Token` on every state-changing call of this session.' }),
+});
+const SignedIn = z.object({ member: Member, csrfToken: z.string().meta({ description: 'Send as `X-CSRF-Token` on every state-changing call of this session.' }) });
+const Password = z.string().min(1).max(PASSWORD_MAX_LENGTH);
+
+const EXAMPLE_MEMBER = { id: '0190e0e0-9999-7000-8000-000000000009', email: 'owner@example.com', name: 'Anna', role: 'owner', createdAt: '2026-05-01T09:00:00.000Z' };
+const EXAMPLE_CSRF = 'Qm3xY7cP0aLk2sV9dN4fR8tZ1wE6hJ5uB3gT0yKqX2o';
+const EXAMPLE_ORG = { id: EXAMPLE_IDS.organization, name: 'Acme Dental', plan: 'standard', emailConfirmed: true, locale: 'ru', timeZone: 'Europe/Moscow' };
+
+const INVALID_CREDENTIALS: RouteError = { status: 401, code: 'invalid_credentials', description: 'The email or the password is not right (one answer for both); nothing is created.' };
+const THROTTLED: RouteError = { status: 429, code: 'too_many_sign_in_attempts', description: 'Too many failed sign-ins from this address (for this email, or overall); retry after `Retry-After` seconds.' };
+const INVALID_INVITATION: RouteError = { status: 401, code: 'invalid_invitation', description: 'The invitation is unknown, expired or already used.' };
+const INVALID_RESET_TOKEN: RouteError = { status: 401, code: 'invalid_reset_token', description: 'The password reset link is unknown, expired or already used.' };
+const MEMBER_EXISTS: RouteError = { status: 409, code: 'member_exists', description: 'This email already signs in to an organization.' };
+const CONSOLE_QUOTA: RouteError = { status: 429, code: 'rate_limited', description: "The organization's request quota (its plan's, as on the public API) is used up; retry after `Retry-After` seconds." };
+
+const iso = (d: Date | undefined) => (d ? d.toISOString() : '');
+const memberJson = (m: contactsV1.Member) => ({ id: m.id, email: m.email, name: m.name, role: m.role as z.infer<typeof Role>, createdAt: iso(m.createdAt) });
+const organizationJson = (o: SessionPrincipal['organization']) => ({ id: o.id, name: o.name, plan: o.plan, emailConfirmed: o.emailConfirmed, locale: o.locale, timeZone: o.timeZone });
+const SESSION_MAX_AGE_SECONDS = Math.floor(SESSION_ABSOLUTE_MS / 1000);
+
+export function accountRoutes(deps: AccountRouteDeps): Route[] {
+  const { contacts, scheduler } = deps.clients;
+  /** The console's sends count against the organization's plan quota, like an API key's requests. */
+  const consumeQuota = async (principal: SessionPrincipal) => {
+    const d = await deps.rateLimiter.consume({ keyId: `console:${principal.organization.id}`, organization: principal.organization });
+    if (!d.allowed) throw new RateLimitedError('rate_limited', `the organization's quota of ${d.limit} requests per ${d.windowSeconds} s is used up; retry in ${d.resetSeconds} s`, d.resetSeconds);
+  };
+
+  return [
+    // Session
+    defineRoute({
+      method: 'POST', path: '/session', operationId: 'signIn', summary: 'Sign in', tags: ['session'], auth: 'visitor',
+      description: 'Checks the email and password and sets the session cookie (HttpOnly, SameSite=Lax, Secure over TLS). Failed attempts are counted per email and address: past the limit, 429 until `Retry-After`.',
+      request: { body: z.strictObject({ email: z.string().min(1).max(254), password: Password }) },
+      responses: { 200: { description: 'Signed in; the cookie is set.', body: SignedIn, example: { member: EXAMPLE_MEMBER, csrfToken: EXAMPLE_CSRF } } },
+      errors: [INVALID_CREDENTIALS, THROTTLED],
+      example: { body: { email: 'owner@example.com', password: 'correct horse battery staple' } },
+      handler: async ({ body, principal, metadata }) => {
+        await deps.signInThrottle.check(body.email, principal.ip);
+        let opened: contactsV1.SignInResponse;
+        try {
+          opened = await contacts.signIn({ email: body.email, password: body.password }, { metadata });
+        } catch (err) {
+          if ((err as { code?: string }).code === 'invalid_credentials') await deps.signInThrottle.failed(body.email, principal.ip);
+          throw err;
+        }
+        await deps.signInThrottle.succeeded(body.email, principal.ip);
+        return {
+          headers: { 'set-cookie': sessionCookie(opened.sessionToken, { secure: principal.secure, maxAgeSeconds: SESSION_MAX_AGE_SECONDS }) },
+          body: { member: memberJson(opened.member!), csrfToken: opened.session!.csrfToken },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/session', operationId: 'getSession', summary: 'Who is signed in', tags: ['session'], auth: 'session',
+      responses: { 200: { description: 'The member, their organization and the CSRF token of the session.', body: SessionBody, example: { member: EXAMPLE_MEMBER, organization: EXAMPLE_ORG, csrfToken: EXAMPLE_CSRF } } },
+      handler: async ({ principal, metadata }) => {
+        const { members } = await contacts.listMembers({ organizationId: principal.organization.id }, { metadata });
+        const me = members.find((m) => m.id === principal.member.id);
+        return { body: { member: me ? memberJson(me) : { ...principal.member, role: principal.member.role as z.infer<typeof Role>, createdAt: '' }, organization: organizationJson(principal.organization), csrfToken: principal.csrfToken } };
+      },
+    }),
+    defineRoute({
+      method: 'DELETE', path: '/session', operationId: 'signOut', summary: 'Sign out', tags: ['session'], auth: 'visitor',
+      description: 'Ends the session of the cookie, if any, and clears the cookie. Any role may sign out.',
+      responses: { 204: { description: 'Signed out.' } },
+      handler: async ({ principal, metadata }) => {
+        if (principal.sessionToken) await contacts.endSession({ sessionToken: principal.sessionToken }, { metadata });
+        return { headers: { 'set-cookie': sessionCookie('', { secure: principal.secure, maxAgeSeconds: 0 }) } };
+      },
+    }),
+    defineRoute({
+      method: 'POST', path: '/invitations/accept', operationId: 'acceptInvitation', summary: 'Accept an invitation', tags: ['session'], auth: 'visitor',
+      description: 'The invited person sets their name and password; they are then signed in (the cookie is set). An invitation is used once.',
+      request: { body: z.strictObject({ token: z.string().min(1).max(200), name: z.string().max(200), password: Password.meta({ description: 'At least 10 characters.' }) }) },
+      responses: { 201: { description: 'A member now, and signed in.', body: SignedIn, example: { member: EXAMPLE_MEMBER, csrfToken: EXAMPLE_CSRF } } },
+      errors: [INVALID_INVITATION, MEMBER_EXISTS],
+      example: { body: { token: 'inv_8s0dKq2LmZ7xV3cN1pR4tY6wB9hJ5fG2aE0uQ7kT3oS', name: 'Anna', password: 'correct horse battery staple' } },
+      handler: async ({ body, principal, metadata }) => {
+        const opened = await contacts.acceptInvitation(body, { metadata });
+        return {
+          headers: { 'set-cookie': sessionCookie(opened.sessionToken, { secure: principal.secure, maxAgeSeconds: SESSION_MAX_AGE_SECONDS }) },
+          body: { member: memberJson(opened.member!), csrfToken: opened.session!.csrfToken },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'POST', path: '/password-reset', operationId: 'resetPassword', summary: 'Set a new password with a reset link', tags: ['session'], auth: 'visitor',
+      description: "Sets the member's new password from a one-time reset link, ends every session of theirs and signs them in (the cookie is set).",
+      request: { body: z.strictObject({ token: z.string().min(1).max(200), password: Password.meta({ description: 'At least 10 characters.' }) }) },
+      responses: { 200: { description: 'The new password is set; signed in.', body: SignedIn, example: { member: EXAMPLE_MEMBER, csrfToken: EXAMPLE_CSRF } } },
+      errors: [INVALID_RESET_TOKEN],
+      example: { body: { token: 'rst_8s0dKq2LmZ7xV3cN1pR4tY6wB9hJ5fG2aE0uQ7kT3oS', password: 'correct horse battery staple' } },
+      handler: async ({ body, principal, metadata }) => {
+        const opened = await contacts.completePasswordReset(body, { metadata });
+        return {
+          headers: { 'set-cookie': sessionCookie(opened.sessionToken, { secure: principal.secure, maxAgeSeconds: SESSION_MAX_AGE_SECONDS }) },
+          body: { member: memberJson(opened.member!), csrfToken: opened.session!.csrfToken },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/members', operationId: 'listMembers', summary: "The organization's people", tags: ['members'], auth: 'session',
+      responses: { 200: { description: 'Oldest first.', body: z.object({ members: z.array(Member) }), example: { members: [EXAMPLE_MEMBER] } } },
+      handler: async ({ principal, metadata }) => ({ body: { members: (await contacts.listMembers({ organizationId: principal.organization.id }, { metadata })).members.map(memberJson) } }),
+    }),
+
+    // Developer: API keys
+    defineRoute({
+      method: 'GET', path: '/api-keys', operationId: 'listApiKeys', summary: 'List API keys', tags: ['api-keys'], auth: 'session',
+      description: 'Revoked keys included; only the prefix and the last 4 characters of each key are shown.',
+      responses: { 200: { description: 'The keys.', body: z.object({ apiKeys: z.array(ApiKey) }), example: { apiKeys: [EXAMPLE_API_KEY] } } },
+      handler: async ({ principal, metadata }) => ({ body: { apiKeys: (await contacts.listApiKeys({ organizationId: principal.organization.id }, { metadata })).apiKeys.map(apiKeyJson) } }),
+    }),
+    defineRoute({
+      method: 'POST', path: '/api-keys', operationId: 'issueApiKey', summary: 'Issue an API key', tags: ['api-keys'], auth: 'session',
+      description: 'The key (`secret`) is in this response only. Without `scopes` the key gets every scope.',
+      request: { body: z.strictObject({ name: z.string().max(200).optional(), scopes: z.array(Scope).min(1).max(SCOPES.length).optional() }) },
+      responses: { 201: { description: 'The key and its secret.', body: z.object({ apiKey: ApiKey, secret: z.string() }), example: { apiKey: EXAMPLE_API_KEY, secret: 'rrs_live_3f9aT2kq8ZsVn4LrW0pYd6HcJmBx7Qe' } } },
+      example: { body: { name: 'CRM', scopes: ['locations:read', 'cascades:write'] } },
+      handler: async ({ body, principal, metadata }) => {
+        const r = await contacts.issueApiKey({ organizationId: principal.organization.id, name: body.name ?? '', scopes: body.scopes ?? [], secret: '' }, { metadata });
+        return { body: { apiKey: apiKeyJson(r.apiKey!), secret: r.secret } };
+      },
+    }),
+    defineRoute({
+      method: 'DELETE', path: '/api-keys/{keyId}', operationId: 'revokeApiKey', summary: 'Revoke an API key', tags: ['api-keys'], auth: 'session',
+      description: 'The key stops working within 5 seconds.',
+      request: { params: z.object({ keyId: idOf(EXAMPLE_API_KEY.id) }) },
+      responses: { 200: { description: 'The revoked key.', body: z.object({ apiKey: ApiKey }), example: { apiKey: { ...EXAMPLE_API_KEY, revokedAt: '2026-05-02T09:00:00.000Z' } } } },
+      handler: async ({ params, principal, metadata }) => ({ body: { apiKey: apiKeyJson((await contacts.revokeApiKey({ organizationId: principal.organization.id, id: params.keyId }, { metadata })).apiKey!) } }),
+    }),
+
+    // What a send names
+    defineRoute({
+      method: 'GET', path: '/locations', operationId: 'listLocations', summary: 'List locations', tags: ['locations'], auth: 'session',
+      responses: { 200: { description: 'The live locations.', body: z.object({ locations: z.array(Location) }), example: { locations: [EXAMPLE_LOCATION] } } },
+      handler: async ({ principal, metadata }) => ({ body: { locations: (await contacts.listLocations({ organizationId: principal.organization.id }, { metadata })).locations.map(locationJson) } }),
+    }),
+    defineRoute({
+      method: 'GET', path: '/flows', operationId: 'listFlows', summary: 'List flows', tags: ['flows'], auth: 'session',
+      responses: { 200: { description: 'The flows, the default first.', body: z.object({ flows: z.array(Flow) }), example: { flows: [EXAMPLE_FLOW] } } },
+      handler: async ({ principal, metadata }) => ({ body: { flows: (await scheduler.listFlows({ organizationId: principal.organization.id }, { metadata })).flows.map(flowJson) } }),
+    }),
+
+    // Cascades
+    defineRoute({
+      method: 'GET', path: '/cascades', operationId: 'listCascades', summary: 'List cascades', tags: ['cascades'], auth: 'session',
+      description: 'Newest first, one page at a time: pass `nextAfter` as `after` for the next page.',
+      request: {
+        query: z.object({
+          externalId: z.string().max(200).optional().meta({ description: 'Only the cascades with this externalId (exact).' }),
+          status: z.enum(CASCADE_STATUSES).optional(),
+          limit: z.coerce.number().int().min(1).max(100).optional().meta({ description: 'Page size, 1 to 100 (default 50).' }),
+          after: z.string().max(64).optional().meta({ description: '`nextAfter` of the previous page.' }),
+        }),
+      },
+      responses: {
+        200: {
+          description: 'One page of cascades.',
+          body: z.object({
+            cascades: z.array(z.object({
+              id: z.string(), status: CascadeStatus, externalId: z.string().nullable(), name: z.string(), locationId: z.string(), flowId: z.string().nullable(), channel: z.string().nullable(),
+              recipients: z.number().int(), skipped: z.number().int(), createdAt: z.string(), finishedAt: z.string().nullable(),
+            })),
+            nextAfter: z.string().nullable(),
+          }),
+          example: {
+            cascades: [{ id: EXAMPLE_IDS.cascade, status: 'running', externalId: 'order-1042', name: '', locationId: EXAMPLE_IDS.location, flowId: EXAMPLE_IDS.flow, channel: null, recipients: 1, skipped: 0, createdAt: '2026-05-01T12:00:00.000Z', finishedAt: null }],
+            nextAfter: null,
+          },
+        },
+      },
+      example: { query: { status: 'running', externalId: 'order-1042', limit: '50', after: EXAMPLE_IDS.cascade } },
+      handler: async ({ query, principal, metadata }) => {
+        const r = await scheduler.listCascades({ organizationId: principal.organization.id, externalId: query.externalId ?? '', status: query.status ?? '', limit: query.limit ?? 0, after: query.after ?? '' }, { metadata });
+        return {
+          body: {
+            cascades: r.cascades.map((c) => ({
+              id: c.id, status: c.status as (typeof CASCADE_STATUSES)[number], externalId: c.externalId || null, name: c.name, locationId: c.locationId, flowId: c.flowId || null, channel: c.channel || null,
+              recipients: c.recipients, skipped: c.skipped, createdAt: iso(c.createdAt), finishedAt: c.finishedAt ? c.finishedAt.toISOString() : null,
+            })),
+            nextAfter: r.nextAfter || null,
+          },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'GET', path: '/cascades/{cascadeId}', operationId: 'getCascade', summary: 'A cascade with its recipients and steps', tags: ['cascades'], auth: 'session',
+      request: { params: z.object({ cascadeId: idOf(EXAMPLE_IDS.cascade) }) },
+      responses: { 200: { description: 'The cascade, as GET /api/v1/cascades/{id} shows it.', body: GetCascadeResponse, example: EXAMPLE_CASCADE } },
+      handler: async ({ params, principal, metadata }) => ({ body: cascadeJson((await scheduler.getCascade({ organizationId: principal.organization.id, id: params.cascadeId }, { metadata })).cascade!) }),
+    }),
+    defineRoute({
+      method: 'POST', path: '/cascades', operationId: 'startCascade', summary: 'Send review requests by hand', tags: ['cascades'], auth: 'session',
+      description:
+        'The body and the rules of POST /api/v1/cascades: the sending rule (402/409), the plan quota (counted per organization), skips (opted out, cooldown, consent) and an optional `Idempotency-Key` (the console sends one per submitted form, so a double submit starts one cascade).',
+      request: { body: StartCascadeBody },
+      responses: { 202: { description: 'Accepted; the steps run in the background.', body: StartCascadeResponse, example: EXAMPLE_START_RESPONSE } },
+      errors: [...SENDING_ERRORS, CONSOLE_QUOTA, 'channel_not_configured', 'invalid_idempotency_key', 'idempotency_key_reused', 'idempotency_key_in_use'],
+      example: { body: { locationId: EXAMPLE_IDS.location, externalId: 'order-1042', recipients: [{ name: 'Anna', email: 'anna@example.com' }] } },
+      handler: async ({ body, principal, metadata }) => {
+        checkSendingAllowed(principal.organization);
+        await consumeQuota(principal);
+        const r = await startCascade(deps.clients, { ...body, organizationId: principal.organization.id }, metadata);
+        return { body: startCascadeJson(r), replayed: r.idempotentReplayed };
+      },
+    }),
+  ];
+}
