@@ -601,10 +601,10 @@ export interface components {
          */
         Scope: "locations:read" | "contacts:write" | "cascades:write" | "cascades:read" | "review-requests:write" | "webhooks:read" | "webhooks:write";
         /**
-         * @description Why a step was skipped: `no_contact` (the recipient lacks the channel's contact field), `opted_out` (the person is in the organization's opt-out ledger, through any channel), `channel_not_configured` (the organization has not configured the channel), `cooldown` and `no_consent` (the recipient was skipped at intake for that reason; see FinishReason).
+         * @description Why a step was skipped: `no_contact` (the recipient lacks the channel's contact field), `opted_out` (the person is in the organization's opt-out ledger, through any channel), `channel_not_configured` (the organization has not configured the channel), `cooldown` and `no_consent` (the recipient was skipped at intake for that reason; see FinishReason), `phone_not_allowed` (a phone step, SMS/MAX/TELEGRAM, to a number the phone channels refuse: premium-rate, shared-cost, toll-free, satellite or international-network and other non-personal numbers, or a number outside the organization's allowed countries).
          * @enum {string}
          */
-        SkipReason: "no_contact" | "opted_out" | "channel_not_configured" | "cooldown" | "no_consent";
+        SkipReason: "no_contact" | "opted_out" | "channel_not_configured" | "cooldown" | "no_consent" | "phone_not_allowed";
         /**
          * @description `pending` (waiting for earlier steps) → `scheduled` (has `dueAt`) → `dispatched` (handed to the sender) → `sent` or `failed`; or `skipped` (see `reason`) or `canceled` (a rating, an unsubscribe or a cancel came first).
          * @enum {string}
@@ -655,7 +655,7 @@ export interface components {
             title: string;
             status: number;
             /** @enum {string} */
-            code: "invalid_request" | "malformed_json" | "invalid_idempotency_key" | "missing_api_key" | "invalid_api_key" | "plan_required" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_reused" | "idempotency_key_in_use" | "email_not_confirmed" | "channel_not_configured" | "payload_too_large" | "unsupported_media_type" | "malformed_http" | "headers_too_large" | "request_timeout" | "rate_limited" | "recipient_quota_exceeded" | "internal" | "service_unavailable" | "webhook_url_not_allowed" | "webhook_endpoint_limit" | "webhook_endpoint_disabled";
+            code: "invalid_request" | "malformed_json" | "invalid_idempotency_key" | "missing_api_key" | "invalid_api_key" | "plan_required" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_reused" | "idempotency_key_in_use" | "email_not_confirmed" | "channel_not_configured" | "payload_too_large" | "unsupported_media_type" | "malformed_http" | "headers_too_large" | "request_timeout" | "rate_limited" | "recipient_quota_exceeded" | "internal" | "service_unavailable" | "phone_not_allowed" | "webhook_url_not_allowed" | "webhook_endpoint_limit" | "webhook_endpoint_disabled";
             detail: string;
             /** @description The request path. */
             instance: string;
@@ -3461,6 +3461,7 @@ export interface operations {
              *     - `invalid_request`: The request does not match the schema; `errors` lists each offending field as a JSON pointer.
              *     - `malformed_json`: The body is not valid JSON, or nests deeper than 32 levels.
              *     - `invalid_idempotency_key`: The Idempotency-Key header is not 1 to 255 printable ASCII characters.
+             *     - `phone_not_allowed`: The phone is a number the phone channels (SMS, MAX, TELEGRAM) never send to, and nothing is saved: `reason` `number_type` (premium-rate, shared-cost, toll-free, UAN, VoIP, pager, voicemail… — `numberType` names it), `international_network` (satellite or global-service codes such as +881, +882), or `country` (outside the organization's allowed countries, by default its region; `allowedCountries` lists them).
              */
             400: {
                 headers: {
@@ -3491,7 +3492,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "invalid_request" | "malformed_json" | "invalid_idempotency_key";
+                        code: "invalid_request" | "malformed_json" | "invalid_idempotency_key" | "phone_not_allowed";
                     };
                 };
             };
@@ -4940,7 +4941,7 @@ export interface operations {
              *     - `invalid_request`: The request does not match the schema; `errors` lists each offending field as a JSON pointer.
              *     - `malformed_json`: The body is not valid JSON, or nests deeper than 32 levels.
              *     - `invalid_idempotency_key`: The Idempotency-Key header is not 1 to 255 printable ASCII characters.
-             *     - `webhook_url_not_allowed`: The URL is not https, carries credentials, does not resolve, or resolves to an address webhooks may not reach (private, loopback, link-local, unique-local, multicast, CGNAT, cloud metadata…); `reason` and `range` say which.
+             *     - `webhook_url_not_allowed`: The URL is not https (`reason` `scheme`), carries credentials (`credentials`), is not a URL (`invalid_url`), is a literal IP address webhooks may not reach (`address`, with `range`: private, loopback, link-local, unique-local, multicast, CGNAT, cloud metadata…), or names a host that does not resolve to public addresses only (`host_not_public`, one answer whether it does not resolve or resolves to a refused address, never saying which or to what).
              */
             400: {
                 headers: {
@@ -5674,7 +5675,7 @@ export interface operations {
              * @description Bad Request. Codes:
              *     - `invalid_request`: The request does not match the schema; `errors` lists each offending field as a JSON pointer.
              *     - `malformed_json`: The body is not valid JSON, or nests deeper than 32 levels.
-             *     - `webhook_url_not_allowed`: The URL is not https, carries credentials, does not resolve, or resolves to an address webhooks may not reach (private, loopback, link-local, unique-local, multicast, CGNAT, cloud metadata…); `reason` and `range` say which.
+             *     - `webhook_url_not_allowed`: The URL is not https (`reason` `scheme`), carries credentials (`credentials`), is not a URL (`invalid_url`), is a literal IP address webhooks may not reach (`address`, with `range`: private, loopback, link-local, unique-local, multicast, CGNAT, cloud metadata…), or names a host that does not resolve to public addresses only (`host_not_public`, one answer whether it does not resolve or resolves to a refused address, never saying which or to what).
              */
             400: {
                 headers: {
