@@ -61,7 +61,7 @@ describe('the connectors’ credential keys in the all-in-one', () => {
     expect(() => buildConfig({ CONNECTOR_SECRET_KEYS: 'c2hvcnQ=' })).toThrow(/^CONNECTOR_SECRET_KEYS: key 1 is 5 bytes/);
     expect(buildConfig({}).connectorSecretKeys).toBeUndefined();
     expect(buildConfig({}).allowHttpCrm).toBe(true);
-    expect(buildConfig({ NODE_ENV: 'production' }).allowHttpCrm).toBe(false);
+    expect(buildConfig({ NODE_ENV: 'production', ADMIN_API: 'off' }).allowHttpCrm).toBe(false);
   });
 });
 
