@@ -139,7 +139,7 @@ describe('admin API: /organizations/{id}/connectors', () => {
     const account = await FakeAmoCrm.start();
     try {
       const { connector } = await create({ name: 'Reconciled', amocrm: { baseUrl: account.url, longLivedToken: account.issueLongLivedToken() } });
-      await waitFor(async () => (await statusOf(connector.id)).status.lastSyncAt !== null, { what: 'the first reconciliation' });
+      await waitFor(async () => (await statusOf(connector.id)).status.lastSyncAt !== null, { what: 'the first reconciliation', timeoutMs: 30_000 });
       const lead = account.addLead({ contactId: account.addContact({ name: 'Olga', email: 'olga@example.com' }).id });
       account.moveLead(lead.id, 142); // the webhook is lost: only the reconciliation can find the lead
 
