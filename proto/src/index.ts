@@ -12,3 +12,4 @@ export * from './rules';
 export * from './states';
 export * from './sendWindows';
 export * from './phones';
+export * from './webhookLimits';
