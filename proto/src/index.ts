@@ -13,3 +13,4 @@ export * from './states';
 export * from './sendWindows';
 export * from './phones';
 export * from './members';
+export * from './webhookLimits';

@@ -1,4 +1,4 @@
-import { EVENT_TYPES, eventsV1, SUBSCRIBABLE_EVENT_TYPES as SUBSCRIBABLE } from '@rrs/proto';
+import { EVENT_TYPES, eventsV1, SUBSCRIBABLE_EVENT_TYPES as SUBSCRIBABLE, webhookFanOut } from '@rrs/proto';
 import { ConflictError, DomainError, injectTraceContext, InvalidError, inTransaction, uuidv7, type Pool, type PoolClient, type SecretBox } from '@rrs/runtime';
 import { runIdempotent, type Codec, type IdempotencyRequest } from '@rrs/idempotency';
 import { announceDue, createDeliveries, disableEndpoint, storeEvent, type DeliveryPolicy, type DisabledReason } from './deliveries';
@@ -9,7 +9,6 @@ import { WebhookUrlNotAllowed, type UrlGuard } from './urlGuard';
 
 /** Event types an endpoint may subscribe to (the test event is sent on request, to one endpoint). */
 export const SUBSCRIBABLE_EVENT_TYPES: readonly string[] = SUBSCRIBABLE;
-export const MAX_ENDPOINTS_PER_ORGANIZATION = 50;
 const MAX_DESCRIPTION = 500;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -174,7 +173,7 @@ export class WebhookEndpoints {
     private readonly onQueued: () => void,
   ) {}
 
-  async create(input: { organizationId: string; url: string; events: readonly string[]; description: string }, idempotency?: IdempotencyRequest): Promise<CreatedEndpoint & { replayed: boolean }> {
+  async create(input: { organizationId: string; plan?: string; url: string; events: readonly string[]; description: string }, idempotency?: IdempotencyRequest): Promise<CreatedEndpoint & { replayed: boolean }> {
     const events = checkEvents(input.events);
     const description = checkDescription(input.description);
     const url = await checkUrl(this.guard, input.url);
@@ -182,8 +181,9 @@ export class WebhookEndpoints {
       // Serializes creates of one organization so the endpoint limit holds.
       await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 1))', [`webhook-endpoints:${input.organizationId}`]);
       const { rows: count } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM endpoints WHERE organization_id = $1', [input.organizationId]);
-      if (count[0].n >= MAX_ENDPOINTS_PER_ORGANIZATION) {
-        throw new ConflictError('webhook_endpoint_limit', `an organization may have at most ${MAX_ENDPOINTS_PER_ORGANIZATION} webhook endpoints`);
+      const limit = webhookFanOut(input.plan ?? '').endpoints;
+      if (count[0].n >= limit) {
+        throw new ConflictError('webhook_endpoint_limit', `an organization on this plan may have at most ${limit} webhook endpoints`, { details: { limit } });
       }
       const id = uuidv7();
       await client.query(`INSERT INTO endpoints (id, organization_id, url, events, description) VALUES ($1, $2, $3, $4, $5)`, [id, input.organizationId, url, events, description]);

@@ -1,6 +1,6 @@
 import { startContacts, type RunningContacts } from '@rrs/contacts';
 import { startGateway } from '@rrs/gateway';
-import { SCOPES } from '@rrs/proto';
+import { SCOPES, WEBHOOK_FAN_OUT } from '@rrs/proto';
 import { createTestBus, createTestDatabase, openApiChecker, testContext, waitFor, type OpenApiChecker, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { Webhook } from 'standardwebhooks';
 import { startWebhooks, type RunningWebhooks } from '../src';
@@ -119,6 +119,17 @@ describe('webhooks API through the gateway', () => {
     expect(deleted.status).toBe(204);
     expect((await call('GET', `/webhooks/${hook.id}`)).status).toBe(404);
     expect(await listIds()).toEqual([]);
+  });
+
+  it("bounds an organization's endpoints by its plan (the gateway passes the plan): one more is 409 webhook_endpoint_limit, nothing created", async () => {
+    const trial = await contacts.directory.createOrganization({ name: 'Trial', plan: 'trial', emailConfirmed: true });
+    const key = (await contacts.directory.issueApiKey({ organizationId: trial.id })).secret;
+    const limit = WEBHOOK_FAN_OUT.trial.endpoints;
+    for (let i = 0; i < limit; i++) expect((await call('POST', '/webhooks', { url: receiver.url(`/trial-${i}`), events: ['cascade.recipient.finished'] }, key)).status).toBe(201);
+    const refused = await call('POST', '/webhooks', { url: receiver.url('/trial-over'), events: ['cascade.recipient.finished'] }, key);
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ code: 'webhook_endpoint_limit', limit });
+    expect(await listIds(key)).toHaveLength(limit);
   });
 
   it('answers a repeated create with the same Idempotency-Key from the saved response', async () => {

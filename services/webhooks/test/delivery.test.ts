@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { createGrpcClient, httpStatusOf, type DomainError, type GrpcClientHandle } from '@rrs/runtime';
-import { eventsV1, eventSubject, webhooksV1 } from '@rrs/proto';
+import { eventsV1, eventSubject, PLANS, WEBHOOK_FAN_OUT, webhookFanOut, webhooksV1 } from '@rrs/proto';
 import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { startWebhooks, type RunningWebhooks } from '../src';
 import { Receiver, type Reply } from './support/receiver';
@@ -79,7 +79,7 @@ describe('webhook delivery', () => {
   });
   const publish = (e: eventsV1.Event) => tb.bus.publish(eventSubject(e.type), eventsV1.Event.encode(e).finish());
   const create = (org: string, path: string, extra: Partial<webhooksV1.CreateEndpointRequest> = {}) =>
-    api.createEndpoint({ organizationId: org, url: receiver.url(path), events: ['cascade.recipient.finished'], description: '', ...extra });
+    api.createEndpoint({ organizationId: org, plan: 'pro', url: receiver.url(path), events: ['cascade.recipient.finished'], description: '', ...extra });
   const deliveriesOf = async (org: string, endpointId: string) => (await api.listDeliveries({ organizationId: org, endpointId, limit: 0, cursor: '' })).deliveries;
   const settled = (org: string, endpointId: string, count = 1) =>
     waitFor(async () => {
@@ -321,7 +321,7 @@ describe('webhook delivery', () => {
   it('refuses at send time a host that now resolves to a refused address (DNS rebinding), reaching nothing', async () => {
     const org = randomUUID();
     dns['rebind.example.com'] = ['93.184.216.34'];
-    const { endpoint } = await api.createEndpoint({ organizationId: org, url: 'https://rebind.example.com/hook', events: ['cascade.recipient.finished'], description: '' });
+    const { endpoint } = await api.createEndpoint({ organizationId: org, plan: 'pro', url: 'https://rebind.example.com/hook', events: ['cascade.recipient.finished'], description: '' });
     dns['rebind.example.com'] = ['169.254.169.254'];
     const before = receiver.received.length;
     await api.sendTestEvent({ organizationId: org, id: endpoint!.id });
@@ -412,7 +412,7 @@ describe('webhook delivery', () => {
   it('creates once per Idempotency-Key, answering the same endpoint and secret again', async () => {
     const org = randomUUID();
     const metadata = { 'idempotency-key': 'create-1', 'idempotency-fingerprint': 'fp-1' };
-    const req = { organizationId: org, url: receiver.url('/idem'), events: ['cascade.recipient.finished'], description: '' };
+    const req = { organizationId: org, plan: 'pro', url: receiver.url('/idem'), events: ['cascade.recipient.finished'], description: '' };
     const first = await api.createEndpoint(req, { metadata });
     const second = await api.createEndpoint(req, { metadata });
     expect(first.idempotentReplayed).toBe(false);
@@ -423,12 +423,14 @@ describe('webhook delivery', () => {
     expect((await api.listEndpoints({ organizationId: org })).endpoints).toHaveLength(1);
   });
 
-  it('refuses a 51st endpoint with 409 webhook_endpoint_limit, creating nothing', async () => {
+  it.each([...PLANS, ''])('bounds the endpoints of a %s plan (WEBHOOK_FAN_OUT): one more is 409 webhook_endpoint_limit, creating nothing', async (plan) => {
     const org = randomUUID();
-    for (let i = 0; i < 50; i++) await create(org, `/limit-${i}`);
-    const err = await rejection(create(org, '/limit-50'));
-    expect(err).toMatchObject({ status: 409, code: 'webhook_endpoint_limit' });
-    expect((await api.listEndpoints({ organizationId: org })).endpoints).toHaveLength(50);
+    const limit = webhookFanOut(plan).endpoints;
+    expect(limit).toBe(plan === '' ? WEBHOOK_FAN_OUT.trial.endpoints : WEBHOOK_FAN_OUT[plan as keyof typeof WEBHOOK_FAN_OUT].endpoints);
+    for (let i = 0; i < limit; i++) await create(org, `/limit-${i}`, { plan });
+    const err = await rejection(create(org, `/limit-${limit}`, { plan }));
+    expect(err).toMatchObject({ status: 409, code: 'webhook_endpoint_limit', details: { limit } });
+    expect((await api.listEndpoints({ organizationId: org })).endpoints).toHaveLength(limit);
   });
 
   it('refuses to replay to a disabled endpoint (409) or an unknown delivery (404), changing nothing', async () => {

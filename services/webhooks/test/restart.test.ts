@@ -110,7 +110,7 @@ describe('webhooks service killed during retries', () => {
     const org = randomUUID();
     const first = await start();
     const grpc = createGrpcClient(webhooksV1.WebhooksServiceClient, `127.0.0.1:${first.grpcPort}`);
-    const { endpoint } = await grpc.client.createEndpoint({ organizationId: org, url: receiver.url('/crash'), events: ['cascade.recipient.finished'], description: '' });
+    const { endpoint } = await grpc.client.createEndpoint({ organizationId: org, plan: 'standard', url: receiver.url('/crash'), events: ['cascade.recipient.finished'], description: '' });
     grpc.close();
 
     let up = false;
@@ -165,7 +165,7 @@ describe('webhooks service killed during retries', () => {
     const env = { WEBHOOK_CLAIM_LEASE_MARGIN_MS: '1000' };
     const first = await start(env);
     const grpc = createGrpcClient(webhooksV1.WebhooksServiceClient, `127.0.0.1:${first.grpcPort}`);
-    const { endpoint } = await grpc.client.createEndpoint({ organizationId: org, url: receiver.url('/inflight'), events: ['cascade.recipient.finished'], description: '' });
+    const { endpoint } = await grpc.client.createEndpoint({ organizationId: org, plan: 'standard', url: receiver.url('/inflight'), events: ['cascade.recipient.finished'], description: '' });
     grpc.close();
     let answering = false;
     receiver.reply = () => (answering ? { status: 200 } : { hang: true });

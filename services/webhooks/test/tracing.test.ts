@@ -52,7 +52,7 @@ describe('webhook delivery tracing', () => {
       .sort((a, b) => Number(a.attributes['rrs.webhook.attempt']) - Number(b.attributes['rrs.webhook.attempt']));
 
   const register = async (org: string, path: string) =>
-    (await api.createEndpoint({ organizationId: org, url: receiver.url(path), events: ['cascade.recipient.finished'], description: '' })).endpoint!;
+    (await api.createEndpoint({ organizationId: org, plan: 'standard', url: receiver.url(path), events: ['cascade.recipient.finished'], description: '' })).endpoint!;
 
   it('traces every attempt of an event under its bus message, and sends no trace headers to the receiver', async () => {
     const org = randomUUID();

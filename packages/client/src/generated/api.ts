@@ -5042,7 +5042,7 @@ export interface operations {
              * @description Conflict. Codes:
              *     - `idempotency_key_reused`: This Idempotency-Key was already used with a different request.
              *     - `idempotency_key_in_use`: A request with this Idempotency-Key is still running; retry after `Retry-After` seconds.
-             *     - `webhook_endpoint_limit`: The organization already has the maximum number of webhook endpoints (50).
+             *     - `webhook_endpoint_limit`: The organization already has the most webhook endpoints its plan allows (trial 2, standard 10, pro 50); `limit` says how many. Nothing is created.
              */
             409: {
                 headers: {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { EVENT_DATA_SCOPES, type webhooksV1 } from '@rrs/proto';
+import { EVENT_DATA_SCOPES, PLANS, WEBHOOK_FAN_OUT, type webhooksV1 } from '@rrs/proto';
 import { ForbiddenError } from '@rrs/runtime';
 import type { Principal } from '../http/auth';
 import { defineRoute, type Route } from '../http/route';
@@ -119,7 +119,11 @@ const URL_NOT_ALLOWED = {
     'The URL is not https (`reason` `scheme`), carries credentials (`credentials`), is not a URL (`invalid_url`), is a literal IP address webhooks may not reach (`address`, with `range`: private, loopback, link-local, unique-local, multicast, CGNAT, cloud metadata…), or names a host that does not resolve to public addresses only (`host_not_public`, one answer whether it does not resolve or resolves to a refused address, never saying which or to what).',
 };
 const ENDPOINT_DISABLED = { status: 409, code: 'webhook_endpoint_disabled', description: 'The endpoint is disabled; enable it with PATCH `{"disabled": false}` first.' };
-const ENDPOINT_LIMIT = { status: 409, code: 'webhook_endpoint_limit', description: 'The organization already has the maximum number of webhook endpoints (50).' };
+const ENDPOINT_LIMIT = {
+  status: 409,
+  code: 'webhook_endpoint_limit',
+  description: `The organization already has the most webhook endpoints its plan allows (${PLANS.map((plan) => `${plan} ${WEBHOOK_FAN_OUT[plan].endpoints}`).join(', ')}); \`limit\` says how many. Nothing is created.`,
+};
 const EXAMPLE_ID = '0190c3c4-0000-7000-8000-000000000001';
 const EXAMPLE_WEBHOOK = {
   id: EXAMPLE_ID,
@@ -180,7 +184,7 @@ export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
       example: { body: { url: 'https://crm.example.com/hooks/reviews', events: ['cascade.recipient.finished'], description: 'CRM' } },
       handler: async ({ body, principal, metadata }) => {
         checkEventScopes(principal, body.events);
-        const r = await webhooks().createEndpoint({ organizationId: principal.organization.id, url: body.url, events: body.events, description: body.description }, { metadata });
+        const r = await webhooks().createEndpoint({ organizationId: principal.organization.id, plan: principal.organization.plan, url: body.url, events: body.events, description: body.description }, { metadata });
         return { status: 201, body: { ...webhookJson(r.endpoint!), secret: r.secret }, replayed: r.idempotentReplayed };
       },
     }),

@@ -1,7 +1,8 @@
 import { startScheduler, type RunningScheduler } from '@rrs/cascade-scheduler';
 import { startContacts, type RunningContacts } from '@rrs/contacts';
 import { createPool, type Pool } from '@rrs/runtime';
-import { createTestBus, createTestDatabase, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
+import { connect, type JetStreamManager, type NatsConnection } from 'nats';
+import { createTestBus, createTestDatabase, TEST_NATS_URL, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { startWebhooks } from '@rrs/webhooks';
 import { startScriptedSender, type ScriptedSender } from '../../../cascade-scheduler/test/harness';
 import { testWebhooksConfig } from '../../../webhooks/test/support/service';
@@ -15,14 +16,16 @@ import { Generator, type Schema } from './schemaFuzz';
  * cascade-scheduler, webhooks on PostgreSQL and JetStream, a scripted sender). Every operation gets
  * valid, broken and hostile bodies, parameters, path segments and credentials. It asserts:
  *   - no answer is 5xx;
- *   - a refused request (4xx) changes nothing: every table of every schema (rows and their versions)
- *     and the messages the sender received are the same after it as before it.
+ *   - a refused request (4xx) changes nothing: every table of every schema (rows and their versions),
+ *     the messages published to every JetStream stream of the run (events, steps, results) and the
+ *     messages the sender received are the same after it as before it.
  * Bounded and deterministic: FUZZ_REQUESTS requests (default 2 000) from seed FUZZ_SEED (default 13),
  * stopping early only at the time bound. The auth matrix is services/gateway/test/matrix.test.ts.
  */
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 2_000);
 const SEED = Number(process.env.FUZZ_SEED ?? 13);
-const TIME_BOUND_MS = 100_000;
+// About 40 s on an idle machine; the bound leaves room for a loaded CI runner.
+const TIME_BOUND_MS = 150_000;
 
 interface Operation {
   method: string;
@@ -53,6 +56,10 @@ describe('security: schema-driven fuzz of the public API', () => {
   /** Ids of real objects, so some generated paths reach them. */
   const known: string[] = [];
   let fingerprintQuery = '';
+  /** The run's JetStream streams (events, steps, results), read for the messages published to them. */
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  const streams: string[] = [];
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -95,6 +102,10 @@ describe('security: schema-driven fuzz of the public API', () => {
     known.push(((await started.json()) as { id: string }).id);
     for (let i = 0; i < 200 && sender.received.length === 0; i++) await new Promise((r) => setTimeout(r, 25));
 
+    nc = await connect({ servers: TEST_NATS_URL });
+    jsm = await nc.jetstreamManager();
+    for await (const stream of jsm.streams.list()) if (stream.config.name.startsWith(`${tb.prefix.toUpperCase()}_`)) streams.push(stream.config.name);
+    expect(streams.length).toBeGreaterThan(0);
     sql = createPool({ url: db.url, schema: 'public', max: 2 });
     const { rows } = await sql.query<{ schema: string; name: string }>(
       `SELECT table_schema AS schema, table_name AS name FROM information_schema.tables
@@ -110,15 +121,19 @@ describe('security: schema-driven fuzz of the public API', () => {
   afterAll(async () => {
     await sender?.stop();
     await sql?.end();
+    await nc?.close();
     await ctx.stop();
     await tb.cleanup();
     await db.drop();
   });
 
-  /** Everything a request could have changed: each table's rows and versions, and the messages sent. */
+  /** Everything a request could have changed: each table's rows and versions, the messages published to each stream, the messages sent. */
   async function fingerprint(): Promise<Map<string, string>> {
-    const { rows } = await sql.query<{ t: string; n: string; v: string }>(fingerprintQuery);
-    const out = new Map(rows.map((r) => [r.t, `${r.n}/${r.v}`]));
+    const [{ rows }, published] = await Promise.all([
+      sql.query<{ t: string; n: string; v: string }>(fingerprintQuery),
+      Promise.all(streams.map(async (name) => [`stream ${name}`, String((await jsm.streams.info(name)).state.last_seq)] as const)),
+    ]);
+    const out = new Map([...rows.map((r) => [r.t, `${r.n}/${r.v}`] as const), ...published]);
     out.set('sender.received', String(sender.received.length));
     return out;
   }
@@ -217,5 +232,5 @@ describe('security: schema-driven fuzz of the public API', () => {
     for (const op of operations) expect([`${op.method} ${op.path}`, (perOperation.get(`${op.method} ${op.path}`) ?? 0) >= 10]).toEqual([`${op.method} ${op.path}`, true]);
     const refused = [...byStatus].filter(([status]) => status >= 400).reduce((n, [, c]) => n + c, 0);
     expect(refused / sent).toBeGreaterThan(0.5);
-  }, 180_000);
+  }, 240_000);
 });

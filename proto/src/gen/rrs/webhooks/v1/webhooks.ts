@@ -51,6 +51,11 @@ export interface CreateEndpointRequest {
   url: string;
   events: string[];
   description: string;
+  /**
+   * The organization's plan (the caller's principal): bounds its endpoints (proto/src/webhookLimits.ts).
+   * Empty or unknown = the smallest bound (trial's).
+   */
+  plan: string;
 }
 
 export interface CreateEndpointResponse {
@@ -476,7 +481,7 @@ export const Endpoint: MessageFns<Endpoint> = {
 };
 
 function createBaseCreateEndpointRequest(): CreateEndpointRequest {
-  return { organizationId: "", url: "", events: [], description: "" };
+  return { organizationId: "", url: "", events: [], description: "", plan: "" };
 }
 
 export const CreateEndpointRequest: MessageFns<CreateEndpointRequest> = {
@@ -492,6 +497,9 @@ export const CreateEndpointRequest: MessageFns<CreateEndpointRequest> = {
     }
     if (message.description !== "") {
       writer.uint32(34).string(message.description);
+    }
+    if (message.plan !== "") {
+      writer.uint32(42).string(message.plan);
     }
     return writer;
   },
@@ -541,6 +549,14 @@ export const CreateEndpointRequest: MessageFns<CreateEndpointRequest> = {
             message.description = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.plan = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -563,6 +579,7 @@ export const CreateEndpointRequest: MessageFns<CreateEndpointRequest> = {
       url: isSet(object.url) ? globalThis.String(object.url) : "",
       events: globalThis.Array.isArray(object?.events) ? object.events.map((e: any) => globalThis.String(e)) : [],
       description: isSet(object.description) ? globalThis.String(object.description) : "",
+      plan: isSet(object.plan) ? globalThis.String(object.plan) : "",
     };
   },
 
@@ -580,6 +597,9 @@ export const CreateEndpointRequest: MessageFns<CreateEndpointRequest> = {
     if (message.description !== "") {
       obj.description = message.description;
     }
+    if (message.plan !== "") {
+      obj.plan = message.plan;
+    }
     return obj;
   },
 
@@ -592,6 +612,7 @@ export const CreateEndpointRequest: MessageFns<CreateEndpointRequest> = {
     message.url = object.url ?? "";
     message.events = object.events?.map((e) => e) || [];
     message.description = object.description ?? "";
+    message.plan = object.plan ?? "";
     return message;
   },
 };
