@@ -2,6 +2,7 @@ import { ConfigError, readEnv, envField, type Env } from '@rrs/runtime';
 import { z } from 'zod';
 import type { RateLimitConfig } from './rateLimit';
 import type { RecipientQuotaConfig } from './recipientQuota';
+import type { FailureKind, FailureRule } from './addressLimits';
 
 export interface GatewayConfig {
   host: string;
@@ -28,6 +29,8 @@ export interface GatewayConfig {
   rateLimits: RateLimitConfig;
   /** Recipients per minute and per day by plan; unset = PLAN_RECIPIENT_QUOTAS of @rrs/proto (the documented numbers). */
   recipientQuotas?: RecipientQuotaConfig;
+  /** Per-address failure limits; unset = ADDRESS_FAILURE_RULES (the documented numbers). Tests that send many bad keys on purpose raise them. */
+  addressFailureRules?: Partial<Record<FailureKind, FailureRule>>;
   /** The bus holding the channel catalog (KV bucket `channels`) that running senders announce. */
   natsUrl: string;
   busPrefix: string;
