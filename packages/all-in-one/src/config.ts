@@ -3,7 +3,7 @@ import { readEnv, envField, parseSecretKeys, type Env } from '@rrs/runtime';
 import { z } from 'zod';
 import { DEFAULT_MINUTE_MS, fastClock } from '@rrs/cascade-scheduler';
 import { isWellFormedApiKey } from '@rrs/contacts';
-import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT } from '@rrs/gateway';
+import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT, recipientQuotaEnvShape, recipientQuotasOf } from '@rrs/gateway';
 
 export interface AllInOneConfig {
   host: string;
@@ -30,6 +30,8 @@ export interface AllInOneConfig {
   /** The ops port (METRICS_PORT): `/metrics`, `/healthz`, `/readyz`; the public port never serves `/metrics`. */
   opsPort: number;
   opsHost: string;
+  /** Recipients per minute and per day by plan (RECIPIENT_QUOTA_*; default PLAN_RECIPIENT_QUOTAS of @rrs/proto). */
+  recipientQuotas?: Record<'trial' | 'standard' | 'pro', { perMinute: number; perDay: number }>;
   publicBaseUrl: string;
   /** Length of one flow minute (`DELAY_MINUTE_MS`); below 60000 only outside production. */
   minuteMs: number;
@@ -55,6 +57,7 @@ export function buildConfig(env: Env): AllInOneConfig {
       REDIS_URL: envField.url(['redis', 'rediss']).optional(),
       DEMO_API_KEY: z.string().refine(isWellFormedApiKey, 'must be an API key: rrs_ followed by 36 letters and digits, the last 6 a checksum').optional(),
       ...adminEnvShape(),
+      ...recipientQuotaEnvShape(),
       METRICS_HOST: z.string().min(1).optional(),
       METRICS_PORT: envField.port(DEFAULT_METRICS_PORT),
       PUBLIC_BASE_URL: envField.baseUrl().optional(),
@@ -79,6 +82,7 @@ export function buildConfig(env: Env): AllInOneConfig {
     // By default beside the public port, so a container publishing only PORT keeps metrics inside.
     opsHost: vars.METRICS_HOST ?? vars.HOST,
     opsPort: vars.METRICS_PORT,
+    recipientQuotas: recipientQuotasOf(vars),
     publicBaseUrl: vars.PUBLIC_BASE_URL ?? `http://localhost:${vars.PORT}`,
     minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
     connectorSecretKeys: vars.CONNECTOR_SECRET_KEYS === undefined ? undefined : parseSecretKeys(vars.CONNECTOR_SECRET_KEYS, 'CONNECTOR_SECRET_KEYS'),
