@@ -45,7 +45,7 @@ export const SERVICES = {
   // embedded one would create a system user when run as root.
   'all-in-one': { probe: ['PORT', '/readyz'], noBus: true },
 };
-const PORT_VARS = ['PORT', 'GRPC_PORT', 'OPS_PORT', 'HOOKS_PORT'];
+const PORT_VARS = ['PORT', 'GRPC_PORT', 'OPS_PORT', 'HOOKS_PORT', 'METRICS_PORT'];
 
 /** Loads a client library from the repo's install, else from the packed folder (which has it when it needs it). */
 function load(name, outDir) {
@@ -143,6 +143,8 @@ export async function smokeService(outDirArg, service, { log = console.log } = {
   Object.assign(env, { HOST: '127.0.0.1', GRPC_HOST: '127.0.0.1', OPS_HOST: '127.0.0.1', HOOKS_HOST: '127.0.0.1', CONTACTS_ADDR: `127.0.0.1:${nobody}`, SCHEDULER_ADDR: `127.0.0.1:${nobody}`, DATA_DIR: dataDir });
   // A fresh credential key (connectors require one); nothing is sealed with it beyond this run's database.
   env.CONNECTOR_SECRET_KEYS = randomBytes(32).toString('base64');
+  // In production an admin token is never generated: the all-in-one refuses to start without one.
+  env.ADMIN_TOKEN = `adm_smoke_${randomBytes(16).toString('hex')}`;
 
   const cleanups = [() => rmSync(dataDir, { recursive: true, force: true })];
   let child;
