@@ -45,7 +45,7 @@ export const SERVICES = {
   // embedded one would create a system user when run as root.
   'all-in-one': { probe: ['PORT', '/readyz'], noBus: true },
 };
-const PORT_VARS = ['PORT', 'GRPC_PORT', 'OPS_PORT', 'HOOKS_PORT'];
+const PORT_VARS = ['PORT', 'GRPC_PORT', 'OPS_PORT', 'HOOKS_PORT', 'METRICS_PORT'];
 
 /** Loads a client library from the repo's install, else from the packed folder (which has it when it needs it). */
 function load(name, outDir) {
@@ -144,6 +144,8 @@ export async function smokeService(outDirArg, service, { log = console.log } = {
   // Fresh credential keys (connectors and webhooks require them); nothing is sealed with it beyond this run's database.
   env.CONNECTOR_SECRET_KEYS = randomBytes(32).toString('base64');
   env.WEBHOOK_SECRET_KEYS = randomBytes(32).toString('base64');
+  // In production an admin token is never generated: the all-in-one refuses to start without one.
+  env.ADMIN_TOKEN = `adm_smoke_${randomBytes(16).toString('hex')}`;
 
   const cleanups = [() => rmSync(dataDir, { recursive: true, force: true })];
   let child;

@@ -25,6 +25,13 @@ function imageNodeOptions(dockerfile) {
   }
 }
 
+/**
+ * The bench organization (plan pro) sends up to 200 000 recipients in minutes, far over the plan's
+ * documented recipient budget (docs/api-conventions.md, "Recipient quotas"): the measured processes
+ * get a budget that does not bind, as an operator would set it with RECIPIENT_QUOTA_PRO.
+ */
+const BENCH_RECIPIENT_QUOTA = { RECIPIENT_QUOTA_PRO: '1000000/100000000' };
+
 /** A Node process of the measured system; its last output is kept for the error message if it dies. */
 function startNode(name, script, env, { dockerfile, extraEnv }) {
   const flags = imageNodeOptions(dockerfile);
@@ -73,14 +80,20 @@ export async function stopAll(processes) {
 
 /**
  * The all-in-one launcher (packages/all-in-one/dist/main.js) on the given database: its in-process bus,
- * in-memory rate limits, the sink providers; the gateway serves /metrics and the dev inbox's
- * /dev/messages on its port.
+ * in-memory rate limits, the sink providers; /metrics on its METRICS_PORT and the dev inbox's
+ * /dev/messages on its port. The dev inbox exists only outside production, so this shape runs with
+ * NODE_ENV=development (nothing it measures depends on it).
  */
 export async function startAllInOneShape({ databaseUrl, adminToken, extraEnv }) {
-  const [port] = await freePorts(1);
+  const [port, metricsPort] = await freePorts(2);
   const dataDir = mkdtempSync(join(tmpdir(), 'rrs-send-bench-'));
   const base = `http://127.0.0.1:${port}`;
-  const proc = startNode('all-in-one', 'packages/all-in-one/dist/main.js', { HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: databaseUrl, DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, PUBLIC_BASE_URL: base }, { dockerfile: join(root, 'packages', 'all-in-one', 'Dockerfile'), extraEnv });
+  const proc = startNode(
+    'all-in-one',
+    'packages/all-in-one/dist/main.js',
+    { NODE_ENV: 'development', HOST: '127.0.0.1', PORT: String(port), METRICS_PORT: String(metricsPort), DATABASE_URL: databaseUrl, DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, PUBLIC_BASE_URL: base, ...BENCH_RECIPIENT_QUOTA },
+    { dockerfile: join(root, 'packages', 'all-in-one', 'Dockerfile'), extraEnv },
+  );
   try {
     await waitReady(proc, `${base}/readyz`);
   } catch (err) {
@@ -91,8 +104,8 @@ export async function startAllInOneShape({ databaseUrl, adminToken, extraEnv }) 
   return {
     processes: [proc],
     gatewayUrl: base,
-    sendsMetricsUrl: `${base}/metrics`,
-    resultsMetricsUrl: `${base}/metrics`,
+    sendsMetricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    resultsMetricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     devMessagesUrl: `${base}/dev/messages`,
     async stop() {
       await stopAll([proc]);
@@ -108,7 +121,7 @@ export async function startAllInOneShape({ databaseUrl, adminToken, extraEnv }) 
  * `redisPrefix` for rate limits and its auth cache, as in production.
  */
 export async function startDistributedShape({ databaseUrl, natsUrl, busPrefix, redisUrl, redisPrefix, adminToken, channel, providerEnv, extraEnv }) {
-  const [contactsGrpc, contactsOps, schedulerGrpc, schedulerOps, webhooksGrpc, webhooksOps, senderOps, gatewayPort] = await freePorts(8);
+  const [contactsGrpc, contactsOps, schedulerGrpc, schedulerOps, webhooksGrpc, webhooksOps, senderOps, gatewayPort, gatewayOps] = await freePorts(9);
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
   const bus = { NATS_URL: natsUrl, BUS_PREFIX: busPrefix };
   const sender = channel === 'SMS' ? 'channel-sms' : 'channel-email';
@@ -117,7 +130,7 @@ export async function startDistributedShape({ databaseUrl, natsUrl, busPrefix, r
     ['cascade-scheduler', { ...bus, DATABASE_URL: databaseUrl, GRPC_HOST: '127.0.0.1', GRPC_PORT: schedulerGrpc, OPS_PORT: schedulerOps, CONTACTS_ADDR: `127.0.0.1:${contactsGrpc}`, PUBLIC_BASE_URL: gatewayUrl }, schedulerOps],
     ['webhooks', { ...bus, DATABASE_URL: databaseUrl, GRPC_HOST: '127.0.0.1', GRPC_PORT: webhooksGrpc, OPS_HOST: '127.0.0.1', OPS_PORT: webhooksOps }, webhooksOps],
     [sender, { ...bus, DATABASE_URL: databaseUrl, OPS_HOST: '127.0.0.1', OPS_PORT: senderOps, CONTACTS_ADDR: `127.0.0.1:${contactsGrpc}`, SMS_RECEIPTS_HOST: '127.0.0.1', SMS_RECEIPTS_PORT: 0, EMAIL_FROM: 'Bench Reviews <reviews@bench.example.com>', ...providerEnv }, senderOps],
-    ['gateway', { ...bus, HOST: '127.0.0.1', PORT: gatewayPort, CONTACTS_ADDR: `127.0.0.1:${contactsGrpc}`, SCHEDULER_ADDR: `127.0.0.1:${schedulerGrpc}`, WEBHOOKS_ADDR: `127.0.0.1:${webhooksGrpc}`, PUBLIC_BASE_URL: gatewayUrl, ADMIN_TOKEN: adminToken, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix }, gatewayPort],
+    ['gateway', { ...bus, HOST: '127.0.0.1', PORT: gatewayPort, CONTACTS_ADDR: `127.0.0.1:${contactsGrpc}`, SCHEDULER_ADDR: `127.0.0.1:${schedulerGrpc}`, WEBHOOKS_ADDR: `127.0.0.1:${webhooksGrpc}`, PUBLIC_BASE_URL: gatewayUrl, ADMIN_TOKEN: adminToken, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix, METRICS_PORT: gatewayOps, ...BENCH_RECIPIENT_QUOTA }, gatewayPort],
   ];
   const processes = [];
   try {

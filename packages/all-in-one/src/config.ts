@@ -4,7 +4,7 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '@rrs/proto';
 import { z } from 'zod';
 import { DEFAULT_MINUTE_MS, fastClock } from '@rrs/cascade-scheduler';
 import { isWellFormedApiKey } from '@rrs/contacts';
-import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT } from '@rrs/gateway';
+import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT, recipientQuotaEnvShape, recipientQuotasOf } from '@rrs/gateway';
 
 export interface AllInOneConfig {
   host: string;
@@ -35,6 +35,8 @@ export interface AllInOneConfig {
   demoEmail?: string;
   /** Their password (`DEMO_PASSWORD`); unset = generated once and kept in `dataDir/demo.json`. */
   demoPassword?: string;
+  /** Recipients per minute and per day by plan (RECIPIENT_QUOTA_*; default PLAN_RECIPIENT_QUOTAS of @rrs/proto). */
+  recipientQuotas?: Record<'trial' | 'standard' | 'pro', { perMinute: number; perDay: number }>;
   publicBaseUrl: string;
   /** Length of one flow minute (`DELAY_MINUTE_MS`); below 60000 only outside production. */
   minuteMs: number;
@@ -62,6 +64,7 @@ export function buildConfig(env: Env): AllInOneConfig {
       REDIS_URL: envField.url(['redis', 'rediss']).optional(),
       DEMO_API_KEY: z.string().refine(isWellFormedApiKey, 'must be an API key: rrs_ followed by 36 letters and digits, the last 6 a checksum').optional(),
       ...adminEnvShape(),
+      ...recipientQuotaEnvShape(),
       METRICS_HOST: z.string().min(1).optional(),
       METRICS_PORT: envField.port(DEFAULT_METRICS_PORT),
       DEMO_EMAIL: z.email('must be an email address').default('demo@example.com'),
@@ -91,6 +94,7 @@ export function buildConfig(env: Env): AllInOneConfig {
     opsPort: vars.METRICS_PORT,
     demoEmail: vars.DEMO_EMAIL,
     demoPassword: vars.DEMO_PASSWORD,
+    recipientQuotas: recipientQuotasOf(vars),
     publicBaseUrl: vars.PUBLIC_BASE_URL ?? `http://localhost:${vars.PORT}`,
     minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
     connectorSecretKeys: vars.CONNECTOR_SECRET_KEYS === undefined ? undefined : parseSecretKeys(vars.CONNECTOR_SECRET_KEYS, 'CONNECTOR_SECRET_KEYS'),

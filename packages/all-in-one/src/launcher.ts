@@ -116,6 +116,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       adminTokens: config.adminTokens === 'generate' ? [demo.adminToken!] : config.adminTokens,
       redisUrl: config.redisUrl,
       publicBaseUrl: config.publicBaseUrl,
+      recipientQuotas: config.recipientQuotas,
     },
     contextOf('gateway'),
     // The dev inbox (/dev/messages, /dev/inbox) lists what the sink providers "sent", for every

@@ -19,7 +19,8 @@ export interface AllInOneProcess {
 /** Starts `packages/all-in-one/dist/main.js` with `env`; resolves once it has printed the demo API key. */
 export function startAllInOne(env: Record<string, string>): Promise<AllInOneProcess> {
   buildDist();
-  const child = spawn(process.execPath, [MAIN], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // METRICS_PORT 0 (any free port) unless given: test processes run side by side, the default 9472 would collide.
+  const child = spawn(process.execPath, [MAIN], { env: { ...process.env, LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));

@@ -84,7 +84,8 @@ export function startServiceProcess(service: string, env: Record<string, string>
   buildDist();
   const child: ChildProcess = spawn(process.execPath, ['dist/main.js'], {
     cwd: join(ROOT, 'services', service),
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
+    // METRICS_PORT 0 (any free port) unless given: the gateway's default 9472 would collide between tests run side by side.
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -86,7 +86,8 @@ export function createApp(deps: AppDeps): express.Express {
     serveOps(deps.health, req, res).then((handled) => (handled ? undefined : next()), next);
   });
 
-  const publicApiServed = serveApi(publicApi({ ...deps, recipientQuota: deps.recipientQuota ?? createRecipientQuota({ keyPrefix: '' }) }));
+  const failureLimiters = deps.failureLimiters ?? createFailureLimiters({ keyPrefix: '' });
+  const publicApiServed = serveApi(publicApi({ ...deps, recipientQuota: deps.recipientQuota ?? createRecipientQuota({ keyPrefix: '' }), failures: failureLimiters.apiKeyAuth }));
   app.get(['/docs', '/api/v1/docs'], (_req, res) => {
     res.locals.route = '/docs';
     res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
@@ -94,7 +95,6 @@ export function createApp(deps: AppDeps): express.Express {
   });
   app.use('/api/v1', publicApiServed.handler);
   const adminTokens = deps.adminTokens ?? [];
-  const failureLimiters = deps.failureLimiters ?? createFailureLimiters({ keyPrefix: '' });
   app.use(
     '/admin/v1',
     adminTokens.length > 0 ? serveApi(adminApi(deps.clients, { tokens: adminTokens, failures: failureLimiters.adminAuth, logger: deps.logger, publicBaseUrl: deps.publicBaseUrl })).handler : adminApiDisabled,
@@ -102,7 +102,7 @@ export function createApp(deps: AppDeps): express.Express {
   const signInThrottle = deps.signInThrottle ?? createSignInThrottle({ keyPrefix: 'rrs:gw:', logger: deps.logger });
   app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, rateLimiter: deps.rateLimiter, signInThrottle })).handler);
   app.use(consoleRouter());
-  app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings }));
+  app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings, failures: failureLimiters.linkToken }));
   for (const router of deps.extraRouters ?? []) app.use(router);
 
   app.use((req: Request, _res: Response, next: NextFunction) => {

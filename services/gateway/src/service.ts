@@ -25,7 +25,7 @@ export interface RunningGateway {
 }
 
 export type GatewayStartConfig = Pick<GatewayConfig, 'host' | 'port' | 'contactsAddress' | 'schedulerAddress' | 'publicBaseUrl'> &
-  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'connectorsAddress' | 'adminTokens' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy' | 'recipientQuotas'>>;
+  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'connectorsAddress' | 'adminTokens' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy' | 'recipientQuotas' | 'addressFailureRules'>>;
 
 export interface GatewayDeps {
   /** gRPC clients to use instead of connecting to the configured addresses (tests wrap them). */
@@ -92,7 +92,7 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
   };
   const authenticate = cachedAuthenticator(lookup, { ttlMs: config.authCacheTtlMs ?? 4000, redis, keyPrefix, logger: ctx.logger });
   const rateLimiter = createRateLimiter({ config: config.rateLimits ?? DEFAULT_RATE_LIMITS, redis, keyPrefix, logger: ctx.logger });
-  const failureLimiters = createFailureLimiters({ redis, keyPrefix, logger: ctx.logger });
+  const failureLimiters = createFailureLimiters({ redis, keyPrefix, logger: ctx.logger, rules: config.addressFailureRules });
   const recipientQuota = createRecipientQuota({ config: config.recipientQuotas, redis, keyPrefix, logger: ctx.logger });
 
   const app = createApp({

@@ -208,8 +208,9 @@ describe('gateway request pipeline', () => {
     expect(codes('/widgets', 'post', 409).sort()).toEqual(['channel_not_configured', 'email_not_confirmed', 'idempotency_key_in_use', 'idempotency_key_reused']);
     expect(codes('/widgets', 'post', 402)).toEqual(['plan_required']);
     expect(codes('/widgets/{id}', 'get', 401).sort()).toEqual(['invalid_api_key', 'missing_api_key']);
-    expect(codes('/widgets/{id}', 'get', 429)).toEqual(['rate_limited']);
-    expect(doc.paths['/widgets/{id}'].delete.responses['429']).toBeUndefined();
+    expect(codes('/widgets/{id}', 'get', 429)).toEqual(['too_many_auth_failures', 'rate_limited']);
+    // Not rate-limited: its only 429 is the per-address limit on invalid keys.
+    expect(codes('/widgets/{id}', 'delete', 429)).toEqual(['too_many_auth_failures']);
     expect(doc.paths['/widgets'].post.responses['415']).toBeDefined();
   });
 });

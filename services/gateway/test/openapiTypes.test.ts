@@ -144,8 +144,8 @@ describe('the types of the OpenAPI documents', () => {
     const ping = op(doc, '/ping', 'get');
     expect(Object.keys(ping.responses)).toEqual(['200', '401', '429', '503']);
     expect(problemPart(ping, 401).properties.code.enum).toEqual(['missing_api_key', 'invalid_api_key']);
-    // Not rate-limited (the spec): its only 429 is the organization's recipient budget.
-    expect(problemPart(op(doc, '/channels/max/send', 'post'), 429).properties.code.enum).toEqual(['recipient_quota_exceeded']);
+    // Not rate-limited (the spec): its 429s are the per-address limit on invalid keys and the organization's recipient budget.
+    expect(problemPart(op(doc, '/channels/max/send', 'post'), 429).properties.code.enum).toEqual(['too_many_auth_failures', 'recipient_quota_exceeded']);
     const adminCreate = op(admin, '/organizations', 'post');
     expect(problemPart(adminCreate, 401).properties.code.enum).toEqual(['missing_admin_token', 'invalid_admin_token']);
   });

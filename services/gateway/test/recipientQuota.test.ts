@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { PLAN_RECIPIENT_QUOTAS } from '@rrs/proto';
 import { openApiChecker, TEST_REDIS_URL, uniqueName, type OpenApiChecker } from '@rrs/testkit';
 import { createRecipientQuota } from '../src/recipientQuota';
+import { buildConfig } from '../src';
 import { startCascadeStack, type CascadeStack } from './cascadeStack';
 
 /** Small budgets so a test reaches them: standard runs out by the minute, pro by the day. */
@@ -121,5 +122,11 @@ describe('recipient quotas', () => {
       const codes = doc.paths[path][method].responses['429'].content!['application/problem+json'].schema.allOf[1].properties!.code!.enum;
       expect({ path, codes }).toEqual({ path, codes: expect.arrayContaining(['recipient_quota_exceeded']) });
     }
+  });
+
+  it('takes the plans’ numbers from @rrs/proto unless RECIPIENT_QUOTA_<PLAN> overrides one', () => {
+    expect(buildConfig({}).recipientQuotas).toEqual(PLAN_RECIPIENT_QUOTAS);
+    expect(buildConfig({ RECIPIENT_QUOTA_PRO: '100000/5000000' }).recipientQuotas).toEqual({ ...PLAN_RECIPIENT_QUOTAS, pro: { perMinute: 100_000, perDay: 5_000_000 } });
+    expect(() => buildConfig({ RECIPIENT_QUOTA_STANDARD: '1000' })).toThrow(/^RECIPIENT_QUOTA_STANDARD: /);
   });
 });

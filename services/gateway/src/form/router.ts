@@ -6,6 +6,7 @@ import type { schedulerV1 } from '@rrs/proto';
 import { localeOf, TEXT } from './i18n';
 import { keepTryingPage, messagePage, RETRY_SCRIPT_CSP_SOURCE, reviewPage, savedLaterPage, unsubscribePage } from './pages';
 import type { RatingOutbox } from './ratingOutbox';
+import type { FailureLimiter } from '../addressLimits';
 
 export interface ReviewFormOptions {
   scheduler: PromiseClient<schedulerV1.CascadeSchedulerServiceClient>;
@@ -17,6 +18,12 @@ export interface ReviewFormOptions {
   ratings?: RatingOutbox;
   /** The keep-trying page's wait before its first re-send, doubling per attempt up to `max` (seconds). Default 5 and 60. */
   retrySeconds?: { first: number; max: number };
+  /**
+   * Unknown and malformed tokens counted per client address (shared by the replicas through Redis):
+   * past the limit every link page from that address is the too-many page (429) for a while, so random
+   * tokens cannot be tried in bulk. Unset = not counted.
+   */
+  failures?: FailureLimiter;
   /** Submits allowed per token and client IP per window. */
   submitsPerWindow?: number;
   windowSeconds?: number;
@@ -83,6 +90,7 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
   const urlencoded = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 10 });
 
   const retrySeconds = options.retrySeconds ?? { first: 5, max: 60 };
+  const failures = options.failures;
   // During an outage every submit would log the same failure: once per cause per interval, with a count.
   const outageLog = collapseRepeats(options.logger);
 
@@ -129,7 +137,10 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
     async (req: Request, res: Response): Promise<void> => {
       res.locals.route = route;
       const token = String(req.params.token);
-      if (!TOKEN.test(token)) return send(res, 404, messagePage('notFound'));
+      const address = req.ip ?? 'unknown';
+      const blockedFor = (await failures?.blockedFor(address)) ?? 0;
+      if (blockedFor > 0) return tooManyUnknown(res, blockedFor);
+      if (!TOKEN.test(token)) return unknownLink(res, address);
       const submits = req.method === 'POST';
       if (!(await allowed(submits ? limiter : views, req, res, token))) return;
       // RFC 8058: the mail client's one-click POST carries no cookie by design; the link's secret token
@@ -139,9 +150,22 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
       try {
         await handle(token, req, res);
       } catch (err) {
+        if (err instanceof DomainError && err.kind === 'not_found' && err.code !== 'link_expired') return unknownLink(res, address);
         fail(res, err);
       }
     };
+
+  /** A token that is no link: the not-found page, counted against the address (the too-many page once over the limit). */
+  async function unknownLink(res: Response, address: string): Promise<void> {
+    const nowBlocked = (await failures?.fail(address)) ?? 0;
+    if (nowBlocked > 0) return tooManyUnknown(res, nowBlocked);
+    send(res, 404, messagePage('notFound'));
+  }
+
+  function tooManyUnknown(res: Response, seconds: number): void {
+    res.setHeader('Retry-After', String(seconds));
+    send(res, 429, messagePage('tooMany'));
+  }
 
   router.get(
     '/r/:token',

@@ -28,6 +28,10 @@ export const ERROR_CODES = {
   malformed_http: { status: 400, description: 'The request is not valid HTTP (e.g. a control character in a header); answered before routing.' },
   headers_too_large: { status: 431, description: 'The request headers are too large; answered before routing.' },
   request_timeout: { status: 408, description: 'The request headers or body came slower than the server accepts (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS); answered before routing, and the connection is closed.' },
+  too_many_auth_failures: {
+    status: 429,
+    description: 'Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.',
+  },
   rate_limited: { status: 429, description: "The key's request quota for the current window is used up; retry after `Retry-After` seconds." },
   recipient_quota_exceeded: {
     status: 429,

@@ -221,9 +221,12 @@ function operation(route: Route, info: DocumentInfo, schemas: Json, where: { bas
     if (status !== 401) Object.assign(headers, rateHeaders);
     if (status === 429) {
       if (route.recipients) Object.assign(headers, quotaHeaders);
+      // `too_many_auth_failures` refuses before any key is known: its 429 has no quota to report.
+      if (codes.has('too_many_auth_failures') && (route.rateLimited || route.recipients)) {
+        Object.assign(headers, QUOTA_HEADERS_WHEN_COUNTED);
+      }
       headers['Retry-After'] = header('RetryAfter');
-    }
-    else if (codes.has('idempotency_key_in_use')) headers['Retry-After'] = RETRY_AFTER_WHEN_BUSY;
+    } else if (codes.has('idempotency_key_in_use')) headers['Retry-After'] = RETRY_AFTER_WHEN_BUSY;
     const list = [...codes].map(([code, d]) => `- \`${code}\`: ${d}`).join('\n');
     const [firstCode, firstDescription] = [...codes][0];
     responses[String(status)] = {
@@ -344,22 +347,34 @@ function webhookOperation(event: WebhookDefinition, schemas: Json): Json {
   };
 }
 
+const RATE_LIMIT: Json = {
+  description:
+    'IETF RateLimit field, one item per policy: `"<plan>";r=<remaining>;t=<seconds to reset>` for the key\'s requests (rate-limited operations), then, on operations that create recipients, `"recipients-minute"` and `"recipients-day"` counted in recipients.',
+  required: true,
+  schema: { type: 'string', pattern: '^"[a-z-]+";r=\\d+;t=\\d+(, "[a-z-]+";r=\\d+;t=\\d+)*$' },
+  example: '"standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342',
+};
+const RATE_LIMIT_POLICY: Json = {
+  description: 'IETF RateLimit-Policy field, one item per policy: `"<plan>";q=<requests>;w=<window seconds>`, then `"recipients-minute";q=<recipients>;w=60` and `"recipients-day";q=<recipients>;w=86400` on operations that create recipients.',
+  required: true,
+  schema: { type: 'string', pattern: '^"[a-z-]+";q=\\d+;w=\\d+(, "[a-z-]+";q=\\d+;w=\\d+)*$' },
+  example: '"standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400',
+};
+
+/**
+ * The same fields on a 429 that may come before any quota was counted (`too_many_auth_failures`): not
+ * always there, so inline and optional, like Retry-After on a 409 that can be a busy key.
+ */
+const QUOTA_HEADERS_WHEN_COUNTED: Json = {
+  RateLimit: { ...RATE_LIMIT, required: false, description: 'The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).' },
+  'RateLimit-Policy': { ...RATE_LIMIT_POLICY, required: false, description: 'The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).' },
+};
+
 /** Headers that are always present on the responses that list them (see the note on `$ref`s at the top). */
 const SHARED_HEADERS: Json = {
   RequestId: { description: 'The request id (the caller\'s `X-Request-Id` when it is sane, otherwise generated).', required: true, schema: { type: 'string' }, example: EXAMPLE_REQUEST_ID },
-  RateLimit: {
-    description:
-      'IETF RateLimit field, one item per policy: `"<plan>";r=<remaining>;t=<seconds to reset>` for the key\'s requests (rate-limited operations), then, on operations that create recipients, `"recipients-minute"` and `"recipients-day"` counted in recipients.',
-    required: true,
-    schema: { type: 'string', pattern: '^"[a-z-]+";r=\\d+;t=\\d+(, "[a-z-]+";r=\\d+;t=\\d+)*$' },
-    example: '"standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342',
-  },
-  RateLimitPolicy: {
-    description: 'IETF RateLimit-Policy field, one item per policy: `"<plan>";q=<requests>;w=<window seconds>`, then `"recipients-minute";q=<recipients>;w=60` and `"recipients-day";q=<recipients>;w=86400` on operations that create recipients.',
-    required: true,
-    schema: { type: 'string', pattern: '^"[a-z-]+";q=\\d+;w=\\d+(, "[a-z-]+";q=\\d+;w=\\d+)*$' },
-    example: '"standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400',
-  },
+  RateLimit: RATE_LIMIT,
+  RateLimitPolicy: RATE_LIMIT_POLICY,
   RetryAfter: { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'integer', minimum: 1 }, example: 42 },
 };
 

@@ -5,6 +5,7 @@ import { serverUrlFor } from '../http/openapi';
 import type { RouteSource } from '../http/route';
 import type { RateLimiter } from '../rateLimit';
 import type { RecipientQuota } from '../recipientQuota';
+import type { FailureLimiter } from '../addressLimits';
 import { PUBLIC_WEBHOOKS } from './events';
 
 export const PUBLIC_API_DESCRIPTION = `Hand customers over from a CRM and have review requests sent to them through a cascade of channels (email, SMS, MAX, Telegram), or through one channel.
@@ -25,7 +26,7 @@ export const PUBLIC_TAG_DESCRIPTIONS: Record<string, string> = {
 };
 
 /** The public API `/api/v1`: integrators' API keys, every POST idempotent, the public error catalog. */
-export function publicApi(deps: { routes: readonly RouteSource[]; authenticate: Authenticator; rateLimiter: RateLimiter; recipientQuota?: RecipientQuota; publicBaseUrl: string }): HttpApi {
+export function publicApi(deps: { routes: readonly RouteSource[]; authenticate: Authenticator; rateLimiter: RateLimiter; recipientQuota?: RecipientQuota; failures?: FailureLimiter; publicBaseUrl: string }): HttpApi {
   return {
     basePath: '/api/v1',
     routes: deps.routes,

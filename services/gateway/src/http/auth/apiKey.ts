@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
-import { DomainError, ForbiddenError, UnauthenticatedError } from '@rrs/runtime';
+import { DomainError, ForbiddenError, RateLimitedError, UnauthenticatedError } from '@rrs/runtime';
+import type { FailureLimiter } from '../../addressLimits';
 import { applyRateLimit, type RateLimiter } from '../../rateLimit';
 import { bearerCredential, type AuthDescription, type AuthGate, type AuthRequirement } from './kinds';
 
@@ -32,11 +33,35 @@ export async function authenticateRequest(authenticate: Authenticator, req: Requ
   }
 }
 
-/** The key (401) → the plan's quota when the route is rate-limited (429, RateLimit headers) → the scope (403). */
-export function apiKeyGate(deps: { authenticate: Authenticator; rateLimiter: RateLimiter }): AuthGate<Principal> {
+/**
+ * A client address that sent too many keys that do not admit (malformed, unknown, revoked) is refused
+ * with 429 `too_many_auth_failures` until its block ends, before any lookup (a valid key too); the
+ * count is per address, in Redis when the gateway has it (ADDRESS_FAILURE_RULES.apiKeyAuth).
+ */
+async function admitKey(authenticate: Authenticator, req: Request, failures?: FailureLimiter): Promise<Principal> {
+  if (!failures) return authenticateRequest(authenticate, req);
+  const address = req.ip ?? 'unknown';
+  const refuse = (seconds: number): never => {
+    throw new RateLimitedError('too_many_auth_failures', `too many invalid API keys from this address; retry in ${seconds} s`, seconds);
+  };
+  const blockedFor = await failures.blockedFor(address);
+  if (blockedFor > 0) refuse(blockedFor);
+  try {
+    return await authenticateRequest(authenticate, req);
+  } catch (err) {
+    if (err instanceof DomainError && err.code === 'invalid_api_key') {
+      const nowBlocked = await failures.fail(address);
+      if (nowBlocked > 0) refuse(nowBlocked);
+    }
+    throw err;
+  }
+}
+
+/** The key (401, 429 after too many invalid keys from the address) → the plan's quota when the route is rate-limited (429, RateLimit headers) → the scope (403). */
+export function apiKeyGate(deps: { authenticate: Authenticator; rateLimiter: RateLimiter; failures?: FailureLimiter }): AuthGate<Principal> {
   return {
     async admit(requirement: AuthRequirement, req, res: Response) {
-      const principal = await authenticateRequest(deps.authenticate, req);
+      const principal = await admitKey(deps.authenticate, req, deps.failures);
       if (requirement.rateLimited) await applyRateLimit(deps.rateLimiter, principal, res);
       if (requirement.scope && !principal.scopes.includes(requirement.scope)) {
         throw new ForbiddenError('insufficient_scope', `this key lacks the scope ${requirement.scope}`, { details: { requiredScope: requirement.scope } });
@@ -57,7 +82,7 @@ export const apiKeyDescription: AuthDescription = {
     'x-required-scope': requirement.scope,
     'x-rate-limited': requirement.rateLimited,
   }),
-  errors: (requirement) => [401, ...(requirement.scope ? (['insufficient_scope'] as const) : []), ...(requirement.rateLimited ? (['rate_limited'] as const) : [])],
+  errors: (requirement) => [401, 'too_many_auth_failures', ...(requirement.scope ? (['insufficient_scope'] as const) : []), ...(requirement.rateLimited ? (['rate_limited'] as const) : [])],
   // Its codes are the public catalog's (errorCodes.ts).
   codes: {},
 };
