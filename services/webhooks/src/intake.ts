@@ -1,6 +1,6 @@
 import { eventsV1 } from '@rrs/proto';
-import { injectTraceContext, inTransaction, type Bus, type Logger, type Pool, type Subscription } from '@rrs/runtime';
-import { createDeliveries, hasSubscribers, storeEvent } from './deliveries';
+import { injectTraceContext, inTransaction, StatementBatcher, type Bus, type Logger, type Pool, type Subscription } from '@rrs/runtime';
+import { createDeliveries, hasSubscribers, storeEvent, subscribedPairs } from './deliveries';
 import { eventData, renderBody } from './payload';
 
 /**
@@ -11,6 +11,17 @@ import { eventData, renderBody } from './payload';
  * Each delivery keeps the message's trace context, so its attempts join the trace the event came in.
  */
 export async function consumeEvents(bus: Bus, pool: Pool, logger: Logger, onQueued: () => void): Promise<Subscription> {
+  // Most events (a finish event per recipient) go to organizations without an endpoint for them: they
+  // are answered by one statement for the events that arrive together, with no transaction. An event
+  // that has subscribers is checked again inside its transaction, so an endpoint disabled in between
+  // never gets it, and an event is stored only with its deliveries.
+  const subscribed = new StatementBatcher(
+    async (events: eventsV1.Event[]) => {
+      const pairs = await subscribedPairs(pool, events);
+      return events.map((event) => pairs.has(`${event.organizationId}|${event.type}`));
+    },
+    { key: (event) => event.id },
+  );
   // A PostgreSQL outage must not lose events: redelivery backs off to a minute and goes on for about
   // 16 hours (1000 deliveries) before the bus gives up on a message.
   return bus.consume({ stream: 'EVENTS', durable: 'webhooks', filterSubject: 'events.>', concurrency: 16, maxDeliver: 1000 }, async (msg) => {
@@ -32,6 +43,10 @@ export async function consumeEvents(bus: Bus, pool: Pool, logger: Logger, onQueu
     const traceContext = injectTraceContext({});
     let queued: string[];
     try {
+      if (!(await subscribed.submit(event))) {
+        msg.ack();
+        return;
+      }
       queued = await inTransaction(pool, async (client) => {
         if (!(await hasSubscribers(client, event))) return [];
         await storeEvent(client, {

@@ -173,6 +173,19 @@ describe('webhook delivery', () => {
     expect(receiver.at('/off')).toHaveLength(0);
   });
 
+  it('answers events arriving together by their own subscribers; one with a malformed organization id is dropped without holding up the others', async () => {
+    const org = randomUUID();
+    const { endpoint } = await create(org, '/together');
+    receiver.reply = () => ({ status: 200 });
+    const wanted = [finished(org), finished(org)];
+    const unwanted = [finished(randomUUID()), finished('not-a-uuid')];
+    await Promise.all([...unwanted, ...wanted].map((e) => publish(e)));
+    await waitFor(async () => (await deliveriesOf(org, endpoint!.id)).length === 2, { what: 'both deliveries' });
+    await waitFor(async () => (await tb.bus.pending('EVENTS', 'webhooks')) === 0, { what: 'every event consumed' });
+    const { rows } = await sql.query('SELECT id FROM events WHERE id = ANY ($1) ORDER BY id', [[...wanted, ...unwanted].map((e) => e.id)]);
+    expect(rows.map((r) => r.id)).toEqual(wanted.map((e) => e.id).sort());
+  });
+
   it('410 disables the endpoint, visibly, and nothing more is sent to it', async () => {
     const org = randomUUID();
     const { endpoint } = await create(org, '/gone');
