@@ -2,6 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, call, useCsrfToken, type SessionInfo } from './api';
 import { initialLanguage, saveLanguage, translator, type Language, type Translate } from './i18n';
 import { AcceptPage } from './pages/Accept';
+import { CascadePage } from './pages/Cascade';
 import { CascadesPage } from './pages/Cascades';
 import { DeveloperPage } from './pages/Developer';
 import { ResetPage } from './pages/Reset';
@@ -72,6 +73,7 @@ export function App() {
   else if (session === null) page = <SignInPage t={t} onSignedIn={loadSession} />;
   else if (route.startsWith('/developer')) page = <DeveloperPage t={t} session={session} />;
   else if (route.startsWith('/send')) page = <SendPage t={t} session={session} />;
+  else if (route.startsWith('/cascades/')) page = <CascadePage t={t} session={session} id={decodeURIComponent(route.slice('/cascades/'.length))} />;
   else page = <CascadesPage t={t} session={session} />;
 
   const signOut = async () => {

@@ -62,6 +62,14 @@ const en = {
   sent: 'Accepted: cascade {id}, queued {queued}, skipped {skipped}.',
   needContact: 'Give an email or a phone.',
   loading: 'Loading…',
+  cascade: 'Cascade',
+  open: 'Open',
+  rating: 'rating',
+  steps: 'Steps',
+  channel: 'Channel',
+  due: 'Due',
+  sentAt: 'Sent or skipped',
+  reason: 'Reason',
   error: 'Error',
 };
 
@@ -130,6 +138,14 @@ const ru: Record<MessageKey, string> = {
   sent: 'Принято: каскад {id}, в очереди {queued}, пропущено {skipped}.',
   needContact: 'Укажите email или телефон.',
   loading: 'Загрузка…',
+  cascade: 'Каскад',
+  open: 'Открыть',
+  rating: 'оценка',
+  steps: 'Шаги',
+  channel: 'Канал',
+  due: 'Когда',
+  sentAt: 'Отправлен или пропущен',
+  reason: 'Причина',
   error: 'Ошибка',
 };
 

@@ -131,6 +131,14 @@ describe('the console in a browser', () => {
     await row.waitFor();
     expect(await row.count()).toBe(1);
     expect(accepted).toContain((await row.getAttribute('data-cascade-id'))!);
+    await page.getByRole('link', { name: 'Open order-e2e-7' }).click();
+    await page.getByRole('heading', { name: 'Cascade order-e2e-7' }).waitFor();
+    await page.getByRole('heading', { name: 'Anna · anna@example.com' }).waitFor();
+    const firstStep = page.getByRole('table', { name: 'Steps' }).getByRole('row').nth(1);
+    expect(await firstStep.getByRole('cell').nth(1).textContent()).toBe('EMAIL');
+    await expectAccessible('a cascade');
+    await page.getByRole('link', { name: '← Cascades' }).click();
+    await page.getByRole('searchbox', { name: 'External id' }).fill('order-e2e-7');
     await page.getByLabel('Status').selectOption('finished');
     await page.getByRole('button', { name: 'Search' }).click();
     await page.getByText('No cascades found.').waitFor();
@@ -209,6 +217,6 @@ describe('the console in a browser', () => {
   });
 
   it('checked every page it built, in both languages', () => {
-    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
+    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'a cascade', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
   });
 });

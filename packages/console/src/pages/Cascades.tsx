@@ -78,6 +78,9 @@ export function CascadesPage({ t }: PageProps) {
               <th scope="col">{t('status')}</th>
               <th scope="col">{t('recipients')}</th>
               <th scope="col">{t('skipped')}</th>
+              <th scope="col">
+                <span class="visually-hidden">{t('open')}</span>
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -88,6 +91,11 @@ export function CascadesPage({ t }: PageProps) {
                 <td>{t(`status_${c.status}`)}</td>
                 <td>{c.recipients}</td>
                 <td>{c.skipped}</td>
+                <td>
+                  <a href={`#/cascades/${encodeURIComponent(c.id)}`} aria-label={`${t('open')} ${c.externalId ?? c.id}`}>
+                    {t('open')}
+                  </a>
+                </td>
               </tr>
             ))}
           </tbody>
