@@ -143,3 +143,12 @@ export const canChange = (session: SessionInfo) => session.member.role !== 'view
 export function ReadOnlyNote({ session, t }: PageProps) {
   return canChange(session) ? null : <p class="note">{t('readOnly')}</p>;
 }
+
+/** A wide table scrolls sideways on a phone; the region is focusable so a keyboard can scroll it too. */
+export function Scroll({ label, children }: { label: string; children: preact.ComponentChildren }) {
+  return (
+    <div class="scroll" role="region" aria-label={label} tabIndex={0}>
+      {children}
+    </div>
+  );
+}

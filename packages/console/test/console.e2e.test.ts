@@ -1,7 +1,16 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser } from '@rrs/testkit';
 import { DEMO_PASSWORD, startConsoleStack, type ConsoleStack } from './consoleStack';
+
+const SCREENSHOTS: Record<string, string> = {
+  'sign-in (ru)': 'sign-in-ru',
+  developer: 'developer',
+  'send by hand': 'send',
+  'a cascade': 'cascade',
+  'cascades (ru, viewer)': 'cascades-ru',
+};
 
 const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -36,6 +45,19 @@ describe('the console in a browser', () => {
   const expectAccessible = async (name: string) => {
     expect(await seriousViolations(page)).toEqual([]);
     checked.push(name);
+    await screenshot(name);
+  };
+  /** With CONSOLE_SCREENSHOTS_DIR set, the main pages are saved at desktop and phone sizes (docs/console.md shows them). */
+  const screenshot = async (name: string) => {
+    const dir = process.env.CONSOLE_SCREENSHOTS_DIR;
+    const file = SCREENSHOTS[name];
+    if (!dir || !file) return;
+    const before = page.viewportSize();
+    for (const [size, viewport] of [['desktop', { width: 1280, height: 800 }], ['phone', { width: 390, height: 844 }]] as const) {
+      await page.setViewportSize(viewport);
+      await page.screenshot({ path: join(dir, `${file}-${size}.png`), fullPage: true });
+    }
+    if (before) await page.setViewportSize(before);
   };
 
   beforeAll(async () => {

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { ErrorNote, type PageProps } from '../App';
+import { ErrorNote, type PageProps, Scroll } from '../App';
 
 interface Step {
   order: number;
@@ -62,7 +62,8 @@ export function CascadePage({ t, id }: PageProps & { id: string }) {
                 {r.rating ? ` · ${t('rating')}: ${r.rating}` : ''}
               </p>
               {r.feedback && <blockquote>{r.feedback}</blockquote>}
-              <table>
+              <Scroll label={t('steps')}>
+<table>
                 <caption>{t('steps')}</caption>
                 <thead>
                   <tr>
@@ -87,6 +88,7 @@ export function CascadePage({ t, id }: PageProps & { id: string }) {
                   ))}
                 </tbody>
               </table>
+</Scroll>
             </article>
           ))}
         </>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { ErrorNote, type PageProps } from '../App';
+import { ErrorNote, type PageProps, Scroll } from '../App';
 import { CASCADE_STATUSES } from '../rules';
 
 interface CascadeRow {
@@ -69,7 +69,8 @@ export function CascadesPage({ t }: PageProps) {
       ) : rows.length === 0 ? (
         <p>{t('noCascades')}</p>
       ) : (
-        <table>
+        <Scroll label={t('cascades')}>
+<table>
           <caption>{t('cascades')}</caption>
           <thead>
             <tr>
@@ -100,6 +101,7 @@ export function CascadesPage({ t }: PageProps) {
             ))}
           </tbody>
         </table>
+</Scroll>
       )}
       {nextAfter && (
         <button type="button" onClick={() => load(nextAfter)}>
