@@ -1,14 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchBrowser } from '@rrs/testkit';
-import { DEMO_PASSWORD, startConsoleStack, type ConsoleStack } from './consoleStack';
+import { launchBrowser, waitFor } from '@rrs/testkit';
+import { addMember, DEMO_PASSWORD, signIn, startConsoleStack, type ConsoleStack } from './consoleStack';
 
 const SCREENSHOTS: Record<string, string> = {
   'sign-in (ru)': 'sign-in-ru',
   developer: 'developer',
   'send by hand': 'send',
   'a cascade': 'cascade',
+  ratings: 'ratings',
   'cascades (ru, viewer)': 'cascades-ru',
 };
 
@@ -167,6 +168,44 @@ describe('the console in a browser', () => {
     await expectAccessible('cascades (a search)');
   });
 
+  it('shows the rating and private feedback the customer left on /r/<token> in the ratings inbox', async () => {
+    const link = await waitFor(async () => {
+      const { messages } = (await (await fetch(`${stack.aio.url}/dev/messages`)).json()) as { messages: Array<{ channel: string; to: string; link: string }> };
+      return messages.find((m) => m.channel === 'EMAIL' && m.to === 'anna@example.com')?.link;
+    }, { what: "the review request's email in the dev inbox" });
+    const customer = await context.newPage();
+    await customer.goto(`${stack.aio.url}${new URL(link).pathname}`);
+    await customer.locator('label[for="star2"]').click();
+    await customer.getByRole('button', { name: /./ }).first().click();
+    await customer.locator('textarea[name="text"]').fill('The coffee was cold');
+    await customer.locator('form:has(textarea[name="text"]) button[type="submit"]').click();
+    await customer.getByTestId('feedback-thanks').waitFor();
+    await customer.close();
+
+    await page.getByRole('link', { name: 'Ratings' }).click();
+    await page.getByRole('heading', { name: 'Ratings' }).waitFor();
+    await page.getByLabel('Rating', { exact: true }).selectOption('3');
+    await page.getByRole('checkbox', { name: 'With feedback only' }).check();
+    await page.getByRole('button', { name: 'Search' }).click();
+    const row = page.getByRole('row').filter({ hasText: 'The coffee was cold' });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('2 / 5');
+    expect(await row.getByRole('link', { name: 'order-e2e-7' }).count()).toBe(1);
+    await expectAccessible('ratings');
+    await page.getByLabel('Rating', { exact: true }).selectOption('1');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByText('No ratings found.').waitFor();
+
+    // Another organization's inbox does not have it; a bad filter is 400 with nothing read.
+    const org = await stack.admin('POST', '/organizations', { name: 'Inbox Other', plan: 'standard', emailConfirmed: true });
+    const other = await addMember(stack, org.body.organization.id, 'inbox-other@example.com', 'owner');
+    expect((await other.call('GET', '/ratings')).body).toEqual({ ratings: [], nextAfter: null });
+    const mine = await signIn(stack.aio.url, 'demo@example.com', DEMO_PASSWORD);
+    expect((await mine.call('GET', '/ratings')).body.ratings.map((r: { feedback: string }) => r.feedback)).toEqual(['The coffee was cold']);
+    const bad = await mine.call('GET', '/ratings?maxRating=9');
+    expect([bad.status, bad.body.code]).toEqual([400, 'invalid_request']);
+  });
+
   it('lets an invited viewer join and look, but not change anything: no forms, and the API says 403', async () => {
     const invited = await stack.admin('POST', `/organizations/${stack.aio.demo.organizationId}/invitations`, { email: 'viewer-e2e@example.com', role: 'viewer' });
     expect(invited.status).toBe(201);
@@ -239,6 +278,6 @@ describe('the console in a browser', () => {
   });
 
   it('checked every page it built, in both languages', () => {
-    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'a cascade', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
+    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'a cascade', 'ratings', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
   });
 });

@@ -36,6 +36,7 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       createReviewRequest: async (req, metadata) => answered(await reviews.create(req, idempotency(metadata, req.organizationId))),
       getReviewForm: async (req) => ({ form: await reviews.getForm(req.token, req.recordOpen) }),
       submitRating: (req) => reviews.submitRating(req.token, req.rating),
+      listRatings: (req) => reviews.listRatings(req),
       submitFeedback: (req) => reviews.submitFeedback(req.token, req.text),
       unsubscribe: (req) => reviews.unsubscribe(req),
       getOrganizationSettings: async (req) => ({ settings: await reviews.getSettings(req.organizationId) }),

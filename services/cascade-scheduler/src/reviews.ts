@@ -1,3 +1,4 @@
+import { listRatings } from './listRatings';
 import type { IdempotencyRequest } from '@rrs/idempotency';
 import type { schedulerV1 } from '@rrs/proto';
 import type { Pool } from '@rrs/runtime';
@@ -26,6 +27,11 @@ export interface ReviewsDeps {
  */
 export class Reviews {
   constructor(private readonly deps: ReviewsDeps) {}
+
+  /** The ratings inbox: newest first, optionally only low ones, with feedback, or of one location. */
+  listRatings(input: schedulerV1.ListRatingsRequest): Promise<schedulerV1.ListRatingsResponse> {
+    return listRatings(this.deps.pool, input);
+  }
 
   create(input: ReviewRequestInput, idempotency?: IdempotencyRequest) {
     return createReviewRequest(this.deps, input, idempotency);

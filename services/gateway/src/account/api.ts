@@ -10,6 +10,7 @@ const TAGS: Record<string, string> = {
   locations: 'Locations a send can name.',
   flows: 'Flows a send can name.',
   cascades: 'Cascades: the list, one cascade, and sending by hand.',
+  ratings: 'The ratings inbox, with private feedback.',
 };
 
 const ACCOUNT_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {

@@ -180,6 +180,53 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
       handler: async ({ principal, metadata }) => ({ body: { flows: (await scheduler.listFlows({ organizationId: principal.organization.id }, { metadata })).flows.map(flowJson) } }),
     }),
 
+    // Ratings and feedback
+    defineRoute({
+      method: 'GET', path: '/ratings', operationId: 'listRatings', summary: 'The ratings inbox', tags: ['ratings'], auth: 'session',
+      description: 'Ratings with the private feedback left with them, newest first, one page at a time: pass `nextAfter` as `after` for the next page.',
+      request: {
+        query: z.object({
+          maxRating: z.coerce.number().int().min(1).max(5).optional().meta({ description: 'Only ratings up to this value, e.g. 3 for the low ones.' }),
+          withFeedback: z.enum(['true', 'false']).optional().meta({ description: '`true`: only ratings that came with private feedback.' }),
+          locationId: z.string().max(64).optional(),
+          limit: z.coerce.number().int().min(1).max(100).optional().meta({ description: 'Page size, 1 to 100 (default 50).' }),
+          after: z.string().max(64).optional().meta({ description: '`nextAfter` of the previous page.' }),
+        }),
+      },
+      responses: {
+        200: {
+          description: 'One page of ratings.',
+          body: z.object({
+            ratings: z.array(z.object({
+              reviewRequestId: z.string(), rating: z.number().int(), feedback: z.string().nullable(), ratedAt: z.string(), customerName: z.string().nullable(), contact: z.string().nullable(),
+              locationId: z.string(), cascadeId: z.string().nullable(), externalId: z.string().nullable(),
+            })),
+            nextAfter: z.string().nullable(),
+          }),
+          example: {
+            ratings: [{ reviewRequestId: EXAMPLE_IDS.reviewRequest, rating: 2, feedback: 'The coffee was cold.', ratedAt: '2026-05-01T13:00:00.000Z', customerName: 'Anna', contact: 'anna@example.com', locationId: EXAMPLE_IDS.location, cascadeId: EXAMPLE_IDS.cascade, externalId: 'order-1042' }],
+            nextAfter: null,
+          },
+        },
+      },
+      example: { query: { maxRating: '3', withFeedback: 'true', locationId: EXAMPLE_IDS.location, limit: '50', after: EXAMPLE_IDS.reviewRequest } },
+      handler: async ({ query, principal, metadata }) => {
+        const r = await scheduler.listRatings(
+          { organizationId: principal.organization.id, maxRating: query.maxRating ?? 0, withFeedback: query.withFeedback === 'true', locationId: query.locationId ?? '', limit: query.limit ?? 0, after: query.after ?? '' },
+          { metadata },
+        );
+        return {
+          body: {
+            ratings: r.ratings.map((x) => ({
+              reviewRequestId: x.reviewRequestId, rating: x.rating, feedback: x.feedback || null, ratedAt: iso(x.ratedAt), customerName: x.customerName || null, contact: x.contact || null,
+              locationId: x.locationId, cascadeId: x.cascadeId || null, externalId: x.externalId || null,
+            })),
+            nextAfter: r.nextAfter || null,
+          },
+        };
+      },
+    }),
+
     // Cascades
     defineRoute({
       method: 'GET', path: '/cascades', operationId: 'listCascades', summary: 'List cascades', tags: ['cascades'], auth: 'session',

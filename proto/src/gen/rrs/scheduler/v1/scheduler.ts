@@ -474,6 +474,41 @@ export interface ListCascadesResponse {
   nextAfter: string;
 }
 
+export interface ListRatingsRequest {
+  organizationId: string;
+  /** Only ratings up to this value (1 to 5); 0 = any. */
+  maxRating: number;
+  /** Only ratings that came with private feedback. */
+  withFeedback: boolean;
+  /** Exact; empty = any location. */
+  locationId: string;
+  /** 1 to 100; 0 = 50. */
+  limit: number;
+  /** `next_after` of the previous page (a review request id). */
+  after: string;
+}
+
+export interface RatingEntry {
+  reviewRequestId: string;
+  rating: number;
+  /** Empty when none was left. */
+  feedback: string;
+  ratedAt: Date | undefined;
+  customerName: string;
+  /** The email or phone the request went to. */
+  contact: string;
+  locationId: string;
+  /** Empty for a review request made alone (POST /review-requests). */
+  cascadeId: string;
+  externalId: string;
+}
+
+export interface ListRatingsResponse {
+  ratings: RatingEntry[];
+  /** Empty on the last page. */
+  nextAfter: string;
+}
+
 function createBaseFlowStep(): FlowStep {
   return { order: 0, channel: "", delayMinutes: 0 };
 }
@@ -7369,6 +7404,491 @@ export const ListCascadesResponse: MessageFns<ListCascadesResponse> = {
   },
 };
 
+function createBaseListRatingsRequest(): ListRatingsRequest {
+  return { organizationId: "", maxRating: 0, withFeedback: false, locationId: "", limit: 0, after: "" };
+}
+
+export const ListRatingsRequest: MessageFns<ListRatingsRequest> = {
+  encode(message: ListRatingsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.maxRating !== 0) {
+      writer.uint32(16).int32(message.maxRating);
+    }
+    if (message.withFeedback !== false) {
+      writer.uint32(24).bool(message.withFeedback);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(34).string(message.locationId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(40).int32(message.limit);
+    }
+    if (message.after !== "") {
+      writer.uint32(50).string(message.after);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListRatingsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListRatingsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.maxRating = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.withFeedback = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.after = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListRatingsRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      maxRating: isSet(object.maxRating)
+        ? globalThis.Number(object.maxRating)
+        : isSet(object.max_rating)
+        ? globalThis.Number(object.max_rating)
+        : 0,
+      withFeedback: isSet(object.withFeedback)
+        ? globalThis.Boolean(object.withFeedback)
+        : isSet(object.with_feedback)
+        ? globalThis.Boolean(object.with_feedback)
+        : false,
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      after: isSet(object.after) ? globalThis.String(object.after) : "",
+    };
+  },
+
+  toJSON(message: ListRatingsRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.maxRating !== 0) {
+      obj.maxRating = Math.round(message.maxRating);
+    }
+    if (message.withFeedback !== false) {
+      obj.withFeedback = message.withFeedback;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.after !== "") {
+      obj.after = message.after;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListRatingsRequest>, I>>(base?: I): ListRatingsRequest {
+    return ListRatingsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListRatingsRequest>, I>>(object: I): ListRatingsRequest {
+    const message = createBaseListRatingsRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.maxRating = object.maxRating ?? 0;
+    message.withFeedback = object.withFeedback ?? false;
+    message.locationId = object.locationId ?? "";
+    message.limit = object.limit ?? 0;
+    message.after = object.after ?? "";
+    return message;
+  },
+};
+
+function createBaseRatingEntry(): RatingEntry {
+  return {
+    reviewRequestId: "",
+    rating: 0,
+    feedback: "",
+    ratedAt: undefined,
+    customerName: "",
+    contact: "",
+    locationId: "",
+    cascadeId: "",
+    externalId: "",
+  };
+}
+
+export const RatingEntry: MessageFns<RatingEntry> = {
+  encode(message: RatingEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reviewRequestId !== "") {
+      writer.uint32(10).string(message.reviewRequestId);
+    }
+    if (message.rating !== 0) {
+      writer.uint32(16).int32(message.rating);
+    }
+    if (message.feedback !== "") {
+      writer.uint32(26).string(message.feedback);
+    }
+    if (message.ratedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.ratedAt), writer.uint32(34).fork()).join();
+    }
+    if (message.customerName !== "") {
+      writer.uint32(42).string(message.customerName);
+    }
+    if (message.contact !== "") {
+      writer.uint32(50).string(message.contact);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(58).string(message.locationId);
+    }
+    if (message.cascadeId !== "") {
+      writer.uint32(66).string(message.cascadeId);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(74).string(message.externalId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RatingEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRatingEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reviewRequestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.rating = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.feedback = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.ratedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.customerName = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.contact = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.cascadeId = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RatingEntry {
+    return {
+      reviewRequestId: isSet(object.reviewRequestId)
+        ? globalThis.String(object.reviewRequestId)
+        : isSet(object.review_request_id)
+        ? globalThis.String(object.review_request_id)
+        : "",
+      rating: isSet(object.rating) ? globalThis.Number(object.rating) : 0,
+      feedback: isSet(object.feedback) ? globalThis.String(object.feedback) : "",
+      ratedAt: isSet(object.ratedAt)
+        ? fromJsonTimestamp(object.ratedAt)
+        : isSet(object.rated_at)
+        ? fromJsonTimestamp(object.rated_at)
+        : undefined,
+      customerName: isSet(object.customerName)
+        ? globalThis.String(object.customerName)
+        : isSet(object.customer_name)
+        ? globalThis.String(object.customer_name)
+        : "",
+      contact: isSet(object.contact) ? globalThis.String(object.contact) : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      cascadeId: isSet(object.cascadeId)
+        ? globalThis.String(object.cascadeId)
+        : isSet(object.cascade_id)
+        ? globalThis.String(object.cascade_id)
+        : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RatingEntry): unknown {
+    const obj: any = {};
+    if (message.reviewRequestId !== "") {
+      obj.reviewRequestId = message.reviewRequestId;
+    }
+    if (message.rating !== 0) {
+      obj.rating = Math.round(message.rating);
+    }
+    if (message.feedback !== "") {
+      obj.feedback = message.feedback;
+    }
+    if (message.ratedAt !== undefined) {
+      obj.ratedAt = message.ratedAt.toISOString();
+    }
+    if (message.customerName !== "") {
+      obj.customerName = message.customerName;
+    }
+    if (message.contact !== "") {
+      obj.contact = message.contact;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.cascadeId !== "") {
+      obj.cascadeId = message.cascadeId;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RatingEntry>, I>>(base?: I): RatingEntry {
+    return RatingEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RatingEntry>, I>>(object: I): RatingEntry {
+    const message = createBaseRatingEntry();
+    message.reviewRequestId = object.reviewRequestId ?? "";
+    message.rating = object.rating ?? 0;
+    message.feedback = object.feedback ?? "";
+    message.ratedAt = object.ratedAt ?? undefined;
+    message.customerName = object.customerName ?? "";
+    message.contact = object.contact ?? "";
+    message.locationId = object.locationId ?? "";
+    message.cascadeId = object.cascadeId ?? "";
+    message.externalId = object.externalId ?? "";
+    return message;
+  },
+};
+
+function createBaseListRatingsResponse(): ListRatingsResponse {
+  return { ratings: [], nextAfter: "" };
+}
+
+export const ListRatingsResponse: MessageFns<ListRatingsResponse> = {
+  encode(message: ListRatingsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.ratings) {
+      RatingEntry.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextAfter !== "") {
+      writer.uint32(18).string(message.nextAfter);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListRatingsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListRatingsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ratings.push(RatingEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextAfter = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListRatingsResponse {
+    return {
+      ratings: globalThis.Array.isArray(object?.ratings) ? object.ratings.map((e: any) => RatingEntry.fromJSON(e)) : [],
+      nextAfter: isSet(object.nextAfter)
+        ? globalThis.String(object.nextAfter)
+        : isSet(object.next_after)
+        ? globalThis.String(object.next_after)
+        : "",
+    };
+  },
+
+  toJSON(message: ListRatingsResponse): unknown {
+    const obj: any = {};
+    if (message.ratings?.length) {
+      obj.ratings = message.ratings.map((e) => RatingEntry.toJSON(e));
+    }
+    if (message.nextAfter !== "") {
+      obj.nextAfter = message.nextAfter;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListRatingsResponse>, I>>(base?: I): ListRatingsResponse {
+    return ListRatingsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListRatingsResponse>, I>>(object: I): ListRatingsResponse {
+    const message = createBaseListRatingsResponse();
+    message.ratings = object.ratings?.map((e) => RatingEntry.fromPartial(e)) || [];
+    message.nextAfter = object.nextAfter ?? "";
+    return message;
+  },
+};
+
 export type CascadeSchedulerServiceService = typeof CascadeSchedulerServiceService;
 export const CascadeSchedulerServiceService = {
   createFlow: {
@@ -7444,6 +7964,16 @@ export const CascadeSchedulerServiceService = {
     responseSerialize: (value: ListCascadesResponse): Buffer =>
       Buffer.from(ListCascadesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListCascadesResponse => ListCascadesResponse.decode(value),
+  },
+  /** An organization's ratings with their private feedback, newest first (the console's inbox). */
+  listRatings: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/ListRatings" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListRatingsRequest): Buffer => Buffer.from(ListRatingsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListRatingsRequest => ListRatingsRequest.decode(value),
+    responseSerialize: (value: ListRatingsResponse): Buffer => Buffer.from(ListRatingsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListRatingsResponse => ListRatingsResponse.decode(value),
   },
   /** Finishes every recipient still running with reason `canceled`. */
   cancelCascade: {
@@ -7600,6 +8130,8 @@ export interface CascadeSchedulerServiceServer extends UntypedServiceImplementat
   getCascade: handleUnaryCall<GetCascadeRequest, GetCascadeResponse>;
   /** An organization's cascades, newest first, one page at a time (the account console's list). */
   listCascades: handleUnaryCall<ListCascadesRequest, ListCascadesResponse>;
+  /** An organization's ratings with their private feedback, newest first (the console's inbox). */
+  listRatings: handleUnaryCall<ListRatingsRequest, ListRatingsResponse>;
   /** Finishes every recipient still running with reason `canceled`. */
   cancelCascade: handleUnaryCall<CancelCascadeRequest, CancelCascadeResponse>;
   /** A personal review link delivered by the caller's own means. */
@@ -7736,6 +8268,22 @@ export interface CascadeSchedulerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListCascadesResponse) => void,
+  ): ClientUnaryCall;
+  /** An organization's ratings with their private feedback, newest first (the console's inbox). */
+  listRatings(
+    request: ListRatingsRequest,
+    callback: (error: ServiceError | null, response: ListRatingsResponse) => void,
+  ): ClientUnaryCall;
+  listRatings(
+    request: ListRatingsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListRatingsResponse) => void,
+  ): ClientUnaryCall;
+  listRatings(
+    request: ListRatingsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListRatingsResponse) => void,
   ): ClientUnaryCall;
   /** Finishes every recipient still running with reason `canceled`. */
   cancelCascade(
