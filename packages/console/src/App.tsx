@@ -5,6 +5,7 @@ import { AcceptPage } from './pages/Accept';
 import { CascadePage } from './pages/Cascade';
 import { CascadesPage } from './pages/Cascades';
 import { DeveloperPage } from './pages/Developer';
+import { OverviewPage } from './pages/Overview';
 import { RatingsPage } from './pages/Ratings';
 import { ResetPage } from './pages/Reset';
 import { SendPage } from './pages/Send';
@@ -22,6 +23,7 @@ function useHashRoute(): string {
 }
 
 const SECTIONS = [
+  { path: '/overview', key: 'overview' },
   { path: '/cascades', key: 'cascades' },
   { path: '/ratings', key: 'ratings' },
   { path: '/send', key: 'send' },
@@ -74,6 +76,7 @@ export function App() {
   else if (session === undefined) page = <p role="status">{t('loading')}</p>;
   else if (session === null) page = <SignInPage t={t} onSignedIn={loadSession} />;
   else if (route.startsWith('/developer')) page = <DeveloperPage t={t} session={session} />;
+  else if (route.startsWith('/overview')) page = <OverviewPage t={t} session={session} />;
   else if (route.startsWith('/ratings')) page = <RatingsPage t={t} session={session} />;
   else if (route.startsWith('/send')) page = <SendPage t={t} session={session} />;
   else if (route.startsWith('/cascades/')) page = <CascadePage t={t} session={session} id={decodeURIComponent(route.slice('/cascades/'.length))} />;

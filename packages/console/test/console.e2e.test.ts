@@ -10,6 +10,7 @@ const SCREENSHOTS: Record<string, string> = {
   'send by hand': 'send',
   'a cascade': 'cascade',
   ratings: 'ratings',
+  overview: 'overview',
   'cascades (ru, viewer)': 'cascades-ru',
 };
 
@@ -168,7 +169,7 @@ describe('the console in a browser', () => {
     await expectAccessible('cascades (a search)');
   });
 
-  it('shows the rating and private feedback the customer left on /r/<token> in the ratings inbox', async () => {
+  it('shows the rating and private feedback the customer left on /r/<token> in the ratings inbox and the overview', async () => {
     const link = await waitFor(async () => {
       const { messages } = (await (await fetch(`${stack.aio.url}/dev/messages`)).json()) as { messages: Array<{ channel: string; to: string; link: string }> };
       return messages.find((m) => m.channel === 'EMAIL' && m.to === 'anna@example.com')?.link;
@@ -196,6 +197,22 @@ describe('the console in a browser', () => {
     await page.getByRole('button', { name: 'Search' }).click();
     await page.getByText('No ratings found.').waitFor();
 
+    // The overview counts it at every stage of the funnel, and in the ratings' distribution.
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await page.getByRole('heading', { name: 'Funnel' }).waitFor();
+    const stage = async (key: string) => (await page.locator(`tr[data-stage="${key}"] td`).first().textContent())!.trim();
+    expect([await stage('requests'), await stage('sent'), await stage('opened'), await stage('rated'), await stage('publicLinksShown')]).toEqual(['1', '1', '1', '1', '1']);
+    expect((await page.locator('tr[data-rating="2"] td').textContent())!.trim()).toBe('1');
+    expect(await page.getByTestId('rating-average').textContent()).toBe('Average rating: 2');
+    expect(await page.getByRole('table', { name: 'By channel' }).getByRole('row', { name: /EMAIL/ }).count()).toBe(1);
+    await expectAccessible('overview');
+    // A range before anything was sent counts nothing.
+    await page.getByLabel('From').fill('2020-01-01');
+    await page.getByLabel('To').fill('2020-01-31');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByRole('table', { name: 'Funnel, 2020-01-01 — 2020-01-31' }).waitFor();
+    expect(await stage('requests')).toBe('0');
+
     // Another organization's inbox does not have it; a bad filter is 400 with nothing read.
     const org = await stack.admin('POST', '/organizations', { name: 'Inbox Other', plan: 'standard', emailConfirmed: true });
     const other = await addMember(stack, org.body.organization.id, 'inbox-other@example.com', 'owner');
@@ -204,6 +221,11 @@ describe('the console in a browser', () => {
     expect((await mine.call('GET', '/ratings')).body.ratings.map((r: { feedback: string }) => r.feedback)).toEqual(['The coffee was cold']);
     const bad = await mine.call('GET', '/ratings?maxRating=9');
     expect([bad.status, bad.body.code]).toEqual([400, 'invalid_request']);
+    expect((await other.call('GET', '/overview')).body.total).toEqual({ requests: 0, sent: 0, delivered: 0, opened: 0, rated: 0, publicLinksShown: 0 });
+    const tooLong = await mine.call('GET', '/overview?from=2020-01-01&to=2021-06-01');
+    expect([tooLong.status, tooLong.body.code, tooLong.body.errors[0].parameter]).toEqual([400, 'invalid_request', 'to']);
+    const backwards = await mine.call('GET', '/overview?from=2020-02-01&to=2020-01-01');
+    expect([backwards.status, backwards.body.code]).toEqual([400, 'invalid_request']);
   });
 
   it('lets an invited viewer join and look, but not change anything: no forms, and the API says 403', async () => {
@@ -278,6 +300,6 @@ describe('the console in a browser', () => {
   });
 
   it('checked every page it built, in both languages', () => {
-    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'a cascade', 'ratings', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
+    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'a cascade', 'ratings', 'overview', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
   });
 });

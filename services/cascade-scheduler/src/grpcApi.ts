@@ -37,6 +37,7 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       getReviewForm: async (req) => ({ form: await reviews.getForm(req.token, req.recordOpen) }),
       submitRating: (req) => reviews.submitRating(req.token, req.rating),
       listRatings: (req) => reviews.listRatings(req),
+      getOverview: (req) => reviews.overview(req),
       submitFeedback: (req) => reviews.submitFeedback(req.token, req.text),
       unsubscribe: (req) => reviews.unsubscribe(req),
       getOrganizationSettings: async (req) => ({ settings: await reviews.getSettings(req.organizationId) }),

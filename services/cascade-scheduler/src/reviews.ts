@@ -1,3 +1,4 @@
+import { getOverview } from './overview';
 import { listRatings } from './listRatings';
 import type { IdempotencyRequest } from '@rrs/idempotency';
 import type { schedulerV1 } from '@rrs/proto';
@@ -27,6 +28,11 @@ export interface ReviewsDeps {
  */
 export class Reviews {
   constructor(private readonly deps: ReviewsDeps) {}
+
+  /** The console's overview: the funnel and the ratings of the review requests made in a range. */
+  overview(input: schedulerV1.GetOverviewRequest): Promise<schedulerV1.GetOverviewResponse> {
+    return getOverview(this.deps.pool, input);
+  }
 
   /** The ratings inbox: newest first, optionally only low ones, with feedback, or of one location. */
   listRatings(input: schedulerV1.ListRatingsRequest): Promise<schedulerV1.ListRatingsResponse> {
