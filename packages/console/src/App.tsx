@@ -1,14 +1,13 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, call, useCsrfToken, type SessionInfo } from './api';
 import { initialLanguage, saveLanguage, translator, type Language, type Translate } from './i18n';
-import { AcceptPage } from './pages/Accept';
 import { CascadePage } from './pages/Cascade';
 import { CascadesPage } from './pages/Cascades';
 import { DeveloperPage } from './pages/Developer';
 import { OverviewPage } from './pages/Overview';
 import { RatingsPage } from './pages/Ratings';
-import { ResetPage } from './pages/Reset';
 import { SendPage } from './pages/Send';
+import { SetPasswordPage } from './pages/SetPassword';
 import { SignInPage } from './pages/SignIn';
 
 /** Pages route by the URL's fragment, so the gateway serves one index.html for all of them. */
@@ -71,8 +70,8 @@ export function App() {
 
   let page;
   const signedInFromLink = () => loadSession().then(() => (location.hash = '#/cascades'));
-  if (route.startsWith('/reset/')) page = <ResetPage t={t} token={decodeURIComponent(route.slice('/reset/'.length))} onSignedIn={signedInFromLink} />;
-  else if (route.startsWith('/accept/')) page = <AcceptPage t={t} token={decodeURIComponent(route.slice('/accept/'.length))} onSignedIn={signedInFromLink} />;
+  const link = /^\/(accept|reset)\/(.+)$/.exec(route);
+  if (link) page = <SetPasswordPage t={t} token={decodeURIComponent(link[2])} invitation={link[1] === 'accept'} onSignedIn={signedInFromLink} />;
   else if (session === undefined) page = <p role="status">{t('loading')}</p>;
   else if (session === null) page = <SignInPage t={t} onSignedIn={loadSession} />;
   else if (route.startsWith('/developer')) page = <DeveloperPage t={t} session={session} />;
@@ -127,10 +126,10 @@ export function App() {
 /** A refusal of the API as the person reads it: its detail, then each field's. */
 export function ErrorNote({ error, t }: { error: unknown; t: Translate }) {
   if (!error) return null;
-  const e = error instanceof ApiError ? error : new ApiError(0, 'network', String(error));
+  const e = error instanceof ApiError ? error : new ApiError(0, '', error instanceof Error ? error.message : String(error));
   return (
     <div role="alert" class="error">
-      <strong>{t('error')}:</strong> {e.message} <code>{e.code}</code>
+      <strong>{t('error')}:</strong> {e.message} {e.code && <code>{e.code}</code>}
       {e.fields.length > 0 && (
         <ul>
           {e.fields.map((f, i) => (

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { ErrorNote, Scroll, type PageProps } from '../App';
+import type { PageProps } from '../App';
+import { PagedTable, SearchForm, usePaged } from '../parts';
 
 interface Rating {
   reviewRequestId: string;
@@ -24,37 +25,18 @@ export function RatingsPage({ t }: PageProps) {
   const [withFeedback, setWithFeedback] = useState(false);
   const [locationId, setLocationId] = useState('');
   const [locations, setLocations] = useState<Location[]>([]);
-  const [rows, setRows] = useState<Rating[] | null>(null);
-  const [nextAfter, setNextAfter] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
-
-  const load = async (after?: string) => {
-    setError(null);
-    try {
-      const r = await call<{ ratings: Rating[]; nextAfter: string | null }>('GET', '/ratings', { query: { maxRating, withFeedback: withFeedback ? 'true' : undefined, locationId, after } });
-      setRows(after ? [...(rows ?? []), ...r.ratings] : r.ratings);
-      setNextAfter(r.nextAfter);
-    } catch (err) {
-      setError(err);
-    }
-  };
+  const paged = usePaged<Rating>('/ratings', 'ratings');
+  const search = () => paged.load({ maxRating, withFeedback: withFeedback ? 'true' : undefined, locationId });
   useEffect(() => {
-    void load();
-    call<{ locations: Location[] }>('GET', '/locations').then((r) => setLocations(r.locations), setError);
+    void search();
+    call<{ locations: Location[] }>('GET', '/locations').then((r) => setLocations(r.locations), () => setLocations([]));
   }, []);
   const locationName = (id: string) => locations.find((l) => l.id === id)?.name ?? id;
 
   return (
     <section>
       <h1>{t('ratings')}</h1>
-      <form
-        class="filters"
-        role="search"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void load();
-        }}
-      >
+      <SearchForm t={t} onSearch={search}>
         <div>
           <label for="max-rating">{t('maxRating')}</label>
           <select id="max-rating" value={maxRating} onChange={(e) => setMaxRating(e.currentTarget.value)}>
@@ -80,49 +62,35 @@ export function RatingsPage({ t }: PageProps) {
         <label class="check">
           <input type="checkbox" checked={withFeedback} onChange={(e) => setWithFeedback(e.currentTarget.checked)} /> {t('withFeedback')}
         </label>
-        <button type="submit">{t('search')}</button>
-      </form>
-      <ErrorNote error={error} t={t} />
-      {rows === null ? (
-        <p role="status">{t('loading')}</p>
-      ) : rows.length === 0 ? (
-        <p>{t('noRatings')}</p>
-      ) : (
-        <Scroll label={t('ratings')}>
-          <table>
-            <caption>{t('ratings')}</caption>
-            <thead>
-              <tr>
-                <th scope="col">{t('ratedAt')}</th>
-                <th scope="col">{t('rating')}</th>
-                <th scope="col">{t('feedback')}</th>
-                <th scope="col">{t('customer')}</th>
-                <th scope="col">{t('location')}</th>
-                <th scope="col">{t('cascade')}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((r) => (
-                <tr key={r.reviewRequestId}>
-                  <td>{new Date(r.ratedAt).toLocaleString()}</td>
-                  <td>
-                    <span aria-hidden="true">{'★'.repeat(r.rating) + '☆'.repeat(5 - r.rating)}</span> {r.rating} / 5
-                  </td>
-                  <td>{r.feedback ?? '—'}</td>
-                  <td>{[r.customerName, r.contact].filter(Boolean).join(' · ') || '—'}</td>
-                  <td>{locationName(r.locationId)}</td>
-                  <td>{r.cascadeId ? <a href={`#/cascades/${encodeURIComponent(r.cascadeId)}`}>{r.externalId ?? t('open')}</a> : '—'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
-      {nextAfter && (
-        <button type="button" onClick={() => load(nextAfter)}>
-          {t('more')}
-        </button>
-      )}
+      </SearchForm>
+      <PagedTable
+        t={t}
+        paged={paged}
+        caption="ratings"
+        empty="noRatings"
+        head={
+          <>
+            <th scope="col">{t('ratedAt')}</th>
+            <th scope="col">{t('maxRating')}</th>
+            <th scope="col">{t('feedback')}</th>
+            <th scope="col">{t('customer')}</th>
+            <th scope="col">{t('location')}</th>
+            <th scope="col">{t('cascade')}</th>
+          </>
+        }
+        row={(r) => (
+          <tr key={r.reviewRequestId}>
+            <td>{new Date(r.ratedAt).toLocaleString()}</td>
+            <td>
+              <span aria-hidden="true">{'★'.repeat(r.rating) + '☆'.repeat(5 - r.rating)}</span> {r.rating} / 5
+            </td>
+            <td>{r.feedback ?? '—'}</td>
+            <td>{[r.customerName, r.contact].filter(Boolean).join(' · ') || '—'}</td>
+            <td>{locationName(r.locationId)}</td>
+            <td>{r.cascadeId ? <a href={`#/cascades/${encodeURIComponent(r.cascadeId)}`}>{r.externalId ?? t('open')}</a> : '—'}</td>
+          </tr>
+        )}
+      />
     </section>
   );
 }
