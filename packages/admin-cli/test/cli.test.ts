@@ -93,6 +93,10 @@ describe('admin CLI', () => {
     expect(invited.invitation).toMatchObject({ email: 'owner@cli.example', role: 'owner' });
     expect(invited.acceptUrl).toMatch(/\/app\/#\/accept\/inv_[0-9A-Za-z]{43}$/);
     expect((await run(['members:list', '--org', org.id])).members).toEqual([]);
+    await contacts.members.acceptInvitation({ token: decodeURIComponent(invited.acceptUrl.split('#/accept/')[1]), name: 'Owner', password: 'owner-password-1' });
+    const [member] = (await run(['members:list', '--org', org.id])).members;
+    expect(member).toMatchObject({ email: 'owner@cli.example', role: 'owner', name: 'Owner' });
+    expect((await run(['members:reset-password', '--org', org.id, '--member', member.id])).resetUrl).toMatch(/\/app\/#\/reset\/rst_[0-9A-Za-z]{43}$/);
 
     const loc = (await run(['locations:create', '--org', org.id, '--name', 'Tverskaya', '--city', 'Moscow', '--review-link', 'google=https://maps.google.com/?cid=1', '--review-link', '2gis=https://2gis.ru/firm/1'])).location;
     expect(loc.reviewLinks).toEqual([{ provider: 'google', url: 'https://maps.google.com/?cid=1' }, { provider: '2gis', url: 'https://2gis.ru/firm/1' }]);

@@ -1,11 +1,13 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, call, useCsrfToken, type SessionInfo } from './api';
 import { initialLanguage, saveLanguage, translator, type Language, type Translate } from './i18n';
-import { AcceptPage } from './pages/Accept';
+import { CascadePage } from './pages/Cascade';
 import { CascadesPage } from './pages/Cascades';
 import { DeveloperPage } from './pages/Developer';
-import { ResetPage } from './pages/Reset';
+import { OverviewPage } from './pages/Overview';
+import { RatingsPage } from './pages/Ratings';
 import { SendPage } from './pages/Send';
+import { SetPasswordPage } from './pages/SetPassword';
 import { SignInPage } from './pages/SignIn';
 
 /** Pages route by the URL's fragment, so the gateway serves one index.html for all of them. */
@@ -20,7 +22,9 @@ function useHashRoute(): string {
 }
 
 const SECTIONS = [
+  { path: '/overview', key: 'overview' },
   { path: '/cascades', key: 'cascades' },
+  { path: '/ratings', key: 'ratings' },
   { path: '/send', key: 'send' },
   { path: '/developer', key: 'developer' },
 ] as const;
@@ -66,12 +70,15 @@ export function App() {
 
   let page;
   const signedInFromLink = () => loadSession().then(() => (location.hash = '#/cascades'));
-  if (route.startsWith('/reset/')) page = <ResetPage t={t} token={decodeURIComponent(route.slice('/reset/'.length))} onSignedIn={signedInFromLink} />;
-  else if (route.startsWith('/accept/')) page = <AcceptPage t={t} token={decodeURIComponent(route.slice('/accept/'.length))} onSignedIn={signedInFromLink} />;
+  const link = /^\/(accept|reset)\/(.+)$/.exec(route);
+  if (link) page = <SetPasswordPage t={t} token={decodeURIComponent(link[2])} invitation={link[1] === 'accept'} onSignedIn={signedInFromLink} />;
   else if (session === undefined) page = <p role="status">{t('loading')}</p>;
   else if (session === null) page = <SignInPage t={t} onSignedIn={loadSession} />;
   else if (route.startsWith('/developer')) page = <DeveloperPage t={t} session={session} />;
+  else if (route.startsWith('/overview')) page = <OverviewPage t={t} session={session} />;
+  else if (route.startsWith('/ratings')) page = <RatingsPage t={t} session={session} />;
   else if (route.startsWith('/send')) page = <SendPage t={t} session={session} />;
+  else if (route.startsWith('/cascades/')) page = <CascadePage t={t} session={session} id={decodeURIComponent(route.slice('/cascades/'.length))} />;
   else page = <CascadesPage t={t} session={session} />;
 
   const signOut = async () => {
@@ -119,10 +126,10 @@ export function App() {
 /** A refusal of the API as the person reads it: its detail, then each field's. */
 export function ErrorNote({ error, t }: { error: unknown; t: Translate }) {
   if (!error) return null;
-  const e = error instanceof ApiError ? error : new ApiError(0, 'network', String(error));
+  const e = error instanceof ApiError ? error : new ApiError(0, '', error instanceof Error ? error.message : String(error));
   return (
     <div role="alert" class="error">
-      <strong>{t('error')}:</strong> {e.message} <code>{e.code}</code>
+      <strong>{t('error')}:</strong> {e.message} {e.code && <code>{e.code}</code>}
       {e.fields.length > 0 && (
         <ul>
           {e.fields.map((f, i) => (
@@ -140,4 +147,13 @@ export const canChange = (session: SessionInfo) => session.member.role !== 'view
 
 export function ReadOnlyNote({ session, t }: PageProps) {
   return canChange(session) ? null : <p class="note">{t('readOnly')}</p>;
+}
+
+/** A wide table scrolls sideways on a phone; the region is focusable so a keyboard can scroll it too. */
+export function Scroll({ label, children }: { label: string; children: preact.ComponentChildren }) {
+  return (
+    <div class="scroll" role="region" aria-label={label} tabIndex={0}>
+      {children}
+    </div>
+  );
 }

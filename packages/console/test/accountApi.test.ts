@@ -110,6 +110,12 @@ describe('account API', () => {
     expect((await owner.call('GET', '/cascades?externalId=order-hand-1&status=finished')).body.cascades).toEqual([]);
     const one = await owner.call('GET', `/cascades/${first.body.id}`);
     expect(one.body.recipients[0]).toMatchObject({ name: 'Анна', email: 'anna@example.com' });
+    const paged: string[] = [];
+    for (const n of [1, 2]) paged.push((await owner.call('POST', '/cascades', { body: { locationId, externalId: 'paged', recipients: [{ email: `p${n}@example.com` }] } })).body.id);
+    const page1 = (await owner.call('GET', '/cascades?externalId=paged&limit=1')).body;
+    expect([page1.cascades.map((c: { id: string }) => c.id), page1.nextAfter]).toEqual([[paged[1]], paged[1]]);
+    const page2 = (await owner.call('GET', `/cascades?externalId=paged&limit=1&after=${page1.nextAfter}`)).body;
+    expect([page2.cascades.map((c: { id: string }) => c.id), page2.nextAfter]).toEqual([[paged[0]], null]);
     const badStatus = await owner.call('GET', '/cascades?status=lost');
     expect([badStatus.status, badStatus.body.code]).toEqual([400, 'invalid_request']);
   });

@@ -1,7 +1,18 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchBrowser } from '@rrs/testkit';
-import { DEMO_PASSWORD, startConsoleStack, type ConsoleStack } from './consoleStack';
+import { launchBrowser, waitFor } from '@rrs/testkit';
+import { addMember, DEMO_PASSWORD, signIn, startConsoleStack, type ConsoleStack } from './consoleStack';
+
+const SCREENSHOTS: Record<string, string> = {
+  'sign-in (ru)': 'sign-in-ru',
+  developer: 'developer',
+  'send by hand': 'send',
+  'a cascade': 'cascade',
+  ratings: 'ratings',
+  overview: 'overview',
+  'cascades (ru, viewer)': 'cascades-ru',
+};
 
 const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -36,6 +47,19 @@ describe('the console in a browser', () => {
   const expectAccessible = async (name: string) => {
     expect(await seriousViolations(page)).toEqual([]);
     checked.push(name);
+    await screenshot(name);
+  };
+  /** With CONSOLE_SCREENSHOTS_DIR set, the main pages are saved at desktop and phone sizes (docs/console.md shows them). */
+  const screenshot = async (name: string) => {
+    const dir = process.env.CONSOLE_SCREENSHOTS_DIR;
+    const file = SCREENSHOTS[name];
+    if (!dir || !file) return;
+    const before = page.viewportSize();
+    for (const [size, viewport] of [['desktop', { width: 1280, height: 800 }], ['phone', { width: 390, height: 844 }]] as const) {
+      await page.setViewportSize(viewport);
+      await page.screenshot({ path: join(dir, `${file}-${size}.png`), fullPage: true });
+    }
+    if (before) await page.setViewportSize(before);
   };
 
   beforeAll(async () => {
@@ -131,10 +155,77 @@ describe('the console in a browser', () => {
     await row.waitFor();
     expect(await row.count()).toBe(1);
     expect(accepted).toContain((await row.getAttribute('data-cascade-id'))!);
+    await page.getByRole('link', { name: 'Open order-e2e-7' }).click();
+    await page.getByRole('heading', { name: 'Cascade order-e2e-7' }).waitFor();
+    await page.getByRole('heading', { name: 'Anna · anna@example.com' }).waitFor();
+    const firstStep = page.getByRole('table', { name: 'Steps' }).getByRole('row').nth(1);
+    expect(await firstStep.getByRole('cell').nth(1).textContent()).toBe('EMAIL');
+    await expectAccessible('a cascade');
+    await page.getByRole('link', { name: '← Cascades' }).click();
+    await page.getByRole('searchbox', { name: 'External id' }).fill('order-e2e-7');
     await page.getByLabel('Status').selectOption('finished');
     await page.getByRole('button', { name: 'Search' }).click();
     await page.getByText('No cascades found.').waitFor();
     await expectAccessible('cascades (a search)');
+  });
+
+  it('shows the rating and private feedback the customer left on /r/<token> in the ratings inbox and the overview', async () => {
+    const link = await waitFor(async () => {
+      const { messages } = (await (await fetch(`${stack.aio.url}/dev/messages`)).json()) as { messages: Array<{ channel: string; to: string; link: string }> };
+      return messages.find((m) => m.channel === 'EMAIL' && m.to === 'anna@example.com')?.link;
+    }, { what: "the review request's email in the dev inbox" });
+    const customer = await context.newPage();
+    await customer.goto(`${stack.aio.url}${new URL(link).pathname}`);
+    await customer.locator('label[for="star2"]').click();
+    await customer.getByRole('button', { name: /./ }).first().click();
+    await customer.locator('textarea[name="text"]').fill('The coffee was cold');
+    await customer.locator('form:has(textarea[name="text"]) button[type="submit"]').click();
+    await customer.getByTestId('feedback-thanks').waitFor();
+    await customer.close();
+
+    await page.getByRole('link', { name: 'Ratings' }).click();
+    await page.getByRole('heading', { name: 'Ratings' }).waitFor();
+    await page.getByLabel('Rating', { exact: true }).selectOption('3');
+    await page.getByRole('checkbox', { name: 'With feedback only' }).check();
+    await page.getByRole('button', { name: 'Search' }).click();
+    const row = page.getByRole('row').filter({ hasText: 'The coffee was cold' });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('2 / 5');
+    expect(await row.getByRole('link', { name: 'order-e2e-7' }).count()).toBe(1);
+    await expectAccessible('ratings');
+    await page.getByLabel('Rating', { exact: true }).selectOption('1');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByText('No ratings found.').waitFor();
+
+    // The overview counts it at every stage of the funnel, and in the ratings' distribution.
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await page.getByRole('heading', { name: 'Funnel' }).waitFor();
+    const stage = async (key: string) => (await page.locator(`tr[data-stage="${key}"] td`).first().textContent())!.trim();
+    expect([await stage('requests'), await stage('sent'), await stage('opened'), await stage('rated'), await stage('publicLinksShown')]).toEqual(['1', '1', '1', '1', '1']);
+    expect((await page.locator('tr[data-rating="2"] td').textContent())!.trim()).toBe('1');
+    expect(await page.getByTestId('rating-average').textContent()).toBe('Average rating: 2');
+    expect(await page.getByRole('table', { name: 'By channel' }).getByRole('row', { name: /EMAIL/ }).count()).toBe(1);
+    await expectAccessible('overview');
+    // A range before anything was sent counts nothing.
+    await page.getByLabel('From').fill('2020-01-01');
+    await page.getByLabel('To').fill('2020-01-31');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByRole('table', { name: 'Funnel, 2020-01-01 — 2020-01-31' }).waitFor();
+    expect(await stage('requests')).toBe('0');
+
+    // Another organization's inbox does not have it; a bad filter is 400 with nothing read.
+    const org = await stack.admin('POST', '/organizations', { name: 'Inbox Other', plan: 'standard', emailConfirmed: true });
+    const other = await addMember(stack, org.body.organization.id, 'inbox-other@example.com', 'owner');
+    expect((await other.call('GET', '/ratings')).body).toEqual({ ratings: [], nextAfter: null });
+    const mine = await signIn(stack.aio.url, 'demo@example.com', DEMO_PASSWORD);
+    expect((await mine.call('GET', '/ratings')).body.ratings.map((r: { feedback: string }) => r.feedback)).toEqual(['The coffee was cold']);
+    const bad = await mine.call('GET', '/ratings?maxRating=9');
+    expect([bad.status, bad.body.code]).toEqual([400, 'invalid_request']);
+    expect((await other.call('GET', '/overview')).body.total).toEqual({ requests: 0, sent: 0, delivered: 0, opened: 0, rated: 0, publicLinksShown: 0 });
+    const tooLong = await mine.call('GET', '/overview?from=2020-01-01&to=2021-06-01');
+    expect([tooLong.status, tooLong.body.code, tooLong.body.errors[0].parameter]).toEqual([400, 'invalid_request', 'to']);
+    const backwards = await mine.call('GET', '/overview?from=2020-02-01&to=2020-01-01');
+    expect([backwards.status, backwards.body.code]).toEqual([400, 'invalid_request']);
   });
 
   it('lets an invited viewer join and look, but not change anything: no forms, and the API says 403', async () => {
@@ -209,6 +300,6 @@ describe('the console in a browser', () => {
   });
 
   it('checked every page it built, in both languages', () => {
-    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
+    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'a cascade', 'ratings', 'overview', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
   });
 });

@@ -36,6 +36,8 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       createReviewRequest: async (req, metadata) => answered(await reviews.create(req, idempotency(metadata, req.organizationId))),
       getReviewForm: async (req) => ({ form: await reviews.getForm(req.token, req.recordOpen, req.forUnsubscribe ? 'unsubscribe' : 'review') }),
       submitRating: (req) => reviews.submitRating(req.token, req.rating),
+      listRatings: (req) => reviews.listRatings(req),
+      getOverview: (req) => reviews.overview(req),
       submitFeedback: (req) => reviews.submitFeedback(req.token, req.text),
       unsubscribe: (req) => reviews.unsubscribe(req),
       getOrganizationSettings: async (req) => ({ settings: await reviews.getSettings(req.organizationId) }),

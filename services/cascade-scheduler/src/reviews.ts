@@ -1,3 +1,5 @@
+import { getOverview } from './overview';
+import { listRatings } from './listRatings';
 import type { IdempotencyRequest } from '@rrs/idempotency';
 import type { LinkPurpose, schedulerV1 } from '@rrs/proto';
 import type { Pool } from '@rrs/runtime';
@@ -26,6 +28,16 @@ export interface ReviewsDeps {
  */
 export class Reviews {
   constructor(private readonly deps: ReviewsDeps) {}
+
+  /** The console's overview: the funnel and the ratings of the review requests made in a range. */
+  overview(input: schedulerV1.GetOverviewRequest): Promise<schedulerV1.GetOverviewResponse> {
+    return getOverview(this.deps.pool, input);
+  }
+
+  /** The ratings inbox: newest first, optionally only low ones, with feedback, or of one location. */
+  listRatings(input: schedulerV1.ListRatingsRequest): Promise<schedulerV1.ListRatingsResponse> {
+    return listRatings(this.deps.pool, input);
+  }
 
   create(input: ReviewRequestInput, idempotency?: IdempotencyRequest) {
     return createReviewRequest(this.deps, input, idempotency);

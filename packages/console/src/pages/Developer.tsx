@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { canChange, ErrorNote, ReadOnlyNote, type PageProps } from '../App';
+import { canChange, ErrorNote, ReadOnlyNote, type PageProps, Scroll } from '../App';
 import { SCOPES } from '../rules';
 
 interface ApiKey {
@@ -68,7 +68,8 @@ export function DeveloperPage({ t, session }: PageProps) {
       ) : keys.length === 0 ? (
         <p>{t('noKeys')}</p>
       ) : (
-        <table>
+        <Scroll label={t('apiKeys')}>
+<table>
           <caption>{t('apiKeys')}</caption>
           <thead>
             <tr>
@@ -105,6 +106,7 @@ export function DeveloperPage({ t, session }: PageProps) {
             ))}
           </tbody>
         </table>
+</Scroll>
       )}
       {writable && (
         <form onSubmit={create} class="card">

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call, newIdempotencyKey } from '../api';
 import { canChange, ErrorNote, ReadOnlyNote, type PageProps } from '../App';
+import { useAction } from '../parts';
 
 interface Location {
   id: string;
@@ -28,15 +29,14 @@ export function SendPage({ t, session }: PageProps) {
   const [form, setForm] = useState({ locationId: '', flowId: '', name: '', email: '', phone: '', externalId: '', ignoreCooldown: false });
   const [idempotencyKey, setIdempotencyKey] = useState(newIdempotencyKey);
   const [started, setStarted] = useState<Started | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const action = useAction();
 
   useEffect(() => {
     Promise.all([call<{ locations: Location[] }>('GET', '/locations'), call<{ flows: Flow[] }>('GET', '/flows')]).then(([l, f]) => {
       setLocations(l.locations);
       setFlows(f.flows);
       setForm((old) => ({ ...old, locationId: old.locationId || (l.locations[0]?.id ?? ''), flowId: old.flowId || (f.flows.find((x) => x.isDefault)?.id ?? f.flows[0]?.id ?? '') }));
-    }, setError);
+    }, action.setError);
   }, []);
 
   const set = (field: keyof typeof form) => (e: Event) => {
@@ -46,24 +46,15 @@ export function SendPage({ t, session }: PageProps) {
     setIdempotencyKey(newIdempotencyKey());
   };
 
-  const submit = async (e: Event) => {
+  const submit = (e: Event) => {
     e.preventDefault();
-    setError(null);
     setStarted(null);
-    if (!form.email.trim() && !form.phone.trim()) {
-      setError(new Error(t('needContact')));
-      return;
-    }
-    setBusy(true);
-    try {
+    void action.run(async () => {
+      if (!form.email.trim() && !form.phone.trim()) throw new Error(t('needContact'));
       const recipient = { name: form.name.trim() || undefined, email: form.email.trim() || undefined, phone: form.phone.trim() || undefined };
       const body = { locationId: form.locationId, flowId: form.flowId || undefined, externalId: form.externalId.trim() || undefined, recipients: [recipient], ignoreCooldown: form.ignoreCooldown || undefined };
       setStarted(await call<Started>('POST', '/cascades', { body, idempotencyKey }));
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (
@@ -100,13 +91,13 @@ export function SendPage({ t, session }: PageProps) {
           <label class="check">
             <input type="checkbox" checked={form.ignoreCooldown} onChange={set('ignoreCooldown')} /> {t('ignoreCooldown')}
           </label>
-          <ErrorNote error={error} t={t} />
+          <ErrorNote error={action.error} t={t} />
           {started && (
             <p role="status" class="ok">
               {t('sent', { id: started.id, queued: started.queued, skipped: started.skipped })}
             </p>
           )}
-          <button type="submit" disabled={busy}>
+          <button type="submit" disabled={action.busy}>
             {t('sendRequest')}
           </button>
         </form>

@@ -2,24 +2,18 @@ import { useState } from 'preact/hooks';
 import { call } from '../api';
 import { ErrorNote } from '../App';
 import type { Translate } from '../i18n';
+import { useAction } from '../parts';
 
 export function SignInPage({ t, onSignedIn }: { t: Translate; onSignedIn: () => Promise<void> }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const submit = async (e: Event) => {
+  const action = useAction();
+  const submit = (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+    void action.run(async () => {
       await call('POST', '/session', { body: { email, password } });
       await onSignedIn();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <section class="narrow">
@@ -29,9 +23,9 @@ export function SignInPage({ t, onSignedIn }: { t: Translate; onSignedIn: () => 
         <input id="email" name="email" type="email" autocomplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
         <label for="password">{t('password')}</label>
         <input id="password" name="password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
-        <ErrorNote error={error} t={t} />
-        <button type="submit" disabled={busy}>
-          {busy ? t('signingIn') : t('signIn')}
+        <ErrorNote error={action.error} t={t} />
+        <button type="submit" disabled={action.busy}>
+          {action.busy ? t('signingIn') : t('signIn')}
         </button>
       </form>
     </section>

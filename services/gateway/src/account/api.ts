@@ -10,6 +10,8 @@ const TAGS: Record<string, string> = {
   locations: 'Locations a send can name.',
   flows: 'Flows a send can name.',
   cascades: 'Cascades: the list, one cascade, and sending by hand.',
+  ratings: 'The ratings inbox, with private feedback.',
+  overview: 'The funnel and the ratings over a date range.',
 };
 
 const ACCOUNT_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {

@@ -50,6 +50,16 @@ const INVALID_RESET_TOKEN: RouteError = { status: 401, code: 'invalid_reset_toke
 const MEMBER_EXISTS: RouteError = { status: 409, code: 'member_exists', description: 'This email already signs in to an organization.' };
 const CONSOLE_QUOTA: RouteError = { status: 429, code: 'rate_limited', description: "The organization's request quota (its plan's, as on the public API) is used up; retry after `Retry-After` seconds." };
 
+const FunnelCounts = z.object({
+  requests: z.number().int().meta({ description: 'Review requests made.' }),
+  sent: z.number().int().meta({ description: '…with at least one step sent.' }),
+  delivered: z.number().int().meta({ description: '…with a step the provider reported delivered.' }),
+  opened: z.number().int().meta({ description: '…whose form was opened.' }),
+  rated: z.number().int(),
+  publicLinksShown: z.number().int().meta({ description: '…shown the public review links (after rating).' }),
+}).meta({ id: 'FunnelCounts' });
+const DAY_MS = 24 * 60 * 60 * 1000;
+
 const iso = (d: Date | undefined) => (d ? d.toISOString() : '');
 const memberJson = (m: contactsV1.Member) => ({ id: m.id, email: m.email, name: m.name, role: m.role as z.infer<typeof Role>, createdAt: iso(m.createdAt) });
 const organizationJson = (o: SessionPrincipal['organization']) => ({ id: o.id, name: o.name, plan: o.plan, emailConfirmed: o.emailConfirmed, locale: o.locale, timeZone: o.timeZone });
@@ -178,6 +188,106 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
       method: 'GET', path: '/flows', operationId: 'listFlows', summary: 'List flows', tags: ['flows'], auth: 'session',
       responses: { 200: { description: 'The flows, the default first.', body: z.object({ flows: z.array(Flow) }), example: { flows: [EXAMPLE_FLOW] } } },
       handler: async ({ principal, metadata }) => ({ body: { flows: (await scheduler.listFlows({ organizationId: principal.organization.id }, { metadata })).flows.map(flowJson) } }),
+    }),
+
+    // Overview
+    defineRoute({
+      method: 'GET', path: '/overview', operationId: 'getOverview', summary: 'The funnel and the ratings over a date range', tags: ['overview'], auth: 'session',
+      description:
+        "Over the review requests made from `from` to `to` (days, both included, in the organization's time zone; default the last 30 days, at most 366): how many had a step sent, delivered, the form opened, rated and the public review links shown (clicks on them are not recorded), in all and by location; steps by the channel that carried them; the ratings' distribution, average and average by day.",
+      request: {
+        query: z.object({
+          from: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).optional().meta({ description: 'First day, YYYY-MM-DD (default 29 days before `to`).' }),
+          to: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).optional().meta({ description: 'Last day, YYYY-MM-DD (default today).' }),
+        }),
+      },
+      responses: {
+        200: {
+          description: 'The overview.',
+          body: z.object({
+            from: z.string(), to: z.string(),
+            total: FunnelCounts,
+            byLocation: z.array(z.object({ locationId: z.string(), counts: FunnelCounts })),
+            byChannel: z.array(z.object({ channel: z.string(), sent: z.number().int(), delivered: z.number().int() })),
+            ratings: z.object({
+              counts: z.array(z.number().int()).meta({ description: 'How many ratings of 1, 2, 3, 4 and 5, in that order.' }),
+              average: z.number().nullable(),
+              byDay: z.array(z.object({ day: z.string(), ratings: z.number().int(), average: z.number() })),
+            }),
+          }),
+          example: {
+            from: '2026-04-02', to: '2026-05-01',
+            total: { requests: 120, sent: 118, delivered: 110, opened: 64, rated: 41, publicLinksShown: 41 },
+            byLocation: [{ locationId: EXAMPLE_IDS.location, counts: { requests: 120, sent: 118, delivered: 110, opened: 64, rated: 41, publicLinksShown: 41 } }],
+            byChannel: [{ channel: 'EMAIL', sent: 118, delivered: 110 }, { channel: 'SMS', sent: 40, delivered: 39 }],
+            ratings: { counts: [2, 1, 3, 10, 25], average: 4.34, byDay: [{ day: '2026-05-01', ratings: 3, average: 4.67 }] },
+          },
+        },
+      },
+      example: { query: { from: '2026-04-02', to: '2026-05-01' } },
+      handler: async ({ query, principal, metadata }) => {
+        const timeZone = principal.organization.timeZone || 'UTC';
+        const to = query.to ?? new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date());
+        const from = query.from ?? new Date(Date.parse(`${to}T00:00:00Z`) - 29 * DAY_MS).toISOString().slice(0, 10);
+        const r = await scheduler.getOverview({ organizationId: principal.organization.id, fromDay: from, toDay: to, timeZone }, { metadata });
+        const rated = r.ratingCounts.reduce((a, b) => a + b, 0);
+        return {
+          body: {
+            from, to,
+            total: r.total!,
+            byLocation: r.byLocation.map((l) => ({ locationId: l.locationId, counts: l.counts! })),
+            byChannel: r.byChannel.map((c) => ({ channel: c.channel, sent: c.sent, delivered: c.delivered })),
+            ratings: { counts: r.ratingCounts, average: rated === 0 ? null : Math.round(r.ratingAverage * 100) / 100, byDay: r.ratingDays.map((d) => ({ day: d.day, ratings: d.ratings, average: Math.round(d.average * 100) / 100 })) },
+          },
+        };
+      },
+    }),
+
+    // Ratings and feedback
+    defineRoute({
+      method: 'GET', path: '/ratings', operationId: 'listRatings', summary: 'The ratings inbox', tags: ['ratings'], auth: 'session',
+      description: 'Ratings with the private feedback left with them, newest first, one page at a time: pass `nextAfter` as `after` for the next page.',
+      request: {
+        query: z.object({
+          maxRating: z.coerce.number().int().min(1).max(5).optional().meta({ description: 'Only ratings up to this value, e.g. 3 for the low ones.' }),
+          withFeedback: z.enum(['true', 'false']).optional().meta({ description: '`true`: only ratings that came with private feedback.' }),
+          locationId: z.string().max(64).optional(),
+          limit: z.coerce.number().int().min(1).max(100).optional().meta({ description: 'Page size, 1 to 100 (default 50).' }),
+          after: z.string().max(64).optional().meta({ description: '`nextAfter` of the previous page.' }),
+        }),
+      },
+      responses: {
+        200: {
+          description: 'One page of ratings.',
+          body: z.object({
+            ratings: z.array(z.object({
+              reviewRequestId: z.string(), rating: z.number().int(), feedback: z.string().nullable(), ratedAt: z.string(), customerName: z.string().nullable(), contact: z.string().nullable(),
+              locationId: z.string(), cascadeId: z.string().nullable(), externalId: z.string().nullable(),
+            })),
+            nextAfter: z.string().nullable(),
+          }),
+          example: {
+            ratings: [{ reviewRequestId: EXAMPLE_IDS.reviewRequest, rating: 2, feedback: 'The coffee was cold.', ratedAt: '2026-05-01T13:00:00.000Z', customerName: 'Anna', contact: 'anna@example.com', locationId: EXAMPLE_IDS.location, cascadeId: EXAMPLE_IDS.cascade, externalId: 'order-1042' }],
+            nextAfter: null,
+          },
+        },
+      },
+      example: { query: { maxRating: '3', withFeedback: 'true', locationId: EXAMPLE_IDS.location, limit: '50', after: EXAMPLE_IDS.reviewRequest } },
+      handler: async ({ query, principal, metadata }) => {
+        const r = await scheduler.listRatings(
+          { organizationId: principal.organization.id, maxRating: query.maxRating ?? 0, withFeedback: query.withFeedback === 'true', locationId: query.locationId ?? '', limit: query.limit ?? 0, after: query.after ?? '' },
+          { metadata },
+        );
+        return {
+          body: {
+            ratings: r.ratings.map((x) => ({
+              reviewRequestId: x.reviewRequestId, rating: x.rating, feedback: x.feedback || null, ratedAt: iso(x.ratedAt), customerName: x.customerName || null, contact: x.contact || null,
+              locationId: x.locationId, cascadeId: x.cascadeId || null, externalId: x.externalId || null,
+            })),
+            nextAfter: r.nextAfter || null,
+          },
+        };
+      },
     }),
 
     // Cascades

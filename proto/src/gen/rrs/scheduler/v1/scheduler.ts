@@ -479,6 +479,95 @@ export interface ListCascadesResponse {
   nextAfter: string;
 }
 
+export interface ListRatingsRequest {
+  organizationId: string;
+  /** Only ratings up to this value (1 to 5); 0 = any. */
+  maxRating: number;
+  /** Only ratings that came with private feedback. */
+  withFeedback: boolean;
+  /** Exact; empty = any location. */
+  locationId: string;
+  /** 1 to 100; 0 = 50. */
+  limit: number;
+  /** `next_after` of the previous page (a review request id). */
+  after: string;
+}
+
+export interface RatingEntry {
+  reviewRequestId: string;
+  rating: number;
+  /** Empty when none was left. */
+  feedback: string;
+  ratedAt: Date | undefined;
+  customerName: string;
+  /** The email or phone the request went to. */
+  contact: string;
+  locationId: string;
+  /** Empty for a review request made alone (POST /review-requests). */
+  cascadeId: string;
+  externalId: string;
+}
+
+export interface ListRatingsResponse {
+  ratings: RatingEntry[];
+  /** Empty on the last page. */
+  nextAfter: string;
+}
+
+export interface GetOverviewRequest {
+  organizationId: string;
+  /**
+   * Review requests created from the start of `from_day` to the end of `to_day` (YYYY-MM-DD, both
+   * included, in `time_zone`); at most 366 days.
+   */
+  fromDay: string;
+  toDay: string;
+  /** IANA zone of the days (the organization's). */
+  timeZone: string;
+}
+
+/**
+ * Review requests at each stage: made, a step sent, a step delivered, the form opened, rated, and the
+ * public review links shown (a click on them is not recorded).
+ */
+export interface FunnelCounts {
+  requests: number;
+  sent: number;
+  delivered: number;
+  opened: number;
+  rated: number;
+  publicLinksShown: number;
+}
+
+export interface LocationFunnel {
+  locationId: string;
+  counts: FunnelCounts | undefined;
+}
+
+/** Steps of the range's cascades by the channel that carried them. */
+export interface ChannelCounts {
+  channel: string;
+  sent: number;
+  delivered: number;
+}
+
+export interface RatingDay {
+  /** YYYY-MM-DD in the request's time zone. */
+  day: string;
+  ratings: number;
+  average: number;
+}
+
+export interface GetOverviewResponse {
+  total: FunnelCounts | undefined;
+  byLocation: LocationFunnel[];
+  byChannel: ChannelCounts[];
+  /** Ratings 1 to 5, in that order. */
+  ratingCounts: number[];
+  ratingAverage: number;
+  ratingDays: RatingDay[];
+}
+
 function createBaseFlowStep(): FlowStep {
   return { order: 0, channel: "", delayMinutes: 0 };
 }
@@ -7394,6 +7483,1255 @@ export const ListCascadesResponse: MessageFns<ListCascadesResponse> = {
   },
 };
 
+function createBaseListRatingsRequest(): ListRatingsRequest {
+  return { organizationId: "", maxRating: 0, withFeedback: false, locationId: "", limit: 0, after: "" };
+}
+
+export const ListRatingsRequest: MessageFns<ListRatingsRequest> = {
+  encode(message: ListRatingsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.maxRating !== 0) {
+      writer.uint32(16).int32(message.maxRating);
+    }
+    if (message.withFeedback !== false) {
+      writer.uint32(24).bool(message.withFeedback);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(34).string(message.locationId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(40).int32(message.limit);
+    }
+    if (message.after !== "") {
+      writer.uint32(50).string(message.after);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListRatingsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListRatingsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.maxRating = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.withFeedback = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.after = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListRatingsRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      maxRating: isSet(object.maxRating)
+        ? globalThis.Number(object.maxRating)
+        : isSet(object.max_rating)
+        ? globalThis.Number(object.max_rating)
+        : 0,
+      withFeedback: isSet(object.withFeedback)
+        ? globalThis.Boolean(object.withFeedback)
+        : isSet(object.with_feedback)
+        ? globalThis.Boolean(object.with_feedback)
+        : false,
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      after: isSet(object.after) ? globalThis.String(object.after) : "",
+    };
+  },
+
+  toJSON(message: ListRatingsRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.maxRating !== 0) {
+      obj.maxRating = Math.round(message.maxRating);
+    }
+    if (message.withFeedback !== false) {
+      obj.withFeedback = message.withFeedback;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.after !== "") {
+      obj.after = message.after;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListRatingsRequest>, I>>(base?: I): ListRatingsRequest {
+    return ListRatingsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListRatingsRequest>, I>>(object: I): ListRatingsRequest {
+    const message = createBaseListRatingsRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.maxRating = object.maxRating ?? 0;
+    message.withFeedback = object.withFeedback ?? false;
+    message.locationId = object.locationId ?? "";
+    message.limit = object.limit ?? 0;
+    message.after = object.after ?? "";
+    return message;
+  },
+};
+
+function createBaseRatingEntry(): RatingEntry {
+  return {
+    reviewRequestId: "",
+    rating: 0,
+    feedback: "",
+    ratedAt: undefined,
+    customerName: "",
+    contact: "",
+    locationId: "",
+    cascadeId: "",
+    externalId: "",
+  };
+}
+
+export const RatingEntry: MessageFns<RatingEntry> = {
+  encode(message: RatingEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reviewRequestId !== "") {
+      writer.uint32(10).string(message.reviewRequestId);
+    }
+    if (message.rating !== 0) {
+      writer.uint32(16).int32(message.rating);
+    }
+    if (message.feedback !== "") {
+      writer.uint32(26).string(message.feedback);
+    }
+    if (message.ratedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.ratedAt), writer.uint32(34).fork()).join();
+    }
+    if (message.customerName !== "") {
+      writer.uint32(42).string(message.customerName);
+    }
+    if (message.contact !== "") {
+      writer.uint32(50).string(message.contact);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(58).string(message.locationId);
+    }
+    if (message.cascadeId !== "") {
+      writer.uint32(66).string(message.cascadeId);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(74).string(message.externalId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RatingEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRatingEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reviewRequestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.rating = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.feedback = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.ratedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.customerName = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.contact = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.cascadeId = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RatingEntry {
+    return {
+      reviewRequestId: isSet(object.reviewRequestId)
+        ? globalThis.String(object.reviewRequestId)
+        : isSet(object.review_request_id)
+        ? globalThis.String(object.review_request_id)
+        : "",
+      rating: isSet(object.rating) ? globalThis.Number(object.rating) : 0,
+      feedback: isSet(object.feedback) ? globalThis.String(object.feedback) : "",
+      ratedAt: isSet(object.ratedAt)
+        ? fromJsonTimestamp(object.ratedAt)
+        : isSet(object.rated_at)
+        ? fromJsonTimestamp(object.rated_at)
+        : undefined,
+      customerName: isSet(object.customerName)
+        ? globalThis.String(object.customerName)
+        : isSet(object.customer_name)
+        ? globalThis.String(object.customer_name)
+        : "",
+      contact: isSet(object.contact) ? globalThis.String(object.contact) : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      cascadeId: isSet(object.cascadeId)
+        ? globalThis.String(object.cascadeId)
+        : isSet(object.cascade_id)
+        ? globalThis.String(object.cascade_id)
+        : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RatingEntry): unknown {
+    const obj: any = {};
+    if (message.reviewRequestId !== "") {
+      obj.reviewRequestId = message.reviewRequestId;
+    }
+    if (message.rating !== 0) {
+      obj.rating = Math.round(message.rating);
+    }
+    if (message.feedback !== "") {
+      obj.feedback = message.feedback;
+    }
+    if (message.ratedAt !== undefined) {
+      obj.ratedAt = message.ratedAt.toISOString();
+    }
+    if (message.customerName !== "") {
+      obj.customerName = message.customerName;
+    }
+    if (message.contact !== "") {
+      obj.contact = message.contact;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.cascadeId !== "") {
+      obj.cascadeId = message.cascadeId;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RatingEntry>, I>>(base?: I): RatingEntry {
+    return RatingEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RatingEntry>, I>>(object: I): RatingEntry {
+    const message = createBaseRatingEntry();
+    message.reviewRequestId = object.reviewRequestId ?? "";
+    message.rating = object.rating ?? 0;
+    message.feedback = object.feedback ?? "";
+    message.ratedAt = object.ratedAt ?? undefined;
+    message.customerName = object.customerName ?? "";
+    message.contact = object.contact ?? "";
+    message.locationId = object.locationId ?? "";
+    message.cascadeId = object.cascadeId ?? "";
+    message.externalId = object.externalId ?? "";
+    return message;
+  },
+};
+
+function createBaseListRatingsResponse(): ListRatingsResponse {
+  return { ratings: [], nextAfter: "" };
+}
+
+export const ListRatingsResponse: MessageFns<ListRatingsResponse> = {
+  encode(message: ListRatingsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.ratings) {
+      RatingEntry.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextAfter !== "") {
+      writer.uint32(18).string(message.nextAfter);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListRatingsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListRatingsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ratings.push(RatingEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextAfter = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListRatingsResponse {
+    return {
+      ratings: globalThis.Array.isArray(object?.ratings) ? object.ratings.map((e: any) => RatingEntry.fromJSON(e)) : [],
+      nextAfter: isSet(object.nextAfter)
+        ? globalThis.String(object.nextAfter)
+        : isSet(object.next_after)
+        ? globalThis.String(object.next_after)
+        : "",
+    };
+  },
+
+  toJSON(message: ListRatingsResponse): unknown {
+    const obj: any = {};
+    if (message.ratings?.length) {
+      obj.ratings = message.ratings.map((e) => RatingEntry.toJSON(e));
+    }
+    if (message.nextAfter !== "") {
+      obj.nextAfter = message.nextAfter;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListRatingsResponse>, I>>(base?: I): ListRatingsResponse {
+    return ListRatingsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListRatingsResponse>, I>>(object: I): ListRatingsResponse {
+    const message = createBaseListRatingsResponse();
+    message.ratings = object.ratings?.map((e) => RatingEntry.fromPartial(e)) || [];
+    message.nextAfter = object.nextAfter ?? "";
+    return message;
+  },
+};
+
+function createBaseGetOverviewRequest(): GetOverviewRequest {
+  return { organizationId: "", fromDay: "", toDay: "", timeZone: "" };
+}
+
+export const GetOverviewRequest: MessageFns<GetOverviewRequest> = {
+  encode(message: GetOverviewRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.fromDay !== "") {
+      writer.uint32(18).string(message.fromDay);
+    }
+    if (message.toDay !== "") {
+      writer.uint32(26).string(message.toDay);
+    }
+    if (message.timeZone !== "") {
+      writer.uint32(34).string(message.timeZone);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOverviewRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetOverviewRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.fromDay = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.toDay = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.timeZone = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetOverviewRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      fromDay: isSet(object.fromDay)
+        ? globalThis.String(object.fromDay)
+        : isSet(object.from_day)
+        ? globalThis.String(object.from_day)
+        : "",
+      toDay: isSet(object.toDay)
+        ? globalThis.String(object.toDay)
+        : isSet(object.to_day)
+        ? globalThis.String(object.to_day)
+        : "",
+      timeZone: isSet(object.timeZone)
+        ? globalThis.String(object.timeZone)
+        : isSet(object.time_zone)
+        ? globalThis.String(object.time_zone)
+        : "",
+    };
+  },
+
+  toJSON(message: GetOverviewRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.fromDay !== "") {
+      obj.fromDay = message.fromDay;
+    }
+    if (message.toDay !== "") {
+      obj.toDay = message.toDay;
+    }
+    if (message.timeZone !== "") {
+      obj.timeZone = message.timeZone;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOverviewRequest>, I>>(base?: I): GetOverviewRequest {
+    return GetOverviewRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOverviewRequest>, I>>(object: I): GetOverviewRequest {
+    const message = createBaseGetOverviewRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.fromDay = object.fromDay ?? "";
+    message.toDay = object.toDay ?? "";
+    message.timeZone = object.timeZone ?? "";
+    return message;
+  },
+};
+
+function createBaseFunnelCounts(): FunnelCounts {
+  return { requests: 0, sent: 0, delivered: 0, opened: 0, rated: 0, publicLinksShown: 0 };
+}
+
+export const FunnelCounts: MessageFns<FunnelCounts> = {
+  encode(message: FunnelCounts, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requests !== 0) {
+      writer.uint32(8).int32(message.requests);
+    }
+    if (message.sent !== 0) {
+      writer.uint32(16).int32(message.sent);
+    }
+    if (message.delivered !== 0) {
+      writer.uint32(24).int32(message.delivered);
+    }
+    if (message.opened !== 0) {
+      writer.uint32(32).int32(message.opened);
+    }
+    if (message.rated !== 0) {
+      writer.uint32(40).int32(message.rated);
+    }
+    if (message.publicLinksShown !== 0) {
+      writer.uint32(48).int32(message.publicLinksShown);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FunnelCounts {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFunnelCounts();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.requests = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.sent = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.delivered = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.opened = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.rated = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.publicLinksShown = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FunnelCounts {
+    return {
+      requests: isSet(object.requests) ? globalThis.Number(object.requests) : 0,
+      sent: isSet(object.sent) ? globalThis.Number(object.sent) : 0,
+      delivered: isSet(object.delivered) ? globalThis.Number(object.delivered) : 0,
+      opened: isSet(object.opened) ? globalThis.Number(object.opened) : 0,
+      rated: isSet(object.rated) ? globalThis.Number(object.rated) : 0,
+      publicLinksShown: isSet(object.publicLinksShown)
+        ? globalThis.Number(object.publicLinksShown)
+        : isSet(object.public_links_shown)
+        ? globalThis.Number(object.public_links_shown)
+        : 0,
+    };
+  },
+
+  toJSON(message: FunnelCounts): unknown {
+    const obj: any = {};
+    if (message.requests !== 0) {
+      obj.requests = Math.round(message.requests);
+    }
+    if (message.sent !== 0) {
+      obj.sent = Math.round(message.sent);
+    }
+    if (message.delivered !== 0) {
+      obj.delivered = Math.round(message.delivered);
+    }
+    if (message.opened !== 0) {
+      obj.opened = Math.round(message.opened);
+    }
+    if (message.rated !== 0) {
+      obj.rated = Math.round(message.rated);
+    }
+    if (message.publicLinksShown !== 0) {
+      obj.publicLinksShown = Math.round(message.publicLinksShown);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FunnelCounts>, I>>(base?: I): FunnelCounts {
+    return FunnelCounts.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FunnelCounts>, I>>(object: I): FunnelCounts {
+    const message = createBaseFunnelCounts();
+    message.requests = object.requests ?? 0;
+    message.sent = object.sent ?? 0;
+    message.delivered = object.delivered ?? 0;
+    message.opened = object.opened ?? 0;
+    message.rated = object.rated ?? 0;
+    message.publicLinksShown = object.publicLinksShown ?? 0;
+    return message;
+  },
+};
+
+function createBaseLocationFunnel(): LocationFunnel {
+  return { locationId: "", counts: undefined };
+}
+
+export const LocationFunnel: MessageFns<LocationFunnel> = {
+  encode(message: LocationFunnel, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.locationId !== "") {
+      writer.uint32(10).string(message.locationId);
+    }
+    if (message.counts !== undefined) {
+      FunnelCounts.encode(message.counts, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LocationFunnel {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLocationFunnel();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.counts = FunnelCounts.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LocationFunnel {
+    return {
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      counts: isSet(object.counts) ? FunnelCounts.fromJSON(object.counts) : undefined,
+    };
+  },
+
+  toJSON(message: LocationFunnel): unknown {
+    const obj: any = {};
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.counts !== undefined) {
+      obj.counts = FunnelCounts.toJSON(message.counts);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LocationFunnel>, I>>(base?: I): LocationFunnel {
+    return LocationFunnel.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LocationFunnel>, I>>(object: I): LocationFunnel {
+    const message = createBaseLocationFunnel();
+    message.locationId = object.locationId ?? "";
+    message.counts = (object.counts !== undefined && object.counts !== null)
+      ? FunnelCounts.fromPartial(object.counts)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseChannelCounts(): ChannelCounts {
+  return { channel: "", sent: 0, delivered: 0 };
+}
+
+export const ChannelCounts: MessageFns<ChannelCounts> = {
+  encode(message: ChannelCounts, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.channel !== "") {
+      writer.uint32(10).string(message.channel);
+    }
+    if (message.sent !== 0) {
+      writer.uint32(16).int32(message.sent);
+    }
+    if (message.delivered !== 0) {
+      writer.uint32(24).int32(message.delivered);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChannelCounts {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChannelCounts();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.sent = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.delivered = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChannelCounts {
+    return {
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      sent: isSet(object.sent) ? globalThis.Number(object.sent) : 0,
+      delivered: isSet(object.delivered) ? globalThis.Number(object.delivered) : 0,
+    };
+  },
+
+  toJSON(message: ChannelCounts): unknown {
+    const obj: any = {};
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.sent !== 0) {
+      obj.sent = Math.round(message.sent);
+    }
+    if (message.delivered !== 0) {
+      obj.delivered = Math.round(message.delivered);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ChannelCounts>, I>>(base?: I): ChannelCounts {
+    return ChannelCounts.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ChannelCounts>, I>>(object: I): ChannelCounts {
+    const message = createBaseChannelCounts();
+    message.channel = object.channel ?? "";
+    message.sent = object.sent ?? 0;
+    message.delivered = object.delivered ?? 0;
+    return message;
+  },
+};
+
+function createBaseRatingDay(): RatingDay {
+  return { day: "", ratings: 0, average: 0 };
+}
+
+export const RatingDay: MessageFns<RatingDay> = {
+  encode(message: RatingDay, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.day !== "") {
+      writer.uint32(10).string(message.day);
+    }
+    if (message.ratings !== 0) {
+      writer.uint32(16).int32(message.ratings);
+    }
+    if (message.average !== 0) {
+      writer.uint32(25).double(message.average);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RatingDay {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRatingDay();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.day = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.ratings = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.average = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RatingDay {
+    return {
+      day: isSet(object.day) ? globalThis.String(object.day) : "",
+      ratings: isSet(object.ratings) ? globalThis.Number(object.ratings) : 0,
+      average: isSet(object.average) ? globalThis.Number(object.average) : 0,
+    };
+  },
+
+  toJSON(message: RatingDay): unknown {
+    const obj: any = {};
+    if (message.day !== "") {
+      obj.day = message.day;
+    }
+    if (message.ratings !== 0) {
+      obj.ratings = Math.round(message.ratings);
+    }
+    if (message.average !== 0) {
+      obj.average = floatToJson(message.average);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RatingDay>, I>>(base?: I): RatingDay {
+    return RatingDay.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RatingDay>, I>>(object: I): RatingDay {
+    const message = createBaseRatingDay();
+    message.day = object.day ?? "";
+    message.ratings = object.ratings ?? 0;
+    message.average = object.average ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetOverviewResponse(): GetOverviewResponse {
+  return { total: undefined, byLocation: [], byChannel: [], ratingCounts: [], ratingAverage: 0, ratingDays: [] };
+}
+
+export const GetOverviewResponse: MessageFns<GetOverviewResponse> = {
+  encode(message: GetOverviewResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.total !== undefined) {
+      FunnelCounts.encode(message.total, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.byLocation) {
+      LocationFunnel.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.byChannel) {
+      ChannelCounts.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.ratingCounts.length !== 0) {
+      writer.uint32(34).fork();
+      for (const v of message.ratingCounts) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    if (message.ratingAverage !== 0) {
+      writer.uint32(41).double(message.ratingAverage);
+    }
+    for (const v of message.ratingDays) {
+      RatingDay.encode(v!, writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOverviewResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetOverviewResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.total = FunnelCounts.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.byLocation.push(LocationFunnel.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.byChannel.push(ChannelCounts.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag === 32) {
+              message.ratingCounts.push(reader.int32());
+
+              continue;
+            }
+
+            if (tag === 34) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.ratingCounts.push(reader.int32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 5: {
+            if (tag !== 41) {
+              break;
+            }
+
+            message.ratingAverage = reader.double();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.ratingDays.push(RatingDay.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetOverviewResponse {
+    return {
+      total: isSet(object.total) ? FunnelCounts.fromJSON(object.total) : undefined,
+      byLocation: globalThis.Array.isArray(object?.byLocation)
+        ? object.byLocation.map((e: any) => LocationFunnel.fromJSON(e))
+        : globalThis.Array.isArray(object?.by_location)
+        ? object.by_location.map((e: any) => LocationFunnel.fromJSON(e))
+        : [],
+      byChannel: globalThis.Array.isArray(object?.byChannel)
+        ? object.byChannel.map((e: any) => ChannelCounts.fromJSON(e))
+        : globalThis.Array.isArray(object?.by_channel)
+        ? object.by_channel.map((e: any) => ChannelCounts.fromJSON(e))
+        : [],
+      ratingCounts: globalThis.Array.isArray(object?.ratingCounts)
+        ? object.ratingCounts.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.rating_counts)
+        ? object.rating_counts.map((e: any) => globalThis.Number(e))
+        : [],
+      ratingAverage: isSet(object.ratingAverage)
+        ? globalThis.Number(object.ratingAverage)
+        : isSet(object.rating_average)
+        ? globalThis.Number(object.rating_average)
+        : 0,
+      ratingDays: globalThis.Array.isArray(object?.ratingDays)
+        ? object.ratingDays.map((e: any) => RatingDay.fromJSON(e))
+        : globalThis.Array.isArray(object?.rating_days)
+        ? object.rating_days.map((e: any) => RatingDay.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: GetOverviewResponse): unknown {
+    const obj: any = {};
+    if (message.total !== undefined) {
+      obj.total = FunnelCounts.toJSON(message.total);
+    }
+    if (message.byLocation?.length) {
+      obj.byLocation = message.byLocation.map((e) => LocationFunnel.toJSON(e));
+    }
+    if (message.byChannel?.length) {
+      obj.byChannel = message.byChannel.map((e) => ChannelCounts.toJSON(e));
+    }
+    if (message.ratingCounts?.length) {
+      obj.ratingCounts = message.ratingCounts.map((e) => Math.round(e));
+    }
+    if (message.ratingAverage !== 0) {
+      obj.ratingAverage = floatToJson(message.ratingAverage);
+    }
+    if (message.ratingDays?.length) {
+      obj.ratingDays = message.ratingDays.map((e) => RatingDay.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOverviewResponse>, I>>(base?: I): GetOverviewResponse {
+    return GetOverviewResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOverviewResponse>, I>>(object: I): GetOverviewResponse {
+    const message = createBaseGetOverviewResponse();
+    message.total = (object.total !== undefined && object.total !== null)
+      ? FunnelCounts.fromPartial(object.total)
+      : undefined;
+    message.byLocation = object.byLocation?.map((e) => LocationFunnel.fromPartial(e)) || [];
+    message.byChannel = object.byChannel?.map((e) => ChannelCounts.fromPartial(e)) || [];
+    message.ratingCounts = object.ratingCounts?.map((e) => e) || [];
+    message.ratingAverage = object.ratingAverage ?? 0;
+    message.ratingDays = object.ratingDays?.map((e) => RatingDay.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 export type CascadeSchedulerServiceService = typeof CascadeSchedulerServiceService;
 export const CascadeSchedulerServiceService = {
   createFlow: {
@@ -7469,6 +8807,26 @@ export const CascadeSchedulerServiceService = {
     responseSerialize: (value: ListCascadesResponse): Buffer =>
       Buffer.from(ListCascadesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListCascadesResponse => ListCascadesResponse.decode(value),
+  },
+  /** An organization's ratings with their private feedback, newest first (the console's inbox). */
+  listRatings: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/ListRatings" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListRatingsRequest): Buffer => Buffer.from(ListRatingsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListRatingsRequest => ListRatingsRequest.decode(value),
+    responseSerialize: (value: ListRatingsResponse): Buffer => Buffer.from(ListRatingsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListRatingsResponse => ListRatingsResponse.decode(value),
+  },
+  /** The funnel and the ratings of review requests made in a time range (the console's overview). */
+  getOverview: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/GetOverview" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetOverviewRequest): Buffer => Buffer.from(GetOverviewRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetOverviewRequest => GetOverviewRequest.decode(value),
+    responseSerialize: (value: GetOverviewResponse): Buffer => Buffer.from(GetOverviewResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetOverviewResponse => GetOverviewResponse.decode(value),
   },
   /** Finishes every recipient still running with reason `canceled`. */
   cancelCascade: {
@@ -7625,6 +8983,10 @@ export interface CascadeSchedulerServiceServer extends UntypedServiceImplementat
   getCascade: handleUnaryCall<GetCascadeRequest, GetCascadeResponse>;
   /** An organization's cascades, newest first, one page at a time (the account console's list). */
   listCascades: handleUnaryCall<ListCascadesRequest, ListCascadesResponse>;
+  /** An organization's ratings with their private feedback, newest first (the console's inbox). */
+  listRatings: handleUnaryCall<ListRatingsRequest, ListRatingsResponse>;
+  /** The funnel and the ratings of review requests made in a time range (the console's overview). */
+  getOverview: handleUnaryCall<GetOverviewRequest, GetOverviewResponse>;
   /** Finishes every recipient still running with reason `canceled`. */
   cancelCascade: handleUnaryCall<CancelCascadeRequest, CancelCascadeResponse>;
   /** A personal review link delivered by the caller's own means. */
@@ -7761,6 +9123,38 @@ export interface CascadeSchedulerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListCascadesResponse) => void,
+  ): ClientUnaryCall;
+  /** An organization's ratings with their private feedback, newest first (the console's inbox). */
+  listRatings(
+    request: ListRatingsRequest,
+    callback: (error: ServiceError | null, response: ListRatingsResponse) => void,
+  ): ClientUnaryCall;
+  listRatings(
+    request: ListRatingsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListRatingsResponse) => void,
+  ): ClientUnaryCall;
+  listRatings(
+    request: ListRatingsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListRatingsResponse) => void,
+  ): ClientUnaryCall;
+  /** The funnel and the ratings of review requests made in a time range (the console's overview). */
+  getOverview(
+    request: GetOverviewRequest,
+    callback: (error: ServiceError | null, response: GetOverviewResponse) => void,
+  ): ClientUnaryCall;
+  getOverview(
+    request: GetOverviewRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetOverviewResponse) => void,
+  ): ClientUnaryCall;
+  getOverview(
+    request: GetOverviewRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetOverviewResponse) => void,
   ): ClientUnaryCall;
   /** Finishes every recipient still running with reason `canceled`. */
   cancelCascade(
@@ -7966,6 +9360,10 @@ export const CascadeSchedulerServiceClient = makeGenericClientConstructor(
   service: typeof CascadeSchedulerServiceService;
   serviceName: string;
 };
+
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

@@ -1,0 +1,98 @@
+import { useEffect, useState } from 'preact/hooks';
+import { call } from '../api';
+import { ErrorNote, type PageProps, Scroll } from '../App';
+
+interface Step {
+  order: number;
+  channel: string;
+  status: string;
+  dueAt: string | null;
+  sentAt: string | null;
+  skippedAt: string | null;
+  reason: string | null;
+  reroute: { to: string; hops: Array<{ from: string; to: string; reason: string }> } | null;
+}
+interface Recipient {
+  id: string;
+  name: string | null;
+  email: string | null;
+  phone: string | null;
+  status: string;
+  finishReason: string | null;
+  rating: number | null;
+  feedback: string | null;
+  steps: Step[];
+}
+interface Cascade {
+  id: string;
+  status: string;
+  externalId: string | null;
+  recipients: Recipient[];
+}
+
+const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
+
+/** One cascade: each recipient with its steps' timeline (due, sent, skipped and why, rerouted) and rating. */
+export function CascadePage({ t, id }: PageProps & { id: string }) {
+  const [cascade, setCascade] = useState<Cascade | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    call<Cascade>('GET', `/cascades/${encodeURIComponent(id)}`).then(setCascade, setError);
+  }, [id]);
+  return (
+    <section>
+      <p>
+        <a href="#/cascades">← {t('cascades')}</a>
+      </p>
+      <h1>
+        {t('cascade')} {cascade?.externalId ?? id}
+      </h1>
+      <ErrorNote error={error} t={t} />
+      {cascade && (
+        <>
+          <p>
+            {t('status')}: {t(`status_${cascade.status}` as 'status_running')}
+          </p>
+          {cascade.recipients.map((r) => (
+            <article key={r.id} class="card">
+              <h2>{[r.name, r.email, r.phone].filter(Boolean).join(' · ') || r.id}</h2>
+              <p>
+                {t('status')}: {r.status}
+                {r.finishReason ? ` (${r.finishReason})` : ''}
+                {r.rating ? ` · ${t('rating')}: ${r.rating}` : ''}
+              </p>
+              {r.feedback && <blockquote>{r.feedback}</blockquote>}
+              <Scroll label={t('steps')}>
+<table>
+                <caption>{t('steps')}</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">#</th>
+                    <th scope="col">{t('channel')}</th>
+                    <th scope="col">{t('status')}</th>
+                    <th scope="col">{t('due')}</th>
+                    <th scope="col">{t('sentAt')}</th>
+                    <th scope="col">{t('reason')}</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {r.steps.map((s) => (
+                    <tr key={s.order}>
+                      <td>{s.order}</td>
+                      <td>{s.reroute ? `${s.channel} → ${s.reroute.to}` : s.channel}</td>
+                      <td>{s.status}</td>
+                      <td>{when(s.dueAt)}</td>
+                      <td>{when(s.sentAt ?? s.skippedAt)}</td>
+                      <td>{s.reason ?? (s.reroute ? s.reroute.hops.map((h) => h.reason).join(', ') : '—')}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+</Scroll>
+            </article>
+          ))}
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,86 @@
+import type { schedulerV1 } from '@rrs/proto';
+import { InvalidError, type Pool } from '@rrs/runtime';
+import { isUuid } from './ids';
+
+export const MAX_OVERVIEW_DAYS = 366;
+const DAY_MS = 24 * 60 * 60 * 1000;
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+const dayOf = (text: string) => (DAY.test(text) && !Number.isNaN(Date.parse(`${text}T00:00:00Z`)) ? Date.parse(`${text}T00:00:00Z`) : null);
+
+const EMPTY: schedulerV1.FunnelCounts = { requests: 0, sent: 0, delivered: 0, opened: 0, rated: 0, publicLinksShown: 0 };
+
+/**
+ * The console's overview over the review requests made from day `from` to day `to` (both included, in
+ * the organization's time zone): how many reached each stage of
+ * the funnel (a step sent, delivered, the form opened, rated, the public links shown), in all and by
+ * location; the steps by the channel that carried them; the ratings' distribution, average and days.
+ * Every figure counts the same population (the range's review requests), so the stages can be compared.
+ */
+export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequest): Promise<schedulerV1.GetOverviewResponse> {
+  const from = dayOf(input.fromDay);
+  const to = dayOf(input.toDay);
+  const problems = [];
+  if (from === null) problems.push({ parameter: 'from', detail: 'must be a day, YYYY-MM-DD' });
+  if (to === null) problems.push({ parameter: 'to', detail: 'must be a day, YYYY-MM-DD' });
+  if (from !== null && to !== null && (to < from || to - from >= MAX_OVERVIEW_DAYS * DAY_MS)) problems.push({ parameter: 'to', detail: `must be from \`from\` to ${MAX_OVERVIEW_DAYS} days after it` });
+  if (problems.length > 0) throw new InvalidError(problems, { message: problems.map((p) => `${p.parameter} ${p.detail}`).join('; ') });
+  const empty = { total: { ...EMPTY }, byLocation: [], byChannel: [], ratingCounts: [0, 0, 0, 0, 0], ratingAverage: 0, ratingDays: [] };
+  if (!isUuid(input.organizationId)) return empty;
+
+  const inRange = `SELECT rr.id, rr.recipient_id, rr.location_id, rr.opened_at, rr.rated_at, rr.public_links_shown_at
+                     FROM review_requests rr
+                    WHERE rr.organization_id = $1 AND rr.created_at >= ($2::date)::timestamp AT TIME ZONE $4 AND rr.created_at < ($3::date + 1)::timestamp AT TIME ZONE $4`;
+  const params = [input.organizationId, input.fromDay, input.toDay, input.timeZone || 'UTC'];
+  const [funnel, channels, ratings] = await Promise.all([
+    pool.query(
+      `WITH rr AS (${inRange}),
+            staged AS (
+              SELECT rr.location_id, rr.opened_at IS NOT NULL AS opened, rr.rated_at IS NOT NULL AS rated, rr.public_links_shown_at IS NOT NULL AS shown,
+                     coalesce(bool_or(s.sent_at IS NOT NULL), false) AS sent, coalesce(bool_or(s.delivered_at IS NOT NULL), false) AS delivered
+                FROM rr LEFT JOIN recipient_steps s ON s.recipient_id = rr.recipient_id
+               GROUP BY rr.id, rr.location_id, rr.opened_at, rr.rated_at, rr.public_links_shown_at)
+       SELECT location_id, count(*)::int AS requests, count(*) FILTER (WHERE sent)::int AS sent, count(*) FILTER (WHERE delivered)::int AS delivered,
+              count(*) FILTER (WHERE opened)::int AS opened, count(*) FILTER (WHERE rated)::int AS rated, count(*) FILTER (WHERE shown)::int AS shown
+         FROM staged GROUP BY location_id ORDER BY location_id`,
+      params,
+    ),
+    pool.query(
+      `WITH rr AS (${inRange})
+       SELECT s.sent_channel AS channel, count(*) FILTER (WHERE s.sent_at IS NOT NULL)::int AS sent, count(*) FILTER (WHERE s.delivered_at IS NOT NULL)::int AS delivered
+         FROM rr JOIN recipient_steps s ON s.recipient_id = rr.recipient_id
+        WHERE s.sent_at IS NOT NULL GROUP BY s.sent_channel ORDER BY s.sent_channel`,
+      params,
+    ),
+    pool.query(
+      `WITH rr AS (${inRange})
+       SELECT to_char(ra.created_at AT TIME ZONE $4, 'YYYY-MM-DD') AS day, ra.rating, count(*)::int AS n
+         FROM rr JOIN ratings ra ON ra.review_request_id = rr.id GROUP BY 1, 2 ORDER BY 1, 2`,
+      params,
+    ),
+  ]);
+
+  const total = { ...EMPTY };
+  const byLocation = funnel.rows.map((r) => {
+    const counts = { requests: r.requests, sent: r.sent, delivered: r.delivered, opened: r.opened, rated: r.rated, publicLinksShown: r.shown };
+    for (const key of Object.keys(total) as Array<keyof schedulerV1.FunnelCounts>) total[key] += counts[key];
+    return { locationId: r.location_id, counts };
+  });
+  const ratingCounts = [0, 0, 0, 0, 0];
+  const days = new Map<string, { ratings: number; sum: number }>();
+  for (const r of ratings.rows) {
+    ratingCounts[r.rating - 1] += r.n;
+    const day = days.get(r.day) ?? { ratings: 0, sum: 0 };
+    day.ratings += r.n;
+    day.sum += r.rating * r.n;
+    days.set(r.day, day);
+  }
+  const rated = ratingCounts.reduce((a, b) => a + b, 0);
+  return {
+    total,
+    byLocation,
+    byChannel: channels.rows.map((r) => ({ channel: r.channel, sent: r.sent, delivered: r.delivered })),
+    ratingCounts,
+    ratingAverage: rated === 0 ? 0 : ratingCounts.reduce((sum, n, i) => sum + n * (i + 1), 0) / rated,
+    ratingDays: [...days].map(([day, d]) => ({ day, ratings: d.ratings, average: d.sum / d.ratings })),
+  };
+}
