@@ -655,7 +655,7 @@ export interface components {
             title: string;
             status: number;
             /** @enum {string} */
-            code: "invalid_request" | "malformed_json" | "invalid_idempotency_key" | "missing_api_key" | "invalid_api_key" | "plan_required" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_reused" | "idempotency_key_in_use" | "email_not_confirmed" | "channel_not_configured" | "payload_too_large" | "unsupported_media_type" | "malformed_http" | "headers_too_large" | "request_timeout" | "rate_limited" | "recipient_quota_exceeded" | "internal" | "service_unavailable" | "phone_not_allowed" | "webhook_url_not_allowed" | "webhook_endpoint_limit" | "webhook_endpoint_disabled";
+            code: "invalid_request" | "malformed_json" | "invalid_idempotency_key" | "missing_api_key" | "invalid_api_key" | "plan_required" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_reused" | "idempotency_key_in_use" | "email_not_confirmed" | "channel_not_configured" | "payload_too_large" | "unsupported_media_type" | "malformed_http" | "headers_too_large" | "request_timeout" | "too_many_auth_failures" | "rate_limited" | "recipient_quota_exceeded" | "internal" | "service_unavailable" | "phone_not_allowed" | "webhook_url_not_allowed" | "webhook_endpoint_limit" | "webhook_endpoint_disabled";
             detail: string;
             /** @description The request path. */
             instance: string;
@@ -1115,35 +1115,43 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/cascades",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited" | "recipient_quota_exceeded";
+                        code: "too_many_auth_failures" | "rate_limited" | "recipient_quota_exceeded";
                     };
                 };
             };
@@ -1445,34 +1453,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/cascades/0190e0e0-4444-7000-8000-000000000004",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
@@ -1596,34 +1612,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/channels",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
@@ -2022,35 +2046,43 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/channels/email/send",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited" | "recipient_quota_exceeded";
+                        code: "too_many_auth_failures" | "rate_limited" | "recipient_quota_exceeded";
                     };
                 };
             };
@@ -2435,24 +2467,33 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-recipient_quota_exceeded",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "recipient_quota_exceeded",
-                     *       "detail": "The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after Retry-After seconds; quota names the window.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/channels/max/send",
                      *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
@@ -2461,7 +2502,7 @@ export interface operations {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "recipient_quota_exceeded";
+                        code: "too_many_auth_failures" | "recipient_quota_exceeded";
                     };
                 };
             };
@@ -2858,35 +2899,43 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/channels/sms/send",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited" | "recipient_quota_exceeded";
+                        code: "too_many_auth_failures" | "rate_limited" | "recipient_quota_exceeded";
                     };
                 };
             };
@@ -3271,24 +3320,33 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-recipient_quota_exceeded",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "recipient_quota_exceeded",
-                     *       "detail": "The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after Retry-After seconds; quota names the window.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/channels/telegram/send",
                      *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
@@ -3297,7 +3355,7 @@ export interface operations {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "recipient_quota_exceeded";
+                        code: "too_many_auth_failures" | "recipient_quota_exceeded";
                     };
                 };
             };
@@ -3722,35 +3780,43 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/contacts",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited" | "recipient_quota_exceeded";
+                        code: "too_many_auth_failures" | "rate_limited" | "recipient_quota_exceeded";
                     };
                 };
             };
@@ -3924,34 +3990,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/flows",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
@@ -4092,34 +4166,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/locations",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
@@ -4234,34 +4316,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/ping",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
@@ -4594,35 +4684,43 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              *     - `recipient_quota_exceeded`: The organization's budget of recipients per minute or per day (by plan) has fewer left than the request would create; nothing was created. Retry after `Retry-After` seconds; `quota` names the window.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/review-requests",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited" | "recipient_quota_exceeded";
+                        code: "too_many_auth_failures" | "rate_limited" | "recipient_quota_exceeded";
                     };
                 };
             };
@@ -4782,34 +4880,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/webhooks",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
@@ -5140,34 +5246,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/webhooks",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
@@ -5355,34 +5469,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/webhooks/0190c3c4-0000-7000-8000-000000000001",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
@@ -5536,34 +5658,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/webhooks/0190c3c4-0000-7000-8000-000000000001",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
@@ -5867,34 +5997,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/webhooks/0190c3c4-0000-7000-8000-000000000001",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
@@ -6161,34 +6299,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/webhooks/0190c3c4-0000-7000-8000-000000000001/deliveries",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
@@ -6486,34 +6632,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/webhooks/0190c3c4-0000-7000-8000-000000000001/deliveries/0190c3c4-0000-7000-8000-000000000002/replay",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
@@ -6789,34 +6943,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/webhooks/0190c3c4-0000-7000-8000-000000000001/rotate-secret",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
@@ -7093,34 +7255,42 @@ export interface operations {
             };
             /**
              * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
              *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
              */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://reviews.example.com/docs#error-rate_limited",
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
                      *       "title": "Too Many Requests",
                      *       "status": 429,
-                     *       "code": "rate_limited",
-                     *       "detail": "The key's request quota for the current window is used up; retry after Retry-After seconds.",
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
                      *       "instance": "/api/v1/webhooks/0190c3c4-0000-7000-8000-000000000001/test",
-                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
-                     *       "retryAfterSeconds": 42
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited";
+                        code: "too_many_auth_failures" | "rate_limited";
                     };
                 };
             };
