@@ -25,6 +25,20 @@ describe('CRM request pace', () => {
   }
   const maxInAnySecond = (times: number[]) => Math.max(...times.map((t, i) => times.filter((u, j) => j >= i && u - t < 1000).length));
 
+  it('keeps the spacing after the event loop stalled: turns whose timers fired late start apart, not in a burst', async () => {
+    const pacer = createRequestPacer({ keyPrefix: uniqueName('pace-stall') });
+    const t0 = Date.now();
+    await pacer.acquire('https://stall.amocrm.ru', 7, 10_000);
+    const pending = Array.from({ length: 5 }, () => pacer.acquire('https://stall.amocrm.ru', 7, 10_000).then(() => Date.now() - t0));
+    // Blocks the event loop past the next four reserved slots (about 158, 316, 474 and 632 ms).
+    while (Date.now() - t0 < 700) {
+      // busy: no timer can fire
+    }
+    const starts = [0, ...(await Promise.all(pending))].sort((a, b) => a - b);
+    const gaps = starts.slice(1).map((at, i) => at - starts[i]);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(150);
+  });
+
   it('in one process, turns of an account start apart: never more than the limit in any second', async () => {
     const times = await turns([createRequestPacer({ keyPrefix: uniqueName('pace') })], 15, 7);
     expect(maxInAnySecond(times)).toBeLessThanOrEqual(7);

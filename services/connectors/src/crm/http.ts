@@ -30,6 +30,8 @@ export function createRequestPacer(options: { redis?: Redis; keyPrefix: string }
   };
   /** Per account: when the next request may start in this process. */
   const nextStart = new Map<string, number>();
+  /** Per account: when the last request actually started here. */
+  const lastStart = new Map<string, number>();
 
   return {
     async acquire(account, perSecond, maxWaitMs) {
@@ -40,6 +42,12 @@ export function createRequestPacer(options: { redis?: Redis; keyPrefix: string }
       if (slot > deadline) throw new CrmError('rate_limited', `request pace of ${account} reached`, { retryAfterMs: slot - Date.now() });
       nextStart.set(account, slot + spacing);
       if (slot > Date.now()) await sleep(slot - Date.now());
+      // Timers that fire late (a busy event loop) wake together: each start keeps its spacing from the
+      // last real one, never only from its reserved slot, or a stall would release a burst.
+      for (let gap = Date.now() - (lastStart.get(account) ?? -Infinity); gap < spacing; gap = Date.now() - (lastStart.get(account) ?? -Infinity)) {
+        await sleep(spacing - gap);
+      }
+      lastStart.set(account, Date.now());
       const limiter = limiterFor(perSecond);
       for (;;) {
         try {
