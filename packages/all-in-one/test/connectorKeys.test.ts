@@ -61,6 +61,6 @@ describe('the connectors’ credential keys in the all-in-one', () => {
     expect(() => buildConfig({ CONNECTOR_SECRET_KEYS: 'c2hvcnQ=' })).toThrow(/^CONNECTOR_SECRET_KEYS: key 1 is 5 bytes/);
     expect(buildConfig({}).connectorSecretKeys).toBeUndefined();
     expect(buildConfig({}).allowHttpCrm).toBe(true);
-    expect(buildConfig({ NODE_ENV: 'production' }).allowHttpCrm).toBe(false);
+    expect(buildConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'adm_production_token_0123' }).allowHttpCrm).toBe(false);
   });
 });
