@@ -162,6 +162,11 @@ describe('admin CLI', () => {
     expect(missing).toMatchObject({ code: 1, json: { code: 'not_found' } });
   });
 
+  it('sends the first token of a comma-separated ADMIN_TOKEN (the gateway\'s list during a rotation)', async () => {
+    const result = await admin(['orgs:list'], { ...env, ADMIN_TOKEN: `${TOKEN},adm_next_token_0123456789` });
+    expect(result).toMatchObject({ code: 0 });
+  });
+
   it('exits 1 with the problem for a wrong token', async () => {
     const result = await admin(['orgs:list'], { ...env, ADMIN_TOKEN: 'wrong-token-0123456789' });
     expect(result).toMatchObject({ code: 1, json: { status: 401, code: 'invalid_admin_token' } });

@@ -15,8 +15,9 @@ describe('review and unsubscribe links expire', () => {
   });
   afterAll(() => stack.close());
 
+  /** A one-step cascade's link (a channel send): once its step is sent the recipient waits for a rating, and nothing saves it meanwhile. */
   async function cascadeToken(email: string): Promise<string> {
-    const res = await fetch(`${stack.base}/api/v1/cascades`, {
+    const res = await fetch(`${stack.base}/api/v1/channels/email/send`, {
       method: 'POST',
       headers: { authorization: `Bearer ${stack.keys.paid}`, 'content-type': 'application/json' },
       body: JSON.stringify({ locationId: stack.locationId, recipients: [{ name: 'Anna', email }] }),
@@ -25,17 +26,34 @@ describe('review and unsubscribe links expire', () => {
     const step = await waitFor(() => stack.sender.received.find((s) => s.cascadeId === id), { what: 'email step sent' });
     // The scheduler records the step as sent once the sender's result is back.
     const token = step.reviewUrl.split('/r/')[1];
-    await waitFor(async () => (await stack.pool.query(`SELECT 1 FROM recipient_steps rs JOIN review_requests rr ON rr.recipient_id = rs.recipient_id WHERE rr.token = $1 AND rs.sent_at IS NOT NULL`, [token])).rowCount, { what: 'step recorded as sent' });
+    // Settled: the send recorded and the recipient waiting for its next step (no save of it in flight).
+    await waitFor(
+      async () => ((await stack.pool.query(`SELECT 1 FROM recipient_steps rs JOIN review_requests rr ON rr.recipient_id = rs.recipient_id JOIN recipients r ON r.id = rs.recipient_id WHERE rr.token = $1 AND rs.sent_at IS NOT NULL AND r.status = 'waiting'`, [token])).rowCount ?? 0) > 0,
+      { what: 'step recorded as sent' },
+    );
     return token;
   }
 
-  /** Moves the link's making and its recipient's sends `days` into the past. */
-  async function age(token: string, days: number): Promise<void> {
-    await stack.pool.query(`UPDATE review_requests SET created_at = created_at - make_interval(days => $2) WHERE token = $1`, [token, days]);
-    await stack.pool.query(
-      `UPDATE recipient_steps SET sent_at = sent_at - make_interval(days => $2) WHERE recipient_id = (SELECT recipient_id FROM review_requests WHERE token = $1) AND sent_at IS NOT NULL`,
-      [token, days],
-    );
+  /**
+   * Puts the link's making and its recipient's sends `days` in the past. Under the recipient's row lock,
+   * as the scheduler saves a recipient: a save that loaded the steps before would write the old send
+   * time back.
+   */
+  async function age(token: string, days: number, path: string, expected: number): Promise<void> {
+    const client = await stack.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT 1 FROM recipients WHERE id = (SELECT recipient_id FROM review_requests WHERE token = $1) FOR UPDATE', [token]);
+      await client.query(`UPDATE review_requests SET created_at = now() - make_interval(days => $2) WHERE token = $1`, [token, days]);
+      await client.query(
+        `UPDATE recipient_steps SET sent_at = now() - make_interval(days => $2) WHERE recipient_id = (SELECT recipient_id FROM review_requests WHERE token = $1) AND sent_at IS NOT NULL`,
+        [token, days],
+      );
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    expect((await fetch(`${stack.base}${path}`)).status).toBe(expected);
   }
 
   const count = async (sql: string, token: string) => Number((await stack.pool.query(sql, [token])).rows[0].n);
@@ -48,14 +66,14 @@ describe('review and unsubscribe links expire', () => {
 
   it('keeps a review link working within its lifetime, counted from the last message', async () => {
     const token = await cascadeToken('fresh@example.com');
-    await age(token, LINK_LIFETIME_DAYS.review - 1);
+    await age(token, LINK_LIFETIME_DAYS.review - 1, `/r/${token}`, 200);
     expect((await fetch(`${stack.base}/r/${token}`)).status).toBe(200);
   });
 
   it('answers an expired review link 410 with a page in the form’s language, and records no rating', async () => {
     const token = await cascadeToken('late@example.com');
     const { cookie, csrf } = await form(`/r/${token}`);
-    await age(token, LINK_LIFETIME_DAYS.review + 1);
+    await age(token, LINK_LIFETIME_DAYS.review + 1, `/r/${token}`, 410);
     const page = await fetch(`${stack.base}/r/${token}`);
     expect(page.status).toBe(410);
     const html = await page.text();
@@ -70,7 +88,7 @@ describe('review and unsubscribe links expire', () => {
 
   it('answers an unsubscribe link 410 after its longer lifetime, page and one-click alike, recording nothing', async () => {
     const token = await cascadeToken('gone@example.com');
-    await age(token, LINK_LIFETIME_DAYS.unsubscribe + 1);
+    await age(token, LINK_LIFETIME_DAYS.unsubscribe + 1, `/u/${token}`, 410);
     const page = await fetch(`${stack.base}/u/${token}`);
     expect(page.status).toBe(410);
     expect(await page.text()).toContain('Срок действия ссылки истёк');
@@ -85,7 +103,7 @@ describe('review and unsubscribe links expire', () => {
     });
     const { token } = (await res.json()) as { token: string };
     expect((await fetch(`${stack.base}/r/${token}`)).status).toBe(200);
-    await age(token, LINK_LIFETIME_DAYS.review + 1);
+    await age(token, LINK_LIFETIME_DAYS.review + 1, `/r/${token}`, 410);
     expect((await fetch(`${stack.base}/r/${token}`)).status).toBe(410);
   });
 });
