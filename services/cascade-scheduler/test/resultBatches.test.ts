@@ -1,48 +1,33 @@
 import { busV1, STEP_RESULT_BATCH_SUBJECT } from '@rrs/proto';
-import type { Subscription } from '@rrs/runtime';
-import { createTestBus, testLogger, waitFor, type TestBus } from '@rrs/testkit';
+import { testLogger, waitFor } from '@rrs/testkit';
 import { consumeStepResults } from '../src';
-import { LOCATION, ORG, recipientsInput, startHarness, type Harness } from './harness';
+import { LOCATION, ORG, recipientsInput, resultConsumerFixture } from './harness';
 
 describe('result batches are applied one at a time, unless one stalls (Postgres + JetStream)', () => {
-  let h: Harness;
-  let bus: TestBus;
-  let sub: Subscription | undefined;
-
-  beforeAll(async () => {
-    h = await startHarness({ deps: { noDispatcher: true } });
-    // Its own bus prefix, so the harness scheduler's own results consumer never sees these results.
-    bus = await createTestBus('jetstream');
-    await bus.bus.ensureStreams();
-  });
-  afterAll(async () => {
-    await sub?.drain();
-    await bus.cleanup();
-    await h.close();
-  });
+  const f = resultConsumerFixture();
 
   const sentResult = (stepId: string): busV1.StepResult => ({
     stepId, attemptId: `${stepId}:1`, channel: 'EMAIL', outcome: busV1.StepOutcome.STEP_OUTCOME_SENT,
     reason: '', providerMessageId: `p-${stepId}`, parts: 1, at: new Date(), organizationId: ORG, traceContext: {}, provider: '',
   });
   const publish = (stepId: string) =>
-    bus.bus.publish(STEP_RESULT_BATCH_SUBJECT, busV1.StepResultBatch.encode({ results: [sentResult(stepId)] }).finish(), { msgId: `${stepId}:1:SENT` });
-  const statusOf = async (stepId: string) => (await h.pool.query<{ status: string }>('SELECT status FROM recipient_steps WHERE id = $1', [stepId])).rows[0].status;
+    f.bus.bus.publish(STEP_RESULT_BATCH_SUBJECT, busV1.StepResultBatch.encode({ results: [sentResult(stepId)] }).finish(), { msgId: `${stepId}:1:SENT` });
+  const statusOf = async (stepId: string) => (await f.h.pool.query<{ status: string }>('SELECT status FROM recipient_steps WHERE id = $1', [stepId])).rows[0].status;
 
   it('applies a later result while an earlier batch waits for a recipient lock', async () => {
-    const { result } = await h.scheduler.cascades.start({
+    const { result } = await f.h.scheduler.cascades.start({
       organizationId: ORG, locationId: LOCATION, name: 'stalled batch', flowId: '', channel: 'EMAIL', externalId: 'stalled-1',
       recipients: recipientsInput(2, (k) => ({ email: `stalled-${k}@example.com` })),
     });
-    const { rows } = await h.pool.query<{ id: string; recipient_id: string }>(
+    const { rows } = await f.h.pool.query<{ id: string; recipient_id: string }>(
       `UPDATE recipient_steps SET status = 'dispatched', attempt = 1, dispatched_at = now() WHERE cascade_id = $1 RETURNING id, recipient_id`,
       [result.id],
     );
     const [locked, free] = rows;
-    sub = await consumeStepResults(bus.bus, h.pool, testLogger(), { minuteMs: 50 });
+    f.sub = await consumeStepResults(f.bus.bus, f.h.pool, testLogger(), { minuteMs: 50 });
 
     // Another transaction (a dispatcher round, say) holds the first recipient's row.
-    const holder = await h.pool.connect();
+    const holder = await f.h.pool.connect();
     try {
       await holder.query('BEGIN');
       await holder.query('SELECT 1 FROM recipients WHERE id = $1 FOR UPDATE', [locked.recipient_id]);
