@@ -177,3 +177,22 @@ export function rejection(call: Promise<unknown>): Promise<Rejection> {
     (err: unknown) => Object.assign(err as DomainError, { status: httpStatusOf(err) }) as unknown as Rejection,
   );
 }
+
+/**
+ * For tests of a results consumer of their own: a harness without a dispatcher, and a bus on its own
+ * prefix (so the harness scheduler's results consumer never sees these results). `sub` is drained at the end.
+ */
+export function resultConsumerFixture(): { h: Harness; bus: TestBus; sub: Subscription | undefined } {
+  const fixture = {} as { h: Harness; bus: TestBus; sub: Subscription | undefined };
+  beforeAll(async () => {
+    fixture.h = await startHarness({ deps: { noDispatcher: true } });
+    fixture.bus = await createTestBus('jetstream');
+    await fixture.bus.bus.ensureStreams();
+  });
+  afterAll(async () => {
+    await fixture.sub?.drain();
+    await fixture.bus.cleanup();
+    await fixture.h.close();
+  });
+  return fixture;
+}

@@ -1,9 +1,9 @@
 import { busV1, STEP_RESULT_BATCH_SUBJECT } from '@rrs/proto';
-import type { Pool, Subscription } from '@rrs/runtime';
-import { createTestBus, testLogger, waitFor, type TestBus } from '@rrs/testkit';
+import type { Pool } from '@rrs/runtime';
+import { testLogger, waitFor } from '@rrs/testkit';
 import { consumeStepResults } from '../src';
 import { redeliveryDelayMs, RESULT_BACKOFF, RESULT_MAX_DELIVER } from '../src/stepResultConsumer';
-import { LOCATION, ORG, recipientsInput, startHarness, type Harness } from './harness';
+import { LOCATION, ORG, recipientsInput, resultConsumerFixture } from './harness';
 
 /** A pool whose first `failures` connection attempts fail as if PostgreSQL were down; records every attempt. */
 function downFor(pool: Pool, failures: number): { pool: Pool; attempts: number[] } {
@@ -31,39 +31,25 @@ describe('step results during a PostgreSQL outage', () => {
   });
 
   describe('a consumer whose database is down for several deliveries (Postgres + JetStream)', () => {
-    let h: Harness;
-    let bus: TestBus;
-    let sub: Subscription | undefined;
-
-    beforeAll(async () => {
-      h = await startHarness({ deps: { noDispatcher: true } });
-      // Its own bus prefix, so the harness scheduler's own results consumer never sees these results.
-      bus = await createTestBus('jetstream');
-      await bus.bus.ensureStreams();
-    });
-    afterAll(async () => {
-      await sub?.drain();
-      await bus.cleanup();
-      await h.close();
-    });
+    const f = resultConsumerFixture();
 
     it('naks with growing delays while applying fails, then applies the result once the database is back', async () => {
-      const { result } = await h.scheduler.cascades.start({
+      const { result } = await f.h.scheduler.cascades.start({
         organizationId: ORG, locationId: LOCATION, name: 'outage', flowId: '', channel: 'EMAIL', externalId: 'outage-1',
         recipients: recipientsInput(1, () => ({ email: 'outage@example.com' })),
       });
       // The step as the dispatcher leaves it: published, waiting for its result.
-      const { rows } = await h.pool.query<{ id: string }>(
+      const { rows } = await f.h.pool.query<{ id: string }>(
         `UPDATE recipient_steps SET status = 'dispatched', attempt = 1, dispatched_at = now() WHERE cascade_id = $1 RETURNING id`,
         [result.id],
       );
       const stepId = rows[0].id;
 
       const failures = 5;
-      const { pool: down, attempts } = downFor(h.pool, failures);
+      const { pool: down, attempts } = downFor(f.h.pool, failures);
       const logger = testLogger();
-      sub = await consumeStepResults(bus.bus, down, logger, { minuteMs: 50, backoff: { baseMs: 40, maxMs: 200 }, maxDeliver: 20 });
-      await bus.bus.publish(
+      f.sub = await consumeStepResults(f.bus.bus, down, logger, { minuteMs: 50, backoff: { baseMs: 40, maxMs: 200 }, maxDeliver: 20 });
+      await f.bus.bus.publish(
         STEP_RESULT_BATCH_SUBJECT,
         busV1.StepResultBatch.encode({
           results: [{
@@ -75,7 +61,7 @@ describe('step results during a PostgreSQL outage', () => {
       );
 
       const step = await waitFor(async () => {
-        const r = await h.pool.query<{ status: string }>('SELECT status FROM recipient_steps WHERE id = $1', [stepId]);
+        const r = await f.h.pool.query<{ status: string }>('SELECT status FROM recipient_steps WHERE id = $1', [stepId]);
         return r.rows[0].status === 'sent' ? r.rows[0] : undefined;
       }, { what: 'result applied after the outage', timeoutMs: 10_000 });
       expect(step.status).toBe('sent');
@@ -86,25 +72,25 @@ describe('step results during a PostgreSQL outage', () => {
       // 40, 80, 160, 200 (capped), 200 ms; a little early is timer jitter, never a retry storm.
       const expected = [40, 80, 160, 200, 200];
       expect(gaps.map((g, i) => g >= expected[i] - 15)).toEqual(expected.map(() => true));
-      const { rows: results } = await h.pool.query('SELECT outcome FROM step_results WHERE attempt_id = $1', [`${stepId}:1`]);
+      const { rows: results } = await f.h.pool.query('SELECT outcome FROM step_results WHERE attempt_id = $1', [`${stepId}:1`]);
       expect(results).toEqual([{ outcome: 'STEP_OUTCOME_SENT' }]);
-      const c = await h.scheduler.cascades.get(ORG, result.id);
+      const c = await f.h.scheduler.cascades.get(ORG, result.id);
       expect(c.recipients[0]).toMatchObject({ status: 'finished', finishReason: 'exhausted' });
     });
 
     it('applies a batch of results (steps.result.batch) once the database is back, and only then acks it', async () => {
-      await sub?.drain();
-      const { result } = await h.scheduler.cascades.start({
+      await f.sub?.drain();
+      const { result } = await f.h.scheduler.cascades.start({
         organizationId: ORG, locationId: LOCATION, name: 'outage batch', flowId: '', channel: 'EMAIL', externalId: 'outage-2',
         recipients: recipientsInput(2, (k) => ({ email: `outage-batch-${k}@example.com` })),
       });
-      const { rows } = await h.pool.query<{ id: string }>(
+      const { rows } = await f.h.pool.query<{ id: string }>(
         `UPDATE recipient_steps SET status = 'dispatched', attempt = 1, dispatched_at = now() WHERE cascade_id = $1 RETURNING id`,
         [result.id],
       );
-      const { pool: down, attempts } = downFor(h.pool, 2);
-      sub = await consumeStepResults(bus.bus, down, testLogger(), { minuteMs: 50, backoff: { baseMs: 40, maxMs: 200 }, maxDeliver: 20 });
-      await bus.bus.publish(
+      const { pool: down, attempts } = downFor(f.h.pool, 2);
+      f.sub = await consumeStepResults(f.bus.bus, down, testLogger(), { minuteMs: 50, backoff: { baseMs: 40, maxMs: 200 }, maxDeliver: 20 });
+      await f.bus.bus.publish(
         STEP_RESULT_BATCH_SUBJECT,
         busV1.StepResultBatch.encode({
           results: rows.map((r, i) => ({
@@ -114,12 +100,12 @@ describe('step results during a PostgreSQL outage', () => {
         }).finish(),
       );
       await waitFor(async () => {
-        const r = await h.pool.query<{ status: string }>('SELECT status FROM recipient_steps WHERE id = ANY($1::uuid[])', [rows.map((x) => x.id)]);
+        const r = await f.h.pool.query<{ status: string }>('SELECT status FROM recipient_steps WHERE id = ANY($1::uuid[])', [rows.map((x) => x.id)]);
         return r.rows.every((x) => x.status === 'sent');
       }, { what: 'both results of the batch applied after the outage', timeoutMs: 10_000 });
       expect(attempts.length).toBeGreaterThan(2);
-      await waitFor(async () => (await bus.bus.pending('STEPS', 'scheduler-result-batches')) === 0, { what: 'the batch message acked', timeoutMs: 5_000 });
-      const { rows: recorded } = await h.pool.query('SELECT provider_message_id FROM step_results WHERE attempt_id = ANY($1::text[]) ORDER BY provider_message_id', [rows.map((r) => `${r.id}:1`)]);
+      await waitFor(async () => (await f.bus.bus.pending('STEPS', 'scheduler-result-batches')) === 0, { what: 'the batch message acked', timeoutMs: 5_000 });
+      const { rows: recorded } = await f.h.pool.query('SELECT provider_message_id FROM step_results WHERE attempt_id = ANY($1::text[]) ORDER BY provider_message_id', [rows.map((r) => `${r.id}:1`)]);
       expect(recorded).toEqual([{ provider_message_id: 'pb-0' }, { provider_message_id: 'pb-1' }]);
     });
   });
