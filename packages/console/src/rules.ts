@@ -4,3 +4,4 @@
  */
 export { SCOPES } from '../../../proto/src/scopes';
 export { CASCADE_STATUSES } from '../../../proto/src/states';
+export { MEMBER_ROLES } from '../../../proto/src/members';

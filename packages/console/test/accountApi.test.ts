@@ -199,4 +199,23 @@ describe('account API', () => {
     const again = await call('POST', '/password-reset', { body: { token, password: 'third-password-789' } });
     expect([again.status, again.body.code]).toEqual([401, 'invalid_reset_token']);
   });
+
+  it('lets an owner invite people from the console; an admin gets 403 owner_only and nothing is created', async () => {
+    const invited = await owner.call('POST', '/members/invitations', { body: { email: 'Invited@Example.com', role: 'viewer' } });
+    expect(invited.status).toBe(201);
+    expect(invited.body.invitation).toMatchObject({ email: 'invited@example.com', role: 'viewer' });
+    const token = decodeURIComponent(invited.body.acceptUrl.split('#/accept/')[1]);
+    expect((await call('POST', '/invitations/accept', { body: { token, name: 'Invited', password: 'invited-password-1' } })).status).toBe(201);
+    expect((await owner.call('GET', '/members')).body.members.find((m: { email: string }) => m.email === 'invited@example.com')).toMatchObject({ role: 'viewer', name: 'Invited' });
+    const invitedBy = await stack.contactsSql<{ invited_by: string }>("SELECT invited_by FROM member_invitations WHERE email = 'invited@example.com'");
+    expect(invitedBy[0].invited_by).toBe((await owner.call('GET', '/session')).body.member.id);
+
+    const admin = await addMember(stack, stack.aio.demo.organizationId, 'an-admin@example.com', 'admin');
+    const before = (await stack.contactsSql('SELECT 1 FROM member_invitations')).length;
+    const refused = await admin.call('POST', '/members/invitations', { body: { email: 'nope@example.com', role: 'owner' } });
+    expect([refused.status, refused.body.code]).toEqual([403, 'owner_only']);
+    expect((await stack.contactsSql('SELECT 1 FROM member_invitations')).length).toBe(before);
+    const badRole = await owner.call('POST', '/members/invitations', { body: { email: 'nope@example.com', role: 'god' } });
+    expect([badRole.status, badRole.body.code]).toEqual([400, 'invalid_request']);
+  });
 });

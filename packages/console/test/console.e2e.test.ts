@@ -11,6 +11,7 @@ const SCREENSHOTS: Record<string, string> = {
   'a cascade': 'cascade',
   ratings: 'ratings',
   overview: 'overview',
+  members: 'members',
   'cascades (ru, viewer)': 'cascades-ru',
 };
 
@@ -229,13 +230,20 @@ describe('the console in a browser', () => {
   });
 
   it('lets an invited viewer join and look, but not change anything: no forms, and the API says 403', async () => {
-    const invited = await stack.admin('POST', `/organizations/${stack.aio.demo.organizationId}/invitations`, { email: 'viewer-e2e@example.com', role: 'viewer' });
-    expect(invited.status).toBe(201);
+    // The owner invites them from the members page.
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByRole('heading', { name: 'Members' }).waitFor();
+    await page.getByLabel('Email', { exact: true }).fill('viewer-e2e@example.com');
+    await page.getByLabel('Role').selectOption('viewer');
+    await page.getByRole('button', { name: 'Invite' }).click();
+    const acceptUrl = await page.getByLabel('Invitation link').inputValue();
+    expect(acceptUrl).toMatch(/^http:\/\/localhost:8080\/app\/#\/accept\/inv_/);
+    await expectAccessible('members');
     const viewerContext = await browser.newContext({ locale: 'ru-RU' });
     const ownerPage = page;
     try {
       const viewer = await viewerContext.newPage();
-      await viewer.goto(String(invited.body.acceptUrl).replace('http://localhost:8080', stack.aio.url));
+      await viewer.goto(acceptUrl.replace('http://localhost:8080', stack.aio.url));
       await viewer.getByRole('heading', { name: 'Присоединиться к организации' }).waitFor();
       page = viewer;
       await expectAccessible('accept an invitation (ru)');
@@ -256,6 +264,10 @@ describe('the console in a browser', () => {
       await viewer.getByRole('heading', { name: 'Отправить вручную' }).waitFor();
       expect(await viewer.getByRole('button', { name: 'Отправить запрос отзыва' }).count()).toBe(0);
       await expectAccessible('send by hand (ru, viewer)');
+      await viewer.getByRole('link', { name: 'Участники' }).click();
+      await viewer.getByText('Приглашать людей могут только владельцы.').waitFor();
+      await viewer.getByRole('cell', { name: 'viewer-e2e@example.com' }).waitFor();
+      expect(await viewer.getByRole('button', { name: 'Пригласить' }).count()).toBe(0);
 
       // Even a hand-made call with the session's CSRF token is refused.
       const refused = await viewer.evaluate(async () => {
@@ -300,6 +312,6 @@ describe('the console in a browser', () => {
   });
 
   it('checked every page it built, in both languages', () => {
-    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'a cascade', 'ratings', 'overview', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
+    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'a cascade', 'ratings', 'overview', 'members', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
   });
 });

@@ -88,7 +88,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use('/api/v1', publicApiServed.handler);
   app.use('/admin/v1', deps.adminToken ? serveApi(adminApi(deps.clients, deps.adminToken, deps.publicBaseUrl)).handler : adminApiDisabled);
   const signInThrottle = deps.signInThrottle ?? createSignInThrottle({ keyPrefix: 'rrs:gw:', logger: deps.logger });
-  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, rateLimiter: deps.rateLimiter, signInThrottle })).handler);
+  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle })).handler);
   app.use(consoleRouter());
   app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings }));
   for (const router of deps.extraRouters ?? []) app.use(router);
