@@ -45,6 +45,7 @@ describe('the console in a browser', () => {
   let context: BrowserContext;
   let page: Page;
   const checked: string[] = [];
+  const signInAsDemo = () => signIn(stack.aio.url, 'demo@example.com', DEMO_PASSWORD);
   const expectAccessible = async (name: string) => {
     expect(await seriousViolations(page)).toEqual([]);
     checked.push(name);
@@ -170,6 +171,26 @@ describe('the console in a browser', () => {
     await expectAccessible('cascades (a search)');
   });
 
+  it('uploads a CSV: a bad row is shown with its line and nothing is sent; the fixed file sends to every row', async () => {
+    await page.getByRole('link', { name: 'Send by hand' }).click();
+    await page.getByRole('heading', { name: 'Many customers from a CSV file' }).waitFor();
+    const before = (await signInAsDemo().then((s) => s.call('GET', '/cascades?limit=100'))).body.cascades.length;
+    const upload = (text: string) => page.getByLabel('CSV file').setInputFiles({ name: 'customers.csv', mimeType: 'text/csv', buffer: Buffer.from(text) });
+    await upload('name,email,phone\nBoris,boris@example.com,\nVera,not-an-email,\nGleb,,+7 916 000-00-01\n');
+    await page.getByRole('button', { name: 'Send to every row' }).click();
+    const bad = page.getByRole('table', { name: 'Rows with errors' }).locator('tr[data-line="3"]');
+    await bad.waitFor();
+    expect(await bad.getByRole('cell').nth(1).textContent()).toBe('email');
+    expect(await page.getByRole('table', { name: 'Rows with errors' }).locator('tbody tr').count()).toBe(1);
+    await expectAccessible('send by hand: CSV row errors');
+    expect((await signInAsDemo().then((s) => s.call('GET', '/cascades?limit=100'))).body.cascades.length).toBe(before);
+
+    await upload('name,email,phone\nBoris,boris@example.com,\nVera,vera@example.com,\nGleb,,+7 916 000-00-01\n');
+    await page.getByRole('button', { name: 'Send to every row' }).click();
+    expect(await page.getByRole('status').filter({ hasText: 'Accepted' }).last().textContent()).toMatch(/queued 3, skipped 0/);
+    expect((await signInAsDemo().then((s) => s.call('GET', '/cascades?limit=100'))).body.cascades.length).toBe(before + 1);
+  });
+
   it('shows the rating and private feedback the customer left on /r/<token> in the ratings inbox and the overview', async () => {
     const link = await waitFor(async () => {
       const { messages } = (await (await fetch(`${stack.aio.url}/dev/messages`)).json()) as { messages: Array<{ channel: string; to: string; link: string }> };
@@ -198,11 +219,12 @@ describe('the console in a browser', () => {
     await page.getByRole('button', { name: 'Search' }).click();
     await page.getByText('No ratings found.').waitFor();
 
-    // The overview counts it at every stage of the funnel, and in the ratings' distribution.
+    // The overview counts it at every stage of the funnel, and in the ratings' distribution (the four
+    // requests are this one and the CSV's three, each with a step sent).
     await page.getByRole('link', { name: 'Overview' }).click();
     await page.getByRole('heading', { name: 'Funnel' }).waitFor();
     const stage = async (key: string) => (await page.locator(`tr[data-stage="${key}"] td`).first().textContent())!.trim();
-    expect([await stage('requests'), await stage('sent'), await stage('opened'), await stage('rated'), await stage('publicLinksShown')]).toEqual(['1', '1', '1', '1', '1']);
+    expect([await stage('requests'), await stage('sent'), await stage('opened'), await stage('rated'), await stage('publicLinksShown')]).toEqual(['4', '4', '1', '1', '1']);
     expect((await page.locator('tr[data-rating="2"] td').textContent())!.trim()).toBe('1');
     expect(await page.getByTestId('rating-average').textContent()).toBe('Average rating: 2');
     expect(await page.getByRole('table', { name: 'By channel' }).getByRole('row', { name: /EMAIL/ }).count()).toBe(1);
@@ -312,6 +334,6 @@ describe('the console in a browser', () => {
   });
 
   it('checked every page it built, in both languages', () => {
-    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'a cascade', 'ratings', 'overview', 'members', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
+    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'send by hand: CSV row errors', 'a cascade', 'ratings', 'overview', 'members', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
   });
 });
