@@ -79,7 +79,13 @@ describe('account API', () => {
     expect([crossSite.status, crossSite.body.code]).toEqual([403, 'cross_origin_request']);
     const crossSiteSignIn = await call('POST', '/session', { body: { email: 'demo@example.com', password: DEMO_PASSWORD }, headers: { origin: 'https://evil.example' } });
     expect([crossSiteSignIn.status, crossSiteSignIn.body.code]).toEqual([403, 'cross_origin_request']);
+    const opaque = await owner.call('POST', '/api-keys', { body: { name: 'csrf' }, headers: { origin: 'null' } });
+    expect([opaque.status, opaque.body.code]).toEqual([403, 'cross_origin_request']);
     expect(await apiKeys()).toBe(before);
+    // The console's own origins pass: PUBLIC_BASE_URL's (a proxy may rewrite Host) and the request's host.
+    const viaPublic = await owner.call('POST', '/api-keys', { body: { name: 'same-site 1' }, headers: { origin: 'http://localhost:8080' } });
+    const viaHost = await owner.call('POST', '/api-keys', { body: { name: 'same-site 2' }, headers: { origin: new URL(base).origin } });
+    expect([viaPublic.status, viaHost.status]).toEqual([201, 201]);
   });
 
   it('issues an API key whose secret works on the public API, lists it without the secret, and revokes it', async () => {
