@@ -25,6 +25,7 @@ describe('account API', () => {
     expect(res.headers.get('set-cookie')).toMatch(/^rrs_session=rss_[0-9A-Za-z]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=\d+$/);
     const me = await owner.call('GET', '/session');
     expect(me.status).toBe(200);
+    expect([res.headers.get('cache-control'), me.headers.get('cache-control')]).toEqual(['no-store', 'no-store']);
     expect(me.body).toMatchObject({ member: { email: 'demo@example.com', role: 'owner' }, organization: { id: stack.aio.demo.organizationId, name: 'Demo Coffee' }, csrfToken: owner.csrf });
   });
 

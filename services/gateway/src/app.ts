@@ -88,6 +88,11 @@ export function createApp(deps: AppDeps): express.Express {
   app.use('/api/v1', publicApiServed.handler);
   app.use('/admin/v1', deps.adminToken ? serveApi(adminApi(deps.clients, deps.adminToken, deps.publicBaseUrl)).handler : adminApiDisabled);
   const signInThrottle = deps.signInThrottle ?? createSignInThrottle({ keyPrefix: 'rrs:gw:', logger: deps.logger });
+  // Account answers carry secrets shown once (API keys, invitation links) and the CSRF token: never cached.
+  app.use('/account/v1', (_req, res, next) => {
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
   app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle })).handler);
   app.use(consoleRouter());
   app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings }));
