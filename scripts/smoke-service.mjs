@@ -32,7 +32,8 @@ const STOP_TIMEOUT_MS = 15_000;
  * service does not read is ignored, and configs still change often.
  */
 export const SERVICES = {
-  gateway: { probe: ['PORT', '/healthz'] },
+  // `also`: paths on the probe's port that must answer 200 too (the console's static files must be in the image).
+  gateway: { probe: ['PORT', '/healthz'], also: ['/app/', '/app/app.js'] },
   contacts: { probe: ['OPS_PORT', '/readyz'] },
   'cascade-scheduler': { probe: ['OPS_PORT', '/readyz'] },
   'channel-email': { probe: ['OPS_PORT', '/readyz'] },
@@ -43,7 +44,7 @@ export const SERVICES = {
   // No NATS_URL: the all-in-one's JetStream mode takes no bus prefix, so it would share streams with
   // whatever else uses this NATS; its in-process bus is the default anyway. External PostgreSQL, as the
   // embedded one would create a system user when run as root.
-  'all-in-one': { probe: ['PORT', '/readyz'], noBus: true },
+  'all-in-one': { probe: ['PORT', '/readyz'], noBus: true, also: ['/app/', '/app/app.js'] },
 };
 const PORT_VARS = ['PORT', 'GRPC_PORT', 'OPS_PORT', 'HOOKS_PORT', 'METRICS_PORT'];
 
@@ -215,6 +216,14 @@ export async function smokeService(outDirArg, service, { log = console.log } = {
     }
     result.readyMs = Date.now() - started;
     say(true, `GET ${path} on ${portVar}=${ports[portVar]} answered 200 after ${result.readyMs} ms`);
+    for (const extra of spec.also ?? []) {
+      const extraStatus = await get(ports[portVar], extra);
+      if (extraStatus !== 200) {
+        say(false, `GET ${extra} on ${portVar} answered ${extraStatus || 'nothing'}`);
+        return result;
+      }
+      say(true, `GET ${extra} answered 200`);
+    }
 
     const termAt = Date.now();
     child.kill('SIGTERM');

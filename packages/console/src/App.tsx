@@ -4,6 +4,7 @@ import { initialLanguage, saveLanguage, translator, type Language, type Translat
 import { CascadePage } from './pages/Cascade';
 import { CascadesPage } from './pages/Cascades';
 import { DeveloperPage } from './pages/Developer';
+import { MembersPage } from './pages/Members';
 import { OverviewPage } from './pages/Overview';
 import { RatingsPage } from './pages/Ratings';
 import { SendPage } from './pages/Send';
@@ -27,6 +28,7 @@ const SECTIONS = [
   { path: '/ratings', key: 'ratings' },
   { path: '/send', key: 'send' },
   { path: '/developer', key: 'developer' },
+  { path: '/members', key: 'members' },
 ] as const;
 
 export interface PageProps {
@@ -75,6 +77,7 @@ export function App() {
   else if (session === undefined) page = <p role="status">{t('loading')}</p>;
   else if (session === null) page = <SignInPage t={t} onSignedIn={loadSession} />;
   else if (route.startsWith('/developer')) page = <DeveloperPage t={t} session={session} />;
+  else if (route.startsWith('/members')) page = <MembersPage t={t} session={session} />;
   else if (route.startsWith('/overview')) page = <OverviewPage t={t} session={session} />;
   else if (route.startsWith('/ratings')) page = <RatingsPage t={t} session={session} />;
   else if (route.startsWith('/send')) page = <SendPage t={t} session={session} />;

@@ -4,3 +4,5 @@
  */
 export { SCOPES } from '../../../proto/src/scopes';
 export { CASCADE_STATUSES } from '../../../proto/src/states';
+export { MEMBER_ROLES } from '../../../proto/src/members';
+export { MAX_RECIPIENTS_PER_REQUEST } from '../../../proto/src/rules';

@@ -25,6 +25,7 @@ describe('account API', () => {
     expect(res.headers.get('set-cookie')).toMatch(/^rrs_session=rss_[0-9A-Za-z]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=\d+$/);
     const me = await owner.call('GET', '/session');
     expect(me.status).toBe(200);
+    expect([res.headers.get('cache-control'), me.headers.get('cache-control')]).toEqual(['no-store', 'no-store']);
     expect(me.body).toMatchObject({ member: { email: 'demo@example.com', role: 'owner' }, organization: { id: stack.aio.demo.organizationId, name: 'Demo Coffee' }, csrfToken: owner.csrf });
   });
 
@@ -79,7 +80,13 @@ describe('account API', () => {
     expect([crossSite.status, crossSite.body.code]).toEqual([403, 'cross_origin_request']);
     const crossSiteSignIn = await call('POST', '/session', { body: { email: 'demo@example.com', password: DEMO_PASSWORD }, headers: { origin: 'https://evil.example' } });
     expect([crossSiteSignIn.status, crossSiteSignIn.body.code]).toEqual([403, 'cross_origin_request']);
+    const opaque = await owner.call('POST', '/api-keys', { body: { name: 'csrf' }, headers: { origin: 'null' } });
+    expect([opaque.status, opaque.body.code]).toEqual([403, 'cross_origin_request']);
     expect(await apiKeys()).toBe(before);
+    // The console's own origins pass: PUBLIC_BASE_URL's (a proxy may rewrite Host) and the request's host.
+    const viaPublic = await owner.call('POST', '/api-keys', { body: { name: 'same-site 1' }, headers: { origin: 'http://localhost:8080' } });
+    const viaHost = await owner.call('POST', '/api-keys', { body: { name: 'same-site 2' }, headers: { origin: new URL(base).origin } });
+    expect([viaPublic.status, viaHost.status]).toEqual([201, 201]);
   });
 
   it('issues an API key whose secret works on the public API, lists it without the secret, and revokes it', async () => {
@@ -198,5 +205,24 @@ describe('account API', () => {
     expect((await signIn(base, 'forgetful@example.com', 'new-password-456')).csrf).toBeTruthy();
     const again = await call('POST', '/password-reset', { body: { token, password: 'third-password-789' } });
     expect([again.status, again.body.code]).toEqual([401, 'invalid_reset_token']);
+  });
+
+  it('lets an owner invite people from the console; an admin gets 403 owner_only and nothing is created', async () => {
+    const invited = await owner.call('POST', '/members/invitations', { body: { email: 'Invited@Example.com', role: 'viewer' } });
+    expect(invited.status).toBe(201);
+    expect(invited.body.invitation).toMatchObject({ email: 'invited@example.com', role: 'viewer' });
+    const token = decodeURIComponent(invited.body.acceptUrl.split('#/accept/')[1]);
+    expect((await call('POST', '/invitations/accept', { body: { token, name: 'Invited', password: 'invited-password-1' } })).status).toBe(201);
+    expect((await owner.call('GET', '/members')).body.members.find((m: { email: string }) => m.email === 'invited@example.com')).toMatchObject({ role: 'viewer', name: 'Invited' });
+    const invitedBy = await stack.contactsSql<{ invited_by: string }>("SELECT invited_by FROM member_invitations WHERE email = 'invited@example.com'");
+    expect(invitedBy[0].invited_by).toBe((await owner.call('GET', '/session')).body.member.id);
+
+    const admin = await addMember(stack, stack.aio.demo.organizationId, 'an-admin@example.com', 'admin');
+    const before = (await stack.contactsSql('SELECT 1 FROM member_invitations')).length;
+    const refused = await admin.call('POST', '/members/invitations', { body: { email: 'nope@example.com', role: 'owner' } });
+    expect([refused.status, refused.body.code]).toEqual([403, 'owner_only']);
+    expect((await stack.contactsSql('SELECT 1 FROM member_invitations')).length).toBe(before);
+    const badRole = await owner.call('POST', '/members/invitations', { body: { email: 'nope@example.com', role: 'god' } });
+    expect([badRole.status, badRole.body.code]).toEqual([400, 'invalid_request']);
   });
 });

@@ -11,6 +11,7 @@ const SCREENSHOTS: Record<string, string> = {
   'a cascade': 'cascade',
   ratings: 'ratings',
   overview: 'overview',
+  members: 'members',
   'cascades (ru, viewer)': 'cascades-ru',
 };
 
@@ -44,6 +45,7 @@ describe('the console in a browser', () => {
   let context: BrowserContext;
   let page: Page;
   const checked: string[] = [];
+  const signInAsDemo = () => signIn(stack.aio.url, 'demo@example.com', DEMO_PASSWORD);
   const expectAccessible = async (name: string) => {
     expect(await seriousViolations(page)).toEqual([]);
     checked.push(name);
@@ -169,6 +171,26 @@ describe('the console in a browser', () => {
     await expectAccessible('cascades (a search)');
   });
 
+  it('uploads a CSV: a bad row is shown with its line and nothing is sent; the fixed file sends to every row', async () => {
+    await page.getByRole('link', { name: 'Send by hand' }).click();
+    await page.getByRole('heading', { name: 'Many customers from a CSV file' }).waitFor();
+    const before = (await signInAsDemo().then((s) => s.call('GET', '/cascades?limit=100'))).body.cascades.length;
+    const upload = (text: string) => page.getByLabel('CSV file').setInputFiles({ name: 'customers.csv', mimeType: 'text/csv', buffer: Buffer.from(text) });
+    await upload('name,email,phone\nBoris,boris@example.com,\nVera,not-an-email,\nGleb,,+7 916 000-00-01\n');
+    await page.getByRole('button', { name: 'Send to every row' }).click();
+    const bad = page.getByRole('table', { name: 'Rows with errors' }).locator('tr[data-line="3"]');
+    await bad.waitFor();
+    expect(await bad.getByRole('cell').nth(1).textContent()).toBe('email');
+    expect(await page.getByRole('table', { name: 'Rows with errors' }).locator('tbody tr').count()).toBe(1);
+    await expectAccessible('send by hand: CSV row errors');
+    expect((await signInAsDemo().then((s) => s.call('GET', '/cascades?limit=100'))).body.cascades.length).toBe(before);
+
+    await upload('name,email,phone\nBoris,boris@example.com,\nVera,vera@example.com,\nGleb,,+7 916 000-00-01\n');
+    await page.getByRole('button', { name: 'Send to every row' }).click();
+    expect(await page.getByRole('status').filter({ hasText: 'Accepted' }).last().textContent()).toMatch(/queued 3, skipped 0/);
+    expect((await signInAsDemo().then((s) => s.call('GET', '/cascades?limit=100'))).body.cascades.length).toBe(before + 1);
+  });
+
   it('shows the rating and private feedback the customer left on /r/<token> in the ratings inbox and the overview', async () => {
     const link = await waitFor(async () => {
       const { messages } = (await (await fetch(`${stack.aio.url}/dev/messages`)).json()) as { messages: Array<{ channel: string; to: string; link: string }> };
@@ -197,11 +219,12 @@ describe('the console in a browser', () => {
     await page.getByRole('button', { name: 'Search' }).click();
     await page.getByText('No ratings found.').waitFor();
 
-    // The overview counts it at every stage of the funnel, and in the ratings' distribution.
+    // The overview counts it at every stage of the funnel, and in the ratings' distribution (the four
+    // requests are this one and the CSV's three, each with a step sent).
     await page.getByRole('link', { name: 'Overview' }).click();
     await page.getByRole('heading', { name: 'Funnel' }).waitFor();
     const stage = async (key: string) => (await page.locator(`tr[data-stage="${key}"] td`).first().textContent())!.trim();
-    expect([await stage('requests'), await stage('sent'), await stage('opened'), await stage('rated'), await stage('publicLinksShown')]).toEqual(['1', '1', '1', '1', '1']);
+    expect([await stage('requests'), await stage('sent'), await stage('opened'), await stage('rated'), await stage('publicLinksShown')]).toEqual(['4', '4', '1', '1', '1']);
     expect((await page.locator('tr[data-rating="2"] td').textContent())!.trim()).toBe('1');
     expect(await page.getByTestId('rating-average').textContent()).toBe('Average rating: 2');
     expect(await page.getByRole('table', { name: 'By channel' }).getByRole('row', { name: /EMAIL/ }).count()).toBe(1);
@@ -229,13 +252,20 @@ describe('the console in a browser', () => {
   });
 
   it('lets an invited viewer join and look, but not change anything: no forms, and the API says 403', async () => {
-    const invited = await stack.admin('POST', `/organizations/${stack.aio.demo.organizationId}/invitations`, { email: 'viewer-e2e@example.com', role: 'viewer' });
-    expect(invited.status).toBe(201);
+    // The owner invites them from the members page.
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByRole('heading', { name: 'Members' }).waitFor();
+    await page.getByLabel('Email', { exact: true }).fill('viewer-e2e@example.com');
+    await page.getByLabel('Role').selectOption('viewer');
+    await page.getByRole('button', { name: 'Invite' }).click();
+    const acceptUrl = await page.getByLabel('Invitation link').inputValue();
+    expect(acceptUrl).toMatch(/^http:\/\/localhost:8080\/app\/#\/accept\/inv_/);
+    await expectAccessible('members');
     const viewerContext = await browser.newContext({ locale: 'ru-RU' });
     const ownerPage = page;
     try {
       const viewer = await viewerContext.newPage();
-      await viewer.goto(String(invited.body.acceptUrl).replace('http://localhost:8080', stack.aio.url));
+      await viewer.goto(acceptUrl.replace('http://localhost:8080', stack.aio.url));
       await viewer.getByRole('heading', { name: 'Присоединиться к организации' }).waitFor();
       page = viewer;
       await expectAccessible('accept an invitation (ru)');
@@ -256,6 +286,10 @@ describe('the console in a browser', () => {
       await viewer.getByRole('heading', { name: 'Отправить вручную' }).waitFor();
       expect(await viewer.getByRole('button', { name: 'Отправить запрос отзыва' }).count()).toBe(0);
       await expectAccessible('send by hand (ru, viewer)');
+      await viewer.getByRole('link', { name: 'Участники' }).click();
+      await viewer.getByText('Приглашать людей могут только владельцы.').waitFor();
+      await viewer.getByRole('cell', { name: 'viewer-e2e@example.com' }).waitFor();
+      expect(await viewer.getByRole('button', { name: 'Пригласить' }).count()).toBe(0);
 
       // Even a hand-made call with the session's CSRF token is refused.
       const refused = await viewer.evaluate(async () => {
@@ -300,6 +334,6 @@ describe('the console in a browser', () => {
   });
 
   it('checked every page it built, in both languages', () => {
-    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'a cascade', 'ratings', 'overview', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
+    expect(checked).toEqual(expect.arrayContaining(['sign-in (en)', 'sign-in (ru)', 'cascades (empty)', 'developer', 'send by hand', 'send by hand: CSV row errors', 'a cascade', 'ratings', 'overview', 'members', 'accept an invitation (ru)', 'developer (ru, viewer)', 'reset password']));
   });
 });

@@ -100,7 +100,12 @@ export function createApp(deps: AppDeps): express.Express {
     adminTokens.length > 0 ? serveApi(adminApi(deps.clients, { tokens: adminTokens, failures: failureLimiters.adminAuth, logger: deps.logger, publicBaseUrl: deps.publicBaseUrl })).handler : adminApiDisabled,
   );
   const signInThrottle = deps.signInThrottle ?? createSignInThrottle({ keyPrefix: 'rrs:gw:', logger: deps.logger });
-  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, rateLimiter: deps.rateLimiter, signInThrottle })).handler);
+  // Account answers carry secrets shown once (API keys, invitation links) and the CSRF token: never cached.
+  app.use('/account/v1', (_req, res, next) => {
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
+  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle })).handler);
   app.use(consoleRouter());
   app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings, failures: failureLimiters.linkToken }));
   for (const router of deps.extraRouters ?? []) app.use(router);

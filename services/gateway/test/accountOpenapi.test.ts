@@ -7,7 +7,7 @@ import { exampleProblems } from './documentExamples';
 import { lint } from './redocly';
 
 describe('the account API OpenAPI document', () => {
-  const doc = serveApi(accountApi({ clients: {} as GatewayClients, rateLimiter: createRateLimiter({ config: DEFAULT_RATE_LIMITS, keyPrefix: 't:' }), signInThrottle: createSignInThrottle({ keyPrefix: 't:' }) })).document();
+  const doc = serveApi(accountApi({ clients: {} as GatewayClients, publicBaseUrl: 'https://reviews.example.com', rateLimiter: createRateLimiter({ config: DEFAULT_RATE_LIMITS, keyPrefix: 't:' }), signInThrottle: createSignInThrottle({ keyPrefix: 't:' }) })).document();
 
   it('passes redocly lint (recommended-strict) with no problem', async () => {
     const result = await lint(doc);

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { call, newIdempotencyKey } from '../api';
 import { canChange, ErrorNote, ReadOnlyNote, type PageProps } from '../App';
 import { useAction } from '../parts';
+import { CsvUpload } from './CsvUpload';
 
 interface Location {
   id: string;
@@ -102,6 +103,7 @@ export function SendPage({ t, session }: PageProps) {
           </button>
         </form>
       )}
+      {canChange(session) && <CsvUpload t={t} target={form} />}
     </section>
   );
 }

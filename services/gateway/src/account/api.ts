@@ -29,7 +29,7 @@ export function accountApi(deps: AccountRouteDeps & { resolveSession?: ResolveSe
   return {
     basePath: '/account/v1',
     routes: accountRoutes(deps),
-    gates: { session: sessionGate(resolveSession), visitor: visitorGate },
+    gates: { session: sessionGate(resolveSession, deps.publicBaseUrl), visitor: visitorGate(deps.publicBaseUrl) },
     idempotencyKeys: true,
     document: {
       title: 'Review-Request account API',

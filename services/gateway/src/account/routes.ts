@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { CASCADE_STATUSES, MEMBER_ROLES, PASSWORD_MAX_LENGTH, SCOPES, SESSION_ABSOLUTE_MS, type contactsV1 } from '@rrs/proto';
-import { RateLimitedError } from '@rrs/runtime';
+import { ForbiddenError, RateLimitedError } from '@rrs/runtime';
 import type { GatewayClients } from '../clients';
+import { acceptUrl, Invitation, invitationJson } from '../admin/memberRoutes';
 import { ApiKey, apiKeyJson, EXAMPLE_API_KEY, EXAMPLE_FLOW, EXAMPLE_LOCATION, Flow, flowJson, idOf, Location, locationJson } from '../admin/routes';
 import { sessionCookie, type SessionPrincipal } from '../http/auth';
 import type { RouteError } from '../http/errorCodes';
@@ -23,6 +24,8 @@ import type { SignInThrottle } from './signInThrottle';
 
 export interface AccountRouteDeps {
   clients: GatewayClients;
+  /** Where the links the console hands out (invitations) point. */
+  publicBaseUrl: string;
   signInThrottle: SignInThrottle;
   /** The public API's per-plan quota, counted per organization for the console's sends. */
   rateLimiter: RateLimiter;
@@ -48,6 +51,7 @@ const THROTTLED: RouteError = { status: 429, code: 'too_many_sign_in_attempts', 
 const INVALID_INVITATION: RouteError = { status: 401, code: 'invalid_invitation', description: 'The invitation is unknown, expired or already used.' };
 const INVALID_RESET_TOKEN: RouteError = { status: 401, code: 'invalid_reset_token', description: 'The password reset link is unknown, expired or already used.' };
 const MEMBER_EXISTS: RouteError = { status: 409, code: 'member_exists', description: 'This email already signs in to an organization.' };
+const OWNER_ONLY: RouteError = { status: 403, code: 'owner_only', description: "Only the organization's owners manage its people." };
 const CONSOLE_QUOTA: RouteError = { status: 429, code: 'rate_limited', description: "The organization's request quota (its plan's, as on the public API) is used up; retry after `Retry-After` seconds." };
 
 const FunnelCounts = z.object({
@@ -150,6 +154,20 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
       method: 'GET', path: '/members', operationId: 'listMembers', summary: "The organization's people", tags: ['members'], auth: 'session',
       responses: { 200: { description: 'Oldest first.', body: z.object({ members: z.array(Member) }), example: { members: [EXAMPLE_MEMBER] } } },
       handler: async ({ principal, metadata }) => ({ body: { members: (await contacts.listMembers({ organizationId: principal.organization.id }, { metadata })).members.map(memberJson) } }),
+    }),
+
+    defineRoute({
+      method: 'POST', path: '/members/invitations', operationId: 'inviteMember', summary: 'Invite a person', tags: ['members'], auth: 'session',
+      description: "An owner invites a person into the organization with a role. The answer has the link the person opens (`acceptUrl`), once; it works for 7 days. It is not emailed yet: hand it over yourself.",
+      request: { body: z.strictObject({ email: z.string().min(3).max(254), role: Role }) },
+      responses: { 201: { description: 'The invitation and its link.', body: z.object({ invitation: Invitation, acceptUrl: z.string() }), example: { invitation: { id: '0190e0e0-aaaa-7000-8000-00000000000a', email: 'anna@example.com', role: 'admin', expiresAt: '2026-05-08T09:00:00.000Z', createdAt: '2026-05-01T09:00:00.000Z' }, acceptUrl: 'https://reviews.example.com/app/#/accept/inv_8s0dKq2LmZ7xV3cN1pR4tY6wB9hJ5fG2aE0uQ7kT3oS' } } },
+      errors: [OWNER_ONLY, MEMBER_EXISTS],
+      example: { body: { email: 'anna@example.com', role: 'admin' } },
+      handler: async ({ body, principal, metadata }) => {
+        if (principal.member.role !== 'owner') throw new ForbiddenError('owner_only', "only the organization's owners manage its people");
+        const r = await contacts.inviteMember({ organizationId: principal.organization.id, email: body.email, role: body.role, invitedBy: principal.member.id }, { metadata });
+        return { body: { invitation: invitationJson(r.invitation!), acceptUrl: acceptUrl(deps.publicBaseUrl, r.token) } };
+      },
     }),
 
     // Developer: API keys

@@ -5,7 +5,7 @@ import { defineRoute, type Route } from '../http/route';
 import { EXAMPLE_IDS } from '../routes/shapes';
 import { OrgParams } from './routes';
 
-const Invitation = z.object({
+export const Invitation = z.object({
   id: z.string(), email: z.string(), role: z.enum(MEMBER_ROLES), expiresAt: z.string(), createdAt: z.string(),
 });
 const EXAMPLE_INVITATION = { id: '0190e0e0-aaaa-7000-8000-00000000000a', email: 'owner@example.com', role: 'owner', expiresAt: '2026-05-08T09:00:00.000Z', createdAt: '2026-05-01T09:00:00.000Z' };

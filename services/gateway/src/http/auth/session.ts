@@ -64,29 +64,30 @@ export function sessionCookie(token: string, options: { secure: boolean; maxAgeS
 }
 
 /**
- * A browser's cross-site request carries an `Origin` (or, for some GETs, none). A state-changing
- * request whose Origin is another site's is refused whatever else it carries: this is what protects
- * the sign-in routes, which have no session (and so no CSRF token) yet.
+ * A browser's cross-site request carries an `Origin`. A state-changing request whose Origin is neither
+ * PUBLIC_BASE_URL's nor the request's own host is refused whatever else it carries: this is what
+ * protects the sign-in routes, which have no session (and so no CSRF token) yet. PUBLIC_BASE_URL is
+ * accepted because a proxy in front may rewrite `Host`; a request without Origin is not a browser's
+ * cross-site request (browsers send it on every cross-origin POST, PUT, PATCH and DELETE).
  */
-function checkOrigin(req: Request): void {
+function checkOrigin(req: Request, publicOrigin: string): void {
+  if (SAFE_METHODS.has(req.method)) return;
   const origin = req.get('origin');
-  if (!origin || origin === 'null' || SAFE_METHODS.has(req.method)) {
-    if (origin === 'null' && !SAFE_METHODS.has(req.method)) throw crossOrigin();
-    return;
-  }
+  if (origin === undefined || origin === publicOrigin) return;
   let host: string;
   try {
     host = new URL(origin).host;
   } catch {
     throw crossOrigin();
   }
-  if (host !== req.get('host')) throw crossOrigin();
+  if (origin === 'null' || host !== req.get('host')) throw crossOrigin();
 }
 
 const crossOrigin = () => new ForbiddenError('cross_origin_request', 'a state-changing account call must come from the console itself');
 
 /** The session of the cookie (401), then for state-changing calls the origin, the CSRF token and the role (403). */
-export function sessionGate(resolve: ResolveSession): AuthGate<SessionPrincipal> {
+export function sessionGate(resolve: ResolveSession, publicBaseUrl: string): AuthGate<SessionPrincipal> {
+  const publicOrigin = new URL(publicBaseUrl).origin;
   return {
     async admit(_requirement, req) {
       const token = cookieOf(req, SESSION_COOKIE);
@@ -101,7 +102,7 @@ export function sessionGate(resolve: ResolveSession): AuthGate<SessionPrincipal>
       const { member, session, organization: o } = resolved;
       if (!member || !session || !o) throw new Error('contacts answered ResolveSession without its member, session or organization');
       if (!SAFE_METHODS.has(req.method)) {
-        checkOrigin(req);
+        checkOrigin(req, publicOrigin);
         const given = req.get(CSRF_HEADER) ?? '';
         if (!given || !sameSecret(given, session.csrfToken)) throw new ForbiddenError('invalid_csrf_token', `send the session's CSRF token (GET /account/v1/session) as ${CSRF_HEADER}`);
         if (!WRITING_ROLES.has(member.role)) throw new ForbiddenError('read_only_role', `the ${member.role} role can look but not change anything`);
@@ -119,12 +120,15 @@ export function sessionGate(resolve: ResolveSession): AuthGate<SessionPrincipal>
 }
 
 /** Sign-in routes (no session yet): only the origin is checked; the handlers throttle attempts. */
-export const visitorGate: AuthGate<VisitorPrincipal> = {
-  async admit(_requirement, req) {
-    checkOrigin(req);
-    return { ip: req.ip ?? req.socket.remoteAddress ?? '', secure: req.secure, sessionToken: cookieOf(req, SESSION_COOKIE) };
-  },
-};
+export function visitorGate(publicBaseUrl: string): AuthGate<VisitorPrincipal> {
+  const publicOrigin = new URL(publicBaseUrl).origin;
+  return {
+    async admit(_requirement, req) {
+      checkOrigin(req, publicOrigin);
+      return { ip: req.ip ?? req.socket.remoteAddress ?? '', secure: req.secure, sessionToken: cookieOf(req, SESSION_COOKIE) };
+    },
+  };
+}
 
 const SESSION_CODES = {
   missing_session: { status: 401, description: 'No session cookie was sent: sign in first.' },
