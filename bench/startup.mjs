@@ -4,6 +4,7 @@
 // Run after `npm run build`, with PostgreSQL and NATS on their standard loopback ports:
 //   node bench/startup.mjs
 import { spawn, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, chmodSync, rmSync, readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -137,7 +138,7 @@ try {
     ['channel-email', { ...common, OPS_PORT: ports.email }, ports.email],
     ['channel-sms', { ...common, OPS_PORT: ports.sms }, ports.sms],
     ['channel-messenger', { ...common, OPS_PORT: ports.msg }, ports.msg],
-    ['webhooks', { ...common, OPS_PORT: ports.wh }, ports.wh],
+    ['webhooks', { ...common, OPS_PORT: ports.wh, WEBHOOK_SECRET_KEYS: randomBytes(32).toString('base64') }, ports.wh],
   ];
   for (const [name, env, port] of specs) {
     const stringEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)]));
