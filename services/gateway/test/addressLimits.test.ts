@@ -54,6 +54,14 @@ describe('per-address limits in Redis', () => {
     expect(await redis.keys(`${prefix}fail:apiKeyAuth*`)).not.toHaveLength(0);
   });
 
+  it('a replica that found an address clean sees a block counted on another replica within CLEAN_ADDRESS_CACHE_MS', async () => {
+    const address = '203.0.113.30';
+    expect((await ping(stack.bases[0], stack.keys.paid, address)).status).toBe(200);
+    for (let i = 0; i <= ADDRESS_FAILURE_RULES.apiKeyAuth.failures; i++) await ping(stack.bases[1], randomKey(100 + i), address);
+    const seen = await waitFor(async () => ((await ping(stack.bases[0], stack.keys.paid, address)).status === 429 ? Date.now() : undefined), { what: 'the block on the other replica', timeoutMs: 5_000 });
+    expect(seen).toBeDefined();
+  });
+
   it('does not count a missing key, nor valid ones', async () => {
     const address = '203.0.113.20';
     for (let i = 0; i < ADDRESS_FAILURE_RULES.apiKeyAuth.failures + 5; i++) {
