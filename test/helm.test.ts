@@ -129,6 +129,7 @@ describe('values: Helm refuses what values.schema.json and the chart refuse', ()
     ['no NATS', ['postgresql.url="postgres://db/rrs"'], 'nats.url is required'],
     ['several gateway replicas without Redis', ['postgresql.url="postgres://db/rrs"', 'nats.url="nats://nats:4222"'], 'redis.url is required when the gateway runs more than one replica'],
     ['receipts on an Ingress that is off', [...MINIMAL, 'channelSms.receipts.ingress.enabled=true', 'gateway.ingress.enabled=false'], 'channelSms.receipts.ingress needs gateway.ingress'],
+    ['Postmark receipts on an Ingress that is off', [...MINIMAL, 'channelEmail.receipts.ingress.enabled=true', 'gateway.ingress.enabled=false'], 'channelEmail.receipts.ingress needs gateway.ingress'],
     ['a disabled directory that its callers cannot reach', [...MINIMAL, 'contacts.enabled=false'], 'contacts is disabled: set contacts.externalAddress'],
     ['a disabled scheduler that the gateway cannot reach', [...MINIMAL, 'cascadeScheduler.enabled=false'], 'cascadeScheduler is disabled: set cascadeScheduler.externalAddress'],
     ['connectors without the keys that seal CRM credentials', MINIMAL.filter((s) => s !== CONNECTOR_KEY), 'secrets.connectorSecretKeys is required while connectors is enabled'],

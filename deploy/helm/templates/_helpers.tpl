@@ -301,6 +301,8 @@ connectors:
 {{- if $v.secrets.smtpUrl }}{{ $_ := set $data "SMTP_URL" $v.secrets.smtpUrl }}{{ end -}}
 {{- if $v.secrets.smscLogin }}{{ $_ := set $data "SMSC_LOGIN" $v.secrets.smscLogin }}{{ end -}}
 {{- if $v.secrets.smscPassword }}{{ $_ := set $data "SMSC_PASSWORD" $v.secrets.smscPassword }}{{ end -}}
+{{- if $v.secrets.postmarkServerToken }}{{ $_ := set $data "POSTMARK_SERVER_TOKEN" $v.secrets.postmarkServerToken }}{{ end -}}
+{{- if $v.secrets.postmarkWebhookSecret }}{{ $_ := set $data "POSTMARK_WEBHOOK_SECRET" $v.secrets.postmarkWebhookSecret }}{{ end -}}
 {{- if $v.secrets.maxIdInstance }}{{ $_ := set $data "MAX_ID_INSTANCE" (include "rrs.envString" $v.secrets.maxIdInstance) }}{{ end -}}
 {{- if $v.secrets.maxApiToken }}{{ $_ := set $data "MAX_API_TOKEN" $v.secrets.maxApiToken }}{{ end -}}
 {{- if $v.secrets.telegramIdInstance }}{{ $_ := set $data "TELEGRAM_ID_INSTANCE" (include "rrs.envString" $v.secrets.telegramIdInstance) }}{{ end -}}
@@ -352,6 +354,9 @@ connectors:
 {{- end -}}
 {{- if and $v.channelSms.receipts.ingress.enabled (not $v.gateway.ingress.enabled) -}}
 {{- fail "channelSms.receipts.ingress needs gateway.ingress (the receipts path is added to its host)" -}}
+{{- end -}}
+{{- if and $v.channelEmail.receipts.ingress.enabled (not $v.gateway.ingress.enabled) -}}
+{{- fail "channelEmail.receipts.ingress needs gateway.ingress (the receipts path is added to its host)" -}}
 {{- end -}}
 {{- /* Without the gateway the release has no Ingress at all (a split release routes its own paths). */ -}}
 {{- if and $v.connectors.enabled $v.connectors.hooks.ingress.enabled $v.gateway.enabled (not $v.gateway.ingress.enabled) -}}
