@@ -73,7 +73,7 @@ export function isChannelKey(channel: string): boolean {
 /** The keys of a cascade's `counts` (GET /cascades/{id}), in the order they are listed. */
 export const CASCADE_COUNT_KEYS = [
   'recipients', 'queued', 'skipped', 'running', 'waiting', 'finished', 'rated', 'exhausted', 'unreachable', 'unsubscribed', 'canceled', 'cooldown', 'noConsent',
-  'opened', 'feedback', 'stepsSent', 'stepsFailed', 'stepsSkipped', 'stepsPending',
+  'opened', 'feedback', 'stepsSent', 'stepsFailed', 'stepsSkipped', 'stepsPending', 'stepsDelivered', 'stepsUndelivered',
 ] as const;
 
 export type CascadeCountKey = (typeof CASCADE_COUNT_KEYS)[number];

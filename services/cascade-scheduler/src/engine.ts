@@ -29,6 +29,8 @@ export interface StepState {
   deliveredAt: Date | null;
   reason: string | null;
   reroutes: Reroute[];
+  /** The provider that took the message (`smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, `sink`), once sent and when the sender says. */
+  provider?: string | null;
   dirty?: boolean;
 }
 
@@ -282,7 +284,7 @@ export type Outcome = 'SENT' | 'FAILED' | 'NO_BALANCE' | 'UNREACHABLE' | 'DELIVE
  * Applies a sender's result. Results for an attempt that is no longer the step's current one (the
  * recipient rated while the message was in flight, a duplicate) only record the send time.
  */
-export function applyResult(state: RecipientState, step: StepState, attemptId: string, outcome: Outcome, reason: string, timing: Timing): void {
+export function applyResult(state: RecipientState, step: StepState, attemptId: string, outcome: Outcome, reason: string, timing: Timing, provider = ''): void {
   if (outcome === 'DELIVERED') {
     if (!step.deliveredAt) {
       step.deliveredAt = timing.now;
@@ -313,6 +315,7 @@ export function applyResult(state: RecipientState, step: StepState, attemptId: s
       step.status = 'sent';
       step.reason = null;
       step.sentAt = timing.now;
+      step.provider = provider || null;
       touch(state, step);
       if (state.recipient.status === 'finished') state.finishEventStale = true;
     }
@@ -322,6 +325,7 @@ export function applyResult(state: RecipientState, step: StepState, attemptId: s
     case 'SENT':
       step.status = 'sent';
       step.sentAt = timing.now;
+      step.provider = provider || null;
       touch(state, step);
       // A step in flight when the recipient rated: its finish event, if not out yet, now says `sent`.
       if (state.recipient.status === 'finished') state.finishEventStale = true;

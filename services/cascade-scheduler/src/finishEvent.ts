@@ -12,7 +12,7 @@ export interface FinishedRecipientEvent {
   rating: number | null;
   feedback: string | null;
   reason: string;
-  steps: Array<{ order: number; channel: string; status: string; reason: string; sentAt: Date | null; reroutedTo: string }>;
+  steps: Array<{ order: number; channel: string; status: string; reason: string; sentAt: Date | null; reroutedTo: string; deliveredAt?: Date | null; provider?: string | null }>;
   finishedAt: Date;
 }
 
@@ -41,7 +41,7 @@ export function finishEventFor(event: FinishedRecipientEvent, type: RecipientEve
         rating: event.rating ?? 0,
         feedback: event.feedback ?? '',
         reason: event.reason,
-        steps: event.steps.map((step) => ({ ...step, sentAt: step.sentAt ?? undefined })),
+        steps: event.steps.map((step) => ({ ...step, sentAt: step.sentAt ?? undefined, deliveredAt: step.deliveredAt ?? undefined, provider: step.provider ?? '' })),
         finishedAt: event.finishedAt,
         reviewRequestId: event.reviewRequestId,
         locationId: event.locationId,
@@ -71,6 +71,8 @@ export function finishEventOf(state: LoadedRecipient, now: Date, type: Recipient
       reason: step.reason ?? '',
       sentAt: step.sentAt,
       reroutedTo: step.reroutes.length ? step.reroutes[step.reroutes.length - 1].to : '',
+      deliveredAt: step.deliveredAt,
+      provider: step.provider ?? null,
     })),
     finishedAt: recipient.finishedAt ?? now,
   }, type, type === EVENT_TYPES.cascadeRecipientRated ? (recipient.ratedAt ?? now) : (recipient.finishedAt ?? now));

@@ -16,10 +16,13 @@ interface StepRow {
   reason: string | null;
   reroutes: Reroute[];
   sent_channel: string;
+  provider: string | null;
 }
 
 const PENDING: ReadonlySet<StepStatus> = new Set(['pending', 'scheduled', 'dispatched']);
 const STEP_COUNT_OF: Partial<Record<StepStatus, CascadeCountKey>> = { sent: 'stepsSent', failed: 'stepsFailed', skipped: 'stepsSkipped' };
+/** A sent step's delivery receipt: `undelivered: <reason>` is what an UNDELIVERED receipt leaves on it. */
+const UNDELIVERED_PREFIX = 'undelivered';
 /** The `counts` key of each finish reason (keys are camelCase). */
 const FINISH_COUNT_OF: Record<FinishReason, CascadeCountKey> = {
   rated: 'rated', exhausted: 'exhausted', unreachable: 'unreachable', unsubscribed: 'unsubscribed', canceled: 'canceled', cooldown: 'cooldown', no_consent: 'noConsent',
@@ -28,7 +31,7 @@ const FINISH_COUNT_OF: Record<FinishReason, CascadeCountKey> = {
 function toStep(step: StepRow): schedulerV1.RecipientStep {
   const [dueAt, sentAt, skippedAt, dispatchedAt, deliveredAt] = [step.due_at, step.sent_at, step.skipped_at, step.dispatched_at, step.delivered_at].map((at) => at ?? undefined);
   const reroutes = step.reroutes.map((hop) => ({ fromChannel: hop.from, toChannel: hop.to, reason: hop.reason }));
-  return { order: step.step_order, channel: step.channel, status: step.status, dueAt, sentAt, skippedAt, dispatchedAt, deliveredAt, reason: step.reason ?? '', reroutes, sentChannel: step.sent_channel };
+  return { order: step.step_order, channel: step.channel, status: step.status, dueAt, sentAt, skippedAt, dispatchedAt, deliveredAt, reason: step.reason ?? '', reroutes, sentChannel: step.sent_channel, provider: step.provider ?? '' };
 }
 
 /**
@@ -55,7 +58,7 @@ export async function readCascade(pool: Pool, organizationId: string, id: string
       [id],
     ),
     pool.query<StepRow>(
-      `SELECT recipient_id, step_order, channel, status, due_at, sent_at, skipped_at, dispatched_at, delivered_at, reason, reroutes, sent_channel
+      `SELECT recipient_id, step_order, channel, status, due_at, sent_at, skipped_at, dispatched_at, delivered_at, reason, reroutes, sent_channel, provider
          FROM recipient_steps WHERE cascade_id = $1 ORDER BY recipient_id, step_order`,
       [id],
     ),
@@ -71,6 +74,8 @@ export async function readCascade(pool: Pool, organizationId: string, id: string
     stepsOf.set(step.recipient_id, list);
     const countKey = PENDING.has(step.status) ? 'stepsPending' : STEP_COUNT_OF[step.status];
     if (countKey) counts[countKey]++;
+    if (step.delivered_at) counts.stepsDelivered++;
+    else if (step.status === 'sent' && step.reason?.startsWith(UNDELIVERED_PREFIX)) counts.stepsUndelivered++;
   }
   for (const recipient of recipients) {
     counts[recipient.status as CascadeCountKey]++;

@@ -159,7 +159,7 @@ async function toStates(client: PoolClient, rows: RecipientRow[]): Promise<Map<s
 }
 
 const STEP_SELECT = `id, recipient_id, step_order, channel, delay_minutes, status, sent_channel, attempt, due_at, dispatched_at,
-            sent_at, skipped_at, delivered_at, reason, reroutes`;
+            sent_at, skipped_at, delivered_at, reason, reroutes, provider`;
 
 /** A step from a row of STEP_SELECT (array mode); the row stays with it as loaded. */
 function toStep(row: unknown[]): StepState {
@@ -178,6 +178,7 @@ function toStep(row: unknown[]): StepState {
     deliveredAt: row[12] as Date | null,
     reason: row[13] as string | null,
     reroutes: row[14] as StepState['reroutes'],
+    provider: row[15] as string | null,
   };
   return rememberLoaded(step, row);
 }
@@ -243,6 +244,7 @@ const STEP_COLUMNS: ChangeColumn<StepState>[] = [
   timestampColumn('delivered_at', (step) => step.deliveredAt, 12),
   { name: 'reason', index: 13, type: 'text', get: (step) => step.reason },
   { name: 'reroutes', index: 14, type: 'jsonb', get: (step) => reroutesJson(step.reroutes), loaded: (value) => (typeof value === 'string' ? value : reroutesJson(value as StepState['reroutes'])) },
+  { name: 'provider', index: 15, type: 'text', get: (step) => step.provider ?? null },
 ];
 
 /** What a transition may change on a recipient. */

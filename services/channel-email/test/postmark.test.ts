@@ -195,6 +195,25 @@ describe('a Postmark hard bounce on the real stack', () => {
     await db.drop();
   });
 
+  it('records a delivery receipt on the step (deliveredAt) and in the counts, with the provider that took the message', async () => {
+    const organization = await contacts.directory.createOrganization({ name: 'deliveries', plan: 'standard', emailConfirmed: true, locale: 'en', defaultRegion: 'GB', smsBalance: 0, sendWindow: null, cooldownDays: 0 });
+    await contacts.channels.set({ organizationId: organization.id, channel: 'EMAIL', configured: true });
+    const location = await contacts.directory.createLocation({ organizationId: organization.id, name: 'Dental', address: 'Main St 2', city: 'London', timeZone: 'Europe/London', reviewLinks: [] });
+    const { result } = await scheduler.cascades.start({
+      organizationId: organization.id, locationId: location.id, name: '', flowId: '', channel: 'EMAIL', externalId: '',
+      recipients: [{ name: 'Here', email: 'here@example.com', phone: '', contactId: '', contactExternalId: '' }],
+    });
+    await waitFor(async () => (await scheduler.cascades.get(organization.id, result.id)).recipients[0].steps[0].status === 'sent', { what: 'the email sent' });
+    const taken = postmark.messages.find((m) => m.To === 'here@example.com')!;
+    await expect(postmark.deliver(taken.MessageID)).resolves.toMatchObject({ status: 200 });
+    const cascade = await waitFor(async () => {
+      const now = await scheduler.cascades.get(organization.id, result.id);
+      return now.recipients[0].steps[0].deliveredAt ? now : undefined;
+    }, { what: 'the delivery on the step' });
+    expect(cascade.recipients[0].steps[0]).toMatchObject({ status: 'sent', provider: 'postmark', reason: '' });
+    expect(cascade.counts.filter((c) => c.key.startsWith('steps')).map((c) => [c.key, c.value])).toEqual(expect.arrayContaining([['stepsDelivered', 1], ['stepsUndelivered', 0], ['stepsSent', 1]]));
+  });
+
   it('records the step undelivered, finishes the recipient unsubscribed, and skips the address in the next cascade', async () => {
     const organization = await contacts.directory.createOrganization({ name: 'bounces', plan: 'standard', emailConfirmed: true, locale: 'en', defaultRegion: 'GB', smsBalance: 0, sendWindow: null, cooldownDays: 0 });
     await contacts.channels.set({ organizationId: organization.id, channel: 'EMAIL', configured: true });
@@ -213,7 +232,8 @@ describe('a Postmark hard bounce on the real stack', () => {
       return cascade.recipients[0].finishReason === 'unsubscribed' && cascade.recipients[0].steps[0].reason ? cascade : undefined;
     }, { what: 'the recipient unsubscribed with the bounce on its step' });
     expect(finished.recipients[0]).toMatchObject({ status: 'finished', finishReason: 'unsubscribed' });
-    expect(finished.recipients[0].steps[0]).toMatchObject({ status: 'sent', reason: 'undelivered: hard_bounce' });
+    expect(finished.recipients[0].steps[0]).toMatchObject({ status: 'sent', reason: 'undelivered: hard_bounce', provider: 'postmark' });
+    expect(finished.counts.find((c) => c.key === 'stepsUndelivered')?.value).toBe(1);
 
     const again = await start();
     const skipped = await scheduler.cascades.get(organization.id, again.result.id);

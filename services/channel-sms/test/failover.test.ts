@@ -99,6 +99,13 @@ describe('SMS provider failover: the first provider goes down mid-run', () => {
     // The send log names the provider of every step, and it is the one that has the message.
     const { rows } = await pool.query<{ phone_provider: string; n: string }>(`SELECT provider AS phone_provider, count(*) AS n FROM send_log WHERE state = 'done' GROUP BY provider ORDER BY provider`);
     expect(rows.map((r) => [r.phone_provider, Number(r.n)])).toEqual([['smsc', DOWN_AFTER], ['smsru', RECIPIENTS - DOWN_AFTER]]);
+    // And the cascade shows it on each step.
+    const shown = await waitFor(async () => {
+      const now = await scheduler.cascades.get(organization.id, result.id);
+      return now.recipients.every((r) => r.steps[0].provider) ? now : undefined;
+    }, { what: 'the provider on every step' });
+    const byProvider = (name: string) => shown.recipients.filter((r) => r.steps[0].provider === name).length;
+    expect([byProvider('smsc'), byProvider('smsru')]).toEqual([DOWN_AFTER, RECIPIENTS - DOWN_AFTER]);
     expect(answers).toBeGreaterThanOrEqual(3);
     // The two taken-then-500 messages: found at SMSC by their step id, never sent again.
     for (const count of TAKEN_THEN_500) {

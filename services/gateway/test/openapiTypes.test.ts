@@ -159,7 +159,7 @@ describe('the types of the OpenAPI documents', () => {
     ajv.addSchema(doc, 'doc');
     const bodyOf = (type: string) => ajv.compile({ $ref: `doc#/webhooks/${type.replace(/~/g, '~0').replace(/\//g, '~1')}/post/requestBody/content/application~1json/schema` });
     const at = new Date('2026-05-01T12:30:00Z');
-    const step = (order: number, status: string, reason: string, rerouted = '') => ({ order, channel: order === 1 ? 'EMAIL' : 'SMS', status, reason, sentAt: status === 'sent' ? at : undefined, reroutedTo: rerouted });
+    const step = (order: number, status: string, reason: string, rerouted = '') => ({ order, channel: order === 1 ? 'EMAIL' : 'SMS', status, reason, sentAt: status === 'sent' ? at : undefined, reroutedTo: rerouted, deliveredAt: status === 'sent' ? at : undefined, provider: status === 'sent' ? 'smtp' : '' });
     const finished = (over: Partial<eventsV1.CascadeRecipientFinished>): eventsV1.Event => ({
       id: 'e1', type: EVENT_TYPES.cascadeRecipientFinished, organizationId: 'o', occurredAt: at,
       payload: {

@@ -39,6 +39,8 @@ export function cascadeRecipientFinishedData(finished: eventsV1.CascadeRecipient
       reason: orNull(step.reason),
       sentAt: iso(step.sentAt),
       reroutedTo: orNull(step.reroutedTo),
+      deliveredAt: iso(step.deliveredAt),
+      provider: orNull(step.provider),
     })),
     finishedAt: iso(finished.finishedAt),
   };

@@ -484,6 +484,10 @@ export interface components {
             dueAt: string | null;
             sentAt: string | null;
             skippedAt: string | null;
+            /** @description When a delivery receipt said the message reached the recipient (channels with receipts: SMS, Postmark email); null otherwise. A negative receipt leaves `reason` `undelivered: <reason>` instead. */
+            deliveredAt: string | null;
+            /** @description The provider that took the message once sent (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`), when the channel has several in order with failover; null before or when unknown. */
+            provider: string | null;
             /** @description How the step was rerouted; null when it stayed in its channel. */
             reroute: components["schemas"]["Reroute"] | null;
             /** @constant */
@@ -496,6 +500,10 @@ export interface components {
             dueAt: string | null;
             sentAt: string | null;
             skippedAt: string | null;
+            /** @description When a delivery receipt said the message reached the recipient (channels with receipts: SMS, Postmark email); null otherwise. A negative receipt leaves `reason` `undelivered: <reason>` instead. */
+            deliveredAt: string | null;
+            /** @description The provider that took the message once sent (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`), when the channel has several in order with failover; null before or when unknown. */
+            provider: string | null;
             /** @description How the step was rerouted; null when it stayed in its channel. */
             reroute: components["schemas"]["Reroute"] | null;
             /** @enum {string} */
@@ -550,6 +558,10 @@ export interface components {
                 sentAt: string | null;
                 /** @description The channel a rerouted phone step finally went through; null when not rerouted. */
                 reroutedTo: components["schemas"]["ChannelKey"] | null;
+                /** @description When a delivery receipt confirmed the message; null without one (a negative receipt leaves `reason` `undelivered: <reason>`). */
+                deliveredAt: string | null;
+                /** @description The provider that took the message (e.g. `smtp`, `postmark`, `smsc`, `smsru`); null before or when unknown. */
+                provider: string | null;
             }[];
             finishedAt: string | null;
         };
@@ -1233,7 +1245,9 @@ export interface operations {
                      *         "stepsSent": 1,
                      *         "stepsFailed": 0,
                      *         "stepsSkipped": 2,
-                     *         "stepsPending": 1
+                     *         "stepsPending": 1,
+                     *         "stepsDelivered": 0,
+                     *         "stepsUndelivered": 0
                      *       },
                      *       "recipients": [
                      *         {
@@ -1257,6 +1271,8 @@ export interface operations {
                      *               "dueAt": "2026-05-01T12:00:00.000Z",
                      *               "sentAt": "2026-05-01T12:00:01.200Z",
                      *               "skippedAt": null,
+                     *               "deliveredAt": null,
+                     *               "provider": "smtp",
                      *               "reason": null,
                      *               "reroute": null
                      *             },
@@ -1267,6 +1283,8 @@ export interface operations {
                      *               "dueAt": "2026-05-02T12:00:01.200Z",
                      *               "sentAt": null,
                      *               "skippedAt": null,
+                     *               "deliveredAt": null,
+                     *               "provider": null,
                      *               "reason": null,
                      *               "reroute": null
                      *             }
@@ -1293,6 +1311,8 @@ export interface operations {
                      *               "dueAt": null,
                      *               "sentAt": null,
                      *               "skippedAt": "2026-05-01T12:00:00.000Z",
+                     *               "deliveredAt": null,
+                     *               "provider": null,
                      *               "reason": "no_contact",
                      *               "reroute": null
                      *             },
@@ -1303,6 +1323,8 @@ export interface operations {
                      *               "dueAt": null,
                      *               "sentAt": null,
                      *               "skippedAt": "2026-05-01T12:00:00.000Z",
+                     *               "deliveredAt": null,
+                     *               "provider": null,
                      *               "reason": "no_contact",
                      *               "reroute": null
                      *             }
@@ -1336,6 +1358,8 @@ export interface operations {
                             stepsFailed: number;
                             stepsSkipped: number;
                             stepsPending: number;
+                            stepsDelivered: number;
+                            stepsUndelivered: number;
                         };
                         recipients: {
                             id: string;
@@ -7378,7 +7402,9 @@ export interface operations {
                  *             "status": "sent",
                  *             "reason": null,
                  *             "sentAt": "2026-05-01T12:00:01.200Z",
-                 *             "reroutedTo": null
+                 *             "reroutedTo": null,
+                 *             "deliveredAt": null,
+                 *             "provider": "smtp"
                  *           },
                  *           {
                  *             "order": 2,
@@ -7386,7 +7412,9 @@ export interface operations {
                  *             "status": "canceled",
                  *             "reason": null,
                  *             "sentAt": null,
-                 *             "reroutedTo": null
+                 *             "reroutedTo": null,
+                 *             "deliveredAt": null,
+                 *             "provider": null
                  *           }
                  *         ],
                  *         "finishedAt": "2026-05-01T12:30:00.000Z"
@@ -7464,7 +7492,9 @@ export interface operations {
                  *             "status": "sent",
                  *             "reason": null,
                  *             "sentAt": "2026-05-01T12:00:01.200Z",
-                 *             "reroutedTo": null
+                 *             "reroutedTo": null,
+                 *             "deliveredAt": null,
+                 *             "provider": "smtp"
                  *           }
                  *         ],
                  *         "finishedAt": "2026-05-01T12:00:01.300Z"

@@ -56,6 +56,8 @@ const stepFields = {
   dueAt: z.string().nullable(),
   sentAt: z.string().nullable(),
   skippedAt: z.string().nullable(),
+  deliveredAt: z.string().nullable().meta({ description: 'When a delivery receipt said the message reached the recipient (channels with receipts: SMS, Postmark email); null otherwise. A negative receipt leaves `reason` `undelivered: <reason>` instead.' }),
+  provider: z.string().nullable().meta({ description: 'The provider that took the message once sent (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`), when the channel has several in order with failover; null before or when unknown.' }),
   reroute: Reroute,
 };
 
@@ -111,23 +113,23 @@ export const EXAMPLE_CASCADE = {
   externalId: 'order-1042',
   counts: {
     recipients: 2, queued: 1, skipped: 1, running: 1, waiting: 0, finished: 1, rated: 0, exhausted: 0, unreachable: 1, unsubscribed: 0, canceled: 0, cooldown: 0, noConsent: 0,
-    opened: 1, feedback: 0, stepsSent: 1, stepsFailed: 0, stepsSkipped: 2, stepsPending: 1,
+    opened: 1, feedback: 0, stepsSent: 1, stepsFailed: 0, stepsSkipped: 2, stepsPending: 1, stepsDelivered: 0, stepsUndelivered: 0,
   } satisfies Record<CascadeCountKey, number>,
   recipients: [
     {
       id: EXAMPLE_IDS.recipient, name: 'Anna', email: 'anna@example.com', phone: '+79161234567', externalId: 'crm-1042', status: 'running', finishReason: null,
       rating: null, feedback: null, ratedAt: null, finishedAt: null, windowClosesAt: null,
       steps: [
-        { order: 1, channel: 'EMAIL', status: 'sent', dueAt: '2026-05-01T12:00:00.000Z', sentAt: '2026-05-01T12:00:01.200Z', skippedAt: null, reason: null, reroute: null },
-        { order: 2, channel: 'SMS', status: 'scheduled', dueAt: '2026-05-02T12:00:01.200Z', sentAt: null, skippedAt: null, reason: null, reroute: null },
+        { order: 1, channel: 'EMAIL', status: 'sent', dueAt: '2026-05-01T12:00:00.000Z', sentAt: '2026-05-01T12:00:01.200Z', skippedAt: null, deliveredAt: null, provider: 'smtp', reason: null, reroute: null },
+        { order: 2, channel: 'SMS', status: 'scheduled', dueAt: '2026-05-02T12:00:01.200Z', sentAt: null, skippedAt: null, deliveredAt: null, provider: null, reason: null, reroute: null },
       ],
     },
     {
       id: '0190e0e0-5555-7000-8000-000000000006', name: 'Boris', email: null, phone: null, externalId: null, status: 'finished', finishReason: 'unreachable',
       rating: null, feedback: null, ratedAt: null, finishedAt: '2026-05-01T12:00:00.000Z', windowClosesAt: null,
       steps: [
-        { order: 1, channel: 'EMAIL', status: 'skipped', dueAt: null, sentAt: null, skippedAt: '2026-05-01T12:00:00.000Z', reason: 'no_contact', reroute: null },
-        { order: 2, channel: 'SMS', status: 'skipped', dueAt: null, sentAt: null, skippedAt: '2026-05-01T12:00:00.000Z', reason: 'no_contact', reroute: null },
+        { order: 1, channel: 'EMAIL', status: 'skipped', dueAt: null, sentAt: null, skippedAt: '2026-05-01T12:00:00.000Z', deliveredAt: null, provider: null, reason: 'no_contact', reroute: null },
+        { order: 2, channel: 'SMS', status: 'skipped', dueAt: null, sentAt: null, skippedAt: '2026-05-01T12:00:00.000Z', deliveredAt: null, provider: null, reason: 'no_contact', reroute: null },
       ],
     },
   ],
@@ -172,6 +174,8 @@ export function cascadeJson(c: schedulerV1.Cascade) {
         dueAt: isoOrNull(s.dueAt),
         sentAt: isoOrNull(s.sentAt),
         skippedAt: isoOrNull(s.skippedAt),
+        deliveredAt: isoOrNull(s.deliveredAt),
+        provider: orNull(s.provider),
         reason: orNull(s.reason),
         reroute: s.reroutes.length
           ? { to: s.sentChannel, hops: s.reroutes.map((x) => ({ from: x.fromChannel, to: x.toChannel, reason: x.reason })) }

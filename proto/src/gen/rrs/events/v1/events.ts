@@ -69,6 +69,12 @@ export interface StepSummary {
   reason: string;
   sentAt: Date | undefined;
   reroutedTo: string;
+  /** When a delivery receipt confirmed the message; unset without one. */
+  deliveredAt:
+    | Date
+    | undefined;
+  /** The provider that took the message (e.g. `smtp`, `postmark`, `smsc`); empty when unknown. */
+  provider: string;
 }
 
 export interface WebhookTest {
@@ -869,7 +875,16 @@ export const FinishedRecipient: MessageFns<FinishedRecipient> = {
 };
 
 function createBaseStepSummary(): StepSummary {
-  return { order: 0, channel: "", status: "", reason: "", sentAt: undefined, reroutedTo: "" };
+  return {
+    order: 0,
+    channel: "",
+    status: "",
+    reason: "",
+    sentAt: undefined,
+    reroutedTo: "",
+    deliveredAt: undefined,
+    provider: "",
+  };
 }
 
 export const StepSummary: MessageFns<StepSummary> = {
@@ -891,6 +906,12 @@ export const StepSummary: MessageFns<StepSummary> = {
     }
     if (message.reroutedTo !== "") {
       writer.uint32(50).string(message.reroutedTo);
+    }
+    if (message.deliveredAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.deliveredAt), writer.uint32(58).fork()).join();
+    }
+    if (message.provider !== "") {
+      writer.uint32(66).string(message.provider);
     }
     return writer;
   },
@@ -956,6 +977,22 @@ export const StepSummary: MessageFns<StepSummary> = {
             message.reroutedTo = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.deliveredAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.provider = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -984,6 +1021,12 @@ export const StepSummary: MessageFns<StepSummary> = {
         : isSet(object.rerouted_to)
         ? globalThis.String(object.rerouted_to)
         : "",
+      deliveredAt: isSet(object.deliveredAt)
+        ? fromJsonTimestamp(object.deliveredAt)
+        : isSet(object.delivered_at)
+        ? fromJsonTimestamp(object.delivered_at)
+        : undefined,
+      provider: isSet(object.provider) ? globalThis.String(object.provider) : "",
     };
   },
 
@@ -1007,6 +1050,12 @@ export const StepSummary: MessageFns<StepSummary> = {
     if (message.reroutedTo !== "") {
       obj.reroutedTo = message.reroutedTo;
     }
+    if (message.deliveredAt !== undefined) {
+      obj.deliveredAt = message.deliveredAt.toISOString();
+    }
+    if (message.provider !== "") {
+      obj.provider = message.provider;
+    }
     return obj;
   },
 
@@ -1021,6 +1070,8 @@ export const StepSummary: MessageFns<StepSummary> = {
     message.reason = object.reason ?? "";
     message.sentAt = object.sentAt ?? undefined;
     message.reroutedTo = object.reroutedTo ?? "";
+    message.deliveredAt = object.deliveredAt ?? undefined;
+    message.provider = object.provider ?? "";
     return message;
   },
 };

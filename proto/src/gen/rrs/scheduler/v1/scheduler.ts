@@ -155,7 +155,11 @@ export interface RecipientStep {
   /** The channel that carried (or is carrying) the message. */
   sentChannel: string;
   dispatchedAt: Date | undefined;
-  deliveredAt: Date | undefined;
+  deliveredAt:
+    | Date
+    | undefined;
+  /** The provider that took the message (e.g. `smtp`, `postmark`, `smsc`, `smsru`), once sent; empty when unknown. */
+  provider: string;
 }
 
 export interface CascadeRecipient {
@@ -2332,6 +2336,7 @@ function createBaseRecipientStep(): RecipientStep {
     sentChannel: "",
     dispatchedAt: undefined,
     deliveredAt: undefined,
+    provider: "",
   };
 }
 
@@ -2369,6 +2374,9 @@ export const RecipientStep: MessageFns<RecipientStep> = {
     }
     if (message.deliveredAt !== undefined) {
       Timestamp.encode(toTimestamp(message.deliveredAt), writer.uint32(90).fork()).join();
+    }
+    if (message.provider !== "") {
+      writer.uint32(98).string(message.provider);
     }
     return writer;
   },
@@ -2474,6 +2482,14 @@ export const RecipientStep: MessageFns<RecipientStep> = {
             message.deliveredAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.provider = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2525,6 +2541,7 @@ export const RecipientStep: MessageFns<RecipientStep> = {
         : isSet(object.delivered_at)
         ? fromJsonTimestamp(object.delivered_at)
         : undefined,
+      provider: isSet(object.provider) ? globalThis.String(object.provider) : "",
     };
   },
 
@@ -2563,6 +2580,9 @@ export const RecipientStep: MessageFns<RecipientStep> = {
     if (message.deliveredAt !== undefined) {
       obj.deliveredAt = message.deliveredAt.toISOString();
     }
+    if (message.provider !== "") {
+      obj.provider = message.provider;
+    }
     return obj;
   },
 
@@ -2582,6 +2602,7 @@ export const RecipientStep: MessageFns<RecipientStep> = {
     message.sentChannel = object.sentChannel ?? "";
     message.dispatchedAt = object.dispatchedAt ?? undefined;
     message.deliveredAt = object.deliveredAt ?? undefined;
+    message.provider = object.provider ?? "";
     return message;
   },
 };
