@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterRes } from 'rate-limiter-flexible';
 import { counter, type Logger } from '@rrs/runtime';
+import { sharedLimiter } from './rateLimit';
 
 /**
  * How many failures one client address may make before it is refused for a while: `failures` within
@@ -60,9 +61,7 @@ export function createFailureLimiters(options: { redis?: Redis; keyPrefix: strin
   for (const kind of Object.keys(ADDRESS_FAILURE_RULES) as FailureKind[]) {
     const rule = options.rules?.[kind] ?? ADDRESS_FAILURE_RULES[kind];
     const base = { points: rule.failures, duration: rule.windowSeconds, blockDuration: rule.blockSeconds, keyPrefix: `${options.keyPrefix}fail:${kind}` };
-    const limiter: RateLimiterAbstract = options.redis
-      ? new RateLimiterRedis({ ...base, storeClient: options.redis, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(base) })
-      : new RateLimiterMemory(base);
+    const limiter = sharedLimiter(base, options.redis);
     const cleanUntil = new Map<string, number>();
     out[kind] = {
       kind,

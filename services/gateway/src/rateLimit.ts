@@ -44,6 +44,17 @@ function planOf(principal: QuotaHolder): Plan {
 }
 
 /**
+ * One rate-limiter-flexible limiter as every gateway limit keeps it: in Redis when the gateway has it
+ * (shared by every replica), answered by an in-memory limiter with the same rule while Redis fails (per
+ * replica, so an outage never removes the limit), and in memory without Redis.
+ */
+export function sharedLimiter(base: { points: number; duration: number; keyPrefix: string; blockDuration?: number }, redis?: Redis, redisOptions: { inMemoryBlockOnConsumed?: number } = {}): RateLimiterAbstract {
+  return redis
+    ? new RateLimiterRedis({ ...base, ...redisOptions, storeClient: redis, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(base) })
+    : new RateLimiterMemory(base);
+}
+
+/**
  * Per-key fixed windows (rate-limiter-flexible). With Redis the quota is shared by every gateway
  * replica; if Redis fails, an in-memory limiter with the same quota answers instead (per replica), so a
  * Redis outage neither stops the API nor removes the limit.
@@ -54,16 +65,8 @@ export function createRateLimiter(options: { config: RateLimitConfig; redis?: Re
   for (const plan of Object.keys(config.perPlan) as Plan[]) {
     const points = config.perPlan[plan];
     const base = { points, duration: config.windowSeconds, keyPrefix: `${options.keyPrefix}rl:${plan}` };
-    limiters[plan] = options.redis
-      ? new RateLimiterRedis({
-          ...base,
-          storeClient: options.redis,
-          rejectIfRedisNotReady: true,
-          // Once a key is over its quota, further requests in the window are refused without Redis.
-          inMemoryBlockOnConsumed: points + 1,
-          insuranceLimiter: new RateLimiterMemory(base),
-        })
-      : new RateLimiterMemory(base);
+    // Once a key is over its quota, further requests in the window are refused without Redis.
+    limiters[plan] = sharedLimiter(base, options.redis, { inMemoryBlockOnConsumed: points + 1 });
   }
   return {
     async consume(principal) {

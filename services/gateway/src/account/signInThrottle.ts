@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { RateLimitedError, type Logger } from '@rrs/runtime';
+import { sharedLimiter } from '../rateLimit';
 
 /**
  * Failed sign-ins allowed before the account API refuses more with 429 `too_many_sign_in_attempts`:
@@ -29,7 +30,7 @@ export function createSignInThrottle(options: { config?: SignInThrottleConfig; r
   const config = options.config ?? DEFAULT_SIGN_IN_THROTTLE;
   const limiter = (name: string, rule: { failures: number; windowSeconds: number }): RateLimiterAbstract => {
     const base = { points: rule.failures, duration: rule.windowSeconds, keyPrefix: `${options.keyPrefix}signin:${name}` };
-    return options.redis ? new RateLimiterRedis({ ...base, storeClient: options.redis, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(base) }) : new RateLimiterMemory(base);
+    return sharedLimiter(base, options.redis);
   };
   const byEmail = limiter('email', config.perEmailAndAddress);
   const byAddress = limiter('address', config.perAddress);
