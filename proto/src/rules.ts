@@ -100,3 +100,8 @@ export function sendingRefusal(account: SendingAccount): SendingRefusal | null {
   if (!account.emailConfirmed) return { kind: 'conflict', code: 'email_not_confirmed', message: "confirm the account's email address before sending messages" };
   return null;
 }
+
+/** A public review link the thank-you page shows and its redirect follows: a web address, never a script or another scheme. */
+export function isPublicReviewUrl(url: string): boolean {
+  return /^https?:\/\//i.test(url);
+}

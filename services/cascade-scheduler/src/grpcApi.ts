@@ -46,6 +46,8 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       addSuppression: (req) => people.addSuppression(req),
       removeSuppression: (req) => people.removeSuppression(req),
       exportPerson: (req) => people.exportPerson(req),
+      recordPublicLinkClick: (req) => reviews.recordPublicLinkClick(req),
+      setRatingHandled: (req) => reviews.setRatingHandled(req),
     }, logger),
   };
 }

@@ -1,5 +1,6 @@
 import { CASCADE_STATUSES, type schedulerV1 } from '@rrs/proto';
 import { InvalidError, type Pool } from '@rrs/runtime';
+import { dayRangeSql, optionalDayRangeProblems } from './dayRange';
 import { isUuid } from './ids';
 
 export const DEFAULT_CASCADE_PAGE = 50;
@@ -15,6 +16,12 @@ export interface ListCascadesInput {
   limit: number;
   /** The last id of the previous page; ids are UUIDv7, so id order is creation order. */
   after: string;
+  /** Exact; '' = any. */
+  locationId?: string;
+  /** Created from the start of `fromDay` to the end of `toDay` (YYYY-MM-DD in `timeZone`); '' = unbounded. */
+  fromDay?: string;
+  toDay?: string;
+  timeZone?: string;
 }
 
 /** An organization's cascades, newest first, one page at a time (the account console's list). */
@@ -24,14 +31,16 @@ export async function listCascades(pool: Pool, input: ListCascadesInput): Promis
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_CASCADE_PAGE) problems.push({ parameter: 'limit', detail: `must be an integer from 1 to ${MAX_CASCADE_PAGE}` });
   if (input.status && !(CASCADE_STATUSES as readonly string[]).includes(input.status)) problems.push({ parameter: 'status', detail: `must be one of ${CASCADE_STATUSES.join(', ')}` });
   if (input.after && !isUuid(input.after)) problems.push({ parameter: 'after', detail: 'must be a cascade id' });
+  problems.push(...optionalDayRangeProblems(input.fromDay ?? '', input.toDay ?? ''));
   if (problems.length > 0) throw new InvalidError(problems, { message: problems.map((p) => `${p.parameter} ${p.detail}`).join('; ') });
   if (!isUuid(input.organizationId)) return { cascades: [], nextAfter: '' };
   const { rows } = await pool.query(
     `SELECT id, status, external_id, name, location_id, flow_id, channel, recipients_total, skipped, created_at, finished_at
        FROM cascades
       WHERE organization_id = $1 AND ($2 = '' OR external_id = $2) AND ($3 = '' OR status = $3) AND ($4::uuid IS NULL OR id < $4::uuid)
+        AND ($6 = '' OR location_id = $6) AND ${dayRangeSql('created_at', 7, 8, 9)}
       ORDER BY id DESC LIMIT $5`,
-    [input.organizationId, input.externalId, input.status, input.after || null, limit + 1],
+    [input.organizationId, input.externalId, input.status, input.after || null, limit + 1, input.locationId ?? '', input.fromDay ?? '', input.toDay ?? '', input.timeZone || 'UTC'],
   );
   const page = rows.slice(0, limit);
   return {

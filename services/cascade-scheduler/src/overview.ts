@@ -1,20 +1,21 @@
 import type { schedulerV1 } from '@rrs/proto';
 import { InvalidError, type Pool } from '@rrs/runtime';
+import { DAY_MS, dayOf } from './dayRange';
 import { isUuid } from './ids';
 
 export const MAX_OVERVIEW_DAYS = 366;
-const DAY_MS = 24 * 60 * 60 * 1000;
-const DAY = /^\d{4}-\d{2}-\d{2}$/;
-const dayOf = (text: string) => (DAY.test(text) && !Number.isNaN(Date.parse(`${text}T00:00:00Z`)) ? Date.parse(`${text}T00:00:00Z`) : null);
 
-const EMPTY: schedulerV1.FunnelCounts = { requests: 0, sent: 0, delivered: 0, opened: 0, rated: 0, publicLinksShown: 0 };
+const EMPTY: schedulerV1.FunnelCounts = { requests: 0, sent: 0, delivered: 0, opened: 0, rated: 0, publicLinksShown: 0, publicLinkClicked: 0 };
+type ChannelEvent = 'opened' | 'rated' | 'clicked';
 
 /**
  * The console's overview over the review requests made from day `from` to day `to` (both included, in
  * the organization's time zone): how many reached each stage of
- * the funnel (a step sent, delivered, the form opened, rated, the public links shown), in all and by
- * location; the steps by the channel that carried them; the ratings' distribution, average and days.
- * Every figure counts the same population (the range's review requests), so the stages can be compared.
+ * the funnel (a step sent, delivered, the form opened, rated, the public links shown, one of them
+ * clicked), in all and by location; the steps by the channel that carried them, and the requests
+ * opened, rated and clicked by the channel of the last step sent before that event (docs/cascades.md);
+ * the ratings' distribution, average and days. Every figure counts the same population (the range's
+ * review requests), so the stages can be compared.
  */
 export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequest): Promise<schedulerV1.GetOverviewResponse> {
   const from = dayOf(input.fromDay);
@@ -27,20 +28,22 @@ export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequ
   const empty = { total: { ...EMPTY }, byLocation: [], byChannel: [], ratingCounts: [0, 0, 0, 0, 0], ratingAverage: 0, ratingDays: [] };
   if (!isUuid(input.organizationId)) return empty;
 
-  const inRange = `SELECT rr.id, rr.recipient_id, rr.location_id, rr.opened_at, rr.rated_at, rr.public_links_shown_at
+  const inRange = `SELECT rr.id, rr.recipient_id, rr.location_id, rr.opened_at, rr.rated_at, rr.public_links_shown_at,
+                          (SELECT min(c.clicked_at) FROM public_link_clicks c WHERE c.review_request_id = rr.id) AS clicked_at
                      FROM review_requests rr
                     WHERE rr.organization_id = $1 AND rr.created_at >= ($2::date)::timestamp AT TIME ZONE $4 AND rr.created_at < ($3::date + 1)::timestamp AT TIME ZONE $4`;
   const params = [input.organizationId, input.fromDay, input.toDay, input.timeZone || 'UTC'];
-  const [funnel, channels, ratings] = await Promise.all([
+  const [funnel, channels, ratings, events] = await Promise.all([
     pool.query(
       `WITH rr AS (${inRange}),
             staged AS (
-              SELECT rr.location_id, rr.opened_at IS NOT NULL AS opened, rr.rated_at IS NOT NULL AS rated, rr.public_links_shown_at IS NOT NULL AS shown,
+              SELECT rr.location_id, rr.opened_at IS NOT NULL AS opened, rr.rated_at IS NOT NULL AS rated, rr.public_links_shown_at IS NOT NULL AS shown, rr.clicked_at IS NOT NULL AS clicked,
                      coalesce(bool_or(s.sent_at IS NOT NULL), false) AS sent, coalesce(bool_or(s.delivered_at IS NOT NULL), false) AS delivered
                 FROM rr LEFT JOIN recipient_steps s ON s.recipient_id = rr.recipient_id
-               GROUP BY rr.id, rr.location_id, rr.opened_at, rr.rated_at, rr.public_links_shown_at)
+               GROUP BY rr.id, rr.location_id, rr.opened_at, rr.rated_at, rr.public_links_shown_at, rr.clicked_at)
        SELECT location_id, count(*)::int AS requests, count(*) FILTER (WHERE sent)::int AS sent, count(*) FILTER (WHERE delivered)::int AS delivered,
-              count(*) FILTER (WHERE opened)::int AS opened, count(*) FILTER (WHERE rated)::int AS rated, count(*) FILTER (WHERE shown)::int AS shown
+              count(*) FILTER (WHERE opened)::int AS opened, count(*) FILTER (WHERE rated)::int AS rated, count(*) FILTER (WHERE shown)::int AS shown,
+              count(*) FILTER (WHERE clicked)::int AS clicked
          FROM staged GROUP BY location_id ORDER BY location_id`,
       params,
     ),
@@ -57,11 +60,24 @@ export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequ
          FROM rr JOIN ratings ra ON ra.review_request_id = rr.id GROUP BY 1, 2 ORDER BY 1, 2`,
       params,
     ),
+    // The channel credited with an event is the one of the last step sent at or before it.
+    pool.query<{ channel: string; kind: ChannelEvent; n: number }>(
+      `WITH rr AS (${inRange}),
+            happened AS (
+              SELECT recipient_id, 'opened' AS kind, opened_at AS at FROM rr WHERE opened_at IS NOT NULL
+              UNION ALL SELECT recipient_id, 'rated', rated_at FROM rr WHERE rated_at IS NOT NULL
+              UNION ALL SELECT recipient_id, 'clicked', clicked_at FROM rr WHERE clicked_at IS NOT NULL)
+       SELECT last_step.sent_channel AS channel, h.kind, count(*)::int AS n
+         FROM happened h
+         CROSS JOIN LATERAL (SELECT s.sent_channel FROM recipient_steps s WHERE s.recipient_id = h.recipient_id AND s.sent_at <= h.at ORDER BY s.sent_at DESC LIMIT 1) last_step
+        GROUP BY 1, 2`,
+      params,
+    ),
   ]);
 
   const total = { ...EMPTY };
   const byLocation = funnel.rows.map((r) => {
-    const counts = { requests: r.requests, sent: r.sent, delivered: r.delivered, opened: r.opened, rated: r.rated, publicLinksShown: r.shown };
+    const counts = { requests: r.requests, sent: r.sent, delivered: r.delivered, opened: r.opened, rated: r.rated, publicLinksShown: r.shown, publicLinkClicked: r.clicked };
     for (const key of Object.keys(total) as Array<keyof schedulerV1.FunnelCounts>) total[key] += counts[key];
     return { locationId: r.location_id, counts };
   });
@@ -75,10 +91,16 @@ export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequ
     days.set(r.day, day);
   }
   const rated = ratingCounts.reduce((a, b) => a + b, 0);
+  const byChannel = new Map<string, schedulerV1.ChannelCounts>(channels.rows.map((r) => [r.channel, { channel: r.channel, sent: r.sent, delivered: r.delivered, opened: 0, rated: 0, clicked: 0 }]));
+  for (const e of events.rows) {
+    const counts = byChannel.get(e.channel) ?? { channel: e.channel, sent: 0, delivered: 0, opened: 0, rated: 0, clicked: 0 };
+    counts[e.kind] += e.n;
+    byChannel.set(e.channel, counts);
+  }
   return {
     total,
     byLocation,
-    byChannel: channels.rows.map((r) => ({ channel: r.channel, sent: r.sent, delivered: r.delivered })),
+    byChannel: [...byChannel.values()].sort((a, b) => a.channel.localeCompare(b.channel)),
     ratingCounts,
     ratingAverage: rated === 0 ? 0 : ratingCounts.reduce((sum, n, i) => sum + n * (i + 1), 0) / rated,
     ratingDays: [...days].map(([day, d]) => ({ day, ratings: d.ratings, average: d.sum / d.ratings })),

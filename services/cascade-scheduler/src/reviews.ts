@@ -1,5 +1,6 @@
 import { getOverview } from './overview';
-import { listRatings } from './listRatings';
+import { listRatings, setRatingHandled } from './listRatings';
+import { recordPublicLinkClick } from './publicLinkClicks';
 import type { IdempotencyRequest } from '@rrs/idempotency';
 import type { LinkPurpose, schedulerV1 } from '@rrs/proto';
 import type { Pool } from '@rrs/runtime';
@@ -37,6 +38,16 @@ export class Reviews {
   /** The ratings inbox: newest first, optionally only low ones, with feedback, or of one location. */
   listRatings(input: schedulerV1.ListRatingsRequest): Promise<schedulerV1.ListRatingsResponse> {
     return listRatings(this.deps.pool, input);
+  }
+
+  /** Marks a rating of the inbox handled by a member, or clears the mark. */
+  setRatingHandled(input: schedulerV1.SetRatingHandledRequest): Promise<schedulerV1.SetRatingHandledResponse> {
+    return setRatingHandled(this.deps.pool, input);
+  }
+
+  /** A click on a public review link of the thank-you page, once per review request and site; answers the URL. */
+  recordPublicLinkClick(input: schedulerV1.RecordPublicLinkClickRequest): Promise<schedulerV1.RecordPublicLinkClickResponse> {
+    return recordPublicLinkClick(this.deps.pool, input);
   }
 
   create(input: ReviewRequestInput, idempotency?: IdempotencyRequest) {

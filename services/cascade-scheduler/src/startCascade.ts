@@ -17,7 +17,7 @@ import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
 import { templatesByChannel, type SnapshotWriter } from './snapshots';
 import { insertCascade, type CascadeRow, type NewCascade, type RecipientRow, type ReviewLinkRow, type StepRow } from './sql/insertCascade';
 
-export type StartCascadeInput = Omit<schedulerV1.StartCascadeRequest, 'recipients' | 'ignoreCooldown'> & { recipients: RecipientInput[]; ignoreCooldown?: boolean };
+export type StartCascadeInput = Omit<schedulerV1.StartCascadeRequest, 'recipients' | 'ignoreCooldown' | 'dryRun'> & { recipients: RecipientInput[]; ignoreCooldown?: boolean; dryRun?: boolean };
 export type StartCascadeResult = SavedAnswer<schedulerV1.StartCascadeResponse>;
 
 export interface IntakeDeps {
@@ -46,15 +46,25 @@ export async function startCascade(deps: IntakeDeps, input: StartCascadeInput, i
   ]);
   if (input.recipients.length > limit) throw InvalidError.field('/recipients', `at most ${limit} recipients per request for this organization`);
   const recipients = normalizeRecipients(input.recipients, profile.organization.defaultRegion);
+  if (input.dryRun) {
+    // Everything above and the refusals below are what a start would answer; nothing is written or recorded.
+    refuseStart(input, profile);
+    return { result: { id: '', status: '', queued: 0, skipped: 0, flow: { id: flow.id, organizationId: input.organizationId, name: flow.name, isDefault: flow.isDefault, steps: flow.steps }, channel: input.channel, externalId: input.externalId }, replayed: false };
+  }
   return runIdempotent(deps.pool, idempotency, answerCodec, async (client) => {
-    const refusal = sendingRefusal(profile.organization);
-    if (refusal) throw sendingRefused(refusal);
-    if (input.channel && !profile.channels.some((c) => c.channel === input.channel && c.configured)) {
-      throw new ConflictError('channel_not_configured', `the ${input.channel} channel is not configured for this organization`);
-    }
+    refuseStart(input, profile);
     await deps.snapshots.write(deps.pool, input.organizationId, profile, location);
     return writeCascade(client, { ...input, recipients }, flow, profile);
   });
+}
+
+/** The organization's sending rule, and a one-step channel send's channel configured. */
+function refuseStart(input: StartCascadeInput, profile: SendingProfile): void {
+  const refusal = sendingRefusal(profile.organization);
+  if (refusal) throw sendingRefused(refusal);
+  if (input.channel && !profile.channels.some((c) => c.channel === input.channel && c.configured)) {
+    throw new ConflictError('channel_not_configured', `the ${input.channel} channel is not configured for this organization`);
+  }
 }
 
 function validateStart(input: StartCascadeInput): void {

@@ -23,7 +23,7 @@ describe('StartCascade over gRPC', () => {
   });
 
   const base = (over: Partial<schedulerV1.StartCascadeRequest> = {}): schedulerV1.StartCascadeRequest => ({
-    organizationId: ORG, locationId: LOCATION, name: 'Order', flowId: '', channel: '', externalId: 'crm-1', ignoreCooldown: false,
+    organizationId: ORG, locationId: LOCATION, name: 'Order', flowId: '', channel: '', externalId: 'crm-1', ignoreCooldown: false, dryRun: false,
     recipients: recipientsInput(2).map((r) => ({ ...r, contactId: '', contactExternalId: '' })), ...over,
   });
   const cascadeRows = async () => (await h.pool.query('SELECT count(*)::int AS n FROM cascades')).rows[0].n as number;

@@ -113,6 +113,7 @@ export function grpcReviewServices(
           recipients: [{ name: input.contact.name, email: input.contact.email, phone: input.contact.phone, contactId: input.contact.id, contactExternalId: input.contact.externalId }],
           // A won deal obeys the organization's cooldown like any request (docs/customer-respect.md).
           ignoreCooldown: false,
+          dryRun: false,
         },
         { metadata: idempotencyMetadata(idempotencyKey) },
       );

@@ -46,7 +46,8 @@ describe('review form /r/<token> in headless Chromium', () => {
     await page.waitForURL(`${stack.base}/r/${token}`);
     await expect(page.getByTestId('your-rating').textContent()).resolves.toBe('Your rating: 2 of 5');
     // Every rater, low or high, is shown the public review links.
-    await expect(page.getByTestId('public-links').locator('a').getAttribute('href')).resolves.toBe('https://g.example/r');
+    // …through the redirect that records the click (publicLinkClicks.test.ts).
+    await expect(page.getByTestId('public-links').locator('a').getAttribute('href')).resolves.toBe(`/r/${token}/go/0`);
     await page.locator('textarea[name="text"]').fill('Coffee was cold');
     await page.getByRole('button', { name: 'Send to the team' }).tap();
     await page.getByTestId('feedback-thanks').waitFor();

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CASCADE_STATUSES, MEMBER_ROLES, PASSWORD_MAX_LENGTH, SCOPES, SESSION_ABSOLUTE_MS, type contactsV1 } from '@rrs/proto';
+import { CASCADE_STATUSES, MEMBER_ROLES, PASSWORD_MAX_LENGTH, SCOPES, SESSION_ABSOLUTE_MS, type contactsV1, type schedulerV1 } from '@rrs/proto';
 import { ForbiddenError, RateLimitedError } from '@rrs/runtime';
 import type { GatewayClients } from '../clients';
 import { acceptUrl, Invitation, invitationJson } from '../admin/memberRoutes';
@@ -61,8 +61,29 @@ const FunnelCounts = z.object({
   opened: z.number().int().meta({ description: '…whose form was opened.' }),
   rated: z.number().int(),
   publicLinksShown: z.number().int().meta({ description: '…shown the public review links (after rating).' }),
+  publicLinkClicked: z.number().int().meta({ description: '…that clicked one of them (the redirect `/r/<token>/go/<n>` records it): left a public review.' }),
 }).meta({ id: 'FunnelCounts' });
 const DAY_MS = 24 * 60 * 60 * 1000;
+const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/);
+const SEARCH_DAYS = {
+  from: Day.optional().meta({ description: "First day, YYYY-MM-DD, in the organization's time zone (default: no lower bound)." }),
+  to: Day.optional().meta({ description: 'Last day, YYYY-MM-DD, included (default: no upper bound).' }),
+};
+const HandledFilter = z.enum(['handled', 'unhandled']);
+const RatingJson = z.object({
+  reviewRequestId: z.string(), rating: z.number().int(), feedback: z.string().nullable(), ratedAt: z.string(), customerName: z.string().nullable(), contact: z.string().nullable(),
+  locationId: z.string(), cascadeId: z.string().nullable(), externalId: z.string().nullable(),
+  handledAt: z.string().nullable().meta({ description: 'When a member marked it handled; null when not handled.' }),
+  handledBy: z.string().nullable().meta({ description: 'The id of the member who marked it.' }),
+}).meta({ id: 'RatingEntry' });
+const EXAMPLE_RATING = {
+  reviewRequestId: EXAMPLE_IDS.reviewRequest, rating: 2, feedback: 'The coffee was cold.', ratedAt: '2026-05-01T13:00:00.000Z', customerName: 'Anna', contact: 'anna@example.com',
+  locationId: EXAMPLE_IDS.location, cascadeId: EXAMPLE_IDS.cascade, externalId: 'order-1042', handledAt: null, handledBy: null,
+};
+const ratingJson = (x: schedulerV1.RatingEntry): z.infer<typeof RatingJson> => ({
+  reviewRequestId: x.reviewRequestId, rating: x.rating, feedback: x.feedback || null, ratedAt: x.ratedAt ? x.ratedAt.toISOString() : '', customerName: x.customerName || null, contact: x.contact || null,
+  locationId: x.locationId, cascadeId: x.cascadeId || null, externalId: x.externalId || null, handledAt: x.handledAt ? x.handledAt.toISOString() : null, handledBy: x.handledBy || null,
+});
 
 const iso = (d: Date | undefined) => (d ? d.toISOString() : '');
 const memberJson = (m: contactsV1.Member) => ({ id: m.id, email: m.email, name: m.name, role: m.role as z.infer<typeof Role>, createdAt: iso(m.createdAt) });
@@ -212,7 +233,7 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
     defineRoute({
       method: 'GET', path: '/overview', operationId: 'getOverview', summary: 'The funnel and the ratings over a date range', tags: ['overview'], auth: 'session',
       description:
-        "Over the review requests made from `from` to `to` (days, both included, in the organization's time zone; default the last 30 days, at most 366): how many had a step sent, delivered, the form opened, rated and the public review links shown (clicks on them are not recorded), in all and by location; steps by the channel that carried them; the ratings' distribution, average and average by day.",
+        "Over the review requests made from `from` to `to` (days, both included, in the organization's time zone; default the last 30 days, at most 366): how many had a step sent, delivered, the form opened, rated, the public review links shown and one of them clicked, in all and by location; steps by the channel that carried them, and requests opened, rated and clicked by the channel of the last step sent before that event; the ratings' distribution, average and average by day.",
       request: {
         query: z.object({
           from: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).optional().meta({ description: 'First day, YYYY-MM-DD (default 29 days before `to`).' }),
@@ -226,7 +247,12 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
             from: z.string(), to: z.string(),
             total: FunnelCounts,
             byLocation: z.array(z.object({ locationId: z.string(), counts: FunnelCounts })),
-            byChannel: z.array(z.object({ channel: z.string(), sent: z.number().int(), delivered: z.number().int() })),
+            byChannel: z.array(z.object({
+              channel: z.string(), sent: z.number().int().meta({ description: 'Steps sent through the channel.' }), delivered: z.number().int(),
+              opened: z.number().int().meta({ description: 'Requests whose form was opened after a step of this channel was their last one sent.' }),
+              rated: z.number().int().meta({ description: 'Requests rated after a step of this channel was their last one sent.' }),
+              clicked: z.number().int().meta({ description: 'Requests whose first public link click came after a step of this channel was their last one sent.' }),
+            })),
             ratings: z.object({
               counts: z.array(z.number().int()).meta({ description: 'How many ratings of 1, 2, 3, 4 and 5, in that order.' }),
               average: z.number().nullable(),
@@ -235,9 +261,9 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
           }),
           example: {
             from: '2026-04-02', to: '2026-05-01',
-            total: { requests: 120, sent: 118, delivered: 110, opened: 64, rated: 41, publicLinksShown: 41 },
-            byLocation: [{ locationId: EXAMPLE_IDS.location, counts: { requests: 120, sent: 118, delivered: 110, opened: 64, rated: 41, publicLinksShown: 41 } }],
-            byChannel: [{ channel: 'EMAIL', sent: 118, delivered: 110 }, { channel: 'SMS', sent: 40, delivered: 39 }],
+            total: { requests: 120, sent: 118, delivered: 110, opened: 64, rated: 41, publicLinksShown: 41, publicLinkClicked: 17 },
+            byLocation: [{ locationId: EXAMPLE_IDS.location, counts: { requests: 120, sent: 118, delivered: 110, opened: 64, rated: 41, publicLinksShown: 41, publicLinkClicked: 17 } }],
+            byChannel: [{ channel: 'EMAIL', sent: 118, delivered: 110, opened: 50, rated: 30, clicked: 12 }, { channel: 'SMS', sent: 40, delivered: 39, opened: 14, rated: 11, clicked: 5 }],
             ratings: { counts: [2, 1, 3, 10, 25], average: 4.34, byDay: [{ day: '2026-05-01', ratings: 3, average: 4.67 }] },
           },
         },
@@ -254,7 +280,7 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
             from, to,
             total: r.total!,
             byLocation: r.byLocation.map((l) => ({ locationId: l.locationId, counts: l.counts! })),
-            byChannel: r.byChannel.map((c) => ({ channel: c.channel, sent: c.sent, delivered: c.delivered })),
+            byChannel: r.byChannel.map((c) => ({ channel: c.channel, sent: c.sent, delivered: c.delivered, opened: c.opened, rated: c.rated, clicked: c.clicked })),
             ratings: { counts: r.ratingCounts, average: rated === 0 ? null : Math.round(r.ratingAverage * 100) / 100, byDay: r.ratingDays.map((d) => ({ day: d.day, ratings: d.ratings, average: Math.round(d.average * 100) / 100 })) },
           },
         };
@@ -264,12 +290,14 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
     // Ratings and feedback
     defineRoute({
       method: 'GET', path: '/ratings', operationId: 'listRatings', summary: 'The ratings inbox', tags: ['ratings'], auth: 'session',
-      description: 'Ratings with the private feedback left with them, newest first, one page at a time: pass `nextAfter` as `after` for the next page.',
+      description: 'Ratings with the private feedback left with them and their "handled" mark, newest first, one page at a time: pass `nextAfter` as `after` for the next page.',
       request: {
         query: z.object({
           maxRating: z.coerce.number().int().min(1).max(5).optional().meta({ description: 'Only ratings up to this value, e.g. 3 for the low ones.' }),
           withFeedback: z.enum(['true', 'false']).optional().meta({ description: '`true`: only ratings that came with private feedback.' }),
           locationId: z.string().max(64).optional(),
+          handled: HandledFilter.optional().meta({ description: '`handled`: only ratings marked handled; `unhandled`: only the others.' }),
+          ...SEARCH_DAYS,
           limit: z.coerce.number().int().min(1).max(100).optional().meta({ description: 'Page size, 1 to 100 (default 50).' }),
           after: z.string().max(64).optional().meta({ description: '`nextAfter` of the previous page.' }),
         }),
@@ -277,36 +305,37 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
       responses: {
         200: {
           description: 'One page of ratings.',
-          body: z.object({
-            ratings: z.array(z.object({
-              reviewRequestId: z.string(), rating: z.number().int(), feedback: z.string().nullable(), ratedAt: z.string(), customerName: z.string().nullable(), contact: z.string().nullable(),
-              locationId: z.string(), cascadeId: z.string().nullable(), externalId: z.string().nullable(),
-            })),
-            nextAfter: z.string().nullable(),
-          }),
-          example: {
-            ratings: [{ reviewRequestId: EXAMPLE_IDS.reviewRequest, rating: 2, feedback: 'The coffee was cold.', ratedAt: '2026-05-01T13:00:00.000Z', customerName: 'Anna', contact: 'anna@example.com', locationId: EXAMPLE_IDS.location, cascadeId: EXAMPLE_IDS.cascade, externalId: 'order-1042' }],
-            nextAfter: null,
-          },
+          body: z.object({ ratings: z.array(RatingJson), nextAfter: z.string().nullable() }),
+          example: { ratings: [EXAMPLE_RATING], nextAfter: null },
         },
       },
-      example: { query: { maxRating: '3', withFeedback: 'true', locationId: EXAMPLE_IDS.location, limit: '50', after: EXAMPLE_IDS.reviewRequest } },
+      example: { query: { maxRating: '3', withFeedback: 'true', locationId: EXAMPLE_IDS.location, handled: 'unhandled', from: '2026-04-01', to: '2026-05-01', limit: '50', after: EXAMPLE_IDS.reviewRequest } },
       handler: async ({ query, principal, metadata }) => {
         const r = await scheduler.listRatings(
-          { organizationId: principal.organization.id, maxRating: query.maxRating ?? 0, withFeedback: query.withFeedback === 'true', locationId: query.locationId ?? '', limit: query.limit ?? 0, after: query.after ?? '' },
+          {
+            organizationId: principal.organization.id, maxRating: query.maxRating ?? 0, withFeedback: query.withFeedback === 'true', locationId: query.locationId ?? '', limit: query.limit ?? 0, after: query.after ?? '',
+            handled: query.handled ?? '', fromDay: query.from ?? '', toDay: query.to ?? '', timeZone: principal.organization.timeZone || 'UTC',
+          },
           { metadata },
         );
-        return {
-          body: {
-            ratings: r.ratings.map((x) => ({
-              reviewRequestId: x.reviewRequestId, rating: x.rating, feedback: x.feedback || null, ratedAt: iso(x.ratedAt), customerName: x.customerName || null, contact: x.contact || null,
-              locationId: x.locationId, cascadeId: x.cascadeId || null, externalId: x.externalId || null,
-            })),
-            nextAfter: r.nextAfter || null,
-          },
-        };
+        return { body: { ratings: r.ratings.map(ratingJson), nextAfter: r.nextAfter || null } };
       },
     }),
+    ...[true, false].map((handled) =>
+      defineRoute({
+        method: handled ? 'PUT' : 'DELETE', path: '/ratings/{reviewRequestId}/handled', operationId: handled ? 'markRatingHandled' : 'clearRatingHandled',
+        summary: handled ? 'Mark a rating handled' : "Clear a rating's handled mark", tags: ['ratings'], auth: 'session',
+        description: handled
+          ? 'Owners and admins mark a rating of the inbox handled (a viewer: 403 `read_only_role`). Marking it again keeps the first mark (its time and member).'
+          : 'Owners and admins clear the mark (a viewer: 403 `read_only_role`); clearing an unmarked rating changes nothing.',
+        request: { params: z.object({ reviewRequestId: idOf(EXAMPLE_IDS.reviewRequest) }) },
+        responses: { 200: { description: 'The rating as the inbox shows it now.', body: z.object({ rating: RatingJson }), example: { rating: handled ? { ...EXAMPLE_RATING, handledAt: '2026-05-01T14:00:00.000Z', handledBy: EXAMPLE_MEMBER.id } : EXAMPLE_RATING } } },
+        handler: async ({ params, principal, metadata }) => {
+          const r = await scheduler.setRatingHandled({ organizationId: principal.organization.id, reviewRequestId: params.reviewRequestId, handled, memberId: principal.member.id }, { metadata });
+          return { body: { rating: ratingJson(r.rating!) } };
+        },
+      }),
+    ),
 
     // Cascades
     defineRoute({
@@ -316,6 +345,8 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
         query: z.object({
           externalId: z.string().max(200).optional().meta({ description: 'Only the cascades with this externalId (exact).' }),
           status: z.enum(CASCADE_STATUSES).optional(),
+          locationId: z.string().max(64).optional().meta({ description: 'Only the cascades into this location.' }),
+          ...SEARCH_DAYS,
           limit: z.coerce.number().int().min(1).max(100).optional().meta({ description: 'Page size, 1 to 100 (default 50).' }),
           after: z.string().max(64).optional().meta({ description: '`nextAfter` of the previous page.' }),
         }),
@@ -336,9 +367,15 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
           },
         },
       },
-      example: { query: { status: 'running', externalId: 'order-1042', limit: '50', after: EXAMPLE_IDS.cascade } },
+      example: { query: { status: 'running', externalId: 'order-1042', locationId: EXAMPLE_IDS.location, from: '2026-04-01', to: '2026-05-01', limit: '50', after: EXAMPLE_IDS.cascade } },
       handler: async ({ query, principal, metadata }) => {
-        const r = await scheduler.listCascades({ organizationId: principal.organization.id, externalId: query.externalId ?? '', status: query.status ?? '', limit: query.limit ?? 0, after: query.after ?? '' }, { metadata });
+        const r = await scheduler.listCascades(
+          {
+            organizationId: principal.organization.id, externalId: query.externalId ?? '', status: query.status ?? '', limit: query.limit ?? 0, after: query.after ?? '',
+            locationId: query.locationId ?? '', fromDay: query.from ?? '', toDay: query.to ?? '', timeZone: principal.organization.timeZone || 'UTC',
+          },
+          { metadata },
+        );
         return {
           body: {
             cascades: r.cascades.map((c) => ({
@@ -355,6 +392,20 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
       request: { params: z.object({ cascadeId: idOf(EXAMPLE_IDS.cascade) }) },
       responses: { 200: { description: 'The cascade, as GET /api/v1/cascades/{id} shows it.', body: GetCascadeResponse, example: EXAMPLE_CASCADE } },
       handler: async ({ params, principal, metadata }) => ({ body: cascadeJson((await scheduler.getCascade({ organizationId: principal.organization.id, id: params.cascadeId }, { metadata })).cascade!) }),
+    }),
+    defineRoute({
+      method: 'POST', path: '/cascades/check', operationId: 'checkCascade', summary: 'Check a send by hand without sending', tags: ['cascades'], auth: 'session',
+      description:
+        "Checks a body of POST /cascades as a start would (the recipients' addresses, the location, the flow, the sending rule) and answers without creating or sending anything, nor counting against the quota. The console checks every part of a large CSV file with it before it sends the first part.",
+      request: { body: StartCascadeBody },
+      responses: { 200: { description: 'Every recipient is right; nothing was sent.', body: z.object({ recipients: z.number().int() }), example: { recipients: 1 } } },
+      errors: [...SENDING_ERRORS, 'channel_not_configured'],
+      example: { body: { locationId: EXAMPLE_IDS.location, externalId: 'order-1042', recipients: [{ name: 'Anna', email: 'anna@example.com' }] } },
+      handler: async ({ body, principal, metadata }) => {
+        checkSendingAllowed(principal.organization);
+        await startCascade(deps.clients, { ...body, organizationId: principal.organization.id, dryRun: true }, metadata);
+        return { body: { recipients: body.recipients.length } };
+      },
     }),
     defineRoute({
       method: 'POST', path: '/cascades', operationId: 'startCascade', summary: 'Send review requests by hand', tags: ['cascades'], auth: 'session',

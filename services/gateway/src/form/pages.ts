@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { schedulerV1 } from '@rrs/proto';
+import { isPublicReviewUrl, type schedulerV1 } from '@rrs/proto';
 import { TEXT, type Locale } from './i18n';
 
 /** HTML-escapes text for element content and quoted attribute values. */
@@ -24,11 +24,12 @@ export function page(locale: Locale, title: string, body: string, head = ''): st
 
 const PROVIDERS: Record<string, string> = { google: 'Google', yandex: 'Яндекс', '2gis': '2GIS', tripadvisor: 'Tripadvisor' };
 
-function publicLinks(form: schedulerV1.ReviewForm, t: (typeof TEXT)[Locale]): string {
-  const links = form.reviewLinks.filter((l) => /^https?:\/\//i.test(l.url));
+/** The links go through `<action>/go/<index>` (the index in the form's links), which records the click and redirects to the site. */
+function publicLinks(form: schedulerV1.ReviewForm, t: (typeof TEXT)[Locale], action: string): string {
+  const links = form.reviewLinks.map((link, index) => ({ ...link, index })).filter((l) => isPublicReviewUrl(l.url));
   if (!links.length) return '';
   return `<p>${esc(t.publicPrompt)}</p><ul class="links" data-testid="public-links">${links
-    .map((l) => `<li><a href="${esc(l.url)}" rel="noopener noreferrer" target="_blank">${esc(PROVIDERS[l.provider.toLowerCase()] ?? l.provider)}</a></li>`)
+    .map((l) => `<li><a href="${esc(`${action}/go/${l.index}`)}" rel="noopener noreferrer" target="_blank">${esc(PROVIDERS[l.provider.toLowerCase()] ?? l.provider)}</a></li>`)
     .join('')}</ul>`;
 }
 
@@ -56,7 +57,7 @@ ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}<button type="s
     feedback = `<hr class="sep"><p data-testid="feedback-thanks">${esc(t.feedbackThanks)}</p>`;
   }
   return page(locale, t.thanks, `<div class="card"><p class="place">${esc(place)}</p><h1>${esc(t.thanks)}</h1><p data-testid="your-rating">${esc(t.yourRating(form.rating))}</p>
-${publicLinks(form, t)}${feedback}</div>`);
+${publicLinks(form, t, action)}${feedback}</div>`);
 }
 
 /**

@@ -216,6 +216,22 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
     send(res, 503, keepTryingPage(locale, base(token), { csrf: String(req.body.csrf), rating, attempt: attempt + 1 }, wait), RETRY_SCRIPT_CSP_SOURCE);
   }
 
+  /**
+   * A public review link of the thank-you page, by its position in the form's links: the click is
+   * recorded (once per review request and site) and the customer redirected to the site. The page's
+   * `Referrer-Policy: no-referrer` also covers the redirect, so the site never sees the token.
+   */
+  router.get(
+    '/r/:token/go/:index',
+    linkPage('/r/:token/go/:index', async (token, req, res) => {
+      const index = /^\d{1,3}$/.test(String(req.params.index)) ? Number(req.params.index) : -1;
+      if (index < 0) return send(res, 404, messagePage('notFound'));
+      const { url } = await options.scheduler.recordPublicLinkClick({ token, index });
+      securityHeaders(res);
+      res.redirect(302, url);
+    }),
+  );
+
   router.post(
     '/r/:token/feedback',
     urlencoded,

@@ -30,6 +30,8 @@ export interface CascadeStartInput {
   externalId?: string;
   recipients: CascadeRecipientInput[];
   ignoreCooldown?: boolean;
+  /** Check everything a start checks, and create nothing. */
+  dryRun?: boolean;
 }
 
 /** StartCascade with the request's metadata (request id, Idempotency-Key and fingerprint). */
@@ -47,6 +49,7 @@ export function startCascade(clients: Pick<GatewayClients, 'scheduler'>, input: 
         consentAt: r.consentAt === undefined ? undefined : new Date(r.consentAt),
       })),
       ignoreCooldown: input.ignoreCooldown ?? false,
+      dryRun: input.dryRun ?? false,
     },
     { metadata },
   );

@@ -107,6 +107,11 @@ export interface StartCascadeRequest {
   recipients: RecipientInput[];
   /** Send even to people inside the organization's cooldown (a genuinely new order). */
   ignoreCooldown: boolean;
+  /**
+   * Checks everything a start checks (the request, the recipients' addresses, the location and the
+   * flow, the sending rule) and answers without creating anything (an empty `id`).
+   */
+  dryRun: boolean;
 }
 
 export interface StartCascadeResponse {
@@ -461,6 +466,15 @@ export interface ListCascadesRequest {
   limit: number;
   /** `next_after` of the previous page. */
   after: string;
+  /** Exact; empty = any location. */
+  locationId: string;
+  /**
+   * Cascades created from the start of `from_day` to the end of `to_day` (YYYY-MM-DD, in `time_zone`);
+   * empty = unbounded on that side.
+   */
+  fromDay: string;
+  toDay: string;
+  timeZone: string;
 }
 
 export interface CascadeSummary {
@@ -495,6 +509,15 @@ export interface ListRatingsRequest {
   limit: number;
   /** `next_after` of the previous page (a review request id). */
   after: string;
+  /** handled | unhandled; empty = any. */
+  handled: string;
+  /**
+   * Ratings given from the start of `from_day` to the end of `to_day` (YYYY-MM-DD, in `time_zone`);
+   * empty = unbounded on that side.
+   */
+  fromDay: string;
+  toDay: string;
+  timeZone: string;
 }
 
 export interface RatingEntry {
@@ -510,6 +533,12 @@ export interface RatingEntry {
   /** Empty for a review request made alone (POST /review-requests). */
   cascadeId: string;
   externalId: string;
+  /** Unset until someone marks the rating handled in the console. */
+  handledAt:
+    | Date
+    | undefined;
+  /** The member who marked it; empty when not handled. */
+  handledBy: string;
 }
 
 export interface ListRatingsResponse {
@@ -531,8 +560,8 @@ export interface GetOverviewRequest {
 }
 
 /**
- * Review requests at each stage: made, a step sent, a step delivered, the form opened, rated, and the
- * public review links shown (a click on them is not recorded).
+ * Review requests at each stage: made, a step sent, a step delivered, the form opened, rated, the
+ * public review links shown, and one of them clicked.
  */
 export interface FunnelCounts {
   requests: number;
@@ -541,6 +570,7 @@ export interface FunnelCounts {
   opened: number;
   rated: number;
   publicLinksShown: number;
+  publicLinkClicked: number;
 }
 
 export interface LocationFunnel {
@@ -548,11 +578,18 @@ export interface LocationFunnel {
   counts: FunnelCounts | undefined;
 }
 
-/** Steps of the range's cascades by the channel that carried them. */
+/**
+ * Steps of the range's cascades by the channel that carried them; `opened`, `rated` and `clicked`
+ * count review requests by the channel of the last step sent before the event (none sent before it:
+ * not counted here).
+ */
 export interface ChannelCounts {
   channel: string;
   sent: number;
   delivered: number;
+  opened: number;
+  rated: number;
+  clicked: number;
 }
 
 export interface RatingDay {
@@ -570,6 +607,33 @@ export interface GetOverviewResponse {
   ratingCounts: number[];
   ratingAverage: number;
   ratingDays: RatingDay[];
+}
+
+export interface RecordPublicLinkClickRequest {
+  token: string;
+  /** The link's position in the review form's `review_links` (0-based). */
+  index: number;
+}
+
+export interface RecordPublicLinkClickResponse {
+  /** Where the customer goes (an http or https URL). */
+  url: string;
+  /** False when this review request's click on this site was already recorded. */
+  recorded: boolean;
+}
+
+export interface SetRatingHandledRequest {
+  organizationId: string;
+  /** The rating's review request. */
+  reviewRequestId: string;
+  /** True marks it handled (the first mark is kept); false clears the mark. */
+  handled: boolean;
+  /** The member who marks it. */
+  memberId: string;
+}
+
+export interface SetRatingHandledResponse {
+  rating: RatingEntry | undefined;
 }
 
 function createBaseFlowStep(): FlowStep {
@@ -1725,6 +1789,7 @@ function createBaseStartCascadeRequest(): StartCascadeRequest {
     externalId: "",
     recipients: [],
     ignoreCooldown: false,
+    dryRun: false,
   };
 }
 
@@ -1753,6 +1818,9 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
     }
     if (message.ignoreCooldown !== false) {
       writer.uint32(64).bool(message.ignoreCooldown);
+    }
+    if (message.dryRun !== false) {
+      writer.uint32(72).bool(message.dryRun);
     }
     return writer;
   },
@@ -1834,6 +1902,14 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
             message.ignoreCooldown = reader.bool();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.dryRun = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1878,6 +1954,11 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
         : isSet(object.ignore_cooldown)
         ? globalThis.Boolean(object.ignore_cooldown)
         : false,
+      dryRun: isSet(object.dryRun)
+        ? globalThis.Boolean(object.dryRun)
+        : isSet(object.dry_run)
+        ? globalThis.Boolean(object.dry_run)
+        : false,
     };
   },
 
@@ -1907,6 +1988,9 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
     if (message.ignoreCooldown !== false) {
       obj.ignoreCooldown = message.ignoreCooldown;
     }
+    if (message.dryRun !== false) {
+      obj.dryRun = message.dryRun;
+    }
     return obj;
   },
 
@@ -1923,6 +2007,7 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
     message.externalId = object.externalId ?? "";
     message.recipients = object.recipients?.map((e) => RecipientInput.fromPartial(e)) || [];
     message.ignoreCooldown = object.ignoreCooldown ?? false;
+    message.dryRun = object.dryRun ?? false;
     return message;
   },
 };
@@ -7012,7 +7097,17 @@ export const ExportPersonResponse: MessageFns<ExportPersonResponse> = {
 };
 
 function createBaseListCascadesRequest(): ListCascadesRequest {
-  return { organizationId: "", externalId: "", status: "", limit: 0, after: "" };
+  return {
+    organizationId: "",
+    externalId: "",
+    status: "",
+    limit: 0,
+    after: "",
+    locationId: "",
+    fromDay: "",
+    toDay: "",
+    timeZone: "",
+  };
 }
 
 export const ListCascadesRequest: MessageFns<ListCascadesRequest> = {
@@ -7031,6 +7126,18 @@ export const ListCascadesRequest: MessageFns<ListCascadesRequest> = {
     }
     if (message.after !== "") {
       writer.uint32(42).string(message.after);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(50).string(message.locationId);
+    }
+    if (message.fromDay !== "") {
+      writer.uint32(58).string(message.fromDay);
+    }
+    if (message.toDay !== "") {
+      writer.uint32(66).string(message.toDay);
+    }
+    if (message.timeZone !== "") {
+      writer.uint32(74).string(message.timeZone);
     }
     return writer;
   },
@@ -7088,6 +7195,38 @@ export const ListCascadesRequest: MessageFns<ListCascadesRequest> = {
             message.after = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.fromDay = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.toDay = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.timeZone = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7115,6 +7254,26 @@ export const ListCascadesRequest: MessageFns<ListCascadesRequest> = {
       status: isSet(object.status) ? globalThis.String(object.status) : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       after: isSet(object.after) ? globalThis.String(object.after) : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      fromDay: isSet(object.fromDay)
+        ? globalThis.String(object.fromDay)
+        : isSet(object.from_day)
+        ? globalThis.String(object.from_day)
+        : "",
+      toDay: isSet(object.toDay)
+        ? globalThis.String(object.toDay)
+        : isSet(object.to_day)
+        ? globalThis.String(object.to_day)
+        : "",
+      timeZone: isSet(object.timeZone)
+        ? globalThis.String(object.timeZone)
+        : isSet(object.time_zone)
+        ? globalThis.String(object.time_zone)
+        : "",
     };
   },
 
@@ -7135,6 +7294,18 @@ export const ListCascadesRequest: MessageFns<ListCascadesRequest> = {
     if (message.after !== "") {
       obj.after = message.after;
     }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.fromDay !== "") {
+      obj.fromDay = message.fromDay;
+    }
+    if (message.toDay !== "") {
+      obj.toDay = message.toDay;
+    }
+    if (message.timeZone !== "") {
+      obj.timeZone = message.timeZone;
+    }
     return obj;
   },
 
@@ -7148,6 +7319,10 @@ export const ListCascadesRequest: MessageFns<ListCascadesRequest> = {
     message.status = object.status ?? "";
     message.limit = object.limit ?? 0;
     message.after = object.after ?? "";
+    message.locationId = object.locationId ?? "";
+    message.fromDay = object.fromDay ?? "";
+    message.toDay = object.toDay ?? "";
+    message.timeZone = object.timeZone ?? "";
     return message;
   },
 };
@@ -7505,7 +7680,18 @@ export const ListCascadesResponse: MessageFns<ListCascadesResponse> = {
 };
 
 function createBaseListRatingsRequest(): ListRatingsRequest {
-  return { organizationId: "", maxRating: 0, withFeedback: false, locationId: "", limit: 0, after: "" };
+  return {
+    organizationId: "",
+    maxRating: 0,
+    withFeedback: false,
+    locationId: "",
+    limit: 0,
+    after: "",
+    handled: "",
+    fromDay: "",
+    toDay: "",
+    timeZone: "",
+  };
 }
 
 export const ListRatingsRequest: MessageFns<ListRatingsRequest> = {
@@ -7527,6 +7713,18 @@ export const ListRatingsRequest: MessageFns<ListRatingsRequest> = {
     }
     if (message.after !== "") {
       writer.uint32(50).string(message.after);
+    }
+    if (message.handled !== "") {
+      writer.uint32(58).string(message.handled);
+    }
+    if (message.fromDay !== "") {
+      writer.uint32(66).string(message.fromDay);
+    }
+    if (message.toDay !== "") {
+      writer.uint32(74).string(message.toDay);
+    }
+    if (message.timeZone !== "") {
+      writer.uint32(82).string(message.timeZone);
     }
     return writer;
   },
@@ -7592,6 +7790,38 @@ export const ListRatingsRequest: MessageFns<ListRatingsRequest> = {
             message.after = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.handled = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.fromDay = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.toDay = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.timeZone = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7628,6 +7858,22 @@ export const ListRatingsRequest: MessageFns<ListRatingsRequest> = {
         : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       after: isSet(object.after) ? globalThis.String(object.after) : "",
+      handled: isSet(object.handled) ? globalThis.String(object.handled) : "",
+      fromDay: isSet(object.fromDay)
+        ? globalThis.String(object.fromDay)
+        : isSet(object.from_day)
+        ? globalThis.String(object.from_day)
+        : "",
+      toDay: isSet(object.toDay)
+        ? globalThis.String(object.toDay)
+        : isSet(object.to_day)
+        ? globalThis.String(object.to_day)
+        : "",
+      timeZone: isSet(object.timeZone)
+        ? globalThis.String(object.timeZone)
+        : isSet(object.time_zone)
+        ? globalThis.String(object.time_zone)
+        : "",
     };
   },
 
@@ -7651,6 +7897,18 @@ export const ListRatingsRequest: MessageFns<ListRatingsRequest> = {
     if (message.after !== "") {
       obj.after = message.after;
     }
+    if (message.handled !== "") {
+      obj.handled = message.handled;
+    }
+    if (message.fromDay !== "") {
+      obj.fromDay = message.fromDay;
+    }
+    if (message.toDay !== "") {
+      obj.toDay = message.toDay;
+    }
+    if (message.timeZone !== "") {
+      obj.timeZone = message.timeZone;
+    }
     return obj;
   },
 
@@ -7665,6 +7923,10 @@ export const ListRatingsRequest: MessageFns<ListRatingsRequest> = {
     message.locationId = object.locationId ?? "";
     message.limit = object.limit ?? 0;
     message.after = object.after ?? "";
+    message.handled = object.handled ?? "";
+    message.fromDay = object.fromDay ?? "";
+    message.toDay = object.toDay ?? "";
+    message.timeZone = object.timeZone ?? "";
     return message;
   },
 };
@@ -7680,6 +7942,8 @@ function createBaseRatingEntry(): RatingEntry {
     locationId: "",
     cascadeId: "",
     externalId: "",
+    handledAt: undefined,
+    handledBy: "",
   };
 }
 
@@ -7711,6 +7975,12 @@ export const RatingEntry: MessageFns<RatingEntry> = {
     }
     if (message.externalId !== "") {
       writer.uint32(74).string(message.externalId);
+    }
+    if (message.handledAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.handledAt), writer.uint32(82).fork()).join();
+    }
+    if (message.handledBy !== "") {
+      writer.uint32(90).string(message.handledBy);
     }
     return writer;
   },
@@ -7800,6 +8070,22 @@ export const RatingEntry: MessageFns<RatingEntry> = {
             message.externalId = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.handledAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.handledBy = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7847,6 +8133,16 @@ export const RatingEntry: MessageFns<RatingEntry> = {
         : isSet(object.external_id)
         ? globalThis.String(object.external_id)
         : "",
+      handledAt: isSet(object.handledAt)
+        ? fromJsonTimestamp(object.handledAt)
+        : isSet(object.handled_at)
+        ? fromJsonTimestamp(object.handled_at)
+        : undefined,
+      handledBy: isSet(object.handledBy)
+        ? globalThis.String(object.handledBy)
+        : isSet(object.handled_by)
+        ? globalThis.String(object.handled_by)
+        : "",
     };
   },
 
@@ -7879,6 +8175,12 @@ export const RatingEntry: MessageFns<RatingEntry> = {
     if (message.externalId !== "") {
       obj.externalId = message.externalId;
     }
+    if (message.handledAt !== undefined) {
+      obj.handledAt = message.handledAt.toISOString();
+    }
+    if (message.handledBy !== "") {
+      obj.handledBy = message.handledBy;
+    }
     return obj;
   },
 
@@ -7896,6 +8198,8 @@ export const RatingEntry: MessageFns<RatingEntry> = {
     message.locationId = object.locationId ?? "";
     message.cascadeId = object.cascadeId ?? "";
     message.externalId = object.externalId ?? "";
+    message.handledAt = object.handledAt ?? undefined;
+    message.handledBy = object.handledBy ?? "";
     return message;
   },
 };
@@ -8123,7 +8427,7 @@ export const GetOverviewRequest: MessageFns<GetOverviewRequest> = {
 };
 
 function createBaseFunnelCounts(): FunnelCounts {
-  return { requests: 0, sent: 0, delivered: 0, opened: 0, rated: 0, publicLinksShown: 0 };
+  return { requests: 0, sent: 0, delivered: 0, opened: 0, rated: 0, publicLinksShown: 0, publicLinkClicked: 0 };
 }
 
 export const FunnelCounts: MessageFns<FunnelCounts> = {
@@ -8145,6 +8449,9 @@ export const FunnelCounts: MessageFns<FunnelCounts> = {
     }
     if (message.publicLinksShown !== 0) {
       writer.uint32(48).int32(message.publicLinksShown);
+    }
+    if (message.publicLinkClicked !== 0) {
+      writer.uint32(56).int32(message.publicLinkClicked);
     }
     return writer;
   },
@@ -8210,6 +8517,14 @@ export const FunnelCounts: MessageFns<FunnelCounts> = {
             message.publicLinksShown = reader.int32();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.publicLinkClicked = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8234,6 +8549,11 @@ export const FunnelCounts: MessageFns<FunnelCounts> = {
         : isSet(object.public_links_shown)
         ? globalThis.Number(object.public_links_shown)
         : 0,
+      publicLinkClicked: isSet(object.publicLinkClicked)
+        ? globalThis.Number(object.publicLinkClicked)
+        : isSet(object.public_link_clicked)
+        ? globalThis.Number(object.public_link_clicked)
+        : 0,
     };
   },
 
@@ -8257,6 +8577,9 @@ export const FunnelCounts: MessageFns<FunnelCounts> = {
     if (message.publicLinksShown !== 0) {
       obj.publicLinksShown = Math.round(message.publicLinksShown);
     }
+    if (message.publicLinkClicked !== 0) {
+      obj.publicLinkClicked = Math.round(message.publicLinkClicked);
+    }
     return obj;
   },
 
@@ -8271,6 +8594,7 @@ export const FunnelCounts: MessageFns<FunnelCounts> = {
     message.opened = object.opened ?? 0;
     message.rated = object.rated ?? 0;
     message.publicLinksShown = object.publicLinksShown ?? 0;
+    message.publicLinkClicked = object.publicLinkClicked ?? 0;
     return message;
   },
 };
@@ -8367,7 +8691,7 @@ export const LocationFunnel: MessageFns<LocationFunnel> = {
 };
 
 function createBaseChannelCounts(): ChannelCounts {
-  return { channel: "", sent: 0, delivered: 0 };
+  return { channel: "", sent: 0, delivered: 0, opened: 0, rated: 0, clicked: 0 };
 }
 
 export const ChannelCounts: MessageFns<ChannelCounts> = {
@@ -8380,6 +8704,15 @@ export const ChannelCounts: MessageFns<ChannelCounts> = {
     }
     if (message.delivered !== 0) {
       writer.uint32(24).int32(message.delivered);
+    }
+    if (message.opened !== 0) {
+      writer.uint32(32).int32(message.opened);
+    }
+    if (message.rated !== 0) {
+      writer.uint32(40).int32(message.rated);
+    }
+    if (message.clicked !== 0) {
+      writer.uint32(48).int32(message.clicked);
     }
     return writer;
   },
@@ -8421,6 +8754,30 @@ export const ChannelCounts: MessageFns<ChannelCounts> = {
             message.delivered = reader.int32();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.opened = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.rated = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.clicked = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8438,6 +8795,9 @@ export const ChannelCounts: MessageFns<ChannelCounts> = {
       channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
       sent: isSet(object.sent) ? globalThis.Number(object.sent) : 0,
       delivered: isSet(object.delivered) ? globalThis.Number(object.delivered) : 0,
+      opened: isSet(object.opened) ? globalThis.Number(object.opened) : 0,
+      rated: isSet(object.rated) ? globalThis.Number(object.rated) : 0,
+      clicked: isSet(object.clicked) ? globalThis.Number(object.clicked) : 0,
     };
   },
 
@@ -8452,6 +8812,15 @@ export const ChannelCounts: MessageFns<ChannelCounts> = {
     if (message.delivered !== 0) {
       obj.delivered = Math.round(message.delivered);
     }
+    if (message.opened !== 0) {
+      obj.opened = Math.round(message.opened);
+    }
+    if (message.rated !== 0) {
+      obj.rated = Math.round(message.rated);
+    }
+    if (message.clicked !== 0) {
+      obj.clicked = Math.round(message.clicked);
+    }
     return obj;
   },
 
@@ -8463,6 +8832,9 @@ export const ChannelCounts: MessageFns<ChannelCounts> = {
     message.channel = object.channel ?? "";
     message.sent = object.sent ?? 0;
     message.delivered = object.delivered ?? 0;
+    message.opened = object.opened ?? 0;
+    message.rated = object.rated ?? 0;
+    message.clicked = object.clicked ?? 0;
     return message;
   },
 };
@@ -8753,6 +9125,376 @@ export const GetOverviewResponse: MessageFns<GetOverviewResponse> = {
   },
 };
 
+function createBaseRecordPublicLinkClickRequest(): RecordPublicLinkClickRequest {
+  return { token: "", index: 0 };
+}
+
+export const RecordPublicLinkClickRequest: MessageFns<RecordPublicLinkClickRequest> = {
+  encode(message: RecordPublicLinkClickRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.index !== 0) {
+      writer.uint32(16).int32(message.index);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordPublicLinkClickRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordPublicLinkClickRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.index = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordPublicLinkClickRequest {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+    };
+  },
+
+  toJSON(message: RecordPublicLinkClickRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RecordPublicLinkClickRequest>, I>>(base?: I): RecordPublicLinkClickRequest {
+    return RecordPublicLinkClickRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecordPublicLinkClickRequest>, I>>(object: I): RecordPublicLinkClickRequest {
+    const message = createBaseRecordPublicLinkClickRequest();
+    message.token = object.token ?? "";
+    message.index = object.index ?? 0;
+    return message;
+  },
+};
+
+function createBaseRecordPublicLinkClickResponse(): RecordPublicLinkClickResponse {
+  return { url: "", recorded: false };
+}
+
+export const RecordPublicLinkClickResponse: MessageFns<RecordPublicLinkClickResponse> = {
+  encode(message: RecordPublicLinkClickResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.url !== "") {
+      writer.uint32(10).string(message.url);
+    }
+    if (message.recorded !== false) {
+      writer.uint32(16).bool(message.recorded);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordPublicLinkClickResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordPublicLinkClickResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.recorded = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordPublicLinkClickResponse {
+    return {
+      url: isSet(object.url) ? globalThis.String(object.url) : "",
+      recorded: isSet(object.recorded) ? globalThis.Boolean(object.recorded) : false,
+    };
+  },
+
+  toJSON(message: RecordPublicLinkClickResponse): unknown {
+    const obj: any = {};
+    if (message.url !== "") {
+      obj.url = message.url;
+    }
+    if (message.recorded !== false) {
+      obj.recorded = message.recorded;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RecordPublicLinkClickResponse>, I>>(base?: I): RecordPublicLinkClickResponse {
+    return RecordPublicLinkClickResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecordPublicLinkClickResponse>, I>>(
+    object: I,
+  ): RecordPublicLinkClickResponse {
+    const message = createBaseRecordPublicLinkClickResponse();
+    message.url = object.url ?? "";
+    message.recorded = object.recorded ?? false;
+    return message;
+  },
+};
+
+function createBaseSetRatingHandledRequest(): SetRatingHandledRequest {
+  return { organizationId: "", reviewRequestId: "", handled: false, memberId: "" };
+}
+
+export const SetRatingHandledRequest: MessageFns<SetRatingHandledRequest> = {
+  encode(message: SetRatingHandledRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.reviewRequestId !== "") {
+      writer.uint32(18).string(message.reviewRequestId);
+    }
+    if (message.handled !== false) {
+      writer.uint32(24).bool(message.handled);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(34).string(message.memberId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetRatingHandledRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetRatingHandledRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reviewRequestId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.handled = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetRatingHandledRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      reviewRequestId: isSet(object.reviewRequestId)
+        ? globalThis.String(object.reviewRequestId)
+        : isSet(object.review_request_id)
+        ? globalThis.String(object.review_request_id)
+        : "",
+      handled: isSet(object.handled) ? globalThis.Boolean(object.handled) : false,
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+    };
+  },
+
+  toJSON(message: SetRatingHandledRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.reviewRequestId !== "") {
+      obj.reviewRequestId = message.reviewRequestId;
+    }
+    if (message.handled !== false) {
+      obj.handled = message.handled;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetRatingHandledRequest>, I>>(base?: I): SetRatingHandledRequest {
+    return SetRatingHandledRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetRatingHandledRequest>, I>>(object: I): SetRatingHandledRequest {
+    const message = createBaseSetRatingHandledRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.reviewRequestId = object.reviewRequestId ?? "";
+    message.handled = object.handled ?? false;
+    message.memberId = object.memberId ?? "";
+    return message;
+  },
+};
+
+function createBaseSetRatingHandledResponse(): SetRatingHandledResponse {
+  return { rating: undefined };
+}
+
+export const SetRatingHandledResponse: MessageFns<SetRatingHandledResponse> = {
+  encode(message: SetRatingHandledResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rating !== undefined) {
+      RatingEntry.encode(message.rating, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetRatingHandledResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetRatingHandledResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.rating = RatingEntry.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetRatingHandledResponse {
+    return { rating: isSet(object.rating) ? RatingEntry.fromJSON(object.rating) : undefined };
+  },
+
+  toJSON(message: SetRatingHandledResponse): unknown {
+    const obj: any = {};
+    if (message.rating !== undefined) {
+      obj.rating = RatingEntry.toJSON(message.rating);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetRatingHandledResponse>, I>>(base?: I): SetRatingHandledResponse {
+    return SetRatingHandledResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetRatingHandledResponse>, I>>(object: I): SetRatingHandledResponse {
+    const message = createBaseSetRatingHandledResponse();
+    message.rating = (object.rating !== undefined && object.rating !== null)
+      ? RatingEntry.fromPartial(object.rating)
+      : undefined;
+    return message;
+  },
+};
+
 export type CascadeSchedulerServiceService = typeof CascadeSchedulerServiceService;
 export const CascadeSchedulerServiceService = {
   createFlow: {
@@ -8987,6 +9729,37 @@ export const CascadeSchedulerServiceService = {
       Buffer.from(ExportPersonResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ExportPersonResponse => ExportPersonResponse.decode(value),
   },
+  /**
+   * A click on a public review link of the thank-you page (`/r/<token>/go/<index>`): recorded once per
+   * review request and site, answered with the site's URL. Unknown token or index: NOT_FOUND (an expired
+   * link: `link_expired`), nothing recorded.
+   */
+  recordPublicLinkClick: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/RecordPublicLinkClick" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RecordPublicLinkClickRequest): Buffer =>
+      Buffer.from(RecordPublicLinkClickRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RecordPublicLinkClickRequest => RecordPublicLinkClickRequest.decode(value),
+    responseSerialize: (value: RecordPublicLinkClickResponse): Buffer =>
+      Buffer.from(RecordPublicLinkClickResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RecordPublicLinkClickResponse => RecordPublicLinkClickResponse.decode(value),
+  },
+  /**
+   * Marks a rating of the console's inbox handled (or clears the mark). NOT_FOUND for another
+   * organization's or an unknown rating.
+   */
+  setRatingHandled: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/SetRatingHandled" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetRatingHandledRequest): Buffer =>
+      Buffer.from(SetRatingHandledRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetRatingHandledRequest => SetRatingHandledRequest.decode(value),
+    responseSerialize: (value: SetRatingHandledResponse): Buffer =>
+      Buffer.from(SetRatingHandledResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetRatingHandledResponse => SetRatingHandledResponse.decode(value),
+  },
 } as const;
 
 export interface CascadeSchedulerServiceServer extends UntypedServiceImplementation {
@@ -9030,6 +9803,17 @@ export interface CascadeSchedulerServiceServer extends UntypedServiceImplementat
   removeSuppression: handleUnaryCall<RemoveSuppressionRequest, RemoveSuppressionResponse>;
   /** What the organization holds about one person (by email and/or phone): consent, opt-outs, messages, ratings. */
   exportPerson: handleUnaryCall<ExportPersonRequest, ExportPersonResponse>;
+  /**
+   * A click on a public review link of the thank-you page (`/r/<token>/go/<index>`): recorded once per
+   * review request and site, answered with the site's URL. Unknown token or index: NOT_FOUND (an expired
+   * link: `link_expired`), nothing recorded.
+   */
+  recordPublicLinkClick: handleUnaryCall<RecordPublicLinkClickRequest, RecordPublicLinkClickResponse>;
+  /**
+   * Marks a rating of the console's inbox handled (or clears the mark). NOT_FOUND for another
+   * organization's or an unknown rating.
+   */
+  setRatingHandled: handleUnaryCall<SetRatingHandledRequest, SetRatingHandledResponse>;
 }
 
 export interface CascadeSchedulerServiceClient extends Client {
@@ -9366,6 +10150,45 @@ export interface CascadeSchedulerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ExportPersonResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A click on a public review link of the thank-you page (`/r/<token>/go/<index>`): recorded once per
+   * review request and site, answered with the site's URL. Unknown token or index: NOT_FOUND (an expired
+   * link: `link_expired`), nothing recorded.
+   */
+  recordPublicLinkClick(
+    request: RecordPublicLinkClickRequest,
+    callback: (error: ServiceError | null, response: RecordPublicLinkClickResponse) => void,
+  ): ClientUnaryCall;
+  recordPublicLinkClick(
+    request: RecordPublicLinkClickRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RecordPublicLinkClickResponse) => void,
+  ): ClientUnaryCall;
+  recordPublicLinkClick(
+    request: RecordPublicLinkClickRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RecordPublicLinkClickResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Marks a rating of the console's inbox handled (or clears the mark). NOT_FOUND for another
+   * organization's or an unknown rating.
+   */
+  setRatingHandled(
+    request: SetRatingHandledRequest,
+    callback: (error: ServiceError | null, response: SetRatingHandledResponse) => void,
+  ): ClientUnaryCall;
+  setRatingHandled(
+    request: SetRatingHandledRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetRatingHandledResponse) => void,
+  ): ClientUnaryCall;
+  setRatingHandled(
+    request: SetRatingHandledRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetRatingHandledResponse) => void,
   ): ClientUnaryCall;
 }
 
