@@ -3,9 +3,11 @@ import type { FieldProblem } from '@rrs/runtime';
 export const DAY_MS = 24 * 60 * 60 * 1000;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
-/** The UTC midnight of a YYYY-MM-DD day, or null when the text is not a day. */
+/** The UTC midnight of a YYYY-MM-DD day, or null when the text is not a day (2026-02-30 is not: the parse must give the same day back). */
 export function dayOf(text: string): number | null {
-  return DAY.test(text) && !Number.isNaN(Date.parse(`${text}T00:00:00Z`)) ? Date.parse(`${text}T00:00:00Z`) : null;
+  if (!DAY.test(text)) return null;
+  const ms = Date.parse(`${text}T00:00:00Z`);
+  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 10) === text ? ms : null;
 }
 
 /** An optional range of days (either side may be empty): problems for a malformed day or a backwards range. */

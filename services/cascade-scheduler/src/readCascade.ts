@@ -109,6 +109,7 @@ export async function readCascade(pool: Pool, organizationId: string, id: string
       windowClosesAt: recipient.window_closes_at ?? undefined,
       steps: stepsOf.get(recipient.id) ?? [],
       reviewRequestId: recipient.review_request_id,
+      openedAt: recipient.opened_at ?? undefined,
     })),
     createdAt: cascade.created_at,
     finishedAt: cascade.finished_at ?? undefined,

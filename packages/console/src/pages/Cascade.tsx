@@ -9,6 +9,8 @@ interface Step {
   dueAt: string | null;
   sentAt: string | null;
   skippedAt: string | null;
+  deliveredAt: string | null;
+  provider: string | null;
   reason: string | null;
   reroute: { to: string; hops: Array<{ from: string; to: string; reason: string }> } | null;
 }
@@ -21,6 +23,8 @@ interface Recipient {
   finishReason: string | null;
   rating: number | null;
   feedback: string | null;
+  openedAt: string | null;
+  ratedAt: string | null;
   steps: Step[];
 }
 interface Cascade {
@@ -32,7 +36,7 @@ interface Cascade {
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
-/** One cascade: each recipient with its steps' timeline (due, sent, skipped and why, rerouted) and rating. */
+/** One cascade: each recipient (when it opened the form and rated) with its steps' timeline (due, sent, delivered and by which provider, skipped and why, rerouted). */
 export function CascadePage({ t, id }: PageProps & { id: string }) {
   const [cascade, setCascade] = useState<Cascade | null>(null);
   const [error, setError] = useState<unknown>(null);
@@ -61,6 +65,11 @@ export function CascadePage({ t, id }: PageProps & { id: string }) {
                 {r.finishReason ? ` (${r.finishReason})` : ''}
                 {r.rating ? ` · ${t('rating')}: ${r.rating}` : ''}
               </p>
+              {(r.openedAt || r.ratedAt) && (
+                <p data-testid="recipient-times">
+                  {t('openedAt')}: {when(r.openedAt)} · {t('ratedAtTime')}: {when(r.ratedAt)}
+                </p>
+              )}
               {r.feedback && <blockquote>{r.feedback}</blockquote>}
               <Scroll label={t('steps')}>
 <table>
@@ -73,6 +82,8 @@ export function CascadePage({ t, id }: PageProps & { id: string }) {
                     <th scope="col">{t('due')}</th>
                     <th scope="col">{t('sentAt')}</th>
                     <th scope="col">{t('reason')}</th>
+                    <th scope="col">{t('deliveredAt')}</th>
+                    <th scope="col">{t('provider')}</th>
                   </tr>
                 </thead>
                 <tbody>
@@ -84,6 +95,8 @@ export function CascadePage({ t, id }: PageProps & { id: string }) {
                       <td>{when(s.dueAt)}</td>
                       <td>{when(s.sentAt ?? s.skippedAt)}</td>
                       <td>{s.reason ?? (s.reroute ? s.reroute.hops.map((h) => h.reason).join(', ') : '—')}</td>
+                      <td>{when(s.deliveredAt)}</td>
+                      <td>{s.provider ?? '—'}</td>
                     </tr>
                   ))}
                 </tbody>

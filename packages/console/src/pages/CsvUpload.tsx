@@ -1,6 +1,6 @@
 import Papa from 'papaparse';
 import { useState } from 'preact/hooks';
-import { ApiError, call, newIdempotencyKey } from '../api';
+import { ApiError, call } from '../api';
 import { ErrorNote, Scroll } from '../App';
 import type { Translate } from '../i18n';
 import { useAction } from '../parts';
@@ -17,54 +17,126 @@ interface RowError {
   field: string;
   detail: string;
 }
+interface Recipient {
+  name?: string;
+  email?: string;
+  phone?: string;
+  consentAt?: string;
+}
+/** One request's worth of rows: the rows of one externalId (or of none), at most MAX_RECIPIENTS_PER_REQUEST. */
+interface Part {
+  externalId?: string;
+  lines: number[];
+  recipients: Recipient[];
+}
+type Target = { locationId: string; flowId: string; ignoreCooldown: boolean };
 
-const COLUMNS = ['name', 'email', 'phone'] as const;
+/** Header names as papaparse gives them here (trimmed, lower-case). */
+const COLUMNS = { name: 'name', email: 'email', phone: 'phone', consentAt: 'consentat', externalId: 'externalid' } as const;
 
 /**
- * Many customers from a CSV file (a header row naming `name`, `email`, `phone`), in one request with
- * one Idempotency-Key per chosen file. Every row is checked first, here for what the file itself
- * shows and then by the API; a refusal names its rows, and nothing is sent until every row is right.
+ * The file's rows as requests: rows with the same `externalId` (an order, a deal) make one cascade, rows
+ * without one another, each cut into parts of at most MAX_RECIPIENTS_PER_REQUEST, in the file's order.
  */
-export function CsvUpload({ t, target }: { t: Translate; target: { locationId: string; flowId: string; ignoreCooldown: boolean } }) {
+function partsOf(rows: Array<Record<string, string>>): Part[] {
+  const groups = new Map<string, Array<{ line: number; recipient: Recipient }>>();
+  rows.forEach((row, index) => {
+    const cell = (column: string) => (row[column] ?? '').trim() || undefined;
+    const key = cell(COLUMNS.externalId) ?? '';
+    const group = groups.get(key) ?? [];
+    group.push({ line: index + 2, recipient: { name: cell(COLUMNS.name), email: cell(COLUMNS.email), phone: cell(COLUMNS.phone), consentAt: cell(COLUMNS.consentAt) } });
+    groups.set(key, group);
+  });
+  const parts: Part[] = [];
+  for (const [externalId, group] of groups) {
+    for (let start = 0; start < group.length; start += MAX_RECIPIENTS_PER_REQUEST) {
+      const slice = group.slice(start, start + MAX_RECIPIENTS_PER_REQUEST);
+      parts.push({ externalId: externalId || undefined, lines: slice.map((r) => r.line), recipients: slice.map((r) => r.recipient) });
+    }
+  }
+  return parts;
+}
+
+/** The API's refusals of a part's rows (`/recipients/N/<field>`), by the file's line; none when the refusal is not about rows. */
+function rowErrorsOf(err: unknown, part: Part): RowError[] {
+  return (err instanceof ApiError ? err.fields : []).flatMap((f) => {
+    const row = /^\/recipients\/(\d+)\/?(.*)$/.exec(f.pointer ?? '');
+    return row && part.lines[Number(row[1])] !== undefined ? [{ line: part.lines[Number(row[1])], field: row[2], detail: f.detail }] : [];
+  });
+}
+
+/**
+ * A part's Idempotency-Key, derived from what it sends: sending the same file again (after a part was
+ * refused, or a double click) replays the parts already sent instead of sending them twice.
+ */
+async function keyOf(body: unknown): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(JSON.stringify(body))));
+  return `csv-${Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('')}`;
+}
+
+/**
+ * Many customers from a CSV file (a header row naming `name`, `email`, `phone`, and optionally
+ * `externalId` and `consentAt`). A file of more rows than one request takes goes in several requests.
+ * Nothing is sent until every row is right: every part is first checked by the API's dry run
+ * (POST /cascades/check, the very rules of a send), and the refusals are shown by file line and column.
+ */
+export function CsvUpload({ t, target }: { t: Translate; target: Target }) {
   const [file, setFile] = useState<File | null>(null);
-  const [idempotencyKey, setIdempotencyKey] = useState(newIdempotencyKey);
   const [rowErrors, setRowErrors] = useState<RowError[]>([]);
-  const [started, setStarted] = useState<Started | null>(null);
+  const [progress, setProgress] = useState('');
+  const [started, setStarted] = useState<Started[]>([]);
   const action = useAction();
 
   const submit = (e: Event) => {
     e.preventDefault();
     setRowErrors([]);
-    setStarted(null);
+    setStarted([]);
     void action.run(async () => {
       if (!file) throw new Error(t('csvChoose'));
       const parsed = Papa.parse<Record<string, string>>(await file.text(), { header: true, skipEmptyLines: 'greedy', transformHeader: (h) => h.trim().toLowerCase() });
       const fields = parsed.meta.fields ?? [];
-      if (!fields.includes('email') && !fields.includes('phone')) throw new Error(t('csvHeader'));
-      if (parsed.data.length === 0 || parsed.data.length > MAX_RECIPIENTS_PER_REQUEST) throw new Error(t('csvRows', { max: MAX_RECIPIENTS_PER_REQUEST }));
+      if (!fields.includes(COLUMNS.email) && !fields.includes(COLUMNS.phone)) throw new Error(t('csvHeader'));
+      if (parsed.data.length === 0) throw new Error(t('csvRows'));
       const errors: RowError[] = parsed.errors.map((err) => ({ line: (err.row ?? 0) + 2, field: '', detail: err.message }));
-      const recipients = parsed.data.map((row, index) => {
-        const [name, email, phone] = COLUMNS.map((c) => (row[c] ?? '').trim() || undefined);
-        if (!email && !phone) errors.push({ line: index + 2, field: 'email, phone', detail: t('needContact') });
-        return { name, email, phone };
+      parsed.data.forEach((row, index) => {
+        if (!(row[COLUMNS.email] ?? '').trim() && !(row[COLUMNS.phone] ?? '').trim()) errors.push({ line: index + 2, field: 'email, phone', detail: t('needContact') });
       });
-      if (errors.length > 0) {
-        setRowErrors(errors);
-        return;
-      }
+      const parts = partsOf(parsed.data);
+      const bodyOf = (part: Part) => ({ locationId: target.locationId, flowId: target.flowId || undefined, externalId: part.externalId, recipients: part.recipients, ignoreCooldown: target.ignoreCooldown || undefined });
       try {
-        setStarted(await call<Started>('POST', '/cascades', { body: { locationId: target.locationId, flowId: target.flowId || undefined, recipients, ignoreCooldown: target.ignoreCooldown || undefined }, idempotencyKey }));
-      } catch (err) {
-        const perRow = (err instanceof ApiError ? err.fields : []).flatMap((f) => {
-          const row = /^\/recipients\/(\d+)\/?(.*)$/.exec(f.pointer ?? '');
-          return row ? [{ line: Number(row[1]) + 2, field: row[2], detail: f.detail }] : [];
-        });
-        if (perRow.length === 0) throw err;
-        setRowErrors(perRow);
+        for (const [i, part] of parts.entries()) {
+          setProgress(t('csvChecking', { part: i + 1, parts: parts.length }));
+          try {
+            await call('POST', '/cascades/check', { body: bodyOf(part) });
+          } catch (err) {
+            const perRow = rowErrorsOf(err, part);
+            if (perRow.length === 0) throw err;
+            errors.push(...perRow);
+          }
+        }
+        if (errors.length > 0) {
+          setRowErrors(errors.sort((a, b) => a.line - b.line));
+          return;
+        }
+        const done: Started[] = [];
+        for (const [i, part] of parts.entries()) {
+          setProgress(t('csvSending', { part: i + 1, parts: parts.length }));
+          const body = bodyOf(part);
+          try {
+            done.push(await call<Started>('POST', '/cascades', { body, idempotencyKey: await keyOf(body) }));
+          } catch (err) {
+            setStarted(done);
+            throw i === 0 ? err : new ApiError(0, err instanceof ApiError ? err.code : '', `${t('csvPartFailed', { done: i, part: i + 1 })} ${err instanceof Error ? err.message : ''}`);
+          }
+        }
+        setStarted(done);
+      } finally {
+        setProgress('');
       }
     });
   };
 
+  const total = (key: 'queued' | 'skipped') => started.reduce((sum, s) => sum + s[key], 0);
   return (
     <form onSubmit={submit} class="card">
       <h2>{t('csvTitle')}</h2>
@@ -72,17 +144,7 @@ export function CsvUpload({ t, target }: { t: Translate; target: { locationId: s
         {t('csvHint', { max: MAX_RECIPIENTS_PER_REQUEST })}
       </p>
       <label for="csv">{t('csvFile')}</label>
-      <input
-        id="csv"
-        type="file"
-        accept=".csv,text/csv"
-        aria-describedby="csv-hint"
-        onChange={(e) => {
-          setFile(e.currentTarget.files?.[0] ?? null);
-          // Another file is another request.
-          setIdempotencyKey(newIdempotencyKey());
-        }}
-      />
+      <input id="csv" type="file" accept=".csv,text/csv" aria-describedby="csv-hint" onChange={(e) => setFile(e.currentTarget.files?.[0] ?? null)} />
       <ErrorNote error={action.error} t={t} />
       {rowErrors.length > 0 && (
         <div role="alert" class="error">
@@ -110,9 +172,15 @@ export function CsvUpload({ t, target }: { t: Translate; target: { locationId: s
           </Scroll>
         </div>
       )}
-      {started && (
+      {progress && <p role="status">{progress}</p>}
+      {started.length === 1 && (
         <p role="status" class="ok">
-          {t('sent', { id: started.id, queued: started.queued, skipped: started.skipped })}
+          {t('sent', { id: started[0].id, queued: started[0].queued, skipped: started[0].skipped })}
+        </p>
+      )}
+      {started.length > 1 && (
+        <p role="status" class="ok" data-testid="csv-sent-parts">
+          {t('csvSentParts', { parts: started.length, queued: total('queued'), skipped: total('skipped'), ids: started.map((s) => s.id).join(', ') })}
         </p>
       )}
       <button type="submit" disabled={action.busy}>

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
 import { ErrorNote, Scroll, type PageProps } from '../App';
+import { barDataset, ChartView, SERIES_COLORS } from '../charts';
 import type { MessageKey } from '../i18n';
 
 interface Funnel {
@@ -10,13 +11,22 @@ interface Funnel {
   opened: number;
   rated: number;
   publicLinksShown: number;
+  publicLinkClicked: number;
+}
+interface ChannelCounts {
+  channel: string;
+  sent: number;
+  delivered: number;
+  opened: number;
+  rated: number;
+  clicked: number;
 }
 interface Overview {
   from: string;
   to: string;
   total: Funnel;
   byLocation: Array<{ locationId: string; counts: Funnel }>;
-  byChannel: Array<{ channel: string; sent: number; delivered: number }>;
+  byChannel: ChannelCounts[];
   ratings: { counts: number[]; average: number | null; byDay: Array<{ day: string; ratings: number; average: number }> };
 }
 
@@ -27,20 +37,17 @@ const STAGES: Array<[keyof Funnel, MessageKey]> = [
   ['opened', 'stageOpened'],
   ['rated', 'stageRated'],
   ['publicLinksShown', 'stageShown'],
+  ['publicLinkClicked', 'stageClicked'],
+];
+const CHANNEL_STAGES: Array<[Exclude<keyof ChannelCounts, 'channel'>, MessageKey]> = [
+  ['sent', 'stageSent'],
+  ['delivered', 'stageDelivered'],
+  ['opened', 'stageOpened'],
+  ['rated', 'stageRated'],
+  ['clicked', 'stageClicked'],
 ];
 
-/** A bar as wide as its share of the largest value; the number beside it is what a screen reader reads. */
-function Bar({ value, of }: { value: number; of: number }) {
-  const width = of === 0 ? 0 : Math.round((value / of) * 100);
-  return (
-    <div class="bar-cell">
-      <span class="bar" style={{ width: `${width}%` }} aria-hidden="true" />
-      <span>{value}</span>
-    </div>
-  );
-}
-
-/** The funnel and the ratings over a date range, as bar charts that are also tables. */
+/** The funnel, by location and channel, and the ratings over a date range: Chart.js charts, each with its table of numbers. */
 export function OverviewPage({ t }: PageProps) {
   const [from, setFrom] = useState('');
   const [to, setTo] = useState('');
@@ -64,7 +71,7 @@ export function OverviewPage({ t }: PageProps) {
     call<{ locations: Array<{ id: string; name: string }> }>('GET', '/locations').then((r) => setLocations(r.locations), setError);
   }, []);
   const pct = (n: number, of: number) => (of === 0 ? '—' : `${Math.round((n / of) * 100)}%`);
-  const maxRating = data ? Math.max(...data.ratings.counts, 0) : 0;
+  const horizontal = { indexAxis: 'y' as const, plugins: { legend: { display: false } }, scales: { x: { beginAtZero: true, ticks: { precision: 0 } } } };
 
   return (
     <section>
@@ -92,8 +99,12 @@ export function OverviewPage({ t }: PageProps) {
       ) : (
         <>
           <h2>{t('funnel')}</h2>
+          <ChartView
+            label={`${t('funnel')}: ${t('chartNote')}`}
+            config={{ type: 'bar', data: { labels: STAGES.map(([, label]) => t(label)), datasets: [barDataset(t('count'), STAGES.map(([key]) => data.total[key]))] }, options: horizontal }}
+          />
           <Scroll label={t('funnel')}>
-            <table class="chart">
+            <table data-testid="funnel">
               <caption>
                 {t('funnel')}, {data.from} — {data.to}
               </caption>
@@ -108,9 +119,7 @@ export function OverviewPage({ t }: PageProps) {
                 {STAGES.map(([key, label]) => (
                   <tr key={key} data-stage={key}>
                     <th scope="row">{t(label)}</th>
-                    <td>
-                      <Bar value={data.total[key]} of={data.total.requests} />
-                    </td>
+                    <td>{data.total[key]}</td>
                     <td>{pct(data.total[key], data.total.requests)}</td>
                   </tr>
                 ))}
@@ -144,22 +153,39 @@ export function OverviewPage({ t }: PageProps) {
             </table>
           </Scroll>
           <h2>{t('byChannel')}</h2>
+          <p class="hint">{t('channelRule')}</p>
+          {data.byChannel.length > 0 && (
+            <ChartView
+              label={`${t('byChannel')}: ${t('chartNote')}`}
+              config={{
+                type: 'bar',
+                data: { labels: data.byChannel.map((c) => c.channel), datasets: CHANNEL_STAGES.map(([key, label], i) => barDataset(t(label), data.byChannel.map((c) => c[key]), SERIES_COLORS[i])) },
+                options: { scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } },
+              }}
+            />
+          )}
           <Scroll label={t('byChannel')}>
-            <table>
+            <table data-testid="by-channel">
               <caption>{t('byChannel')}</caption>
               <thead>
                 <tr>
                   <th scope="col">{t('channel')}</th>
-                  <th scope="col">{t('stageSent')}</th>
-                  <th scope="col">{t('stageDelivered')}</th>
+                  {CHANNEL_STAGES.map(([key, label]) => (
+                    <th key={key} scope="col">
+                      {t(label)}
+                    </th>
+                  ))}
                 </tr>
               </thead>
               <tbody>
                 {data.byChannel.map((c) => (
-                  <tr key={c.channel}>
+                  <tr key={c.channel} data-channel={c.channel}>
                     <th scope="row">{c.channel}</th>
-                    <td>{c.sent}</td>
-                    <td>{c.delivered}</td>
+                    {CHANNEL_STAGES.map(([key]) => (
+                      <td key={key} data-stage={key}>
+                        {c[key]}
+                      </td>
+                    ))}
                   </tr>
                 ))}
               </tbody>
@@ -169,8 +195,12 @@ export function OverviewPage({ t }: PageProps) {
           <p data-testid="rating-average">
             {t('average')}: {data.ratings.average ?? '—'}
           </p>
+          <ChartView
+            label={`${t('distribution')}: ${t('chartNote')}`}
+            config={{ type: 'bar', data: { labels: ['1', '2', '3', '4', '5'], datasets: [barDataset(t('count'), data.ratings.counts)] }, options: { plugins: { legend: { display: false } }, scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } } }}
+          />
           <Scroll label={t('distribution')}>
-            <table class="chart">
+            <table>
               <caption>{t('distribution')}</caption>
               <thead>
                 <tr>
@@ -182,36 +212,45 @@ export function OverviewPage({ t }: PageProps) {
                 {data.ratings.counts.map((n, i) => (
                   <tr key={i} data-rating={i + 1}>
                     <th scope="row">{i + 1}</th>
-                    <td>
-                      <Bar value={n} of={maxRating} />
-                    </td>
+                    <td>{n}</td>
                   </tr>
                 ))}
               </tbody>
             </table>
           </Scroll>
           {data.ratings.byDay.length > 0 && (
-            <Scroll label={t('averageByDay')}>
-              <table>
-                <caption>{t('averageByDay')}</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">{t('day')}</th>
-                    <th scope="col">{t('count')}</th>
-                    <th scope="col">{t('average')}</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.ratings.byDay.map((d) => (
-                    <tr key={d.day}>
-                      <th scope="row">{d.day}</th>
-                      <td>{d.ratings}</td>
-                      <td>{d.average}</td>
+            <>
+              <h2>{t('averageOverTime')}</h2>
+              <ChartView
+                label={`${t('averageOverTime')}: ${t('chartNote')}`}
+                config={{
+                  type: 'line',
+                  data: { labels: data.ratings.byDay.map((d) => d.day), datasets: [{ label: t('average'), data: data.ratings.byDay.map((d) => d.average), borderColor: SERIES_COLORS[0], backgroundColor: SERIES_COLORS[0] }] },
+                  options: { plugins: { legend: { display: false } }, scales: { y: { min: 1, max: 5 } } },
+                }}
+              />
+              <Scroll label={t('averageByDay')}>
+                <table>
+                  <caption>{t('averageByDay')}</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">{t('day')}</th>
+                      <th scope="col">{t('count')}</th>
+                      <th scope="col">{t('average')}</th>
                     </tr>
-                  ))}
-                </tbody>
-              </table>
-            </Scroll>
+                  </thead>
+                  <tbody>
+                    {data.ratings.byDay.map((d) => (
+                      <tr key={d.day}>
+                        <th scope="row">{d.day}</th>
+                        <td>{d.ratings}</td>
+                        <td>{d.average}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </Scroll>
+            </>
           )}
         </>
       )}

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import type { PageProps } from '../App';
-import { PagedTable, SearchForm, usePaged } from '../parts';
+import { canChange, ErrorNote, type PageProps } from '../App';
+import { PagedTable, SearchForm, useAction, usePaged } from '../parts';
 
 interface Rating {
   reviewRequestId: string;
@@ -13,20 +13,36 @@ interface Rating {
   locationId: string;
   cascadeId: string | null;
   externalId: string | null;
+  handledAt: string | null;
+  handledBy: string | null;
 }
 interface Location {
   id: string;
   name: string;
 }
 
-/** The ratings inbox: newest first, the private feedback of low ratings beside them, filterable. */
-export function RatingsPage({ t }: PageProps) {
+/** The ratings inbox: newest first, the private feedback of low ratings beside them, "handled" marks, filterable. */
+export function RatingsPage({ t, session }: PageProps) {
   const [maxRating, setMaxRating] = useState('');
   const [withFeedback, setWithFeedback] = useState(false);
   const [locationId, setLocationId] = useState('');
+  const [handled, setHandled] = useState('');
+  const [from, setFrom] = useState('');
+  const [to, setTo] = useState('');
   const [locations, setLocations] = useState<Location[]>([]);
+  // Ratings marked or cleared on this page since the list was loaded, by review request.
+  const [marked, setMarked] = useState<Record<string, Rating>>({});
   const paged = usePaged<Rating>('/ratings', 'ratings');
-  const search = () => paged.load({ maxRating, withFeedback: withFeedback ? 'true' : undefined, locationId });
+  const mark = useAction();
+  const search = () => {
+    setMarked({});
+    return paged.load({ maxRating, withFeedback: withFeedback ? 'true' : undefined, locationId, handled, from, to });
+  };
+  const setMark = (rating: Rating, on: boolean) =>
+    mark.run(async () => {
+      const r = await call<{ rating: Rating }>(on ? 'PUT' : 'DELETE', `/ratings/${encodeURIComponent(rating.reviewRequestId)}/handled`);
+      setMarked((old) => ({ ...old, [rating.reviewRequestId]: r.rating }));
+    });
   useEffect(() => {
     void search();
     call<{ locations: Location[] }>('GET', '/locations').then((r) => setLocations(r.locations), () => setLocations([]));
@@ -59,10 +75,27 @@ export function RatingsPage({ t }: PageProps) {
             ))}
           </select>
         </div>
+        <div>
+          <label for="rating-handled">{t('handled')}</label>
+          <select id="rating-handled" value={handled} onChange={(e) => setHandled(e.currentTarget.value)}>
+            <option value="">{t('anyHandled')}</option>
+            <option value="handled">{t('onlyHandled')}</option>
+            <option value="unhandled">{t('onlyUnhandled')}</option>
+          </select>
+        </div>
+        <div>
+          <label for="ratings-from">{t('from')}</label>
+          <input id="ratings-from" type="date" value={from} onInput={(e) => setFrom(e.currentTarget.value)} />
+        </div>
+        <div>
+          <label for="ratings-to">{t('to')}</label>
+          <input id="ratings-to" type="date" value={to} onInput={(e) => setTo(e.currentTarget.value)} />
+        </div>
         <label class="check">
           <input type="checkbox" checked={withFeedback} onChange={(e) => setWithFeedback(e.currentTarget.checked)} /> {t('withFeedback')}
         </label>
       </SearchForm>
+      <ErrorNote error={mark.error} t={t} />
       <PagedTable
         t={t}
         paged={paged}
@@ -76,10 +109,14 @@ export function RatingsPage({ t }: PageProps) {
             <th scope="col">{t('customer')}</th>
             <th scope="col">{t('location')}</th>
             <th scope="col">{t('cascade')}</th>
+            <th scope="col">{t('handled')}</th>
           </>
         }
-        row={(r) => (
-          <tr key={r.reviewRequestId}>
+        row={(listed) => {
+          const r = marked[listed.reviewRequestId] ?? listed;
+          const customer = [r.customerName, r.contact].filter(Boolean).join(' · ') || r.reviewRequestId;
+          return (
+          <tr key={r.reviewRequestId} data-review-request-id={r.reviewRequestId}>
             <td>{new Date(r.ratedAt).toLocaleString()}</td>
             <td>
               <span aria-hidden="true">{'★'.repeat(r.rating) + '☆'.repeat(5 - r.rating)}</span> {r.rating} / 5
@@ -88,8 +125,15 @@ export function RatingsPage({ t }: PageProps) {
             <td>{[r.customerName, r.contact].filter(Boolean).join(' · ') || '—'}</td>
             <td>{locationName(r.locationId)}</td>
             <td>{r.cascadeId ? <a href={`#/cascades/${encodeURIComponent(r.cascadeId)}`}>{r.externalId ?? t('open')}</a> : '—'}</td>
+            <td>
+              {r.handledAt ? <span data-testid="handled">{t('handledOn', { when: new Date(r.handledAt).toLocaleString() })}</span> : canChange(session) ? null : '—'}
+              {canChange(session) && (
+                <input type="checkbox" checked={r.handledAt !== null} disabled={mark.busy} aria-label={`${t('handled')}: ${customer}`} onChange={(e) => void setMark(r, e.currentTarget.checked)} />
+              )}
+            </td>
           </tr>
-        )}
+          );
+        }}
       />
     </section>
   );

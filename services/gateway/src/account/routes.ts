@@ -9,7 +9,7 @@ import type { RouteError } from '../http/errorCodes';
 import { defineRoute, type Route } from '../http/route';
 import { checkSendingAllowed, SENDING_ERRORS } from '../http/sending';
 import type { RateLimiter } from '../rateLimit';
-import { cascadeJson, EXAMPLE_CASCADE, EXAMPLE_START_RESPONSE, GetCascadeResponse, StartCascadeBody, startCascadeJson, StartCascadeResponse } from '../routes/cascades';
+import { cascadeJson, EXAMPLE_CASCADE, EXAMPLE_START_RESPONSE, GetCascadeResponse, RecipientJson, StartCascadeBody, startCascadeJson, StartCascadeResponse } from '../routes/cascades';
 import { CascadeStatus, Scope } from '../routes/enums';
 import { EXAMPLE_IDS } from '../routes/shapes';
 import { startCascade } from '../useCases/cascades';
@@ -64,6 +64,10 @@ const FunnelCounts = z.object({
   publicLinkClicked: z.number().int().meta({ description: '…that clicked one of them (the redirect `/r/<token>/go/<n>` records it): left a public review.' }),
 }).meta({ id: 'FunnelCounts' });
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** GET /api/v1/cascades/{id}'s shape, with when each recipient opened the form (the console's timeline). */
+const AccountCascade = GetCascadeResponse.extend({
+  recipients: z.array(RecipientJson.extend({ openedAt: z.string().nullable().meta({ description: 'When the recipient first opened the review form; null until then.' }) })),
+});
 const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/);
 const SEARCH_DAYS = {
   from: Day.optional().meta({ description: "First day, YYYY-MM-DD, in the organization's time zone (default: no lower bound)." }),
@@ -390,8 +394,18 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
     defineRoute({
       method: 'GET', path: '/cascades/{cascadeId}', operationId: 'getCascade', summary: 'A cascade with its recipients and steps', tags: ['cascades'], auth: 'session',
       request: { params: z.object({ cascadeId: idOf(EXAMPLE_IDS.cascade) }) },
-      responses: { 200: { description: 'The cascade, as GET /api/v1/cascades/{id} shows it.', body: GetCascadeResponse, example: EXAMPLE_CASCADE } },
-      handler: async ({ params, principal, metadata }) => ({ body: cascadeJson((await scheduler.getCascade({ organizationId: principal.organization.id, id: params.cascadeId }, { metadata })).cascade!) }),
+      responses: {
+        200: {
+          description: 'The cascade, as GET /api/v1/cascades/{id} shows it, and when each recipient opened the review form (`openedAt`).',
+          body: AccountCascade,
+          example: { ...EXAMPLE_CASCADE, recipients: EXAMPLE_CASCADE.recipients.map((r, i) => ({ ...r, openedAt: i === 0 ? '2026-05-01T12:30:00.000Z' : null })) },
+        },
+      },
+      handler: async ({ params, principal, metadata }) => {
+        const cascade = (await scheduler.getCascade({ organizationId: principal.organization.id, id: params.cascadeId }, { metadata })).cascade!;
+        const json = cascadeJson(cascade);
+        return { body: { ...json, recipients: json.recipients.map((r, i) => ({ ...r, openedAt: cascade.recipients[i].openedAt?.toISOString() ?? null })) } };
+      },
     }),
     defineRoute({
       method: 'POST', path: '/cascades/check', operationId: 'checkCascade', summary: 'Check a send by hand without sending', tags: ['cascades'], auth: 'session',

@@ -75,7 +75,7 @@ const StepJson = z
   ])
   .meta({ id: 'CascadeStep', description: 'A step of a recipient. Its `status` is a StepStatus; a `skipped` step has a SkipReason.' });
 
-const RecipientJson = z.object({
+export const RecipientJson = z.object({
   id: z.string(),
   name: z.string().nullable(),
   email: z.string().nullable(),

@@ -185,7 +185,11 @@ export interface CascadeRecipient {
   steps: RecipientStep[];
   reviewRequestId: string;
   /** While waiting: when the response window closes and the recipient finishes `exhausted` unless it rates. */
-  windowClosesAt: Date | undefined;
+  windowClosesAt:
+    | Date
+    | undefined;
+  /** When the recipient first opened the review form; unset until then. */
+  openedAt: Date | undefined;
 }
 
 export interface CascadeCount {
@@ -2708,6 +2712,7 @@ function createBaseCascadeRecipient(): CascadeRecipient {
     steps: [],
     reviewRequestId: "",
     windowClosesAt: undefined,
+    openedAt: undefined,
   };
 }
 
@@ -2754,6 +2759,9 @@ export const CascadeRecipient: MessageFns<CascadeRecipient> = {
     }
     if (message.windowClosesAt !== undefined) {
       Timestamp.encode(toTimestamp(message.windowClosesAt), writer.uint32(162).fork()).join();
+    }
+    if (message.openedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.openedAt), writer.uint32(170).fork()).join();
     }
     return writer;
   },
@@ -2883,6 +2891,14 @@ export const CascadeRecipient: MessageFns<CascadeRecipient> = {
             message.windowClosesAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.openedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2937,6 +2953,11 @@ export const CascadeRecipient: MessageFns<CascadeRecipient> = {
         : isSet(object.window_closes_at)
         ? fromJsonTimestamp(object.window_closes_at)
         : undefined,
+      openedAt: isSet(object.openedAt)
+        ? fromJsonTimestamp(object.openedAt)
+        : isSet(object.opened_at)
+        ? fromJsonTimestamp(object.opened_at)
+        : undefined,
     };
   },
 
@@ -2984,6 +3005,9 @@ export const CascadeRecipient: MessageFns<CascadeRecipient> = {
     if (message.windowClosesAt !== undefined) {
       obj.windowClosesAt = message.windowClosesAt.toISOString();
     }
+    if (message.openedAt !== undefined) {
+      obj.openedAt = message.openedAt.toISOString();
+    }
     return obj;
   },
 
@@ -3006,6 +3030,7 @@ export const CascadeRecipient: MessageFns<CascadeRecipient> = {
     message.steps = object.steps?.map((e) => RecipientStep.fromPartial(e)) || [];
     message.reviewRequestId = object.reviewRequestId ?? "";
     message.windowClosesAt = object.windowClosesAt ?? undefined;
+    message.openedAt = object.openedAt ?? undefined;
     return message;
   },
 };
