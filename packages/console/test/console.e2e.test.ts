@@ -244,7 +244,7 @@ describe('the console in a browser', () => {
     expect((await mine.call('GET', '/ratings')).body.ratings.map((r: { feedback: string }) => r.feedback)).toEqual(['The coffee was cold']);
     const bad = await mine.call('GET', '/ratings?maxRating=9');
     expect([bad.status, bad.body.code]).toEqual([400, 'invalid_request']);
-    expect((await other.call('GET', '/overview')).body.total).toEqual({ requests: 0, sent: 0, delivered: 0, opened: 0, rated: 0, publicLinksShown: 0 });
+    expect((await other.call('GET', '/overview')).body.total).toEqual({ requests: 0, sent: 0, delivered: 0, opened: 0, rated: 0, publicLinksShown: 0, publicLinkClicked: 0 });
     const tooLong = await mine.call('GET', '/overview?from=2020-01-01&to=2021-06-01');
     expect([tooLong.status, tooLong.body.code, tooLong.body.errors[0].parameter]).toEqual([400, 'invalid_request', 'to']);
     const backwards = await mine.call('GET', '/overview?from=2020-02-01&to=2020-01-01');
