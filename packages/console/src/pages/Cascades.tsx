@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { call } from '../api';
 import type { PageProps } from '../App';
+import { DayRangeFilter, LocationFilter, useLocations } from '../filters';
 import { PagedTable, SearchForm, usePaged } from '../parts';
 import { CASCADE_STATUSES } from '../rules';
 
@@ -22,14 +22,12 @@ export function CascadesPage({ t }: PageProps) {
   const [locationId, setLocationId] = useState('');
   const [from, setFrom] = useState('');
   const [to, setTo] = useState('');
-  const [locations, setLocations] = useState<Array<{ id: string; name: string }>>([]);
   const paged = usePaged<CascadeRow>('/cascades', 'cascades');
   const search = () => paged.load({ externalId: externalId.trim(), status, locationId, from, to });
   useEffect(() => {
     void search();
-    call<{ locations: Array<{ id: string; name: string }> }>('GET', '/locations').then((r) => setLocations(r.locations), () => setLocations([]));
   }, []);
-  const locationName = (id: string) => locations.find((l) => l.id === id)?.name ?? id;
+  const { locations, nameOf } = useLocations();
 
   return (
     <section>
@@ -50,25 +48,8 @@ export function CascadesPage({ t }: PageProps) {
             ))}
           </select>
         </div>
-        <div>
-          <label for="cascade-location">{t('location')}</label>
-          <select id="cascade-location" value={locationId} onChange={(e) => setLocationId(e.currentTarget.value)}>
-            <option value="">{t('anyLocation')}</option>
-            {locations.map((l) => (
-              <option key={l.id} value={l.id}>
-                {l.name}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label for="cascades-from">{t('from')}</label>
-          <input id="cascades-from" type="date" value={from} onInput={(e) => setFrom(e.currentTarget.value)} />
-        </div>
-        <div>
-          <label for="cascades-to">{t('to')}</label>
-          <input id="cascades-to" type="date" value={to} onInput={(e) => setTo(e.currentTarget.value)} />
-        </div>
+        <LocationFilter t={t} id="cascade-location" locations={locations} value={locationId} onChange={setLocationId} />
+        <DayRangeFilter t={t} id="cascades" from={from} to={to} onFrom={setFrom} onTo={setTo} />
       </SearchForm>
       <PagedTable
         t={t}
@@ -93,7 +74,7 @@ export function CascadesPage({ t }: PageProps) {
             <td>{new Date(c.createdAt).toLocaleString()}</td>
             <td>{c.externalId ?? '—'}</td>
             <td>{t(`status_${c.status}`)}</td>
-            <td>{locationName(c.locationId)}</td>
+            <td>{nameOf(c.locationId)}</td>
             <td>{c.recipients}</td>
             <td>{c.skipped}</td>
             <td>

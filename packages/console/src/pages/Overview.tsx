@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
 import { ErrorNote, Scroll, type PageProps } from '../App';
 import { barDataset, ChartView, SERIES_COLORS } from '../charts';
+import { useLocations } from '../filters';
 import type { MessageKey } from '../i18n';
 
 interface Funnel {
@@ -52,7 +53,7 @@ export function OverviewPage({ t }: PageProps) {
   const [from, setFrom] = useState('');
   const [to, setTo] = useState('');
   const [data, setData] = useState<Overview | null>(null);
-  const [locations, setLocations] = useState<Array<{ id: string; name: string }>>([]);
+  const { nameOf } = useLocations();
   const [error, setError] = useState<unknown>(null);
 
   const load = async (range: { from?: string; to?: string } = {}) => {
@@ -68,7 +69,6 @@ export function OverviewPage({ t }: PageProps) {
   };
   useEffect(() => {
     void load();
-    call<{ locations: Array<{ id: string; name: string }> }>('GET', '/locations').then((r) => setLocations(r.locations), setError);
   }, []);
   const pct = (n: number, of: number) => (of === 0 ? '—' : `${Math.round((n / of) * 100)}%`);
   const horizontal = { indexAxis: 'y' as const, plugins: { legend: { display: false } }, scales: { x: { beginAtZero: true, ticks: { precision: 0 } } } };
@@ -143,7 +143,7 @@ export function OverviewPage({ t }: PageProps) {
               <tbody>
                 {data.byLocation.map((l) => (
                   <tr key={l.locationId}>
-                    <th scope="row">{locations.find((x) => x.id === l.locationId)?.name ?? l.locationId}</th>
+                    <th scope="row">{nameOf(l.locationId)}</th>
                     {STAGES.map(([key]) => (
                       <td key={key}>{l.counts[key]}</td>
                     ))}

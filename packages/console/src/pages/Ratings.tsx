@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
 import { canChange, ErrorNote, type PageProps } from '../App';
+import { DayRangeFilter, LocationFilter, useLocations } from '../filters';
 import { PagedTable, SearchForm, useAction, usePaged } from '../parts';
 
 interface Rating {
@@ -16,10 +17,6 @@ interface Rating {
   handledAt: string | null;
   handledBy: string | null;
 }
-interface Location {
-  id: string;
-  name: string;
-}
 
 /** The ratings inbox: newest first, the private feedback of low ratings beside them, "handled" marks, filterable. */
 export function RatingsPage({ t, session }: PageProps) {
@@ -29,7 +26,6 @@ export function RatingsPage({ t, session }: PageProps) {
   const [handled, setHandled] = useState('');
   const [from, setFrom] = useState('');
   const [to, setTo] = useState('');
-  const [locations, setLocations] = useState<Location[]>([]);
   // Ratings marked or cleared on this page since the list was loaded, by review request.
   const [marked, setMarked] = useState<Record<string, Rating>>({});
   const paged = usePaged<Rating>('/ratings', 'ratings');
@@ -45,9 +41,8 @@ export function RatingsPage({ t, session }: PageProps) {
     });
   useEffect(() => {
     void search();
-    call<{ locations: Location[] }>('GET', '/locations').then((r) => setLocations(r.locations), () => setLocations([]));
   }, []);
-  const locationName = (id: string) => locations.find((l) => l.id === id)?.name ?? id;
+  const { locations, nameOf } = useLocations();
 
   return (
     <section>
@@ -64,17 +59,7 @@ export function RatingsPage({ t, session }: PageProps) {
             ))}
           </select>
         </div>
-        <div>
-          <label for="rating-location">{t('location')}</label>
-          <select id="rating-location" value={locationId} onChange={(e) => setLocationId(e.currentTarget.value)}>
-            <option value="">{t('anyLocation')}</option>
-            {locations.map((l) => (
-              <option key={l.id} value={l.id}>
-                {l.name}
-              </option>
-            ))}
-          </select>
-        </div>
+        <LocationFilter t={t} id="rating-location" locations={locations} value={locationId} onChange={setLocationId} />
         <div>
           <label for="rating-handled">{t('handled')}</label>
           <select id="rating-handled" value={handled} onChange={(e) => setHandled(e.currentTarget.value)}>
@@ -83,14 +68,7 @@ export function RatingsPage({ t, session }: PageProps) {
             <option value="unhandled">{t('onlyUnhandled')}</option>
           </select>
         </div>
-        <div>
-          <label for="ratings-from">{t('from')}</label>
-          <input id="ratings-from" type="date" value={from} onInput={(e) => setFrom(e.currentTarget.value)} />
-        </div>
-        <div>
-          <label for="ratings-to">{t('to')}</label>
-          <input id="ratings-to" type="date" value={to} onInput={(e) => setTo(e.currentTarget.value)} />
-        </div>
+        <DayRangeFilter t={t} id="ratings" from={from} to={to} onFrom={setFrom} onTo={setTo} />
         <label class="check">
           <input type="checkbox" checked={withFeedback} onChange={(e) => setWithFeedback(e.currentTarget.checked)} /> {t('withFeedback')}
         </label>
@@ -123,7 +101,7 @@ export function RatingsPage({ t, session }: PageProps) {
             </td>
             <td>{r.feedback ?? '—'}</td>
             <td>{[r.customerName, r.contact].filter(Boolean).join(' · ') || '—'}</td>
-            <td>{locationName(r.locationId)}</td>
+            <td>{nameOf(r.locationId)}</td>
             <td>{r.cascadeId ? <a href={`#/cascades/${encodeURIComponent(r.cascadeId)}`}>{r.externalId ?? t('open')}</a> : '—'}</td>
             <td>
               {r.handledAt ? <span data-testid="handled">{t('handledOn', { when: new Date(r.handledAt).toLocaleString() })}</span> : canChange(session) ? null : '—'}
