@@ -15,7 +15,21 @@ const RATING_ROWS = `
     LEFT JOIN recipients rc ON rc.id = rr.recipient_id
     LEFT JOIN cascades c ON c.id = rc.cascade_id`;
 
-const entryOf = (r: Record<string, any>): schedulerV1.RatingEntry => ({
+interface RatingRow {
+  review_request_id: string;
+  rating: number;
+  created_at: Date;
+  handled_at: Date | null;
+  handled_by: string | null;
+  feedback: string | null;
+  customer_name: string;
+  contact: string;
+  location_id: string;
+  cascade_id: string | null;
+  external_id: string | null;
+}
+
+const entryOf = (r: RatingRow): schedulerV1.RatingEntry => ({
   reviewRequestId: r.review_request_id, rating: r.rating, feedback: r.feedback ?? '', ratedAt: r.created_at, customerName: r.customer_name, contact: r.contact,
   locationId: r.location_id, cascadeId: r.cascade_id ?? '', externalId: r.external_id ?? '', handledAt: r.handled_at ?? undefined, handledBy: r.handled_by ?? '',
 });
@@ -34,7 +48,7 @@ export async function listRatings(pool: Pool, input: schedulerV1.ListRatingsRequ
   problems.push(...optionalDayRangeProblems(input.fromDay, input.toDay));
   if (problems.length > 0) throw new InvalidError(problems, { message: problems.map((p) => `${p.parameter} ${p.detail}`).join('; ') });
   if (!isUuid(input.organizationId)) return { ratings: [], nextAfter: '' };
-  const { rows } = await pool.query(
+  const { rows } = await pool.query<RatingRow>(
     `${RATING_ROWS}
       WHERE ra.organization_id = $1
         AND ($2 = 0 OR ra.rating <= $2)
@@ -62,6 +76,6 @@ export async function setRatingHandled(pool: Pool, input: schedulerV1.SetRatingH
     [input.organizationId, input.reviewRequestId, input.handled, input.memberId],
   );
   if (!rowCount) throw new NotFoundError('rating');
-  const { rows } = await pool.query(`${RATING_ROWS} WHERE ra.organization_id = $1 AND ra.review_request_id = $2`, [input.organizationId, input.reviewRequestId]);
+  const { rows } = await pool.query<RatingRow>(`${RATING_ROWS} WHERE ra.organization_id = $1 AND ra.review_request_id = $2`, [input.organizationId, input.reviewRequestId]);
   return { rating: entryOf(rows[0]) };
 }
