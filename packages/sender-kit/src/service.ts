@@ -3,7 +3,7 @@ import type { SenderBaseConfig } from './config';
 import { announceChannels, type AnnouncedEntry, type ChannelAvailability } from './registry';
 import { StepResultPublisher } from './result';
 import { startSender, type SendStep } from './sender';
-import { openSendLog, type SendLog } from './sendLog';
+import { openSendLog, type SenderMigrations, type SendLog } from './sendLog';
 import type { SinkOutbox } from './sink';
 
 /** One channel a sender serves: its catalog entry and how it sends. */
@@ -47,11 +47,17 @@ export interface RunningChannelSender {
 export async function startChannelSender(
   config: ChannelSenderConfig,
   ctx: ServiceContext,
-  options: { service: string; schema: string; channels: ChannelSpec[] } & Pick<ChannelSenderDeps, 'bus' | 'pool'>,
+  options: {
+    service: string;
+    schema: string;
+    channels: ChannelSpec[];
+    /** The sender's own tables, migrated with the send log before any step is taken. */
+    migrations?: SenderMigrations[];
+  } & Pick<ChannelSenderDeps, 'bus' | 'pool'>,
 ): Promise<RunningChannelSender> {
   // A sender's work arrives over the bus: without it the pod cannot do its job (not ready).
   const bus = await openBus(config, ctx, options.service, options.bus, { required: true });
-  const { log: sendLog, pool } = await openSendLog({ databaseUrl: config.databaseUrl, schema: options.schema, pool: options.pool }, ctx);
+  const { log: sendLog, pool } = await openSendLog({ databaseUrl: config.databaseUrl, schema: options.schema, pool: options.pool, migrations: options.migrations }, ctx);
   const results = new StepResultPublisher(bus);
   const subscriptions: Subscription[] = [];
   for (const channel of options.channels) {

@@ -7,3 +7,6 @@ export { contactsSmsBalance, type SmsBalance } from './balance';
 export { handleSmscReceipt, handleSmsRuCallback, mapSmscStatus, mapSmsRuStatus, startReceiptServer } from './receipts';
 export { smsRuProvider, sortSmsRuCode, type SmsRuOptions } from './smsru';
 export { SMS_PROVIDER_NAMES, type SmsProviderName } from './config';
+export { applyInboundSms, reportStopReply, SmsRecipients, SMS_MIGRATIONS, STOP_REPLY, type InboundSms, type ReplyResult } from './replies';
+export { readSmscInbox, startSmscInbox } from './smscInbox';
+export { PROVIDER_STOP_LIST } from './smsru';

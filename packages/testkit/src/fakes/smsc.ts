@@ -12,6 +12,10 @@
  * - `/sys/status.php`: `phone` + `id` → `{"status": 0, …}` for the last message with that id to that
  *   phone, `{"status": -3}` when there is none (what a resumed send of channel-sms asks first).
  * - `/sys/balance.php`: `{"balance": "<n.nn>"}` (plus `"currency": "RUR"` with `cur=1`), or error 2.
+ * - `/sys/get.php?get_answers=1` (https://smsc.ru/api/http/get_data/inbox): the SMS people sent to the
+ *   account's numbers, oldest first, as `[{"id", "phone", "to_phone", "sent": "dd.mm.yyyy hh:mm:ss",
+ *   "message"}]`: those after `after_id`, else those of the last `hour` hours (default 1); error 2 for
+ *   wrong credentials. `reply(phone, message)` puts one there, as a person answering would.
  *
  * Each accepted message is counted by its message id (the given `id`, else one the fake assigns) and by
  * phone, with the time it was accepted. `respond` lets a test answer a request its own way first (an
@@ -88,6 +92,10 @@ export interface FakeSmsc {
   acceptedAtOf(phone: string): number | undefined;
   /** Messages accepted for this phone: more than one means it was sent twice. */
   timesAccepted(phone: string): number;
+  /** A person at `phone` (digits, as SMSC lists senders) sends `message` to the account's number; resolves its id. */
+  reply(phone: string, message: string, toPhone?: string): number;
+  /** Inbox reads (`get_answers`) received. */
+  readonly inboxReads: number;
   close(): Promise<void>;
 }
 
@@ -119,6 +127,13 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
   /** Request fingerprint → when it was last accepted, for error 9. */
   const recent = new Map<string, number>();
   const hanging = new Set<http.ServerResponse>();
+  const inbox: Array<{ id: number; phone: string; to_phone: string; sent: string; message: string; at: number }> = [];
+  let inboxReads = 0;
+  const smscTime = (at: number) => {
+    const d = new Date(at);
+    const two = (n: number) => String(n).padStart(2, '0');
+    return `${two(d.getDate())}.${two(d.getMonth() + 1)}.${d.getFullYear()} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+  };
 
   const authorized = (f: URLSearchParams) => (options.apikey !== undefined && f.get('apikey') === options.apikey) || (f.get('login') === login && f.get('psw') === password);
 
@@ -174,6 +189,14 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
       if (!authorized(fields)) return json(200, { error: 'authorise error', error_code: 2 });
       const at = lastByIdAndPhone.get(`${fields.get('id') ?? ''}|${fields.get('phone') ?? ''}`);
       return json(200, at === undefined ? { status: -3 } : { status: 0, last_timestamp: Math.floor(at / 1000), err: 0 });
+    }
+    if (path === '/sys/get.php' && fields.get('get_answers') === '1') {
+      inboxReads++;
+      if (!authorized(fields)) return json(200, { error: 'authorise error', error_code: 2 });
+      const afterId = fields.get('after_id');
+      const since = Date.now() - Number(fields.get('hour') ?? '1') * 3_600_000;
+      const listed = inbox.filter((m) => (afterId !== null ? m.id > Number(afterId) : m.at >= since));
+      return json(200, listed.map(({ at: _at, ...entry }) => entry));
     }
     if (path !== '/sys/send.php') return json(404, { error: 'not found' });
     requests++;
@@ -237,6 +260,15 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
     acceptedAtOfId: (id) => acceptedIds.get(id),
     acceptedAtOf: (phone) => firstByPhone.get(phone),
     timesAccepted: (phone) => timesByPhone.get(phone) ?? 0,
+    reply(phone, message, toPhone = '79000000000') {
+      const at = Date.now();
+      const id = 1_000 + inbox.length;
+      inbox.push({ id, phone, to_phone: toPhone, sent: smscTime(at), message, at });
+      return id;
+    },
+    get inboxReads() {
+      return inboxReads;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of hanging) res.destroy();
