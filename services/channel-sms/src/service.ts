@@ -1,6 +1,6 @@
 import { contactsV1 } from '@rrs/proto';
 import { createGrpcClient, type ServiceContext } from '@rrs/runtime';
-import { PermanentSendError, ProviderChain, SinkOutbox, StepOutcome, StepResultPublisher, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type ProviderChainOptions, type SendStep } from '@rrs/sender-kit';
+import { PermanentSendError, ProviderChain, RetryableSendError, SinkOutbox, StepOutcome, StepResultPublisher, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type ProviderChainOptions, type SendStep } from '@rrs/sender-kit';
 import { contactsSmsBalance, type SmsBalance } from './balance';
 import type { SmsConfig } from './config';
 import { renderSms } from './message';
@@ -43,7 +43,12 @@ export function smsSend(providers: SmsProvider | ProviderChain<SmsSendRequest>, 
     const sms = renderSms(step);
     const debit = await balance.debit({ organizationId: step.organizationId, stepId: step.stepId, parts: sms.parts });
     if (!debit.debited) return { outcome: StepOutcome.STEP_OUTCOME_NO_BALANCE, reason: 'no_balance' };
-    await extras.recordRecipient?.(step.stepId, phone);
+    try {
+      await extras.recordRecipient?.(step.stepId, phone);
+    } catch (err) {
+      // Nothing reached a provider yet: the next delivery sends afresh.
+      throw new RetryableSendError('send_log_unavailable', 'recording the SMS recipient failed', { cause: err, retryAfterMs: 5_000 });
+    }
     try {
       const { providerMessageId, provider } = await chain.send({ stepId: step.stepId, phone, text: sms.text, link: step.reviewUrl }, ctx);
       return { outcome: StepOutcome.STEP_OUTCOME_SENT, providerMessageId, parts: sms.parts, provider };

@@ -16,11 +16,15 @@
  *   account's numbers, oldest first, as `[{"id", "phone", "to_phone", "sent": "dd.mm.yyyy hh:mm:ss",
  *   "message"}]`: those after `after_id`, else those of the last `hour` hours (default 1); error 2 for
  *   wrong credentials. `reply(phone, message)` puts one there, as a person answering would.
+ * - Status notifications: `deliver(id, phone, status)` POSTs `id`, `phone`, `status`, `time`, `err` and
+ *   `sha1` = sha1("<id>:<phone>:<status>:<password>") to `statusUrl`, as SMSC calls the status handler
+ *   set in the account ("Уведомления о событиях").
  *
  * Each accepted message is counted by its message id (the given `id`, else one the fake assigns) and by
  * phone, with the time it was accepted. `respond` lets a test answer a request its own way first (an
  * error code, an HTTP status, a delay, no answer at all).
  */
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -96,6 +100,10 @@ export interface FakeSmsc {
   reply(phone: string, message: string, toPhone?: string): number;
   /** Inbox reads (`get_answers`) received. */
   readonly inboxReads: number;
+  /** The status handler URL set in the account (where `deliver` posts). */
+  statusUrl: string | undefined;
+  /** Sends a signed status notification for a message; resolves with the handler's answer. */
+  deliver(id: string, phone: string, status: number): Promise<{ status: number; body: string }>;
   close(): Promise<void>;
 }
 
@@ -243,7 +251,7 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
     server.listen(0, '127.0.0.1', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  return {
+  const fake: FakeSmsc = {
     url: `http://127.0.0.1:${port}`,
     port,
     get requests() {
@@ -269,6 +277,14 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
     get inboxReads() {
       return inboxReads;
     },
+    statusUrl: undefined,
+    async deliver(id, phone, status) {
+      if (!fake.statusUrl) throw new Error('the fake SMSC has no status handler URL (statusUrl)');
+      const sha1 = createHash('sha1').update(`${id}:${phone}:${status}:${password}`).digest('hex');
+      const body = new URLSearchParams({ id, phone, status: String(status), time: String(Math.floor(Date.now() / 1000)), err: '0', sha1 });
+      const res = await fetch(fake.statusUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+      return { status: res.status, body: await res.text() };
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of hanging) res.destroy();
@@ -276,4 +292,5 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
         server.closeAllConnections();
       }),
   };
+  return fake;
 }
