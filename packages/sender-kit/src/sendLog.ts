@@ -205,10 +205,10 @@ export class SendLog {
   }
 }
 
-/** A sender's own tables beside the send log, in its schema (numbered apart from sender-kit's by `component`). */
+/** A sender's own tables beside the send log, in its schema (numbered apart from sender-kit's; component default `service`). */
 export interface SenderMigrations {
   dir: string;
-  component: string;
+  component?: string;
 }
 
 /** Opens a sender's send log: a pool on its own schema, migrated, closed on shutdown, checked by readiness. */

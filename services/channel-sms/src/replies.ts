@@ -1,9 +1,6 @@
-import { join } from 'node:path';
 import { isStopReply } from '@rrs/proto';
 import { counter, StatementBatcher, type Pool } from '@rrs/runtime';
 import { StepOutcome, type LoggedSend, type ResultTarget, type StepResultPublisher } from '@rrs/sender-kit';
-
-export const SMS_MIGRATIONS = { dir: join(__dirname, '..', 'migrations'), component: 'channel-sms' };
 
 /** The ledger source of an opt-out a person sent by SMS, or one the provider's stop list reports. */
 export const STOP_REPLY = 'stop_reply';

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { contactsV1 } from '@rrs/proto';
 import { createGrpcClient, type ServiceContext } from '@rrs/runtime';
 import { PermanentSendError, ProviderChain, RetryableSendError, SinkOutbox, StepOutcome, StepResultPublisher, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type ProviderChainOptions, type SendStep } from '@rrs/sender-kit';
@@ -6,12 +7,14 @@ import type { SmsConfig } from './config';
 import { renderSms } from './message';
 import { sinkSmsProvider, smscProvider, type SmsProvider, type SmsSendRequest } from './provider';
 import { startReceiptServer } from './receipts';
-import { reportStopReply, SMS_MIGRATIONS, SmsRecipients } from './replies';
+import { reportStopReply, SmsRecipients } from './replies';
 import { startSmscInbox } from './smscInbox';
 import { PROVIDER_STOP_LIST, smsRuProvider } from './smsru';
 
 export const CHANNEL = 'SMS';
 export const SCHEMA = 'channel_sms';
+/** channel-sms's own tables (who each SMS went to, the inbox cursor), beside sender-kit's send log. */
+export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 
 export interface SmsDeps extends ChannelSenderDeps {
   /** One provider, or several in failover order. */
@@ -97,7 +100,7 @@ export async function startSmsSender(
       schema: SCHEMA,
       bus: deps.bus,
       pool: deps.pool,
-      migrations: [SMS_MIGRATIONS],
+      migrations: [{ dir: MIGRATIONS_DIR }],
       channels: [{
         entry: { key: CHANNEL, slug: 'sms', label: 'SMS', contactField: 'phone', capabilities: real ? ['send', 'balance', 'delivery_receipts'] : ['send', 'balance'], position: 20 },
         send: smsSend(chain, balance, { recordRecipient: async (stepId, phone) => (await parts).recipients.record(stepId, phone), results: async () => (await parts).results }),
