@@ -1,11 +1,10 @@
-import { startContacts, type RunningContacts } from '@rrs/contacts';
-import { startScheduler, type RunningScheduler } from '@rrs/cascade-scheduler';
 import { busV1 } from '@rrs/proto';
 import { createPool, type Pool } from '@rrs/runtime';
 import { StepResultPublisher } from '@rrs/sender-kit';
 import { createTestBus, createTestDatabase, startFakeSmsc, testContext, testLogger, waitFor, type FakeSmsc, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { collectResults, dueStep, publishStep } from '../../../packages/sender-kit/test/support/steps';
 import { SmsRecipients, startSmsSender, startSmscInbox, type SmsBalance } from '../src';
+import { startCascadeStack } from './support/stack';
 
 const Outcome = busV1.StepOutcome;
 const LOGIN = 'acme';
@@ -132,8 +131,7 @@ describe('an SMS STOP reply on the real stack', () => {
   let tb: TestBus;
   let smsPool: Pool;
   let schedulerPool: Pool;
-  let contacts: RunningContacts;
-  let scheduler: RunningScheduler;
+  let stack: Awaited<ReturnType<typeof startCascadeStack>>;
   let smsc: FakeSmsc;
   let sms: Awaited<ReturnType<typeof startSmsSender>>;
   const ctx = testContext('sms-stop-stack');
@@ -144,15 +142,10 @@ describe('an SMS STOP reply on the real stack', () => {
     smsPool = createPool({ url: db.url, schema: 'channel_sms' });
     schedulerPool = createPool({ url: db.url, schema: 'scheduler' });
     smsc = await startFakeSmsc({ login: LOGIN, password: PASSWORD });
-    contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
-    scheduler = await startScheduler(
-      { databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
-      ctx,
-      { bus: tb.bus, channelsCacheMs: 0 },
-    );
+    stack = await startCascadeStack(db.url, tb.bus, ctx);
     sms = await startSmsSender(
       {
-        databaseUrl: db.url, concurrency: 4, ackWaitMs: 5_000, contactsAddress: `127.0.0.1:${contacts.grpcPort}`,
+        databaseUrl: db.url, concurrency: 4, ackWaitMs: 5_000, contactsAddress: stack.contactsAddress,
         smsc: { baseUrl: smsc.url, login: LOGIN, password: PASSWORD, timeoutMs: 2_000 }, smscInboxPollMs: NEVER,
         receiptsHost: '127.0.0.1', receiptsPort: 0,
       },
@@ -172,9 +165,8 @@ describe('an SMS STOP reply on the real stack', () => {
 
   it('a receipt shows on the cascade; STOP enters the ledger as stop_reply and skips the later step of another cascade and a later request', async () => {
     const phone = '+79160000401';
-    const organization = await contacts.directory.createOrganization({ name: 'stop', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance: 100, sendWindow: null, cooldownDays: 0 });
-    await contacts.channels.set({ organizationId: organization.id, channel: 'SMS', configured: true });
-    const location = await contacts.directory.createLocation({ organizationId: organization.id, name: 'Кофейня', address: 'Тверская 1', city: 'Москва', timeZone: 'Europe/Moscow', reviewLinks: [] });
+    const { scheduler } = stack;
+    const { organization, location } = await stack.smsOrganization('stop', 100);
     const start = (flowId: string, channel: string) =>
       scheduler.cascades.start({ organizationId: organization.id, locationId: location.id, name: '', flowId, channel, externalId: '', recipients: [{ name: 'Вера', email: '', phone, contactId: '', contactExternalId: '' }] });
     const cascade = (id: string) => scheduler.cascades.get(organization.id, id);
