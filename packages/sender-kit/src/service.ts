@@ -6,13 +6,23 @@ import { startSender, type SendStep } from './sender';
 import { openSendLog, type SenderMigrations, type SendLog } from './sendLog';
 import type { SinkOutbox } from './sink';
 
-/** One channel a sender serves: its catalog entry and how it sends. */
-export interface ChannelSpec {
-  entry: Omit<AnnouncedEntry, 'sender'>;
-  send: SendStep;
-  /** The provider behind `send` (`smtp`, `smsc`, `sink`, …), logged at start. */
-  provider?: string;
+/** What a sender has opened before it takes its first step: for a send step that needs them. */
+export interface OpenedSender {
+  pool: Pool;
+  sendLog: SendLog;
+  results: StepResultPublisher;
 }
+
+/** One channel a sender serves: its catalog entry and how it sends. */
+export type ChannelSpec = {
+  entry: Omit<AnnouncedEntry, 'sender'>;
+  /** The provider behind the send step (`smtp`, `smsc`, `sink`, …), logged at start. */
+  provider?: string;
+} & (
+  | { send: SendStep }
+  /** A send step made from the sender's pool, send log and result publisher, once they are open. */
+  | { sendWith: (opened: OpenedSender) => SendStep }
+);
 
 /** What a sender service can be handed instead of making its own (all-in-one mode, tests). */
 export interface ChannelSenderDeps {
@@ -65,7 +75,7 @@ export async function startChannelSender(
     const sub = await startSender({
       bus,
       channel: channel.entry.key,
-      send: channel.send,
+      send: 'send' in channel ? channel.send : channel.sendWith({ pool, sendLog, results }),
       sendLog,
       results,
       logger: ctx.logger,

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { contactsV1 } from '@rrs/proto';
 import { createGrpcClient, type ServiceContext } from '@rrs/runtime';
-import { PermanentSendError, ProviderChain, RetryableSendError, SinkOutbox, StepOutcome, StepResultPublisher, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type ProviderChainOptions, type SendStep } from '@rrs/sender-kit';
+import { PermanentSendError, ProviderChain, RetryableSendError, SinkOutbox, StepOutcome, startChannelSender, type StepResultPublisher, type ChannelSenderConfig, type ChannelSenderDeps, type ProviderChainOptions, type SendStep } from '@rrs/sender-kit';
 import { contactsSmsBalance, type SmsBalance } from './balance';
 import type { SmsConfig } from './config';
 import { renderSms } from './message';
@@ -28,8 +28,8 @@ const E164 = /^\+[1-9]\d{6,14}$/;
 export interface SmsSendExtras {
   /** Records the number of each step before it is sent, so a STOP reply can be matched to it. */
   recordRecipient?: (stepId: string, phone: string) => Promise<void>;
-  /** Reports a provider's stop-list refusal as an opt-out of the person (source `stop_reply`). */
-  results?: () => Promise<StepResultPublisher>;
+  /** Where a provider's stop-list refusal is reported as an opt-out of the person (source `stop_reply`). */
+  results?: StepResultPublisher;
 }
 
 /**
@@ -57,7 +57,7 @@ export function smsSend(providers: SmsProvider | ProviderChain<SmsSendRequest>, 
       return { outcome: StepOutcome.STEP_OUTCOME_SENT, providerMessageId, parts: sms.parts, provider };
     } catch (err) {
       if (err instanceof PermanentSendError && err.reason === PROVIDER_STOP_LIST && extras.results) {
-        await reportStopReply(await extras.results(), step, 'smsru');
+        await reportStopReply(extras.results, step, 'smsru');
       }
       throw err;
     }
@@ -84,38 +84,24 @@ export async function startSmsSender(
     ctx.lifecycle.onStop('contacts client', () => contacts.close());
     balance = contactsSmsBalance(contacts.client);
   }
-  // The send step needs the sender's pool and result publisher, which exist once the sender has started;
-  // steps it takes before that wait for them.
-  let started!: (value: { recipients: SmsRecipients; results: StepResultPublisher }) => void;
-  let failedToStart!: (err: unknown) => void;
-  const parts = new Promise<{ recipients: SmsRecipients; results: StepResultPublisher }>((resolve, reject) => {
-    started = resolve;
-    failedToStart = reject;
+  const running = await startChannelSender(config, ctx, {
+    service: 'channel-sms',
+    schema: SCHEMA,
+    bus: deps.bus,
+    pool: deps.pool,
+    migrations: [{ dir: MIGRATIONS_DIR }],
+    channels: [{
+      entry: { key: CHANNEL, slug: 'sms', label: 'SMS', contactField: 'phone', capabilities: real ? ['send', 'balance', 'delivery_receipts'] : ['send', 'balance'], position: 20 },
+      sendWith: ({ pool, results }) => {
+        const recipients = new SmsRecipients(pool);
+        return smsSend(chain, balance, { recordRecipient: (stepId, phone) => recipients.record(stepId, phone), results });
+      },
+      provider: chain.name,
+    }],
   });
-  parts.catch(() => undefined);
-  let running: Awaited<ReturnType<typeof startChannelSender>>;
-  try {
-    running = await startChannelSender(config, ctx, {
-      service: 'channel-sms',
-      schema: SCHEMA,
-      bus: deps.bus,
-      pool: deps.pool,
-      migrations: [{ dir: MIGRATIONS_DIR }],
-      channels: [{
-        entry: { key: CHANNEL, slug: 'sms', label: 'SMS', contactField: 'phone', capabilities: real ? ['send', 'balance', 'delivery_receipts'] : ['send', 'balance'], position: 20 },
-        send: smsSend(chain, balance, { recordRecipient: async (stepId, phone) => (await parts).recipients.record(stepId, phone), results: async () => (await parts).results }),
-        provider: chain.name,
-      }],
-    });
-  } catch (err) {
-    failedToStart(err);
-    throw err;
-  }
-  const smsRecipients = new SmsRecipients(running.pool);
-  started({ recipients: smsRecipients, results: running.results });
   let inbox: ReturnType<typeof startSmscInbox> | undefined;
   if (providers.some((p) => p.name === 'smsc') && config.smsc && (config.smscInboxPollMs ?? 0) > 0) {
-    inbox = startSmscInbox({ smsc: config.smsc, pool: running.pool, recipients: smsRecipients, results: running.results, intervalMs: config.smscInboxPollMs!, logger: ctx.logger });
+    inbox = startSmscInbox({ smsc: config.smsc, pool: running.pool, recipients: new SmsRecipients(running.pool), results: running.results, intervalMs: config.smscInboxPollMs!, logger: ctx.logger });
     ctx.lifecycle.onStop('SMSC inbox reader', () => inbox!.stop());
   }
   let receiptsPort: number | undefined;
