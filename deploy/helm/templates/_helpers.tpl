@@ -257,7 +257,7 @@ channel-email:
   args: ["--schema", "channel_email", "sender-kit=node_modules/@rrs/sender-kit/migrations"]
 channel-sms:
   key: channelSms
-  args: ["--schema", "channel_sms", "sender-kit=node_modules/@rrs/sender-kit/migrations"]
+  args: ["--schema", "channel_sms", "service=migrations", "sender-kit=node_modules/@rrs/sender-kit/migrations"]
 channel-messenger:
   key: channelMessenger
   args: ["--schema", "channel_messenger", "sender-kit=node_modules/@rrs/sender-kit/migrations"]

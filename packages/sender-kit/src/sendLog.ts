@@ -205,14 +205,23 @@ export class SendLog {
   }
 }
 
+/** A sender's own tables beside the send log, in its schema (numbered apart from sender-kit's; component default `service`). */
+export interface SenderMigrations {
+  dir: string;
+  component?: string;
+}
+
 /** Opens a sender's send log: a pool on its own schema, migrated, closed on shutdown, checked by readiness. */
-export async function openSendLog(options: { databaseUrl: string; schema: string; pool?: Pool }, ctx: ServiceContext): Promise<{ log: SendLog; pool: Pool }> {
-  const migrations = { dir: SENDER_KIT_MIGRATIONS_DIR, component: 'sender-kit' };
+export async function openSendLog(
+  options: { databaseUrl: string; schema: string; pool?: Pool; migrations?: SenderMigrations[] },
+  ctx: ServiceContext,
+): Promise<{ log: SendLog; pool: Pool }> {
+  const migrations = [{ dir: SENDER_KIT_MIGRATIONS_DIR, component: 'sender-kit' }, ...(options.migrations ?? [])];
   // A pool handed in (all-in-one, tests) belongs to the caller, who closes and checks it.
   if (options.pool) {
-    await migrate(options.pool, { schema: options.schema, ...migrations, logger: ctx.logger });
+    for (const set of migrations) await migrate(options.pool, { schema: options.schema, ...set, logger: ctx.logger });
     return { log: new SendLog(options.pool), pool: options.pool };
   }
-  const pool = await openServiceDatabase(ctx, { url: options.databaseUrl, schema: options.schema, max: 10, migrations: [migrations] });
+  const pool = await openServiceDatabase(ctx, { url: options.databaseUrl, schema: options.schema, max: 10, migrations });
   return { log: new SendLog(pool), pool };
 }

@@ -3,16 +3,26 @@ import type { SenderBaseConfig } from './config';
 import { announceChannels, type AnnouncedEntry, type ChannelAvailability } from './registry';
 import { StepResultPublisher } from './result';
 import { startSender, type SendStep } from './sender';
-import { openSendLog, type SendLog } from './sendLog';
+import { openSendLog, type SenderMigrations, type SendLog } from './sendLog';
 import type { SinkOutbox } from './sink';
 
-/** One channel a sender serves: its catalog entry and how it sends. */
-export interface ChannelSpec {
-  entry: Omit<AnnouncedEntry, 'sender'>;
-  send: SendStep;
-  /** The provider behind `send` (`smtp`, `smsc`, `sink`, …), logged at start. */
-  provider?: string;
+/** What a sender has opened before it takes its first step: for a send step that needs them. */
+export interface OpenedSender {
+  pool: Pool;
+  sendLog: SendLog;
+  results: StepResultPublisher;
 }
+
+/** One channel a sender serves: its catalog entry and how it sends. */
+export type ChannelSpec = {
+  entry: Omit<AnnouncedEntry, 'sender'>;
+  /** The provider behind the send step (`smtp`, `smsc`, `sink`, …), logged at start. */
+  provider?: string;
+} & (
+  | { send: SendStep }
+  /** A send step made from the sender's pool, send log and result publisher, once they are open. */
+  | { sendWith: (opened: OpenedSender) => SendStep }
+);
 
 /** What a sender service can be handed instead of making its own (all-in-one mode, tests). */
 export interface ChannelSenderDeps {
@@ -47,11 +57,17 @@ export interface RunningChannelSender {
 export async function startChannelSender(
   config: ChannelSenderConfig,
   ctx: ServiceContext,
-  options: { service: string; schema: string; channels: ChannelSpec[] } & Pick<ChannelSenderDeps, 'bus' | 'pool'>,
+  options: {
+    service: string;
+    schema: string;
+    channels: ChannelSpec[];
+    /** The sender's own tables, migrated with the send log before any step is taken. */
+    migrations?: SenderMigrations[];
+  } & Pick<ChannelSenderDeps, 'bus' | 'pool'>,
 ): Promise<RunningChannelSender> {
   // A sender's work arrives over the bus: without it the pod cannot do its job (not ready).
   const bus = await openBus(config, ctx, options.service, options.bus, { required: true });
-  const { log: sendLog, pool } = await openSendLog({ databaseUrl: config.databaseUrl, schema: options.schema, pool: options.pool }, ctx);
+  const { log: sendLog, pool } = await openSendLog({ databaseUrl: config.databaseUrl, schema: options.schema, pool: options.pool, migrations: options.migrations }, ctx);
   const results = new StepResultPublisher(bus);
   const subscriptions: Subscription[] = [];
   for (const channel of options.channels) {
@@ -59,7 +75,7 @@ export async function startChannelSender(
     const sub = await startSender({
       bus,
       channel: channel.entry.key,
-      send: channel.send,
+      send: 'send' in channel ? channel.send : channel.sendWith({ pool, sendLog, results }),
       sendLog,
       results,
       logger: ctx.logger,

@@ -12,6 +12,8 @@ export interface SmsConfig extends SenderBaseConfig {
   /** Providers in failover order (`SMS_PROVIDERS`); empty = the sink provider (all-in-one mode). */
   providers: SmsProviderName[];
   smsc?: { baseUrl: string; login: string; password: string; sender?: string; timeoutMs: number };
+  /** How often SMSC's inbox is read for STOP replies (`SMSC_INBOX_POLL_MS`); 0 = never. */
+  smscInboxPollMs?: number;
   smsru?: { baseUrl: string; apiId: string; sender?: string; test: boolean; timeoutMs: number; receiptsSecret?: string };
   receiptsHost: string;
   /** Port of the receipts endpoint (0 = any free port); it runs only with a real provider. */
@@ -31,6 +33,7 @@ export function buildConfig(env: Env): SmsConfig {
       SMSC_PASSWORD: z.string().min(1).optional(),
       SMSC_SENDER: z.string().min(1).max(11).optional(),
       SMSC_TIMEOUT_MS: envField.int(10_000, 100),
+      SMSC_INBOX_POLL_MS: envField.int(60_000, 0),
       SMSRU_URL: envField.url(['http', 'https']).default('https://sms.ru'),
       SMSRU_API_ID: z.string().min(1).optional(),
       SMSRU_SENDER: z.string().min(1).max(11).optional(),
@@ -67,6 +70,7 @@ export function buildConfig(env: Env): SmsConfig {
     contactsAddress: vars.CONTACTS_ADDR,
     providers,
     smsc,
+    smscInboxPollMs: vars.SMSC_INBOX_POLL_MS,
     smsru,
     receiptsHost: vars.SMS_RECEIPTS_HOST,
     receiptsPort: vars.SMS_RECEIPTS_PORT,

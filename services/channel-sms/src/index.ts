@@ -1,5 +1,5 @@
 export { buildConfig, type SmsConfig } from './config';
-export { startSmsSender, smsSend, CHANNEL, SCHEMA } from './service';
+export { startSmsSender, smsSend, CHANNEL, SCHEMA, MIGRATIONS_DIR, type SmsSendExtras } from './service';
 export { renderSms, type SmsText } from './message';
 export { cutToOnePart, encodingOf, smsLength, smsParts, fitsOnePart, ONE_PART_LIMIT, type SmsEncoding } from './encoding';
 export { smscProvider, sinkSmsProvider, type SmsProvider, type SmscOptions } from './provider';
@@ -7,3 +7,6 @@ export { contactsSmsBalance, type SmsBalance } from './balance';
 export { handleSmscReceipt, handleSmsRuCallback, mapSmscStatus, mapSmsRuStatus, startReceiptServer } from './receipts';
 export { smsRuProvider, sortSmsRuCode, type SmsRuOptions } from './smsru';
 export { SMS_PROVIDER_NAMES, type SmsProviderName } from './config';
+export { applyInboundSms, reportStopReply, SmsRecipients, STOP_REPLY, type InboundSms, type ReplyResult } from './replies';
+export { readSmscInbox, startSmscInbox } from './smscInbox';
+export { PROVIDER_STOP_LIST } from './smsru';

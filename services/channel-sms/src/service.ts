@@ -1,15 +1,20 @@
+import { join } from 'node:path';
 import { contactsV1 } from '@rrs/proto';
 import { createGrpcClient, type ServiceContext } from '@rrs/runtime';
-import { PermanentSendError, ProviderChain, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type ProviderChainOptions, type SendStep } from '@rrs/sender-kit';
+import { PermanentSendError, ProviderChain, RetryableSendError, SinkOutbox, StepOutcome, startChannelSender, type StepResultPublisher, type ChannelSenderConfig, type ChannelSenderDeps, type ProviderChainOptions, type SendStep } from '@rrs/sender-kit';
 import { contactsSmsBalance, type SmsBalance } from './balance';
 import type { SmsConfig } from './config';
 import { renderSms } from './message';
 import { sinkSmsProvider, smscProvider, type SmsProvider, type SmsSendRequest } from './provider';
 import { startReceiptServer } from './receipts';
-import { smsRuProvider } from './smsru';
+import { reportStopReply, SmsRecipients } from './replies';
+import { startSmscInbox } from './smscInbox';
+import { PROVIDER_STOP_LIST, smsRuProvider } from './smsru';
 
 export const CHANNEL = 'SMS';
 export const SCHEMA = 'channel_sms';
+/** channel-sms's own tables (who each SMS went to, the inbox cursor), beside sender-kit's send log. */
+export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 
 export interface SmsDeps extends ChannelSenderDeps {
   /** One provider, or several in failover order. */
@@ -19,11 +24,21 @@ export interface SmsDeps extends ChannelSenderDeps {
 
 const E164 = /^\+[1-9]\d{6,14}$/;
 
+/** What the SMS step does beside sending, when the sender has a database and a bus (not in unit tests). */
+export interface SmsSendExtras {
+  /** Records the number of each step before it is sent, so a STOP reply can be matched to it. */
+  recordRecipient?: (stepId: string, phone: string) => Promise<void>;
+  /** Where a provider's stop-list refusal is reported as an opt-out of the person (source `stop_reply`). */
+  results?: StepResultPublisher;
+}
+
 /**
  * The SMS send step: render and cut to one part, debit the organization's balance for the step (once,
  * even on redelivery), then hand to the provider. No balance → NO_BALANCE, and the scheduler reroutes.
+ * A provider that refuses the number for its stop list fails the step and reports the person opted out
+ * first (a failure to report fails the delivery, so the step is tried again and the report with it).
  */
-export function smsSend(providers: SmsProvider | ProviderChain<SmsSendRequest>, balance: SmsBalance): SendStep {
+export function smsSend(providers: SmsProvider | ProviderChain<SmsSendRequest>, balance: SmsBalance, extras: SmsSendExtras = {}): SendStep {
   const chain = providers instanceof ProviderChain ? providers : new ProviderChain<SmsSendRequest>(CHANNEL, [providers]);
   return async (step, ctx) => {
     const phone = step.recipient?.phone ?? '';
@@ -31,13 +46,26 @@ export function smsSend(providers: SmsProvider | ProviderChain<SmsSendRequest>, 
     const sms = renderSms(step);
     const debit = await balance.debit({ organizationId: step.organizationId, stepId: step.stepId, parts: sms.parts });
     if (!debit.debited) return { outcome: StepOutcome.STEP_OUTCOME_NO_BALANCE, reason: 'no_balance' };
-    const { providerMessageId, provider } = await chain.send({ stepId: step.stepId, phone, text: sms.text, link: step.reviewUrl }, ctx);
-    return { outcome: StepOutcome.STEP_OUTCOME_SENT, providerMessageId, parts: sms.parts, provider };
+    try {
+      await extras.recordRecipient?.(step.stepId, phone);
+    } catch (err) {
+      // Nothing reached a provider yet: the next delivery sends afresh.
+      throw new RetryableSendError('send_log_unavailable', 'recording the SMS recipient failed', { cause: err, retryAfterMs: 5_000 });
+    }
+    try {
+      const { providerMessageId, provider } = await chain.send({ stepId: step.stepId, phone, text: sms.text, link: step.reviewUrl }, ctx);
+      return { outcome: StepOutcome.STEP_OUTCOME_SENT, providerMessageId, parts: sms.parts, provider };
+    } catch (err) {
+      if (err instanceof PermanentSendError && err.reason === PROVIDER_STOP_LIST && extras.results) {
+        await reportStopReply(extras.results, step, 'smsru');
+      }
+      throw err;
+    }
   };
 }
 
 export async function startSmsSender(
-  config: ChannelSenderConfig & Partial<Pick<SmsConfig, 'contactsAddress' | 'smsc' | 'smsru' | 'providers' | 'receiptsHost' | 'receiptsPort' | 'circuit'>>,
+  config: ChannelSenderConfig & Partial<Pick<SmsConfig, 'contactsAddress' | 'smsc' | 'smscInboxPollMs' | 'smsru' | 'providers' | 'receiptsHost' | 'receiptsPort' | 'circuit'>>,
   ctx: ServiceContext,
   deps: SmsDeps = {},
 ) {
@@ -61,12 +89,21 @@ export async function startSmsSender(
     schema: SCHEMA,
     bus: deps.bus,
     pool: deps.pool,
+    migrations: [{ dir: MIGRATIONS_DIR }],
     channels: [{
       entry: { key: CHANNEL, slug: 'sms', label: 'SMS', contactField: 'phone', capabilities: real ? ['send', 'balance', 'delivery_receipts'] : ['send', 'balance'], position: 20 },
-      send: smsSend(chain, balance),
+      sendWith: ({ pool, results }) => {
+        const recipients = new SmsRecipients(pool);
+        return smsSend(chain, balance, { recordRecipient: (stepId, phone) => recipients.record(stepId, phone), results });
+      },
       provider: chain.name,
     }],
   });
+  let inbox: ReturnType<typeof startSmscInbox> | undefined;
+  if (providers.some((p) => p.name === 'smsc') && config.smsc && (config.smscInboxPollMs ?? 0) > 0) {
+    inbox = startSmscInbox({ smsc: config.smsc, pool: running.pool, recipients: new SmsRecipients(running.pool), results: running.results, intervalMs: config.smscInboxPollMs!, logger: ctx.logger });
+    ctx.lifecycle.onStop('SMSC inbox reader', () => inbox!.stop());
+  }
   let receiptsPort: number | undefined;
   const usesSmsc = providers.some((p) => p.name === 'smsc') && config.smsc !== undefined;
   const smsruSecret = providers.some((p) => p.name === 'smsru') ? config.smsru?.receiptsSecret : undefined;
@@ -75,5 +112,5 @@ export async function startSmsSender(
     ctx.lifecycle.onStop('SMS receipts server', () => receipts.close());
     receiptsPort = receipts.port;
   }
-  return { ...running, outbox, provider: providers[0], chain, receiptsPort };
+  return { ...running, outbox, provider: providers[0], chain, receiptsPort, inbox };
 }

@@ -28,6 +28,12 @@ interface SmsRuAnswer {
   balance?: number;
 }
 
+/**
+ * The reason of a step SMS.ru refused because the number is on the account's stop list (code 209): the
+ * person asked the business, or SMS.ru, to stop, so the step fails and the person enters the ledger.
+ */
+export const PROVIDER_STOP_LIST = 'recipient_opted_out';
+
 type Sorted = { kind: 'permanent'; reason: string } | { kind: 'retryable'; reason: string; retryAfterMs?: number; maybeSent?: boolean };
 
 /**
@@ -45,7 +51,7 @@ export function sortSmsRuCode(code: number, resumed: boolean): Sorted {
     case 220: return { kind: 'retryable', reason: 'provider_unavailable', retryAfterMs: 5_000 };
     case 202: return { kind: 'permanent', reason: 'invalid_phone' };
     case 207: return { kind: 'permanent', reason: 'undeliverable' };
-    case 209: return { kind: 'permanent', reason: 'recipient_opted_out' };
+    case 209: return { kind: 'permanent', reason: PROVIDER_STOP_LIST };
     case 230: return { kind: 'retryable', reason: 'recipient_daily_limit', retryAfterMs: 3_600_000 };
     // The same text to the same number within a minute / a day: after a call that may have gone through,
     // that is our own message (sent); otherwise another step's identical message.

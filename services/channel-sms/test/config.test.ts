@@ -14,6 +14,11 @@ describe('channel-sms config', () => {
     expect(buildConfig(base).smsc).toBeUndefined();
   });
 
+  it('reads the SMSC inbox every minute by default for STOP replies; 0 turns it off', () => {
+    expect(buildConfig(base).smscInboxPollMs).toBe(60_000);
+    expect(buildConfig({ ...base, SMSC_INBOX_POLL_MS: '0' }).smscInboxPollMs).toBe(0);
+  });
+
   it('orders the SMS providers: every configured one (SMSC first) by default, or as SMS_PROVIDERS lists them', () => {
     const both = { ...base, SMSC_LOGIN: 'acme', SMSC_PASSWORD: 'pw', SMSRU_API_ID: 'id-1' };
     expect(buildConfig(both).providers).toEqual(['smsc', 'smsru']);
@@ -35,6 +40,8 @@ describe('channel-sms config', () => {
     ['SMSC_SENDER', { ...base, SMSC_LOGIN: 'acme', SMSC_PASSWORD: 'pw', SMSC_SENDER: 'TwelveChars!' }],
     ['SMSC_URL', { ...base, SMSC_URL: 'ftp://smsc.ru' }],
     ['CONTACTS_ADDR', { ...base, CONTACTS_ADDR: 'nohost' }],
+    ['SMSC_INBOX_POLL_MS', { ...base, SMSC_INBOX_POLL_MS: 'soon' }],
+    ['SMSC_INBOX_POLL_MS', { ...base, SMSC_INBOX_POLL_MS: '-1' }],
   ])('names %s when it is wrong', (variable, env) => {
     expect(() => buildConfig(env)).toThrow(ConfigError);
     expect(() => buildConfig(env)).toThrow(new RegExp(`^${variable}`));

@@ -1,8 +1,7 @@
-import { startContacts, type RunningContacts } from '@rrs/contacts';
-import { startScheduler, type RunningScheduler } from '@rrs/cascade-scheduler';
 import { createPool, type Pool } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, startFakeSmsc, startFakeSmsRu, testContext, waitFor, type FakeSmsc, type FakeSmsRu, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { startSmsSender } from '../src';
+import { startCascadeStack } from './support/stack';
 
 const RECIPIENTS = 60;
 /** SMSC goes down once it has taken this many messages: mid-run. */
@@ -22,8 +21,7 @@ describe('SMS provider failover: the first provider goes down mid-run', () => {
   let db: TestDatabase;
   let tb: TestBus;
   let pool: Pool;
-  let contacts: RunningContacts;
-  let scheduler: RunningScheduler;
+  let stack: Awaited<ReturnType<typeof startCascadeStack>>;
   let smsc: FakeSmsc;
   let smsru: FakeSmsRu;
   let sms: Awaited<ReturnType<typeof startSmsSender>>;
@@ -47,15 +45,10 @@ describe('SMS provider failover: the first provider goes down mid-run', () => {
       respond: () => (down ? (answers++ % 2 === 0 ? { httpStatus: 503 } : { hang: true }) : undefined),
     });
     smsru = await startFakeSmsRu({ apiId: 'api-1' });
-    contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
-    scheduler = await startScheduler(
-      { databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
-      ctx,
-      { bus: tb.bus, channelsCacheMs: 0 },
-    );
+    stack = await startCascadeStack(db.url, tb.bus, ctx);
     sms = await startSmsSender(
       {
-        databaseUrl: db.url, concurrency: 4, ackWaitMs: 5_000, contactsAddress: `127.0.0.1:${contacts.grpcPort}`,
+        databaseUrl: db.url, concurrency: 4, ackWaitMs: 5_000, contactsAddress: stack.contactsAddress,
         providers: ['smsc', 'smsru'],
         smsc: { baseUrl: smsc.url, login: 'acme', password: 'pw', timeoutMs: 300 },
         smsru: { baseUrl: smsru.url, apiId: 'api-1', test: false, timeoutMs: 2_000 },
@@ -75,9 +68,8 @@ describe('SMS provider failover: the first provider goes down mid-run', () => {
   });
 
   it('sends every step exactly once, through SMSC until it fails and SMS.ru after, and records who sent each', async () => {
-    const organization = await contacts.directory.createOrganization({ name: 'failover', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance: 1_000, sendWindow: null, cooldownDays: 0 });
-    await contacts.channels.set({ organizationId: organization.id, channel: 'SMS', configured: true });
-    const location = await contacts.directory.createLocation({ organizationId: organization.id, name: 'Кофейня', address: 'Тверская 1', city: 'Москва', timeZone: 'Europe/Moscow', reviewLinks: [] });
+    const { scheduler } = stack;
+    const { organization, location } = await stack.smsOrganization('failover', 1_000);
     const phones = Array.from({ length: RECIPIENTS }, (_, i) => `+7916555${String(i).padStart(4, '0')}`);
     const { result } = await scheduler.cascades.start({
       organizationId: organization.id, locationId: location.id, name: '', flowId: '', channel: 'SMS', externalId: '',

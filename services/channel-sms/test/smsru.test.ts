@@ -105,6 +105,18 @@ describe('channel-sms with SMS.ru: status callbacks on a secret path', () => {
     expect(results.filter((r) => r.stepId === step.stepId).map((r) => r.outcome)).toEqual([Outcome.STEP_OUTCOME_SENT, Outcome.STEP_OUTCOME_DELIVERED]);
   });
 
+  it('a number on the account\'s stop list (209): the person is reported opted out (stop_reply) before the step fails; nothing is sent', async () => {
+    smsru.addToStopList('79160000202');
+    const step = dueStep('SMS', { recipient: { name: 'Олег', email: '', phone: '+79160000202' } });
+    await publishStep(tb.bus, step);
+    await waitFor(() => results.find((r) => r.stepId === step.stepId && r.outcome === Outcome.STEP_OUTCOME_FAILED), { what: 'the failed step' });
+    expect(results.filter((r) => r.stepId === step.stepId).map((r) => [r.outcome, r.reason, r.attemptId])).toEqual([
+      [Outcome.STEP_OUTCOME_OPTED_OUT, 'stop_reply', step.attemptId],
+      [Outcome.STEP_OUTCOME_FAILED, 'recipient_opted_out', step.attemptId],
+    ]);
+    expect(smsru.timesAccepted('79160000202')).toBe(0);
+  });
+
   it('answers a callback without entries 400, and one for an unknown message 100 (so SMS.ru stops retrying)', async () => {
     const post = (body: URLSearchParams) => fetch(`${base}${SECRET}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
     expect((await post(new URLSearchParams({ other: '1' }))).status).toBe(400);

@@ -12,11 +12,19 @@
  * - `/sys/status.php`: `phone` + `id` → `{"status": 0, …}` for the last message with that id to that
  *   phone, `{"status": -3}` when there is none (what a resumed send of channel-sms asks first).
  * - `/sys/balance.php`: `{"balance": "<n.nn>"}` (plus `"currency": "RUR"` with `cur=1`), or error 2.
+ * - `/sys/get.php?get_answers=1` (https://smsc.ru/api/http/get_data/inbox): the SMS people sent to the
+ *   account's numbers, oldest first, as `[{"id", "phone", "to_phone", "sent": "dd.mm.yyyy hh:mm:ss",
+ *   "message"}]`: those after `after_id`, else those of the last `hour` hours (default 1); error 2 for
+ *   wrong credentials. `reply(phone, message)` puts one there, as a person answering would.
+ * - Status notifications: `deliver(id, phone, status)` POSTs `id`, `phone`, `status`, `time`, `err` and
+ *   `sha1` = sha1("<id>:<phone>:<status>:<password>") to `statusUrl`, as SMSC calls the status handler
+ *   set in the account ("Уведомления о событиях").
  *
  * Each accepted message is counted by its message id (the given `id`, else one the fake assigns) and by
  * phone, with the time it was accepted. `respond` lets a test answer a request its own way first (an
  * error code, an HTTP status, a delay, no answer at all).
  */
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -88,6 +96,14 @@ export interface FakeSmsc {
   acceptedAtOf(phone: string): number | undefined;
   /** Messages accepted for this phone: more than one means it was sent twice. */
   timesAccepted(phone: string): number;
+  /** A person at `phone` (digits, as SMSC lists senders) sends `message` to the account's number; resolves its id. */
+  reply(phone: string, message: string, toPhone?: string): number;
+  /** Inbox reads (`get_answers`) received. */
+  readonly inboxReads: number;
+  /** The status handler URL set in the account (where `deliver` posts). */
+  statusUrl: string | undefined;
+  /** Sends a signed status notification for a message; resolves with the handler's answer. */
+  deliver(id: string, phone: string, status: number): Promise<{ status: number; body: string }>;
   close(): Promise<void>;
 }
 
@@ -119,6 +135,13 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
   /** Request fingerprint → when it was last accepted, for error 9. */
   const recent = new Map<string, number>();
   const hanging = new Set<http.ServerResponse>();
+  const inbox: Array<{ id: number; phone: string; to_phone: string; sent: string; message: string; at: number }> = [];
+  let inboxReads = 0;
+  const smscTime = (at: number) => {
+    const d = new Date(at);
+    const two = (n: number) => String(n).padStart(2, '0');
+    return `${two(d.getDate())}.${two(d.getMonth() + 1)}.${d.getFullYear()} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+  };
 
   const authorized = (f: URLSearchParams) => (options.apikey !== undefined && f.get('apikey') === options.apikey) || (f.get('login') === login && f.get('psw') === password);
 
@@ -175,6 +198,14 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
       const at = lastByIdAndPhone.get(`${fields.get('id') ?? ''}|${fields.get('phone') ?? ''}`);
       return json(200, at === undefined ? { status: -3 } : { status: 0, last_timestamp: Math.floor(at / 1000), err: 0 });
     }
+    if (path === '/sys/get.php' && fields.get('get_answers') === '1') {
+      inboxReads++;
+      if (!authorized(fields)) return json(200, { error: 'authorise error', error_code: 2 });
+      const afterId = fields.get('after_id');
+      const since = Date.now() - Number(fields.get('hour') ?? '1') * 3_600_000;
+      const listed = inbox.filter((m) => (afterId !== null ? m.id > Number(afterId) : m.at >= since));
+      return json(200, listed.map(({ at: _at, ...entry }) => entry));
+    }
     if (path !== '/sys/send.php') return json(404, { error: 'not found' });
     requests++;
     const request: SmscSendRequest = {
@@ -220,7 +251,7 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
     server.listen(0, '127.0.0.1', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  return {
+  const fake: FakeSmsc = {
     url: `http://127.0.0.1:${port}`,
     port,
     get requests() {
@@ -237,6 +268,23 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
     acceptedAtOfId: (id) => acceptedIds.get(id),
     acceptedAtOf: (phone) => firstByPhone.get(phone),
     timesAccepted: (phone) => timesByPhone.get(phone) ?? 0,
+    reply(phone, message, toPhone = '79000000000') {
+      const at = Date.now();
+      const id = 1_000 + inbox.length;
+      inbox.push({ id, phone, to_phone: toPhone, sent: smscTime(at), message, at });
+      return id;
+    },
+    get inboxReads() {
+      return inboxReads;
+    },
+    statusUrl: undefined,
+    async deliver(id, phone, status) {
+      if (!fake.statusUrl) throw new Error('the fake SMSC has no status handler URL (statusUrl)');
+      const sha1 = createHash('sha1').update(`${id}:${phone}:${status}:${password}`).digest('hex');
+      const body = new URLSearchParams({ id, phone, status: String(status), time: String(Math.floor(Date.now() / 1000)), err: '0', sha1 });
+      const res = await fetch(fake.statusUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+      return { status: res.status, body: await res.text() };
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of hanging) res.destroy();
@@ -244,4 +292,5 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
         server.closeAllConnections();
       }),
   };
+  return fake;
 }

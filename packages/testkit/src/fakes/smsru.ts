@@ -8,7 +8,8 @@
  *   "status_code": N, "status_text": "…"}}, "balance": n}`; a request-level refusal is `{"status":
  *   "ERROR", "status_code": N, "status_text": "…"}`. Codes the fake gives on its own: 200 wrong api_id,
  *   202 a bad number, 203 no text, 201 not enough money, 230 the daily limit of messages to one number,
- *   231 the same text to the same number within a minute, 220 while `outage('unavailable')`. With
+ *   231 the same text to the same number within a minute, 209 a number on the account's stop list
+ *   (`addToStopList`), 220 while `outage('unavailable')`. With
  *   `test=1` nothing is sent or charged, and the answer is the same.
  * - `/sms/status`: `sms_id` (several separated by `,`) → per id `{"status": "OK", "status_code": 100…103}`
  *   or `{"status": "ERROR", "status_code": -1}` for an unknown id.
@@ -56,6 +57,8 @@ export interface FakeSmsRu {
   readonly messages: readonly SmsRuMessage[];
   readonly balance: number;
   timesAccepted(phoneDigits: string): number;
+  /** Puts a number (digits) on the account's stop list: sends to it are refused with 209. */
+  addToStopList(phoneDigits: string): void;
   outage(mode: SmsRuOutage): Promise<void>;
   /** Sets a message's status and sends the status callback; resolves with the callback's answer body. */
   deliver(smsId: string, code: number): Promise<{ status: number; body: string }>;
@@ -79,6 +82,7 @@ export async function startFakeSmsRu(options: FakeSmsRuOptions = {}): Promise<Fa
   const byId = new Map<string, SmsRuMessage>();
   const perNumber = new Map<string, number[]>();
   const lastText = new Map<string, number>();
+  const stopList = new Set<string>();
 
   const refuse = (code: number, text: string) => ({ status: 'ERROR', status_code: code, status_text: text });
 
@@ -95,6 +99,10 @@ export async function startFakeSmsRu(options: FakeSmsRuOptions = {}): Promise<Fa
     for (const number of to) {
       if (!NUMBER.test(number)) {
         sms[number] = refuse(202, 'Неправильно указан номер получателя');
+        continue;
+      }
+      if (stopList.has(number)) {
+        sms[number] = refuse(209, 'Вы добавили этот номер (или один из номеров) в стоп-лист');
         continue;
       }
       const today = (perNumber.get(number) ?? []).filter((at) => now - at < DAY_MS);
@@ -190,6 +198,9 @@ export async function startFakeSmsRu(options: FakeSmsRuOptions = {}): Promise<Fa
       callbackUrl = value;
     },
     timesAccepted: (digits) => messages.filter((m) => m.to === digits && !m.test).length,
+    addToStopList: (digits) => {
+      stopList.add(digits);
+    },
     async outage(next) {
       mode = next;
       if (next === 'refuse' && listening) {
