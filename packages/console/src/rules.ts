@@ -12,3 +12,5 @@ export { smsCount } from '../../sender-kit/src/smsParts';
 export { renderEmail } from '../../sender-kit/src/emailMessage';
 export { renderSms } from '../../sender-kit/src/smsText';
 export { renderMessengerText } from '../../sender-kit/src/messengerText';
+export { KNOWN_CHANNEL_KEYS } from '../../../proto/src/states';
+export { fillTemplate } from '../../sender-kit/src/template';
