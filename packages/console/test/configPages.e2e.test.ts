@@ -1,7 +1,6 @@
-import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser } from '@rrs/testkit';
-import { seriousViolations } from './axe';
+import { saveScreenshots, seriousViolations } from './pageChecks';
 import { addMember, DEMO_PASSWORD, signIn, startConsoleStack, type ConsoleStack, type Signed } from './consoleStack';
 
 /** Pages saved at desktop and phone sizes when CONSOLE_SCREENSHOTS_DIR is set (docs/console.md shows them). */
@@ -31,14 +30,7 @@ describe('the configuration pages in a browser', () => {
     expect(await seriousViolations(page)).toEqual([]);
     checked.push(name);
     const dir = process.env.CONSOLE_SCREENSHOTS_DIR;
-    const file = SCREENSHOTS[name];
-    if (!dir || !file) return;
-    const before = page.viewportSize();
-    for (const [size, viewport] of [['desktop', { width: 1280, height: 800 }], ['phone', { width: 390, height: 844 }]] as const) {
-      await page.setViewportSize(viewport);
-      await page.screenshot({ path: join(dir, `${file}-${size}.png`), fullPage: true });
-    }
-    if (before) await page.setViewportSize(before);
+    if (dir && SCREENSHOTS[name]) await saveScreenshots(page, dir, SCREENSHOTS[name]);
   };
   const open = async (link: string) => {
     await page.getByRole('link', { name: link, exact: true }).click();

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { canChange, ErrorNote, ReadOnlyNote, type PageProps, Scroll } from '../App';
+import { canChange, type PageProps } from '../App';
+import { ConfigHeader, ListTable } from '../configParts';
 import { useAction } from '../parts';
 import { KNOWN_CHANNEL_KEYS, MAX_FLOW_STEPS, MAX_RESPONSE_WINDOW_MINUTES } from '../rules';
 
@@ -75,63 +76,53 @@ export function FlowsPage({ t, session }: PageProps) {
   const title = editing ? t('editFlow', { name: editing.name }) : t('newFlow');
   return (
     <section>
-      <h1>{t('flows')}</h1>
-      <ReadOnlyNote t={t} session={session} />
-      <ErrorNote error={action.error} t={t} />
-      {saved && <p class="ok" role="status">{t('saved')}</p>}
-      {flows === null ? (
-        <p role="status">{t('loading')}</p>
-      ) : flows.length === 0 ? (
-        <p>{t('noFlows')}</p>
-      ) : (
-        <Scroll label={t('flows')}>
-          <table>
-            <caption>{t('flows')}</caption>
-            <thead>
-              <tr>
-                <th scope="col">{t('name')}</th>
-                <th scope="col">{t('flowSteps')}</th>
-                <th scope="col">{t('responseWindow')}</th>
-                <th scope="col">{t('defaultFlow')}</th>
-                {writable && <td />}
-              </tr>
-            </thead>
-            <tbody>
-              {flows.map((f) => (
-                <tr key={f.id}>
-                  <td>{f.name}</td>
-                  <td>
-                    <ol>
-                      {f.steps.map((s) => (
-                        <li key={s.order}>
-                          {s.channel} (+{s.delayMinutes} {t('minutes')})
-                        </li>
-                      ))}
-                    </ol>
-                  </td>
-                  <td>{f.responseWindowMinutes ?? '—'}</td>
-                  <td>
-                    {f.isDefault
-                      ? t('yes')
-                      : writable && (
-                          <button type="button" aria-label={t('makeDefaultNamed', { name: f.name })} onClick={() => makeDefault(f)}>
-                            {t('makeDefault')}
-                          </button>
-                        )}
-                  </td>
-                  {writable && (
-                    <td>
-                      <button type="button" aria-label={t('editItem', { name: f.name })} onClick={() => startEdit(f)}>
-                        {t('edit')}
-                      </button>
-                    </td>
+      <ConfigHeader t={t} session={session} title="flows" error={action.error} saved={saved} />
+      <ListTable
+        t={t}
+        items={flows}
+        caption="flows"
+        empty="noFlows"
+        head={
+          <>
+            <th scope="col">{t('name')}</th>
+            <th scope="col">{t('flowSteps')}</th>
+            <th scope="col">{t('responseWindow')}</th>
+            <th scope="col">{t('defaultFlow')}</th>
+            {writable && <td />}
+          </>
+        }
+        row={(f) => (
+          <tr key={f.id}>
+            <td>{f.name}</td>
+            <td>
+              <ol>
+                {f.steps.map((s) => (
+                  <li key={s.order}>
+                    {s.channel} (+{s.delayMinutes} {t('minutes')})
+                  </li>
+                ))}
+              </ol>
+            </td>
+            <td>{f.responseWindowMinutes ?? '—'}</td>
+            <td>
+              {f.isDefault
+                ? t('yes')
+                : writable && (
+                    <button type="button" aria-label={t('makeDefaultNamed', { name: f.name })} onClick={() => makeDefault(f)}>
+                      {t('makeDefault')}
+                    </button>
                   )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
+            </td>
+            {writable && (
+              <td>
+                <button type="button" aria-label={t('editItem', { name: f.name })} onClick={() => startEdit(f)}>
+                  {t('edit')}
+                </button>
+              </td>
+            )}
+          </tr>
+        )}
+      />
       {writable && (
         <form onSubmit={submit} class="card" aria-label={title}>
           <h2>{title}</h2>

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { canChange, ErrorNote, ReadOnlyNote, type PageProps, Scroll } from '../App';
+import { canChange, type PageProps } from '../App';
+import { ConfigHeader, ListTable } from '../configParts';
 import { useAction } from '../parts';
 import { REVIEW_PLATFORMS, reviewLinkOf, type ReviewPlatform } from '../rules';
 
@@ -55,59 +56,49 @@ export function LocationsPage({ t, session }: PageProps) {
   const title = editing ? t('editLocation', { name: editing.name }) : t('newLocation');
   return (
     <section>
-      <h1>{t('locations')}</h1>
-      <ReadOnlyNote t={t} session={session} />
-      <ErrorNote error={action.error} t={t} />
-      {saved && <p class="ok" role="status">{t('saved')}</p>}
-      {locations === null ? (
-        <p role="status">{t('loading')}</p>
-      ) : locations.length === 0 ? (
-        <p>{t('noLocations')}</p>
-      ) : (
-        <Scroll label={t('locations')}>
-          <table>
-            <caption>{t('locations')}</caption>
-            <thead>
-              <tr>
-                <th scope="col">{t('name')}</th>
-                <th scope="col">{t('address')}</th>
-                <th scope="col">{t('city')}</th>
-                <th scope="col">{t('timeZone')}</th>
-                <th scope="col">{t('reviewLinks')}</th>
-                {writable && <td />}
-              </tr>
-            </thead>
-            <tbody>
-              {locations.map((l) => (
-                <tr key={l.id}>
-                  <td>{l.name}</td>
-                  <td>{l.address || '—'}</td>
-                  <td>{l.city || '—'}</td>
-                  <td>{l.timeZone || '—'}</td>
-                  <td>
-                    {l.reviewLinks.length === 0
-                      ? '—'
-                      : l.reviewLinks.map((link, i) => (
-                          <div key={i}>
-                            <a href={link.url} rel="noopener noreferrer" target="_blank">
-                              {link.provider}
-                            </a>
-                          </div>
-                        ))}
-                  </td>
-                  {writable && (
-                    <td>
-                      <button type="button" aria-label={t('editItem', { name: l.name })} onClick={() => startEdit(l)}>
-                        {t('edit')}
-                      </button>
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
+      <ConfigHeader t={t} session={session} title="locations" error={action.error} saved={saved} />
+      <ListTable
+        t={t}
+        items={locations}
+        caption="locations"
+        empty="noLocations"
+        head={
+          <>
+            <th scope="col">{t('name')}</th>
+            <th scope="col">{t('address')}</th>
+            <th scope="col">{t('city')}</th>
+            <th scope="col">{t('timeZone')}</th>
+            <th scope="col">{t('reviewLinks')}</th>
+            {writable && <td />}
+          </>
+        }
+        row={(l) => (
+          <tr key={l.id}>
+            <td>{l.name}</td>
+            <td>{l.address || '—'}</td>
+            <td>{l.city || '—'}</td>
+            <td>{l.timeZone || '—'}</td>
+            <td>
+              {l.reviewLinks.length === 0
+                ? '—'
+                : l.reviewLinks.map((link, i) => (
+                    <div key={i}>
+                      <a href={link.url} rel="noopener noreferrer" target="_blank">
+                        {link.provider}
+                      </a>
+                    </div>
+                  ))}
+            </td>
+            {writable && (
+              <td>
+                <button type="button" aria-label={t('editItem', { name: l.name })} onClick={() => startEdit(l)}>
+                  {t('edit')}
+                </button>
+              </td>
+            )}
+          </tr>
+        )}
+      />
       {writable && (
         <form onSubmit={submit} class="card" aria-label={title}>
           <h2>{title}</h2>

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { canChange, ErrorNote, ReadOnlyNote, type PageProps } from '../App';
+import { canChange, type PageProps } from '../App';
+import { ConfigHeader } from '../configParts';
 import { useAction } from '../parts';
 import { MAX_COOLDOWN_DAYS } from '../rules';
 
@@ -68,10 +69,7 @@ export function SettingsPage({ t, session }: PageProps) {
   const current = organization?.sendWindow;
   return (
     <section>
-      <h1>{t('settings')}</h1>
-      <ReadOnlyNote t={t} session={session} />
-      <ErrorNote error={action.error} t={t} />
-      {saved && <p class="ok" role="status">{t('saved')}</p>}
+      <ConfigHeader t={t} session={session} title="settings" error={action.error} saved={saved} />
       {organization === null ? (
         <p role="status">{t('loading')}</p>
       ) : (

@@ -93,7 +93,7 @@ function TemplateEditor({ t, session, template, locationName, onSaved }: PagePro
     });
 
   return (
-    <article class="card" aria-labelledby={`template-${id}`}>
+    <article class="card template-card" aria-labelledby={`template-${id}`}>
       <h2 id={`template-${id}`}>{channel}</h2>
       <p>{t('templateIs', { which: template.isDefault ? t('templateDefault') : t('templateOwn') })}</p>
       <ErrorNote error={action.error} t={t} />

@@ -20,3 +20,13 @@ export async function seriousViolations(page: Page): Promise<string[]> {
   });
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
+
+/** The page at desktop and phone sizes, as `<dir>/<file>-desktop.png` and `-phone.png` (docs/console.md shows them). */
+export async function saveScreenshots(page: Page, dir: string, file: string): Promise<void> {
+  const before = page.viewportSize();
+  for (const [size, viewport] of [['desktop', { width: 1280, height: 800 }], ['phone', { width: 390, height: 844 }]] as const) {
+    await page.setViewportSize(viewport);
+    await page.screenshot({ path: `${dir}/${file}-${size}.png`, fullPage: true });
+  }
+  if (before) await page.setViewportSize(before);
+}
