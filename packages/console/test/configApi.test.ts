@@ -111,7 +111,7 @@ describe('account API: configuration', () => {
     it("shows each channel configured, running and ready, and the organization's SMS balance", async () => {
       const res = await owner.call('GET', '/channels');
       expect(res.status).toBe(200);
-      const byKey = Object.fromEntries((res.body.channels as Array<{ channel: string }>).map((c) => [c.channel, c]));
+      const byKey = Object.fromEntries((res.body.channels as Array<{ channel: string; capabilities: string[] }>).map((c) => [c.channel, c]));
       expect(byKey.EMAIL).toMatchObject({ configured: true, running: true, available: true, ready: true, sender: 'channel-email' });
       expect(byKey.SMS).toMatchObject({ configured: true, running: true, sender: 'channel-sms' });
       expect(byKey.SMS.capabilities).toContain('balance');

@@ -137,7 +137,7 @@ describe('the configuration pages in a browser', () => {
     // The email as renderEmail makes it: the button to the personal link, laid out by its style attributes.
     const preview = page.frameLocator('iframe.email-preview');
     await preview.locator('a[href$="/r/AbCdEf0123456789GhIjKl"]').nth(1).waitFor({ state: 'attached' });
-    expect(await preview.locator('body').evaluate((body) => getComputedStyle(body).backgroundColor)).toBe('rgb(244, 244, 245)');
+    expect(await preview.locator('body').evaluate((body) => body.ownerDocument.defaultView!.getComputedStyle(body).backgroundColor)).toBe('rgb(244, 244, 245)');
     await page.getByText(/^Subject: How was .+, Anna\?$/).waitFor();
     await expectAccessible('templates');
   });

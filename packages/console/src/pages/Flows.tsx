@@ -54,6 +54,7 @@ export function FlowsPage({ t, session }: PageProps) {
 
   const submit = (e: Event) => {
     e.preventDefault();
+    setSaved(false);
     void action.run(async () => {
       const body = {
         name: draft.name.trim(),
@@ -69,6 +70,7 @@ export function FlowsPage({ t, session }: PageProps) {
   };
   const makeDefault = (flow: Flow) =>
     action.run(async () => {
+      setSaved(false);
       await call('POST', `/flows/${encodeURIComponent(flow.id)}/default`);
       await load();
     });
