@@ -1,3 +1,5 @@
+import { announceChannels } from '@rrs/sender-kit';
+import { testContext, waitFor } from '@rrs/testkit';
 import { addMember, DEMO_PASSWORD, signIn, startConsoleStack, type ConsoleStack, type Signed } from './consoleStack';
 
 /**
@@ -118,6 +120,27 @@ describe('account API: configuration', () => {
       const settings = (await owner.call('GET', '/settings')).body.organization;
       expect(res.body.smsBalance).toBe(settings.smsBalance);
       expect(typeof res.body.smsBalance).toBe('number');
+    });
+
+    it("shows a running channel whose account can't send now with the reason, and a configured channel no sender runs", async () => {
+      const statusOf = async (key: string) => ((await owner.call('GET', '/channels')).body.channels as Array<{ channel: string }>).find((c) => c.channel === key);
+      // A messenger sender announces VIBER with its working account blocked (as channel-messenger's account health does).
+      const announced = await announceChannels({
+        bus: stack.aio.bus,
+        logger: testContext('config-api-viber').logger,
+        entries: [{ key: 'VIBER', slug: 'viber', label: 'Viber', contactField: 'phone', capabilities: ['send'], sender: 'channel-viber', position: 50, unavailable: true, unavailableReason: 'account_blocked' }],
+      });
+      try {
+        await waitFor(async () => (await statusOf('VIBER')) !== undefined, { what: 'VIBER in the catalog' });
+        expect(await statusOf('VIBER')).toEqual({ channel: 'VIBER', label: 'Viber', configured: false, running: true, available: false, unavailableReason: 'account_blocked', sender: 'channel-viber', capabilities: ['send'], ready: false });
+        expect((await stack.admin('PUT', `/organizations/${stack.aio.demo.organizationId}/channels/VIBER`, { configured: true })).status).toBe(200);
+        await announced.setAvailability('VIBER', { available: true });
+        await waitFor(async () => (await statusOf('VIBER') as { ready?: boolean } | undefined)?.ready === true, { what: 'VIBER ready' });
+      } finally {
+        announced.stop();
+      }
+      expect((await stack.admin('PUT', `/organizations/${stack.aio.demo.organizationId}/channels/WHATSAPP`, { configured: true })).status).toBe(200);
+      expect(await statusOf('WHATSAPP')).toEqual({ channel: 'WHATSAPP', label: 'WHATSAPP', configured: true, running: false, available: false, unavailableReason: null, sender: null, capabilities: [], ready: false });
     });
 
     it('changes the send window, cooldown, consent, name, locale and time zone; the plan stays the operator’s', async () => {
