@@ -35,3 +35,32 @@ export function ListTable<T>(props: { t: PageProps['t']; items: T[] | null; capt
     </Scroll>
   );
 }
+
+/** A number field as typed; what is not a number goes to the API as it is and is refused there, by field. */
+export const numberOf = (text: string): number | string => (text.trim() !== '' && Number.isFinite(Number(text)) ? Number(text) : text);
+
+/** The form that creates an item, or edits the one chosen (then "Cancel" goes back to creating). */
+export function EditorForm(props: { t: PageProps['t']; title: string; busy: boolean; editing: boolean; onSubmit: () => void; onCancel: () => void; children: ComponentChildren }) {
+  const { t } = props;
+  return (
+    <form
+      class="card"
+      aria-label={props.title}
+      onSubmit={(e) => {
+        e.preventDefault();
+        props.onSubmit();
+      }}
+    >
+      <h2>{props.title}</h2>
+      {props.children}
+      <button type="submit" disabled={props.busy}>
+        {t('save')}
+      </button>{' '}
+      {props.editing && (
+        <button type="button" class="link" onClick={props.onCancel}>
+          {t('cancel')}
+        </button>
+      )}
+    </form>
+  );
+}

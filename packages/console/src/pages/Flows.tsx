@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
 import { canChange, type PageProps } from '../App';
-import { ConfigHeader, ListTable } from '../configParts';
+import { ConfigHeader, EditorForm, ListTable, numberOf } from '../configParts';
 import { useAction } from '../parts';
 import { KNOWN_CHANNEL_KEYS, MAX_FLOW_STEPS, MAX_RESPONSE_WINDOW_MINUTES } from '../rules';
 
@@ -20,8 +20,6 @@ interface Draft {
 }
 
 const EMPTY: Draft = { name: '', steps: [{ channel: 'EMAIL', delayMinutes: '0' }], responseWindowMinutes: '', isDefault: false };
-/** A number field as typed; what is not a number goes to the API as it is and is refused there, by field. */
-const numberOf = (text: string): number | string => (text.trim() !== '' && Number.isFinite(Number(text)) ? Number(text) : text);
 
 /** Flows: the list with the default marked, one form that creates a flow or edits the one chosen (steps, delays, response window). */
 export function FlowsPage({ t, session }: PageProps) {
@@ -52,8 +50,7 @@ export function FlowsPage({ t, session }: PageProps) {
   };
   const setStep = (index: number, part: 'channel' | 'delayMinutes', value: string) => setDraft({ ...draft, steps: draft.steps.map((s, i) => (i === index ? { ...s, [part]: value } : s)) });
 
-  const submit = (e: Event) => {
-    e.preventDefault();
+  const submit = () => {
     setSaved(false);
     void action.run(async () => {
       const body = {
@@ -126,8 +123,7 @@ export function FlowsPage({ t, session }: PageProps) {
         )}
       />
       {writable && (
-        <form onSubmit={submit} class="card" aria-label={title}>
-          <h2>{title}</h2>
+        <EditorForm t={t} title={title} busy={action.busy} editing={editing !== null} onSubmit={submit} onCancel={() => startEdit(null)}>
           <label for="flow-name">{t('flowName')}</label>
           <input id="flow-name" required maxLength={200} value={draft.name} onInput={(e) => setDraft({ ...draft, name: e.currentTarget.value })} />
           <fieldset>
@@ -172,15 +168,7 @@ export function FlowsPage({ t, session }: PageProps) {
               <input type="checkbox" checked={draft.isDefault} onChange={(e) => setDraft({ ...draft, isDefault: e.currentTarget.checked })} /> {t('createAsDefault')}
             </label>
           )}
-          <button type="submit" disabled={action.busy}>
-            {t('save')}
-          </button>{' '}
-          {editing && (
-            <button type="button" class="link" onClick={() => startEdit(null)}>
-              {t('cancel')}
-            </button>
-          )}
-        </form>
+        </EditorForm>
       )}
     </section>
   );

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
 import { canChange, type PageProps } from '../App';
-import { ConfigHeader, ListTable } from '../configParts';
+import { ConfigHeader, EditorForm, ListTable } from '../configParts';
 import { useAction } from '../parts';
 import { REVIEW_PLATFORMS, reviewLinkOf, type ReviewPlatform } from '../rules';
 
@@ -40,8 +40,7 @@ export function LocationsPage({ t, session }: PageProps) {
   const field = (name: 'name' | 'address' | 'city' | 'timeZone') => (e: Event) => setDraft({ ...draft, [name]: (e.currentTarget as HTMLInputElement).value });
   const setLink = (index: number, part: 'provider' | 'url', value: string) => setDraft({ ...draft, reviewLinks: draft.reviewLinks.map((l, i) => (i === index ? { ...l, [part]: value } : l)) });
 
-  const submit = (e: Event) => {
-    e.preventDefault();
+  const submit = () => {
     setSaved(false);
     void action.run(async () => {
       const body = { ...draft, name: draft.name.trim(), reviewLinks: draft.reviewLinks.filter((l) => l.url.trim()) };
@@ -100,8 +99,7 @@ export function LocationsPage({ t, session }: PageProps) {
         )}
       />
       {writable && (
-        <form onSubmit={submit} class="card" aria-label={title}>
-          <h2>{title}</h2>
+        <EditorForm t={t} title={title} busy={action.busy} editing={editing !== null} onSubmit={submit} onCancel={() => startEdit(null)}>
           <label for="location-name">{t('name')}</label>
           <input id="location-name" required maxLength={200} value={draft.name} onInput={field('name')} />
           <label for="location-address">{t('address')}</label>
@@ -135,15 +133,7 @@ export function LocationsPage({ t, session }: PageProps) {
             </button>
             <LinkBuilder t={t} onAdd={(provider, url) => setDraft({ ...draft, reviewLinks: [...draft.reviewLinks, { provider, url }] })} />
           </fieldset>
-          <button type="submit" disabled={action.busy}>
-            {t('save')}
-          </button>{' '}
-          {editing && (
-            <button type="button" class="link" onClick={() => startEdit(null)}>
-              {t('cancel')}
-            </button>
-          )}
-        </form>
+        </EditorForm>
       )}
     </section>
   );

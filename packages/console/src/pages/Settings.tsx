@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
 import { canChange, type PageProps } from '../App';
-import { ConfigHeader } from '../configParts';
+import { ConfigHeader, numberOf } from '../configParts';
 import { useAction } from '../parts';
 import { MAX_COOLDOWN_DAYS } from '../rules';
 
@@ -26,8 +26,6 @@ interface Organization {
 const WEEKDAYS = [1, 2, 3, 4, 5, 6, 7] as const;
 const LOCALES = ['en', 'ru'] as const;
 const DEFAULT_WINDOW: SendWindow = { start: '09:00', end: '21:00', days: [], channels: [] };
-/** A number field as typed; what is not a number goes to the API as it is and is refused there, by field. */
-const numberOf = (text: string): number | string => (text.trim() !== '' && Number.isFinite(Number(text)) ? Number(text) : text);
 
 /** The organization's own settings: name, language, time zone, send window, response window, cooldown, consent; the plan is shown, not changed. */
 export function SettingsPage({ t, session }: PageProps) {
