@@ -15,3 +15,4 @@ export * from './phones';
 export * from './members';
 export * from './webhookLimits';
 export * from './stopReplies';
+export * from './reviewLinks';

@@ -3,6 +3,11 @@ import { ApiError, call, useCsrfToken, type SessionInfo } from './api';
 import { initialLanguage, saveLanguage, translator, type Language, type Translate } from './i18n';
 import { CascadePage } from './pages/Cascade';
 import { CascadesPage } from './pages/Cascades';
+import { ChannelsPage } from './pages/Channels';
+import { FlowsPage } from './pages/Flows';
+import { LocationsPage } from './pages/Locations';
+import { SettingsPage } from './pages/Settings';
+import { TemplatesPage } from './pages/Templates';
 import { DeveloperPage } from './pages/Developer';
 import { MembersPage } from './pages/Members';
 import { OverviewPage } from './pages/Overview';
@@ -29,6 +34,11 @@ const SECTIONS = [
   { path: '/send', key: 'send' },
   { path: '/developer', key: 'developer' },
   { path: '/members', key: 'members' },
+  { path: '/locations', key: 'locations' },
+  { path: '/flows', key: 'flows' },
+  { path: '/templates', key: 'templates' },
+  { path: '/channels', key: 'channels' },
+  { path: '/settings', key: 'settings' },
 ] as const;
 
 export interface PageProps {
@@ -81,6 +91,11 @@ export function App() {
   else if (route.startsWith('/overview')) page = <OverviewPage t={t} session={session} />;
   else if (route.startsWith('/ratings')) page = <RatingsPage t={t} session={session} />;
   else if (route.startsWith('/send')) page = <SendPage t={t} session={session} />;
+  else if (route.startsWith('/locations')) page = <LocationsPage t={t} session={session} />;
+  else if (route.startsWith('/flows')) page = <FlowsPage t={t} session={session} />;
+  else if (route.startsWith('/templates')) page = <TemplatesPage t={t} session={session} />;
+  else if (route.startsWith('/channels')) page = <ChannelsPage t={t} session={session} />;
+  else if (route.startsWith('/settings')) page = <SettingsPage t={t} session={session} />;
   else if (route.startsWith('/cascades/')) page = <CascadePage t={t} session={session} id={decodeURIComponent(route.slice('/cascades/'.length))} />;
   else page = <CascadesPage t={t} session={session} />;
 

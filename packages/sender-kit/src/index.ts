@@ -16,3 +16,7 @@ export * from './inbox';
 export * from './config';
 export * from './service';
 export * from './receipts';
+export * from './smsParts';
+export * from './emailMessage';
+export * from './smsText';
+export * from './messengerText';

@@ -1,13 +1,2 @@
-import { busV1 } from '@rrs/proto';
-import { fillTemplate } from '@rrs/sender-kit';
-
-const DEFAULT_TEMPLATE = '{{name}}, please rate your visit: {{link}}';
-
-/** The messenger text: the location name on the first line, then the SMS template filled in (with the link). */
-export function renderMessengerText(step: busV1.StepDue): string {
-  const template = step.template?.body || DEFAULT_TEMPLATE;
-  let body = fillTemplate(template, step).trim();
-  if (!body.includes(step.reviewUrl)) body = `${body} ${step.reviewUrl}`.trim();
-  const location = (step.location?.name ?? '').trim();
-  return location ? `${location}\n${body}` : body;
-}
+/* The messenger text lives in sender-kit, where the console's live preview runs the same code. */
+export { renderMessengerText } from '@rrs/sender-kit';

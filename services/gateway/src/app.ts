@@ -4,6 +4,7 @@ import { DomainError, counter, histogram, LATENCY_BUCKETS, serveOps, type Health
 import { accountApi } from './account/api';
 import { consoleRouter } from './account/consoleFiles';
 import { createSignInThrottle, type SignInThrottle } from './account/signInThrottle';
+import type { ChannelCatalogSource } from './catalog/channelCatalog';
 import { adminApi, adminApiDisabled } from './admin/api';
 import { createFailureLimiters, type FailureLimiters } from './addressLimits';
 import type { GatewayClients } from './clients';
@@ -37,6 +38,8 @@ export interface AppDeps {
   extraRouters?: express.Router[];
   /** Failed sign-ins of the account API (account/signInThrottle.ts); unset = counted in memory. */
   signInThrottle?: SignInThrottle;
+  /** The live channel catalog, for the console's channels page; unset = none running. */
+  channelCatalog?: ChannelCatalogSource;
   /** Where the review form leaves ratings the scheduler cannot take now (see form/ratingOutbox.ts). */
   ratings?: RatingOutbox;
   health: Health;
@@ -105,7 +108,7 @@ export function createApp(deps: AppDeps): express.Express {
     res.setHeader('Cache-Control', 'no-store');
     next();
   });
-  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle })).handler);
+  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle, channelCatalog: deps.channelCatalog })).handler);
   app.use(consoleRouter());
   app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings, failures: failureLimiters.linkToken }));
   for (const router of deps.extraRouters ?? []) app.use(router);

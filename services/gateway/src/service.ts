@@ -106,6 +106,7 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
     adminTokens: config.adminTokens,
     failureLimiters,
     extraRouters: deps.extraRouters,
+    channelCatalog: deps.channelCatalog,
     ratings: deps.bus ? busRatingOutbox(deps.bus) : undefined,
     health: ctx.health,
     logger: ctx.logger,

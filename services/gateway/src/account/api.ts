@@ -1,17 +1,21 @@
 import type { HttpApi } from '../http/api';
 import { AUTH_DESCRIPTIONS, sessionGate, visitorGate, type ResolveSession } from '../http/auth';
 import { ERROR_CODES, KERNEL_CODES, type ErrorCodeInfo } from '../http/errorCodes';
+import { configRoutes, type ConfigRouteDeps } from './configRoutes';
 import { accountRoutes, type AccountRouteDeps } from './routes';
 
 const TAGS: Record<string, string> = {
   session: 'Signing in and out, and invitations.',
   members: "The organization's people.",
   'api-keys': 'The developer section: API keys of the public API.',
-  locations: 'Locations a send can name.',
-  flows: 'Flows a send can name.',
+  locations: 'Locations: what a send names, with their public review links.',
+  flows: 'Flows: the steps a cascade goes through.',
   cascades: 'Cascades: the list, one cascade, and sending by hand.',
   ratings: 'The ratings inbox, with private feedback.',
   overview: 'The funnel and the ratings over a date range.',
+  templates: 'Message templates per channel.',
+  channels: 'Channels: configured, running, available; the SMS balance.',
+  settings: "The organization's own settings (send window, cooldown, consent, …) and its plan.",
 };
 
 const ACCOUNT_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
@@ -24,18 +28,18 @@ const ACCOUNT_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
  * signed in with a session cookie (docs/console.md). Its document is `/account/v1/openapi.json`.
  * POSTs take an optional Idempotency-Key, handed to the owning service as on the public API.
  */
-export function accountApi(deps: AccountRouteDeps & { resolveSession?: ResolveSession }): HttpApi {
+export function accountApi(deps: AccountRouteDeps & ConfigRouteDeps & { resolveSession?: ResolveSession }): HttpApi {
   const resolveSession: ResolveSession = deps.resolveSession ?? ((sessionToken) => deps.clients.contacts.resolveSession({ sessionToken }));
   return {
     basePath: '/account/v1',
-    routes: accountRoutes(deps),
+    routes: [...accountRoutes(deps), ...configRoutes(deps)],
     gates: { session: sessionGate(resolveSession, deps.publicBaseUrl), visitor: visitorGate(deps.publicBaseUrl) },
     idempotencyKeys: true,
     document: {
       title: 'Review-Request account API',
       version: '1.0.0',
       description:
-        "What the organization's web console calls, as a signed-in member: sign-in, API keys, locations, flows, cascades and sending by hand. Every call is scoped to the member's organization. Authorized by the session cookie; state-changing calls also send the session's CSRF token as `X-CSRF-Token`, and a `viewer` may only read. Errors are RFC 9457 `application/problem+json` with a stable `code`, like the public API.",
+        "What the organization's web console calls, as a signed-in member: sign-in, API keys, locations, flows, message templates, channels, settings, cascades and sending by hand. Every call is scoped to the member's organization. Authorized by the session cookie; state-changing calls also send the session's CSRF token as `X-CSRF-Token`, and a `viewer` may only read. Errors are RFC 9457 `application/problem+json` with a stable `code`, like the public API.",
       serverUrl: '/account/v1',
       tags: TAGS,
       errorCatalog: ACCOUNT_ERROR_CATALOG,

@@ -7,7 +7,10 @@ import express, { type Router } from 'express';
  * /app. Pages route by the URL's fragment (`/app/#/developer`), so only index.html and its assets are
  * served; nothing is fetched from elsewhere at run time, which the CSP states.
  */
-export const CONSOLE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+// `style-src-attr 'unsafe-inline'`: the templates page previews the email as sent, in a sandboxed srcdoc
+// frame that inherits this policy, and the email's layout is in style attributes (mail clients ignore
+// style sheets). A style attribute runs no script, and what it could load is held by img-src/font-src.
+export const CONSOLE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 export function consoleDistDir(): string {
   return join(dirname(require.resolve('@rrs/console/package.json')), 'dist');

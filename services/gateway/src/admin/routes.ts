@@ -19,7 +19,7 @@ export const OrgParams = z.object({ organizationId: OrganizationId });
 
 const SEND_WINDOW_DOC = 'Local hours when steps may go out (docs/customer-respect.md): in the time zone of the recipient\'s location, else the organization\'s. A step due outside waits until the window opens.';
 const LocalTime = z.string().regex(SEND_WINDOW_TIME_PATTERN, 'must be a local time HH:MM (00:00–23:59)');
-const SendWindowInput = z.strictObject({
+export const SendWindowInput = z.strictObject({
   start: LocalTime.meta({ description: 'Opens, HH:MM local.', examples: ['09:00'] }),
   end: LocalTime.meta({ description: 'Closes, HH:MM local; before `start` = the window crosses midnight.', examples: ['21:00'] }),
   days: z.array(z.number().int().min(1).max(7)).max(7).optional().meta({ description: 'ISO weekdays the window opens on (1 = Monday … 7 = Sunday); absent or [] = every day.' }),
@@ -27,17 +27,17 @@ const SendWindowInput = z.strictObject({
 }).meta({ description: SEND_WINDOW_DOC });
 const SendWindow = z.object({ start: z.string(), end: z.string(), days: z.array(z.number().int()), channels: z.array(ChannelKey) }).meta({ description: SEND_WINDOW_DOC });
 
-const ResponseWindowMinutes = z.number().int().min(0).max(MAX_RESPONSE_WINDOW_MINUTES);
+export const ResponseWindowMinutes = z.number().int().min(0).max(MAX_RESPONSE_WINDOW_MINUTES);
 const RESPONSE_WINDOW_DOC = 'Minutes a recipient waits for a rating after its last step went out before it finishes `exhausted` (0 = at once; docs/cascades.md).';
 
 const COOLDOWN_DOC = 'Days after a review request went out to a person (matched by email or phone across locations and cascades), or after they rated, during which no other is sent to them: such recipients are skipped with reason `cooldown` unless the request sets `ignoreCooldown` (docs/customer-respect.md). 0 = no cooldown.';
-const CooldownDays = z.number().int().min(0).max(MAX_COOLDOWN_DAYS);
+export const CooldownDays = z.number().int().min(0).max(MAX_COOLDOWN_DAYS);
 const REQUIRE_CONSENT_DOC = 'Skip recipients given without `consentAt` (reason `no_consent`; docs/customer-respect.md).';
 const ALLOWED_COUNTRIES_DOC =
   'ISO 3166 regions whose phone numbers SMS, MAX and TELEGRAM send to; a phone elsewhere is refused like a premium-rate one (400 `phone_not_allowed` on POST /contacts, steps skipped `phone_not_allowed`; docs/customer-respect.md). [] = `defaultRegion` only.';
 const AllowedCountries = z.array(z.string().regex(/^[A-Z]{2}$/)).max(250);
 
-const Organization = z.object({
+export const Organization = z.object({
   id: z.string(),
   name: z.string(),
   plan: Plan,
@@ -53,7 +53,7 @@ const Organization = z.object({
   allowedCountries: z.array(z.string()).meta({ description: ALLOWED_COUNTRIES_DOC }),
   createdAt: z.string(),
 });
-const OrganizationFields = {
+export const OrganizationFields = {
   name: z.string().min(1).max(200),
   plan: Plan,
   emailConfirmed: z.boolean(),
@@ -76,7 +76,7 @@ const CreateOrganizationBody = z.strictObject({
   requireConsent: z.boolean().optional().meta({ description: `${REQUIRE_CONSENT_DOC} Default false.` }),
   allowedCountries: AllowedCountries.optional().meta({ description: `${ALLOWED_COUNTRIES_DOC} Default [].` }),
 });
-const UpdateOrganizationBody = z.strictObject({
+export const UpdateOrganizationBody = z.strictObject({
   name: OrganizationFields.name.optional(),
   plan: OrganizationFields.plan.optional(),
   emailConfirmed: OrganizationFields.emailConfirmed.optional(),
@@ -117,7 +117,7 @@ export const Location = z.object({
   updatedAt: z.string(),
 });
 const LocationParams = z.object({ organizationId: OrganizationId, locationId: idOf(EXAMPLE_IDS.location) });
-const CreateLocationBody = z.strictObject({
+export const CreateLocationBody = z.strictObject({
   name: z.string().min(1).max(200),
   address: z.string().max(500).optional(),
   city: z.string().max(200).optional(),
@@ -125,7 +125,7 @@ const CreateLocationBody = z.strictObject({
   reviewLinks: z.array(ReviewLink).max(20).optional(),
   sendWindow: SendWindowInput.nullable().optional().meta({ description: "This location's own window; absent or null = the organization's." }),
 });
-const UpdateLocationBody = z.strictObject({
+export const UpdateLocationBody = z.strictObject({
   name: z.string().min(1).max(200).optional(),
   address: z.string().max(500).optional(),
   city: z.string().max(200).optional(),
@@ -144,34 +144,34 @@ export const Flow = z.object({
   responseWindowMinutes: z.number().int().nullable().meta({ description: `${RESPONSE_WINDOW_DOC} Null = the organization's.` }),
 });
 const FlowParams = z.object({ organizationId: OrganizationId, flowId: idOf(EXAMPLE_IDS.flow) });
-const CreateFlowBody = z.strictObject({
+export const CreateFlowBody = z.strictObject({
   name: z.string().min(1).max(200),
   steps: z.array(FlowStep).min(1, FLOW_STEPS).max(MAX_FLOW_STEPS, FLOW_STEPS).meta({ description: 'In order; step 1 is sent at once whatever its delay.' }),
   isDefault: z.boolean().optional().meta({ description: "Make it the organization's default flow." }),
   responseWindowMinutes: ResponseWindowMinutes.nullable().optional().meta({ description: `${RESPONSE_WINDOW_DOC} Absent or null = the organization's.` }),
 });
-const UpdateFlowBody = z.strictObject({
+export const UpdateFlowBody = z.strictObject({
   name: z.string().min(1).max(200),
   steps: z.array(FlowStep).min(1, FLOW_STEPS).max(MAX_FLOW_STEPS, FLOW_STEPS),
   responseWindowMinutes: ResponseWindowMinutes.nullable().optional().meta({ description: `${RESPONSE_WINDOW_DOC} Replaced with the steps: absent or null = the organization's.` }),
 });
 
-const Template = z.object({
+export const Template = z.object({
   channel: ChannelKey,
   subject: z.string().meta({ description: 'EMAIL only; empty for the other channels.' }),
   body: z.string(),
   isDefault: z.boolean().meta({ description: "True when this is the default of the organization's locale." }),
 });
 const ChannelParams = z.object({ organizationId: OrganizationId, channel: ChannelKey.meta({ examples: ['EMAIL'] }) });
-const SetTemplateBody = z.strictObject({
+export const SetTemplateBody = z.strictObject({
   subject: z.string().max(200).optional().meta({ description: 'Required for EMAIL; not allowed for other channels.' }),
   body: z.string().min(1).max(4000).meta({ description: 'Placeholders: {{name}}, {{location}}, {{link}}; {{link}} is required.' }),
 });
-const ChannelConfiguration = z.object({ channel: ChannelKey, configured: z.boolean() });
+export const ChannelConfiguration = z.object({ channel: ChannelKey, configured: z.boolean() });
 const SetChannelBody = z.strictObject({ configured: z.boolean() });
 const CreditBody = z.strictObject({ parts: z.number().int().min(1).max(1_000_000), reason: z.string().max(500).optional().meta({ description: 'Kept in the ledger, e.g. an invoice number.' }) });
 
-const EXAMPLE_ORGANIZATION = {
+export const EXAMPLE_ORGANIZATION = {
   id: EXAMPLE_IDS.organization, name: 'Acme Dental', plan: 'standard', emailConfirmed: true, smsBalance: 500,
   timeZone: 'Europe/Moscow', locale: 'ru', defaultRegion: 'RU', sendWindow: { start: '09:00', end: '21:00', days: [], channels: [] }, responseWindowMinutes: 4320,
   cooldownDays: 30, requireConsent: false, allowedCountries: [], createdAt: '2026-05-01T09:00:00.000Z',
@@ -185,15 +185,15 @@ export const EXAMPLE_LOCATION = {
   reviewLinks: [{ provider: 'yandex', url: 'https://yandex.ru/maps/org/1/reviews/' }], sendWindow: null, createdAt: '2026-05-01T09:00:00.000Z', updatedAt: '2026-05-01T09:00:00.000Z',
 };
 export const EXAMPLE_FLOW = { id: EXAMPLE_IDS.flow, name: 'Email, then SMS a day later', isDefault: true, steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 0 }, { order: 2, channel: 'SMS', delayMinutes: 1440 }], responseWindowMinutes: null };
-const EXAMPLE_EMAIL_TEMPLATE = { channel: 'EMAIL', subject: 'How was {{location}}?', body: 'Hello {{name}}, please rate your visit: {{link}}', isDefault: false };
-const EXAMPLE_SMS_TEMPLATE = { channel: 'SMS', subject: '', body: '{{location}}: rate your visit {{link}}', isDefault: true };
+export const EXAMPLE_EMAIL_TEMPLATE = { channel: 'EMAIL', subject: 'How was {{location}}?', body: 'Hello {{name}}, please rate your visit: {{link}}', isDefault: false };
+export const EXAMPLE_SMS_TEMPLATE = { channel: 'SMS', subject: '', body: '{{location}}: rate your visit {{link}}', isDefault: true };
 
 const iso = (d: Date | undefined) => (d ? d.toISOString() : '');
 const sendWindowJson = (w: contactsV1.SendWindow | undefined) => (w ? { start: w.start, end: w.end, days: w.days, channels: w.channels } : null);
 /** A request's window: absent = unchanged (or the default), null = none. */
-const sendWindowSetting = (w: z.infer<typeof SendWindowInput> | null | undefined): contactsV1.SendWindowSetting | undefined =>
+export const sendWindowSetting = (w: z.infer<typeof SendWindowInput> | null | undefined): contactsV1.SendWindowSetting | undefined =>
   w === undefined ? undefined : { window: w === null ? undefined : { start: w.start, end: w.end, days: w.days ?? [], channels: w.channels ?? [] } };
-const organizationJson = (o: contactsV1.Organization) => ({
+export const organizationJson = (o: contactsV1.Organization) => ({
   id: o.id, name: o.name, plan: o.plan, emailConfirmed: o.emailConfirmed, smsBalance: o.smsBalance,
   timeZone: o.timeZone, locale: o.locale, defaultRegion: o.defaultRegion, sendWindow: sendWindowJson(o.sendWindow), responseWindowMinutes: o.responseWindowMinutes,
   cooldownDays: o.cooldownDays, requireConsent: o.requireConsent, allowedCountries: o.allowedCountries, createdAt: iso(o.createdAt),
@@ -206,7 +206,28 @@ export const locationJson = (l: contactsV1.Location) => ({
 export const flowJson = (f: schedulerV1.Flow) => ({
   id: f.id, name: f.name, isDefault: f.isDefault, steps: f.steps.map((s) => ({ order: s.order, channel: s.channel, delayMinutes: s.delayMinutes })), responseWindowMinutes: f.responseWindowMinutes ?? null,
 });
-const templateJson = (t: contactsV1.MessageTemplate) => ({ channel: t.channel, subject: t.subject, body: t.body, isDefault: t.isDefault });
+/*
+ * The gRPC requests of the writes the admin API and the account API (account/configRoutes.ts) share: one
+ * body, one request, whoever names the organization (the path here, the session there).
+ */
+export const createLocationRequest = (organizationId: string, body: z.infer<typeof CreateLocationBody>): contactsV1.CreateLocationRequest => ({
+  organizationId, name: body.name, address: body.address ?? '', city: body.city ?? '', timeZone: body.timeZone ?? '', reviewLinks: body.reviewLinks ?? [], sendWindow: sendWindowSetting(body.sendWindow),
+});
+export const updateLocationRequest = (organizationId: string, id: string, body: z.infer<typeof UpdateLocationBody>): contactsV1.UpdateLocationRequest => ({
+  organizationId, id, name: body.name, address: body.address, city: body.city, timeZone: body.timeZone,
+  reviewLinks: body.reviewLinks ?? [], replaceReviewLinks: body.reviewLinks !== undefined, sendWindow: sendWindowSetting(body.sendWindow),
+});
+const flowSteps = (steps: z.infer<typeof CreateFlowBody>['steps']) => steps.map((step, i) => ({ order: i + 1, ...step }));
+export const createFlowRequest = (organizationId: string, body: z.infer<typeof CreateFlowBody>): schedulerV1.CreateFlowRequest => ({
+  organizationId, name: body.name, isDefault: body.isDefault ?? false, steps: flowSteps(body.steps), responseWindowMinutes: body.responseWindowMinutes ?? undefined,
+});
+export const updateFlowRequest = (organizationId: string, id: string, body: z.infer<typeof UpdateFlowBody>): schedulerV1.UpdateFlowRequest => ({
+  organizationId, id, name: body.name, steps: flowSteps(body.steps), responseWindowMinutes: body.responseWindowMinutes ?? undefined,
+});
+export const updateOrganizationRequest = (id: string, body: Partial<z.infer<typeof UpdateOrganizationBody>>): contactsV1.UpdateOrganizationRequest => ({
+  id, ...body, sendWindow: sendWindowSetting(body.sendWindow), allowedCountries: body.allowedCountries === undefined ? undefined : { countries: body.allowedCountries },
+});
+export const templateJson = (t: contactsV1.MessageTemplate) => ({ channel: t.channel, subject: t.subject, body: t.body, isDefault: t.isDefault });
 
 export function adminRoutes(clients: GatewayClients): Route[] {
   const { contacts, scheduler } = clients;
@@ -258,7 +279,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       request: { params: OrgParams, body: UpdateOrganizationBody },
       responses: { 200: { description: 'The organization as it is now.', body: z.object({ organization: Organization }), example: { organization: { ...EXAMPLE_ORGANIZATION, plan: 'pro' } } } },
       example: { body: { plan: 'pro', emailConfirmed: true } },
-      handler: async ({ params, body, metadata }) => ({ body: { organization: organizationJson((await contacts.updateOrganization({ id: params.organizationId, ...body, sendWindow: sendWindowSetting(body.sendWindow), allowedCountries: body.allowedCountries === undefined ? undefined : { countries: body.allowedCountries } }, { metadata })).organization!) } }),
+      handler: async ({ params, body, metadata }) => ({ body: { organization: organizationJson((await contacts.updateOrganization(updateOrganizationRequest(params.organizationId, body), { metadata })).organization!) } }),
     }),
 
     // API keys
@@ -295,7 +316,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       responses: { 201: { description: 'The location.', body: z.object({ location: Location }), example: { location: EXAMPLE_LOCATION } } },
       example: { body: { name: 'Tverskaya', address: 'Tverskaya st. 1', city: 'Moscow', timeZone: 'Europe/Moscow', reviewLinks: [{ provider: 'yandex', url: 'https://yandex.ru/maps/org/1/reviews/' }] } },
       handler: async ({ params, body, metadata }) => {
-        const r = await contacts.createLocation({ organizationId: params.organizationId, name: body.name, address: body.address ?? '', city: body.city ?? '', timeZone: body.timeZone ?? '', reviewLinks: body.reviewLinks ?? [], sendWindow: sendWindowSetting(body.sendWindow) }, { metadata });
+        const r = await contacts.createLocation(createLocationRequest(params.organizationId, body), { metadata });
         return { body: { location: locationJson(r.location!) } };
       },
     }),
@@ -326,10 +347,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       },
       example: { body: { reviewLinks: [{ provider: '2gis', url: 'https://2gis.ru/moscow/firm/1' }] } },
       handler: async ({ params, body, metadata }) => {
-        const r = await contacts.updateLocation({
-          organizationId: params.organizationId, id: params.locationId, name: body.name, address: body.address, city: body.city, timeZone: body.timeZone,
-          reviewLinks: body.reviewLinks ?? [], replaceReviewLinks: body.reviewLinks !== undefined, sendWindow: sendWindowSetting(body.sendWindow),
-        }, { metadata });
+        const r = await contacts.updateLocation(updateLocationRequest(params.organizationId, params.locationId, body), { metadata });
         return { body: { location: locationJson(r.location!) } };
       },
     }),
@@ -352,7 +370,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       example: { body: { name: 'Email, then SMS a day later', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 1440 }] } },
       handler: async ({ params, body, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
-        const r = await scheduler.createFlow({ organizationId: params.organizationId, name: body.name, isDefault: body.isDefault ?? false, steps: body.steps.map((s, i) => ({ order: i + 1, ...s })), responseWindowMinutes: body.responseWindowMinutes ?? undefined }, { metadata });
+        const r = await scheduler.createFlow(createFlowRequest(params.organizationId, body), { metadata });
         return { body: { flow: flowJson(r.flow!) } };
       },
     }),
@@ -373,7 +391,7 @@ export function adminRoutes(clients: GatewayClients): Route[] {
       example: { body: { name: 'Email only', steps: [{ channel: 'EMAIL', delayMinutes: 0 }] } },
       handler: async ({ params, body, metadata }) => {
         await requireOrganization(params.organizationId, metadata);
-        const r = await scheduler.updateFlow({ organizationId: params.organizationId, id: params.flowId, name: body.name, steps: body.steps.map((s, i) => ({ order: i + 1, ...s })), responseWindowMinutes: body.responseWindowMinutes ?? undefined }, { metadata });
+        const r = await scheduler.updateFlow(updateFlowRequest(params.organizationId, params.flowId, body), { metadata });
         return { body: { flow: flowJson(r.flow!) } };
       },
     }),

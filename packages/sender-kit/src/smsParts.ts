@@ -13,6 +13,8 @@ const GSM_EXTENDED = new Set(Array.from('^{}\\[~]|€\f'));
 export type SmsEncoding = 'GSM-7' | 'UCS-2';
 
 export const ONE_PART_LIMIT: Record<SmsEncoding, number> = { 'GSM-7': 160, 'UCS-2': 70 };
+/** A part of a concatenated message carries a header: 153 septets / 67 units are left for text. */
+export const MULTI_PART_LIMIT: Record<SmsEncoding, number> = { 'GSM-7': 153, 'UCS-2': 67 };
 
 export function encodingOf(text: string): SmsEncoding {
   for (const ch of text) if (!GSM_BASIC.has(ch) && !GSM_EXTENDED.has(ch)) return 'UCS-2';
@@ -32,12 +34,25 @@ export function fitsOnePart(text: string): boolean {
   return smsLength(text, enc) <= ONE_PART_LIMIT[enc];
 }
 
-/** Parts a text takes (concatenated parts carry a header: 153 septets / 67 units each). */
+/** What a text costs: its encoding, its length in that encoding's unit, the parts it takes and the room in each. */
+export interface SmsCount {
+  encoding: SmsEncoding;
+  length: number;
+  parts: number;
+  perPart: number;
+}
+
+/** The part counter (the sender's debit and the console's template preview): one part up to 160/70, else 153/67 each. */
+export function smsCount(text: string): SmsCount {
+  const encoding = encodingOf(text);
+  const length = smsLength(text, encoding);
+  if (length <= ONE_PART_LIMIT[encoding]) return { encoding, length, parts: 1, perPart: ONE_PART_LIMIT[encoding] };
+  return { encoding, length, parts: Math.ceil(length / MULTI_PART_LIMIT[encoding]), perPart: MULTI_PART_LIMIT[encoding] };
+}
+
+/** Parts a text takes. */
 export function smsParts(text: string): number {
-  const enc = encodingOf(text);
-  const len = smsLength(text, enc);
-  if (len <= ONE_PART_LIMIT[enc]) return 1;
-  return Math.ceil(len / (enc === 'GSM-7' ? 153 : 67));
+  return smsCount(text).parts;
 }
 
 /**

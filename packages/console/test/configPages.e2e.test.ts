@@ -1,0 +1,202 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchBrowser } from '@rrs/testkit';
+import { saveScreenshots, seriousViolations } from './pageChecks';
+import { addMember, DEMO_PASSWORD, signIn, startConsoleStack, type ConsoleStack, type Signed } from './consoleStack';
+
+/** Pages saved at desktop and phone sizes when CONSOLE_SCREENSHOTS_DIR is set (docs/console.md shows them). */
+const SCREENSHOTS: Record<string, string> = {
+  locations: 'locations',
+  flows: 'flows',
+  templates: 'templates',
+  channels: 'channels',
+  settings: 'settings',
+  'settings (viewer)': 'settings-viewer',
+};
+
+const PLACE_ID = 'ChIJLU7jZClu5kcR4PcOOO6p3I0';
+
+/**
+ * The console's configuration pages (locations, flows, templates, channels, settings) in headless
+ * Chromium against the real all-in-one, with axe-core on each and a viewer who gets no forms.
+ */
+describe('the configuration pages in a browser', () => {
+  let stack: ConsoleStack;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let api: Signed;
+  const checked: string[] = [];
+  const expectAccessible = async (name: string) => {
+    expect(await seriousViolations(page)).toEqual([]);
+    checked.push(name);
+    const dir = process.env.CONSOLE_SCREENSHOTS_DIR;
+    if (dir && SCREENSHOTS[name]) await saveScreenshots(page, dir, SCREENSHOTS[name]);
+  };
+  const open = async (link: string) => {
+    await page.getByRole('link', { name: link, exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: link }).waitFor();
+  };
+
+  beforeAll(async () => {
+    stack = await startConsoleStack('config-e2e');
+    api = await signIn(stack.aio.url, 'demo@example.com', DEMO_PASSWORD);
+    browser = await launchBrowser();
+    context = await browser.newContext({ locale: 'en-US' });
+    page = await context.newPage();
+    await page.goto(`${stack.aio.url}/app/`);
+    await page.getByLabel('Email', { exact: true }).fill('demo@example.com');
+    await page.getByLabel('Password', { exact: true }).fill(DEMO_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Cascades' }).waitFor();
+  }, 90_000);
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.close();
+  });
+
+  it('creates a location whose Google review link is built from its Place ID', async () => {
+    await open('Locations');
+    const form = page.getByRole('form', { name: 'New location' });
+    await form.getByLabel('Name', { exact: true }).fill('Arbat');
+    await form.getByLabel('Address').fill('Arbat st. 10');
+    await form.getByLabel('City').fill('Moscow');
+    await form.getByLabel('Time zone').fill('Europe/Moscow');
+    await form.getByLabel('Platform', { exact: true }).selectOption('google');
+    await form.getByLabel('Google Place ID').fill('not an id');
+    await form.getByText('This is not a Google Place ID.').waitFor();
+    expect(await form.getByRole('button', { name: 'Add the link' }).isDisabled()).toBe(true);
+    await form.getByLabel('Google Place ID').fill(PLACE_ID);
+    const link = `https://search.google.com/local/writereview?placeid=${PLACE_ID}`;
+    await form.getByText(link).waitFor();
+    await form.getByRole('button', { name: 'Add the link' }).click();
+    expect(await form.getByLabel('Link 1').inputValue()).toBe(link);
+    expect(await form.getByLabel('Platform 1').inputValue()).toBe('google');
+    await expectAccessible('locations');
+    await form.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    const row = page.getByRole('row').filter({ hasText: 'Arbat st. 10' });
+    expect(await row.getByRole('link', { name: 'google' }).getAttribute('href')).toBe(link);
+    const stored = (await api.call('GET', '/locations')).body.locations.find((l: { name: string }) => l.name === 'Arbat');
+    expect(stored).toMatchObject({ city: 'Moscow', timeZone: 'Europe/Moscow', reviewLinks: [{ provider: 'google', url: link }] });
+
+    // Edit it: the form fills with the location, and a change is saved.
+    await row.getByRole('button', { name: 'Edit Arbat' }).click();
+    const edit = page.getByRole('form', { name: 'Edit location Arbat' });
+    await edit.getByLabel('City').fill('Moskva');
+    await edit.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('row').filter({ hasText: 'Moskva' }).waitFor();
+  });
+
+  it('creates a flow with two steps and makes it the default', async () => {
+    await open('Flows');
+    const form = page.getByRole('form', { name: 'New flow' });
+    await form.getByLabel('Flow name').fill('E2E email, then SMS');
+    await form.getByLabel('Step 1: Channel').selectOption('EMAIL');
+    await form.getByRole('button', { name: 'Add a step' }).click();
+    await form.getByLabel('Step 2: Channel').selectOption('SMS');
+    await form.getByLabel('Step 2: Delay, minutes').fill('120');
+    await form.getByLabel('Response window, minutes').fill('2880');
+    await form.getByRole('button', { name: 'Save' }).click();
+    const row = page.getByRole('row').filter({ hasText: 'E2E email, then SMS' });
+    await row.waitFor();
+    await row.getByRole('button', { name: 'Make default: E2E email, then SMS' }).click();
+    await row.getByRole('cell', { name: 'yes', exact: true }).waitFor();
+    const flows = (await api.call('GET', '/flows')).body.flows as Array<{ name: string; isDefault: boolean; steps: unknown[]; responseWindowMinutes: number | null }>;
+    expect(flows.filter((f) => f.isDefault).map((f) => f.name)).toEqual(['E2E email, then SMS']);
+    expect(flows.find((f) => f.name === 'E2E email, then SMS')).toMatchObject({ steps: [{ order: 1, channel: 'EMAIL', delayMinutes: 0 }, { order: 2, channel: 'SMS', delayMinutes: 120 }], responseWindowMinutes: 2880 });
+
+    // A refusal is shown by field, and nothing is saved.
+    await form.getByLabel('Flow name').fill('Bad delay');
+    await form.getByLabel('Step 1: Delay, minutes').fill('-5');
+    await form.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('alert').filter({ hasText: 'invalid_request' }).waitFor();
+    expect((await api.call('GET', '/flows')).body.flows.some((f: { name: string }) => f.name === 'Bad delay')).toBe(false);
+    await expectAccessible('flows');
+  });
+
+  it('edits the SMS template and counts its parts: GSM-7 for Latin text, UCS-2 for Cyrillic; the email preview is the sent email', async () => {
+    await open('Templates');
+    const sms = page.getByRole('form', { name: 'Templates: SMS' });
+    const counter = page.locator('#sms-counter');
+    await sms.getByLabel('Text').fill('Hello! Please rate your visit to {{location}}: {{link}}');
+    await page.locator('#sms-counter[data-encoding="GSM-7"][data-parts="1"]').waitFor();
+    expect(await counter.textContent()).toMatch(/^GSM-7: \d+ of 160 characters a part — 1 part\(s\)$/);
+    await sms.getByLabel('Text').fill('Здравствуйте! Пожалуйста, оцените ваш визит в {{location}}: {{link}}');
+    await page.locator('#sms-counter[data-encoding="UCS-2"][data-parts="2"]').waitFor();
+    expect(await counter.textContent()).toMatch(/^UCS-2: \d+ of 67 characters a part — 2 part\(s\)$/);
+    // The sender cuts to one part: the text as sent costs 1 part, and keeps the whole link.
+    await page.getByText('Cost: 1 SMS part(s) a message.').waitFor();
+    // MAX and Telegram: the location's name on the first line, then the SMS text.
+    await page.getByText(/^Demo Coffee.*\nЗдравствуйте!/).waitFor();
+    await sms.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('article', { name: 'SMS' }).getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    expect((await api.call('GET', '/templates')).body.templates.find((x: { channel: string }) => x.channel === 'SMS')).toMatchObject({ body: 'Здравствуйте! Пожалуйста, оцените ваш визит в {{location}}: {{link}}', isDefault: false });
+
+    const email = page.getByRole('form', { name: 'Templates: EMAIL' });
+    await email.getByLabel('Subject').fill('How was {{location}}, {{name}}?');
+    // The email as renderEmail makes it: the button to the personal link, laid out by its style attributes.
+    const preview = page.frameLocator('iframe.email-preview');
+    await preview.locator('a[href$="/r/AbCdEf0123456789GhIjKl"]').nth(1).waitFor({ state: 'attached' });
+    expect(await preview.locator('body').evaluate((body) => body.ownerDocument.defaultView!.getComputedStyle(body).backgroundColor)).toBe('rgb(244, 244, 245)');
+    await page.getByText(/^Subject: How was .+, Anna\?$/).waitFor();
+    await expectAccessible('templates');
+  });
+
+  it('shows each channel configured and ready, and the SMS balance', async () => {
+    await open('Channels');
+    const balance = (await api.call('GET', '/settings')).body.organization.smsBalance as number;
+    await page.getByText(`${balance} SMS parts left.`).waitFor();
+    const email = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'Email' }) });
+    expect(await email.getByRole('cell').allTextContents()).toEqual(['yes', 'yes', 'yes', 'yes', 'channel-email', expect.stringContaining('send')]);
+    await page.getByRole('rowheader', { name: 'SMS' }).waitFor();
+    await expectAccessible('channels');
+  });
+
+  it('changes the send window and the cooldown; the plan is shown, not changed', async () => {
+    await open('Settings');
+    await page.getByText('The plan is changed by the operator.').waitFor();
+    const form = page.getByRole('form', { name: 'Settings' });
+    await form.getByLabel('Hold steps to a send window').check();
+    await form.getByLabel('Opens (HH:MM)').fill('10:00');
+    await form.getByLabel('Closes (HH:MM)').fill('20:30');
+    await form.getByLabel('Sat').check();
+    await form.getByLabel('Cooldown, days').fill('14');
+    await form.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    expect((await api.call('GET', '/settings')).body.organization).toMatchObject({ sendWindow: { start: '10:00', end: '20:30', days: [6] }, cooldownDays: 14 });
+    await form.getByLabel('Cooldown, days').fill('9999');
+    await form.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('alert').filter({ hasText: 'invalid_request' }).waitFor();
+    expect((await api.call('GET', '/settings')).body.organization.cooldownDays).toBe(14);
+    expect(await page.getByRole('link', { name: "The organization's people: Members" }).getAttribute('href')).toBe('#/members');
+    await expectAccessible('settings');
+  });
+
+  it('shows a viewer every configuration page without a form', async () => {
+    await addMember(stack, stack.aio.demo.organizationId, 'config-viewer-e2e@example.com', 'viewer', 'viewer-password-9');
+    const viewerContext = await browser.newContext({ locale: 'en-US' });
+    const ownerPage = page;
+    try {
+      page = await viewerContext.newPage();
+      await page.goto(`${stack.aio.url}/app/`);
+      await page.getByLabel('Email', { exact: true }).fill('config-viewer-e2e@example.com');
+      await page.getByLabel('Password', { exact: true }).fill('viewer-password-9');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Cascades' }).waitFor();
+      for (const [link, shows] of [['Locations', 'Arbat st. 10'], ['Flows', 'E2E email, then SMS'], ['Templates', 'Здравствуйте! Пожалуйста'], ['Channels', 'SMS parts left.'], ['Settings', '10:00–20:30']] as const) {
+        await open(link);
+        await page.getByText(shows).first().waitFor();
+        expect([link, await page.locator('form').count(), await page.getByRole('button', { name: /Save|Edit|Make|Add/ }).count()]).toEqual([link, 0, 0]);
+        if (link !== 'Channels') await page.getByText('Your role (viewer) can look but not change anything.').waitFor();
+        await expectAccessible(link === 'Settings' ? 'settings (viewer)' : `${link.toLowerCase()} (viewer)`);
+      }
+    } finally {
+      page = ownerPage;
+      await viewerContext.close();
+    }
+  });
+
+  it('checked every page it built', () => {
+    expect(checked).toEqual(expect.arrayContaining(['locations', 'flows', 'templates', 'channels', 'settings', 'locations (viewer)', 'flows (viewer)', 'templates (viewer)', 'channels (viewer)', 'settings (viewer)']));
+  });
+});
