@@ -14,3 +14,4 @@ export * from './sendWindows';
 export * from './phones';
 export * from './members';
 export * from './webhookLimits';
+export * from './botLinks';

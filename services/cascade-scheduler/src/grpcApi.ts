@@ -34,7 +34,7 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       listCascades: (req) => cascades.list(req),
       cancelCascade: async (req) => ({ canceled: await cascades.cancel(req.organizationId, req.id) }),
       createReviewRequest: async (req, metadata) => answered(await reviews.create(req, idempotency(metadata, req.organizationId))),
-      getReviewForm: async (req) => ({ form: await reviews.getForm(req.token, req.recordOpen, req.forUnsubscribe ? 'unsubscribe' : 'review') }),
+      getReviewForm: async (req) => ({ form: await reviews.getForm(req.token, req.recordOpen, req.forUnsubscribe ? 'unsubscribe' : 'review', req.botChannels) }),
       submitRating: (req) => reviews.submitRating(req.token, req.rating),
       listRatings: (req) => reviews.listRatings(req),
       getOverview: (req) => reviews.overview(req),
@@ -46,6 +46,8 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       addSuppression: (req) => people.addSuppression(req),
       removeSuppression: (req) => people.removeSuppression(req),
       exportPerson: (req) => people.exportPerson(req),
+      claimBotLink: (req) => reviews.claimBotLink(req),
+      recordBotOptOut: (req) => reviews.recordBotOptOut(req),
     }, logger),
   };
 }

@@ -4,7 +4,7 @@ import { messagePage, reviewPage, unsubscribePage } from '../src/form/pages';
 const form = (over: Partial<schedulerV1.ReviewForm> = {}): schedulerV1.ReviewForm => ({
   token: 't'.repeat(22), locationName: 'Кофейня <Тверская>', locale: 'ru', rating: 0, feedbackGiven: false, lowRatingThreshold: 3,
   reviewLinks: [{ provider: 'yandex', url: 'https://yandex.example/r' }, { provider: 'evil', url: 'javascript:alert(1)' }],
-  organizationName: 'Coffee Co', unsubscribed: false, email: 'a@example.com', ...over,
+  organizationName: 'Coffee Co', unsubscribed: false, email: 'a@example.com', botLinks: [], ...over,
 });
 
 /** The review form's HTML: language by organization locale, escaping, and what each state shows. */
