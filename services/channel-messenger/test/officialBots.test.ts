@@ -140,8 +140,12 @@ describe('official bots: thank-you deep link → linked chat → sends through t
     expect(await messenger.chatLinks.find('TELEGRAM', organizationId, phone)).toMatchObject({ chatId: '6100001' });
 
     const working = greenApi.messages.length;
+    // Telegram's rate limit first (429 with retry_after): the step waits and goes through the bot, once.
+    telegram.rateLimitNext(1);
+    const calls = telegram.calls('sendMessage');
     const viaBot = await sendVia('telegram', phone);
     expect(viaBot.step).toMatchObject({ status: 'sent', provider: 'telegram_bot' });
+    expect(telegram.calls('sendMessage') - calls).toBe(2);
     expect(telegram.messages.filter((m) => m.chatId === '6100001').at(-1)!.text).toMatch(/^Tverskaya\n.*\/r\/[0-9A-Za-z]{22}/s);
     expect(greenApi.messages.length).toBe(working);
     // MAX has no link for this person: its steps still go through the working account.

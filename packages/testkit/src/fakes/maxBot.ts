@@ -30,6 +30,8 @@ export interface FakeMaxBot {
   subscription(): { url: string; secret: string; updateTypes: string[] } | undefined;
   block(userId: string): void;
   failNext(count: number): void;
+  /** The next n send calls answer 429 whatever the rate (a deterministic rate limit for tests). */
+  rateLimitNext(count: number): void;
   deliver(update: unknown, secret?: string | null): Promise<number>;
   calls(path: string): number;
   close(): Promise<void>;
@@ -42,6 +44,7 @@ export async function startFakeMaxBot(options: { token?: string; rateLimitPerSec
   const counts = new Map<string, number>();
   let subscribed: { url: string; secret: string; updateTypes: string[] } | undefined;
   let failures = 0;
+  let limited = 0;
   let window = { second: 0, n: 0 };
   let seq = 0;
 
@@ -73,10 +76,12 @@ export async function startFakeMaxBot(options: { token?: string; rateLimitPerSec
         failures -= 1;
         return answer(503, { code: 'internal', message: 'Service unavailable' });
       }
-      if (options.rateLimitPerSecond !== undefined) {
+      if (options.rateLimitPerSecond !== undefined || limited > 0) {
         const second = Math.floor(Date.now() / 1000);
         window = window.second === second ? { second, n: window.n + 1 } : { second, n: 1 };
-        if (window.n > options.rateLimitPerSecond) return answer(429, { code: 'too.many.requests', message: 'Too many requests' }, { 'retry-after': String(options.retryAfterSeconds ?? 1) });
+        const refuse = limited > 0 || window.n > (options.rateLimitPerSecond ?? Infinity);
+        limited = Math.max(0, limited - 1);
+        if (refuse) return answer(429, { code: 'too.many.requests', message: 'Too many requests' }, { 'retry-after': String(options.retryAfterSeconds ?? 1) });
       }
       const userId = url.searchParams.get('user_id') ?? '';
       if (!/^\d+$/.test(userId)) return answer(400, { code: 'proto.payload', message: 'user_id or chat_id is required' });
@@ -95,6 +100,7 @@ export async function startFakeMaxBot(options: { token?: string; rateLimitPerSec
     subscription: () => subscribed,
     block: (userId) => blocked.add(userId),
     failNext: (count) => (failures = count),
+    rateLimitNext: (count) => (limited = count),
     async deliver(update, secret) {
       if (!subscribed) throw new Error('fake MAX: no subscription');
       const given = secret === undefined ? subscribed.secret : secret;

@@ -33,6 +33,8 @@ export interface FakeTelegramBot {
   /** The person blocks the bot: sends to the chat answer 403 from now on. */
   block(chatId: string): void;
   failNext(count: number): void;
+  /** The next n send calls answer 429 whatever the rate (a deterministic rate limit for tests). */
+  rateLimitNext(count: number): void;
   /** POSTs an Update to the webhook with its secret (or `secret` when given, to test a wrong one). */
   deliver(update: unknown, secret?: string | null): Promise<number>;
   calls(method: string): number;
@@ -46,6 +48,7 @@ export async function startFakeTelegramBot(options: { token?: string; rateLimitP
   const counts = new Map<string, number>();
   let hook: { url: string; secretToken: string } | undefined;
   let failures = 0;
+  let limited = 0;
   let window = { second: 0, n: 0 };
   let nextId = 0;
 
@@ -79,10 +82,11 @@ export async function startFakeTelegramBot(options: { token?: string; rateLimitP
         failures -= 1;
         return answer(502, { ok: false, error_code: 502, description: 'Bad Gateway' });
       }
-      if (options.rateLimitPerSecond !== undefined) {
+      if (options.rateLimitPerSecond !== undefined || limited > 0) {
         const second = Math.floor(Date.now() / 1000);
         window = window.second === second ? { second, n: window.n + 1 } : { second, n: 1 };
-        if (window.n > options.rateLimitPerSecond) {
+        if (limited > 0 || window.n > (options.rateLimitPerSecond ?? Infinity)) {
+          limited = Math.max(0, limited - 1);
           const retryAfter = options.retryAfterSeconds ?? 1;
           return error(429, `Too Many Requests: retry after ${retryAfter}`, { retry_after: retryAfter });
         }
@@ -104,6 +108,7 @@ export async function startFakeTelegramBot(options: { token?: string; rateLimitP
     webhook: () => hook,
     block: (chatId) => blocked.add(chatId),
     failNext: (count) => (failures = count),
+    rateLimitNext: (count) => (limited = count),
     async deliver(update, secret) {
       if (!hook) throw new Error('fake Telegram: no webhook set');
       const given = secret === undefined ? hook.secretToken : secret;
