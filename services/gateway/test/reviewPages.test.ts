@@ -31,6 +31,24 @@ describe('review form pages', () => {
     expect(reviewPage(form({ rating: 2, feedbackGiven: true }), 'c', '/r/x')).not.toContain('<textarea');
   });
 
+  it('offers the official bots the catalog has and the form has codes for, in the page language, with opaque deep links; nothing before a rating or without a bot', () => {
+    const bots = new Map([['MAX', 'https://max.ru/reviews_max_bot'], ['TELEGRAM', 'https://t.me/reviews_bot'], ['VIBER', 'http://insecure.example/bot']]);
+    const botLinks = [{ channel: 'TELEGRAM', code: 'Tg_code-0123456789abcd' }, { channel: 'MAX', code: 'Mx_code-0123456789abcd' }, { channel: 'VIBER', code: 'Vb_code-0123456789abcd' }];
+    const ru = reviewPage(form({ rating: 5, botLinks }), 'c', '/r/x', undefined, bots);
+    expect(ru).toContain('data-testid="bot-links" aria-labelledby="bot-prompt"');
+    expect(ru).toContain('Удобнее получать следующие запросы в мессенджере?');
+    expect([...ru.matchAll(/<a href="([^"]+)"[^>]*data-channel="(\w+)">([^<]+)</g)].map((m) => [m[2], m[1], m[3]])).toEqual([
+      ['MAX', 'https://max.ru/reviews_max_bot?start=Mx_code-0123456789abcd', 'Получать запросы в MAX'],
+      ['TELEGRAM', 'https://t.me/reviews_bot?start=Tg_code-0123456789abcd', 'Получать запросы в Telegram'],
+    ]);
+    expect(ru).toContain('/stop');
+    const en = reviewPage(form({ locale: 'en', rating: 2, botLinks: botLinks.slice(0, 1) }), 'c', '/r/x', undefined, bots);
+    expect(en).toContain('>Get future requests in Telegram<');
+    expect(en).not.toContain('data-channel="MAX"');
+    expect(reviewPage(form({ rating: 5, botLinks }), 'c', '/r/x')).not.toContain('bot-links');
+    expect(reviewPage(form({ rating: 0, botLinks }), 'c', '/r/x', undefined, bots)).not.toContain('bot-links');
+  });
+
   it('unsubscribe and message pages', () => {
     // The address is masked: whoever holds the link (a forwarded email) does not learn it.
     const unsubscribe = unsubscribePage(form({ email: 'anna.petrova@example.com' }), 'c', '/u/x');
