@@ -1,12 +1,4 @@
-import { join } from 'node:path';
-import { migrate, type Logger, type Pool } from '@rrs/runtime';
-
-/** The service's own migrations (the bots' chat links), next to sender-kit's send log in the same schema. */
-export const MESSENGER_MIGRATIONS = { dir: join(__dirname, '..', 'migrations'), component: 'channel-messenger' };
-
-export async function migrateChatLinks(pool: Pool, schema: string, logger?: Logger): Promise<void> {
-  await migrate(pool, { schema, ...MESSENGER_MIGRATIONS, logger });
-}
+import type { Pool } from '@rrs/runtime';
 
 /** A contact linked to a bot chat. */
 export interface ChatLink {

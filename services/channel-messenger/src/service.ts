@@ -1,12 +1,13 @@
 import { Redis } from 'ioredis';
 import { schedulerV1, type BotChannel } from '@rrs/proto';
-import { collapseRepeats, createGrpcClient, reachAtStart, type ServiceContext } from '@rrs/runtime';
+import { join } from 'node:path';
+import { collapseRepeats, createGrpcClient, migrate, reachAtStart, type ServiceContext } from '@rrs/runtime';
 import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type RunningChannelSender, type SendStep } from '@rrs/sender-kit';
 import { unlinkChat, type BotScheduler } from './botLinking';
 import { botWebhookPath, type BotClient } from './bots';
 import { linkedChat, sendThroughBot, type BotRoute } from './botSend';
 import { startBotWebhooks } from './botWebhooks';
-import { ChatLinks, migrateChatLinks } from './chatLinks';
+import { ChatLinks } from './chatLinks';
 import type { BotAccount, BotsConfig, MessengerAccount, MessengerConfig } from './config';
 import { AccountHealth } from './health';
 import { maxBot } from './maxBot';
@@ -19,6 +20,8 @@ import { createSendRateLimiter } from './rateLimit';
 export const CHANNELS = ['MAX', 'TELEGRAM'] as const;
 export type MessengerChannel = (typeof CHANNELS)[number];
 export const SCHEMA = 'channel_messenger';
+/** The service's own migrations (the bots' chat links), in the send log's schema beside sender-kit's. */
+export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 
 const ENTRIES = {
   MAX: { key: 'MAX', slug: 'max', label: 'MAX', contactField: 'phone', position: 30 },
@@ -161,13 +164,14 @@ export async function startMessengerSender(
     })),
   });
   setAvailability = running.setAvailability;
+  const pool = running.pool;
   try {
-    await migrateChatLinks(running.pool, SCHEMA, ctx.logger);
+    await migrate(pool, { schema: SCHEMA, dir: MIGRATIONS_DIR, logger: ctx.logger });
   } catch (err) {
     linksFailed(err);
     throw err;
   }
-  const links = new ChatLinks(running.pool);
+  const links = new ChatLinks(pool);
   linksReady(links);
   let botWebhookPort: number | undefined;
   if (anyBot && scheduler) {
