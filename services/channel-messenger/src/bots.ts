@@ -45,15 +45,16 @@ export function startPayload(text: string): string | null {
 }
 
 /**
- * The all-in-one's bot: messages go to the dev inbox (to `bot:<chat id>`); updates are parsed as
- * Telegram's, so the dev can post them to the webhook by hand.
+ * The all-in-one's bot: messages go to the dev inbox (to `bot:<chat id>`); `link` is where its deep
+ * links lead (the all-in-one's stand-in page, /dev/bots/<channel>); updates are read by the channel's
+ * own parser, so the webhook sees what the platform would send.
  */
-export function sinkBot(channel: BotChannel, name: string, outbox: SinkOutbox, parseUpdate: (update: unknown) => BotEvent): BotClient {
+export function sinkBot(channel: BotChannel, link: string, outbox: SinkOutbox, parseUpdate: (update: unknown) => BotEvent): BotClient {
   let sent = 0;
   return {
     channel,
     provider: 'sink_bot',
-    link: channel === 'MAX' ? `https://max.ru/${name}` : `https://t.me/${name}`,
+    link,
     secretHeader: channel === 'MAX' ? 'x-max-bot-api-secret' : 'x-telegram-bot-api-secret-token',
     async send(chatId, text) {
       outbox.record({ channel, stepId: '', to: `bot:${chatId}`, subject: '', text, link: '' });

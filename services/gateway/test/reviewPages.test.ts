@@ -31,9 +31,10 @@ describe('review form pages', () => {
     expect(reviewPage(form({ rating: 2, feedbackGiven: true }), 'c', '/r/x')).not.toContain('<textarea');
   });
 
-  it('offers the official bots the catalog has and the form has codes for, in the page language, with opaque deep links; nothing before a rating or without a bot', () => {
-    const bots = new Map([['MAX', 'https://max.ru/reviews_max_bot'], ['TELEGRAM', 'https://t.me/reviews_bot'], ['VIBER', 'http://insecure.example/bot']]);
-    const botLinks = [{ channel: 'TELEGRAM', code: 'Tg_code-0123456789abcd' }, { channel: 'MAX', code: 'Mx_code-0123456789abcd' }, { channel: 'VIBER', code: 'Vb_code-0123456789abcd' }];
+  it('offers the official bots the catalog has and the form has codes for, in the page language, with opaque http(s) deep links; nothing before a rating or without a bot', () => {
+    const bots = new Map([['MAX', 'https://max.ru/reviews_max_bot'], ['TELEGRAM', 'https://t.me/reviews_bot'], ['VIBER', 'javascript:alert(1)//']]);
+    const expiresAt = new Date(Date.now() + 3_600_000);
+    const botLinks = [{ channel: 'TELEGRAM', code: 'Tg_code-0123456789abcd', expiresAt }, { channel: 'MAX', code: 'Mx_code-0123456789abcd', expiresAt }, { channel: 'VIBER', code: 'Vb_code-0123456789abcd', expiresAt }];
     const ru = reviewPage(form({ rating: 5, botLinks }), 'c', '/r/x', undefined, bots);
     expect(ru).toContain('data-testid="bot-links" aria-labelledby="bot-prompt"');
     expect(ru).toContain('Удобнее получать следующие запросы в мессенджере?');

@@ -36,12 +36,13 @@ const MESSENGERS: Record<string, string> = { MAX: 'MAX', TELEGRAM: 'Telegram' };
 
 /**
  * "Get future requests in MAX / in Telegram": a deep link to each official bot the form has a code for
- * and the catalog has a bot for (`botBases`: channel → `https://t.me/<bot>`), in catalog order.
+ * and the catalog has a bot for (`botBases`: channel → `https://t.me/<bot>`; the all-in-one's stand-in
+ * is an http page of its own), in catalog order.
  */
 function botOffers(form: schedulerV1.ReviewForm, t: (typeof TEXT)[Locale], botBases: ReadonlyMap<string, string>): string {
   const offers = [...botBases].flatMap(([channel, base]) => {
     const code = form.botLinks.find((link) => link.channel === channel)?.code;
-    return code && /^https:\/\//.test(base) ? [{ channel, url: botDeepLink(base, code) }] : [];
+    return code && /^https?:\/\//.test(base) ? [{ channel, url: botDeepLink(base, code) }] : [];
   });
   if (!offers.length) return '';
   return `<hr class="sep"><p id="bot-prompt">${esc(t.botPrompt)}</p><ul class="links" data-testid="bot-links" aria-labelledby="bot-prompt">${offers
