@@ -137,6 +137,8 @@ export async function startMessengerSender(
     ctx.lifecycle.onStop('scheduler client', () => handle.close());
     scheduler = handle.client;
   }
+  // The chat links are read through the send log's pool once its migration ran (after startChannelSender):
+  // a step that comes due before waits for them, so it never takes the working account for a linked contact.
   let linksReady!: (links: ChatLinks) => void;
   let linksFailed!: (err: unknown) => void;
   const chatLinks = new Promise<ChatLinks>((resolve, reject) => ((linksReady = resolve), (linksFailed = reject)));

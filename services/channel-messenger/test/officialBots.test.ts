@@ -52,13 +52,16 @@ describe('official bots: thank-you deep link → linked chat → sends through t
         bots: {
           telegram: bot(telegram.url, telegram.token, 'reviews_test_bot', TELEGRAM_SECRET),
           max: bot(max.url, max.token, 'reviews_max_bot', MAX_SECRET),
-          webhookHost: '127.0.0.1', webhookPort: 0, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`,
+          webhookHost: '127.0.0.1', webhookPort: 0, webhookPublicUrl: 'https://reviews.test', schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`,
         },
       },
       ctx,
       { bus: tb.bus },
     );
-    // As BOT_WEBHOOK_PUBLIC_URL does at start: setWebhook / POST /subscriptions with the secrets.
+    // BOT_WEBHOOK_PUBLIC_URL: the webhooks were registered at start (setWebhook / POST /subscriptions, with the secrets).
+    expect(telegram.webhook()).toEqual({ url: 'https://reviews.test/bots/telegram', secretToken: TELEGRAM_SECRET });
+    expect(max.subscription()).toMatchObject({ url: 'https://reviews.test/bots/max', secret: MAX_SECRET });
+    // The fakes deliver to this process: point them at the local port.
     await messenger.bots.TELEGRAM!.bot.registerWebhook(`http://127.0.0.1:${messenger.botWebhookPort}/bots/telegram`, TELEGRAM_SECRET);
     await messenger.bots.MAX!.bot.registerWebhook(`http://127.0.0.1:${messenger.botWebhookPort}/bots/max`, MAX_SECRET);
     const catalog = await startChannelCatalog({ bus: tb.bus, logger: ctx.logger });
