@@ -177,6 +177,12 @@ describe('official bots: thank-you deep link → linked chat → sends through t
 
     expect((await sendVia('max', phone)).step).toMatchObject({ status: 'sent', provider: 'max_bot' });
     expect(max.messages.filter((m) => m.userId === '7200002').at(-1)!.text).toContain('/r/');
+    // The working account down (blocked): a linked contact still gets the bot; the page still offers it.
+    greenApi.setState('3303', 'blocked');
+    await messenger.health.MAX!.check();
+    expect((await sendVia('max', phone)).step).toMatchObject({ status: 'sent', provider: 'max_bot' });
+    greenApi.setState('3303', 'authorized');
+    await messenger.health.MAX!.check();
 
     max.block('7200002');
     const working = greenApi.messages.length;
