@@ -254,12 +254,13 @@ describe('architecture: the NetworkPolicies are the arrows the services call', (
     }
   });
 
-  it('lets only the gateway, the CRM webhooks of connectors (and SMSC and Postmark receipts, when on) take traffic from the ingress controller', () => {
+  it('lets only the gateway, the CRM webhooks of connectors (and SMSC and Postmark receipts and the bots’ webhooks, when on) take traffic from the ingress controller', () => {
     const fromController = (render: Render) =>
       policies(render).flatMap((np) => (np.spec.ingress ?? []).filter((rule: any) => JSON.stringify(rule.from) === JSON.stringify(values.networkPolicy.ingressControllerFrom)).map((rule: any) => `${componentOf(np)}:${rule.ports[0].port}`));
     expect(fromController(main).sort()).toEqual(['connectors:8090', 'gateway:8080']);
-    expect(fromController(renders.get('ci/existing-secret-values.yaml')!).sort()).toEqual(['channel-email:9473', 'channel-sms:9470', 'connectors:8090', 'gateway:8080']);
+    expect(fromController(renders.get('ci/existing-secret-values.yaml')!).sort()).toEqual(['channel-email:9473', 'channel-messenger:9474', 'channel-sms:9470', 'connectors:8090', 'gateway:8080']);
     expect(chartValues.channelEmail.receipts.ingress.enabled).toBe(false);
+    expect(chartValues.channelMessenger.bots.ingress.enabled).toBe(false);
     expect(chartValues.channelSms.receipts.ingress.enabled).toBe(false);
   });
 
@@ -296,7 +297,7 @@ describe('architecture: the NetworkPolicies are the arrows the services call', (
     }
   });
 
-  it('routes the Ingress to the gateway’s public paths, the CRM webhooks to connectors, and SMSC and Postmark receipts to their senders when on', () => {
+  it('routes the Ingress to the gateway’s public paths, the CRM webhooks to connectors, and SMSC and Postmark receipts and the bots’ webhooks to their senders when on', () => {
     const backends = (render: Render) => {
       const [ingress, ...others] = ofKind(render.objects, 'Ingress');
       expect(others).toEqual([]);
@@ -307,7 +308,7 @@ describe('architecture: the NetworkPolicies are the arrows the services call', (
       });
     };
     expect(backends(main)).toEqual([...chartValues.gateway.ingress.paths.map((p: string) => `${p} → gateway`), '/hooks/crm → connectors']);
-    expect(backends(renders.get('ci/existing-secret-values.yaml')!)).toEqual(expect.arrayContaining(['/receipts/smsc → channel-sms', '/receipts/postmark → channel-email']));
+    expect(backends(renders.get('ci/existing-secret-values.yaml')!)).toEqual(expect.arrayContaining(['/receipts/smsc → channel-sms', '/receipts/postmark → channel-email', '/bots → channel-messenger']));
   });
 
   it('routes the admin API on the Ingress only when the operator opts in (gateway.ingress.exposeAdmin)', () => {

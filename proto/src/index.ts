@@ -16,3 +16,4 @@ export * from './members';
 export * from './webhookLimits';
 export * from './stopReplies';
 export * from './reviewLinks';
+export * from './botLinks';

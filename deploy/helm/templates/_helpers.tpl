@@ -260,7 +260,7 @@ channel-sms:
   args: ["--schema", "channel_sms", "service=migrations", "sender-kit=node_modules/@rrs/sender-kit/migrations"]
 channel-messenger:
   key: channelMessenger
-  args: ["--schema", "channel_messenger", "sender-kit=node_modules/@rrs/sender-kit/migrations"]
+  args: ["--schema", "channel_messenger", "service=migrations", "sender-kit=node_modules/@rrs/sender-kit/migrations"]
 connectors:
   key: connectors
   args: ["--schema", "connectors", "service=migrations", "idempotency=node_modules/@rrs/idempotency/migrations"]
@@ -279,7 +279,7 @@ contacts:
 cascade-scheduler:
   key: cascadeScheduler
   port: 50052
-  from: [gateway, connectors]
+  from: [gateway, connectors, channel-messenger]
 webhooks:
   key: webhooks
   port: 50053
@@ -307,6 +307,10 @@ connectors:
 {{- if $v.secrets.maxApiToken }}{{ $_ := set $data "MAX_API_TOKEN" $v.secrets.maxApiToken }}{{ end -}}
 {{- if $v.secrets.telegramIdInstance }}{{ $_ := set $data "TELEGRAM_ID_INSTANCE" (include "rrs.envString" $v.secrets.telegramIdInstance) }}{{ end -}}
 {{- if $v.secrets.telegramApiToken }}{{ $_ := set $data "TELEGRAM_API_TOKEN" $v.secrets.telegramApiToken }}{{ end -}}
+{{- if $v.secrets.maxBotToken }}{{ $_ := set $data "MAX_BOT_TOKEN" $v.secrets.maxBotToken }}{{ end -}}
+{{- if $v.secrets.maxBotWebhookSecret }}{{ $_ := set $data "MAX_BOT_WEBHOOK_SECRET" $v.secrets.maxBotWebhookSecret }}{{ end -}}
+{{- if $v.secrets.telegramBotToken }}{{ $_ := set $data "TELEGRAM_BOT_TOKEN" $v.secrets.telegramBotToken }}{{ end -}}
+{{- if $v.secrets.telegramBotWebhookSecret }}{{ $_ := set $data "TELEGRAM_BOT_WEBHOOK_SECRET" $v.secrets.telegramBotWebhookSecret }}{{ end -}}
 {{- if $v.secrets.connectorSecretKeys }}{{ $_ := set $data "CONNECTOR_SECRET_KEYS" $v.secrets.connectorSecretKeys }}{{ end -}}
 {{- if $v.secrets.webhookSecretKeys }}{{ $_ := set $data "WEBHOOK_SECRET_KEYS" $v.secrets.webhookSecretKeys }}{{ end -}}
 {{- toYaml $data -}}
@@ -354,6 +358,9 @@ connectors:
 {{- end -}}
 {{- if and $v.channelSms.receipts.ingress.enabled (not $v.gateway.ingress.enabled) -}}
 {{- fail "channelSms.receipts.ingress needs gateway.ingress (the receipts path is added to its host)" -}}
+{{- end -}}
+{{- if and $v.channelMessenger.bots.ingress.enabled (not $v.gateway.ingress.enabled) -}}
+{{- fail "channelMessenger.bots.ingress needs gateway.ingress (the bots path is added to its host)" -}}
 {{- end -}}
 {{- if and $v.channelEmail.receipts.ingress.enabled (not $v.gateway.ingress.enabled) -}}
 {{- fail "channelEmail.receipts.ingress needs gateway.ingress (the receipts path is added to its host)" -}}

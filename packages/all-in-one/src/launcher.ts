@@ -12,6 +12,7 @@ import { DEFAULT_SENDER_CONCURRENCY, devInboxRouter, SinkOutbox } from '@rrs/sen
 import type { AllInOneConfig } from './config';
 import { connectorSecretKeys, webhookSecretKeys } from './connectorKeys';
 import { crmHooksRouter } from './crmHooks';
+import { devBots, devBotsRouter } from './devBots';
 import { startEmbeddedPostgres } from './embeddedPostgres';
 import { seedDemo, type DemoState } from './seed';
 
@@ -63,7 +64,18 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
   const senderConfig = { databaseUrl, concurrency: DEFAULT_SENDER_CONCURRENCY };
   await startEmailSender(senderConfig, contextOf('channel-email'), { bus, outbox });
   await startSmsSender({ ...senderConfig, contactsAddress }, contextOf('channel-sms'), { bus, outbox });
-  await startMessengerSender({ ...senderConfig, concurrency: MESSENGER_SENDER_CONCURRENCY }, contextOf('channel-messenger'), { bus, outbox });
+  // Outside production, stand-ins for the official bots: the thank-you page offers them, their deep links
+  // lead to /dev/bots/<channel>, and what they send shows in the dev inbox (docs/channels.md "Official bots").
+  const standIns = config.production ? undefined : devBots(config.publicBaseUrl, outbox);
+  const messenger = await startMessengerSender(
+    {
+      ...senderConfig,
+      concurrency: MESSENGER_SENDER_CONCURRENCY,
+      bots: { webhookHost: '127.0.0.1', webhookPort: 0, schedulerAddress: loopback(scheduler.grpcPort) },
+    },
+    contextOf('channel-messenger'),
+    { bus, outbox, bots: standIns?.bots },
+  );
   const channelCatalog = await startChannelCatalog({ bus, logger: ctx.logger.child({ service: 'gateway' }) });
   ctx.lifecycle.onStop('channel catalog', () => channelCatalog.stop());
   // Loopback http receivers are a development setting: in production they would reach this process's own ports.
@@ -121,7 +133,14 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
     contextOf('gateway'),
     // The dev inbox (/dev/messages, /dev/inbox) lists what the sink providers "sent", for every
     // organization and without login: it does not exist in production. /hooks/crm/* are the CRMs' webhooks.
-    { channelCatalog, bus, extraRouters: [...(config.production ? [] : [devInboxRouter(outbox)]), crmHooksRouter(connectors.hooksListener)] },
+    {
+      channelCatalog,
+      bus,
+      extraRouters: [
+        ...(standIns ? [devInboxRouter(outbox), devBotsRouter({ bots: standIns.bots, webhookPort: () => messenger.botWebhookPort })] : []),
+        crmHooksRouter(connectors.hooksListener),
+      ],
+    },
   );
   return { url: `http://localhost:${gateway.port}`, demo, outbox, bus, devInbox: !config.production };
 }

@@ -72,4 +72,48 @@ describe('all-in-one channels and dev inbox', () => {
     expect(html).toContain('Dev inbox');
     expect(html).toContain(`<a href="${sms.link}">`);
   });
+
+  it('offers the stand-in bots after a rating: Start links the chat, the next TELEGRAM request goes through the bot into the dev inbox; /stop opts the phone out', async () => {
+    const { locations } = (await (await api('/locations')).json()) as { locations: Array<{ id: string }> };
+    const send = async () => {
+      const res = await api('/channels/telegram/send', { method: 'POST', body: JSON.stringify({ locationId: locations[0].id, recipients: [{ name: 'Gleb', phone: '+7 916 000 11 22' }] }) });
+      expect(res.status).toBe(202);
+      return ((await res.json()) as { id: string }).id;
+    };
+    const inbox = async () => ((await (await fetch(`${aio.url}/dev/messages`)).json()) as { messages: Array<{ channel: string; to: string; text: string; link: string }> }).messages;
+    await send();
+    const first = await waitFor(async () => (await inbox()).find((m) => m.to === '+79160001122'), { what: 'the working-account message' });
+    const path = new URL(first.link).pathname;
+    const form = await fetch(`${aio.url}${path}`);
+    const cookie = (form.headers.get('set-cookie') ?? '').split(';')[0];
+    const csrf = /name="csrf" value="([0-9a-f]+)"/.exec(await form.text())![1];
+    const rated = await fetch(`${aio.url}${path}/rating`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, rating: '5' }) });
+    expect(rated.status).toBe(303);
+    const thanks = await (await fetch(`${aio.url}${path}`, { headers: { cookie } })).text();
+    const link = /href="(http:\/\/localhost:8080\/dev\/bots\/telegram\?start=[A-Za-z0-9_-]{22})"/.exec(thanks)![1];
+    expect(thanks).toContain('data-channel="MAX"');
+
+    const standIn = await fetch(`${aio.url}${new URL(link).pathname}${new URL(link).search}`);
+    expect(standIn.status).toBe(200);
+    const code = new URL(link).searchParams.get('start')!;
+    expect(await standIn.text()).toContain(`name="code" value="${code}"`);
+    const started = await fetch(`${aio.url}/dev/bots/telegram/start`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ code }) });
+    expect(started.status).toBe(303);
+    expect((await inbox()).find((m) => m.to === 'bot:4242')?.text).toContain('будет присылать запросы отзывов сюда');
+
+    const second = await send();
+    const viaBot = await waitFor(async () => (await inbox()).find((m) => m.to === 'bot:4242' && m.text.includes('/r/')), { what: 'the request through the stand-in bot' });
+    expect(viaBot.channel).toBe('TELEGRAM');
+    const cascade = (await (await api(`/cascades/${second}`)).json()) as { recipients: Array<{ steps: Array<{ provider: string | null }> }> };
+    expect(cascade.recipients[0].steps[0].provider).toBe('sink_bot');
+
+    const stopped = await fetch(`${aio.url}/dev/bots/telegram/stop`, { method: 'POST', redirect: 'manual' });
+    expect(stopped.status).toBe(303);
+    const third = await send();
+    const skipped = await waitFor(async () => {
+      const body = (await (await api(`/cascades/${third}`)).json()) as { recipients: Array<{ steps: Array<{ status: string; reason: string | null }> }> };
+      return body.recipients[0].steps[0].status === 'skipped' ? body.recipients[0].steps[0] : undefined;
+    }, { what: 'the request after /stop skipped' });
+    expect(skipped.reason).toBe('opted_out');
+  });
 });

@@ -13,6 +13,11 @@ export interface ProviderRequestOptions {
   /** Provider name for error messages. */
   provider: string;
   timeoutMs: number;
+  /**
+   * Reads the wait out of a 429's body, for providers that put it there rather than in Retry-After
+   * (Telegram: `parameters.retry_after`); the header wins when both are given.
+   */
+  retryAfterFromBody?: (body: string) => number | undefined;
 }
 
 /** Network errors raised before a request could reach the provider: it cannot have the message. */
@@ -37,8 +42,8 @@ export async function providerFetch(url: string, init: RequestInit, options: Pro
     });
   }
   if (res.status === 429) {
-    await res.body?.cancel();
-    throw new RetryableSendError('provider_rate_limited', `${options.provider}: 429 Too Many Requests`, { retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) });
+    const fromBody = options.retryAfterFromBody ? options.retryAfterFromBody(await res.text().catch(() => '')) : (await res.body?.cancel(), undefined);
+    throw new RetryableSendError('provider_rate_limited', `${options.provider}: 429 Too Many Requests`, { retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) ?? fromBody });
   }
   if (res.status >= 500) {
     await res.body?.cancel();

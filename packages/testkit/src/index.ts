@@ -134,6 +134,8 @@ export * from './fakes/smsc';
 export * from './fakes/smsru';
 export * from './fakes/postmark';
 export * from './fakes/greenapi';
+export * from './fakes/telegramBot';
+export * from './fakes/maxBot';
 export * from './servers';
 export * from './serviceProcess';
 export * from './allInOne';

@@ -34,7 +34,7 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       listCascades: (req) => cascades.list(req),
       cancelCascade: async (req) => ({ canceled: await cascades.cancel(req.organizationId, req.id) }),
       createReviewRequest: async (req, metadata) => answered(await reviews.create(req, idempotency(metadata, req.organizationId))),
-      getReviewForm: async (req) => ({ form: await reviews.getForm(req.token, req.recordOpen, req.forUnsubscribe ? 'unsubscribe' : 'review') }),
+      getReviewForm: async (req) => ({ form: await reviews.getForm(req.token, req.recordOpen, req.forUnsubscribe ? 'unsubscribe' : 'review', req.botChannels) }),
       submitRating: (req) => reviews.submitRating(req.token, req.rating),
       listRatings: (req) => reviews.listRatings(req),
       getOverview: (req) => reviews.overview(req),
@@ -48,6 +48,8 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       exportPerson: (req) => people.exportPerson(req),
       recordPublicLinkClick: (req) => reviews.recordPublicLinkClick(req),
       setRatingHandled: (req) => reviews.setRatingHandled(req),
+      claimBotLink: (req) => reviews.claimBotLink(req),
+      recordBotOptOut: (req) => reviews.recordBotOptOut(req),
     }, logger),
   };
 }

@@ -31,7 +31,8 @@ export interface OptOut {
   /** The channel it came through (`EMAIL`, `SMS`, …). */
   channel: string;
   source: SuppressionSource;
-  recipientId: string;
+  /** The recipient it came from; null when it came from no recipient (a bot chat linked from a review request). */
+  recipientId: string | null;
 }
 
 /** Records the person's opt-out; returns how many of their addresses were newly suppressed. */

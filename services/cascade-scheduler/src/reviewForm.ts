@@ -1,5 +1,6 @@
 import { linkExpired, type LinkPurpose, type schedulerV1 } from '@rrs/proto';
 import { DomainError, NotFoundError, type Pool, type PoolClient } from '@rrs/runtime';
+import { issueBotLinkCodes } from './botLinks';
 import { TOKEN_PATTERN } from './links';
 import { DEFAULT_LOW_RATING_THRESHOLD } from './organizationSettings';
 
@@ -23,6 +24,8 @@ export interface ReviewLink {
   rating: number | null;
   feedback: string | null;
   email: string | null;
+  /** The recipient's phone (E.164), for cascade links. */
+  phone: string | null;
   unsubscribed: boolean;
   /** The last message sent to the link's recipient, or when the link was made: what its lifetime counts from. */
   last_message_at: Date;
@@ -31,7 +34,7 @@ export interface ReviewLink {
 
 const REVIEW_LINK_QUERY = `
   SELECT rr.id, rr.organization_id, rr.token, rr.status, rr.recipient_id, rr.opened_at, rr.location_id, rr.customer_name, rr.contact, rr.rated_at, ls.name AS location_name, ls.review_links,
-         os.locale, os.name AS organization_name, os.low_rating_threshold, ra.rating, fb.text AS feedback, r.email,
+         os.locale, os.name AS organization_name, os.low_rating_threshold, ra.rating, fb.text AS feedback, r.email, r.phone,
          EXISTS (SELECT 1 FROM suppressions su WHERE su.organization_id = rr.organization_id
                    AND su.address IN (lower(nullif(r.email, '')), nullif(r.phone, ''))) AS unsubscribed,
          greatest(rr.created_at, (SELECT max(rs.sent_at) FROM recipient_steps rs WHERE rs.recipient_id = rr.recipient_id)) AS last_message_at,
@@ -74,6 +77,7 @@ export function toForm(link: ReviewLink): schedulerV1.ReviewForm {
     organizationName: link.organization_name ?? '',
     unsubscribed: link.unsubscribed,
     email: link.email ?? '',
+    botLinks: [],
   };
 }
 
@@ -83,13 +87,14 @@ export async function currentForm(pool: Pool, token: string, purpose: LinkPurpos
 }
 
 /** The form's data; with `recordOpen`, the first view is recorded as `opened`. */
-export async function getReviewForm(pool: Pool, token: string, recordOpen: boolean, purpose: LinkPurpose = 'review'): Promise<schedulerV1.ReviewForm> {
+export async function getReviewForm(pool: Pool, token: string, recordOpen: boolean, purpose: LinkPurpose = 'review', botChannels: readonly string[] = []): Promise<schedulerV1.ReviewForm> {
   const link = await loadReviewLink(pool, token, purpose);
+  const botLinks = await issueBotLinkCodes(pool, link, botChannels);
   if (recordOpen && link.opened_at === null) {
     await pool.query(
       `UPDATE review_requests SET opened_at = coalesce(opened_at, clock_timestamp()), status = CASE WHEN status = 'created' THEN 'opened' ELSE status END WHERE id = $1`,
       [link.id],
     );
   }
-  return toForm(link);
+  return { ...toForm(link), botLinks };
 }

@@ -7,6 +7,7 @@ import type { Pool } from '@rrs/runtime';
 import { getOrganizationSettings, setOrganizationSettings } from './organizationSettings';
 import type { OrganizationProfiles } from './organizationProfiles';
 import { submitFeedback, submitRating } from './ratings';
+import { claimBotLink, recordBotOptOut } from './botLinks';
 import { getReviewForm } from './reviewForm';
 import { createReviewRequest, type ReviewRequestInput } from './reviewRequests';
 import type { SnapshotWriter } from './snapshots';
@@ -55,8 +56,18 @@ export class Reviews {
   }
 
   /** The form's data; with `recordOpen`, the first view is recorded as `opened`. */
-  getForm(token: string, recordOpen: boolean, purpose: LinkPurpose = 'review'): Promise<schedulerV1.ReviewForm> {
-    return getReviewForm(this.deps.pool, token, recordOpen, purpose);
+  getForm(token: string, recordOpen: boolean, purpose: LinkPurpose = 'review', botChannels: readonly string[] = []): Promise<schedulerV1.ReviewForm> {
+    return getReviewForm(this.deps.pool, token, recordOpen, purpose, botChannels);
+  }
+
+  /** A bot chat claims the code of a thank-you page's deep link (botLinks.ts). */
+  claimBotLink(request: schedulerV1.ClaimBotLinkRequest): Promise<schedulerV1.ClaimBotLinkResponse> {
+    return claimBotLink(this.deps.pool, request);
+  }
+
+  /** A person unlinked a bot chat: their opt-out (botLinks.ts). */
+  recordBotOptOut(request: schedulerV1.RecordBotOptOutRequest): Promise<schedulerV1.RecordBotOptOutResponse> {
+    return recordBotOptOut(this.deps.pool, request);
   }
 
   submitRating(token: string, rating: number): Promise<schedulerV1.SubmitRatingResponse> {

@@ -25,12 +25,39 @@ export interface MessengerAccount {
   accountCacheMs?: number;
 }
 
+/** One messenger's official bot (docs/channels.md "Official bots"). */
+export interface BotAccount {
+  /** MAX: `https://platform-api2.max.ru`; Telegram: `https://api.telegram.org`. */
+  apiUrl: string;
+  token: string;
+  /** The bot's user name, for the deep links (`https://t.me/<name>`, `https://max.ru/<name>`). */
+  name: string;
+  /** Sent back by the platform with every webhook update (Telegram `secret_token`, MAX `secret`). */
+  webhookSecret: string;
+  timeoutMs: number;
+  perBotPerSecond: number;
+  perChatPerSecond: number;
+}
+
+export interface BotsConfig {
+  max?: BotAccount;
+  telegram?: BotAccount;
+  /** Where the webhook endpoint listens (`BOT_WEBHOOK_HOST`, `BOT_WEBHOOK_PORT`). */
+  webhookHost: string;
+  webhookPort: number;
+  /** The public base URL the platforms reach the endpoint at; set = the webhooks are registered at start. */
+  webhookPublicUrl?: string;
+  /** The scheduler, which issues and resolves link codes and keeps the opt-out ledger. */
+  schedulerAddress: string;
+}
+
 export interface MessengerConfig extends SenderBaseConfig {
   /** Unset = sink provider for that messenger (all-in-one mode). */
   max?: MessengerAccount;
   telegram?: MessengerAccount;
   /** Unset = in-memory rate limits (one replica only). */
   redisUrl?: string;
+  bots: BotsConfig;
 }
 
 function account(vars: Record<string, unknown>, prefix: 'MAX' | 'TELEGRAM', defaults: { perAccount: number }): MessengerAccount | undefined {
@@ -50,6 +77,28 @@ function account(vars: Record<string, unknown>, prefix: 'MAX' | 'TELEGRAM', defa
     accountCacheMs: vars.MESSENGER_ACCOUNT_CACHE_MS as number,
   };
 }
+
+function bot(vars: Record<string, unknown>, prefix: 'MAX' | 'TELEGRAM', perChatPerSecond: number): BotAccount | undefined {
+  const names = [`${prefix}_BOT_TOKEN`, `${prefix}_BOT_NAME`, `${prefix}_BOT_WEBHOOK_SECRET`] as const;
+  const given = names.filter((name) => vars[name] !== undefined);
+  if (given.length === 0) return undefined;
+  const missing = names.find((name) => vars[name] === undefined);
+  if (missing) throw new ConfigError(missing, `is required when ${given.join(', ')} ${given.length === 1 ? 'is' : 'are'} set (a bot needs its token, name and webhook secret)`);
+  return {
+    apiUrl: vars[`${prefix}_BOT_API_URL`] as string,
+    token: vars[`${prefix}_BOT_TOKEN`] as string,
+    name: vars[`${prefix}_BOT_NAME`] as string,
+    webhookSecret: vars[`${prefix}_BOT_WEBHOOK_SECRET`] as string,
+    timeoutMs: vars.MESSENGER_TIMEOUT_MS as number,
+    perBotPerSecond: vars[`${prefix}_BOT_RATE_PER_SECOND`] as number,
+    perChatPerSecond,
+  };
+}
+
+/** A bot's user name: 5–32 of letters, digits and `_` (Telegram's rule; MAX names fit it). */
+const BOT_NAME = z.string().regex(/^[A-Za-z][A-Za-z0-9_]{4,31}$/, 'must be the bot user name without @ (5-32 of A-Za-z0-9_)').optional();
+/** Telegram's `secret_token` allows 1–256 of `A-Za-z0-9_-`; at least 16 so it can't be guessed. */
+const WEBHOOK_SECRET = z.string().regex(/^[A-Za-z0-9_-]{16,256}$/, 'must be 16-256 of A-Za-z0-9_-').optional();
 
 export function buildConfig(env: Env): MessengerConfig {
   const vars = readEnv(
@@ -71,6 +120,20 @@ export function buildConfig(env: Env): MessengerConfig {
       MESSENGER_HEALTH_INTERVAL_MS: envField.int(60_000, 5_000),
       MESSENGER_ACCOUNT_CACHE_MS: envField.int(86_400_000, 0),
       REDIS_URL: envField.url(['redis', 'rediss']).optional(),
+      MAX_BOT_API_URL: envField.url(['http', 'https']).default('https://platform-api2.max.ru'),
+      MAX_BOT_TOKEN: z.string().min(8).optional(),
+      MAX_BOT_NAME: BOT_NAME,
+      MAX_BOT_WEBHOOK_SECRET: WEBHOOK_SECRET,
+      MAX_BOT_RATE_PER_SECOND: envField.int(20, 1),
+      TELEGRAM_BOT_API_URL: envField.url(['http', 'https']).default('https://api.telegram.org'),
+      TELEGRAM_BOT_TOKEN: z.string().regex(/^\d+:[A-Za-z0-9_-]{20,}$/, 'must be the token BotFather gave (<id>:<secret>)').optional(),
+      TELEGRAM_BOT_NAME: BOT_NAME,
+      TELEGRAM_BOT_WEBHOOK_SECRET: WEBHOOK_SECRET,
+      TELEGRAM_BOT_RATE_PER_SECOND: envField.int(30, 1),
+      BOT_WEBHOOK_HOST: envField.host(),
+      BOT_WEBHOOK_PORT: envField.port(9474),
+      BOT_WEBHOOK_PUBLIC_URL: envField.baseUrl().optional(),
+      SCHEDULER_ADDR: envField.address('127.0.0.1:50052'),
     },
     env,
   );
@@ -79,5 +142,15 @@ export function buildConfig(env: Env): MessengerConfig {
     max: account(vars, 'MAX', { perAccount: vars.MAX_RATE_PER_SECOND }),
     telegram: account(vars, 'TELEGRAM', { perAccount: vars.TELEGRAM_RATE_PER_SECOND }),
     redisUrl: vars.REDIS_URL,
+    bots: {
+      // MAX: at most two messages a second to one dialog (dev.max.ru/docs-api/methods/POST/messages);
+      // Telegram: about one a second to one chat (core.telegram.org/bots/faq).
+      max: bot(vars, 'MAX', 2),
+      telegram: bot(vars, 'TELEGRAM', 1),
+      webhookHost: vars.BOT_WEBHOOK_HOST,
+      webhookPort: vars.BOT_WEBHOOK_PORT,
+      webhookPublicUrl: vars.BOT_WEBHOOK_PUBLIC_URL,
+      schedulerAddress: vars.SCHEDULER_ADDR,
+    },
   };
 }

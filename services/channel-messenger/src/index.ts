@@ -1,6 +1,13 @@
 export { buildConfig, MESSENGER_SENDER_CONCURRENCY, type MessengerConfig, type MessengerAccount } from './config';
-export { startMessengerSender, messengerSend, CHANNELS, SCHEMA, type MessengerChannel } from './service';
+export { startMessengerSender, messengerSend, CHANNELS, SCHEMA, MIGRATIONS_DIR, type MessengerChannel } from './service';
 export { renderMessengerText } from './message';
 export { AccountLookupCache, greenApiProvider, sinkMessengerProvider, type MessengerProvider } from './provider';
 export { AccountHealth, ACCOUNT_DOWN_STATES, accountDownReason, MIN_HEALTH_INTERVAL_MS } from './health';
 export { createSendRateLimiter, type SendRateLimiter } from './rateLimit';
+export { type BotAccount, type BotsConfig } from './config';
+export { sinkBot, botWebhookPath, type BotClient, type BotEvent, type BotSendAnswer } from './bots';
+export { telegramBot, parseTelegramUpdate, telegramRetryAfter } from './telegramBot';
+export { maxBot, parseMaxUpdate, MAX_UPDATE_TYPES } from './maxBot';
+export { ChatLinks, type ChatLink } from './chatLinks';
+export { applyBotEvent, unlinkChat, type BotScheduler } from './botLinking';
+export { startBotWebhooks, botWebhookRoute } from './botWebhooks';

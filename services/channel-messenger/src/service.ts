@@ -1,8 +1,17 @@
 import { Redis } from 'ioredis';
-import { collapseRepeats, reachAtStart, type ServiceContext } from '@rrs/runtime';
+import { schedulerV1, type BotChannel } from '@rrs/proto';
+import { join } from 'node:path';
+import { collapseRepeats, createGrpcClient, migrate, reachAtStart, type ServiceContext } from '@rrs/runtime';
 import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type RunningChannelSender, type SendStep } from '@rrs/sender-kit';
-import type { MessengerAccount, MessengerConfig } from './config';
+import { unlinkChat, type BotScheduler } from './botLinking';
+import { botWebhookPath, type BotClient } from './bots';
+import { linkedChat, sendThroughBot, type BotRoute } from './botSend';
+import { startBotWebhooks } from './botWebhooks';
+import { ChatLinks } from './chatLinks';
+import type { BotAccount, BotsConfig, MessengerAccount, MessengerConfig } from './config';
 import { AccountHealth } from './health';
+import { maxBot } from './maxBot';
+import { telegramBot } from './telegramBot';
 import { renderMessengerText } from './message';
 import { greenApiProvider, sinkMessengerProvider, type MessengerProvider } from './provider';
 import { createSendRateLimiter } from './rateLimit';
@@ -11,6 +20,8 @@ import { createSendRateLimiter } from './rateLimit';
 export const CHANNELS = ['MAX', 'TELEGRAM'] as const;
 export type MessengerChannel = (typeof CHANNELS)[number];
 export const SCHEMA = 'channel_messenger';
+/** The service's own migrations (the bots' chat links), in the send log's schema beside sender-kit's. */
+export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 
 const ENTRIES = {
   MAX: { key: 'MAX', slug: 'max', label: 'MAX', contactField: 'phone', position: 30 },
@@ -21,6 +32,10 @@ export interface MessengerDeps extends ChannelSenderDeps {
   providers?: Partial<Record<MessengerChannel, MessengerProvider>>;
   /** Key prefix of the shared rate buckets in Redis (tests isolate themselves with it). */
   rateKeyPrefix?: string;
+  /** Official bots handed in (the all-in-one's sink bots, tests) instead of those of `config.bots`, with their webhook secrets. */
+  bots?: Partial<Record<BotChannel, { bot: BotClient; webhookSecret: string }>>;
+  /** The scheduler's link-code and opt-out calls (tests, all-in-one); unset = a client of `config.bots.schedulerAddress`. */
+  scheduler?: BotScheduler;
 }
 
 const E164 = /^\+[1-9]\d{6,14}$/;
@@ -30,10 +45,13 @@ const E164 = /^\+[1-9]\d{6,14}$/;
  * So is every step while the working account can't send (blocked, logged out, …: `account_<state>`),
  * without calling the gateway at all.
  */
-export function messengerSend(provider: MessengerProvider, health?: Pick<AccountHealth, 'usable'>): SendStep {
+export function messengerSend(provider: MessengerProvider, health?: Pick<AccountHealth, 'usable'>, bot?: BotRoute): SendStep {
   return async (step, ctx) => {
     const phone = step.recipient?.phone ?? '';
     if (!E164.test(phone)) throw new PermanentSendError('missing_contact', 'the recipient has no E.164 phone number');
+    // A contact who linked the official bot gets it there, whatever the working account's state.
+    const chat = bot ? await linkedChat(bot, step, phone) : null;
+    if (bot && chat) return sendThroughBot(bot, chat, step);
     const account = health?.usable;
     if (account && !account.usable) return { outcome: StepOutcome.STEP_OUTCOME_UNREACHABLE, reason: account.reason };
     const answer = await provider.send({ stepId: step.stepId, phone, text: renderMessengerText(step), link: step.reviewUrl, resumed: ctx.resumed });
@@ -42,8 +60,22 @@ export function messengerSend(provider: MessengerProvider, health?: Pick<Account
   };
 }
 
+const BOT_ACCOUNTS = { MAX: maxBot, TELEGRAM: telegramBot } as const;
+
+/** The official bots configured (or handed in), each with its webhook secret. */
+function configuredBots(config: Partial<BotsConfig> | undefined, deps: MessengerDeps, limiterOf: (channel: MessengerChannel, account: BotAccount) => { acquire(chat: string): Promise<void> }) {
+  const bots: Partial<Record<MessengerChannel, { bot: BotClient; webhookSecret: string }>> = {};
+  for (const channel of CHANNELS) {
+    const given = deps.bots?.[channel];
+    const account = channel === 'MAX' ? config?.max : config?.telegram;
+    if (given) bots[channel] = given;
+    else if (account) bots[channel] = { bot: BOT_ACCOUNTS[channel](account, limiterOf(channel, account)), webhookSecret: account.webhookSecret };
+  }
+  return bots;
+}
+
 export async function startMessengerSender(
-  config: ChannelSenderConfig & Partial<Pick<MessengerConfig, 'max' | 'telegram' | 'redisUrl'>>,
+  config: ChannelSenderConfig & Partial<Pick<MessengerConfig, 'max' | 'telegram' | 'redisUrl' | 'bots'>>,
   ctx: ServiceContext,
   deps: MessengerDeps = {},
 ) {
@@ -94,6 +126,30 @@ export async function startMessengerSender(
     ctx.lifecycle.onStop(`${channel} account health`, () => accountHealth.stop());
     health[channel] = accountHealth;
   }
+  // Official bots: their chat links live in the send log's database, opened by startChannelSender below.
+  const bots = configuredBots(config.bots, deps, (channel, account) =>
+    createSendRateLimiter({ redis, keyPrefix: `${deps.rateKeyPrefix ?? 'rrs'}:msg-rate:${channel.toLowerCase()}-bot`, perAccountPerSecond: account.perBotPerSecond, perChatPerSecond: account.perChatPerSecond }),
+  );
+  const anyBot = Object.keys(bots).length > 0;
+  let scheduler = deps.scheduler;
+  if (anyBot && !scheduler) {
+    const handle = createGrpcClient(schedulerV1.CascadeSchedulerServiceClient, config.bots?.schedulerAddress ?? '127.0.0.1:50052');
+    ctx.lifecycle.onStop('scheduler client', () => handle.close());
+    scheduler = handle.client;
+  }
+  // The chat links are read through the send log's pool once its migration ran (after startChannelSender):
+  // a step that comes due before waits for them, so it never takes the working account for a linked contact.
+  let linksReady!: (links: ChatLinks) => void;
+  let linksFailed!: (err: unknown) => void;
+  const chatLinks = new Promise<ChatLinks>((resolve, reject) => ((linksReady = resolve), (linksFailed = reject)));
+  chatLinks.catch(() => undefined);
+  const routes: Partial<Record<MessengerChannel, BotRoute>> = {};
+  for (const channel of CHANNELS) {
+    const configured = bots[channel];
+    if (!configured || !scheduler) continue;
+    const linking = { bot: configured.bot, scheduler };
+    routes[channel] = { bot: configured.bot, links: chatLinks, unlink: async (chatId) => unlinkChat({ ...linking, links: await chatLinks }, chatId, 'bot_blocked') };
+  }
   const availability = (channel: MessengerChannel) => {
     const usable = health[channel]?.usable;
     return usable && !usable.usable ? { unavailable: true, unavailableReason: usable.reason } : {};
@@ -104,16 +160,41 @@ export async function startMessengerSender(
     bus: deps.bus,
     pool: deps.pool,
     channels: CHANNELS.map((channel) => ({
-      entry: { ...ENTRIES[channel], capabilities: ['send', 'reachability'], ...availability(channel) },
-      send: messengerSend(providers[channel], health[channel]),
+      entry: { ...ENTRIES[channel], capabilities: bots[channel] ? ['send', 'reachability', 'official_bot'] : ['send', 'reachability'], ...availability(channel), ...(bots[channel] ? { botLink: bots[channel].bot.link } : {}) },
+      send: messengerSend(providers[channel], health[channel], routes[channel]),
       provider: providers[channel].name,
     })),
   });
   setAvailability = running.setAvailability;
+  const pool = running.pool;
+  try {
+    await migrate(pool, { schema: SCHEMA, dir: MIGRATIONS_DIR, logger: ctx.logger });
+  } catch (err) {
+    linksFailed(err);
+    throw err;
+  }
+  const links = new ChatLinks(pool);
+  linksReady(links);
+  let botWebhookPort: number | undefined;
+  if (anyBot && scheduler) {
+    const served = CHANNELS.flatMap((channel) => (bots[channel] ? [{ bot: bots[channel].bot, secret: bots[channel].webhookSecret, links, scheduler: scheduler!, logger: ctx.logger }] : []));
+    const server = await startBotWebhooks({ host: config.bots?.webhookHost ?? '0.0.0.0', port: config.bots?.webhookPort ?? 9474, bots: served, logger: ctx.logger });
+    ctx.lifecycle.onStop('bot webhooks server', () => server.close());
+    botWebhookPort = server.port;
+    const publicUrl = config.bots?.webhookPublicUrl;
+    for (const { bot, secret } of served) {
+      if (!publicUrl) continue;
+      // A platform that can't be reached now must not stop the sender: the webhook stays as it was set.
+      await bot.registerWebhook(`${publicUrl}${botWebhookPath(bot.channel)}`, secret).then(
+        () => ctx.logger.info({ channel: bot.channel, url: `${publicUrl}${botWebhookPath(bot.channel)}` }, 'bot webhook registered'),
+        (err: unknown) => ctx.logger.error({ err, channel: bot.channel }, 'registering the bot webhook failed; set it by hand (docs/channels.md) or restart'),
+      );
+    }
+  }
   // A change while the sender was starting: put the state as it is now.
   for (const channel of CHANNELS) {
     const usable = health[channel]?.usable;
     if (usable && !usable.usable) await running.setAvailability(channel, { available: false, reason: usable.reason });
   }
-  return { ...running, outbox, providers, health };
+  return { ...running, outbox, providers, health, chatLinks: links, botWebhookPort, bots };
 }

@@ -9,7 +9,7 @@ import { adminApi, adminApiDisabled } from './admin/api';
 import { createFailureLimiters, type FailureLimiters } from './addressLimits';
 import type { GatewayClients } from './clients';
 import { renderDocsPage } from './docsPage';
-import { reviewFormRouter, type RatingOutbox } from './form';
+import { reviewFormRouter, type BotLinkSource, type RatingOutbox } from './form';
 import { serveApi } from './http/api';
 import type { Authenticator } from './http/auth';
 import { bodyError } from './http/body';
@@ -42,6 +42,8 @@ export interface AppDeps {
   channelCatalog?: ChannelCatalogSource;
   /** Where the review form leaves ratings the scheduler cannot take now (see form/ratingOutbox.ts). */
   ratings?: RatingOutbox;
+  /** The official bots the review form's thank-you page offers (from the channel catalog); unset = none. */
+  botLinks?: BotLinkSource;
   health: Health;
   logger: Logger;
 }
@@ -110,7 +112,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
   app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle, channelCatalog: deps.channelCatalog })).handler);
   app.use(consoleRouter());
-  app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings, failures: failureLimiters.linkToken }));
+  app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings, failures: failureLimiters.linkToken, botLinks: deps.botLinks }));
   for (const router of deps.extraRouters ?? []) app.use(router);
 
   app.use((req: Request, _res: Response, next: NextFunction) => {

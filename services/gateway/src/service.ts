@@ -9,7 +9,7 @@ import { clientErrorHandler } from './http/clientError';
 import type { Authenticator } from './http/auth';
 import { cachedAuthenticator } from './authCache';
 import { DEFAULT_CONNECTORS_ADDR, DEFAULT_HTTP_LIMITS, DEFAULT_WEBHOOKS_ADDR, type GatewayConfig } from './config';
-import { busRatingOutbox } from './form';
+import { botLinksOf, busRatingOutbox } from './form';
 import { createSignInThrottle } from './account/signInThrottle';
 import { createRateLimiter, DEFAULT_RATE_LIMITS } from './rateLimit';
 import { createFailureLimiters } from './addressLimits';
@@ -108,6 +108,7 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
     extraRouters: deps.extraRouters,
     channelCatalog: deps.channelCatalog,
     ratings: deps.bus ? busRatingOutbox(deps.bus) : undefined,
+    botLinks: deps.channelCatalog ? botLinksOf(deps.channelCatalog) : undefined,
     health: ctx.health,
     logger: ctx.logger,
   });

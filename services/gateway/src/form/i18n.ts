@@ -32,6 +32,9 @@ export const TEXT = {
     keepTryingNoScript: 'Press the button to send it again.',
     keepTryingButton: 'Try again now',
     unavailable: 'This page is briefly unavailable. It will reload by itself; you can also open the link again later.',
+    botPrompt: 'Would you rather get our next requests in a messenger?',
+    botIn: (messenger: string) => `Get future requests in ${messenger}`,
+    botNote: 'The link opens our official bot; send /stop there at any time to stop.',
   },
   ru: {
     title: 'Как прошёл визит?',
@@ -63,6 +66,9 @@ export const TEXT = {
     keepTryingNoScript: 'Нажмите кнопку, чтобы отправить её ещё раз.',
     keepTryingButton: 'Попробовать сейчас',
     unavailable: 'Страница ненадолго недоступна. Она обновится сама; можно также открыть ссылку позже.',
+    botPrompt: 'Удобнее получать следующие запросы в мессенджере?',
+    botIn: (messenger: string) => `Получать запросы в ${messenger}`,
+    botNote: 'Ссылка откроет нашего официального бота; отправьте ему /stop, чтобы отписаться в любой момент.',
   },
 } as const;
 

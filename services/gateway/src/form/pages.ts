@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isPublicReviewUrl, type schedulerV1 } from '@rrs/proto';
+import { botDeepLink, isPublicReviewUrl, type schedulerV1 } from '@rrs/proto';
 import { TEXT, type Locale } from './i18n';
 
 /** HTML-escapes text for element content and quoted attribute values. */
@@ -33,8 +33,26 @@ function publicLinks(form: schedulerV1.ReviewForm, t: (typeof TEXT)[Locale], act
     .join('')}</ul>`;
 }
 
+const MESSENGERS: Record<string, string> = { MAX: 'MAX', TELEGRAM: 'Telegram' };
+
+/**
+ * "Get future requests in MAX / in Telegram": a deep link to each official bot the form has a code for
+ * and the catalog has a bot for (`botBases`: channel → `https://t.me/<bot>`; the all-in-one's stand-in
+ * is an http page of its own), in catalog order.
+ */
+function botOffers(form: schedulerV1.ReviewForm, t: (typeof TEXT)[Locale], botBases: ReadonlyMap<string, string>): string {
+  const offers = [...botBases].flatMap(([channel, base]) => {
+    const code = form.botLinks.find((link) => link.channel === channel)?.code;
+    return code && /^https?:\/\//.test(base) ? [{ channel, url: botDeepLink(base, code) }] : [];
+  });
+  if (!offers.length) return '';
+  return `<hr class="sep"><p id="bot-prompt">${esc(t.botPrompt)}</p><ul class="links" data-testid="bot-links" aria-labelledby="bot-prompt">${offers
+    .map((o) => `<li><a href="${esc(o.url)}" rel="noopener noreferrer" target="_blank" data-channel="${esc(o.channel)}">${esc(t.botIn(MESSENGERS[o.channel] ?? o.channel))}</a></li>`)
+    .join('')}</ul><p class="place">${esc(t.botNote)}</p>`;
+}
+
 /** The form, or — once rated — the thank-you with the public links for every rater and, after a low rating, the private feedback form. */
-export function reviewPage(form: schedulerV1.ReviewForm, csrf: string, action: string, error?: string): string {
+export function reviewPage(form: schedulerV1.ReviewForm, csrf: string, action: string, error?: string, botBases: ReadonlyMap<string, string> = new Map()): string {
   const locale = form.locale === 'ru' ? 'ru' : 'en';
   const t = TEXT[locale];
   const place = form.locationName || form.organizationName;
@@ -57,7 +75,7 @@ ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}<button type="s
     feedback = `<hr class="sep"><p data-testid="feedback-thanks">${esc(t.feedbackThanks)}</p>`;
   }
   return page(locale, t.thanks, `<div class="card"><p class="place">${esc(place)}</p><h1>${esc(t.thanks)}</h1><p data-testid="your-rating">${esc(t.yourRating(form.rating))}</p>
-${publicLinks(form, t, action)}${feedback}</div>`);
+${publicLinks(form, t, action)}${feedback}${botOffers(form, t, botBases)}</div>`);
 }
 
 /**

@@ -5,6 +5,7 @@ import { collapseRepeats, DomainError, httpStatusOf, type Logger, type PromiseCl
 import type { schedulerV1 } from '@rrs/proto';
 import { localeOf, TEXT } from './i18n';
 import { keepTryingPage, messagePage, RETRY_SCRIPT_CSP_SOURCE, reviewPage, savedLaterPage, unsubscribePage } from './pages';
+import type { BotLinkSource } from './botLinks';
 import type { RatingOutbox } from './ratingOutbox';
 import type { FailureLimiter } from '../addressLimits';
 
@@ -24,6 +25,8 @@ export interface ReviewFormOptions {
    * tokens cannot be tried in bulk. Unset = not counted.
    */
   failures?: FailureLimiter;
+  /** The official bots the thank-you page offers (botLinks.ts); unset = none. */
+  botLinks?: BotLinkSource;
   /** Submits allowed per token and client IP per window. */
   submitsPerWindow?: number;
   windowSeconds?: number;
@@ -170,8 +173,10 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
   router.get(
     '/r/:token',
     linkPage('/r/:token', async (token, req, res) => {
-      const { form } = await options.scheduler.getReviewForm({ token, recordOpen: true, forUnsubscribe: false });
-      send(res, 200, reviewPage(form!, issueCsrf(req, res, base(token)), base(token)));
+      // A rated form gets a link code for each bot offered (the scheduler issues them; none before a rating).
+      const bots = options.botLinks?.() ?? new Map<string, string>();
+      const { form } = await options.scheduler.getReviewForm({ token, recordOpen: true, forUnsubscribe: false, botChannels: [...bots.keys()] });
+      send(res, 200, reviewPage(form!, issueCsrf(req, res, base(token)), base(token), undefined, bots));
     }),
   );
 
@@ -181,7 +186,7 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
     linkPage('/r/:token/rating', async (token, req, res) => {
       const rating = Number(req.body?.rating);
       if (!Number.isInteger(rating) || rating < 1 || rating > 5) {
-        const { form } = await options.scheduler.getReviewForm({ token, recordOpen: false, forUnsubscribe: false });
+        const { form } = await options.scheduler.getReviewForm({ token, recordOpen: false, forUnsubscribe: false, botChannels: [] });
         return send(res, 400, reviewPage(form!, issueCsrf(req, res, base(token)), base(token), TEXT[localeOf(form!.locale)].pickOne));
       }
       try {
@@ -250,7 +255,7 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
   router.get(
     '/u/:token',
     linkPage('/u/:token', async (token, req, res) => {
-      const { form } = await options.scheduler.getReviewForm({ token, recordOpen: false, forUnsubscribe: true });
+      const { form } = await options.scheduler.getReviewForm({ token, recordOpen: false, forUnsubscribe: true, botChannels: [] });
       // Only cascade links (which carry the recipient's email) have an unsubscribe page.
       if (!form!.email) return send(res, 404, messagePage('notFound'));
       // A GET only shows the button: mail scanners follow links and must not unsubscribe anyone.

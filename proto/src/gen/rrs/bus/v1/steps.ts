@@ -232,7 +232,15 @@ export interface ChannelCatalogEntry {
     | boolean
     | undefined;
   /** Why, when `unavailable`: e.g. `account_blocked`, `account_not_authorized`. */
-  unavailableReason?: string | undefined;
+  unavailableReason?:
+    | string
+    | undefined;
+  /**
+   * The deep-link base of the channel's official bot, e.g. `https://t.me/reviews_bot` or
+   * `https://max.ru/reviews_bot`, when the sender has one: the review form's thank-you page offers
+   * `<bot_link>?start=<code>` (docs/channels.md "Official bots").
+   */
+  botLink?: string | undefined;
 }
 
 function createBaseStepDue(): StepDue {
@@ -1355,6 +1363,7 @@ function createBaseChannelCatalogEntry(): ChannelCatalogEntry {
     position: 0,
     unavailable: undefined,
     unavailableReason: undefined,
+    botLink: undefined,
   };
 }
 
@@ -1389,6 +1398,9 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
     }
     if (message.unavailableReason !== undefined) {
       writer.uint32(82).string(message.unavailableReason);
+    }
+    if (message.botLink !== undefined) {
+      writer.uint32(90).string(message.botLink);
     }
     return writer;
   },
@@ -1486,6 +1498,14 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
             message.unavailableReason = reader.string();
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.botLink = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1524,6 +1544,11 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
         : isSet(object.unavailable_reason)
         ? globalThis.String(object.unavailable_reason)
         : undefined,
+      botLink: isSet(object.botLink)
+        ? globalThis.String(object.botLink)
+        : isSet(object.bot_link)
+        ? globalThis.String(object.bot_link)
+        : undefined,
     };
   },
 
@@ -1559,6 +1584,9 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
     if (message.unavailableReason !== undefined) {
       obj.unavailableReason = message.unavailableReason;
     }
+    if (message.botLink !== undefined) {
+      obj.botLink = message.botLink;
+    }
     return obj;
   },
 
@@ -1577,6 +1605,7 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
     message.position = object.position ?? 0;
     message.unavailable = object.unavailable ?? undefined;
     message.unavailableReason = object.unavailableReason ?? undefined;
+    message.botLink = object.botLink ?? undefined;
     return message;
   },
 };

@@ -268,6 +268,11 @@ export interface ReviewForm {
   unsubscribed: boolean;
   /** The recipient's email, for the unsubscribe page; empty for review-request links. */
   email: string;
+  /**
+   * Deep-link codes of the official bots asked for in `GetReviewFormRequest.bot_channels`: only once
+   * rated, and only when the link's person has a phone number and has not opted out.
+   */
+  botLinks: BotLinkCode[];
 }
 
 export interface GetReviewFormRequest {
@@ -279,6 +284,11 @@ export interface GetReviewFormRequest {
    * link's (LINK_LIFETIME_DAYS in @rrs/proto). An expired link is NOT_FOUND with code `link_expired`.
    */
   forUnsubscribe: boolean;
+  /**
+   * Channels whose official bot the thank-you page can offer (e.g. MAX, TELEGRAM): a rated form gets a
+   * link code for each (kept per review request until used or expired).
+   */
+  botChannels: string[];
 }
 
 export interface GetReviewFormResponse {
@@ -638,6 +648,50 @@ export interface SetRatingHandledRequest {
 
 export interface SetRatingHandledResponse {
   rating: RatingEntry | undefined;
+}
+
+/**
+ * A single-use code of the thank-you page's "get future requests in <messenger>" deep link:
+ * `https://t.me/<bot>?start=<code>`. Opaque (random, 22 of A-Za-z0-9_-), one channel, expiring.
+ */
+export interface BotLinkCode {
+  channel: string;
+  code: string;
+  expiresAt: Date | undefined;
+}
+
+export interface ClaimBotLinkRequest {
+  code: string;
+  /** The channel whose bot received it (MAX, TELEGRAM): a code works only there. */
+  channel: string;
+  /** The bot chat claiming it: the same chat claiming again (a webhook retried) gets the same answer. */
+  chatId: string;
+}
+
+export interface ClaimBotLinkResponse {
+  organizationId: string;
+  /** E.164. */
+  phone: string;
+  /** The recipient whose review link showed the code; empty for a review-request link. */
+  recipientId: string;
+  /** ru | en: the organization's, for the bot's confirmation. */
+  locale: string;
+  organizationName: string;
+}
+
+export interface RecordBotOptOutRequest {
+  organizationId: string;
+  /** E.164. */
+  phone: string;
+  /** MAX or TELEGRAM. */
+  channel: string;
+  /** The recipient the link came from, if any: their other addresses are suppressed too. */
+  recipientId: string;
+}
+
+export interface RecordBotOptOutResponse {
+  /** Addresses newly suppressed (0 when already in the ledger). */
+  suppressed: number;
 }
 
 function createBaseFlowStep(): FlowStep {
@@ -4090,6 +4144,7 @@ function createBaseReviewForm(): ReviewForm {
     organizationName: "",
     unsubscribed: false,
     email: "",
+    botLinks: [],
   };
 }
 
@@ -4124,6 +4179,9 @@ export const ReviewForm: MessageFns<ReviewForm> = {
     }
     if (message.email !== "") {
       writer.uint32(82).string(message.email);
+    }
+    for (const v of message.botLinks) {
+      BotLinkCode.encode(v!, writer.uint32(90).fork()).join();
     }
     return writer;
   },
@@ -4221,6 +4279,14 @@ export const ReviewForm: MessageFns<ReviewForm> = {
             message.email = reader.string();
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.botLinks.push(BotLinkCode.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4265,6 +4331,11 @@ export const ReviewForm: MessageFns<ReviewForm> = {
         : "",
       unsubscribed: isSet(object.unsubscribed) ? globalThis.Boolean(object.unsubscribed) : false,
       email: isSet(object.email) ? globalThis.String(object.email) : "",
+      botLinks: globalThis.Array.isArray(object?.botLinks)
+        ? object.botLinks.map((e: any) => BotLinkCode.fromJSON(e))
+        : globalThis.Array.isArray(object?.bot_links)
+        ? object.bot_links.map((e: any) => BotLinkCode.fromJSON(e))
+        : [],
     };
   },
 
@@ -4300,6 +4371,9 @@ export const ReviewForm: MessageFns<ReviewForm> = {
     if (message.email !== "") {
       obj.email = message.email;
     }
+    if (message.botLinks?.length) {
+      obj.botLinks = message.botLinks.map((e) => BotLinkCode.toJSON(e));
+    }
     return obj;
   },
 
@@ -4318,12 +4392,13 @@ export const ReviewForm: MessageFns<ReviewForm> = {
     message.organizationName = object.organizationName ?? "";
     message.unsubscribed = object.unsubscribed ?? false;
     message.email = object.email ?? "";
+    message.botLinks = object.botLinks?.map((e) => BotLinkCode.fromPartial(e)) || [];
     return message;
   },
 };
 
 function createBaseGetReviewFormRequest(): GetReviewFormRequest {
-  return { token: "", recordOpen: false, forUnsubscribe: false };
+  return { token: "", recordOpen: false, forUnsubscribe: false, botChannels: [] };
 }
 
 export const GetReviewFormRequest: MessageFns<GetReviewFormRequest> = {
@@ -4336,6 +4411,9 @@ export const GetReviewFormRequest: MessageFns<GetReviewFormRequest> = {
     }
     if (message.forUnsubscribe !== false) {
       writer.uint32(24).bool(message.forUnsubscribe);
+    }
+    for (const v of message.botChannels) {
+      writer.uint32(34).string(v!);
     }
     return writer;
   },
@@ -4377,6 +4455,14 @@ export const GetReviewFormRequest: MessageFns<GetReviewFormRequest> = {
             message.forUnsubscribe = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.botChannels.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4402,6 +4488,11 @@ export const GetReviewFormRequest: MessageFns<GetReviewFormRequest> = {
         : isSet(object.for_unsubscribe)
         ? globalThis.Boolean(object.for_unsubscribe)
         : false,
+      botChannels: globalThis.Array.isArray(object?.botChannels)
+        ? object.botChannels.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.bot_channels)
+        ? object.bot_channels.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -4416,6 +4507,9 @@ export const GetReviewFormRequest: MessageFns<GetReviewFormRequest> = {
     if (message.forUnsubscribe !== false) {
       obj.forUnsubscribe = message.forUnsubscribe;
     }
+    if (message.botChannels?.length) {
+      obj.botChannels = message.botChannels;
+    }
     return obj;
   },
 
@@ -4427,6 +4521,7 @@ export const GetReviewFormRequest: MessageFns<GetReviewFormRequest> = {
     message.token = object.token ?? "";
     message.recordOpen = object.recordOpen ?? false;
     message.forUnsubscribe = object.forUnsubscribe ?? false;
+    message.botChannels = object.botChannels?.map((e) => e) || [];
     return message;
   },
 };
@@ -9520,6 +9615,553 @@ export const SetRatingHandledResponse: MessageFns<SetRatingHandledResponse> = {
   },
 };
 
+function createBaseBotLinkCode(): BotLinkCode {
+  return { channel: "", code: "", expiresAt: undefined };
+}
+
+export const BotLinkCode: MessageFns<BotLinkCode> = {
+  encode(message: BotLinkCode, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.channel !== "") {
+      writer.uint32(10).string(message.channel);
+    }
+    if (message.code !== "") {
+      writer.uint32(18).string(message.code);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BotLinkCode {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBotLinkCode();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BotLinkCode {
+    return {
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: BotLinkCode): unknown {
+    const obj: any = {};
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<BotLinkCode>, I>>(base?: I): BotLinkCode {
+    return BotLinkCode.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BotLinkCode>, I>>(object: I): BotLinkCode {
+    const message = createBaseBotLinkCode();
+    message.channel = object.channel ?? "";
+    message.code = object.code ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseClaimBotLinkRequest(): ClaimBotLinkRequest {
+  return { code: "", channel: "", chatId: "" };
+}
+
+export const ClaimBotLinkRequest: MessageFns<ClaimBotLinkRequest> = {
+  encode(message: ClaimBotLinkRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== "") {
+      writer.uint32(10).string(message.code);
+    }
+    if (message.channel !== "") {
+      writer.uint32(18).string(message.channel);
+    }
+    if (message.chatId !== "") {
+      writer.uint32(26).string(message.chatId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClaimBotLinkRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClaimBotLinkRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.chatId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClaimBotLinkRequest {
+    return {
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      chatId: isSet(object.chatId)
+        ? globalThis.String(object.chatId)
+        : isSet(object.chat_id)
+        ? globalThis.String(object.chat_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ClaimBotLinkRequest): unknown {
+    const obj: any = {};
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.chatId !== "") {
+      obj.chatId = message.chatId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ClaimBotLinkRequest>, I>>(base?: I): ClaimBotLinkRequest {
+    return ClaimBotLinkRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ClaimBotLinkRequest>, I>>(object: I): ClaimBotLinkRequest {
+    const message = createBaseClaimBotLinkRequest();
+    message.code = object.code ?? "";
+    message.channel = object.channel ?? "";
+    message.chatId = object.chatId ?? "";
+    return message;
+  },
+};
+
+function createBaseClaimBotLinkResponse(): ClaimBotLinkResponse {
+  return { organizationId: "", phone: "", recipientId: "", locale: "", organizationName: "" };
+}
+
+export const ClaimBotLinkResponse: MessageFns<ClaimBotLinkResponse> = {
+  encode(message: ClaimBotLinkResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.phone !== "") {
+      writer.uint32(18).string(message.phone);
+    }
+    if (message.recipientId !== "") {
+      writer.uint32(26).string(message.recipientId);
+    }
+    if (message.locale !== "") {
+      writer.uint32(34).string(message.locale);
+    }
+    if (message.organizationName !== "") {
+      writer.uint32(42).string(message.organizationName);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClaimBotLinkResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClaimBotLinkResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.phone = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.recipientId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.locale = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.organizationName = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClaimBotLinkResponse {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      phone: isSet(object.phone) ? globalThis.String(object.phone) : "",
+      recipientId: isSet(object.recipientId)
+        ? globalThis.String(object.recipientId)
+        : isSet(object.recipient_id)
+        ? globalThis.String(object.recipient_id)
+        : "",
+      locale: isSet(object.locale) ? globalThis.String(object.locale) : "",
+      organizationName: isSet(object.organizationName)
+        ? globalThis.String(object.organizationName)
+        : isSet(object.organization_name)
+        ? globalThis.String(object.organization_name)
+        : "",
+    };
+  },
+
+  toJSON(message: ClaimBotLinkResponse): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.phone !== "") {
+      obj.phone = message.phone;
+    }
+    if (message.recipientId !== "") {
+      obj.recipientId = message.recipientId;
+    }
+    if (message.locale !== "") {
+      obj.locale = message.locale;
+    }
+    if (message.organizationName !== "") {
+      obj.organizationName = message.organizationName;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ClaimBotLinkResponse>, I>>(base?: I): ClaimBotLinkResponse {
+    return ClaimBotLinkResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ClaimBotLinkResponse>, I>>(object: I): ClaimBotLinkResponse {
+    const message = createBaseClaimBotLinkResponse();
+    message.organizationId = object.organizationId ?? "";
+    message.phone = object.phone ?? "";
+    message.recipientId = object.recipientId ?? "";
+    message.locale = object.locale ?? "";
+    message.organizationName = object.organizationName ?? "";
+    return message;
+  },
+};
+
+function createBaseRecordBotOptOutRequest(): RecordBotOptOutRequest {
+  return { organizationId: "", phone: "", channel: "", recipientId: "" };
+}
+
+export const RecordBotOptOutRequest: MessageFns<RecordBotOptOutRequest> = {
+  encode(message: RecordBotOptOutRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.phone !== "") {
+      writer.uint32(18).string(message.phone);
+    }
+    if (message.channel !== "") {
+      writer.uint32(26).string(message.channel);
+    }
+    if (message.recipientId !== "") {
+      writer.uint32(34).string(message.recipientId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordBotOptOutRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordBotOptOutRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.phone = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.recipientId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordBotOptOutRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      phone: isSet(object.phone) ? globalThis.String(object.phone) : "",
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      recipientId: isSet(object.recipientId)
+        ? globalThis.String(object.recipientId)
+        : isSet(object.recipient_id)
+        ? globalThis.String(object.recipient_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RecordBotOptOutRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.phone !== "") {
+      obj.phone = message.phone;
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.recipientId !== "") {
+      obj.recipientId = message.recipientId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RecordBotOptOutRequest>, I>>(base?: I): RecordBotOptOutRequest {
+    return RecordBotOptOutRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecordBotOptOutRequest>, I>>(object: I): RecordBotOptOutRequest {
+    const message = createBaseRecordBotOptOutRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.phone = object.phone ?? "";
+    message.channel = object.channel ?? "";
+    message.recipientId = object.recipientId ?? "";
+    return message;
+  },
+};
+
+function createBaseRecordBotOptOutResponse(): RecordBotOptOutResponse {
+  return { suppressed: 0 };
+}
+
+export const RecordBotOptOutResponse: MessageFns<RecordBotOptOutResponse> = {
+  encode(message: RecordBotOptOutResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.suppressed !== 0) {
+      writer.uint32(8).int32(message.suppressed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordBotOptOutResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordBotOptOutResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.suppressed = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordBotOptOutResponse {
+    return { suppressed: isSet(object.suppressed) ? globalThis.Number(object.suppressed) : 0 };
+  },
+
+  toJSON(message: RecordBotOptOutResponse): unknown {
+    const obj: any = {};
+    if (message.suppressed !== 0) {
+      obj.suppressed = Math.round(message.suppressed);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RecordBotOptOutResponse>, I>>(base?: I): RecordBotOptOutResponse {
+    return RecordBotOptOutResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecordBotOptOutResponse>, I>>(object: I): RecordBotOptOutResponse {
+    const message = createBaseRecordBotOptOutResponse();
+    message.suppressed = object.suppressed ?? 0;
+    return message;
+  },
+};
+
 export type CascadeSchedulerServiceService = typeof CascadeSchedulerServiceService;
 export const CascadeSchedulerServiceService = {
   createFlow: {
@@ -9785,6 +10427,36 @@ export const CascadeSchedulerServiceService = {
       Buffer.from(SetRatingHandledResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SetRatingHandledResponse => SetRatingHandledResponse.decode(value),
   },
+  /**
+   * Official messenger bots (docs/channels.md "Official bots"): a chat that followed a thank-you page's
+   * deep link claims its link code once, and learns whose it is (organization and phone). `not_found`
+   * with code `bot_link_invalid` for an unknown, expired, other-channel or already used code.
+   */
+  claimBotLink: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/ClaimBotLink" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ClaimBotLinkRequest): Buffer => Buffer.from(ClaimBotLinkRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ClaimBotLinkRequest => ClaimBotLinkRequest.decode(value),
+    responseSerialize: (value: ClaimBotLinkResponse): Buffer =>
+      Buffer.from(ClaimBotLinkResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ClaimBotLinkResponse => ClaimBotLinkResponse.decode(value),
+  },
+  /**
+   * A person unlinked a bot chat (`/stop`, blocked the bot): their phone (and the linked recipient's
+   * addresses) enter the organization's opt-out ledger with source `stop_reply`. Idempotent.
+   */
+  recordBotOptOut: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/RecordBotOptOut" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RecordBotOptOutRequest): Buffer =>
+      Buffer.from(RecordBotOptOutRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RecordBotOptOutRequest => RecordBotOptOutRequest.decode(value),
+    responseSerialize: (value: RecordBotOptOutResponse): Buffer =>
+      Buffer.from(RecordBotOptOutResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RecordBotOptOutResponse => RecordBotOptOutResponse.decode(value),
+  },
 } as const;
 
 export interface CascadeSchedulerServiceServer extends UntypedServiceImplementation {
@@ -9839,6 +10511,17 @@ export interface CascadeSchedulerServiceServer extends UntypedServiceImplementat
    * organization's or an unknown rating.
    */
   setRatingHandled: handleUnaryCall<SetRatingHandledRequest, SetRatingHandledResponse>;
+  /**
+   * Official messenger bots (docs/channels.md "Official bots"): a chat that followed a thank-you page's
+   * deep link claims its link code once, and learns whose it is (organization and phone). `not_found`
+   * with code `bot_link_invalid` for an unknown, expired, other-channel or already used code.
+   */
+  claimBotLink: handleUnaryCall<ClaimBotLinkRequest, ClaimBotLinkResponse>;
+  /**
+   * A person unlinked a bot chat (`/stop`, blocked the bot): their phone (and the linked recipient's
+   * addresses) enter the organization's opt-out ledger with source `stop_reply`. Idempotent.
+   */
+  recordBotOptOut: handleUnaryCall<RecordBotOptOutRequest, RecordBotOptOutResponse>;
 }
 
 export interface CascadeSchedulerServiceClient extends Client {
@@ -10214,6 +10897,45 @@ export interface CascadeSchedulerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SetRatingHandledResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Official messenger bots (docs/channels.md "Official bots"): a chat that followed a thank-you page's
+   * deep link claims its link code once, and learns whose it is (organization and phone). `not_found`
+   * with code `bot_link_invalid` for an unknown, expired, other-channel or already used code.
+   */
+  claimBotLink(
+    request: ClaimBotLinkRequest,
+    callback: (error: ServiceError | null, response: ClaimBotLinkResponse) => void,
+  ): ClientUnaryCall;
+  claimBotLink(
+    request: ClaimBotLinkRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ClaimBotLinkResponse) => void,
+  ): ClientUnaryCall;
+  claimBotLink(
+    request: ClaimBotLinkRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ClaimBotLinkResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A person unlinked a bot chat (`/stop`, blocked the bot): their phone (and the linked recipient's
+   * addresses) enter the organization's opt-out ledger with source `stop_reply`. Idempotent.
+   */
+  recordBotOptOut(
+    request: RecordBotOptOutRequest,
+    callback: (error: ServiceError | null, response: RecordBotOptOutResponse) => void,
+  ): ClientUnaryCall;
+  recordBotOptOut(
+    request: RecordBotOptOutRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RecordBotOptOutResponse) => void,
+  ): ClientUnaryCall;
+  recordBotOptOut(
+    request: RecordBotOptOutRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RecordBotOptOutResponse) => void,
   ): ClientUnaryCall;
 }
 
