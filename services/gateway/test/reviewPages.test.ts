@@ -21,11 +21,13 @@ describe('review form pages', () => {
 
   it('after a rating shows the public links to every rater, and the feedback form only for a low one', () => {
     const high = reviewPage(form({ rating: 5 }), 'c', '/r/x');
-    expect(high).toContain('href="https://yandex.example/r"');
+    // Public links go through the click redirect (/r/<token>/go/<index>); an unsafe URL gets no link at all.
+    expect(high).toContain('href="/r/x/go/0"');
+    expect(high).not.toContain('/r/x/go/1');
     expect(high).not.toContain('javascript:');
     expect(high).not.toContain('<textarea');
     const low = reviewPage(form({ rating: 3 }), 'c', '/r/x');
-    expect(low).toContain('href="https://yandex.example/r"');
+    expect(low).toContain('href="/r/x/go/0"');
     expect(low).toContain('<textarea');
     expect(low).toContain('action="/r/x/feedback"');
     expect(reviewPage(form({ rating: 2, feedbackGiven: true }), 'c', '/r/x')).not.toContain('<textarea');
