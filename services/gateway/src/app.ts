@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { randomUUID } from 'node:crypto';
 import { DomainError, counter, histogram, LATENCY_BUCKETS, serveOps, type Health, type Logger } from '@rrs/runtime';
 import { accountApi } from './account/api';
+import { busSystemEmails, type SystemEmails } from './account/systemEmails';
 import { consoleRouter } from './account/consoleFiles';
 import { createSignInThrottle, type SignInThrottle } from './account/signInThrottle';
 import { adminApi, adminApiDisabled } from './admin/api';
@@ -39,6 +40,8 @@ export interface AppDeps {
   signInThrottle?: SignInThrottle;
   /** Where the review form leaves ratings the scheduler cannot take now (see form/ratingOutbox.ts). */
   ratings?: RatingOutbox;
+  /** Invitations and password reset links by email (account/systemEmails.ts); unset = none are emailed (logged). */
+  systemEmails?: SystemEmails;
   health: Health;
   logger: Logger;
 }
@@ -95,9 +98,10 @@ export function createApp(deps: AppDeps): express.Express {
   });
   app.use('/api/v1', publicApiServed.handler);
   const adminTokens = deps.adminTokens ?? [];
+  const systemEmails = deps.systemEmails ?? busSystemEmails(undefined, deps.publicBaseUrl, deps.logger);
   app.use(
     '/admin/v1',
-    adminTokens.length > 0 ? serveApi(adminApi(deps.clients, { tokens: adminTokens, failures: failureLimiters.adminAuth, logger: deps.logger, publicBaseUrl: deps.publicBaseUrl })).handler : adminApiDisabled,
+    adminTokens.length > 0 ? serveApi(adminApi(deps.clients, { tokens: adminTokens, failures: failureLimiters.adminAuth, logger: deps.logger, publicBaseUrl: deps.publicBaseUrl, systemEmails })).handler : adminApiDisabled,
   );
   const signInThrottle = deps.signInThrottle ?? createSignInThrottle({ keyPrefix: 'rrs:gw:', logger: deps.logger });
   // Account answers carry secrets shown once (API keys, invitation links) and the CSRF token: never cached.
@@ -105,7 +109,7 @@ export function createApp(deps: AppDeps): express.Express {
     res.setHeader('Cache-Control', 'no-store');
     next();
   });
-  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle })).handler);
+  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle, systemEmails })).handler);
   app.use(consoleRouter());
   app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings, failures: failureLimiters.linkToken }));
   for (const router of deps.extraRouters ?? []) app.use(router);
