@@ -1,10 +1,9 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { launchBrowser, waitFor } from '@rrs/testkit';
 import { screenshotSizes, seriousViolations } from './browserChecks';
 import { addMember, DEMO_PASSWORD, startConsoleStack, type ConsoleStack } from './consoleStack';
+import { startWebhookReceiver, type ReceivedWebhook } from './webhookReceiver';
 
 /** Page checks that also leave a screenshot for docs/console.md (CONSOLE_SCREENSHOTS_DIR). */
 const SCREENSHOTS: Record<string, string> = {
@@ -12,11 +11,6 @@ const SCREENSHOTS: Record<string, string> = {
   'members: manage': 'members-manage',
   'forgot password': 'forgot-password',
 };
-
-interface Received {
-  headers: IncomingHttpHeaders;
-  body: string;
-}
 
 /**
  * The console's developer section (webhook endpoints, the API reference) and members management in
@@ -28,9 +22,9 @@ describe('the console: webhooks and members in a browser', () => {
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
-  let receiver: Server;
+  let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
   let receiverUrl: string;
-  const received: Received[] = [];
+  let received: ReceivedWebhook[] = [];
   const checked: string[] = [];
   const expectAccessible = async (name: string, on: Page = page) => {
     expect(await seriousViolations(on)).toEqual([]);
@@ -60,16 +54,9 @@ describe('the console: webhooks and members in a browser', () => {
   const sessionStatus = (on: Page) => on.evaluate(async () => (await fetch('/account/v1/session')).status);
 
   beforeAll(async () => {
-    receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      req.on('end', () => {
-        received.push({ headers: req.headers, body });
-        res.writeHead(200).end('ok');
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    receiver = await startWebhookReceiver();
+    receiverUrl = receiver.url;
+    received = receiver.received;
     stack = await startConsoleStack('developer-members-e2e');
     browser = await launchBrowser();
     context = await browser.newContext({ locale: 'en-US' });
@@ -83,7 +70,7 @@ describe('the console: webhooks and members in a browser', () => {
   afterAll(async () => {
     await browser?.close();
     await stack?.close();
-    await new Promise((resolve) => receiver?.close(resolve));
+    await receiver?.close();
   });
 
   it('creates a webhook endpoint, shows its secret once, sends a signed test, logs it, replays it, rotates the secret and changes the events', async () => {

@@ -1,5 +1,4 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { startWebhookReceiver, type ReceivedWebhook } from './webhookReceiver';
 import { accountCaller, addMember, DEMO_PASSWORD, signIn, startConsoleStack, type ConsoleStack, type Signed } from './consoleStack';
 
 /**
@@ -12,9 +11,9 @@ describe('account API: webhooks and members', () => {
   let base: string;
   let call: ReturnType<typeof accountCaller>;
   let owner: Signed;
-  let receiver: Server;
+  let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
   let receiverUrl: string;
-  const received: Array<{ headers: Record<string, string | string[] | undefined>; body: string }> = [];
+  let received: ReceivedWebhook[] = [];
   const count = async (table: string, where = 'true', values: unknown[] = []) => Number((await stack.contactsSql<{ n: string }>(`SELECT count(*) AS n FROM ${table} WHERE ${where}`, values))[0].n);
   const inbox = async (to: string) => ((await (await fetch(`${base}/dev/messages?to=${encodeURIComponent(to)}`)).json()) as { messages: Array<{ channel: string; to: string; subject: string; text: string; link: string }> }).messages;
   /** Waits (bounded) until the dev inbox holds `n` messages for `to`. */
@@ -28,16 +27,9 @@ describe('account API: webhooks and members', () => {
   };
 
   beforeAll(async () => {
-    receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      req.on('end', () => {
-        received.push({ headers: req.headers, body });
-        res.writeHead(200).end('ok');
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    receiver = await startWebhookReceiver();
+    receiverUrl = receiver.url;
+    received = receiver.received;
     stack = await startConsoleStack('developer-members-api');
     base = stack.aio.url;
     call = accountCaller(base);
@@ -45,7 +37,7 @@ describe('account API: webhooks and members', () => {
   }, 60_000);
   afterAll(async () => {
     await stack.close();
-    await new Promise((resolve) => receiver.close(resolve));
+    await receiver.close();
   });
 
   describe('webhook endpoints', () => {
@@ -146,13 +138,13 @@ describe('account API: webhooks and members', () => {
       expect(email.text).toContain(invited.body.acceptUrl);
       const pending = await owner.call('GET', '/members/invitations');
       expect(pending.body.invitations.map((i: { email: string }) => i.email)).toContain('invitee@example.com');
-      const revoked = await owner.call('DELETE', `/members/invitations/${invited.body.invitation.id}`);
+      const revoked = await owner.call('DELETE', `/invitations/${invited.body.invitation.id}`);
       expect(revoked.status).toBe(204);
       expect((await owner.call('GET', '/members/invitations')).body.invitations.map((i: { id: string }) => i.id)).not.toContain(invited.body.invitation.id);
       const token = decodeURIComponent(invited.body.acceptUrl.split('#/accept/')[1]);
       const accept = await call('POST', '/invitations/accept', { body: { token, name: 'Late', password: 'late-password-123' } });
       expect([accept.status, accept.body.code]).toEqual([401, 'invalid_invitation']);
-      const again = await owner.call('DELETE', `/members/invitations/${invited.body.invitation.id}`);
+      const again = await owner.call('DELETE', `/invitations/${invited.body.invitation.id}`);
       expect([again.status, again.body.code]).toEqual([404, 'not_found']);
     });
 
@@ -189,7 +181,7 @@ describe('account API: webhooks and members', () => {
         for (const [method, path, body] of [
           ['PATCH', `/members/${viewerId}`, { role: 'owner' }],
           ['DELETE', `/members/${viewerId}`, undefined],
-          ['DELETE', `/members/invitations/${invitation.id}`, undefined],
+          ['DELETE', `/invitations/${invitation.id}`, undefined],
           ['POST', `/members/${viewerId}/password-reset`, undefined],
         ] as const) {
           const res = await who.call(method, path, { body });
@@ -228,7 +220,7 @@ describe('account API: webhooks and members', () => {
         ['PATCH', `/members/${otherId}`, { role: 'viewer' }],
         ['DELETE', `/members/${otherId}`, undefined],
         ['POST', `/members/${otherId}/password-reset`, undefined],
-        ['DELETE', `/members/invitations/${otherInvitation.id}`, undefined],
+        ['DELETE', `/invitations/${otherInvitation.id}`, undefined],
         ['PATCH', '/members/not-a-uuid', { role: 'viewer' }],
       ] as const) {
         const res = await owner.call(method, path, { body });

@@ -1,8 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { ErrorNote, Scroll, type PageProps } from '../App';
+import { ErrorNote, type PageProps } from '../App';
 import { useAction } from '../parts';
 import { MEMBER_ROLES } from '../rules';
+import { ListTable } from './ListTable';
 
 interface Invitation {
   id: string;
@@ -37,7 +38,7 @@ export function InvitationsSection({ t, session }: PageProps) {
   };
   const revoke = (invitation: Invitation) =>
     action.run(async () => {
-      await call('DELETE', `/members/invitations/${encodeURIComponent(invitation.id)}`);
+      await call('DELETE', `/invitations/${encodeURIComponent(invitation.id)}`);
       await load();
     });
 
@@ -45,41 +46,34 @@ export function InvitationsSection({ t, session }: PageProps) {
     <>
       <h2>{t('pendingInvitations')}</h2>
       <ErrorNote error={action.error} t={t} />
-      {invitations === null ? (
-        <p role="status">{t('loading')}</p>
-      ) : invitations.length === 0 ? (
-        <p>{t('noInvitations')}</p>
-      ) : (
-        <Scroll label={t('pendingInvitations')}>
-          <table>
-            <caption>{t('pendingInvitations')}</caption>
-            <thead>
-              <tr>
-                <th scope="col">{t('email')}</th>
-                <th scope="col">{t('role')}</th>
-                <th scope="col">{t('expires')}</th>
-                {isOwner && <th scope="col">{t('actions')}</th>}
-              </tr>
-            </thead>
-            <tbody>
-              {invitations.map((i) => (
-                <tr key={i.id}>
-                  <td>{i.email}</td>
-                  <td>{t(`role_${i.role}`)}</td>
-                  <td>{new Date(i.expiresAt).toLocaleString()}</td>
-                  {isOwner && (
-                    <td>
-                      <button type="button" class="danger" onClick={() => void revoke(i)}>
-                        {t('revokeInvitation')}
-                      </button>
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
+      <ListTable
+        t={t}
+        rows={invitations}
+        caption={t('pendingInvitations')}
+        empty="noInvitations"
+        head={
+          <>
+            <th scope="col">{t('email')}</th>
+            <th scope="col">{t('role')}</th>
+            <th scope="col">{t('expires')}</th>
+            {isOwner && <th scope="col">{t('actions')}</th>}
+          </>
+        }
+        row={(i) => (
+          <tr key={i.id}>
+            <td>{i.email}</td>
+            <td>{t(`role_${i.role}`)}</td>
+            <td>{new Date(i.expiresAt).toLocaleString()}</td>
+            {isOwner && (
+              <td>
+                <button type="button" class="danger" onClick={() => void revoke(i)}>
+                  {t('revokeInvitation')}
+                </button>
+              </td>
+            )}
+          </tr>
+        )}
+      />
       {isOwner && (
         <form onSubmit={invite} class="card">
           <h2>{t('invite')}</h2>

@@ -1,9 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { ErrorNote, Scroll } from '../App';
+import { ErrorNote } from '../App';
 import type { MessageKey, Translate } from '../i18n';
 import { useAction } from '../parts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../rules';
+import { ListTable } from './ListTable';
 
 interface Webhook {
   id: string;
@@ -79,50 +80,43 @@ function DeliveryLog({ t, webhook, writable }: { t: Translate; webhook: Webhook;
       <button type="button" onClick={() => void load()} disabled={action.busy}>
         {t('refresh')}
       </button>
-      {deliveries === null ? (
-        <p role="status">{t('loading')}</p>
-      ) : deliveries.length === 0 ? (
-        <p>{t('noDeliveries')}</p>
-      ) : (
-        <Scroll label={caption}>
-          <table>
-            <caption>{caption}</caption>
-            <thead>
-              <tr>
-                <th scope="col">{t('eventType')}</th>
-                <th scope="col">{t('status')}</th>
-                <th scope="col">{t('attempts')}</th>
-                <th scope="col">{t('lastResponse')}</th>
-                <th scope="col">{t('created')}</th>
-                {writable && <th scope="col">{t('actions')}</th>}
-              </tr>
-            </thead>
-            <tbody>
-              {deliveries.map((d) => {
-                const last = d.attempts[d.attempts.length - 1];
-                return (
-                  <tr key={d.id}>
-                    <td>
-                      <code>{d.eventType}</code>
-                    </td>
-                    <td>{t(`delivery_${d.status}`)}</td>
-                    <td>{d.attemptCount}</td>
-                    <td>{last ? (last.statusCode ?? last.error ?? '—') : '—'}</td>
-                    <td>{new Date(d.createdAt).toLocaleString()}</td>
-                    {writable && (
-                      <td>
-                        <button type="button" class="link" aria-label={`${t('replay')} ${d.eventType} ${new Date(d.createdAt).toLocaleString()}`} onClick={() => void replay(d)}>
-                          {t('replay')}
-                        </button>
-                      </td>
-                    )}
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
+      <ListTable
+        t={t}
+        rows={deliveries}
+        caption={caption}
+        empty="noDeliveries"
+        head={
+          <>
+            <th scope="col">{t('eventType')}</th>
+            <th scope="col">{t('status')}</th>
+            <th scope="col">{t('attempts')}</th>
+            <th scope="col">{t('lastResponse')}</th>
+            <th scope="col">{t('created')}</th>
+            {writable && <th scope="col">{t('actions')}</th>}
+          </>
+        }
+        row={(d) => {
+          const last = d.attempts[d.attempts.length - 1];
+          return (
+            <tr key={d.id}>
+              <td>
+                <code>{d.eventType}</code>
+              </td>
+              <td>{t(`delivery_${d.status}`)}</td>
+              <td>{d.attemptCount}</td>
+              <td>{last ? (last.statusCode ?? last.error ?? '—') : '—'}</td>
+              <td>{new Date(d.createdAt).toLocaleString()}</td>
+              {writable && (
+                <td>
+                  <button type="button" class="link" aria-label={`${t('replay')} ${d.eventType} ${new Date(d.createdAt).toLocaleString()}`} onClick={() => void replay(d)}>
+                    {t('replay')}
+                  </button>
+                </td>
+              )}
+            </tr>
+          );
+        }}
+      />
     </section>
   );
 }
@@ -185,46 +179,39 @@ export function WebhooksSection({ t, writable }: { t: Translate; writable: boole
       <h2 id="webhooks-title">{t('webhooks')}</h2>
       <ErrorNote error={action.error} t={t} />
       {secret && <SecretOnce t={t} secret={secret.value} note={secret.rotated ? 'rotatedNote' : undefined} />}
-      {webhooks === null ? (
-        <p role="status">{t('loading')}</p>
-      ) : webhooks.length === 0 ? (
-        <p>{t('noWebhooks')}</p>
-      ) : (
-        <Scroll label={t('webhooks')}>
-          <table>
-            <caption>{t('webhooks')}</caption>
-            <thead>
-              <tr>
-                <th scope="col">{t('webhookUrl')}</th>
-                <th scope="col">{t('webhookEvents')}</th>
-                <th scope="col">{t('webhookState')}</th>
-                <th scope="col">{t('actions')}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {webhooks.map((w) => (
-                <tr key={w.id}>
-                  <td>
-                    <code>{w.url}</code>
-                  </td>
-                  <td>{w.events.join(', ')}</td>
-                  <td>{w.disabled ? t('webhookDisabled', { reason: w.disabledReason ?? '' }) : t('webhookEnabled')}</td>
-                  <td>
-                    <button type="button" class="link" aria-pressed={selected === w.id} aria-label={`${t('showLog')} ${w.url}`} onClick={() => select(w)}>
-                      {t('showLog')}
-                    </button>{' '}
-                    {writable && (
-                      <button type="button" class="danger" aria-label={`${t('deleteWebhook')} ${w.url}`} onClick={() => void remove(w)}>
-                        {t('deleteWebhook')}
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
+      <ListTable
+        t={t}
+        rows={webhooks}
+        caption={t('webhooks')}
+        empty="noWebhooks"
+        head={
+          <>
+            <th scope="col">{t('webhookUrl')}</th>
+            <th scope="col">{t('webhookEvents')}</th>
+            <th scope="col">{t('webhookState')}</th>
+            <th scope="col">{t('actions')}</th>
+          </>
+        }
+        row={(w) => (
+          <tr key={w.id}>
+            <td>
+              <code>{w.url}</code>
+            </td>
+            <td>{w.events.join(', ')}</td>
+            <td>{w.disabled ? t('webhookDisabled', { reason: w.disabledReason ?? '' }) : t('webhookEnabled')}</td>
+            <td>
+              <button type="button" class="link" aria-pressed={selected === w.id} aria-label={`${t('showLog')} ${w.url}`} onClick={() => select(w)}>
+                {t('showLog')}
+              </button>{' '}
+              {writable && (
+                <button type="button" class="danger" aria-label={`${t('deleteWebhook')} ${w.url}`} onClick={() => void remove(w)}>
+                  {t('deleteWebhook')}
+                </button>
+              )}
+            </td>
+          </tr>
+        )}
+      />
       {chosen && writable && (
         <div class="card">
           <form onSubmit={saveEvents}>

@@ -91,7 +91,7 @@ export function accountMemberRoutes(deps: MemberRouteDeps): Route[] {
       handler: async ({ principal, metadata }) => ({ body: { invitations: (await contacts.listInvitations({ organizationId: principal.organization.id }, { metadata })).invitations.map(invitationJson) } }),
     }),
     defineRoute({
-      method: 'DELETE', path: '/members/invitations/{invitationId}', operationId: 'revokeInvitation', summary: 'Revoke an invitation', tags: ['members'], auth: 'session',
+      method: 'DELETE', path: '/invitations/{invitationId}', operationId: 'revokeInvitation', summary: 'Revoke an invitation', tags: ['members'], auth: 'session',
       description: "An owner revokes a pending invitation: its link stops working at once. An accepted or expired invitation is 404.",
       request: { params: InvitationParams },
       responses: { 204: { description: 'Revoked.' } },
