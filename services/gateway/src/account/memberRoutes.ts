@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MEMBER_ROLES, type contactsV1 } from '@rrs/proto';
-import { ForbiddenError } from '@rrs/runtime';
+import { ForbiddenError, type Logger } from '@rrs/runtime';
 import type { GatewayClients } from '../clients';
 import { Invitation, invitationJson } from '../admin/memberRoutes';
 import type { SessionPrincipal } from '../http/auth';
@@ -20,6 +20,8 @@ export interface MemberRouteDeps {
   clients: GatewayClients;
   signInThrottle: SignInThrottle;
   systemEmails: SystemEmails;
+  /** Where a failed "Forgot password?" email is reported (it happens after the answer). */
+  logger?: Logger;
 }
 
 const Role = z.enum(MEMBER_ROLES);
@@ -106,7 +108,7 @@ export function accountMemberRoutes(deps: MemberRouteDeps): Route[] {
     defineRoute({
       method: 'POST', path: '/password-reset/request', operationId: 'requestPasswordReset', summary: 'Forgot password: email a reset link', tags: ['session'], auth: 'visitor',
       description:
-        'When a member signs in with this email, a one-time reset link (one hour) is emailed to it. The answer is the same whether or not the email is known, so it tells nobody who has an account; each request counts against the sign-in throttle of the email and the address.',
+        'When a member signs in with this email, a one-time reset link (one hour) is emailed to it. The answer is the same, and comes as soon, whether or not the email is known (the lookup and the email happen after it), so it tells nobody who has an account; each request counts against the sign-in throttle of the email and the address.',
       request: { body: z.strictObject({ email: z.string().min(1).max(254) }) },
       responses: { 202: { description: 'Accepted: if the email belongs to a member, the link is on its way.', body: z.object({}) , example: {} } },
       errors: [THROTTLED],
@@ -114,11 +116,14 @@ export function accountMemberRoutes(deps: MemberRouteDeps): Route[] {
       handler: async ({ body, principal, metadata }) => {
         await deps.signInThrottle.check(body.email, principal.ip);
         await deps.signInThrottle.failed(body.email, principal.ip);
-        const r = await contacts.requestPasswordReset({ email: body.email }, { metadata });
-        if (r.found && r.member) {
+        // After the answer: how long the lookup and the email take must not tell whether the email is known.
+        const emailLink = async () => {
+          const r = await contacts.requestPasswordReset({ email: body.email }, { metadata });
+          if (!r.found || !r.member) return;
           const { organization } = await contacts.getOrganization({ id: r.member.organizationId }, { metadata });
           await deps.systemEmails.passwordReset({ member: r.member, token: r.token, expiresAt: r.expiresAt, organization: { name: organization!.name, locale: organization!.locale } });
-        }
+        };
+        setImmediate(() => emailLink().catch((err: unknown) => deps.logger?.error({ err }, 'forgot-password email not sent')));
         return { body: {} };
       },
     }),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CASCADE_STATUSES, MEMBER_ROLES, PASSWORD_MAX_LENGTH, SCOPES, SESSION_ABSOLUTE_MS, type contactsV1 } from '@rrs/proto';
-import { ForbiddenError, RateLimitedError } from '@rrs/runtime';
+import { ForbiddenError, RateLimitedError, type Logger } from '@rrs/runtime';
 import type { GatewayClients } from '../clients';
 import { acceptUrl, Invitation, invitationJson } from '../admin/memberRoutes';
 import { ApiKey, apiKeyJson, EXAMPLE_API_KEY, EXAMPLE_FLOW, EXAMPLE_LOCATION, Flow, flowJson, idOf, Location, locationJson } from '../admin/routes';
@@ -32,6 +32,8 @@ export interface AccountRouteDeps {
   rateLimiter: RateLimiter;
   /** Invitations and password reset links by email (channel-email). */
   systemEmails: SystemEmails;
+  /** Reports what fails after an answer (the "Forgot password?" email). */
+  logger?: Logger;
 }
 
 const Role = z.enum(MEMBER_ROLES).meta({ id: 'MemberRole', description: '`owner` and `admin` may change things; a `viewer` only looks (403 `read_only_role`).' });
