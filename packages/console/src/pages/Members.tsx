@@ -17,7 +17,10 @@ interface Member {
  * Row buttons carry no aria-label: the row names the person, and labels mentioning a role or an email
  * would be found by the invite form's labels ("Role", "Email").
  */
-/** One person's row: their role to change, a reset link to email, removal after a confirming second click (owners only). */
+/**
+ * One person's row: their role to change, a reset link to email, removal after a confirming second click
+ * (owners only). The note about a change is shown once the list shows it.
+ */
 function MemberRow({ t, member, isOwner, onChanged, run, say }: PageProps & { member: Member; isOwner: boolean; onChanged: () => Promise<void>; run: (action: () => Promise<unknown>) => Promise<void>; say: (note: string) => void }) {
   const [role, setRole] = useState<string>(member.role);
   const [confirming, setConfirming] = useState(false);
@@ -26,15 +29,15 @@ function MemberRow({ t, member, isOwner, onChanged, run, say }: PageProps & { me
     e.preventDefault();
     void run(async () => {
       await call('PATCH', base, { body: { role } });
-      say(t('roleChanged', { email: member.email, role: t(`role_${role as Member['role']}`) }));
       await onChanged();
+      say(t('roleChanged', { email: member.email, role: t(`role_${role as Member['role']}`) }));
     });
   };
   const remove = () =>
     run(async () => {
       await call('DELETE', base);
-      say(t('memberRemoved', { email: member.email }));
       await onChanged();
+      say(t('memberRemoved', { email: member.email }));
     });
   const reset = () =>
     run(async () => {
