@@ -211,6 +211,17 @@ describe('account API: webhooks and members', () => {
       expect([last.status, last.body.code]).toEqual([409, 'last_owner']);
     });
 
+    it('keeps an owner when two owners demote each other at the same moment', async () => {
+      const org = await stack.admin('POST', '/organizations', { name: 'Two Owners', plan: 'standard', emailConfirmed: true });
+      const first = await addMember(stack, org.body.organization.id, 'first-owner@example.com', 'owner');
+      const second = await addMember(stack, org.body.organization.id, 'other-owner-2@example.com', 'owner');
+      const [firstId, secondId] = await Promise.all([first, second].map(async (m) => (await m.call('GET', '/session')).body.member.id as string));
+      const answers = await Promise.all([first.call('PATCH', `/members/${secondId}`, { body: { role: 'viewer' } }), second.call('PATCH', `/members/${firstId}`, { body: { role: 'viewer' } })]);
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+      expect(answers.find((a) => a.status === 409)!.body.code).toBe('last_owner');
+      expect(await count('members', `organization_id = $1 AND role = 'owner'`, [org.body.organization.id])).toBe(1);
+    });
+
     it("answers 404 for another organization's member and invitation, with nothing changed", async () => {
       const org = await stack.admin('POST', '/organizations', { name: 'People Other', plan: 'standard', emailConfirmed: true });
       const other = await addMember(stack, org.body.organization.id, 'people-other@example.com', 'owner');

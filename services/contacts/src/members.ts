@@ -211,15 +211,15 @@ export class Members {
 
   /**
    * A new role. The organization's owners are locked while counted, so two owners demoting each other
-   * at once cannot leave it without one.
+   * at once cannot leave it without one (the second waits, then finds the last owner).
    */
   async updateRole(input: { organizationId: string; memberId: string; role: string }): Promise<Member> {
     const errors = new FieldErrors();
     checkRole(errors, input.role);
     errors.throwIfAny();
     return inTransaction(this.pool, async (client) => {
-      const member = await this.memberOf(client, input.organizationId, input.memberId);
-      if (member.role === 'owner' && input.role !== 'owner') await keepAnOwner(client, member);
+      const { member, owners } = await this.lockForPeopleChange(client, input.organizationId, input.memberId);
+      if (input.role !== 'owner') keepAnOwner(owners, member);
       const { rows } = await client.query<Member>(`UPDATE members SET role = $2, updated_at = now() WHERE id = $1 RETURNING ${MEMBER_COLUMNS}`, [member.id, input.role]);
       return rows[0];
     });
@@ -228,8 +228,8 @@ export class Members {
   /** Removes a member; their sessions and reset links go with the row (ON DELETE CASCADE), so they are out at once. */
   async remove(input: { organizationId: string; memberId: string }): Promise<Member> {
     return inTransaction(this.pool, async (client) => {
-      const member = await this.memberOf(client, input.organizationId, input.memberId);
-      if (member.role === 'owner') await keepAnOwner(client, member);
+      const { member, owners } = await this.lockForPeopleChange(client, input.organizationId, input.memberId);
+      keepAnOwner(owners, member);
       await client.query(`DELETE FROM members WHERE id = $1`, [member.id]);
       return member;
     });
@@ -254,6 +254,15 @@ export class Members {
     );
     if (!rows[0]) throw new NotFoundError(`invitation ${input.invitationId}`);
     return rows[0];
+  }
+
+  /**
+   * Locks the organization's owners, always first and in id order so that concurrent changes queue
+   * instead of deadlocking, then the member changed (another organization's is not found).
+   */
+  private async lockForPeopleChange(client: PoolClient, organizationId: string, memberId: string): Promise<{ member: Member; owners: string[] }> {
+    const { rows } = await client.query<{ id: string }>(`SELECT id FROM members WHERE organization_id = $1 AND role = 'owner' ORDER BY id FOR UPDATE`, [asUuid(organizationId, 'organization')]);
+    return { member: await this.memberOf(client, organizationId, memberId), owners: rows.map((row) => row.id) };
   }
 
   /** A member of this organization, locked for the transaction; another organization's is not found. */
@@ -298,10 +307,9 @@ export class Members {
   }
 }
 
-/** Refuses to take `owner` away from the organization's last owner (the owners' rows are locked while counted). */
-async function keepAnOwner(client: PoolClient, leaving: Member): Promise<void> {
-  const { rows } = await client.query<{ id: string }>(`SELECT id FROM members WHERE organization_id = $1 AND role = 'owner' ORDER BY id FOR UPDATE`, [leaving.organizationId]);
-  if (!rows.some((row) => row.id !== leaving.id)) throw new ConflictError('last_owner', 'an organization keeps at least one owner: make another member an owner first');
+/** Refuses to take `owner` away from the organization's last owner; `owners` are the locked owners' ids. */
+function keepAnOwner(owners: readonly string[], leaving: Member): void {
+  if (leaving.role === 'owner' && !owners.some((id) => id !== leaving.id)) throw new ConflictError('last_owner', 'an organization keeps at least one owner: make another member an owner first');
 }
 
 async function insertMember(client: Pool | PoolClient, input: { organizationId: string; email: string; name: string; role: MemberRole; passwordHash: string }): Promise<Member> {

@@ -14,8 +14,8 @@ interface Member {
 }
 
 /*
- * Row buttons carry no aria-label: the row names the person, and labels mentioning a role or an email
- * would be found by the invite form's labels ("Role", "Email").
+ * Row buttons are named by their text alone (the row says whose they are), so no control on the page
+ * other than the invite form's fields is named "Role" or "Email".
  */
 /**
  * One person's row: their role to change, a reset link to email, removal after a confirming second click
