@@ -214,6 +214,20 @@ describe('the console: webhooks and members in a browser', () => {
     }
   });
 
+  it('offers "Forgot password?" in Russian too', async () => {
+    const russian = await browser.newContext({ locale: 'ru-RU' });
+    try {
+      const signedOut = await russian.newPage();
+      await signedOut.goto(`${stack.aio.url}/app/`);
+      await signedOut.getByRole('link', { name: 'Забыли пароль?' }).click();
+      await signedOut.getByRole('heading', { name: 'Сброс пароля' }).waitFor();
+      expect(await signedOut.getByLabel('Email', { exact: true }).count()).toBe(1);
+      await expectAccessible('forgot password (ru)', signedOut);
+    } finally {
+      await russian.close();
+    }
+  });
+
   it('shows a viewer the endpoints, their log and the people, with no form or button that changes them', async () => {
     await addMember(stack, stack.aio.demo.organizationId, 'viewer-dev-e2e@example.com', 'viewer', 'viewer-password-9');
     const viewer = await signInPage('viewer-dev-e2e@example.com', 'viewer-password-9');
@@ -238,6 +252,6 @@ describe('the console: webhooks and members in a browser', () => {
   });
 
   it('checked every page it built or changed', () => {
-    expect(checked).toEqual(['developer: webhooks', 'members: manage', 'forgot password', 'developer: webhooks (viewer)', 'members (viewer)']);
+    expect(checked).toEqual(['developer: webhooks', 'members: manage', 'forgot password', 'forgot password (ru)', 'developer: webhooks (viewer)', 'members (viewer)']);
   });
 });
