@@ -3,6 +3,7 @@ export * as contactsV1 from './gen/rrs/contacts/v1/contacts';
 export * as schedulerV1 from './gen/rrs/scheduler/v1/scheduler';
 export * as busV1 from './gen/rrs/bus/v1/steps';
 export * as ratingsBusV1 from './gen/rrs/bus/v1/ratings';
+export * as systemEmailBusV1 from './gen/rrs/bus/v1/system_email';
 export * as eventsV1 from './gen/rrs/events/v1/events';
 export * as webhooksV1 from './gen/rrs/webhooks/v1/webhooks';
 export * as connectorsV1 from './gen/rrs/connectors/v1/connectors';

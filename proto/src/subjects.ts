@@ -42,3 +42,18 @@ export const EVENT_TYPES = {
   reviewRequestRated: 'review_request.rated',
   webhookTest: 'webhook.test',
 } as const;
+
+/**
+ * System emails (invitations, password resets; SystemEmail messages) on the STEPS stream: no channel
+ * can take this subject, since channel keys have no dot. channel-email reads it with the durable
+ * `SYSTEM_EMAIL_DURABLE` and sends each id at most once (docs/channels.md, "System emails").
+ */
+export const SYSTEM_EMAIL_SUBJECT = 'steps.system.email';
+export const SYSTEM_EMAIL_DURABLE = 'sender-system-email';
+export const SYSTEM_EMAIL_KINDS = ['invitation', 'password_reset'] as const;
+export type SystemEmailKind = (typeof SYSTEM_EMAIL_KINDS)[number];
+
+/** Deduplication id of a system email on the bus (and its send log key). */
+export function systemEmailMsgId(id: string): string {
+  return `system-email:${id}`;
+}

@@ -9,6 +9,7 @@ import { LocationsPage } from './pages/Locations';
 import { SettingsPage } from './pages/Settings';
 import { TemplatesPage } from './pages/Templates';
 import { DeveloperPage } from './pages/Developer';
+import { ForgotPasswordPage } from './pages/ForgotPassword';
 import { MembersPage } from './pages/Members';
 import { OverviewPage } from './pages/Overview';
 import { RatingsPage } from './pages/Ratings';
@@ -70,7 +71,7 @@ export function App() {
 
   const section = SECTIONS.find((s) => route.startsWith(s.path));
   useEffect(() => {
-    const page = route.startsWith('/accept/') ? t('acceptTitle') : route.startsWith('/reset/') ? t('resetTitle') : !session ? t('signInTitle') : section ? t(section.key) : t('appName');
+    const page = route.startsWith('/accept/') ? t('acceptTitle') : route.startsWith('/reset/') ? t('resetTitle') : !session ? t(route.startsWith('/forgot') ? 'forgotTitle' : 'signInTitle') : section ? t(section.key) : t('appName');
     document.title = `${page} — ${t('appName')}`;
   }, [route, session, language]);
 
@@ -85,7 +86,7 @@ export function App() {
   const link = /^\/(accept|reset)\/(.+)$/.exec(route);
   if (link) page = <SetPasswordPage t={t} token={decodeURIComponent(link[2])} invitation={link[1] === 'accept'} onSignedIn={signedInFromLink} />;
   else if (session === undefined) page = <p role="status">{t('loading')}</p>;
-  else if (session === null) page = <SignInPage t={t} onSignedIn={loadSession} />;
+  else if (session === null) page = route.startsWith('/forgot') ? <ForgotPasswordPage t={t} /> : <SignInPage t={t} onSignedIn={loadSession} />;
   else if (route.startsWith('/developer')) page = <DeveloperPage t={t} session={session} />;
   else if (route.startsWith('/members')) page = <MembersPage t={t} session={session} />;
   else if (route.startsWith('/overview')) page = <OverviewPage t={t} session={session} />;

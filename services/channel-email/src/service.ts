@@ -5,6 +5,7 @@ import { renderEmail, type EmailMessage } from './message';
 import { postmarkProvider } from './postmark';
 import { sinkEmailProvider, smtpProvider, type EmailProvider } from './provider';
 import { startEmailReceiptServer } from './receipts';
+import { startSystemEmails } from './systemEmail';
 
 export const CHANNEL = 'EMAIL';
 export const SCHEMA = 'channel_email';
@@ -54,6 +55,9 @@ export async function startEmailSender(
       provider: chain.name,
     }],
   });
+  // Invitations and password resets: the same providers, the same send log (docs/channels.md, "System emails").
+  const systemEmails = await startSystemEmails({ bus: running.bus, sendLog: running.sendLog, chain, from, logger: ctx.logger, ackWaitMs: config.ackWaitMs });
+  ctx.lifecycle.onStop('system emails consumer', () => systemEmails.drain());
   let receiptsPort: number | undefined;
   if (receipts && config.receiptsPort !== undefined) {
     const server = await startEmailReceiptServer({ host: config.receiptsHost ?? '0.0.0.0', port: config.receiptsPort, results: running.results, sendLog: running.sendLog, postmarkSecret: receipts, logger: ctx.logger });

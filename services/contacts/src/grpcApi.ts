@@ -144,7 +144,24 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         return {};
       },
       async startPasswordReset(req) {
-        return members.startPasswordReset(req);
+        const started = await members.startPasswordReset(req);
+        return { ...started, member: toMember(started.member) };
+      },
+      async requestPasswordReset(req) {
+        const requested = await members.requestPasswordReset(req.email);
+        return requested.found ? { ...requested, member: toMember(requested.member) } : { found: false, token: '', expiresAt: undefined, member: undefined };
+      },
+      async updateMemberRole(req) {
+        return { member: toMember(await members.updateRole(req)) };
+      },
+      async removeMember(req) {
+        return { member: toMember(await members.remove(req)) };
+      },
+      async listInvitations(req) {
+        return { invitations: await members.listInvitations(req.organizationId) };
+      },
+      async revokeInvitation(req) {
+        return { invitation: await members.revokeInvitation(req) };
       },
       async completePasswordReset(req) {
         const opened = await members.completePasswordReset(req);

@@ -48,6 +48,7 @@ export interface OpenedSession {
 const ARGON2 = { algorithm: 2 /* Algorithm.Argon2id (a const enum the compiler may not inline) */, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
 const MEMBER_COLUMNS = `id, organization_id AS "organizationId", email, name, role, created_at AS "createdAt"`;
+const INVITATION_COLUMNS = `id, organization_id AS "organizationId", email, role, expires_at AS "expiresAt", created_at AS "createdAt"`;
 const SESSION_COLUMNS = `id, member_id AS "memberId", organization_id AS "organizationId", csrf_token AS "csrfToken", expires_at AS "expiresAt"`;
 /** last_seen_at is written at most this often per session, not on every request. */
 const SEEN_RESOLUTION_MS = 60_000;
@@ -96,7 +97,7 @@ export class Members {
     const { rows } = await this.pool.query<Invitation>(
       `INSERT INTO member_invitations (id, organization_id, email, role, token_hash, invited_by, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, now() + $7 * interval '1 millisecond')
-       RETURNING id, organization_id AS "organizationId", email, role, expires_at AS "expiresAt", created_at AS "createdAt"`,
+       RETURNING ${INVITATION_COLUMNS}`,
       [uuidv7(), input.organizationId, email, input.role, tokenHash(token), input.invitedBy || null, INVITATION_TTL_MS],
     );
     return { invitation: rows[0], token };
@@ -182,15 +183,96 @@ export class Members {
   }
 
   /** A one-time reset token for a member of this organization (another organization's member is not found). */
-  async startPasswordReset(input: { organizationId: string; memberId: string }): Promise<{ token: string; expiresAt: Date }> {
-    const { rows: found } = await this.pool.query(`SELECT 1 FROM members WHERE id = $1 AND organization_id = $2`, [asUuid(input.memberId, 'member'), asUuid(input.organizationId, 'organization')]);
-    if (found.length === 0) throw new NotFoundError(`member ${input.memberId}`);
+  async startPasswordReset(input: { organizationId: string; memberId: string }): Promise<{ token: string; expiresAt: Date; member: Member }> {
+    const member = await this.memberOf(this.pool, input.organizationId, input.memberId);
+    return { ...(await this.newReset(member.id)), member };
+  }
+
+  /**
+   * "Forgot password?": a reset for whoever signs in with this email, or `found: false` with nothing
+   * created. The caller must answer both alike (no account enumeration).
+   */
+  async requestPasswordReset(email: string): Promise<{ found: false } | { found: true; token: string; expiresAt: Date; member: Member }> {
+    const normalized = normalizeEmail(email);
+    if (normalized.length > 254 || !EMAIL.test(normalized)) return { found: false };
+    const { rows } = await this.pool.query<Member>(`SELECT ${MEMBER_COLUMNS} FROM members WHERE lower(email) = $1`, [normalized]);
+    if (!rows[0]) return { found: false };
+    return { found: true, ...(await this.newReset(rows[0].id)), member: rows[0] };
+  }
+
+  private async newReset(memberId: string): Promise<{ token: string; expiresAt: Date }> {
     const token = newToken('rst_');
     const { rows } = await this.pool.query<{ expiresAt: Date }>(
       `INSERT INTO member_password_resets (id, member_id, token_hash, expires_at) VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond') RETURNING expires_at AS "expiresAt"`,
-      [uuidv7(), input.memberId, tokenHash(token), PASSWORD_RESET_TTL_MS],
+      [uuidv7(), memberId, tokenHash(token), PASSWORD_RESET_TTL_MS],
     );
     return { token, expiresAt: rows[0].expiresAt };
+  }
+
+  /**
+   * A new role. The organization's owners are locked while counted, so two owners demoting each other
+   * at once cannot leave it without one (the second waits, then finds the last owner).
+   */
+  async updateRole(input: { organizationId: string; memberId: string; role: string }): Promise<Member> {
+    const errors = new FieldErrors();
+    checkRole(errors, input.role);
+    errors.throwIfAny();
+    return inTransaction(this.pool, async (client) => {
+      const { member, owners } = await this.lockForPeopleChange(client, input.organizationId, input.memberId);
+      if (input.role !== 'owner') keepAnOwner(owners, member);
+      const { rows } = await client.query<Member>(`UPDATE members SET role = $2, updated_at = now() WHERE id = $1 RETURNING ${MEMBER_COLUMNS}`, [member.id, input.role]);
+      return rows[0];
+    });
+  }
+
+  /** Removes a member; their sessions and reset links go with the row (ON DELETE CASCADE), so they are out at once. */
+  async remove(input: { organizationId: string; memberId: string }): Promise<Member> {
+    return inTransaction(this.pool, async (client) => {
+      const { member, owners } = await this.lockForPeopleChange(client, input.organizationId, input.memberId);
+      keepAnOwner(owners, member);
+      await client.query(`DELETE FROM members WHERE id = $1`, [member.id]);
+      return member;
+    });
+  }
+
+  /** Invitations not accepted and not expired, newest first. */
+  async listInvitations(organizationId: string): Promise<Invitation[]> {
+    await this.directory.getOrganization(organizationId);
+    const { rows } = await this.pool.query<Invitation>(
+      `SELECT ${INVITATION_COLUMNS} FROM member_invitations
+        WHERE organization_id = $1 AND accepted_at IS NULL AND expires_at > now() ORDER BY created_at DESC, id DESC`,
+      [asUuid(organizationId, 'organization')],
+    );
+    return rows;
+  }
+
+  /** Deletes a pending invitation, so its link is unknown from now on. */
+  async revokeInvitation(input: { organizationId: string; invitationId: string }): Promise<Invitation> {
+    const { rows } = await this.pool.query<Invitation>(
+      `DELETE FROM member_invitations WHERE id = $1 AND organization_id = $2 AND accepted_at IS NULL AND expires_at > now() RETURNING ${INVITATION_COLUMNS}`,
+      [asUuid(input.invitationId, 'invitation'), asUuid(input.organizationId, 'organization')],
+    );
+    if (!rows[0]) throw new NotFoundError(`invitation ${input.invitationId}`);
+    return rows[0];
+  }
+
+  /**
+   * Locks the organization's owners, always first and in id order so that concurrent changes queue
+   * instead of deadlocking, then the member changed (another organization's is not found).
+   */
+  private async lockForPeopleChange(client: PoolClient, organizationId: string, memberId: string): Promise<{ member: Member; owners: string[] }> {
+    const { rows } = await client.query<{ id: string }>(`SELECT id FROM members WHERE organization_id = $1 AND role = 'owner' ORDER BY id FOR UPDATE`, [asUuid(organizationId, 'organization')]);
+    return { member: await this.memberOf(client, organizationId, memberId), owners: rows.map((row) => row.id) };
+  }
+
+  /** A member of this organization, locked for the transaction; another organization's is not found. */
+  private async memberOf(client: Pool | PoolClient, organizationId: string, memberId: string): Promise<Member> {
+    const { rows } = await client.query<Member>(`SELECT ${MEMBER_COLUMNS} FROM members WHERE id = $1 AND organization_id = $2 FOR UPDATE`, [
+      asUuid(memberId, 'member'),
+      asUuid(organizationId, 'organization'),
+    ]);
+    if (!rows[0]) throw new NotFoundError(`member ${memberId}`);
+    return rows[0];
   }
 
   /** The new password; every session of the member ends (whoever had it is out) and a new one opens. */
@@ -223,6 +305,11 @@ export class Members {
     this.decoyHash ??= argon2Hash(randomBytes(16).toString('hex'), ARGON2);
     return this.decoyHash;
   }
+}
+
+/** Refuses to take `owner` away from the organization's last owner; `owners` are the locked owners' ids. */
+function keepAnOwner(owners: readonly string[], leaving: Member): void {
+  if (leaving.role === 'owner' && !owners.some((id) => id !== leaving.id)) throw new ConflictError('last_owner', 'an organization keeps at least one owner: make another member an owner first');
 }
 
 async function insertMember(client: Pool | PoolClient, input: { organizationId: string; email: string; name: string; role: MemberRole; passwordHash: string }): Promise<Member> {

@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { randomUUID } from 'node:crypto';
 import { DomainError, counter, histogram, LATENCY_BUCKETS, serveOps, type Health, type Logger } from '@rrs/runtime';
 import { accountApi } from './account/api';
+import { busSystemEmails, type SystemEmails } from './account/systemEmails';
 import { consoleRouter } from './account/consoleFiles';
 import { createSignInThrottle, type SignInThrottle } from './account/signInThrottle';
 import type { ChannelCatalogSource } from './catalog/channelCatalog';
@@ -44,6 +45,8 @@ export interface AppDeps {
   ratings?: RatingOutbox;
   /** The official bots the review form's thank-you page offers (from the channel catalog); unset = none. */
   botLinks?: BotLinkSource;
+  /** Invitations and password reset links by email (account/systemEmails.ts); unset = none are emailed (logged). */
+  systemEmails?: SystemEmails;
   health: Health;
   logger: Logger;
 }
@@ -100,9 +103,10 @@ export function createApp(deps: AppDeps): express.Express {
   });
   app.use('/api/v1', publicApiServed.handler);
   const adminTokens = deps.adminTokens ?? [];
+  const systemEmails = deps.systemEmails ?? busSystemEmails(undefined, deps.publicBaseUrl, deps.logger);
   app.use(
     '/admin/v1',
-    adminTokens.length > 0 ? serveApi(adminApi(deps.clients, { tokens: adminTokens, failures: failureLimiters.adminAuth, logger: deps.logger, publicBaseUrl: deps.publicBaseUrl })).handler : adminApiDisabled,
+    adminTokens.length > 0 ? serveApi(adminApi(deps.clients, { tokens: adminTokens, failures: failureLimiters.adminAuth, logger: deps.logger, publicBaseUrl: deps.publicBaseUrl, systemEmails })).handler : adminApiDisabled,
   );
   const signInThrottle = deps.signInThrottle ?? createSignInThrottle({ keyPrefix: 'rrs:gw:', logger: deps.logger });
   // Account answers carry secrets shown once (API keys, invitation links) and the CSRF token: never cached.
@@ -110,7 +114,7 @@ export function createApp(deps: AppDeps): express.Express {
     res.setHeader('Cache-Control', 'no-store');
     next();
   });
-  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle, channelCatalog: deps.channelCatalog })).handler);
+  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle, channelCatalog: deps.channelCatalog, systemEmails, logger: deps.logger })).handler);
   app.use(consoleRouter());
   app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings, failures: failureLimiters.linkToken, botLinks: deps.botLinks }));
   for (const router of deps.extraRouters ?? []) app.use(router);

@@ -10,6 +10,7 @@ import type { Authenticator } from './http/auth';
 import { cachedAuthenticator } from './authCache';
 import { DEFAULT_CONNECTORS_ADDR, DEFAULT_HTTP_LIMITS, DEFAULT_WEBHOOKS_ADDR, type GatewayConfig } from './config';
 import { botLinksOf, busRatingOutbox } from './form';
+import { busSystemEmails } from './account/systemEmails';
 import { createSignInThrottle } from './account/signInThrottle';
 import { createRateLimiter, DEFAULT_RATE_LIMITS } from './rateLimit';
 import { createFailureLimiters } from './addressLimits';
@@ -109,6 +110,7 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
     channelCatalog: deps.channelCatalog,
     ratings: deps.bus ? busRatingOutbox(deps.bus) : undefined,
     botLinks: deps.channelCatalog ? botLinksOf(deps.channelCatalog) : undefined,
+    systemEmails: busSystemEmails(deps.bus, config.publicBaseUrl, ctx.logger),
     health: ctx.health,
     logger: ctx.logger,
   });

@@ -1,13 +1,15 @@
 import type { GatewayClients } from '../src/clients';
 import { accountApi } from '../src/account/api';
 import { createSignInThrottle } from '../src/account/signInThrottle';
+import { busSystemEmails } from '../src/account/systemEmails';
+import { createLogger } from '@rrs/runtime';
 import { serveApi } from '../src/http/api';
 import { createRateLimiter, DEFAULT_RATE_LIMITS } from '../src/rateLimit';
 import { exampleProblems } from './documentExamples';
 import { lint } from './redocly';
 
 describe('the account API OpenAPI document', () => {
-  const doc = serveApi(accountApi({ clients: {} as GatewayClients, publicBaseUrl: 'https://reviews.example.com', rateLimiter: createRateLimiter({ config: DEFAULT_RATE_LIMITS, keyPrefix: 't:' }), signInThrottle: createSignInThrottle({ keyPrefix: 't:' }) })).document();
+  const doc = serveApi(accountApi({ clients: {} as GatewayClients, publicBaseUrl: 'https://reviews.example.com', rateLimiter: createRateLimiter({ config: DEFAULT_RATE_LIMITS, keyPrefix: 't:' }), signInThrottle: createSignInThrottle({ keyPrefix: 't:' }), systemEmails: busSystemEmails(undefined, 'https://reviews.example.com', createLogger({ service: 'test', level: 'silent' })) })).document();
 
   it('passes redocly lint (recommended-strict) with no problem', async () => {
     const result = await lint(doc);

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
 import { canChange, ErrorNote, ReadOnlyNote, type PageProps, Scroll } from '../App';
 import { SCOPES } from '../rules';
+import { WebhooksSection } from './Webhooks';
 
 interface ApiKey {
   id: string;
@@ -13,7 +14,7 @@ interface ApiKey {
   revokedAt: string | null;
 }
 
-/** The developer section: API keys (create with scopes, the secret shown once, revoke) and the API reference. */
+/** The developer section: API keys (create with scopes, the secret shown once, revoke), webhook endpoints (./Webhooks.tsx) and the API reference. */
 export function DeveloperPage({ t, session }: PageProps) {
   const [keys, setKeys] = useState<ApiKey[] | null>(null);
   const [name, setName] = useState('');
@@ -126,9 +127,19 @@ export function DeveloperPage({ t, session }: PageProps) {
           </button>
         </form>
       )}
-      <p>
-        <a href="/docs">{t('apiReference')}</a>
-      </p>
+      <WebhooksSection t={t} writable={writable} />
+      <section aria-labelledby="api-reference-title">
+        <h2 id="api-reference-title">{t('apiReference')}</h2>
+        <p>{t('apiReferenceNote')}</p>
+        <ul>
+          <li>
+            <a href="/docs">{t('openApiReference')}</a>
+          </li>
+          <li>
+            <a href="/api/v1/openapi.json">{t('openApiDocument')}</a>
+          </li>
+        </ul>
+      </section>
     </section>
   );
 }

@@ -3,6 +3,7 @@ import { call } from '../api';
 import { ErrorNote, Scroll, type PageProps } from '../App';
 import { useAction } from '../parts';
 import { MEMBER_ROLES } from '../rules';
+import { InvitationsSection } from './Invitations';
 
 interface Member {
   id: string;
@@ -12,12 +13,92 @@ interface Member {
   createdAt: string;
 }
 
-/** The organization's people; an owner invites more (the link is shown once, to hand over). */
+/*
+ * Row buttons are named by their text alone (the row says whose they are), so no control on the page
+ * other than the invite form's fields is named "Role" or "Email".
+ */
+/**
+ * One person's row: their role to change, a reset link to email, removal after a confirming second click
+ * (owners only). The note about a change is shown once the list shows it.
+ */
+function MemberRow({ t, member, isOwner, onChanged, run, say }: PageProps & { member: Member; isOwner: boolean; onChanged: () => Promise<void>; run: (action: () => Promise<unknown>) => Promise<void>; say: (note: string) => void }) {
+  const [role, setRole] = useState<string>(member.role);
+  const [confirming, setConfirming] = useState(false);
+  const base = `/members/${encodeURIComponent(member.id)}`;
+  const changeRole = (e: Event) => {
+    e.preventDefault();
+    void run(async () => {
+      await call('PATCH', base, { body: { role } });
+      await onChanged();
+      say(t('roleChanged', { email: member.email, role: t(`role_${role as Member['role']}`) }));
+    });
+  };
+  const remove = () =>
+    run(async () => {
+      await call('DELETE', base);
+      await onChanged();
+      say(t('memberRemoved', { email: member.email }));
+    });
+  const reset = () =>
+    run(async () => {
+      const r = await call<{ emailed: boolean }>('POST', `${base}/password-reset`);
+      say(r.emailed ? t('resetSent', { email: member.email }) : t('notQueued'));
+    });
+  return (
+    <tr>
+      <td>{member.name || '—'}</td>
+      <td>{member.email}</td>
+      <td>
+        {isOwner ? (
+          <form class="inline" onSubmit={changeRole}>
+            <label class="visually-hidden" for={`role-${member.id}`}>
+              {t('accessOf', { email: member.email })}
+            </label>
+            <select id={`role-${member.id}`} value={role} onChange={(e) => setRole(e.currentTarget.value)}>
+              {MEMBER_ROLES.map((r) => (
+                <option key={r} value={r}>
+                  {t(`role_${r}`)}
+                </option>
+              ))}
+            </select>
+            <button type="submit" class="link" disabled={role === member.role}>
+              {t('changeRole')}
+            </button>
+          </form>
+        ) : (
+          t(`role_${member.role}`)
+        )}
+      </td>
+      <td>{new Date(member.createdAt).toLocaleDateString()}</td>
+      {isOwner && (
+        <td>
+          <button type="button" class="link" onClick={() => void reset()}>
+            {t('sendReset')}
+          </button>{' '}
+          {confirming ? (
+            <>
+              <button type="button" class="danger" onClick={() => void remove()}>
+                {t('confirmRemove', { email: member.email })}
+              </button>{' '}
+              <button type="button" class="link" onClick={() => setConfirming(false)}>
+                {t('cancel')}
+              </button>
+            </>
+          ) : (
+            <button type="button" class="danger" onClick={() => setConfirming(true)}>
+              {t('removeMember')}
+            </button>
+          )}
+        </td>
+      )}
+    </tr>
+  );
+}
+
+/** The organization's people; an owner changes roles, removes people, emails reset links and invites (./Invitations.tsx). */
 export function MembersPage({ t, session }: PageProps) {
   const [members, setMembers] = useState<Member[] | null>(null);
-  const [email, setEmail] = useState('');
-  const [role, setRole] = useState<string>('admin');
-  const [link, setLink] = useState<string | null>(null);
+  const [note, setNote] = useState<string | null>(null);
   const action = useAction();
   const isOwner = session.member.role === 'owner';
 
@@ -25,14 +106,9 @@ export function MembersPage({ t, session }: PageProps) {
   useEffect(() => {
     void load();
   }, []);
-  const invite = (e: Event) => {
-    e.preventDefault();
-    setLink(null);
-    void action.run(async () => {
-      const r = await call<{ acceptUrl: string }>('POST', '/members/invitations', { body: { email, role } });
-      setLink(r.acceptUrl);
-      setEmail('');
-    });
+  const run = (work: () => Promise<unknown>) => {
+    setNote(null);
+    return action.run(work);
   };
 
   return (
@@ -40,6 +116,11 @@ export function MembersPage({ t, session }: PageProps) {
       <h1>{t('members')}</h1>
       {!isOwner && <p class="note">{t('ownersInvite')}</p>}
       <ErrorNote error={action.error} t={t} />
+      {note && (
+        <p role="status" class="ok">
+          {note}
+        </p>
+      )}
       {members === null ? (
         <p role="status">{t('loading')}</p>
       ) : (
@@ -52,46 +133,18 @@ export function MembersPage({ t, session }: PageProps) {
                 <th scope="col">{t('email')}</th>
                 <th scope="col">{t('role')}</th>
                 <th scope="col">{t('since')}</th>
+                {isOwner && <th scope="col">{t('actions')}</th>}
               </tr>
             </thead>
             <tbody>
               {members.map((m) => (
-                <tr key={m.id}>
-                  <td>{m.name || '—'}</td>
-                  <td>{m.email}</td>
-                  <td>{t(`role_${m.role}`)}</td>
-                  <td>{new Date(m.createdAt).toLocaleDateString()}</td>
-                </tr>
+                <MemberRow key={`${m.id}:${m.role}`} t={t} session={session} member={m} isOwner={isOwner} onChanged={load} run={run} say={setNote} />
               ))}
             </tbody>
           </table>
         </Scroll>
       )}
-      {isOwner && (
-        <form onSubmit={invite} class="card">
-          <h2>{t('invite')}</h2>
-          <label for="invite-email">{t('email')}</label>
-          <input id="invite-email" type="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
-          <label for="invite-role">{t('role')}</label>
-          <select id="invite-role" value={role} onChange={(e) => setRole(e.currentTarget.value)}>
-            {MEMBER_ROLES.map((r) => (
-              <option key={r} value={r}>
-                {t(`role_${r}`)}
-              </option>
-            ))}
-          </select>
-          {link && (
-            <div class="secret" role="status">
-              <p>{t('inviteLinkOnce')}</p>
-              <label for="invite-link">{t('inviteLink')}</label>
-              <input id="invite-link" readOnly value={link} onFocus={(e) => e.currentTarget.select()} />
-            </div>
-          )}
-          <button type="submit" disabled={action.busy}>
-            {t('invite')}
-          </button>
-        </form>
-      )}
+      <InvitationsSection t={t} session={session} />
     </section>
   );
 }

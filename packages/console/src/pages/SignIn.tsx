@@ -28,6 +28,9 @@ export function SignInPage({ t, onSignedIn }: { t: Translate; onSignedIn: () => 
           {action.busy ? t('signingIn') : t('signIn')}
         </button>
       </form>
+      <p>
+        <a href="#/forgot">{t('forgotPassword')}</a>
+      </p>
     </section>
   );
 }

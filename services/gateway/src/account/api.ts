@@ -2,12 +2,15 @@ import type { HttpApi } from '../http/api';
 import { AUTH_DESCRIPTIONS, sessionGate, visitorGate, type ResolveSession } from '../http/auth';
 import { ERROR_CODES, KERNEL_CODES, type ErrorCodeInfo } from '../http/errorCodes';
 import { configRoutes, type ConfigRouteDeps } from './configRoutes';
+import { developerRoutes } from './developerRoutes';
+import { accountMemberRoutes } from './memberRoutes';
 import { accountRoutes, type AccountRouteDeps } from './routes';
 
 const TAGS: Record<string, string> = {
   session: 'Signing in and out, and invitations.',
   members: "The organization's people.",
   'api-keys': 'The developer section: API keys of the public API.',
+  webhooks: 'The developer section: webhook endpoints, their delivery log, test events and replays (the public API\'s webhook operations).',
   locations: 'Locations: what a send names, with their public review links.',
   flows: 'Flows: the steps a cascade goes through.',
   cascades: 'Cascades: the list, one cascade, and sending by hand.',
@@ -32,7 +35,7 @@ export function accountApi(deps: AccountRouteDeps & ConfigRouteDeps & { resolveS
   const resolveSession: ResolveSession = deps.resolveSession ?? ((sessionToken) => deps.clients.contacts.resolveSession({ sessionToken }));
   return {
     basePath: '/account/v1',
-    routes: [...accountRoutes(deps), ...configRoutes(deps)],
+    routes: [...accountRoutes(deps), ...configRoutes(deps), ...accountMemberRoutes(deps), ...developerRoutes(deps)],
     gates: { session: sessionGate(resolveSession, deps.publicBaseUrl), visitor: visitorGate(deps.publicBaseUrl) },
     idempotencyKeys: true,
     document: {

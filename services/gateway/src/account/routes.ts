@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CASCADE_STATUSES, MEMBER_ROLES, PASSWORD_MAX_LENGTH, SCOPES, SESSION_ABSOLUTE_MS, type contactsV1, type schedulerV1 } from '@rrs/proto';
-import { ForbiddenError, RateLimitedError } from '@rrs/runtime';
+import { ForbiddenError, RateLimitedError, type Logger } from '@rrs/runtime';
 import type { GatewayClients } from '../clients';
 import { acceptUrl, Invitation, invitationJson } from '../admin/memberRoutes';
 import { ApiKey, apiKeyJson, EXAMPLE_API_KEY, EXAMPLE_FLOW, EXAMPLE_LOCATION, Flow, flowJson, idOf, Location, locationJson } from '../admin/routes';
@@ -14,6 +14,7 @@ import { CascadeStatus, Scope } from '../routes/enums';
 import { EXAMPLE_IDS } from '../routes/shapes';
 import { startCascade } from '../useCases/cascades';
 import type { SignInThrottle } from './signInThrottle';
+import type { SystemEmails } from './systemEmails';
 
 /*
  * The account API (`/account/v1`): what the console calls, as a signed-in member of one organization.
@@ -29,6 +30,10 @@ export interface AccountRouteDeps {
   signInThrottle: SignInThrottle;
   /** The public API's per-plan quota, counted per organization for the console's sends. */
   rateLimiter: RateLimiter;
+  /** Invitations and password reset links by email (channel-email). */
+  systemEmails: SystemEmails;
+  /** Reports what fails after an answer (the "Forgot password?" email). */
+  logger?: Logger;
 }
 
 const Role = z.enum(MEMBER_ROLES).meta({ id: 'MemberRole', description: '`owner` and `admin` may change things; a `viewer` only looks (403 `read_only_role`).' });
@@ -183,15 +188,16 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
 
     defineRoute({
       method: 'POST', path: '/members/invitations', operationId: 'inviteMember', summary: 'Invite a person', tags: ['members'], auth: 'session',
-      description: "An owner invites a person into the organization with a role. The answer has the link the person opens (`acceptUrl`), once; it works for 7 days. It is not emailed yet: hand it over yourself.",
+      description: "An owner invites a person into the organization with a role. The link the person opens is emailed to them (`emailed`: queued for the email channel) and is also in this answer (`acceptUrl`), once; it works for 7 days.",
       request: { body: z.strictObject({ email: z.string().min(3).max(254), role: Role }) },
-      responses: { 201: { description: 'The invitation and its link.', body: z.object({ invitation: Invitation, acceptUrl: z.string() }), example: { invitation: { id: '0190e0e0-aaaa-7000-8000-00000000000a', email: 'anna@example.com', role: 'admin', expiresAt: '2026-05-08T09:00:00.000Z', createdAt: '2026-05-01T09:00:00.000Z' }, acceptUrl: 'https://reviews.example.com/app/#/accept/inv_8s0dKq2LmZ7xV3cN1pR4tY6wB9hJ5fG2aE0uQ7kT3oS' } } },
+      responses: { 201: { description: 'The invitation and its link.', body: z.object({ invitation: Invitation, acceptUrl: z.string(), emailed: z.boolean().meta({ description: 'false: the email could not be queued now; hand the link over yourself.' }) }), example: { invitation: { id: '0190e0e0-aaaa-7000-8000-00000000000a', email: 'anna@example.com', role: 'admin', expiresAt: '2026-05-08T09:00:00.000Z', createdAt: '2026-05-01T09:00:00.000Z' }, acceptUrl: 'https://reviews.example.com/app/#/accept/inv_8s0dKq2LmZ7xV3cN1pR4tY6wB9hJ5fG2aE0uQ7kT3oS', emailed: true } } },
       errors: [OWNER_ONLY, MEMBER_EXISTS],
       example: { body: { email: 'anna@example.com', role: 'admin' } },
       handler: async ({ body, principal, metadata }) => {
         if (principal.member.role !== 'owner') throw new ForbiddenError('owner_only', "only the organization's owners manage its people");
         const r = await contacts.inviteMember({ organizationId: principal.organization.id, email: body.email, role: body.role, invitedBy: principal.member.id }, { metadata });
-        return { body: { invitation: invitationJson(r.invitation!), acceptUrl: acceptUrl(deps.publicBaseUrl, r.token) } };
+        const emailed = await deps.systemEmails.invitation({ invitation: r.invitation!, token: r.token, organization: principal.organization });
+        return { body: { invitation: invitationJson(r.invitation!), acceptUrl: acceptUrl(deps.publicBaseUrl, r.token), emailed } };
       },
     }),
 

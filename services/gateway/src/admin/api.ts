@@ -8,6 +8,7 @@ import { notFound } from '../http/errors';
 import type { GatewayClients } from '../clients';
 import { connectorRoutes } from './connectorRoutes';
 import { memberRoutes } from './memberRoutes';
+import { busSystemEmails, type SystemEmails } from '../account/systemEmails';
 import { peopleRoutes } from './peopleRoutes';
 import { adminRoutes } from './routes';
 
@@ -24,10 +25,10 @@ const ADMIN_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
  * bearer token. Its OpenAPI document (`/admin/v1/openapi.json`) needs no token, like the public API's.
  * No Idempotency-Key: the operations are the operator's, not an integrator's retries.
  */
-export function adminApi(clients: GatewayClients, access: { tokens: readonly string[]; failures: FailureLimiter; logger: Logger; publicBaseUrl: string }): HttpApi {
+export function adminApi(clients: GatewayClients, access: { tokens: readonly string[]; failures: FailureLimiter; logger: Logger; publicBaseUrl: string; systemEmails?: SystemEmails }): HttpApi {
   return {
     basePath: '/admin/v1',
-    routes: [...adminRoutes(clients), ...peopleRoutes(clients), ...connectorRoutes(clients), ...memberRoutes(clients, access.publicBaseUrl)],
+    routes: [...adminRoutes(clients), ...peopleRoutes(clients), ...connectorRoutes(clients), ...memberRoutes(clients, access.publicBaseUrl, access.systemEmails ?? busSystemEmails(undefined, access.publicBaseUrl, access.logger))],
     gates: { adminToken: adminTokenGate(access.tokens, access.failures, access.logger) },
     idempotencyKeys: false,
     document: {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MEMBER_ROLES, type contactsV1 } from '@rrs/proto';
 import type { GatewayClients } from '../clients';
+import type { SystemEmails } from '../account/systemEmails';
 import { defineRoute, type Route } from '../http/route';
 import { EXAMPLE_IDS } from '../routes/shapes';
 import { OrgParams } from './routes';
@@ -21,18 +22,20 @@ export const invitationJson = (i: contactsV1.Invitation) => ({
 });
 
 /** The operator invites an organization's people (its first owner above all) to the console. */
-export function memberRoutes(clients: GatewayClients, publicBaseUrl: string): Route[] {
+export function memberRoutes(clients: GatewayClients, publicBaseUrl: string, systemEmails: SystemEmails): Route[] {
   const { contacts } = clients;
   return [
     defineRoute({
       method: 'POST', path: '/organizations/{organizationId}/invitations', operationId: 'inviteMember', summary: 'Invite a person to the console', tags: ['members'], auth: 'adminToken',
-      description: 'The person opens `acceptUrl`, sets a name and password, and is signed in. The URL (its token) is in this response only; it works once, for 7 days. Hand it to the person yourself (the console does not email it yet, docs/console.md).',
+      description: 'The person opens `acceptUrl`, sets a name and password, and is signed in. The URL (its token) is in this response only; it works once, for 7 days. It is also emailed to the person (docs/channels.md, "System emails").',
       request: { params: OrgParams, body: z.strictObject({ email: z.string().min(3).max(254), role: z.enum(MEMBER_ROLES).optional().meta({ description: 'Default `owner`.' }) }) },
       responses: { 201: { description: 'The invitation and its link.', body: z.object({ invitation: Invitation, acceptUrl: z.string() }), example: { invitation: EXAMPLE_INVITATION, acceptUrl: 'https://reviews.example.com/app/#/accept/inv_8s0dKq2LmZ7xV3cN1pR4tY6wB9hJ5fG2aE0uQ7kT3oS' } } },
       errors: [{ status: 409, code: 'member_exists', description: 'This email already signs in to an organization.' }],
       example: { params: { organizationId: EXAMPLE_IDS.organization }, body: { email: 'owner@example.com', role: 'owner' } },
       handler: async ({ params, body, metadata }) => {
         const r = await contacts.inviteMember({ organizationId: params.organizationId, email: body.email, role: body.role ?? 'owner', invitedBy: '' }, { metadata });
+        const { organization } = await contacts.getOrganization({ id: params.organizationId }, { metadata });
+        await systemEmails.invitation({ invitation: r.invitation!, token: r.token, organization: { name: organization!.name, locale: organization!.locale } });
         return { body: { invitation: invitationJson(r.invitation!), acceptUrl: acceptUrl(publicBaseUrl, r.token) } };
       },
     }),

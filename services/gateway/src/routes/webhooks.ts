@@ -165,7 +165,7 @@ function checkEventScopes(principal: Principal, events: readonly string[] | unde
   }
 }
 
-export function webhookRoutes({ clients }: PublicRouteDeps): Route[] {
+export function webhookRoutes({ clients }: Pick<PublicRouteDeps, 'clients'>): Route[] {
   const webhooks = () => clients.webhooks;
   return [
     defineRoute({

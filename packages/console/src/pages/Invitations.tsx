@@ -1,0 +1,105 @@
+import { useEffect, useState } from 'preact/hooks';
+import { call } from '../api';
+import { ErrorNote, type PageProps } from '../App';
+import { useAction } from '../parts';
+import { MEMBER_ROLES } from '../rules';
+import { ListTable } from './ListTable';
+
+interface Invitation {
+  id: string;
+  email: string;
+  role: (typeof MEMBER_ROLES)[number];
+  expiresAt: string;
+  createdAt: string;
+}
+
+/** Pending invitations (owners revoke them) and, for owners, the invite form: the link is emailed and shown once. */
+export function InvitationsSection({ t, session }: PageProps) {
+  const [invitations, setInvitations] = useState<Invitation[] | null>(null);
+  const [email, setEmail] = useState('');
+  const [role, setRole] = useState<string>('admin');
+  const [sent, setSent] = useState<{ link: string; email: string; emailed: boolean } | null>(null);
+  const action = useAction();
+  const isOwner = session.member.role === 'owner';
+
+  const load = () => call<{ invitations: Invitation[] }>('GET', '/members/invitations').then((r) => setInvitations(r.invitations), action.setError);
+  useEffect(() => {
+    void load();
+  }, []);
+  const invite = (e: Event) => {
+    e.preventDefault();
+    setSent(null);
+    void action.run(async () => {
+      const r = await call<{ acceptUrl: string; emailed: boolean }>('POST', '/members/invitations', { body: { email, role } });
+      setSent({ link: r.acceptUrl, email, emailed: r.emailed });
+      setEmail('');
+      await load();
+    });
+  };
+  const revoke = (invitation: Invitation) =>
+    action.run(async () => {
+      await call('DELETE', `/invitations/${encodeURIComponent(invitation.id)}`);
+      await load();
+    });
+
+  return (
+    <>
+      <h2>{t('pendingInvitations')}</h2>
+      <ErrorNote error={action.error} t={t} />
+      <ListTable
+        t={t}
+        rows={invitations}
+        caption={t('pendingInvitations')}
+        empty="noInvitations"
+        head={
+          <>
+            <th scope="col">{t('email')}</th>
+            <th scope="col">{t('role')}</th>
+            <th scope="col">{t('expires')}</th>
+            {isOwner && <th scope="col">{t('actions')}</th>}
+          </>
+        }
+        row={(i) => (
+          <tr key={i.id}>
+            <td>{i.email}</td>
+            <td>{t(`role_${i.role}`)}</td>
+            <td>{new Date(i.expiresAt).toLocaleString()}</td>
+            {isOwner && (
+              <td>
+                <button type="button" class="danger" onClick={() => void revoke(i)}>
+                  {t('revokeInvitation')}
+                </button>
+              </td>
+            )}
+          </tr>
+        )}
+      />
+      {isOwner && (
+        <form onSubmit={invite} class="card">
+          <h2>{t('invite')}</h2>
+          <label for="invite-email">{t('email')}</label>
+          <input id="invite-email" type="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+          <label for="invite-role">{t('role')}</label>
+          <select id="invite-role" value={role} onChange={(e) => setRole(e.currentTarget.value)}>
+            {MEMBER_ROLES.map((r) => (
+              <option key={r} value={r}>
+                {t(`role_${r}`)}
+              </option>
+            ))}
+          </select>
+          {sent && (
+            <div class="secret" role="status">
+              <p>{sent.emailed ? t('invitationEmailed', { email: sent.email }) : t('notQueued')}</p>
+              <p>{t('inviteLinkOnce')}</p>
+              <label for="invite-link">{t('inviteLink')}</label>
+              <input id="invite-link" readOnly value={sent.link} onFocus={(e) => e.currentTarget.select()} />
+            </div>
+          )}
+          <button type="submit" disabled={action.busy}>
+            {t('invite')}
+          </button>
+        </form>
+      )}
+    </>
+  );
+}
