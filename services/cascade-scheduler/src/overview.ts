@@ -60,7 +60,9 @@ export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequ
          FROM rr JOIN ratings ra ON ra.review_request_id = rr.id GROUP BY 1, 2 ORDER BY 1, 2`,
       params,
     ),
-    // The channel credited with an event is the one of the last step sent at or before it.
+    // The channel credited with an event is the one of the last step sent at or before it. A step's
+    // `sent_at` is when its result was applied, which a backlog of results can put after the customer
+    // already acted on the message: an event with no step recorded before it goes to the first step sent.
     pool.query<{ channel: string; kind: ChannelEvent; n: number }>(
       `WITH rr AS (${inRange}),
             happened AS (
@@ -69,7 +71,8 @@ export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequ
               UNION ALL SELECT recipient_id, 'clicked', clicked_at FROM rr WHERE clicked_at IS NOT NULL)
        SELECT last_step.sent_channel AS channel, h.kind, count(*)::int AS n
          FROM happened h
-         CROSS JOIN LATERAL (SELECT s.sent_channel FROM recipient_steps s WHERE s.recipient_id = h.recipient_id AND s.sent_at <= h.at ORDER BY s.sent_at DESC LIMIT 1) last_step
+         CROSS JOIN LATERAL (SELECT s.sent_channel FROM recipient_steps s WHERE s.recipient_id = h.recipient_id AND s.sent_at IS NOT NULL
+                             ORDER BY s.sent_at <= h.at DESC, CASE WHEN s.sent_at <= h.at THEN s.sent_at END DESC, s.sent_at LIMIT 1) last_step
         GROUP BY 1, 2`,
       params,
     ),

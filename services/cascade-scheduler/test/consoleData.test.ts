@@ -112,6 +112,11 @@ describe('console data: filters, handled marks, public link clicks, overview by 
     const email = overview.byChannel.find((c) => c.channel === 'EMAIL');
     expect(email).toMatchObject({ rated: 3, clicked: 1 });
     expect(email!.opened).toBe(3);
+    // A step's result applied after the customer had already opened, rated and clicked (a backlog of
+    // results): the events still go to the channel that carried the message.
+    await h.pool.query(`UPDATE recipient_steps SET sent_at = now() + interval '1 hour' WHERE sent_at IS NOT NULL AND recipient_id = (SELECT recipient_id FROM review_requests WHERE token = $1)`, [token]);
+    const late = await h.scheduler.reviews.overview({ organizationId: ORG, fromDay: today(), toDay: today(), timeZone: 'UTC' });
+    expect(late.byChannel.find((c) => c.channel === 'EMAIL')).toMatchObject({ opened: 3, rated: 3, clicked: 1 });
     const location = overview.byLocation.find((l) => l.locationId === LOCATION);
     expect(location?.counts).toMatchObject({ publicLinkClicked: 1 });
   });

@@ -58,8 +58,9 @@ describe('timing and skip rules (fast clock, Postgres + JetStream)', () => {
     const { steps, recipient } = await run(id, { phone: '+79000000002' });
     expect(steps[0]).toMatchObject({ status: 'skipped', reason: 'no_contact' });
     expect(steps[1].status).toBe('sent');
-    // Due at the skip, not 20 flow minutes later.
-    expect(ms(steps[1].due_at, steps[0].due_at)).toBeLessThan(MINUTE);
+    // Due at the skip, not 20 flow minutes later (half the delay leaves room for a loaded machine's
+    // processing of the skip, and still tells the two apart).
+    expect(ms(steps[1].due_at, steps[0].due_at)).toBeLessThan(10 * MINUTE);
     expect(recipient.finishReason).toBe('exhausted');
   });
 
