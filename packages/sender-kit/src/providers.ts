@@ -47,7 +47,9 @@ export const PROVIDER_FAULTS: ReadonlySet<string> = new Set([
   'provider_account_limit',
 ]);
 
-export type CircuitState = 'closed' | 'open' | 'half_open';
+/** A provider's circuit breaker states, as the channel catalog and the account API name them. */
+export const CIRCUIT_STATES = ['closed', 'open', 'half_open'] as const;
+export type CircuitState = (typeof CIRCUIT_STATES)[number];
 const STATE_VALUE: Record<CircuitState, number> = { closed: 0, open: 1, half_open: 2 };
 
 export interface CircuitBreakerOptions {
