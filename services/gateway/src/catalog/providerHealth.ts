@@ -48,13 +48,14 @@ export class ProviderHealthBoard {
     if (known && known.announcedAt > announcedAt) return;
     const seenAt = known && known.announcedAt === announcedAt ? known.seenAt : now;
     byReplica.set(replica, { announcedAt, seenAt, providers: entry.providers });
+    this.prune(byReplica, now);
   }
 
   /** The channel's providers in the failover order of its latest announcement, each summed over the live replicas. */
   of(key: string, now = Date.now()): ProviderHealthSummary[] {
     const byReplica = this.views.get(key);
     if (!byReplica) return [];
-    for (const [replica, view] of byReplica) if (view.seenAt + this.ttlMs <= now) byReplica.delete(replica);
+    this.prune(byReplica, now);
     const live = [...byReplica.values()].sort((a, b) => b.announcedAt - a.announcedAt);
     if (live.length === 0) return [];
     return live[0].providers.map((provider) => {
@@ -72,5 +73,10 @@ export class ProviderHealthBoard {
         replicasInState: inState.length,
       };
     });
+  }
+
+  /** Replicas restart under new names (pod, pid): views a TTL old are dropped whenever the key is touched. */
+  private prune(byReplica: Map<string, ReplicaView>, now: number): void {
+    for (const [replica, view] of byReplica) if (view.seenAt + this.ttlMs <= now) byReplica.delete(replica);
   }
 }
