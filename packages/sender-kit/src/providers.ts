@@ -86,6 +86,7 @@ export class CircuitBreaker {
 
   /** When the circuit entered its current state (ms since epoch; its creation while it never changed). */
   get since(): number {
+    // Reading the state first applies a due open → half-open, so `since` is that state's.
     void this.state;
     return this.changedAt;
   }
