@@ -49,6 +49,12 @@ describe('account API: provider health of a running sender', () => {
     expect(res.status).toBe(200);
     return (res.body.channels as Array<{ channel: string; providers: Array<Record<string, unknown>> }>).find((c) => c.channel === key)?.providers;
   };
+  /** The channel's providers once the first one (smsc) shows `state`. */
+  const providersWhen = (state: string) =>
+    waitFor(async () => {
+      const providers = await providersOf('SMSRESERVE');
+      return providers?.[0].state === state ? providers : undefined;
+    }, { what: `smsc ${state} in the account API` });
   const send = (chain: ProviderChain<SmsSendRequest>, stepId: string) =>
     chain.send({ stepId, phone: '+79161234567', text: 'Rate your visit', link: 'https://example.com/r/x' }, { idempotencyKey: stepId, resumed: false, maybeWith: [] });
 
@@ -64,10 +70,7 @@ describe('account API: provider health of a running sender', () => {
     smscDown = true;
     // SMSC's 503 is a provider fault: the step goes to the sink and replica A's SMSC circuit opens.
     await expect(send(podA, '6f1c8a52-0d4e-4c55-9c43-1b2f7e0a9d01')).resolves.toMatchObject({ provider: 'sink' });
-    const opened = await waitFor(async () => {
-      const providers = await providersOf('SMSRESERVE');
-      return providers?.[0].state === 'open' ? providers : undefined;
-    }, { what: 'smsc open in the account API' });
+    const opened = await providersWhen('open');
     expect(opened[0]).toMatchObject({ name: 'smsc', state: 'open', lastFailureCode: 'provider_unavailable', replicas: 2, replicasInState: 1 });
     expect(Date.parse(opened[0].lastFailureAt as string)).not.toBeNaN();
     expect(opened[1]).toMatchObject({ name: 'sink', state: 'closed' });
@@ -78,10 +81,7 @@ describe('account API: provider health of a running sender', () => {
     await new Promise((resolve) => setTimeout(resolve, openMs));
     // The trial step after the open time goes to SMSC again and its success closes the circuit.
     await expect(send(podA, '6f1c8a52-0d4e-4c55-9c43-1b2f7e0a9d02')).resolves.toMatchObject({ provider: 'smsc' });
-    const closed = await waitFor(async () => {
-      const providers = await providersOf('SMSRESERVE');
-      return providers?.[0].state === 'closed' ? providers : undefined;
-    }, { what: 'smsc closed again in the account API' });
+    const closed = await providersWhen('closed');
     expect(closed[0]).toMatchObject({ name: 'smsc', state: 'closed', lastFailureCode: 'provider_unavailable', replicas: 2, replicasInState: 2 });
   });
 
