@@ -149,6 +149,10 @@ describe('the configuration pages in a browser', () => {
     const email = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'Email' }) });
     expect(await email.getByRole('cell').allTextContents()).toEqual(['yes', 'yes', 'yes', 'yes', 'channel-email', expect.stringContaining('send')]);
     await page.getByRole('rowheader', { name: 'SMS' }).waitFor();
+    // The providers in failover order, the state in words: npm start's email goes through the sink.
+    const emailProviders = page.getByRole('table', { name: 'Email: providers in failover order' });
+    const sink = emailProviders.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'sink' }) });
+    expect(await sink.getByRole('cell').allTextContents()).toEqual(['1', 'Working', expect.any(String), '—']);
     await expectAccessible('channels');
   });
 

@@ -47,7 +47,9 @@ export const PROVIDER_FAULTS: ReadonlySet<string> = new Set([
   'provider_account_limit',
 ]);
 
-export type CircuitState = 'closed' | 'open' | 'half_open';
+/** A provider's circuit breaker states, as the channel catalog and the account API name them. */
+export const CIRCUIT_STATES = ['closed', 'open', 'half_open'] as const;
+export type CircuitState = (typeof CIRCUIT_STATES)[number];
 const STATE_VALUE: Record<CircuitState, number> = { closed: 0, open: 1, half_open: 2 };
 
 export interface CircuitBreakerOptions {
@@ -67,6 +69,7 @@ export interface CircuitBreakerOptions {
  */
 export class CircuitBreaker {
   private current: CircuitState = 'closed';
+  private changedAt: number;
   private faults = 0;
   private openedAt = 0;
   private trialInFlight = false;
@@ -78,6 +81,14 @@ export class CircuitBreaker {
     this.threshold = options.failureThreshold ?? 5;
     this.openMs = options.openMs ?? 30_000;
     this.now = options.now ?? Date.now;
+    this.changedAt = this.now();
+  }
+
+  /** When the circuit entered its current state (ms since epoch; its creation while it never changed). */
+  get since(): number {
+    // Reading the state first applies a due open → half-open, so `since` is that state's.
+    void this.state;
+    return this.changedAt;
   }
 
   get state(): CircuitState {
@@ -121,6 +132,7 @@ export class CircuitBreaker {
 
   private set(state: CircuitState): void {
     this.current = state;
+    this.changedAt = this.now();
     this.options.onChange?.(state);
   }
 }
@@ -130,6 +142,24 @@ const providerCalls = counter({ name: 'sender_provider_calls_total', help: 'Prov
 const failovers = counter({ name: 'sender_provider_failovers_total', help: 'Steps moved on from a provider to the next one, by channel, provider left and reason.', labelNames: ['channel', 'provider', 'reason'] });
 
 export interface ProviderChainOptions extends Omit<CircuitBreakerOptions, 'onChange'> {}
+
+/** One provider of a chain as this process sees it: what the channel catalog announces (no secrets). */
+export interface ProviderHealthView {
+  name: string;
+  state: CircuitState;
+  /** When the circuit entered `state`. */
+  since: Date;
+  /** The reason code of the provider's last fault (PROVIDER_FAULTS), if it had one. */
+  lastFailureCode?: string;
+  lastFailureAt?: Date;
+}
+
+/** What the catalog announcement reads a channel's provider health from (a ProviderChain). */
+export interface ProviderHealthSource {
+  health(): ProviderHealthView[];
+  /** Calls back on every change of a provider's circuit state; returns the unsubscribe function. */
+  onHealthChange(listener: () => void): () => void;
+}
 
 /** What the chain sent with: the provider's message id and the provider's name (for the step result). */
 export interface ChainSent {
@@ -153,8 +183,10 @@ export interface ChainSent {
  *
  * A permanent refusal (a bad number) is the message's fault, not the provider's: it ends the step.
  */
-export class ProviderChain<Request> {
+export class ProviderChain<Request> implements ProviderHealthSource {
   private readonly breakers: CircuitBreaker[];
+  private readonly lastFaults: ({ code: string; at: Date } | undefined)[];
+  private readonly listeners = new Set<() => void>();
 
   constructor(
     readonly channel: string,
@@ -164,10 +196,30 @@ export class ProviderChain<Request> {
     if (providers.length === 0) throw new Error(`channel ${channel} has no provider`);
     const names = new Set(providers.map((p) => p.name));
     if (names.size !== providers.length) throw new Error(`channel ${channel} lists a provider twice: ${providers.map((p) => p.name).join(', ')}`);
+    this.lastFaults = providers.map(() => undefined);
     this.breakers = providers.map((provider) => {
       circuitState.set({ channel, provider: provider.name }, 0);
-      return new CircuitBreaker({ ...options, onChange: (state) => circuitState.set({ channel, provider: provider.name }, STATE_VALUE[state]) });
+      return new CircuitBreaker({
+        ...options,
+        onChange: (state) => {
+          circuitState.set({ channel, provider: provider.name }, STATE_VALUE[state]);
+          for (const listener of this.listeners) listener();
+        },
+      });
     });
+  }
+
+  health(): ProviderHealthView[] {
+    return this.providers.map((provider, index) => {
+      const breaker = this.breakers[index];
+      const fault = this.lastFaults[index];
+      return { name: provider.name, state: breaker.state, since: new Date(breaker.since), ...(fault ? { lastFailureCode: fault.code, lastFailureAt: fault.at } : {}) };
+    });
+  }
+
+  onHealthChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   /** Provider names in order, e.g. `smsc>smsru`. */
@@ -283,8 +335,10 @@ export class ProviderChain<Request> {
         throw err;
       }
       const fault = err instanceof RetryableSendError && PROVIDER_FAULTS.has(err.reason);
-      if (fault) breaker.fault();
-      else breaker.neutral();
+      if (fault) {
+        this.lastFaults[index] = { code: (err as RetryableSendError).reason, at: new Date() };
+        breaker.fault();
+      } else breaker.neutral();
       providerCalls.inc({ channel: this.channel, provider: provider.name, result: fault ? 'fault' : 'retry' });
       return { err, fault, maybeDelivered: !(err instanceof RetryableSendError) || err.maybeDelivered };
     }

@@ -1,5 +1,6 @@
 import { openBus, type Bus, type BusConfig, type Pool, type ServiceContext, type Subscription } from '@rrs/runtime';
 import type { SenderBaseConfig } from './config';
+import type { ProviderHealthSource } from './providers';
 import { announceChannels, type AnnouncedEntry, type ChannelAvailability } from './registry';
 import { StepResultPublisher } from './result';
 import { startSender, type SendStep } from './sender';
@@ -18,6 +19,8 @@ export type ChannelSpec = {
   entry: Omit<AnnouncedEntry, 'sender'>;
   /** The provider behind the send step (`smtp`, `smsc`, `sink`, …), logged at start. */
   provider?: string;
+  /** The channel's provider chain: its providers' circuit states go into the catalog entry. */
+  health?: ProviderHealthSource;
 } & (
   | { send: SendStep }
   /** A send step made from the sender's pool, send log and result publisher, once they are open. */
@@ -91,6 +94,7 @@ export async function startChannelSender(
     entries: options.channels.map((c) => ({ ...c.entry, sender: options.service })),
     logger: ctx.logger,
     ttlMs: config.channelTtlMs,
+    health: new Map(options.channels.flatMap((c) => (c.health ? [[c.entry.key, c.health] as const] : []))),
   });
   ctx.lifecycle.onStop('channel catalog announcement', () => announcement.stop());
   return { bus, sendLog, pool, results, subscriptions, setAvailability: (key, availability) => announcement.setAvailability(key, availability) };

@@ -53,6 +53,7 @@ export async function startEmailSender(
       entry: { key: CHANNEL, slug: 'email', label: 'Email', contactField: 'email', capabilities: receipts ? ['send', 'unsubscribe', 'delivery_receipts'] : ['send', 'unsubscribe'], position: 10 },
       send: emailSend(chain, from),
       provider: chain.name,
+      health: chain,
     }],
   });
   // Invitations and password resets: the same providers, the same send log (docs/channels.md, "System emails").

@@ -97,6 +97,7 @@ export async function startSmsSender(
         return smsSend(chain, balance, { recordRecipient: (stepId, phone) => recipients.record(stepId, phone), results });
       },
       provider: chain.name,
+      health: chain,
     }],
   });
   let inbox: ReturnType<typeof startSmscInbox> | undefined;

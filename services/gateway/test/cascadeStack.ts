@@ -7,7 +7,7 @@ import { startScriptedSender } from '../../cascade-scheduler/test/harness';
 
 export type OrgKind = 'paid' | 'other' | 'trial' | 'unconfirmed';
 
-const entry = (key: string, contactField: string, position: number) => ({ key, slug: key.toLowerCase(), label: key, contactField, capabilities: ['send'], sender: 'scripted', announcedAt: new Date(), position });
+const entry = (key: string, contactField: string, position: number) => ({ key, slug: key.toLowerCase(), label: key, contactField, capabilities: ['send'], sender: 'scripted', announcedAt: new Date(), providers: [], position });
 /** The channels of the scripted sender, as the send endpoints see them (no sender announces them here). */
 const SCRIPTED_CATALOG = { list: () => [entry('EMAIL', 'email', 1), entry('SMS', 'phone', 2)], version: 1 };
 

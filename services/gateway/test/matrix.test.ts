@@ -76,6 +76,7 @@ const channelEntry = (key: string, contactField: string, position: number): busV
   capabilities: ['send'],
   sender: `channel-${key.toLowerCase()}`,
   announcedAt: new Date(),
+  providers: [],
   position,
 });
 const entries = [channelEntry('EMAIL', 'email', 1), channelEntry('SMS', 'phone', 2), channelEntry('MAX', 'phone', 3), channelEntry('TELEGRAM', 'phone', 4)];

@@ -16,7 +16,7 @@ describe('the OpenAPI document', () => {
 
   beforeAll(async () => {
     const authenticate = tableAuthenticator({ key_full: principal() });
-    const entry = (key: string, contactField: string, position: number) => ({ key, slug: key.toLowerCase(), label: key, contactField, capabilities: ['send'], sender: 'test', announcedAt: new Date(), position });
+    const entry = (key: string, contactField: string, position: number) => ({ key, slug: key.toLowerCase(), label: key, contactField, capabilities: ['send'], sender: 'test', announcedAt: new Date(), providers: [], position });
     // The spec's four channels, one deployed later (VIBER), and one whose contact field recipients do not have.
     const channelCatalog = {
       list: () => [entry('EMAIL', 'email', 1), entry('SMS', 'phone', 2), entry('MAX', 'phone', 3), entry('TELEGRAM', 'phone', 4), entry('VIBER', 'phone', 5), entry('PIGEON', 'address', 6)],

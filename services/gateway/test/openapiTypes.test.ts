@@ -24,7 +24,7 @@ import { renderBody } from '../../webhooks/src/payload';
 type Json = Record<string, unknown>;
 type Operation = { requestBody?: { content: Record<string, { schema: Json }> }; responses: Record<string, { headers?: Record<string, Json>; content?: Record<string, { schema: Json }> }> };
 
-const entry = (key: string, contactField: string, position: number) => ({ key, slug: key.toLowerCase(), label: key, contactField, capabilities: ['send'], sender: 'test', announcedAt: new Date(), position });
+const entry = (key: string, contactField: string, position: number) => ({ key, slug: key.toLowerCase(), label: key, contactField, capabilities: ['send'], sender: 'test', announcedAt: new Date(), providers: [], position });
 const CATALOG = {
   list: () => [entry('EMAIL', 'email', 1), entry('SMS', 'phone', 2), entry('MAX', 'phone', 3), entry('TELEGRAM', 'phone', 4), entry('VIBER', 'phone', 5), entry('PIGEON', 'address', 6)],
   version: 1,

@@ -2,6 +2,18 @@ import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
 import { ErrorNote, type PageProps, Scroll } from '../App';
 
+type CircuitState = 'closed' | 'open' | 'half_open';
+
+interface ProviderHealth {
+  name: string;
+  state: CircuitState;
+  since: string;
+  lastFailureCode: string | null;
+  lastFailureAt: string | null;
+  replicas: number;
+  replicasInState: number;
+}
+
 interface ChannelStatus {
   channel: string;
   label: string;
@@ -12,6 +24,53 @@ interface ChannelStatus {
   sender: string | null;
   capabilities: string[];
   ready: boolean;
+  providers: ProviderHealth[];
+}
+
+/** One channel's providers in failover order: the state in words (not colour alone), since when, the last fault. */
+function ProvidersTable({ channel, t }: { channel: ChannelStatus; t: PageProps['t'] }) {
+  const caption = t('providersOf', { channel: channel.label });
+  return (
+    <Scroll label={caption}>
+      <table data-providers={channel.channel}>
+        <caption>{caption}</caption>
+        <thead>
+          <tr>
+            <th scope="col">{t('providerOrder')}</th>
+            <th scope="col">{t('provider')}</th>
+            <th scope="col">{t('providerState')}</th>
+            <th scope="col">{t('providerSince')}</th>
+            <th scope="col">{t('providerLastFailure')}</th>
+          </tr>
+        </thead>
+        <tbody>
+          {channel.providers.map((p, index) => (
+            <tr key={p.name} data-provider={p.name} data-state={p.state}>
+              <td>{index + 1}</td>
+              <th scope="row">
+                <code>{p.name}</code>
+              </th>
+              <td>
+                <span class={`circuit circuit-${p.state}`}>{t(`circuit_${p.state}`)}</span>
+                {p.replicas > 1 && <> ({t('circuitReplicas', { n: p.replicasInState, total: p.replicas })})</>}
+              </td>
+              <td>{new Date(p.since).toLocaleString()}</td>
+              <td>
+                {p.lastFailureCode ? (
+                  <>
+                    <code>{p.lastFailureCode}</code>
+                    {p.lastFailureAt && <>, {new Date(p.lastFailureAt).toLocaleString()}</>}
+                  </>
+                ) : (
+                  '—'
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </Scroll>
+  );
 }
 
 /** Channels as the organization has them: configured (by the operator), the sender running and able to send, and the SMS balance. Read-only for every role. */
@@ -73,6 +132,11 @@ export function ChannelsPage({ t }: PageProps) {
               </tbody>
             </table>
           </Scroll>
+          <h2>{t('providersTitle')}</h2>
+          {status.channels.filter((c) => c.providers.length > 0).map((c) => (
+            <ProvidersTable key={c.channel} channel={c} t={t} />
+          ))}
+          <p class="hint">{t('providersNone')}</p>
         </>
       )}
     </section>

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CIRCUIT_STATES } from '@rrs/sender-kit';
 import {
   ChannelConfiguration, CreateFlowBody, CreateLocationBody, createFlowRequest, createLocationRequest, EXAMPLE_EMAIL_TEMPLATE, EXAMPLE_FLOW, EXAMPLE_LOCATION, EXAMPLE_ORGANIZATION,
   EXAMPLE_SMS_TEMPLATE, Flow, flowJson, idOf, Location, locationJson, Organization, organizationJson, SetTemplateBody, Template, templateJson, UpdateFlowBody, updateFlowRequest,
@@ -25,6 +26,16 @@ export interface ConfigRouteDeps {
 /** What an organization may change of itself; its plan, balance, email confirmation, region and countries are the operator's. */
 const UpdateSettingsBody = UpdateOrganizationBody.pick({ name: true, timeZone: true, locale: true, sendWindow: true, responseWindowMinutes: true, cooldownDays: true, requireConsent: true });
 
+const ProviderHealth = z.object({
+  name: z.string().meta({ description: 'The provider, e.g. `smsc`, `smsru`, `smtp`, `postmark`, `sink`.' }),
+  state: z.enum(CIRCUIT_STATES).meta({ description: 'Its circuit breaker, the worst over the sender\'s replicas: `closed` (steps go to it), `open` (skipped after provider faults in a row; steps go to the next provider), `half_open` (one trial step may go).' }),
+  since: z.iso.datetime().meta({ description: 'Since when the longest of the replicas in `state` has been in it.' }),
+  lastFailureCode: z.string().nullable().meta({ description: 'The reason code of its most recent fault, e.g. `provider_unavailable`, `provider_auth_failed`.' }),
+  lastFailureAt: z.iso.datetime().nullable(),
+  replicas: z.number().int().meta({ description: 'Sender replicas that announced it.' }),
+  replicasInState: z.number().int().meta({ description: 'How many of them are in `state`.' }),
+}).meta({ id: 'ProviderHealth' });
+
 const ChannelStatus = ChannelConfiguration.extend({
   label: z.string(),
   running: z.boolean().meta({ description: 'A sender of the channel is running (it is in the live catalog, GET /api/v1/channels).' }),
@@ -33,6 +44,7 @@ const ChannelStatus = ChannelConfiguration.extend({
   sender: z.string().nullable().meta({ description: 'The service that announced it, e.g. `channel-sms`.' }),
   capabilities: z.array(z.string()),
   ready: z.boolean().meta({ description: 'Configured, running and available: steps in this channel go out (the catalog’s `configured`).' }),
+  providers: z.array(ProviderHealth).meta({ description: "The channel's providers in failover order, with their circuit state; empty for a sender without providers in order (the messengers) or not running." }),
 }).meta({ id: 'ChannelStatus' });
 
 const LocationParams = z.object({ locationId: idOf(EXAMPLE_IDS.location) });
@@ -110,15 +122,18 @@ export function configRoutes(deps: ConfigRouteDeps): Route[] {
     defineRoute({
       method: 'GET', path: '/channels', operationId: 'listChannelStatus', summary: 'Channels: configured, running, available; the SMS balance', tags: ['channels'], auth: 'session',
       description:
-        "Each channel the organization has a configuration for or a sender runs: whether the operator configured it for the organization, whether its sender is running and can send now (a messenger's working account that is blocked or logged out makes it unavailable, with the reason), and so whether its steps go out. With the organization's SMS balance in parts.",
+        "Each channel the organization has a configuration for or a sender runs: whether the operator configured it for the organization, whether its sender is running and can send now (a messenger's working account that is blocked or logged out makes it unavailable, with the reason), and so whether its steps go out; its providers in failover order with their circuit breakers (a provider open on any replica of the sender is `open`). With the organization's SMS balance in parts.",
       responses: {
         200: {
           description: 'The channels, in the catalog order, then the configured channels no sender runs.',
           body: z.object({ channels: z.array(ChannelStatus), smsBalance: z.number().int().meta({ description: 'SMS parts the organization may still send.' }) }),
           example: {
             channels: [
-              { channel: 'EMAIL', label: 'Email', configured: true, running: true, available: true, unavailableReason: null, sender: 'channel-email', capabilities: ['send'], ready: true },
-              { channel: 'MAX', label: 'MAX', configured: true, running: true, available: false, unavailableReason: 'account_blocked', sender: 'channel-messenger', capabilities: ['send', 'reachability'], ready: false },
+              { channel: 'SMS', label: 'SMS', configured: true, running: true, available: true, unavailableReason: null, sender: 'channel-sms', capabilities: ['send', 'balance'], ready: true, providers: [
+                { name: 'smsc', state: 'open', since: '2026-03-01T10:05:00.000Z', lastFailureCode: 'provider_unavailable', lastFailureAt: '2026-03-01T10:05:00.000Z', replicas: 2, replicasInState: 1 },
+                { name: 'smsru', state: 'closed', since: '2026-03-01T09:00:00.000Z', lastFailureCode: null, lastFailureAt: null, replicas: 2, replicasInState: 2 },
+              ] },
+              { channel: 'MAX', label: 'MAX', configured: true, running: true, available: false, unavailableReason: 'account_blocked', sender: 'channel-messenger', capabilities: ['send', 'reachability'], ready: false, providers: [] },
             ],
             smsBalance: 500,
           },
@@ -137,11 +152,14 @@ export function configRoutes(deps: ConfigRouteDeps): Route[] {
           return {
             channel: e.key, label: e.label, configured: isConfigured, running: true, available: !e.unavailable, unavailableReason: e.unavailable ? e.unavailableReason || null : null,
             sender: e.sender || null, capabilities: e.capabilities, ready: isConfigured && !e.unavailable,
+            providers: (deps.channelCatalog?.providerHealth?.(e.key) ?? []).map((p) => ({
+              ...p, since: p.since.toISOString(), lastFailureAt: p.lastFailureAt?.toISOString() ?? null,
+            })),
           };
         });
         const notRunning = configurations.channels
           .filter((c) => !entries.some((e) => e.key === c.channel))
-          .map((c) => ({ channel: c.channel, label: c.channel, configured: c.configured, running: false, available: false, unavailableReason: null, sender: null, capabilities: [], ready: false }));
+          .map((c) => ({ channel: c.channel, label: c.channel, configured: c.configured, running: false, available: false, unavailableReason: null, sender: null, capabilities: [], ready: false, providers: [] }));
         return { body: { channels: [...running, ...notRunning], smsBalance: organization.organization!.smsBalance } };
       },
     }),

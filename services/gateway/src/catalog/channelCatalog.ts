@@ -1,5 +1,6 @@
 import type { Bus, Logger } from '@rrs/runtime';
-import { DEFAULT_CHANNEL_TTL_MS, openChannelsBucket, readChannelCatalog, type ChannelCatalogEntry } from '@rrs/sender-kit';
+import { decodeCatalogEntry, DEFAULT_CHANNEL_TTL_MS, openChannelsBucket, readChannelCatalog, type ChannelCatalogEntry } from '@rrs/sender-kit';
+import { ProviderHealthBoard, type ProviderHealthSummary } from './providerHealth';
 
 /** The channels running senders announce, as the gateway currently knows them. */
 export interface ChannelCatalogSource {
@@ -7,6 +8,8 @@ export interface ChannelCatalogSource {
   list(): readonly ChannelCatalogEntry[];
   /** Bumped on every change, so derived values (e.g. send routes) can be cached per version. */
   readonly version: number;
+  /** A channel's providers in failover order with their circuit state over the sender's replicas. */
+  providerHealth?(key: string): ProviderHealthSummary[];
 }
 
 export interface RunningChannelCatalog extends ChannelCatalogSource {
@@ -21,7 +24,8 @@ const same = (a: readonly ChannelCatalogEntry[], b: readonly ChannelCatalogEntry
 /**
  * Reads the `channels` KV bucket into memory and keeps it current: a watch applies announcements at
  * once; a poll applies expiries (an entry older than the TTL is dropped even if the bucket still holds
- * it), since an expiry produces no watch event.
+ * it), since an expiry produces no watch event. Provider health is gathered from every put the watch sees
+ * (ProviderHealthBoard): replicas of one sender share the channel's key, the last put wins the entry.
  */
 export async function startChannelCatalog(options: { bus: Bus; logger: Logger; ttlMs?: number; pollMs?: number }): Promise<RunningChannelCatalog> {
   const ttlMs = options.ttlMs ?? DEFAULT_CHANNEL_TTL_MS;
@@ -29,9 +33,11 @@ export async function startChannelCatalog(options: { bus: Bus; logger: Logger; t
   let entries: readonly ChannelCatalogEntry[] = [];
   let version = 0;
   let reading: Promise<void> | null = null;
+  const health = new ProviderHealthBoard(ttlMs);
   const refresh = (): Promise<void> => {
     reading ??= readChannelCatalog(kv, ttlMs)
       .then((next) => {
+        for (const entry of next) health.record(entry);
         if (!same(entries, next)) {
           entries = next;
           version += 1;
@@ -44,7 +50,10 @@ export async function startChannelCatalog(options: { bus: Bus; logger: Logger; t
     return reading;
   };
   await refresh();
-  const unwatch = await kv.watch(() => {
+  // Every put, so each replica's announcement is seen, though they share the channel's key.
+  const unwatch = await kv.watch((_key, stored) => {
+    const entry = stored && decodeCatalogEntry(stored);
+    if (entry) health.record(entry);
     refresh().catch((err) => options.logger.warn({ err }, 'reading the channel catalog failed'));
   });
   const timer = setInterval(() => {
@@ -57,6 +66,7 @@ export async function startChannelCatalog(options: { bus: Bus; logger: Logger; t
       return version;
     },
     refresh,
+    providerHealth: (key) => health.of(key),
     stop() {
       clearInterval(timer);
       unwatch();

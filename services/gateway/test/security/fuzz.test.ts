@@ -84,7 +84,7 @@ describe('security: schema-driven fuzz of the public API', () => {
         rateLimits: { ...DEFAULT_RATE_LIMITS, perPlan: { trial: unlimited, standard: unlimited, pro: unlimited } },
       },
       ctx,
-      { channelCatalog: { list: () => ['EMAIL', 'SMS'].map((key, i) => ({ key, slug: key.toLowerCase(), label: key, contactField: key === 'EMAIL' ? 'email' : 'phone', capabilities: ['send'], sender: 'scripted', announcedAt: new Date(), position: i + 1 })), version: 1 } },
+      { channelCatalog: { list: () => ['EMAIL', 'SMS'].map((key, i) => ({ key, slug: key.toLowerCase(), label: key, contactField: key === 'EMAIL' ? 'email' : 'phone', capabilities: ['send'], sender: 'scripted', announcedAt: new Date(), providers: [], position: i + 1 })), version: 1 } },
     );
     ctx.health.setReady(true);
     base = `${gateway.url}/api/v1`;

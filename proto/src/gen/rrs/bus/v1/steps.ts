@@ -240,7 +240,41 @@ export interface ChannelCatalogEntry {
    * `https://max.ru/reviews_bot`, when the sender has one: the review form's thank-you page offers
    * `<bot_link>?start=<code>` (docs/channels.md "Official bots").
    */
-  botLink?: string | undefined;
+  botLink?:
+    | string
+    | undefined;
+  /**
+   * The channel's providers in failover order (ProviderChain), each with the circuit breaker of the
+   * announcing replica: refreshed with every announcement and put again (at most about once a second)
+   * when a breaker changes state. Empty from senders without a provider chain (the messengers) and from
+   * senders of earlier versions.
+   */
+  providers: ProviderHealth[];
+}
+
+/** One provider of a channel as one sender replica sees it. Holds no secret and no message content. */
+export interface ProviderHealth {
+  /** The provider's stable name, e.g. `smsc`, `smsru`, `smtp`, `postmark`, `sink`. */
+  name: string;
+  /**
+   * The replica's circuit breaker for it: `closed` (calls go through), `open` (skipped after provider
+   * faults in a row) or `half_open` (one trial call may go).
+   */
+  state: string;
+  /** When the breaker entered `state` (the sender's start for a breaker that never changed). */
+  since:
+    | Date
+    | undefined;
+  /** The last provider fault's reason code, e.g. `provider_unavailable`, `provider_auth_failed`. */
+  lastFailureCode?: string | undefined;
+  lastFailureAt?:
+    | Date
+    | undefined;
+  /**
+   * The replica whose breaker this is (its host name and process id): each replica keeps its own
+   * breakers, and all of them put the channel's one catalog key.
+   */
+  replica: string;
 }
 
 function createBaseStepDue(): StepDue {
@@ -1364,6 +1398,7 @@ function createBaseChannelCatalogEntry(): ChannelCatalogEntry {
     unavailable: undefined,
     unavailableReason: undefined,
     botLink: undefined,
+    providers: [],
   };
 }
 
@@ -1401,6 +1436,9 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
     }
     if (message.botLink !== undefined) {
       writer.uint32(90).string(message.botLink);
+    }
+    for (const v of message.providers) {
+      ProviderHealth.encode(v!, writer.uint32(98).fork()).join();
     }
     return writer;
   },
@@ -1506,6 +1544,14 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
             message.botLink = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.providers.push(ProviderHealth.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1549,6 +1595,9 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
         : isSet(object.bot_link)
         ? globalThis.String(object.bot_link)
         : undefined,
+      providers: globalThis.Array.isArray(object?.providers)
+        ? object.providers.map((e: any) => ProviderHealth.fromJSON(e))
+        : [],
     };
   },
 
@@ -1587,6 +1636,9 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
     if (message.botLink !== undefined) {
       obj.botLink = message.botLink;
     }
+    if (message.providers?.length) {
+      obj.providers = message.providers.map((e) => ProviderHealth.toJSON(e));
+    }
     return obj;
   },
 
@@ -1606,6 +1658,164 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
     message.unavailable = object.unavailable ?? undefined;
     message.unavailableReason = object.unavailableReason ?? undefined;
     message.botLink = object.botLink ?? undefined;
+    message.providers = object.providers?.map((e) => ProviderHealth.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseProviderHealth(): ProviderHealth {
+  return { name: "", state: "", since: undefined, lastFailureCode: undefined, lastFailureAt: undefined, replica: "" };
+}
+
+export const ProviderHealth: MessageFns<ProviderHealth> = {
+  encode(message: ProviderHealth, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.state !== "") {
+      writer.uint32(18).string(message.state);
+    }
+    if (message.since !== undefined) {
+      Timestamp.encode(toTimestamp(message.since), writer.uint32(26).fork()).join();
+    }
+    if (message.lastFailureCode !== undefined) {
+      writer.uint32(34).string(message.lastFailureCode);
+    }
+    if (message.lastFailureAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastFailureAt), writer.uint32(42).fork()).join();
+    }
+    if (message.replica !== "") {
+      writer.uint32(50).string(message.replica);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProviderHealth {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProviderHealth();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.since = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.lastFailureCode = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.lastFailureAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.replica = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ProviderHealth {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      since: isSet(object.since) ? fromJsonTimestamp(object.since) : undefined,
+      lastFailureCode: isSet(object.lastFailureCode)
+        ? globalThis.String(object.lastFailureCode)
+        : isSet(object.last_failure_code)
+        ? globalThis.String(object.last_failure_code)
+        : undefined,
+      lastFailureAt: isSet(object.lastFailureAt)
+        ? fromJsonTimestamp(object.lastFailureAt)
+        : isSet(object.last_failure_at)
+        ? fromJsonTimestamp(object.last_failure_at)
+        : undefined,
+      replica: isSet(object.replica) ? globalThis.String(object.replica) : "",
+    };
+  },
+
+  toJSON(message: ProviderHealth): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.since !== undefined) {
+      obj.since = message.since.toISOString();
+    }
+    if (message.lastFailureCode !== undefined) {
+      obj.lastFailureCode = message.lastFailureCode;
+    }
+    if (message.lastFailureAt !== undefined) {
+      obj.lastFailureAt = message.lastFailureAt.toISOString();
+    }
+    if (message.replica !== "") {
+      obj.replica = message.replica;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ProviderHealth>, I>>(base?: I): ProviderHealth {
+    return ProviderHealth.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ProviderHealth>, I>>(object: I): ProviderHealth {
+    const message = createBaseProviderHealth();
+    message.name = object.name ?? "";
+    message.state = object.state ?? "";
+    message.since = object.since ?? undefined;
+    message.lastFailureCode = object.lastFailureCode ?? undefined;
+    message.lastFailureAt = object.lastFailureAt ?? undefined;
+    message.replica = object.replica ?? "";
     return message;
   },
 };
