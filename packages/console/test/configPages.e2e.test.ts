@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser } from '@rrs/testkit';
-import { saveScreenshots, seriousViolations } from './pageChecks';
+import { screenshotSizes, seriousViolations } from './browserChecks';
 import { addMember, DEMO_PASSWORD, signIn, startConsoleStack, type ConsoleStack, type Signed } from './consoleStack';
 
 /** Pages saved at desktop and phone sizes when CONSOLE_SCREENSHOTS_DIR is set (docs/console.md shows them). */
@@ -29,8 +29,7 @@ describe('the configuration pages in a browser', () => {
   const expectAccessible = async (name: string) => {
     expect(await seriousViolations(page)).toEqual([]);
     checked.push(name);
-    const dir = process.env.CONSOLE_SCREENSHOTS_DIR;
-    if (dir && SCREENSHOTS[name]) await saveScreenshots(page, dir, SCREENSHOTS[name]);
+    if (SCREENSHOTS[name]) await screenshotSizes(page, SCREENSHOTS[name]);
   };
   const open = async (link: string) => {
     await page.getByRole('link', { name: link, exact: true }).click();

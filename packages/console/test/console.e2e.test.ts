@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser, waitFor } from '@rrs/testkit';
+import { screenshotSizes, seriousViolations } from './browserChecks';
 import { addMember, DEMO_PASSWORD, signIn, startConsoleStack, type ConsoleStack } from './consoleStack';
 
 const SCREENSHOTS: Record<string, string> = {
@@ -14,26 +13,6 @@ const SCREENSHOTS: Record<string, string> = {
   members: 'members',
   'cascades (ru, viewer)': 'cascades-ru',
 };
-
-const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: Array<{ target: string[] }>;
-}
-
-/** axe-core on the page as it is now: the serious and critical violations (none expected). */
-async function seriousViolations(page: Page): Promise<string[]> {
-  // Through the DevTools protocol, so the page's CSP (script-src 'self') stays on while axe runs.
-  await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const page = globalThis as unknown as { axe: { run(context: unknown, options: object): Promise<{ violations: AxeViolation[] }> }; document: unknown };
-    return (await page.axe.run(page.document, { resultTypes: ['violations'] })).violations;
-  });
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-}
 
 /**
  * The console in headless Chromium (Debian's, through playwright-core) against the real all-in-one:
@@ -53,15 +32,7 @@ describe('the console in a browser', () => {
   };
   /** With CONSOLE_SCREENSHOTS_DIR set, the main pages are saved at desktop and phone sizes (docs/console.md shows them). */
   const screenshot = async (name: string) => {
-    const dir = process.env.CONSOLE_SCREENSHOTS_DIR;
-    const file = SCREENSHOTS[name];
-    if (!dir || !file) return;
-    const before = page.viewportSize();
-    for (const [size, viewport] of [['desktop', { width: 1280, height: 800 }], ['phone', { width: 390, height: 844 }]] as const) {
-      await page.setViewportSize(viewport);
-      await page.screenshot({ path: join(dir, `${file}-${size}.png`), fullPage: true });
-    }
-    if (before) await page.setViewportSize(before);
+    if (SCREENSHOTS[name]) await screenshotSizes(page, SCREENSHOTS[name]);
   };
 
   beforeAll(async () => {

@@ -1,7 +1,6 @@
-import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser, waitFor } from '@rrs/testkit';
-import { seriousViolations } from './axe';
+import { screenshotSizes, seriousViolations } from './browserChecks';
 import { addMember, DEMO_PASSWORD, signIn, startConsoleStack, type ConsoleStack, type Signed } from './consoleStack';
 
 /** The pages saved at desktop and phone sizes when CONSOLE_SCREENSHOTS_DIR is set (docs/console.md shows them). */
@@ -34,15 +33,7 @@ describe('the console data pages in a browser', () => {
   const expectAccessible = async (name: string) => {
     expect(await seriousViolations(page)).toEqual([]);
     checked.push(name);
-    const dir = process.env.CONSOLE_SCREENSHOTS_DIR;
-    const file = SCREENSHOTS[name];
-    if (!dir || !file) return;
-    const before = page.viewportSize();
-    for (const [size, viewport] of [['desktop', { width: 1280, height: 800 }], ['phone', { width: 390, height: 844 }]] as const) {
-      await page.setViewportSize(viewport);
-      await page.screenshot({ path: join(dir, `${file}-${size}.png`), fullPage: true });
-    }
-    if (before) await page.setViewportSize(before);
+    if (SCREENSHOTS[name]) await screenshotSizes(page, SCREENSHOTS[name]);
   };
   const cascades = async () => (await owner.call('GET', '/cascades?limit=100')).body.cascades as Array<{ id: string; externalId: string | null; recipients: number }>;
 
