@@ -1,0 +1,164 @@
+import { startContacts, type RunningContacts } from '@rrs/contacts';
+import { startScheduler, type RunningScheduler } from '@rrs/cascade-scheduler';
+import { registry } from '@rrs/runtime';
+import { openChannelsBucket, readChannelCatalog } from '@rrs/sender-kit';
+import { createTestBus, createTestDatabase, startFakeGreenApi, testContext, waitFor, type FakeGreenApi, type TestBus, type TestDatabase } from '@rrs/testkit';
+import { mapGreenApiStatus, startMessengerSender, type MessengerAccount } from '../src';
+
+const MAX_INSTANCE = '5505';
+const TELEGRAM_INSTANCE = '6606';
+const MAX_WEBHOOK_TOKEN = 'max-receipts-token-0123456789';
+
+const receiptsCounted = async (result: string) =>
+  (await registry.getSingleMetric('sender_receipts_total')!.get()).values.find((v) => v.labels.channel === 'MAX' && v.labels.provider === 'greenapi' && v.labels.result === result)?.value ?? 0;
+
+/**
+ * GREEN-API delivery receipts on the real stack (contacts, the scheduler, channel-messenger) against the
+ * GREEN-API fake, which posts `outgoingMessageStatus` webhooks with `Authorization: Bearer <webhookUrlToken>`
+ * to `/receipts/greenapi/max` on the messenger's webhook port: the receipt lands on the cascade's step.
+ */
+describe('GREEN-API delivery receipts', () => {
+  let db: TestDatabase;
+  let tb: TestBus;
+  let contacts: RunningContacts;
+  let scheduler: RunningScheduler;
+  let gateway: FakeGreenApi;
+  let messenger: Awaited<ReturnType<typeof startMessengerSender>>;
+  let receiptsUrl: string;
+  let org: { id: string; locationId: string };
+  const ctx = testContext('messenger-receipts');
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    tb = await createTestBus('memory');
+    gateway = await startFakeGreenApi();
+    contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
+    scheduler = await startScheduler(
+      { databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
+      ctx,
+      { bus: tb.bus, channelsCacheMs: 0 },
+    );
+    const account = (idInstance: string, webhookToken?: string): MessengerAccount => ({ apiUrl: gateway.url, idInstance, apiToken: gateway.token, timeoutMs: 2_000, perAccountPerSecond: 30, perChatPerSecond: 10, healthIntervalMs: 600_000, accountCacheMs: 600_000, webhookToken });
+    messenger = await startMessengerSender(
+      { databaseUrl: db.url, concurrency: 4, max: account(MAX_INSTANCE, MAX_WEBHOOK_TOKEN), telegram: account(TELEGRAM_INSTANCE), bots: { webhookHost: '127.0.0.1', webhookPort: 0, schedulerAddress: '127.0.0.1:1' } },
+      ctx,
+      { bus: tb.bus },
+    );
+    receiptsUrl = `http://127.0.0.1:${messenger.botWebhookPort}/receipts/greenapi/max`;
+    // What the operator does once (docs/channels.md): point the MAX instance's webhooks at the endpoint.
+    const settings = await fetch(`${gateway.url}/waInstance${MAX_INSTANCE}/setSettings/${gateway.token}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ webhookUrl: receiptsUrl, webhookUrlToken: MAX_WEBHOOK_TOKEN, outgoingWebhook: 'yes', outgoingAPIMessageWebhook: 'yes' }),
+    });
+    expect(await settings.json()).toEqual({ saveSettings: true });
+    const created = await contacts.directory.createOrganization({ name: 'receipts', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance: 0, sendWindow: null, cooldownDays: 0 });
+    for (const channel of ['MAX', 'TELEGRAM']) await contacts.channels.set({ organizationId: created.id, channel, configured: true });
+    const location = await contacts.directory.createLocation({ organizationId: created.id, name: 'Кофейня', address: 'Тверская 1', city: 'Москва', timeZone: 'Europe/Moscow', reviewLinks: [] });
+    org = { id: created.id, locationId: location.id };
+  });
+  afterAll(async () => {
+    await ctx.stop();
+    await gateway.close();
+    await tb.cleanup();
+    await db.drop();
+  });
+
+  /** A MAX cascade to one phone, once its step is sent: the cascade id and the GREEN-API message id. */
+  async function sentMaxStep(phone: string) {
+    const { result } = await scheduler.cascades.start({ organizationId: org.id, locationId: org.locationId, name: '', flowId: '', channel: 'MAX', externalId: '', recipients: [{ name: 'Анна', email: '', phone, contactId: '', contactExternalId: '' }] });
+    await waitFor(async () => ((await scheduler.cascades.get(org.id, result.id)).recipients[0].steps[0].status === 'sent' ? true : undefined), { what: `step to ${phone} sent` });
+    const message = gateway.messages.find((m) => m.chatId === `${phone.slice(1)}@c.us`);
+    expect(message?.instance).toBe(MAX_INSTANCE);
+    return { cascadeId: result.id, idMessage: message!.idMessage };
+  }
+  const cascade = (id: string) => scheduler.cascades.get(org.id, id);
+  const countsOf = async (id: string) => Object.fromEntries((await cascade(id)).counts.map(({ key, value }) => [key, value]));
+  const stepOf = async (id: string) => (await cascade(id)).recipients[0].steps[0];
+  const post = (body: unknown, authorization?: string) =>
+    fetch(receiptsUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+
+  it('lists delivery_receipts for MAX, whose account has a webhook token, and not for TELEGRAM, whose account has none (its receipts path is 404)', async () => {
+    const catalog = await readChannelCatalog(await openChannelsBucket(tb.bus));
+    expect(catalog.find((e) => e.key === 'MAX')?.capabilities).toContain('delivery_receipts');
+    expect(catalog.find((e) => e.key === 'TELEGRAM')?.capabilities).not.toContain('delivery_receipts');
+    const res = await fetch(`http://127.0.0.1:${messenger.botWebhookPort}/receipts/greenapi/telegram`, { method: 'POST', headers: { authorization: `Bearer ${MAX_WEBHOOK_TOKEN}` }, body: '{}' });
+    expect(res.status).toBe(404);
+  });
+
+  it('a `delivered` webhook marks the MAX step delivered (deliveredAt, counts.stepsDelivered); `sent` before it changes nothing, a redelivery and a later `read` keep the first time', async () => {
+    const { cascadeId, idMessage } = await sentMaxStep('+79996660001');
+    expect(await gateway.reportStatus(idMessage, 'sent')).toBe(200);
+    expect(await gateway.reportStatus(idMessage, 'delivered')).toBe(200);
+    const delivered = await waitFor(async () => (await stepOf(cascadeId)).deliveredAt, { what: 'deliveredAt' });
+    const before = await cascade(cascadeId);
+    expect(await countsOf(cascadeId)).toMatchObject({ stepsDelivered: 1, stepsUndelivered: 0 });
+    expect(before.recipients[0].steps[0].reason).toBe('');
+
+    expect(await gateway.reportStatus(idMessage, 'delivered')).toBe(200);
+    expect(await gateway.reportStatus(idMessage, 'read')).toBe(200);
+    // A receipt for another step, applied after these: once it shows, the redelivery and `read` were handled too.
+    const other = await sentMaxStep('+79996660002');
+    expect(await gateway.reportStatus(other.idMessage, 'read')).toBe(200);
+    expect(await waitFor(async () => (await stepOf(other.cascadeId)).deliveredAt, { what: 'read marks delivered' })).toBeInstanceOf(Date);
+    expect((await stepOf(cascadeId)).deliveredAt).toEqual(delivered);
+    expect(await countsOf(cascadeId)).toMatchObject({ stepsDelivered: 1, stepsUndelivered: 0 });
+  });
+
+  it.each([
+    ['failed', 'undelivered: failed', '+79996660003'],
+    ['noAccount', 'undelivered: no_account', '+79996660004'],
+  ] as const)('a `%s` webhook marks the step undelivered (%s) and counts it', async (status, reason, phone) => {
+    const { cascadeId, idMessage } = await sentMaxStep(phone);
+    expect(await gateway.reportStatus(idMessage, status, { description: 'the recipient has no MAX account' })).toBe(200);
+    const step = await waitFor(async () => {
+      const current = await stepOf(cascadeId);
+      return current.reason ? current : undefined;
+    }, { what: `${status} applied` });
+    expect(step).toMatchObject({ status: 'sent', reason });
+    expect(step.deliveredAt).toBeUndefined();
+    expect(await countsOf(cascadeId)).toMatchObject({ stepsDelivered: 0, stepsUndelivered: 1 });
+  });
+
+  it('a wrong or missing token is 401 and applies nothing', async () => {
+    const { cascadeId, idMessage } = await sentMaxStep('+79996660005');
+    const refusedBefore = await receiptsCounted('bad_signature');
+    expect(await gateway.reportStatus(idMessage, 'failed', { token: 'not-the-token-0123456789' })).toBe(401);
+    expect(await gateway.reportStatus(idMessage, 'failed', { token: null })).toBe(401);
+    expect((await post({ typeWebhook: 'outgoingMessageStatus', idMessage, status: 'failed' }, `Basic ${Buffer.from(`x:${MAX_WEBHOOK_TOKEN}`).toString('base64')}`)).status).toBe(401);
+    expect(await receiptsCounted('bad_signature')).toBe(refusedBefore + 3);
+    // The step's true receipt, sent after: had a refused one been applied, it would show beside it.
+    expect(await gateway.reportStatus(idMessage, 'delivered')).toBe(200);
+    await waitFor(async () => (await stepOf(cascadeId)).deliveredAt, { what: 'deliveredAt' });
+    expect((await stepOf(cascadeId)).reason).toBe('');
+    expect(await countsOf(cascadeId)).toMatchObject({ stepsDelivered: 1, stepsUndelivered: 0 });
+  });
+
+  it('an unknown idMessage, another instance, or another kind of webhook is answered 200 and applies nothing; a body that is not a webhook is 400', async () => {
+    const auth = `Bearer ${MAX_WEBHOOK_TOKEN}`;
+    const unknownBefore = await receiptsCounted('unknown_message');
+    const ignoredBefore = await receiptsCounted('not_final');
+    expect((await post({ typeWebhook: 'outgoingMessageStatus', instanceData: { idInstance: Number(MAX_INSTANCE) }, timestamp: 1, idMessage: 'NOT-OURS-1', status: 'delivered' }, auth)).status).toBe(200);
+    const { cascadeId, idMessage } = await sentMaxStep('+79996660006');
+    expect((await post({ typeWebhook: 'outgoingMessageStatus', instanceData: { idInstance: 999 }, timestamp: 1, idMessage, status: 'failed' }, auth)).status).toBe(200);
+    expect(await receiptsCounted('unknown_message')).toBe(unknownBefore + 2);
+    expect((await post({ typeWebhook: 'incomingMessageReceived', instanceData: { idInstance: Number(MAX_INSTANCE) }, idMessage: 'IN-1', senderData: { chatId: '79996660006@c.us' } }, auth)).status).toBe(200);
+    expect((await post({ typeWebhook: 'stateInstanceChanged', instanceData: { idInstance: Number(MAX_INSTANCE) }, stateInstance: 'blocked' }, auth)).status).toBe(200);
+    expect(await receiptsCounted('not_final')).toBe(ignoredBefore + 2);
+    expect((await post('not json', auth)).status).toBe(400);
+    expect((await post({ typeWebhook: 'outgoingMessageStatus', status: 'delivered' }, auth)).status).toBe(400);
+    // The step's true receipt, sent after: none of the above touched the step.
+    expect(await gateway.reportStatus(idMessage, 'delivered')).toBe(200);
+    await waitFor(async () => (await stepOf(cascadeId)).deliveredAt, { what: 'deliveredAt' });
+    expect((await stepOf(cascadeId)).reason).toBe('');
+  });
+
+  it('maps the documented statuses: delivered and read deliver, failed / noAccount / notInGroup do not, sent and yellowCard end nothing', () => {
+    expect(mapGreenApiStatus('delivered')).toMatchObject({ reason: 'delivered' });
+    expect(mapGreenApiStatus('read')).toMatchObject({ reason: 'read' });
+    expect(mapGreenApiStatus('notInGroup')).toMatchObject({ reason: 'not_in_group' });
+    expect(mapGreenApiStatus('sent')).toBeNull();
+    expect(mapGreenApiStatus('yellowCard')).toBeNull();
+    expect(mapGreenApiStatus('constructor')).toBeNull();
+  });
+});
