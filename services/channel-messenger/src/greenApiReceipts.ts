@@ -64,8 +64,9 @@ export async function handleGreenApiWebhook(
 /**
  * The receipts route of one channel's working account, on the messenger's webhook port:
  * `POST /receipts/greenapi/<channel>`. GREEN-API signs nothing; with `webhookUrlToken` set (SetSettings)
- * it sends `Authorization: Bearer <token>` with every webhook, checked here (401 otherwise, the body
- * unread). GREEN-API retries an unanswered or failed webhook every minute for 24 hours.
+ * it sends the token in the `Authorization` header with every webhook (`Bearer <token>`; the bare token,
+ * as the v3 SetSettings page words it, is taken too), checked here (401 otherwise, the body unread).
+ * GREEN-API retries an unanswered or failed webhook every minute for 24 hours.
  */
 export function greenApiReceiptRoute(deps: { channel: string; idInstance: string; token: string; results: StepResultPublisher; sendLog: SendLog }): ReceiptRoute {
   const path = greenApiReceiptsPath(deps.channel);
@@ -74,7 +75,10 @@ export function greenApiReceiptRoute(deps: { channel: string; idInstance: string
     channel: deps.channel,
     methods: ['POST'],
     matches: (pathname) => pathname === path,
-    authorize: (req) => sameSecret(bearerToken(req.headers.authorization), deps.token),
+    authorize: (req) => {
+      const header = req.headers.authorization ?? '';
+      return sameSecret(bearerToken(header), deps.token) || sameSecret(header, deps.token);
+    },
     refusedStatus: 401,
     handle: (body) => handleGreenApiWebhook(body, deps),
   };

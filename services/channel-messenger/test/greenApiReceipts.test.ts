@@ -126,7 +126,8 @@ describe('GREEN-API delivery receipts', () => {
     expect(await gateway.reportStatus(idMessage, 'failed', { token: 'not-the-token-0123456789' })).toBe(401);
     expect(await gateway.reportStatus(idMessage, 'failed', { token: null })).toBe(401);
     expect((await post({ typeWebhook: 'outgoingMessageStatus', idMessage, status: 'failed' }, `Basic ${Buffer.from(`x:${MAX_WEBHOOK_TOKEN}`).toString('base64')}`)).status).toBe(401);
-    expect(await receiptsCounted('bad_signature')).toBe(refusedBefore + 3);
+    expect((await post({ typeWebhook: 'outgoingMessageStatus', idMessage, status: 'failed' }, `Bearer ${MAX_WEBHOOK_TOKEN}x`)).status).toBe(401);
+    expect(await receiptsCounted('bad_signature')).toBe(refusedBefore + 4);
     // The step's true receipt, sent after: had a refused one been applied, it would show beside it.
     expect(await gateway.reportStatus(idMessage, 'delivered')).toBe(200);
     await waitFor(async () => (await stepOf(cascadeId)).deliveredAt, { what: 'deliveredAt' });
@@ -146,6 +147,8 @@ describe('GREEN-API delivery receipts', () => {
     expect((await post({ typeWebhook: 'stateInstanceChanged', instanceData: { idInstance: Number(MAX_INSTANCE) }, stateInstance: 'blocked' }, auth)).status).toBe(200);
     expect(await receiptsCounted('not_final')).toBe(ignoredBefore + 2);
     expect((await post('not json', auth)).status).toBe(400);
+    // The bare token in the header (how the v3 SetSettings page words webhookUrlToken) is taken too.
+    expect((await post('not json', MAX_WEBHOOK_TOKEN)).status).toBe(400);
     expect((await post({ typeWebhook: 'outgoingMessageStatus', status: 'delivered' }, auth)).status).toBe(400);
     // The step's true receipt, sent after: none of the above touched the step.
     expect(await gateway.reportStatus(idMessage, 'delivered')).toBe(200);
