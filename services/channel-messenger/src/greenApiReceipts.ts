@@ -24,6 +24,7 @@ interface GreenApiWebhook {
   instanceData?: { idInstance?: unknown };
   idMessage?: unknown;
   status?: unknown;
+  timestamp?: unknown;
 }
 
 /** The receipts path of a channel's working account: `/receipts/greenapi/max`, `/receipts/greenapi/telegram`. */
@@ -36,7 +37,8 @@ export function greenApiReceiptsPath(channel: string): string {
  * is acted on (incoming messages, state changes and the rest are answered 200 and dropped: the account's
  * state is polled by AccountHealth). The message is found by `idMessage`, the id sendMessage answered and
  * the send log keeps; a webhook of another instance, or a message sent on another channel, is unknown.
- * DELIVERED is applied once per attempt, so `read` after `delivered` keeps the first time.
+ * DELIVERED is applied once per attempt, at the webhook's `timestamp`, so `read` after `delivered`
+ * keeps the delivery time.
  */
 export async function handleGreenApiWebhook(
   body: Buffer,
@@ -57,7 +59,9 @@ export async function handleGreenApiWebhook(
   if (instance !== undefined && String(instance) !== deps.idInstance) return 'unknown_message';
   const sent = await deps.sendLog.findByProviderMessageId(webhook.idMessage);
   if (!sent || sent.channel !== deps.channel) return 'unknown_message';
-  await deps.results.publish(sent, { outcome: final.outcome, reason: final.reason, providerMessageId: webhook.idMessage, provider: sent.result.provider });
+  // `timestamp`: the event's time in Unix seconds; the scheduler keeps a delivery time within [sent, now].
+  const at = typeof webhook.timestamp === 'number' && Number.isFinite(webhook.timestamp) && webhook.timestamp > 0 ? new Date(webhook.timestamp * 1000) : undefined;
+  await deps.results.publish(sent, { outcome: final.outcome, reason: final.reason, providerMessageId: webhook.idMessage, provider: sent.result.provider, at });
   return 'recorded';
 }
 

@@ -86,17 +86,21 @@ describe('GREEN-API delivery receipts', () => {
     expect(res.status).toBe(404);
   });
 
-  it('a `delivered` webhook marks the MAX step delivered (deliveredAt, counts.stepsDelivered); `sent` before it changes nothing, a redelivery and a later `read` keep the first time', async () => {
+  it('a `delivered` webhook marks the MAX step delivered at its timestamp (deliveredAt, counts.stepsDelivered); `sent` before it changes nothing, a redelivery and a later `read` keep the first time', async () => {
     const { cascadeId, idMessage } = await sentMaxStep('+79996660001');
-    expect(await gateway.reportStatus(idMessage, 'sent')).toBe(200);
-    expect(await gateway.reportStatus(idMessage, 'delivered')).toBe(200);
+    // The webhook's time (Unix seconds): the first whole second after the send, once it has passed.
+    const timestamp = Math.floor((await stepOf(cascadeId)).sentAt!.getTime() / 1000) + 1;
+    await waitFor(async () => (Date.now() > timestamp * 1000 + 50 ? true : undefined), { what: 'the webhook time passed' });
+    expect(await gateway.reportStatus(idMessage, 'sent', { timestamp: timestamp - 1 })).toBe(200);
+    expect(await gateway.reportStatus(idMessage, 'delivered', { timestamp })).toBe(200);
     const delivered = await waitFor(async () => (await stepOf(cascadeId)).deliveredAt, { what: 'deliveredAt' });
+    expect(delivered).toEqual(new Date(timestamp * 1000));
     const before = await cascade(cascadeId);
     expect(await countsOf(cascadeId)).toMatchObject({ stepsDelivered: 1, stepsUndelivered: 0 });
     expect(before.recipients[0].steps[0].reason).toBe('');
 
-    expect(await gateway.reportStatus(idMessage, 'delivered')).toBe(200);
-    expect(await gateway.reportStatus(idMessage, 'read')).toBe(200);
+    expect(await gateway.reportStatus(idMessage, 'delivered', { timestamp })).toBe(200);
+    expect(await gateway.reportStatus(idMessage, 'read', { timestamp: timestamp + 1 })).toBe(200);
     // A receipt for another step, applied after these: once it shows, the redelivery and `read` were handled too.
     const other = await sentMaxStep('+79996660002');
     expect(await gateway.reportStatus(other.idMessage, 'read')).toBe(200);
@@ -128,9 +132,10 @@ describe('GREEN-API delivery receipts', () => {
     expect((await post({ typeWebhook: 'outgoingMessageStatus', idMessage, status: 'failed' }, `Basic ${Buffer.from(`x:${MAX_WEBHOOK_TOKEN}`).toString('base64')}`)).status).toBe(401);
     expect((await post({ typeWebhook: 'outgoingMessageStatus', idMessage, status: 'failed' }, `Bearer ${MAX_WEBHOOK_TOKEN}x`)).status).toBe(401);
     expect(await receiptsCounted('bad_signature')).toBe(refusedBefore + 4);
-    // The step's true receipt, sent after: had a refused one been applied, it would show beside it.
-    expect(await gateway.reportStatus(idMessage, 'delivered')).toBe(200);
-    await waitFor(async () => (await stepOf(cascadeId)).deliveredAt, { what: 'deliveredAt' });
+    // The step's true receipt, sent after: had a refused one been applied, it would show beside it. Its
+    // time, from a clock far behind, is kept at the send.
+    expect(await gateway.reportStatus(idMessage, 'delivered', { timestamp: 1 })).toBe(200);
+    expect(await waitFor(async () => (await stepOf(cascadeId)).deliveredAt, { what: 'deliveredAt' })).toEqual((await stepOf(cascadeId)).sentAt);
     expect((await stepOf(cascadeId)).reason).toBe('');
     expect(await countsOf(cascadeId)).toMatchObject({ stepsDelivered: 1, stepsUndelivered: 0 });
   });
