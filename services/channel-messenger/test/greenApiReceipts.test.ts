@@ -1,9 +1,7 @@
-import { startContacts, type RunningContacts } from '@rrs/contacts';
-import { startScheduler, type RunningScheduler } from '@rrs/cascade-scheduler';
 import { registry } from '@rrs/runtime';
-import { openChannelsBucket, readChannelCatalog } from '@rrs/sender-kit';
-import { createTestBus, createTestDatabase, startFakeGreenApi, testContext, waitFor, type FakeGreenApi, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { mapGreenApiStatus, startMessengerSender, type MessengerAccount } from '../src';
+import { waitFor, type FakeGreenApi } from '@rrs/testkit';
+import { mapGreenApiStatus } from '../src';
+import { startMessengerStack, type MessengerStack } from './realStack';
 
 const MAX_INSTANCE = '5505';
 const TELEGRAM_INSTANCE = '6606';
@@ -18,33 +16,20 @@ const receiptsCounted = async (result: string) =>
  * to `/receipts/greenapi/max` on the messenger's webhook port: the receipt lands on the cascade's step.
  */
 describe('GREEN-API delivery receipts', () => {
-  let db: TestDatabase;
-  let tb: TestBus;
-  let contacts: RunningContacts;
-  let scheduler: RunningScheduler;
+  let stack: MessengerStack;
   let gateway: FakeGreenApi;
-  let messenger: Awaited<ReturnType<typeof startMessengerSender>>;
+  let scheduler: MessengerStack['scheduler'];
   let receiptsUrl: string;
   let org: { id: string; locationId: string };
-  const ctx = testContext('messenger-receipts');
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    tb = await createTestBus('memory');
-    gateway = await startFakeGreenApi();
-    contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
-    scheduler = await startScheduler(
-      { databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
-      ctx,
-      { bus: tb.bus, channelsCacheMs: 0 },
-    );
-    const account = (idInstance: string, webhookToken?: string): MessengerAccount => ({ apiUrl: gateway.url, idInstance, apiToken: gateway.token, timeoutMs: 2_000, perAccountPerSecond: 30, perChatPerSecond: 10, healthIntervalMs: 600_000, accountCacheMs: 600_000, webhookToken });
-    messenger = await startMessengerSender(
-      { databaseUrl: db.url, concurrency: 4, max: account(MAX_INSTANCE, MAX_WEBHOOK_TOKEN), telegram: account(TELEGRAM_INSTANCE), bots: { webhookHost: '127.0.0.1', webhookPort: 0, schedulerAddress: '127.0.0.1:1' } },
-      ctx,
-      { bus: tb.bus },
-    );
-    receiptsUrl = `http://127.0.0.1:${messenger.botWebhookPort}/receipts/greenapi/max`;
+    stack = await startMessengerStack({
+      name: 'messenger-receipts',
+      accounts: { max: { idInstance: MAX_INSTANCE, webhookToken: MAX_WEBHOOK_TOKEN }, telegram: { idInstance: TELEGRAM_INSTANCE } },
+      webhookPort: true,
+    });
+    ({ gateway, scheduler } = stack);
+    receiptsUrl = `http://127.0.0.1:${stack.messenger.botWebhookPort}/receipts/greenapi/max`;
     // What the operator does once (docs/channels.md): point the MAX instance's webhooks at the endpoint.
     const settings = await fetch(`${gateway.url}/waInstance${MAX_INSTANCE}/setSettings/${gateway.token}`, {
       method: 'POST',
@@ -52,25 +37,16 @@ describe('GREEN-API delivery receipts', () => {
       body: JSON.stringify({ webhookUrl: receiptsUrl, webhookUrlToken: MAX_WEBHOOK_TOKEN, outgoingWebhook: 'yes', outgoingAPIMessageWebhook: 'yes' }),
     });
     expect(await settings.json()).toEqual({ saveSettings: true });
-    const created = await contacts.directory.createOrganization({ name: 'receipts', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance: 0, sendWindow: null, cooldownDays: 0 });
-    for (const channel of ['MAX', 'TELEGRAM']) await contacts.channels.set({ organizationId: created.id, channel, configured: true });
-    const location = await contacts.directory.createLocation({ organizationId: created.id, name: 'Кофейня', address: 'Тверская 1', city: 'Москва', timeZone: 'Europe/Moscow', reviewLinks: [] });
-    org = { id: created.id, locationId: location.id };
+    org = await stack.organization('receipts');
   });
-  afterAll(async () => {
-    await ctx.stop();
-    await gateway.close();
-    await tb.cleanup();
-    await db.drop();
-  });
+  afterAll(() => stack.stop());
 
   /** A MAX cascade to one phone, once its step is sent: the cascade id and the GREEN-API message id. */
   async function sentMaxStep(phone: string) {
-    const { result } = await scheduler.cascades.start({ organizationId: org.id, locationId: org.locationId, name: '', flowId: '', channel: 'MAX', externalId: '', recipients: [{ name: 'Анна', email: '', phone, contactId: '', contactExternalId: '' }] });
-    await waitFor(async () => ((await scheduler.cascades.get(org.id, result.id)).recipients[0].steps[0].status === 'sent' ? true : undefined), { what: `step to ${phone} sent` });
+    const { cascadeId } = await stack.sentStep(org, phone);
     const message = gateway.messages.find((m) => m.chatId === `${phone.slice(1)}@c.us`);
     expect(message?.instance).toBe(MAX_INSTANCE);
-    return { cascadeId: result.id, idMessage: message!.idMessage };
+    return { cascadeId, idMessage: message!.idMessage };
   }
   const cascade = (id: string) => scheduler.cascades.get(org.id, id);
   const countsOf = async (id: string) => Object.fromEntries((await cascade(id)).counts.map(({ key, value }) => [key, value]));
@@ -79,10 +55,9 @@ describe('GREEN-API delivery receipts', () => {
     fetch(receiptsUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body: typeof body === 'string' ? body : JSON.stringify(body) });
 
   it('lists delivery_receipts for MAX, whose account has a webhook token, and not for TELEGRAM, whose account has none (its receipts path is 404)', async () => {
-    const catalog = await readChannelCatalog(await openChannelsBucket(tb.bus));
-    expect(catalog.find((e) => e.key === 'MAX')?.capabilities).toContain('delivery_receipts');
-    expect(catalog.find((e) => e.key === 'TELEGRAM')?.capabilities).not.toContain('delivery_receipts');
-    const res = await fetch(`http://127.0.0.1:${messenger.botWebhookPort}/receipts/greenapi/telegram`, { method: 'POST', headers: { authorization: `Bearer ${MAX_WEBHOOK_TOKEN}` }, body: '{}' });
+    expect((await stack.catalogEntry('MAX'))?.capabilities).toContain('delivery_receipts');
+    expect((await stack.catalogEntry('TELEGRAM'))?.capabilities).not.toContain('delivery_receipts');
+    const res = await fetch(`http://127.0.0.1:${stack.messenger.botWebhookPort}/receipts/greenapi/telegram`, { method: 'POST', headers: { authorization: `Bearer ${MAX_WEBHOOK_TOKEN}` }, body: '{}' });
     expect(res.status).toBe(404);
   });
 
