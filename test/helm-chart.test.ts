@@ -261,6 +261,10 @@ describe('architecture: the NetworkPolicies are the arrows the services call', (
     expect(fromController(renders.get('ci/existing-secret-values.yaml')!).sort()).toEqual(['channel-email:9473', 'channel-messenger:9474', 'channel-sms:9470', 'connectors:8090', 'gateway:8080']);
     expect(chartValues.channelEmail.receipts.ingress.enabled).toBe(false);
     expect(chartValues.channelMessenger.bots.ingress.enabled).toBe(false);
+    expect(chartValues.channelMessenger.greenapiReceipts.ingress.enabled).toBe(false);
+    // GREEN-API's receipts share the bots' port: its route alone opens that port, once.
+    const receiptsOnly = template({ values: ['ci/external-values.yaml'], set: ['channelMessenger.greenapiReceipts.ingress.enabled=true'] });
+    expect(fromController(receiptsOnly).filter((rule) => rule.startsWith('channel-messenger'))).toEqual(['channel-messenger:9474']);
     expect(chartValues.channelSms.receipts.ingress.enabled).toBe(false);
   });
 
@@ -308,7 +312,7 @@ describe('architecture: the NetworkPolicies are the arrows the services call', (
       });
     };
     expect(backends(main)).toEqual([...chartValues.gateway.ingress.paths.map((p: string) => `${p} → gateway`), '/hooks/crm → connectors']);
-    expect(backends(renders.get('ci/existing-secret-values.yaml')!)).toEqual(expect.arrayContaining(['/receipts/smsc → channel-sms', '/receipts/postmark → channel-email', '/bots → channel-messenger']));
+    expect(backends(renders.get('ci/existing-secret-values.yaml')!)).toEqual(expect.arrayContaining(['/receipts/smsc → channel-sms', '/receipts/postmark → channel-email', '/bots → channel-messenger', '/receipts/greenapi → channel-messenger']));
   });
 
   it('routes the admin API on the Ingress only when the operator opts in (gateway.ingress.exposeAdmin)', () => {

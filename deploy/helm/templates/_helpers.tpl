@@ -305,6 +305,8 @@ connectors:
 {{- if $v.secrets.postmarkWebhookSecret }}{{ $_ := set $data "POSTMARK_WEBHOOK_SECRET" $v.secrets.postmarkWebhookSecret }}{{ end -}}
 {{- if $v.secrets.maxIdInstance }}{{ $_ := set $data "MAX_ID_INSTANCE" (include "rrs.envString" $v.secrets.maxIdInstance) }}{{ end -}}
 {{- if $v.secrets.maxApiToken }}{{ $_ := set $data "MAX_API_TOKEN" $v.secrets.maxApiToken }}{{ end -}}
+{{- if $v.secrets.maxWebhookToken }}{{ $_ := set $data "MAX_WEBHOOK_TOKEN" $v.secrets.maxWebhookToken }}{{ end -}}
+{{- if $v.secrets.telegramWebhookToken }}{{ $_ := set $data "TELEGRAM_WEBHOOK_TOKEN" $v.secrets.telegramWebhookToken }}{{ end -}}
 {{- if $v.secrets.telegramIdInstance }}{{ $_ := set $data "TELEGRAM_ID_INSTANCE" (include "rrs.envString" $v.secrets.telegramIdInstance) }}{{ end -}}
 {{- if $v.secrets.telegramApiToken }}{{ $_ := set $data "TELEGRAM_API_TOKEN" $v.secrets.telegramApiToken }}{{ end -}}
 {{- if $v.secrets.maxBotToken }}{{ $_ := set $data "MAX_BOT_TOKEN" $v.secrets.maxBotToken }}{{ end -}}

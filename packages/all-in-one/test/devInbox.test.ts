@@ -104,8 +104,12 @@ describe('all-in-one channels and dev inbox', () => {
     const second = await send();
     const viaBot = await waitFor(async () => (await inbox()).find((m) => m.to === 'bot:4242' && m.text.includes('/r/')), { what: 'the request through the stand-in bot' });
     expect(viaBot.channel).toBe('TELEGRAM');
-    const cascade = (await (await api(`/cascades/${second}`)).json()) as { recipients: Array<{ steps: Array<{ provider: string | null }> }> };
-    expect(cascade.recipients[0].steps[0].provider).toBe('sink_bot');
+    // The message reaches the inbox before its result reaches the scheduler.
+    const provider = await waitFor(async () => {
+      const cascade = (await (await api(`/cascades/${second}`)).json()) as { recipients: Array<{ steps: Array<{ provider: string | null }> }> };
+      return cascade.recipients[0].steps[0].provider ?? undefined;
+    }, { what: 'the step sent' });
+    expect(provider).toBe('sink_bot');
 
     const stopped = await fetch(`${aio.url}/dev/bots/telegram/stop`, { method: 'POST', redirect: 'manual' });
     expect(stopped.status).toBe(303);

@@ -23,10 +23,18 @@ export function basicPassword(header: string | undefined): string {
   return colon < 0 ? '' : decoded.slice(colon + 1);
 }
 
+/** The token of `Authorization: Bearer …`, or '' without one. */
+export function bearerToken(header: string | undefined): string {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  return match ? match[1] : '';
+}
+
 /** One provider's callback on the receipts endpoint. */
 export interface ReceiptRoute {
   /** Provider name (metrics, logs). */
   provider: string;
+  /** The channel the callback is about, when the endpoint serves several (metrics; default the endpoint's). */
+  channel?: string;
   methods: readonly string[];
   /** Whether this route takes the request's path, e.g. `/receipts/smsc`, or a prefix with a secret segment. */
   matches(pathname: string): boolean;
@@ -61,7 +69,7 @@ export async function startReceiptEndpoint(options: { channel: string; host: str
       return;
     }
     if (!route.authorize(req, url)) {
-      receiptsTotal.inc({ channel: options.channel, provider: route.provider, result: 'bad_signature' });
+      receiptsTotal.inc({ channel: route.channel ?? options.channel, provider: route.provider, result: 'bad_signature' });
       res.writeHead(route.refusedStatus ?? 404, { 'content-type': 'text/plain' }).end(route.refusedStatus === 401 ? 'unauthorized' : 'not found');
       return;
     }
@@ -75,7 +83,7 @@ export async function startReceiptEndpoint(options: { channel: string; host: str
     req.on('end', () => {
       route.handle(Buffer.concat(chunks), url).then(
         (result) => {
-          receiptsTotal.inc({ channel: options.channel, provider: route.provider, result });
+          receiptsTotal.inc({ channel: route.channel ?? options.channel, provider: route.provider, result });
           if (result !== 'recorded' && result !== 'not_final') options.logger.warn({ result, provider: route.provider }, 'provider callback not applied');
           const ok = result === 'recorded' || result === 'not_final' || result === 'unknown_message';
           res.writeHead(STATUS[result], { 'content-type': 'text/plain' }).end(ok ? (route.okBody ?? 'OK') : result);

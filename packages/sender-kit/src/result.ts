@@ -12,6 +12,8 @@ export interface SendResult {
   parts?: number;
   /** The provider that took the message, when the channel has a ProviderChain (reported on the step). */
   provider?: string;
+  /** When it happened, for a receipt that carries the provider's event time; default: when published. */
+  at?: Date;
 }
 
 /** The step a result is about; a receipt knows these from the send log, a send from the step itself. */
@@ -66,7 +68,7 @@ export class StepResultPublisher {
             reason: result.reason ?? '',
             providerMessageId: result.providerMessageId ?? '',
             parts: result.parts ?? 0,
-            at: new Date(),
+            at: result.at ?? new Date(),
             organizationId: target.organizationId,
             traceContext: injectTraceContext({}),
             provider: result.provider ?? '',

@@ -73,7 +73,7 @@ export async function applyStepResults(pool: Pool, results: busV1.StepResult[], 
       // An outcome this version does not know must not leave the step dispatched forever.
       const known = OUTCOMES[result.outcome];
       const outcome = known ?? 'FAILED';
-      applyResult(found.state, found.step, result.attemptId, outcome, known ? result.reason : `unknown_outcome: ${String(result.outcome)}`, timing, result.provider ?? '');
+      applyResult(found.state, found.step, result.attemptId, outcome, known ? result.reason : `unknown_outcome: ${String(result.outcome)}`, timing, result.provider ?? '', result.at);
       applied.inc({ outcome });
     }
     await recordSent(client, sentTo, timing.now);

@@ -284,10 +284,13 @@ export type Outcome = 'SENT' | 'FAILED' | 'NO_BALANCE' | 'UNREACHABLE' | 'DELIVE
  * Applies a sender's result. Results for an attempt that is no longer the step's current one (the
  * recipient rated while the message was in flight, a duplicate) only record the send time.
  */
-export function applyResult(state: RecipientState, step: StepState, attemptId: string, outcome: Outcome, reason: string, timing: Timing, provider = ''): void {
+export function applyResult(state: RecipientState, step: StepState, attemptId: string, outcome: Outcome, reason: string, timing: Timing, provider = '', occurredAt?: Date): void {
   if (outcome === 'DELIVERED') {
     if (!step.deliveredAt) {
-      step.deliveredAt = timing.now;
+      // The receipt's own time (a provider's event time) when it has one, kept within [sent, now]: another
+      // clock never puts a delivery before its send or in the future.
+      const at = occurredAt && occurredAt.getTime() < timing.now.getTime() ? occurredAt : timing.now;
+      step.deliveredAt = step.sentAt && at.getTime() < step.sentAt.getTime() ? step.sentAt : at;
       touch(state, step);
     }
     return;

@@ -5,12 +5,13 @@ import { isUuid } from './ids';
 import { suppressionOf } from './optOutLedger';
 import { personAddresses } from './personAddresses';
 
-const EMPTY: schedulerV1.ExportPersonResponse = { addresses: [], consents: [], suppressions: [], messages: [], ratings: [], lastSentAt: undefined, lastRatedAt: undefined };
+const EMPTY: schedulerV1.ExportPersonResponse = { addresses: [], consents: [], suppressions: [], messages: [], ratings: [], lastSentAt: undefined, lastRatedAt: undefined, botLinks: [] };
 
 /**
  * What the organization holds about one person, as evidence (docs/customer-respect.md): the consent
  * each request carried, the opt-outs with their source, every message sent (channel, address, when,
- * delivery), every rating with the public links shown beside it, and the cooldown ledger. The person is
+ * delivery), every rating with the public links shown beside it, the official-bot chats they linked
+ * (claimed link codes, by phone), and the cooldown ledger. The person is
  * every recipient whose lower-case email or E.164 phone is one of the given addresses. An export is
  * rare: it reads the organization's recipients without an index of its own, so intake stays fast.
  */
@@ -27,7 +28,7 @@ export async function exportPerson(pool: Pool, request: schedulerV1.ExportPerson
     [request.organizationId, email, request.phone],
   );
   const recipientIds = sqlArray(recipients.map((recipient) => recipient.id));
-  const [steps, ratings, suppressions, activity] = await Promise.all([
+  const [steps, ratings, suppressions, activity, botLinks] = await Promise.all([
     pool.query<{ recipient_id: string; cascade_id: string; step_order: number; sent_channel: string; status: string; reason: string | null; sent_at: Date; delivered_at: Date | null; email: string; phone: string }>(
       `SELECT s.recipient_id, s.cascade_id, s.step_order, s.sent_channel, s.status, s.reason, s.sent_at, s.delivered_at, r.email, r.phone
          FROM recipient_steps s JOIN recipients r ON r.id = s.recipient_id
@@ -49,6 +50,11 @@ export async function exportPerson(pool: Pool, request: schedulerV1.ExportPerson
       'SELECT max(last_sent_at) AS last_sent_at, max(last_rated_at) AS last_rated_at FROM person_activity WHERE organization_id = $1 AND address = ANY($2::text[])',
       [request.organizationId, sqlArray(addresses)],
     ),
+    pool.query<{ channel: string; review_request_id: string; used_at: Date; used_by_chat: string | null }>(
+      `SELECT channel, review_request_id, used_at, used_by_chat FROM bot_link_codes
+        WHERE organization_id = $1 AND phone = ANY($2::text[]) AND used_at IS NOT NULL ORDER BY used_at, channel`,
+      [request.organizationId, sqlArray(addresses)],
+    ),
   ]);
   return {
     addresses,
@@ -64,5 +70,6 @@ export async function exportPerson(pool: Pool, request: schedulerV1.ExportPerson
     })),
     lastSentAt: activity.rows[0]?.last_sent_at ?? undefined,
     lastRatedAt: activity.rows[0]?.last_rated_at ?? undefined,
+    botLinks: botLinks.rows.map((link) => ({ channel: link.channel, reviewRequestId: link.review_request_id, linkedAt: link.used_at, chatId: link.used_by_chat ?? '' })),
   };
 }

@@ -52,6 +52,10 @@ describe('bot link codes and bot opt-outs', () => {
     expect(claimed).toEqual({ organizationId: ORG, phone: '+79001110002', recipientId, locale: 'en', organizationName: expect.any(String) });
     await expect(grpc.client.claimBotLink({ code, channel: 'TELEGRAM', chatId: '1' })).resolves.toEqual(claimed);
     expect(await rejection(grpc.client.claimBotLink({ code, channel: 'TELEGRAM', chatId: '2' }))).toMatchObject({ status: 404, code: 'bot_link_invalid' });
+    // The person's export carries the claimed link (by phone), with its chat.
+    const exported = await grpc.client.exportPerson({ organizationId: ORG, email: '', phone: '+79001110002' });
+    expect(exported.botLinks).toEqual([{ channel: 'TELEGRAM', reviewRequestId: expect.any(String), linkedAt: expect.any(Date), chatId: '1' }]);
+    expect((await grpc.client.exportPerson({ organizationId: ORG, email: '', phone: '+79001110001' })).botLinks).toEqual([]);
     const next = (await form(token, ['TELEGRAM'])).form!.botLinks[0].code;
     expect(next).not.toBe(code);
   });

@@ -19,6 +19,24 @@ const all = { configured: () => true, optedOut: () => false, phoneRefused: () =>
 
 /** The pure transitions behind the timing rules (the integration tests run the same rules on Postgres + NATS). */
 describe('engine', () => {
+  it("a delivery takes the receipt's own time, kept within [sent, now], and only the first one counts", () => {
+    const delivered = (occurredAt: Date | undefined, now: Date) => {
+      const s = recipient('a@x', '', [['EMAIL', 0]]);
+      start(s, { now: at(0), minuteMs: MIN });
+      fire(s, s.steps[0], all, { now: at(10), minuteMs: MIN });
+      applyResult(s, s.steps[0], 's1:1', 'SENT', '', { now: at(20), minuteMs: MIN });
+      applyResult(s, s.steps[0], 's1:1', 'DELIVERED', 'delivered', { now, minuteMs: MIN }, '', occurredAt);
+      return s.steps[0];
+    };
+    expect(delivered(at(500), at(900)).deliveredAt).toEqual(at(500));
+    expect(delivered(undefined, at(900)).deliveredAt).toEqual(at(900));
+    expect(delivered(at(5), at(900)).deliveredAt).toEqual(at(20));
+    expect(delivered(at(5_000), at(900)).deliveredAt).toEqual(at(900));
+    const step = delivered(at(500), at(900));
+    applyResult(recipient('a@x', '', []), step, 's1:1', 'DELIVERED', 'read', { now: at(1_000), minuteMs: MIN }, '', at(300));
+    expect(step.deliveredAt).toEqual(at(500));
+  });
+
   it('step 1 is due at start whatever its delay; step 2 is due its delay after the send', () => {
     const s = recipient('a@x', '', [['EMAIL', 30], ['EMAIL', 5]]);
     start(s, { now: at(0), minuteMs: MIN });

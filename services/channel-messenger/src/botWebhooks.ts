@@ -1,5 +1,4 @@
-import type { ListeningHttpServer, Logger } from '@rrs/runtime';
-import { sameSecret, startReceiptEndpoint, type ReceiptResult, type ReceiptRoute } from '@rrs/sender-kit';
+import { sameSecret, type ReceiptResult, type ReceiptRoute } from '@rrs/sender-kit';
 import { applyBotEvent, type BotLinkingDeps } from './botLinking';
 import { botWebhookPath } from './bots';
 
@@ -32,9 +31,4 @@ export function botWebhookRoute(deps: BotLinkingDeps & { secret: string }): Rece
       return result === 'linked' || result === 'unlinked' ? 'recorded' : 'not_final';
     },
   };
-}
-
-/** The bots' webhook endpoint, on its own port (`BOT_WEBHOOK_PORT`), one route per configured bot. */
-export function startBotWebhooks(options: { host: string; port: number; bots: ReadonlyArray<BotLinkingDeps & { secret: string }>; logger: Logger }): Promise<ListeningHttpServer> {
-  return startReceiptEndpoint({ channel: 'BOTS', host: options.host, port: options.port, routes: options.bots.map(botWebhookRoute), logger: options.logger });
 }

@@ -23,6 +23,11 @@ export interface MessengerAccount {
   healthIntervalMs?: number;
   /** How long a `checkAccount` answer is reused for a phone number (a number without an account: a tenth of it). */
   accountCacheMs?: number;
+  /**
+   * The account's `webhookUrlToken` (GREEN-API sends it as `Authorization: Bearer …`); set = its delivery
+   * receipts are taken at `POST /receipts/greenapi/<channel>` on the webhook port (docs/channels.md).
+   */
+  webhookToken?: string;
 }
 
 /** One messenger's official bot (docs/channels.md "Official bots"). */
@@ -42,7 +47,7 @@ export interface BotAccount {
 export interface BotsConfig {
   max?: BotAccount;
   telegram?: BotAccount;
-  /** Where the webhook endpoint listens (`BOT_WEBHOOK_HOST`, `BOT_WEBHOOK_PORT`). */
+  /** Where the webhook endpoint (bot updates, working-account receipts) listens (`BOT_WEBHOOK_HOST`, `BOT_WEBHOOK_PORT`). */
   webhookHost: string;
   webhookPort: number;
   /** The public base URL the platforms reach the endpoint at; set = the webhooks are registered at start. */
@@ -63,6 +68,8 @@ export interface MessengerConfig extends SenderBaseConfig {
 function account(vars: Record<string, unknown>, prefix: 'MAX' | 'TELEGRAM', defaults: { perAccount: number }): MessengerAccount | undefined {
   const id = vars[`${prefix}_ID_INSTANCE`] as string | undefined;
   const token = vars[`${prefix}_API_TOKEN`] as string | undefined;
+  const webhookToken = vars[`${prefix}_WEBHOOK_TOKEN`] as string | undefined;
+  if (!id && !token && webhookToken !== undefined) throw new ConfigError(`${prefix}_WEBHOOK_TOKEN`, `needs the working account (${prefix}_ID_INSTANCE, ${prefix}_API_TOKEN) whose receipts it authenticates`);
   if (!id && !token) return undefined;
   if (!id) throw new ConfigError(`${prefix}_ID_INSTANCE`, `is required when ${prefix}_API_TOKEN is set`);
   if (!token) throw new ConfigError(`${prefix}_API_TOKEN`, `is required when ${prefix}_ID_INSTANCE is set`);
@@ -75,6 +82,7 @@ function account(vars: Record<string, unknown>, prefix: 'MAX' | 'TELEGRAM', defa
     perChatPerSecond: 1,
     healthIntervalMs: vars.MESSENGER_HEALTH_INTERVAL_MS as number,
     accountCacheMs: vars.MESSENGER_ACCOUNT_CACHE_MS as number,
+    webhookToken,
   };
 }
 
@@ -111,10 +119,12 @@ export function buildConfig(env: Env): MessengerConfig {
       MAX_ID_INSTANCE: z.string().regex(/^\d+$/, 'must be the numeric instance id').optional(),
       MAX_API_TOKEN: z.string().min(8).optional(),
       MAX_RATE_PER_SECOND: envField.int(20, 1),
+      MAX_WEBHOOK_TOKEN: WEBHOOK_SECRET,
       TELEGRAM_API_URL: envField.url(['http', 'https']).default('https://api.green-api.com/v3'),
       TELEGRAM_ID_INSTANCE: z.string().regex(/^\d+$/, 'must be the numeric instance id').optional(),
       TELEGRAM_API_TOKEN: z.string().min(8).optional(),
       TELEGRAM_RATE_PER_SECOND: envField.int(30, 1),
+      TELEGRAM_WEBHOOK_TOKEN: WEBHOOK_SECRET,
       MESSENGER_TIMEOUT_MS: envField.int(10_000, 100),
       /** GREEN-API recommends asking the instance state once a minute; never more than every 5 s. */
       MESSENGER_HEALTH_INTERVAL_MS: envField.int(60_000, 5_000),

@@ -10,4 +10,5 @@ export { telegramBot, parseTelegramUpdate, telegramRetryAfter } from './telegram
 export { maxBot, parseMaxUpdate, MAX_UPDATE_TYPES } from './maxBot';
 export { ChatLinks, type ChatLink } from './chatLinks';
 export { applyBotEvent, unlinkChat, type BotScheduler } from './botLinking';
-export { startBotWebhooks, botWebhookRoute } from './botWebhooks';
+export { botWebhookRoute } from './botWebhooks';
+export { greenApiReceiptRoute, greenApiReceiptsPath, handleGreenApiWebhook, mapGreenApiStatus } from './greenApiReceipts';

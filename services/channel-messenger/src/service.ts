@@ -2,11 +2,12 @@ import { Redis } from 'ioredis';
 import { schedulerV1, type BotChannel } from '@rrs/proto';
 import { join } from 'node:path';
 import { collapseRepeats, createGrpcClient, migrate, reachAtStart, type ServiceContext } from '@rrs/runtime';
-import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type RunningChannelSender, type SendStep } from '@rrs/sender-kit';
+import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, startReceiptEndpoint, type ReceiptRoute, type ChannelSenderConfig, type ChannelSenderDeps, type RunningChannelSender, type SendStep } from '@rrs/sender-kit';
 import { unlinkChat, type BotScheduler } from './botLinking';
 import { botWebhookPath, type BotClient } from './bots';
 import { linkedChat, sendThroughBot, type BotRoute } from './botSend';
-import { startBotWebhooks } from './botWebhooks';
+import { botWebhookRoute } from './botWebhooks';
+import { greenApiReceiptRoute } from './greenApiReceipts';
 import { ChatLinks } from './chatLinks';
 import type { BotAccount, BotsConfig, MessengerAccount, MessengerConfig } from './config';
 import { AccountHealth } from './health';
@@ -154,13 +155,16 @@ export async function startMessengerSender(
     const usable = health[channel]?.usable;
     return usable && !usable.usable ? { unavailable: true, unavailableReason: usable.reason } : {};
   };
+  // Receipts come only from a real working account whose webhook token is set (the sink has none).
+  const receipts = (channel: MessengerChannel) => (accounts[channel]?.webhookToken !== undefined && !deps.providers?.[channel] ? accounts[channel] : undefined);
+  const capabilities = (channel: MessengerChannel) => ['send', 'reachability', ...(receipts(channel) ? ['delivery_receipts'] : []), ...(bots[channel] ? ['official_bot'] : [])];
   const running = await startChannelSender(config, ctx, {
     service: 'channel-messenger',
     schema: SCHEMA,
     bus: deps.bus,
     pool: deps.pool,
     channels: CHANNELS.map((channel) => ({
-      entry: { ...ENTRIES[channel], capabilities: bots[channel] ? ['send', 'reachability', 'official_bot'] : ['send', 'reachability'], ...availability(channel), ...(bots[channel] ? { botLink: bots[channel].bot.link } : {}) },
+      entry: { ...ENTRIES[channel], capabilities: capabilities(channel), ...availability(channel), ...(bots[channel] ? { botLink: bots[channel].bot.link } : {}) },
       send: messengerSend(providers[channel], health[channel], routes[channel]),
       provider: providers[channel].name,
     })),
@@ -175,11 +179,18 @@ export async function startMessengerSender(
   }
   const links = new ChatLinks(pool);
   linksReady(links);
+  // One webhook port for the bots' updates and the working accounts' receipts.
+  const webhookRoutes: ReceiptRoute[] = [];
+  const served = scheduler ? CHANNELS.flatMap((channel) => (bots[channel] ? [{ bot: bots[channel].bot, secret: bots[channel].webhookSecret, links, scheduler: scheduler!, logger: ctx.logger }] : [])) : [];
+  webhookRoutes.push(...served.map(botWebhookRoute));
+  for (const channel of CHANNELS) {
+    const account = receipts(channel);
+    if (account) webhookRoutes.push(greenApiReceiptRoute({ channel, idInstance: account.idInstance, token: account.webhookToken!, results: running.results, sendLog: running.sendLog }));
+  }
   let botWebhookPort: number | undefined;
-  if (anyBot && scheduler) {
-    const served = CHANNELS.flatMap((channel) => (bots[channel] ? [{ bot: bots[channel].bot, secret: bots[channel].webhookSecret, links, scheduler: scheduler!, logger: ctx.logger }] : []));
-    const server = await startBotWebhooks({ host: config.bots?.webhookHost ?? '0.0.0.0', port: config.bots?.webhookPort ?? 9474, bots: served, logger: ctx.logger });
-    ctx.lifecycle.onStop('bot webhooks server', () => server.close());
+  if (webhookRoutes.length > 0) {
+    const server = await startReceiptEndpoint({ channel: 'BOTS', host: config.bots?.webhookHost ?? '0.0.0.0', port: config.bots?.webhookPort ?? 9474, routes: webhookRoutes, logger: ctx.logger });
+    ctx.lifecycle.onStop('messenger webhooks server', () => server.close());
     botWebhookPort = server.port;
     const publicUrl = config.bots?.webhookPublicUrl;
     for (const { bot, secret } of served) {

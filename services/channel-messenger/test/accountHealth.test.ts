@@ -1,9 +1,7 @@
-import { startContacts, type RunningContacts } from '@rrs/contacts';
-import { startScheduler, type RunningScheduler } from '@rrs/cascade-scheduler';
 import { registry } from '@rrs/runtime';
-import { openChannelsBucket, readChannelCatalog } from '@rrs/sender-kit';
-import { createTestBus, createTestDatabase, startFakeGreenApi, testContext, testLogger, waitFor, type FakeGreenApi, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { AccountHealth, accountDownReason, AccountLookupCache, startMessengerSender, type MessengerAccount } from '../src';
+import { testLogger, type FakeGreenApi } from '@rrs/testkit';
+import { AccountHealth, accountDownReason, AccountLookupCache } from '../src';
+import { startMessengerStack, type MessengerStack } from './realStack';
 
 const MAX_INSTANCE = '3303';
 const TELEGRAM_INSTANCE = '4404';
@@ -16,49 +14,23 @@ const availableGauge = async (channel: string) => (await registry.getSingleMetri
  * gateway; once authorized again, MAX is back. checkAccount answers are reused.
  */
 describe('messenger account health', () => {
-  let db: TestDatabase;
-  let tb: TestBus;
-  let contacts: RunningContacts;
-  let scheduler: RunningScheduler;
+  let stack: MessengerStack;
   let gateway: FakeGreenApi;
-  let messenger: Awaited<ReturnType<typeof startMessengerSender>>;
-  const ctx = testContext('messenger-health');
+  let messenger: MessengerStack['messenger'];
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    tb = await createTestBus('memory');
-    gateway = await startFakeGreenApi();
-    gateway.setState(MAX_INSTANCE, 'blocked');
-    contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
-    scheduler = await startScheduler(
-      { databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
-      ctx,
-      { bus: tb.bus, channelsCacheMs: 0 },
-    );
-    const account = (idInstance: string): MessengerAccount => ({ apiUrl: gateway.url, idInstance, apiToken: gateway.token, timeoutMs: 2_000, perAccountPerSecond: 30, perChatPerSecond: 10, healthIntervalMs: 600_000, accountCacheMs: 600_000 });
-    messenger = await startMessengerSender({ databaseUrl: db.url, concurrency: 4, max: account(MAX_INSTANCE), telegram: account(TELEGRAM_INSTANCE) }, ctx, { bus: tb.bus });
+    stack = await startMessengerStack({
+      name: 'messenger-health',
+      accounts: { max: { idInstance: MAX_INSTANCE }, telegram: { idInstance: TELEGRAM_INSTANCE } },
+      prepare: (fake) => fake.setState(MAX_INSTANCE, 'blocked'),
+    });
+    ({ gateway, messenger } = stack);
   });
-  afterAll(async () => {
-    await ctx.stop();
-    await gateway.close();
-    await tb.cleanup();
-    await db.drop();
-  });
+  afterAll(() => stack.stop());
 
-  async function organization() {
-    const org = await contacts.directory.createOrganization({ name: 'health', plan: 'standard', emailConfirmed: true, locale: 'ru', defaultRegion: 'RU', smsBalance: 0, sendWindow: null, cooldownDays: 0 });
-    for (const channel of ['SMS', 'MAX', 'TELEGRAM']) await contacts.channels.set({ organizationId: org.id, channel, configured: true });
-    const location = await contacts.directory.createLocation({ organizationId: org.id, name: 'Кофейня', address: 'Тверская 1', city: 'Москва', timeZone: 'Europe/Moscow', reviewLinks: [] });
-    return { id: org.id, locationId: location.id };
-  }
-  const sentStep = async (org: { id: string; locationId: string }, phone: string) => {
-    const { result } = await scheduler.cascades.start({ organizationId: org.id, locationId: org.locationId, name: '', flowId: '', channel: 'MAX', externalId: '', recipients: [{ name: 'Анна', email: '', phone, contactId: '', contactExternalId: '' }] });
-    return waitFor(async () => {
-      const step = (await scheduler.cascades.get(org.id, result.id)).recipients[0].steps[0];
-      return step.status === 'sent' ? step : undefined;
-    }, { what: `step to ${phone} sent` });
-  };
-  const catalogEntry = async (key: string) => (await readChannelCatalog(await openChannelsBucket(tb.bus))).find((e) => e.key === key);
+  const organization = () => stack.organization('health');
+  const sentStep = async (org: { id: string; locationId: string }, phone: string) => (await stack.sentStep(org, phone)).step;
+  const catalogEntry = (key: string) => stack.catalogEntry(key);
 
   it('a blocked account: MAX unavailable in the catalog with its reason, the alert gauge at 0, and MAX steps go to TELEGRAM (reroute reason account_unavailable) without calling the MAX gateway', async () => {
     expect(await catalogEntry('MAX')).toMatchObject({ unavailable: true, unavailableReason: 'account_blocked' });

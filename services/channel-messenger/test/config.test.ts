@@ -14,11 +14,19 @@ describe('channel-messenger config', () => {
     expect(() => buildConfig({ ...base, MESSENGER_HEALTH_INTERVAL_MS: '1000' })).toThrow(/^MESSENGER_HEALTH_INTERVAL_MS/);
   });
 
+  it("takes a working account's webhook token (its delivery receipts on), only beside the account", () => {
+    const config = buildConfig({ ...base, MAX_ID_INSTANCE: '1', MAX_API_TOKEN: 'tok-123456789', MAX_WEBHOOK_TOKEN: 'receipts-token-0123456789' });
+    expect(config.max?.webhookToken).toBe('receipts-token-0123456789');
+    expect(buildConfig({ ...base, MAX_ID_INSTANCE: '1', MAX_API_TOKEN: 'tok-123456789' }).max?.webhookToken).toBeUndefined();
+  });
+
   it.each([
     ['MAX_API_TOKEN', { ...base, MAX_ID_INSTANCE: '1' }],
     ['TELEGRAM_ID_INSTANCE', { ...base, TELEGRAM_API_TOKEN: 'tok-123456789' }],
     ['MAX_ID_INSTANCE', { ...base, MAX_ID_INSTANCE: 'abc', MAX_API_TOKEN: 'tok-123456789' }],
     ['REDIS_URL', { ...base, REDIS_URL: 'http://x' }],
+    ['TELEGRAM_WEBHOOK_TOKEN', { ...base, TELEGRAM_WEBHOOK_TOKEN: 'receipts-token-0123456789' }],
+    ['MAX_WEBHOOK_TOKEN', { ...base, MAX_ID_INSTANCE: '1', MAX_API_TOKEN: 'tok-123456789', MAX_WEBHOOK_TOKEN: 'short' }],
   ])('names %s when it is wrong', (variable, env) => {
     expect(() => buildConfig(env)).toThrow(ConfigError);
     expect(() => buildConfig(env)).toThrow(new RegExp(`^${variable}`));

@@ -1,4 +1,5 @@
-import { eventsV1 } from '@rrs/proto';
+import { eventsV1, schedulerV1 } from '@rrs/proto';
+import { createGrpcClient } from '@rrs/runtime';
 import { waitFor } from '@rrs/testkit';
 import { startCascadeStack, STACK_ADMIN_TOKEN, type CascadeStack } from './cascadeStack';
 
@@ -222,6 +223,14 @@ describe('customer respect', () => {
     const token = sentTo(started.body.id)[0].reviewUrl.split('/r/')[1];
     await stack.scheduler.reviews.submitRating(token, 2);
     await stack.scheduler.reviews.submitFeedback(token, 'Cold coffee');
+    // The thank-you page's "get future requests in Telegram": the person's bot chat claims the code.
+    const grpc = createGrpcClient(schedulerV1.CascadeSchedulerServiceClient, `127.0.0.1:${stack.scheduler.grpcPort}`);
+    try {
+      const [offered] = (await grpc.client.getReviewForm({ token, recordOpen: false, forUnsubscribe: false, botChannels: ['TELEGRAM'] })).form!.botLinks;
+      await grpc.client.claimBotLink({ code: offered.code, channel: 'TELEGRAM', chatId: '5550004' });
+    } finally {
+      grpc.close();
+    }
     await stack.scheduler.reviews.unsubscribe({ token, oneClick: false });
 
     const exported = await admin('GET', `/organizations/${stack.orgIds.paid}/people/export?email=PAVEL@example.com&phone=${encodeURIComponent('8 916 000-00-04')}`);
@@ -236,10 +245,12 @@ describe('customer respect', () => {
     expect(body.suppressions.map((s: any) => [s.address, s.source])).toEqual([['+79160000004', 'unsubscribe_page'], ['pavel@example.com', 'unsubscribe_page']]);
     expect(body.lastSentAt).not.toBeNull();
     expect(body.lastRatedAt).not.toBeNull();
+    expect(body.botLinks).toEqual([{ channel: 'TELEGRAM', reviewRequestId: expect.any(String), linkedAt: expect.any(String), chatId: '5550004' }]);
+    expect(body.botLinks[0].reviewRequestId).toBe(body.ratings[0].reviewRequestId);
 
     expect(await admin('GET', `/organizations/${stack.orgIds.paid}/people/export`)).toMatchObject({ status: 400, body: { code: 'invalid_request' } });
     expect(await admin('GET', `/organizations/${stack.orgIds.paid}/people/export?phone=12`)).toMatchObject({ status: 400, body: { code: 'invalid_request', errors: [{ parameter: 'phone' }] } });
     const nobody = await admin('GET', `/organizations/${stack.orgIds.other}/people/export?email=pavel@example.com`);
-    expect(nobody.body).toMatchObject({ consents: [], messages: [], ratings: [], suppressions: [], lastSentAt: null });
+    expect(nobody.body).toMatchObject({ consents: [], messages: [], ratings: [], suppressions: [], lastSentAt: null, botLinks: [] });
   });
 });

@@ -12,6 +12,11 @@
  *   deduplication. While the instance is not `authorized` a message is accepted into the send queue and
  *   not sent (GREEN-API keeps it 24 h: "instance status tracking").
  * - `GET showMessagesQueue`, `GET lastOutgoingMessages`: the queue and the sent messages.
+ * - `POST setSettings` `{webhookUrl, webhookUrlToken, outgoingWebhook, …}` → `{saveSettings: true}`;
+ *   `reportStatus(idMessage, status)` then posts the instance's `outgoingMessageStatus` webhook to
+ *   `webhookUrl` with `Authorization: Bearer <webhookUrlToken>` when one is set, as the Webhook Endpoint
+ *   technology does (https://green-api.com/v3/docs/api/receiving/technology-webhook-endpoint,
+ *   https://green-api.com/v3/docs/api/receiving/notifications-format/statuses/OutgoingMessageStatus).
  * - A wrong token is 401. `rateLimitPerSecond` answers 429 past that many calls a second per method.
  *
  * Calls are counted per method, so a test can check that the state is not polled and accounts are not
@@ -21,6 +26,14 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export type GreenApiState = 'authorized' | 'notAuthorized' | 'blocked' | 'suspended' | 'starting' | 'sleepMode' | 'yellowCard' | 'pendingPassword';
+
+export type GreenApiMessageStatus = 'sent' | 'delivered' | 'read' | 'failed' | 'noAccount' | 'notInGroup' | 'yellowCard';
+
+interface GreenApiSettings {
+  webhookUrl: string;
+  webhookUrlToken: string;
+  outgoingWebhook: string;
+}
 
 export interface GreenApiMessage {
   idMessage: string;
@@ -45,6 +58,12 @@ export interface FakeGreenApi {
   /** Calls of a method (for one instance, or all). */
   calls(method: string, instance?: string): number;
   readonly messages: readonly GreenApiMessage[];
+  /**
+   * Posts an `outgoingMessageStatus` webhook for a message this fake took (its instance's settings must
+   * have a `webhookUrl` and `outgoingWebhook: "yes"`); resolves with the HTTP status the endpoint answered.
+   * `token` overrides the instance's `webhookUrlToken` (a caller that is not GREEN-API).
+   */
+  reportStatus(idMessage: string, status: GreenApiMessageStatus, options?: { timestamp?: number; token?: string | null; description?: string }): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -53,6 +72,7 @@ export async function startFakeGreenApi(options: FakeGreenApiOptions = {}): Prom
   const states = new Map<string, GreenApiState>();
   const counts = new Map<string, number>();
   const messages: GreenApiMessage[] = [];
+  const settings = new Map<string, GreenApiSettings>();
   const window = new Map<string, { second: number; n: number }>();
   let taken = 0;
 
@@ -95,6 +115,12 @@ export async function startFakeGreenApi(options: FakeGreenApiOptions = {}): Prom
         const phone = String(body.phoneNumber);
         return json(200, phone.endsWith('0000') ? { exist: false } : { exist: true, chatId: `${phone}@c.us` });
       }
+      if (method === 'setSettings') {
+        const current = settings.get(instance) ?? { webhookUrl: '', webhookUrlToken: '', outgoingWebhook: 'no' };
+        const text = (name: keyof GreenApiSettings) => (typeof body[name] === 'string' ? (body[name] as string) : current[name]);
+        settings.set(instance, { webhookUrl: text('webhookUrl'), webhookUrlToken: text('webhookUrlToken'), outgoingWebhook: text('outgoingWebhook') });
+        return json(200, { saveSettings: true });
+      }
       if (method === 'sendMessage') {
         if (typeof body.chatId !== 'string' || typeof body.message !== 'string' || body.message === '') return json(400, { message: "Validation failed. Details: 'message' is required" });
         const message: GreenApiMessage = { idMessage: `GA${++taken}`, instance, chatId: body.chatId, message: body.message, where: state === 'authorized' ? 'journal' : 'queue' };
@@ -111,6 +137,30 @@ export async function startFakeGreenApi(options: FakeGreenApiOptions = {}): Prom
     setState: (instance, state) => states.set(instance, state),
     calls: (method, instance) => [...counts].filter(([key]) => key.startsWith(`${method}|`) && (instance === undefined || key === `${method}|${instance}`)).reduce((sum, [, n]) => sum + n, 0),
     messages,
+    async reportStatus(idMessage, status, reportOptions = {}) {
+      const message = messages.find((m) => m.idMessage === idMessage);
+      if (!message) throw new Error(`fake GREEN-API: no message ${idMessage}`);
+      const instanceSettings = settings.get(message.instance);
+      if (!instanceSettings?.webhookUrl || instanceSettings.outgoingWebhook !== 'yes') throw new Error(`fake GREEN-API: instance ${message.instance} has no webhookUrl with outgoingWebhook`);
+      const token = reportOptions.token === undefined ? instanceSettings.webhookUrlToken : reportOptions.token;
+      const res = await fetch(instanceSettings.webhookUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify({
+          typeWebhook: 'outgoingMessageStatus',
+          chatId: message.chatId,
+          instanceData: { idInstance: Number(message.instance), wid: '79000000000@c.us', typeInstance: 'v3' },
+          timestamp: reportOptions.timestamp ?? Math.floor(Date.now() / 1000),
+          idMessage,
+          status,
+          ...(reportOptions.description ? { description: reportOptions.description } : {}),
+          sendByApi: true,
+        }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      await res.arrayBuffer();
+      return res.status;
+    },
     close: () => {
       server.closeAllConnections();
       return new Promise<void>((resolve) => server.close(() => resolve()));

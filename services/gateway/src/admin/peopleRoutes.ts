@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { schedulerV1 } from '@rrs/proto';
+import { BOT_CHANNELS, type schedulerV1 } from '@rrs/proto';
 import type { GatewayClients } from '../clients';
 import { defineRoute, type Route } from '../http/route';
 import { ChannelKey, SuppressionSource } from '../routes/enums';
@@ -49,6 +49,10 @@ const PersonExport = z.object({
   })),
   lastSentAt: z.string().nullable().meta({ description: 'The cooldown ledger: when a review request last went out to the person.' }),
   lastRatedAt: z.string().nullable().meta({ description: 'The cooldown ledger: when the person last rated.' }),
+  botLinks: z.array(z.object({
+    channel: z.enum(BOT_CHANNELS), reviewRequestId: z.string().meta({ description: "The review request whose thank-you page offered the link." }),
+    linkedAt: z.string(), chatId: z.string().nullable().meta({ description: "The bot's chat with the person; null when not recorded." }),
+  })).meta({ description: 'The official messenger bots the person linked to themselves (claimed link codes), in the order linked.' }),
 });
 
 const EXAMPLE_EXPORT: z.infer<typeof PersonExport> = {
@@ -62,6 +66,7 @@ const EXAMPLE_EXPORT: z.infer<typeof PersonExport> = {
   }],
   lastSentAt: '2026-05-01T12:00:01.200Z',
   lastRatedAt: '2026-05-01T18:00:00.000Z',
+  botLinks: [{ channel: 'TELEGRAM', reviewRequestId: EXAMPLE_IDS.reviewRequest, linkedAt: '2026-05-01T18:01:00.000Z', chatId: '123456789' }],
 };
 
 function exportJson(person: schedulerV1.ExportPersonResponse): z.infer<typeof PersonExport> {
@@ -79,6 +84,7 @@ function exportJson(person: schedulerV1.ExportPersonResponse): z.infer<typeof Pe
     })),
     lastSentAt: iso(person.lastSentAt),
     lastRatedAt: iso(person.lastRatedAt),
+    botLinks: person.botLinks.map((link) => ({ channel: link.channel as (typeof BOT_CHANNELS)[number], reviewRequestId: link.reviewRequestId, linkedAt: iso(link.linkedAt) ?? '', chatId: link.chatId || null })),
   };
 }
 

@@ -458,6 +458,22 @@ export interface ExportedRating {
   publicLinksShownAt: Date | undefined;
 }
 
+/**
+ * A chat of an official messenger bot the person linked to themselves by a claimed link code
+ * (docs/channels.md "Official bots").
+ */
+export interface ExportedBotLink {
+  /** MAX | TELEGRAM. */
+  channel: string;
+  /** The review request whose thank-you page offered the link. */
+  reviewRequestId: string;
+  linkedAt:
+    | Date
+    | undefined;
+  /** The bot's chat with the person; empty when not recorded. */
+  chatId: string;
+}
+
 export interface ExportPersonResponse {
   /** The addresses looked up. */
   addresses: string[];
@@ -467,7 +483,11 @@ export interface ExportPersonResponse {
   ratings: ExportedRating[];
   /** The cooldown ledger: when a request was last sent to the person, and when they last rated. */
   lastSentAt: Date | undefined;
-  lastRatedAt: Date | undefined;
+  lastRatedAt:
+    | Date
+    | undefined;
+  /** The official-bot chats the person linked, in the order linked. */
+  botLinks: ExportedBotLink[];
 }
 
 export interface ListCascadesRequest {
@@ -7025,6 +7045,135 @@ export const ExportedRating: MessageFns<ExportedRating> = {
   },
 };
 
+function createBaseExportedBotLink(): ExportedBotLink {
+  return { channel: "", reviewRequestId: "", linkedAt: undefined, chatId: "" };
+}
+
+export const ExportedBotLink: MessageFns<ExportedBotLink> = {
+  encode(message: ExportedBotLink, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.channel !== "") {
+      writer.uint32(10).string(message.channel);
+    }
+    if (message.reviewRequestId !== "") {
+      writer.uint32(18).string(message.reviewRequestId);
+    }
+    if (message.linkedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.linkedAt), writer.uint32(26).fork()).join();
+    }
+    if (message.chatId !== "") {
+      writer.uint32(34).string(message.chatId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportedBotLink {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportedBotLink();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reviewRequestId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.linkedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.chatId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportedBotLink {
+    return {
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      reviewRequestId: isSet(object.reviewRequestId)
+        ? globalThis.String(object.reviewRequestId)
+        : isSet(object.review_request_id)
+        ? globalThis.String(object.review_request_id)
+        : "",
+      linkedAt: isSet(object.linkedAt)
+        ? fromJsonTimestamp(object.linkedAt)
+        : isSet(object.linked_at)
+        ? fromJsonTimestamp(object.linked_at)
+        : undefined,
+      chatId: isSet(object.chatId)
+        ? globalThis.String(object.chatId)
+        : isSet(object.chat_id)
+        ? globalThis.String(object.chat_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ExportedBotLink): unknown {
+    const obj: any = {};
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.reviewRequestId !== "") {
+      obj.reviewRequestId = message.reviewRequestId;
+    }
+    if (message.linkedAt !== undefined) {
+      obj.linkedAt = message.linkedAt.toISOString();
+    }
+    if (message.chatId !== "") {
+      obj.chatId = message.chatId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportedBotLink>, I>>(base?: I): ExportedBotLink {
+    return ExportedBotLink.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportedBotLink>, I>>(object: I): ExportedBotLink {
+    const message = createBaseExportedBotLink();
+    message.channel = object.channel ?? "";
+    message.reviewRequestId = object.reviewRequestId ?? "";
+    message.linkedAt = object.linkedAt ?? undefined;
+    message.chatId = object.chatId ?? "";
+    return message;
+  },
+};
+
 function createBaseExportPersonResponse(): ExportPersonResponse {
   return {
     addresses: [],
@@ -7034,6 +7183,7 @@ function createBaseExportPersonResponse(): ExportPersonResponse {
     ratings: [],
     lastSentAt: undefined,
     lastRatedAt: undefined,
+    botLinks: [],
   };
 }
 
@@ -7059,6 +7209,9 @@ export const ExportPersonResponse: MessageFns<ExportPersonResponse> = {
     }
     if (message.lastRatedAt !== undefined) {
       Timestamp.encode(toTimestamp(message.lastRatedAt), writer.uint32(58).fork()).join();
+    }
+    for (const v of message.botLinks) {
+      ExportedBotLink.encode(v!, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -7132,6 +7285,14 @@ export const ExportPersonResponse: MessageFns<ExportPersonResponse> = {
             message.lastRatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.botLinks.push(ExportedBotLink.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7171,6 +7332,11 @@ export const ExportPersonResponse: MessageFns<ExportPersonResponse> = {
         : isSet(object.last_rated_at)
         ? fromJsonTimestamp(object.last_rated_at)
         : undefined,
+      botLinks: globalThis.Array.isArray(object?.botLinks)
+        ? object.botLinks.map((e: any) => ExportedBotLink.fromJSON(e))
+        : globalThis.Array.isArray(object?.bot_links)
+        ? object.bot_links.map((e: any) => ExportedBotLink.fromJSON(e))
+        : [],
     };
   },
 
@@ -7197,6 +7363,9 @@ export const ExportPersonResponse: MessageFns<ExportPersonResponse> = {
     if (message.lastRatedAt !== undefined) {
       obj.lastRatedAt = message.lastRatedAt.toISOString();
     }
+    if (message.botLinks?.length) {
+      obj.botLinks = message.botLinks.map((e) => ExportedBotLink.toJSON(e));
+    }
     return obj;
   },
 
@@ -7212,6 +7381,7 @@ export const ExportPersonResponse: MessageFns<ExportPersonResponse> = {
     message.ratings = object.ratings?.map((e) => ExportedRating.fromPartial(e)) || [];
     message.lastSentAt = object.lastSentAt ?? undefined;
     message.lastRatedAt = object.lastRatedAt ?? undefined;
+    message.botLinks = object.botLinks?.map((e) => ExportedBotLink.fromPartial(e)) || [];
     return message;
   },
 };
