@@ -21,8 +21,9 @@ function personPhone(link: ReviewLink): string {
 }
 
 /**
- * The codes of a rated link for the channels asked (those whose bot the page can offer): the live code
- * of the link and channel, or a new one when there is none or it was used or expired. None for a link
+ * The codes of a rated link for the channels asked (those whose bot the page can offer): the open code
+ * of the link and channel, or a new one when there is none or it expired. A claimed code stays as the
+ * record of the link (the person's export); the page then gets a new open one. None for a link
  * not yet rated, without a phone, or whose person opted out.
  */
 export async function issueBotLinkCodes(pool: Pool, link: ReviewLink, channels: readonly string[]): Promise<schedulerV1.BotLinkCode[]> {
@@ -36,13 +37,13 @@ export async function issueBotLinkCodes(pool: Pool, link: ReviewLink, channels: 
     const { rows } = await pool.query<{ code: string; expires_at: Date }>(
       `INSERT INTO bot_link_codes (code, review_request_id, channel, organization_id, phone, recipient_id, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp() + $7 * interval '1 millisecond')
-       ON CONFLICT (review_request_id, channel) DO UPDATE
-         SET code = EXCLUDED.code, phone = EXCLUDED.phone, created_at = clock_timestamp(), expires_at = EXCLUDED.expires_at, used_at = NULL, used_by_chat = NULL
-         WHERE bot_link_codes.used_at IS NOT NULL OR bot_link_codes.expires_at <= clock_timestamp()
+       ON CONFLICT (review_request_id, channel) WHERE used_at IS NULL DO UPDATE
+         SET code = EXCLUDED.code, phone = EXCLUDED.phone, created_at = clock_timestamp(), expires_at = EXCLUDED.expires_at
+         WHERE bot_link_codes.expires_at <= clock_timestamp()
        RETURNING code, expires_at`,
       [randomBytes(16).toString('base64url'), link.id, channel, link.organization_id, phone, link.recipient_id, BOT_LINK_LIFETIME_MS],
     );
-    const live = rows[0] ?? (await pool.query<{ code: string; expires_at: Date }>('SELECT code, expires_at FROM bot_link_codes WHERE review_request_id = $1 AND channel = $2', [link.id, channel])).rows[0];
+    const live = rows[0] ?? (await pool.query<{ code: string; expires_at: Date }>('SELECT code, expires_at FROM bot_link_codes WHERE review_request_id = $1 AND channel = $2 AND used_at IS NULL', [link.id, channel])).rows[0];
     codes.push({ channel, code: live.code, expiresAt: live.expires_at });
   }
   return codes;

@@ -42,7 +42,7 @@ describe('bot link codes and bot opt-outs', () => {
     expect((await form(token, [])).form!.botLinks).toEqual([]);
   });
 
-  it('ClaimBotLink: once, on its channel, by one chat (the same chat again gets the same answer); a used code is replaced on the next view', async () => {
+  it('ClaimBotLink: once, on its channel, by one chat (the same chat again gets the same answer); a claimed code is kept and the next view gets a new one', async () => {
     const { token, recipientId } = await linkOf({ email: 'b2@example.com', phone: '+79001110002' });
     await h.scheduler.reviews.submitRating(token, 4);
     const code = (await form(token, ['TELEGRAM'])).form!.botLinks[0].code;
@@ -58,6 +58,11 @@ describe('bot link codes and bot opt-outs', () => {
     expect((await grpc.client.exportPerson({ organizationId: ORG, email: '', phone: '+79001110001' })).botLinks).toEqual([]);
     const next = (await form(token, ['TELEGRAM'])).form!.botLinks[0].code;
     expect(next).not.toBe(code);
+    // Viewing the page again keeps the claimed code: the export still has the link, and a retried
+    // webhook of that chat still gets its answer.
+    expect((await grpc.client.exportPerson({ organizationId: ORG, email: '', phone: '+79001110002' })).botLinks).toEqual(exported.botLinks);
+    await expect(grpc.client.claimBotLink({ code, channel: 'TELEGRAM', chatId: '1' })).resolves.toEqual(claimed);
+    expect((await form(token, ['TELEGRAM'])).form!.botLinks[0].code).toBe(next);
   });
 
   it('refuses unknown, malformed and expired codes (404 bot_link_invalid) and a claim without a chat (400), claiming nothing', async () => {
