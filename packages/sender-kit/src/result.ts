@@ -14,6 +14,11 @@ export interface SendResult {
   provider?: string;
   /** When it happened, for a receipt that carries the provider's event time; default: when published. */
   at?: Date;
+  /**
+   * The address the message went to, kept in the send log with the outcome (not published): a sender that
+   * matches replies to the last message a person got sets it (channel-sms for STOP replies).
+   */
+  address?: string;
 }
 
 /** The step a result is about; a receipt knows these from the send log, a send from the step itself. */

@@ -130,9 +130,9 @@ export class SendLog {
     const sorted = [...items].sort((a, b) => (a.stepId < b.stepId ? -1 : a.stepId > b.stepId ? 1 : 0));
     await this.pool.query(
       `UPDATE send_log SET state = 'done', outcome = u.outcome, reason = u.reason, provider_message_id = u.provider_message_id,
-         parts = u.parts, provider = u.provider, updated_at = now()
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[])
-         AS u(step_id, outcome, reason, provider_message_id, parts, provider)
+         parts = u.parts, provider = u.provider, address = coalesce(u.address, send_log.address), updated_at = now()
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
+         AS u(step_id, outcome, reason, provider_message_id, parts, provider, address)
        WHERE send_log.step_id = u.step_id`,
       [
         sorted.map((i) => i.stepId),
@@ -141,6 +141,7 @@ export class SendLog {
         sorted.map((i) => i.result.providerMessageId ?? null),
         sorted.map((i) => i.result.parts ?? 0),
         sorted.map((i) => i.result.provider ?? null),
+        sorted.map((i) => i.result.address ?? null),
       ],
     );
     return items.map(() => undefined);

@@ -1,5 +1,5 @@
 import { isStopReply } from '@rrs/proto';
-import { counter, StatementBatcher, type Pool } from '@rrs/runtime';
+import { counter, type Pool } from '@rrs/runtime';
 import { StepOutcome, type LoggedSend, type ResultTarget, type StepResultPublisher } from '@rrs/sender-kit';
 
 /** The ledger source of an opt-out a person sent by SMS, or one the provider's stop list reports. */
@@ -18,29 +18,11 @@ export interface InboundSms {
 export type ReplyResult = 'opted_out' | 'not_stop' | 'unknown_phone';
 
 /**
- * Who each SMS step went to (`sms_recipients`, written before the provider call), read with the send log
- * to find the message a reply answers.
+ * Who each SMS went to, as the send log records it with the outcome (`address`, set by the SMS step's
+ * result): read to find the message a reply answers.
  */
 export class SmsRecipients {
-  private readonly batches: StatementBatcher<{ stepId: string; phone: string }, void>;
-
-  constructor(private readonly pool: Pool) {
-    this.batches = new StatementBatcher<{ stepId: string; phone: string }, void>(
-      async (items) => {
-        await pool.query(
-          `INSERT INTO sms_recipients (step_id, phone) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (step_id) DO NOTHING`,
-          [items.map((i) => i.stepId), items.map((i) => i.phone)],
-        );
-        return items.map(() => undefined);
-      },
-      { key: (item) => item.stepId },
-    );
-  }
-
-  /** Records the number a step is sent to; a repeat for the same step changes nothing. */
-  record(stepId: string, phone: string): Promise<void> {
-    return this.batches.submit({ stepId, phone });
-  }
+  constructor(private readonly pool: Pool) {}
 
   /**
    * The last step this sender reported SENT to `phone` through `provider` (the rule for matching a reply,
@@ -49,8 +31,8 @@ export class SmsRecipients {
   async lastSentTo(phone: string, provider: string): Promise<LoggedSend | null> {
     const { rows } = await this.pool.query<{ step_id: string; attempt_id: string; channel: string; organization_id: string; provider_message_id: string | null; parts: number }>(
       `SELECT s.step_id, s.attempt_id, s.channel, s.organization_id, s.provider_message_id, s.parts
-       FROM sms_recipients r JOIN send_log s USING (step_id)
-       WHERE r.phone = $1 AND s.state = 'done' AND s.outcome = $2 AND s.provider = $3
+       FROM send_log s
+       WHERE s.address = $1 AND s.state = 'done' AND s.outcome = $2 AND s.provider = $3
        ORDER BY s.updated_at DESC LIMIT 1`,
       [phone, StepOutcome.STEP_OUTCOME_SENT, provider],
     );

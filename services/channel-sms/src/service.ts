@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { contactsV1 } from '@rrs/proto';
 import { createGrpcClient, type ServiceContext } from '@rrs/runtime';
-import { PermanentSendError, ProviderChain, RetryableSendError, SinkOutbox, StepOutcome, startChannelSender, type StepResultPublisher, type ChannelSenderConfig, type ChannelSenderDeps, type ProviderChainOptions, type SendStep } from '@rrs/sender-kit';
+import { PermanentSendError, ProviderChain, SinkOutbox, StepOutcome, startChannelSender, type StepResultPublisher, type ChannelSenderConfig, type ChannelSenderDeps, type ProviderChainOptions, type SendStep } from '@rrs/sender-kit';
 import { contactsSmsBalance, type SmsBalance } from './balance';
 import type { SmsConfig } from './config';
 import { renderSms } from './message';
@@ -26,8 +26,6 @@ const E164 = /^\+[1-9]\d{6,14}$/;
 
 /** What the SMS step does beside sending, when the sender has a database and a bus (not in unit tests). */
 export interface SmsSendExtras {
-  /** Records the number of each step before it is sent, so a STOP reply can be matched to it. */
-  recordRecipient?: (stepId: string, phone: string) => Promise<void>;
   /** Where a provider's stop-list refusal is reported as an opt-out of the person (source `stop_reply`). */
   results?: StepResultPublisher;
 }
@@ -47,14 +45,9 @@ export function smsSend(providers: SmsProvider | ProviderChain<SmsSendRequest>, 
     const debit = await balance.debit({ organizationId: step.organizationId, stepId: step.stepId, parts: sms.parts });
     if (!debit.debited) return { outcome: StepOutcome.STEP_OUTCOME_NO_BALANCE, reason: 'no_balance' };
     try {
-      await extras.recordRecipient?.(step.stepId, phone);
-    } catch (err) {
-      // Nothing reached a provider yet: the next delivery sends afresh.
-      throw new RetryableSendError('send_log_unavailable', 'recording the SMS recipient failed', { cause: err, retryAfterMs: 5_000 });
-    }
-    try {
       const { providerMessageId, provider } = await chain.send({ stepId: step.stepId, phone, text: sms.text, link: step.reviewUrl }, ctx);
-      return { outcome: StepOutcome.STEP_OUTCOME_SENT, providerMessageId, parts: sms.parts, provider };
+      // The number goes into the send log with the outcome, so a STOP reply finds the last SMS it answers.
+      return { outcome: StepOutcome.STEP_OUTCOME_SENT, providerMessageId, parts: sms.parts, provider, address: phone };
     } catch (err) {
       if (err instanceof PermanentSendError && err.reason === PROVIDER_STOP_LIST && extras.results) {
         await reportStopReply(extras.results, step, 'smsru');
@@ -92,10 +85,7 @@ export async function startSmsSender(
     migrations: [{ dir: MIGRATIONS_DIR }],
     channels: [{
       entry: { key: CHANNEL, slug: 'sms', label: 'SMS', contactField: 'phone', capabilities: real ? ['send', 'balance', 'delivery_receipts'] : ['send', 'balance'], position: 20 },
-      sendWith: ({ pool, results }) => {
-        const recipients = new SmsRecipients(pool);
-        return smsSend(chain, balance, { recordRecipient: (stepId, phone) => recipients.record(stepId, phone), results });
-      },
+      sendWith: ({ results }) => smsSend(chain, balance, { results }),
       provider: chain.name,
       health: chain,
     }],
