@@ -486,7 +486,7 @@ export interface components {
             skippedAt: string | null;
             /** @description When a delivery receipt said the message reached the recipient (channels with receipts: SMS, Postmark email); null otherwise. A negative receipt leaves `reason` `undelivered: <reason>` instead. */
             deliveredAt: string | null;
-            /** @description The provider that took the message once sent (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`), when the channel has several in order with failover; null before or when unknown. */
+            /** @description The provider that took the message once sent (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, or `telegram_bot` / `max_bot` for a customer who linked the official bot), when the channel has several in order with failover; null before or when unknown. */
             provider: string | null;
             /** @description How the step was rerouted; null when it stayed in its channel. */
             reroute: components["schemas"]["Reroute"] | null;
@@ -502,7 +502,7 @@ export interface components {
             skippedAt: string | null;
             /** @description When a delivery receipt said the message reached the recipient (channels with receipts: SMS, Postmark email); null otherwise. A negative receipt leaves `reason` `undelivered: <reason>` instead. */
             deliveredAt: string | null;
-            /** @description The provider that took the message once sent (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`), when the channel has several in order with failover; null before or when unknown. */
+            /** @description The provider that took the message once sent (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, or `telegram_bot` / `max_bot` for a customer who linked the official bot), when the channel has several in order with failover; null before or when unknown. */
             provider: string | null;
             /** @description How the step was rerouted; null when it stayed in its channel. */
             reroute: components["schemas"]["Reroute"] | null;
@@ -560,7 +560,7 @@ export interface components {
                 reroutedTo: components["schemas"]["ChannelKey"] | null;
                 /** @description When a delivery receipt confirmed the message; null without one (a negative receipt leaves `reason` `undelivered: <reason>`). */
                 deliveredAt: string | null;
-                /** @description The provider that took the message (e.g. `smtp`, `postmark`, `smsc`, `smsru`); null before or when unknown. */
+                /** @description The provider that took the message (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, `telegram_bot`, `max_bot`); null before or when unknown. */
                 provider: string | null;
             }[];
             finishedAt: string | null;

@@ -57,7 +57,7 @@ const stepFields = {
   sentAt: z.string().nullable(),
   skippedAt: z.string().nullable(),
   deliveredAt: z.string().nullable().meta({ description: 'When a delivery receipt said the message reached the recipient (channels with receipts: SMS, Postmark email); null otherwise. A negative receipt leaves `reason` `undelivered: <reason>` instead.' }),
-  provider: z.string().nullable().meta({ description: 'The provider that took the message once sent (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`), when the channel has several in order with failover; null before or when unknown.' }),
+  provider: z.string().nullable().meta({ description: 'The provider that took the message once sent (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, or `telegram_bot` / `max_bot` for a customer who linked the official bot), when the channel has several in order with failover; null before or when unknown.' }),
   reroute: Reroute,
 };
 

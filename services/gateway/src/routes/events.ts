@@ -39,7 +39,7 @@ const RecipientOutcome = z
           sentAt: z.string().nullable(),
           reroutedTo: ChannelKey.nullable().meta({ description: 'The channel a rerouted phone step finally went through; null when not rerouted.' }),
           deliveredAt: z.string().nullable().meta({ description: 'When a delivery receipt confirmed the message; null without one (a negative receipt leaves `reason` `undelivered: <reason>`).' }),
-          provider: z.string().nullable().meta({ description: 'The provider that took the message (e.g. `smtp`, `postmark`, `smsc`, `smsru`); null before or when unknown.' }),
+          provider: z.string().nullable().meta({ description: 'The provider that took the message (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, `telegram_bot`, `max_bot`); null before or when unknown.' }),
         }),
       ),
       finishedAt: z.string().nullable(),
