@@ -374,7 +374,17 @@ async function runOnce(fault, cluster) {
     // Recovery: the first provider send or webhook after the fault ended, with no action from here.
     const recovered = until('traffic after the fault', () => Promise.resolve(smtp.count + smsc.count > sentAtFaultEnd || receiver.state.events.size > hooksAtFaultEnd ? Date.now() : 0), { timeoutMs: SETTLE_TIMEOUT_MS, intervalMs: 100 }).catch(() => null);
 
-    // Settled: every recipient finished in the database (as GET /cascades reports it) and its event received.
+    // Settled: every recipient finished in the database (as GET /cascades reports it) and its event received,
+    // and every step that reached its provider reported `sent`. The last can come after the recipient
+    // finished: a rating cancels a step in flight, and the step's result, held by a killed scheduler until
+    // its consumer's ack wait ran out, turns it `sent` later (docs/cascades.md). Never reaching that state
+    // within the timeout is what the assertions below report as lost.
+    const recipientByEmail = new Map(recipients.map((r) => [r.email, r]));
+    const reachedProvider = (state, step) => {
+      const r = recipientByEmail.get(state.email);
+      if (!r) return false;
+      return step.channel === 'EMAIL' ? smtp.timesAccepted(r.email) > 0 : smsc.timesAccepted(r.phone.replace(/^\+/, '')) + smsc.timesAccepted(r.phone) > 0;
+    };
     let states = [];
     const settleDeadline = Date.now() + SETTLE_TIMEOUT_MS;
     for (let i = 0; i < 2_000 && Date.now() < settleDeadline; i++) {
@@ -389,7 +399,7 @@ async function runOnce(fault, cluster) {
         states.push(...r.json.recipients);
       }
       const ratingsDone = [...toRate.values()].every((w) => w.done || w.tries >= 60);
-      if (okRead && ratingsDone && states.length === recipients.length && states.every((r) => r.status === 'finished') && states.every((r) => receiver.state.events.has(r.id)) && states.every((r) => r.rating === null || r.finishReason === 'rated' || receiver.state.rated.has(r.id))) break;
+      if (okRead && ratingsDone && states.length === recipients.length && states.every((r) => r.status === 'finished') && states.every((r) => receiver.state.events.has(r.id)) && states.every((r) => r.rating === null || r.finishReason === 'rated' || receiver.state.rated.has(r.id)) && states.every((r) => (r.steps ?? []).every((step) => step.status === 'sent' || !reachedProvider(r, step)))) break;
       await sleep(1_000);
     }
     raterStop = true;
