@@ -1,5 +1,5 @@
 import { CASCADE_COUNT_KEYS, type CascadeCountKey, type FinishReason, type schedulerV1 } from '@rrs/proto';
-import { NotFoundError, type Pool } from '@rrs/runtime';
+import { inTransaction, NotFoundError, type Pool } from '@rrs/runtime';
 import type { Reroute, StepStatus } from './engine';
 import { isUuid } from './ids';
 
@@ -35,34 +35,44 @@ function toStep(step: StepRow): schedulerV1.RecipientStep {
 }
 
 /**
- * A cascade as GET /cascades/{id} shows it: its recipients with their steps, and the `counts` (every
- * key of CASCADE_COUNT_KEYS, 0 when none). `not_found` for an unknown id or another organization's
- * cascade.
+ * The cascade, its recipients and their steps as one snapshot (REPEATABLE READ): read by separate
+ * statements under READ COMMITTED, a change committed between them (a recipient stopped and its steps
+ * canceled) showed half of itself — a finished recipient beside a step still scheduled.
  */
-export async function readCascade(pool: Pool, organizationId: string, id: string): Promise<schedulerV1.Cascade> {
-  const { rows } = isUuid(id)
-    ? await pool.query(
-        `SELECT id, organization_id, status, external_id, name, location_id, flow_id, channel, created_at, finished_at, skipped, recipients_total
-           FROM cascades WHERE id = $1 AND organization_id = $2`,
-        [id, organizationId],
-      )
-    : { rows: [] };
-  const cascade = rows[0];
-  if (!cascade) throw new NotFoundError('cascade');
-  const [{ rows: recipients }, { rows: steps }] = await Promise.all([
-    pool.query(
+async function readAsOfOneMoment(pool: Pool, organizationId: string, id: string) {
+  return inTransaction(pool, async (client) => {
+    await client.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+    const { rows } = await client.query(
+      `SELECT id, organization_id, status, external_id, name, location_id, flow_id, channel, created_at, finished_at, skipped, recipients_total
+         FROM cascades WHERE id = $1 AND organization_id = $2`,
+      [id, organizationId],
+    );
+    const cascade = rows[0];
+    if (!cascade) throw new NotFoundError('cascade');
+    const { rows: recipients } = await client.query(
       `SELECT r.id, r.name, r.email, r.phone, r.contact_external_id, r.status, r.finish_reason, r.rating, r.feedback, r.rated_at,
               r.finished_at, r.window_closes_at, r.review_request_id, rr.opened_at
          FROM recipients r JOIN review_requests rr ON rr.id = r.review_request_id
         WHERE r.cascade_id = $1 ORDER BY r.position`,
       [id],
-    ),
-    pool.query<StepRow>(
+    );
+    const { rows: steps } = await client.query<StepRow>(
       `SELECT recipient_id, step_order, channel, status, due_at, sent_at, skipped_at, dispatched_at, delivered_at, reason, reroutes, sent_channel, provider
          FROM recipient_steps WHERE cascade_id = $1 ORDER BY recipient_id, step_order`,
       [id],
-    ),
-  ]);
+    );
+    return { cascade, recipients, steps };
+  });
+}
+
+/**
+ * A cascade as GET /cascades/{id} shows it: its recipients with their steps, and the `counts` (every
+ * key of CASCADE_COUNT_KEYS, 0 when none). `not_found` for an unknown id or another organization's
+ * cascade.
+ */
+export async function readCascade(pool: Pool, organizationId: string, id: string): Promise<schedulerV1.Cascade> {
+  if (!isUuid(id)) throw new NotFoundError('cascade');
+  const { cascade, recipients, steps } = await readAsOfOneMoment(pool, organizationId, id);
   const counts = Object.fromEntries(CASCADE_COUNT_KEYS.map((key) => [key, 0])) as Record<CascadeCountKey, number>;
   counts.recipients = cascade.recipients_total;
   counts.queued = cascade.recipients_total - cascade.skipped;
