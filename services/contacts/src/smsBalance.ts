@@ -1,4 +1,4 @@
-import { ConflictError, inTransaction, InvalidError, NotFoundError, sqlArray, StatementBatcher, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
+import { ConflictError, inTransaction, InvalidError, isDomainError, NotFoundError, sqlArray, StatementBatcher, uuidv7, type DomainError, type Pool, type PoolClient } from '@rrs/runtime';
 import { asUuid, checkText, FieldErrors, found } from './validation';
 
 export type LedgerKind = 'initial' | 'credit' | 'adjustment' | 'debit';
@@ -47,6 +47,9 @@ function checkParts(errors: FieldErrors, parts: number): void {
   if (!Number.isSafeInteger(parts) || parts < 1 || parts > MAX_PARTS_PER_ENTRY) errors.add('/parts', `must be an integer from 1 to ${MAX_PARTS_PER_ENTRY}`);
 }
 
+/** Most debits one DebitSmsBalances call may carry (one batch of the balance's writes). */
+export const MAX_DEBITS_PER_CALL = 500;
+
 type DebitInput = { organizationId: string; stepId: string; parts: number };
 type DebitAnswer = { debited: boolean; balance: number };
 
@@ -79,6 +82,30 @@ export class SmsBalance {
     const answer = await this.debits.submit({ organizationId: input.organizationId, stepId: input.stepId, parts: input.parts });
     if ('error' in answer) throw answer.error;
     return answer;
+  }
+
+  /**
+   * Several debits at once (DebitSmsBalances, a sender's steps in flight): each is checked and applied
+   * as `debit` applies it, so they join the same batches, and a debit's domain error (a bad request, an
+   * unknown organization, a step id debited for another organization) is its own answer. Any other
+   * failure (the database) fails the whole call: a batch is one transaction, and every debit is
+   * idempotent, so the caller may send them all again.
+   */
+  async debitEach(inputs: DebitInput[]): Promise<Array<DebitAnswer | DomainError>> {
+    if (inputs.length < 1 || inputs.length > MAX_DEBITS_PER_CALL) throw new InvalidError([{ pointer: '/debits', detail: `must hold 1 to ${MAX_DEBITS_PER_CALL} debits` }]);
+    const stepIds = new Set<string>();
+    const errors = new FieldErrors();
+    inputs.forEach((input, i) => {
+      if (stepIds.has(input.stepId)) errors.add(`/debits/${i}/stepId`, 'must not repeat a step id of the same call');
+      stepIds.add(input.stepId);
+    });
+    errors.throwIfAny();
+    const settled = await Promise.allSettled(inputs.map((input) => this.debit(input)));
+    return settled.map((outcome) => {
+      if (outcome.status === 'fulfilled') return outcome.value;
+      if (isDomainError(outcome.reason) && outcome.reason.kind !== 'internal') return outcome.reason;
+      throw outcome.reason;
+    });
   }
 
   private debitBatch(batch: DebitInput[]): Promise<Array<DebitAnswer | { error: unknown }>> {

@@ -182,6 +182,54 @@ describe('sending setup over gRPC', () => {
       expect(await count(harness, 'sms_ledger', "step_id = 'mixed-taken'", [])).toBe(1);
     });
 
+    it('applies several debits in one DebitSmsBalances call, each answered in order with its own outcome or error', async () => {
+      const first = await newOrg({ smsBalance: 3 });
+      const second = await newOrg({ smsBalance: 5 });
+      await harness.client.debitSmsBalance({ organizationId: first.id, stepId: 'many-taken', parts: 1 });
+      await harness.client.debitSmsBalance({ organizationId: first.id, stepId: 'many-earlier', parts: 1 });
+      const unknown = '0190c3c4-0000-7000-8000-000000000002';
+      const { outcomes } = await harness.client.debitSmsBalances({
+        debits: [
+          { organizationId: first.id, stepId: 'many-1', parts: 1 },
+          { organizationId: unknown, stepId: 'many-2', parts: 1 },
+          { organizationId: second.id, stepId: 'many-taken', parts: 1 },
+          { organizationId: first.id, stepId: 'many-3', parts: 2 },
+          { organizationId: second.id, stepId: 'many-4', parts: 0 },
+          { organizationId: first.id, stepId: 'many-earlier', parts: 1 },
+          { organizationId: second.id, stepId: 'many-5', parts: 4 },
+        ],
+      });
+      expect(outcomes.map((o) => o.outcome)).toEqual([
+        { $case: 'debit', debit: { debited: true, balance: 0 } },
+        { $case: 'error', error: expect.objectContaining({ kind: 'not_found', code: 'not_found' }) },
+        { $case: 'error', error: expect.objectContaining({ kind: 'conflict', code: 'step_id_reused' }) },
+        // In the call's order: many-1 took the last part.
+        { $case: 'debit', debit: { debited: false, balance: 0 } },
+        { $case: 'error', error: expect.objectContaining({ kind: 'invalid', code: 'invalid_request' }) },
+        // A repeat of a step debited earlier answers the first outcome.
+        { $case: 'debit', debit: { debited: true, balance: 1 } },
+        { $case: 'debit', debit: { debited: true, balance: 1 } },
+      ]);
+      expect(await balanceOf(first.id)).toBe(0);
+      expect(await balanceOf(second.id)).toBe(1);
+      expect(await ledgerSum(first.id)).toBe(0);
+      expect(await ledgerSum(second.id)).toBe(1);
+      // The same call again debits nothing more.
+      const again = await harness.client.debitSmsBalances({ debits: [{ organizationId: first.id, stepId: 'many-1', parts: 1 }, { organizationId: second.id, stepId: 'many-5', parts: 4 }] });
+      expect(again.outcomes.map((o) => o.outcome)).toEqual([{ $case: 'debit', debit: { debited: true, balance: 0 } }, { $case: 'debit', debit: { debited: true, balance: 1 } }]);
+      expect(await balanceOf(second.id)).toBe(1);
+    });
+
+    it.each([
+      ['no debits', () => []],
+      ['a step id twice', (org: string) => [{ organizationId: org, stepId: 'twice', parts: 1 }, { organizationId: org, stepId: 'twice', parts: 1 }]],
+      ['more than 500 debits', (org: string) => Array.from({ length: 501 }, (_v, i) => ({ organizationId: org, stepId: `over-${i}`, parts: 1 }))],
+    ])('refuses a DebitSmsBalances call with %s as a whole, changing nothing', async (_label, debits) => {
+      const organization = await newOrg({ smsBalance: 1_000 });
+      expect(await failure(harness.client.debitSmsBalances({ debits: debits(organization.id) }))).toMatchObject({ status: 400, code: 'invalid_request' });
+      expect(await count(harness, 'sms_ledger', "organization_id = $1 AND kind = 'debit'", [organization.id])).toBe(0);
+    });
+
     it('refuses a credit of zero and unknown organizations', async () => {
       const organization = await newOrg({ smsBalance: 3 });
       expect(await failure(harness.client.creditSmsBalance({ organizationId: organization.id, parts: 0, reason: '' }))).toMatchObject({ status: 400, code: 'invalid_request' });
