@@ -182,8 +182,10 @@ export class SmsBalance {
     type Row = { known: boolean; priorOrganizationId: string | null; priorDebited: boolean | null; priorBalance: string | null; debited: boolean | null; balance: string | null };
     let rows: Row[];
     for (let tries = 1; ; tries++) {
+      // Named, so each connection plans the statement once: planning it on every batch was about half
+      // of the backend's CPU per debit.
       try {
-        ({ rows } = await this.pool.query<Row>(DEBIT_BATCH_SQL, params));
+        ({ rows } = await this.pool.query<Row>({ name: 'contacts-debit-batch', text: DEBIT_BATCH_SQL, values: params }));
         break;
       } catch (err) {
         // Another replica's debit of one of these steps committed while this statement waited for the
