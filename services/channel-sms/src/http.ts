@@ -70,9 +70,13 @@ export class ProviderHttp {
     return { status, body };
   }
 
-  /** Closes the kept-alive connections once the calls in progress are answered. */
+  /**
+   * Closes the connections at once. The service calls it after its sender has drained, when a call
+   * still out can only be one whose step was handed back to the bus: waiting for it (up to the
+   * timeout) would only hold up the stop.
+   */
   close(): Promise<void> {
-    return this.pool.close();
+    return this.pool.destroy();
   }
 }
 
