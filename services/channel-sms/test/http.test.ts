@@ -51,6 +51,24 @@ describe('ProviderHttp', () => {
     await provider.close();
   });
 
+  it('keeps at most maxConnections requests out at once; the others wait their turn', async () => {
+    let open = 0;
+    let most = 0;
+    handler = (_req, _body, res) => {
+      open++;
+      most = Math.max(most, open);
+      setTimeout(() => {
+        open--;
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      }, 20);
+    };
+    const provider = new ProviderHttp(base, { provider: 'smsc', timeoutMs: 5_000, maxConnections: 3 });
+    const answers = await Promise.all(Array.from({ length: 12 }, (_v, i) => provider.postForm('/x', new URLSearchParams({ i: String(i) }))));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(most).toBe(3);
+    await provider.close();
+  });
+
   it('returns a 4xx answer for the adapter to read; an answer that is not JSON is a retryable bad response', async () => {
     handler = (_req, _body, res) => res.writeHead(404, { 'content-type': 'text/plain' }).end('not here');
     const provider = client();
