@@ -27,7 +27,19 @@ export interface SmscOptions {
   /** Sender name registered at SMSC; empty = the account default. */
   sender?: string;
   timeoutMs: number;
+  /**
+   * Most requests out to SMSC at once from this process (`SMSC_MAX_CONNECTIONS`, default
+   * SMSC_MAX_CONNECTIONS_DEFAULT); the others wait their turn within their timeout.
+   */
+  maxConnections?: number;
 }
+
+/**
+ * SMSC refuses "fifteen and more requests at once from different connections under one login" with
+ * error 9 (docs/channels.md): a replica keeps at most 14 out, and replicas of one login share 14 by
+ * setting `SMSC_MAX_CONNECTIONS` to 14 / replicas.
+ */
+export const SMSC_MAX_CONNECTIONS_DEFAULT = 14;
 
 interface SmscAnswer {
   id?: number | string;
@@ -76,7 +88,7 @@ const SMSC_STATUS_NOT_FOUND = -3;
  * only if SMSC has no such message: that closes the window whatever the time since the first call.
  */
 export function smscProvider(options: SmscOptions): SmsProvider {
-  const http = new ProviderHttp(options.baseUrl, { provider: 'smsc', timeoutMs: options.timeoutMs });
+  const http = new ProviderHttp(options.baseUrl, { provider: 'smsc', timeoutMs: options.timeoutMs, maxConnections: options.maxConnections ?? SMSC_MAX_CONNECTIONS_DEFAULT });
 
   /** Whether SMSC has a message with this id for this phone; null when the gateway has no status method. */
   const hasMessage = async (req: SmsSendRequest): Promise<boolean | null> => {
