@@ -12,7 +12,8 @@ export interface SmsConfig extends SenderBaseConfig {
   contactsAddress: string;
   /** Providers in failover order (`SMS_PROVIDERS`); empty = the sink provider (all-in-one mode). */
   providers: SmsProviderName[];
-  smsc?: { baseUrl: string; login: string; password: string; sender?: string; timeoutMs: number; maxConnections: number };
+  /** `maxConnections` unset = SMSC_MAX_CONNECTIONS_DEFAULT. */
+  smsc?: { baseUrl: string; login: string; password: string; sender?: string; timeoutMs: number; maxConnections?: number };
   /** How often SMSC's inbox is read for STOP replies (`SMSC_INBOX_POLL_MS`); 0 = never. */
   smscInboxPollMs?: number;
   smsru?: { baseUrl: string; apiId: string; sender?: string; test: boolean; timeoutMs: number; receiptsSecret?: string };
