@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ConfigError, envField, readEnv, type Env } from '@rrs/runtime';
 import { senderBaseConfig, senderEnvShape, type SenderBaseConfig } from '@rrs/sender-kit';
+import { SMSC_MAX_CONNECTIONS_DEFAULT } from './provider';
 
 /** SMS providers channel-sms has adapters for. */
 export const SMS_PROVIDER_NAMES = ['smsc', 'smsru'] as const;
@@ -11,7 +12,8 @@ export interface SmsConfig extends SenderBaseConfig {
   contactsAddress: string;
   /** Providers in failover order (`SMS_PROVIDERS`); empty = the sink provider (all-in-one mode). */
   providers: SmsProviderName[];
-  smsc?: { baseUrl: string; login: string; password: string; sender?: string; timeoutMs: number };
+  /** `maxConnections` unset = SMSC_MAX_CONNECTIONS_DEFAULT. */
+  smsc?: { baseUrl: string; login: string; password: string; sender?: string; timeoutMs: number; maxConnections?: number };
   /** How often SMSC's inbox is read for STOP replies (`SMSC_INBOX_POLL_MS`); 0 = never. */
   smscInboxPollMs?: number;
   smsru?: { baseUrl: string; apiId: string; sender?: string; test: boolean; timeoutMs: number; receiptsSecret?: string };
@@ -33,6 +35,7 @@ export function buildConfig(env: Env): SmsConfig {
       SMSC_PASSWORD: z.string().min(1).optional(),
       SMSC_SENDER: z.string().min(1).max(11).optional(),
       SMSC_TIMEOUT_MS: envField.int(10_000, 100),
+      SMSC_MAX_CONNECTIONS: envField.int(SMSC_MAX_CONNECTIONS_DEFAULT, 1),
       SMSC_INBOX_POLL_MS: envField.int(60_000, 0),
       SMSRU_URL: envField.url(['http', 'https']).default('https://sms.ru'),
       SMSRU_API_ID: z.string().min(1).optional(),
@@ -47,7 +50,7 @@ export function buildConfig(env: Env): SmsConfig {
     env,
   );
   if (vars.SMSC_LOGIN && !vars.SMSC_PASSWORD) throw new ConfigError('SMSC_PASSWORD', 'is required when SMSC_LOGIN is set');
-  const smsc = vars.SMSC_LOGIN ? { baseUrl: vars.SMSC_URL, login: vars.SMSC_LOGIN, password: vars.SMSC_PASSWORD as string, sender: vars.SMSC_SENDER, timeoutMs: vars.SMSC_TIMEOUT_MS } : undefined;
+  const smsc = vars.SMSC_LOGIN ? { baseUrl: vars.SMSC_URL, login: vars.SMSC_LOGIN, password: vars.SMSC_PASSWORD as string, sender: vars.SMSC_SENDER, timeoutMs: vars.SMSC_TIMEOUT_MS, maxConnections: vars.SMSC_MAX_CONNECTIONS } : undefined;
   const smsru = vars.SMSRU_API_ID
     ? { baseUrl: vars.SMSRU_URL, apiId: vars.SMSRU_API_ID, sender: vars.SMSRU_SENDER, test: vars.SMSRU_TEST === 'true' || vars.SMSRU_TEST === '1', timeoutMs: vars.SMSRU_TIMEOUT_MS, receiptsSecret: vars.SMSRU_CALLBACK_SECRET }
     : undefined;

@@ -1,4 +1,5 @@
-import { PermanentSendError, providerFetch, providerJson, RetryableSendError, type ChannelProvider, type ProviderCallContext, type SinkOutbox } from '@rrs/sender-kit';
+import { PermanentSendError, RetryableSendError, type ChannelProvider, type ProviderCallContext, type SinkOutbox } from '@rrs/sender-kit';
+import { answerJson, ProviderHttp } from './http';
 
 export interface SmsSendRequest {
   stepId: string;
@@ -14,6 +15,8 @@ export interface SmsSendRequest {
 export interface SmsProvider extends ChannelProvider<SmsSendRequest> {
   /** Resolves with the provider's id of the message (what its delivery receipts refer to). */
   send(request: SmsSendRequest, ctx?: ProviderCallContext): Promise<{ providerMessageId: string }>;
+  /** Closes its kept-alive connections (the service's stop). */
+  close?(): Promise<void>;
 }
 
 export interface SmscOptions {
@@ -24,7 +27,19 @@ export interface SmscOptions {
   /** Sender name registered at SMSC; empty = the account default. */
   sender?: string;
   timeoutMs: number;
+  /**
+   * Most requests out to SMSC at once from this process (`SMSC_MAX_CONNECTIONS`, default
+   * SMSC_MAX_CONNECTIONS_DEFAULT); the others wait their turn within their timeout.
+   */
+  maxConnections?: number;
 }
+
+/**
+ * SMSC refuses "fifteen and more requests at once from different connections under one login" with
+ * error 9 (docs/channels.md): a replica keeps at most 14 out, and replicas of one login share 14 by
+ * setting `SMSC_MAX_CONNECTIONS` to 14 / replicas.
+ */
+export const SMSC_MAX_CONNECTIONS_DEFAULT = 14;
 
 interface SmscAnswer {
   id?: number | string;
@@ -73,24 +88,16 @@ const SMSC_STATUS_NOT_FOUND = -3;
  * only if SMSC has no such message: that closes the window whatever the time since the first call.
  */
 export function smscProvider(options: SmscOptions): SmsProvider {
-  const base = options.baseUrl.replace(/\/$/, '');
-  const url = `${base}/sys/send.php`;
-  const statusUrl = `${base}/sys/status.php`;
+  const http = new ProviderHttp(options.baseUrl, { provider: 'smsc', timeoutMs: options.timeoutMs, maxConnections: options.maxConnections ?? SMSC_MAX_CONNECTIONS_DEFAULT });
 
   /** Whether SMSC has a message with this id for this phone; null when the gateway has no status method. */
   const hasMessage = async (req: SmsSendRequest): Promise<boolean | null> => {
     const form = new URLSearchParams({ login: options.login, psw: options.password, phone: req.phone, id: req.stepId, fmt: '3', charset: 'utf-8' });
-    const res = await providerFetch(statusUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form }, { provider: 'smsc', timeoutMs: options.timeoutMs });
+    const res = await http.postForm('/sys/status.php', form);
     // A compatible gateway without the status method: send as before (error 9 still refuses a repeat within a minute).
-    if (res.status === 404) {
-      await res.body?.cancel();
-      return null;
-    }
-    if (!res.ok) {
-      await res.body?.cancel();
-      throw new RetryableSendError('provider_bad_response', `smsc status: HTTP ${res.status}`, { maybeDelivered: true });
-    }
-    const answer = await providerJson<SmscStatusAnswer>(res, 'smsc');
+    if (res.status === 404) return null;
+    if (res.status < 200 || res.status >= 300) throw new RetryableSendError('provider_bad_response', `smsc status: HTTP ${res.status}`, { maybeDelivered: true });
+    const answer = answerJson<SmscStatusAnswer>(res, 'smsc');
     if (answer.error_code !== undefined || answer.error !== undefined) {
       throw new RetryableSendError('provider_status_unavailable', `smsc status error ${answer.error_code ?? ''}: ${answer.error ?? ''}`, { maybeDelivered: true });
     }
@@ -117,12 +124,9 @@ export function smscProvider(options: SmscOptions): SmsProvider {
         charset: 'utf-8',
       });
       if (options.sender) form.set('sender', options.sender);
-      const res = await providerFetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form }, { provider: 'smsc', timeoutMs: options.timeoutMs });
-      if (!res.ok) {
-        await res.body?.cancel();
-        throw new RetryableSendError('provider_bad_response', `smsc: HTTP ${res.status}`, { maybeDelivered: true });
-      }
-      const answer = await providerJson<SmscAnswer>(res, 'smsc');
+      const res = await http.postForm('/sys/send.php', form);
+      if (res.status < 200 || res.status >= 300) throw new RetryableSendError('provider_bad_response', `smsc: HTTP ${res.status}`, { maybeDelivered: true });
+      const answer = answerJson<SmscAnswer>(res, 'smsc');
       if (answer.error_code === undefined && answer.error === undefined) {
         if (answer.id === undefined) throw new RetryableSendError('provider_bad_response', 'smsc: answer without id or error');
         return { providerMessageId: String(answer.id) };
@@ -137,6 +141,7 @@ export function smscProvider(options: SmscOptions): SmsProvider {
       if (known?.kind === 'permanent') throw new PermanentSendError(known.reason, message);
       throw new RetryableSendError(known?.reason ?? 'provider_error', message, { retryAfterMs: known?.retryAfterMs });
     },
+    close: () => http.close(),
   };
 }
 

@@ -66,6 +66,8 @@ export async function startSmsSender(
   const configured: SmsProvider[] = (config.providers ?? (config.smsc ? ['smsc'] : [])).map((name) =>
     name === 'smsc' ? smscProvider(config.smsc!) : smsRuProvider(config.smsru!),
   );
+  // Stops run last registered first: the connections close after the sender has drained its steps.
+  if (configured.length > 0) ctx.lifecycle.onStop('SMS provider connections', async () => void (await Promise.all(configured.map((p) => p.close?.()))));
   const given = deps.provider === undefined ? undefined : Array.isArray(deps.provider) ? deps.provider : [deps.provider];
   const providers = given ?? (configured.length > 0 ? configured : [sinkSmsProvider(outbox)]);
   const chain = new ProviderChain<SmsSendRequest>(CHANNEL, providers, config.circuit satisfies ProviderChainOptions | undefined);

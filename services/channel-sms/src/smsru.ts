@@ -1,5 +1,6 @@
 import { gauge } from '@rrs/runtime';
-import { PermanentSendError, providerFetch, providerJson, RetryableSendError, type ProviderCallContext } from '@rrs/sender-kit';
+import { PermanentSendError, RetryableSendError, type ProviderCallContext } from '@rrs/sender-kit';
+import { answerJson, ProviderHttp } from './http';
 import type { SmsProvider, SmsSendRequest } from './provider';
 
 export interface SmsRuOptions {
@@ -73,7 +74,7 @@ const balanceGauge = gauge({ name: 'sms_provider_balance', help: 'Account balanc
  * reads its "identical message to this number within a minute/day" refusals (231/232) as the earlier send.
  */
 export function smsRuProvider(options: SmsRuOptions): SmsProvider {
-  const url = `${options.baseUrl.replace(/\/$/, '')}/sms/send`;
+  const http = new ProviderHttp(options.baseUrl, { provider: 'smsru', timeoutMs: options.timeoutMs });
   return {
     name: 'smsru',
     async send(req: SmsSendRequest, ctx?: ProviderCallContext) {
@@ -82,12 +83,9 @@ export function smsRuProvider(options: SmsRuOptions): SmsProvider {
       const form = new URLSearchParams({ api_id: options.apiId, to, msg: req.text, json: '1' });
       if (options.sender) form.set('from', options.sender);
       if (options.test) form.set('test', '1');
-      const res = await providerFetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form }, { provider: 'smsru', timeoutMs: options.timeoutMs });
-      if (!res.ok) {
-        await res.body?.cancel();
-        throw new RetryableSendError('provider_bad_response', `smsru: HTTP ${res.status}`, { maybeDelivered: true });
-      }
-      const answer = await providerJson<SmsRuAnswer>(res, 'smsru');
+      const res = await http.postForm('/sms/send', form);
+      if (res.status < 200 || res.status >= 300) throw new RetryableSendError('provider_bad_response', `smsru: HTTP ${res.status}`, { maybeDelivered: true });
+      const answer = answerJson<SmsRuAnswer>(res, 'smsru');
       if (typeof answer.balance === 'number') balanceGauge.set({ provider: 'smsru' }, answer.balance);
       const requestCode = Number(answer.status_code);
       if (answer.status !== 'OK' || requestCode !== 100) return fail(requestCode, answer.status_text, resumed, req);
@@ -96,6 +94,7 @@ export function smsRuProvider(options: SmsRuOptions): SmsProvider {
       if (number.status === 'OK' && number.sms_id) return { providerMessageId: number.sms_id };
       return fail(Number(number.status_code), number.status_text, resumed, req);
     },
+    close: () => http.close(),
   };
 }
 

@@ -6,12 +6,18 @@ const base = { DATABASE_URL: 'postgres://u@localhost/db' };
 describe('channel-sms config', () => {
   it('reads the SMSC account; without a login the sink provider is used', () => {
     expect(buildConfig({ ...base, SMSC_LOGIN: 'acme', SMSC_PASSWORD: 'pw', SMSC_SENDER: 'Acme', SMSC_URL: 'https://www2.smsc.ru' })).toMatchObject({
-      smsc: { baseUrl: 'https://www2.smsc.ru', login: 'acme', password: 'pw', sender: 'Acme', timeoutMs: 10_000 },
+      smsc: { baseUrl: 'https://www2.smsc.ru', login: 'acme', password: 'pw', sender: 'Acme', timeoutMs: 10_000, maxConnections: 14 },
       contactsAddress: '127.0.0.1:50051',
       receiptsPort: 9470,
       opsPort: 9467,
     });
     expect(buildConfig(base).smsc).toBeUndefined();
+  });
+
+  it('keeps under SMSC\'s 15 requests at once per login: 14 by default, SMSC_MAX_CONNECTIONS for several replicas', () => {
+    const smsc = { ...base, SMSC_LOGIN: 'acme', SMSC_PASSWORD: 'pw' };
+    expect(buildConfig({ ...smsc, SMSC_MAX_CONNECTIONS: '7' }).smsc?.maxConnections).toBe(7);
+    expect(() => buildConfig({ ...smsc, SMSC_MAX_CONNECTIONS: '0' })).toThrow(ConfigError);
   });
 
   it('reads the SMSC inbox every minute by default for STOP replies; 0 turns it off', () => {

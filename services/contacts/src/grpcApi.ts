@@ -1,5 +1,5 @@
 import type { Logger } from '@rrs/runtime';
-import { unaryService } from '@rrs/runtime';
+import { isDomainError, unaryService } from '@rrs/runtime';
 import { contactsV1, type SendWindow } from '@rrs/proto';
 import { idempotencyFromMetadata } from '@rrs/idempotency';
 import type { ApiKeyRecord, Directory, Location, Organization } from './directory';
@@ -119,6 +119,14 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
       },
       async debitSmsBalance(req) {
         return smsBalance.debit(req);
+      },
+      async debitSmsBalances(req) {
+        const answers = await smsBalance.debitEach(req.debits);
+        return {
+          outcomes: answers.map((answer): contactsV1.DebitSmsBalanceOutcome =>
+            isDomainError(answer) ? { outcome: { $case: 'error', error: { kind: answer.kind, code: answer.code, message: answer.message } } } : { outcome: { $case: 'debit', debit: answer } },
+          ),
+        };
       },
       async creditSmsBalance(req) {
         return smsBalance.credit(req);

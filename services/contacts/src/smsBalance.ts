@@ -1,4 +1,4 @@
-import { ConflictError, inTransaction, InvalidError, NotFoundError, sqlArray, StatementBatcher, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
+import { ConflictError, inTransaction, InvalidError, isDomainError, NotFoundError, sqlArray, StatementBatcher, uuidv7, type DomainError, type Pool, type PoolClient } from '@rrs/runtime';
 import { asUuid, checkText, FieldErrors, found } from './validation';
 
 export type LedgerKind = 'initial' | 'credit' | 'adjustment' | 'debit';
@@ -47,21 +47,88 @@ function checkParts(errors: FieldErrors, parts: number): void {
   if (!Number.isSafeInteger(parts) || parts < 1 || parts > MAX_PARTS_PER_ENTRY) errors.add('/parts', `must be an integer from 1 to ${MAX_PARTS_PER_ENTRY}`);
 }
 
+/** Most debits one DebitSmsBalances call may carry (one batch of the balance's writes). */
+export const MAX_DEBITS_PER_CALL = 500;
+
 type DebitInput = { organizationId: string; stepId: string; parts: number };
 type DebitAnswer = { debited: boolean; balance: number };
+
+/**
+ * One batch of debits in one statement (its own transaction), `$1..$4` = the debits' organization
+ * ids, step ids, parts and the ids of their ledger lines, in arrival order. One row per debit, in
+ * that order: whether its organization exists (`known`), the step's earlier entry (`prior…`), else
+ * what this batch decided (`debited`, `balance` after it).
+ *
+ * - `locked` takes the organizations' row locks in id order (as every change of a balance does), so
+ *   concurrent batches serialize and read each other's committed balance.
+ * - `walk` decides the new debits of each organization one after another (a recursive step per
+ *   debit): a debit is taken when the running balance covers it, else refused with the balance
+ *   unchanged, and a later smaller one may still fit, as when each was applied alone.
+ * - `updated` and `recorded` write the final balances and one ledger line per new debit (refusals
+ *   included, delta 0). Data-modifying parts of one statement run once, whoever reads them.
+ *
+ * `prior` reads with the statement's snapshot, taken before the locks are waited for: a debit of the
+ * same step committed meanwhile by another contacts replica is not seen, and the ledger's unique
+ * step_id then fails this statement as a whole (nothing written), never a second debit. The batch is
+ * then run again: the new statement sees that entry and answers it.
+ */
+const DEBIT_BATCH_SQL = `
+WITH RECURSIVE
+  input AS (
+    SELECT t.organization_id, t.step_id, t.parts, t.ledger_id, t.ord
+    FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::uuid[]) WITH ORDINALITY AS t(organization_id, step_id, parts, ledger_id, ord)
+  ),
+  locked AS (
+    SELECT id, sms_balance FROM organizations WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE
+  ),
+  prior AS (
+    SELECT step_id, organization_id, debited, balance_after FROM sms_ledger WHERE step_id = ANY($2::text[])
+  ),
+  fresh AS (
+    SELECT i.organization_id, i.step_id, i.parts, i.ledger_id, i.ord, row_number() OVER (PARTITION BY i.organization_id ORDER BY i.ord) AS n
+    FROM input i JOIN locked l ON l.id = i.organization_id
+    WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.step_id = i.step_id)
+  ),
+  walk AS (
+    SELECT l.id AS organization_id, 0::bigint AS n, l.sms_balance::bigint AS balance, NULL::boolean AS debited, NULL::bigint AS ord
+    FROM locked l
+    UNION ALL
+    SELECT w.organization_id, f.n, CASE WHEN w.balance >= f.parts THEN w.balance - f.parts ELSE w.balance END, w.balance >= f.parts, f.ord
+    FROM walk w JOIN fresh f ON f.organization_id = w.organization_id AND f.n = w.n + 1
+  ),
+  settled AS (
+    SELECT DISTINCT ON (organization_id) organization_id, balance FROM walk ORDER BY organization_id, n DESC
+  ),
+  updated AS (
+    UPDATE organizations o SET sms_balance = s.balance, updated_at = now()
+    FROM settled s JOIN locked l ON l.id = s.organization_id
+    WHERE o.id = s.organization_id AND s.balance <> l.sms_balance
+  ),
+  recorded AS (
+    INSERT INTO sms_ledger (id, organization_id, kind, step_id, parts, delta, debited, balance_after, reason)
+    SELECT f.ledger_id, f.organization_id, 'debit', f.step_id, f.parts, CASE WHEN w.debited THEN -f.parts ELSE 0 END, w.debited, w.balance,
+           CASE WHEN w.debited THEN '' ELSE 'insufficient balance' END
+    FROM walk w JOIN fresh f ON f.ord = w.ord
+  )
+SELECT (l.id IS NOT NULL) AS known, p.organization_id AS "priorOrganizationId", p.debited AS "priorDebited", p.balance_after AS "priorBalance", w.debited, w.balance
+FROM input i
+LEFT JOIN locked l ON l.id = i.organization_id
+LEFT JOIN prior p ON p.step_id = i.step_id
+LEFT JOIN walk w ON w.ord = i.ord
+ORDER BY i.ord`;
 
 /**
  * The SMS balance. Every change holds the organization's row lock, so concurrent debits serialize and
  * the balance can never go below zero; the ledger's unique step_id makes a debit idempotent.
  *
- * Debits arrive one gRPC call per SMS, all for the same few organizations, so one transaction each
- * made every SMS wait for the previous one's six round trips under its organization's lock. They are
- * applied in batches instead (StatementBatcher: the calls that came in while the previous batch was
- * written), one transaction per batch: the organizations' rows locked in id order, the steps'
- * earlier ledger entries read, each debit decided in arrival order against the running balance, then
- * one UPDATE of the balances and one INSERT of the ledger lines. Each call still gets its own answer
- * (an unknown organization or a step id debited for another organization fails that call only),
- * and a step id is never in one batch twice.
+ * Debits arrive for the steps senders have in flight, all for the same few organizations, so one
+ * transaction each made every SMS wait for the previous one's round trips under its organization's
+ * lock. They are applied in batches instead (StatementBatcher: the debits that came in while the
+ * previous batch was written), each batch by ONE statement (DEBIT_BATCH_SQL): it locks the
+ * organizations' rows, reads the steps' earlier ledger entries, decides each new debit in arrival
+ * order against the running balance, updates the balances and writes the ledger lines. Each debit
+ * still gets its own answer (an unknown organization or a step id debited for another organization
+ * fails that debit only), and a step id is never in one batch twice.
  */
 export class SmsBalance {
   private readonly debits: StatementBatcher<DebitInput, DebitAnswer | { error: unknown }>;
@@ -81,49 +148,60 @@ export class SmsBalance {
     return answer;
   }
 
-  private debitBatch(batch: DebitInput[]): Promise<Array<DebitAnswer | { error: unknown }>> {
-    return inTransaction(this.pool, async (client) => {
-      const organizationIds = [...new Set(batch.map((input) => input.organizationId))].sort();
-      const { rows: organizations } = await client.query<{ id: string; smsBalance: string | number }>(
-        'SELECT id, sms_balance AS "smsBalance" FROM organizations WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE',
-        [sqlArray(organizationIds, { bare: true })],
-      );
-      const balances = new Map(organizations.map((row) => [row.id, Number(row.smsBalance)]));
-      const { rows: prior } = await client.query<{ stepId: string; organizationId: string; debited: boolean; balanceAfter: string | number }>(
-        'SELECT step_id AS "stepId", organization_id AS "organizationId", debited, balance_after AS "balanceAfter" FROM sms_ledger WHERE step_id = ANY($1::text[])',
-        [sqlArray(batch.map((input) => input.stepId))],
-      );
-      const priorOf = new Map(prior.map((row) => [row.stepId, row]));
-      const entries: LedgerEntry[] = [];
-      const answers = batch.map((input): DebitAnswer | { error: unknown } => {
-        const balance = balances.get(input.organizationId);
-        if (balance === undefined) return { error: new NotFoundError(`organization ${input.organizationId}`) };
-        const earlier = priorOf.get(input.stepId);
-        if (earlier) {
-          if (earlier.organizationId !== input.organizationId) return { error: new ConflictError('step_id_reused', `step ${input.stepId} was debited for another organization`) };
-          return { debited: earlier.debited, balance: Number(earlier.balanceAfter) };
-        }
-        const debited = balance >= input.parts;
-        const after = debited ? balance - input.parts : balance;
-        balances.set(input.organizationId, after);
-        entries.push({
-          organizationId: input.organizationId, kind: 'debit', stepId: input.stepId, parts: input.parts,
-          delta: debited ? -input.parts : 0, debited, balanceAfter: after, reason: debited ? '' : 'insufficient balance',
-        });
-        return { debited, balance: after };
-      });
-      if (entries.length > 0) {
-        const changed = organizations.filter((row) => balances.get(row.id) !== Number(row.smsBalance));
-        if (changed.length > 0) {
-          await client.query(
-            `UPDATE organizations SET sms_balance = u.balance, updated_at = now()
-             FROM unnest($1::uuid[], $2::bigint[]) AS u(id, balance) WHERE organizations.id = u.id`,
-            [sqlArray(changed.map((row) => row.id), { bare: true }), sqlArray(changed.map((row) => balances.get(row.id)!))],
-          );
-        }
-        await recordLedgerEntries(client, entries);
+  /**
+   * Several debits at once (DebitSmsBalances, a sender's steps in flight): each is checked and applied
+   * as `debit` applies it, so they join the same batches, and a debit's domain error (a bad request, an
+   * unknown organization, a step id debited for another organization) is its own answer. Any other
+   * failure (the database) fails the whole call: a batch is one transaction, and every debit is
+   * idempotent, so the caller may send them all again.
+   */
+  async debitEach(inputs: DebitInput[]): Promise<Array<DebitAnswer | DomainError>> {
+    if (inputs.length < 1 || inputs.length > MAX_DEBITS_PER_CALL) throw new InvalidError([{ pointer: '/debits', detail: `must hold 1 to ${MAX_DEBITS_PER_CALL} debits` }]);
+    const stepIds = new Set<string>();
+    const errors = new FieldErrors();
+    inputs.forEach((input, i) => {
+      if (stepIds.has(input.stepId)) errors.add(`/debits/${i}/stepId`, 'must not repeat a step id of the same call');
+      stepIds.add(input.stepId);
+    });
+    errors.throwIfAny();
+    const settled = await Promise.allSettled(inputs.map((input) => this.debit(input)));
+    return settled.map((outcome) => {
+      if (outcome.status === 'fulfilled') return outcome.value;
+      if (isDomainError(outcome.reason) && outcome.reason.kind !== 'internal') return outcome.reason;
+      throw outcome.reason;
+    });
+  }
+
+  private async debitBatch(batch: DebitInput[]): Promise<Array<DebitAnswer | { error: unknown }>> {
+    const params = [
+      sqlArray(batch.map((input) => input.organizationId), { bare: true }),
+      sqlArray(batch.map((input) => input.stepId)),
+      sqlArray(batch.map((input) => input.parts)),
+      sqlArray(batch.map(() => uuidv7()), { bare: true }),
+    ];
+    type Row = { known: boolean; priorOrganizationId: string | null; priorDebited: boolean | null; priorBalance: string | null; debited: boolean | null; balance: string | null };
+    let rows: Row[];
+    for (let tries = 1; ; tries++) {
+      // Named, so each connection plans the statement once: planning it on every batch was about half
+      // of the backend's CPU per debit.
+      try {
+        ({ rows } = await this.pool.query<Row>({ name: 'contacts-debit-batch', text: DEBIT_BATCH_SQL, values: params }));
+        break;
+      } catch (err) {
+        // Another replica's debit of one of these steps committed while this statement waited for the
+        // locks (DEBIT_BATCH_SQL): nothing was written, and a new statement reads that entry.
+        if (!isStepIdTaken(err) || tries >= 3) throw err;
       }
-      return answers;
+    }
+    if (rows.length !== batch.length) throw new Error(`the debit batch answered ${rows.length} rows for ${batch.length} debits`);
+    return batch.map((input, i): DebitAnswer | { error: unknown } => {
+      const row = rows[i];
+      if (!row.known) return { error: new NotFoundError(`organization ${input.organizationId}`) };
+      if (row.priorOrganizationId !== null) {
+        if (row.priorOrganizationId !== input.organizationId) return { error: new ConflictError('step_id_reused', `step ${input.stepId} was debited for another organization`) };
+        return { debited: row.priorDebited!, balance: Number(row.priorBalance) };
+      }
+      return { debited: row.debited!, balance: Number(row.balance) };
     });
   }
 
@@ -144,6 +222,12 @@ export class SmsBalance {
       return { balance: after };
     });
   }
+}
+
+/** A unique violation on the ledger's step_id. */
+function isStepIdTaken(err: unknown): boolean {
+  const pgErr = err as { code?: string; constraint?: string };
+  return pgErr.code === '23505' && pgErr.constraint === 'sms_ledger_step_id_key';
 }
 
 async function lockBalance(client: PoolClient, organizationId: string): Promise<number> {

@@ -1,4 +1,7 @@
-import type { contactsV1 } from '@rrs/proto';
+import { contactsV1 } from '@rrs/proto';
+import { createGrpcClient } from '@rrs/runtime';
+import { testContext } from '@rrs/testkit';
+import { startContacts } from '../src';
 import { count, failure, queryRows, startHarness, type ContactsHarness } from './harness';
 
 /** Templates, channel configuration, the sending profile and the SMS balance, over real gRPC and PostgreSQL. */
@@ -180,6 +183,109 @@ describe('sending setup over gRPC', () => {
       expect(await balanceOf(second.id)).toBe(await ledgerSum(second.id));
       expect(await count(harness, 'sms_ledger', "step_id = 'mixed-2'", [])).toBe(0);
       expect(await count(harness, 'sms_ledger', "step_id = 'mixed-taken'", [])).toBe(1);
+    });
+
+    it('applies several debits in one DebitSmsBalances call, each answered in order with its own outcome or error', async () => {
+      const first = await newOrg({ smsBalance: 3 });
+      const second = await newOrg({ smsBalance: 5 });
+      await harness.client.debitSmsBalance({ organizationId: first.id, stepId: 'many-taken', parts: 1 });
+      await harness.client.debitSmsBalance({ organizationId: first.id, stepId: 'many-earlier', parts: 1 });
+      const unknown = '0190c3c4-0000-7000-8000-000000000002';
+      const { outcomes } = await harness.client.debitSmsBalances({
+        debits: [
+          { organizationId: first.id, stepId: 'many-1', parts: 1 },
+          { organizationId: unknown, stepId: 'many-2', parts: 1 },
+          { organizationId: second.id, stepId: 'many-taken', parts: 1 },
+          { organizationId: first.id, stepId: 'many-3', parts: 2 },
+          { organizationId: second.id, stepId: 'many-4', parts: 0 },
+          { organizationId: first.id, stepId: 'many-earlier', parts: 1 },
+          { organizationId: second.id, stepId: 'many-5', parts: 4 },
+        ],
+      });
+      expect(outcomes.map((o) => o.outcome)).toEqual([
+        { $case: 'debit', debit: { debited: true, balance: 0 } },
+        { $case: 'error', error: expect.objectContaining({ kind: 'not_found', code: 'not_found' }) },
+        { $case: 'error', error: expect.objectContaining({ kind: 'conflict', code: 'step_id_reused' }) },
+        // In the call's order: many-1 took the last part.
+        { $case: 'debit', debit: { debited: false, balance: 0 } },
+        { $case: 'error', error: expect.objectContaining({ kind: 'invalid', code: 'invalid_request' }) },
+        // A repeat of a step debited earlier answers the first outcome.
+        { $case: 'debit', debit: { debited: true, balance: 1 } },
+        { $case: 'debit', debit: { debited: true, balance: 1 } },
+      ]);
+      expect(await balanceOf(first.id)).toBe(0);
+      expect(await balanceOf(second.id)).toBe(1);
+      expect(await ledgerSum(first.id)).toBe(0);
+      expect(await ledgerSum(second.id)).toBe(1);
+      // The same call again debits nothing more.
+      const again = await harness.client.debitSmsBalances({ debits: [{ organizationId: first.id, stepId: 'many-1', parts: 1 }, { organizationId: second.id, stepId: 'many-5', parts: 4 }] });
+      expect(again.outcomes.map((o) => o.outcome)).toEqual([{ $case: 'debit', debit: { debited: true, balance: 0 } }, { $case: 'debit', debit: { debited: true, balance: 1 } }]);
+      expect(await balanceOf(second.id)).toBe(1);
+    });
+
+    it('decides the debits of a batch in order against the running balance: a refused large one lets a later small one through', async () => {
+      const organization = await newOrg({ smsBalance: 2 });
+      const { outcomes } = await harness.client.debitSmsBalances({
+        debits: [3, 1, 2, 1, 1].map((parts, i) => ({ organizationId: organization.id, stepId: `run-${i}`, parts })),
+      });
+      expect(outcomes.map((o) => (o.outcome?.$case === 'debit' ? o.outcome.debit : o.outcome))).toEqual([
+        { debited: false, balance: 2 },
+        { debited: true, balance: 1 },
+        { debited: false, balance: 1 },
+        { debited: true, balance: 0 },
+        { debited: false, balance: 0 },
+      ]);
+      expect(await balanceOf(organization.id)).toBe(0);
+      expect(await ledgerSum(organization.id)).toBe(0);
+      expect(await count(harness, 'sms_ledger', "organization_id = $1 AND kind = 'debit'", [organization.id])).toBe(5);
+    });
+
+    it('never debits a step twice when two contacts replicas debit the same steps at once', async () => {
+      const organization = await newOrg({ smsBalance: 1_000 });
+      const ctx = testContext('contacts-replica');
+      const replica = await startContacts({ databaseUrl: harness.db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
+      const other = createGrpcClient(contactsV1.ContactsServiceClient, `127.0.0.1:${replica.grpcPort}`);
+      try {
+        const round = (r: number) => Array.from({ length: 20 }, (_v, i) => ({ organizationId: organization.id, stepId: `race-${r}-${i}`, parts: 1 + (i % 3) }));
+        const answers: Array<{ stepId: string; debited: boolean; balance: number }> = [];
+        for (let r = 0; r < 10; r++) {
+          const debits = round(r);
+          // The same steps at both replicas at once, and some again in calls of their own: a batch that
+          // loses the race to the other replica's runs again and answers that replica's debit.
+          const calls = [harness.client, other.client, harness.client, other.client].map(async (client, c) => {
+            const sent = c < 2 ? debits : debits.slice(c * 5);
+            const { outcomes } = await client.debitSmsBalances({ debits: sent });
+            outcomes.forEach((o, i) => {
+              if (o.outcome?.$case !== 'debit') throw new Error(`debit ${sent[i].stepId} failed: ${JSON.stringify(o.outcome)}`);
+              answers.push({ stepId: sent[i].stepId, ...o.outcome.debit });
+            });
+          });
+          await Promise.all(calls);
+        }
+        const ledger = await queryRows<{ stepId: string; debited: boolean; balanceAfter: number; n: number }>(
+          harness,
+          `SELECT step_id AS "stepId", bool_and(debited) AS debited, min(balance_after)::int AS "balanceAfter", count(*)::int AS n FROM contacts.sms_ledger WHERE organization_id = $1 AND kind = 'debit' GROUP BY step_id`,
+          [organization.id],
+        );
+        expect(ledger.every((entry) => entry.n === 1)).toBe(true);
+        const byStep = new Map(ledger.map((entry) => [entry.stepId, entry]));
+        for (const answer of answers) expect(byStep.get(answer.stepId)).toMatchObject({ debited: answer.debited, balanceAfter: answer.balance });
+        expect(await balanceOf(organization.id)).toBe(await ledgerSum(organization.id));
+        expect(answers).toHaveLength(10 * (20 + 20 + 10 + 5));
+      } finally {
+        other.close();
+        await ctx.stop();
+      }
+    });
+
+    it.each([
+      ['no debits', () => []],
+      ['a step id twice', (org: string) => [{ organizationId: org, stepId: 'twice', parts: 1 }, { organizationId: org, stepId: 'twice', parts: 1 }]],
+      ['more than 500 debits', (org: string) => Array.from({ length: 501 }, (_v, i) => ({ organizationId: org, stepId: `over-${i}`, parts: 1 }))],
+    ])('refuses a DebitSmsBalances call with %s as a whole, changing nothing', async (_label, debits) => {
+      const organization = await newOrg({ smsBalance: 1_000 });
+      expect(await failure(harness.client.debitSmsBalances({ debits: debits(organization.id) }))).toMatchObject({ status: 400, code: 'invalid_request' });
+      expect(await count(harness, 'sms_ledger', "organization_id = $1 AND kind = 'debit'", [organization.id])).toBe(0);
     });
 
     it('refuses a credit of zero and unknown organizations', async () => {

@@ -556,6 +556,32 @@ export interface DebitSmsBalanceResponse {
   balance: number;
 }
 
+export interface DebitSmsBalancesRequest {
+  /** 1 to 500, each step_id at most once (`invalid_request` for the whole call otherwise). */
+  debits: DebitSmsBalanceRequest[];
+}
+
+export interface DebitSmsBalancesResponse {
+  /** One per debit, in the request's order. */
+  outcomes: DebitSmsBalanceOutcome[];
+}
+
+export interface DebitSmsBalanceOutcome {
+  outcome:
+    | { $case: "debit"; debit: DebitSmsBalanceResponse }
+    | { $case: "error"; error: DebitSmsBalanceError }
+    | undefined;
+}
+
+/** The domain error one debit of DebitSmsBalances failed with (what DebitSmsBalance would have thrown). */
+export interface DebitSmsBalanceError {
+  /** The error's kind: invalid, not_found, conflict, unavailable, internal, … */
+  kind: string;
+  /** Its machine-readable code, e.g. `step_id_reused`. */
+  code: string;
+  message: string;
+}
+
 export interface CreditSmsBalanceRequest {
   organizationId: string;
   /** At least 1. */
@@ -8260,6 +8286,350 @@ export const DebitSmsBalanceResponse: MessageFns<DebitSmsBalanceResponse> = {
   },
 };
 
+function createBaseDebitSmsBalancesRequest(): DebitSmsBalancesRequest {
+  return { debits: [] };
+}
+
+export const DebitSmsBalancesRequest: MessageFns<DebitSmsBalancesRequest> = {
+  encode(message: DebitSmsBalancesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.debits) {
+      DebitSmsBalanceRequest.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DebitSmsBalancesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDebitSmsBalancesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.debits.push(DebitSmsBalanceRequest.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DebitSmsBalancesRequest {
+    return {
+      debits: globalThis.Array.isArray(object?.debits)
+        ? object.debits.map((e: any) => DebitSmsBalanceRequest.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: DebitSmsBalancesRequest): unknown {
+    const obj: any = {};
+    if (message.debits?.length) {
+      obj.debits = message.debits.map((e) => DebitSmsBalanceRequest.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DebitSmsBalancesRequest>, I>>(base?: I): DebitSmsBalancesRequest {
+    return DebitSmsBalancesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DebitSmsBalancesRequest>, I>>(object: I): DebitSmsBalancesRequest {
+    const message = createBaseDebitSmsBalancesRequest();
+    message.debits = object.debits?.map((e) => DebitSmsBalanceRequest.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDebitSmsBalancesResponse(): DebitSmsBalancesResponse {
+  return { outcomes: [] };
+}
+
+export const DebitSmsBalancesResponse: MessageFns<DebitSmsBalancesResponse> = {
+  encode(message: DebitSmsBalancesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.outcomes) {
+      DebitSmsBalanceOutcome.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DebitSmsBalancesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDebitSmsBalancesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.outcomes.push(DebitSmsBalanceOutcome.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DebitSmsBalancesResponse {
+    return {
+      outcomes: globalThis.Array.isArray(object?.outcomes)
+        ? object.outcomes.map((e: any) => DebitSmsBalanceOutcome.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: DebitSmsBalancesResponse): unknown {
+    const obj: any = {};
+    if (message.outcomes?.length) {
+      obj.outcomes = message.outcomes.map((e) => DebitSmsBalanceOutcome.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DebitSmsBalancesResponse>, I>>(base?: I): DebitSmsBalancesResponse {
+    return DebitSmsBalancesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DebitSmsBalancesResponse>, I>>(object: I): DebitSmsBalancesResponse {
+    const message = createBaseDebitSmsBalancesResponse();
+    message.outcomes = object.outcomes?.map((e) => DebitSmsBalanceOutcome.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDebitSmsBalanceOutcome(): DebitSmsBalanceOutcome {
+  return { outcome: undefined };
+}
+
+export const DebitSmsBalanceOutcome: MessageFns<DebitSmsBalanceOutcome> = {
+  encode(message: DebitSmsBalanceOutcome, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    switch (message.outcome?.$case) {
+      case "debit":
+        DebitSmsBalanceResponse.encode(message.outcome.debit, writer.uint32(10).fork()).join();
+        break;
+      case "error":
+        DebitSmsBalanceError.encode(message.outcome.error, writer.uint32(18).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DebitSmsBalanceOutcome {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDebitSmsBalanceOutcome();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.outcome = { $case: "debit", debit: DebitSmsBalanceResponse.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.outcome = { $case: "error", error: DebitSmsBalanceError.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DebitSmsBalanceOutcome {
+    return {
+      outcome: isSet(object.debit)
+        ? { $case: "debit", debit: DebitSmsBalanceResponse.fromJSON(object.debit) }
+        : isSet(object.error)
+        ? { $case: "error", error: DebitSmsBalanceError.fromJSON(object.error) }
+        : undefined,
+    };
+  },
+
+  toJSON(message: DebitSmsBalanceOutcome): unknown {
+    const obj: any = {};
+    if (message.outcome?.$case === "debit") {
+      obj.debit = DebitSmsBalanceResponse.toJSON(message.outcome.debit);
+    } else if (message.outcome?.$case === "error") {
+      obj.error = DebitSmsBalanceError.toJSON(message.outcome.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DebitSmsBalanceOutcome>, I>>(base?: I): DebitSmsBalanceOutcome {
+    return DebitSmsBalanceOutcome.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DebitSmsBalanceOutcome>, I>>(object: I): DebitSmsBalanceOutcome {
+    const message = createBaseDebitSmsBalanceOutcome();
+    switch (object.outcome?.$case) {
+      case "debit": {
+        if (object.outcome?.debit !== undefined && object.outcome?.debit !== null) {
+          message.outcome = { $case: "debit", debit: DebitSmsBalanceResponse.fromPartial(object.outcome.debit) };
+        }
+        break;
+      }
+      case "error": {
+        if (object.outcome?.error !== undefined && object.outcome?.error !== null) {
+          message.outcome = { $case: "error", error: DebitSmsBalanceError.fromPartial(object.outcome.error) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseDebitSmsBalanceError(): DebitSmsBalanceError {
+  return { kind: "", code: "", message: "" };
+}
+
+export const DebitSmsBalanceError: MessageFns<DebitSmsBalanceError> = {
+  encode(message: DebitSmsBalanceError, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.kind !== "") {
+      writer.uint32(10).string(message.kind);
+    }
+    if (message.code !== "") {
+      writer.uint32(18).string(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(26).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DebitSmsBalanceError {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDebitSmsBalanceError();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DebitSmsBalanceError {
+    return {
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+    };
+  },
+
+  toJSON(message: DebitSmsBalanceError): unknown {
+    const obj: any = {};
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DebitSmsBalanceError>, I>>(base?: I): DebitSmsBalanceError {
+    return DebitSmsBalanceError.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DebitSmsBalanceError>, I>>(object: I): DebitSmsBalanceError {
+    const message = createBaseDebitSmsBalanceError();
+    message.kind = object.kind ?? "";
+    message.code = object.code ?? "";
+    message.message = object.message ?? "";
+    return message;
+  },
+};
+
 function createBaseCreditSmsBalanceRequest(): CreditSmsBalanceRequest {
   return { organizationId: "", parts: 0, reason: "" };
 }
@@ -9919,6 +10289,23 @@ export const ContactsServiceService = {
       Buffer.from(DebitSmsBalanceResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DebitSmsBalanceResponse => DebitSmsBalanceResponse.decode(value),
   },
+  /**
+   * Several debits in one call (a sender's steps in flight), each applied as DebitSmsBalance applies
+   * it, answered in the request's order. A debit that fails (a bad request, an unknown organization, a
+   * step id debited for another organization, the database unavailable) fails alone, with the error
+   * DebitSmsBalance would have failed with; the others are applied.
+   */
+  debitSmsBalances: {
+    path: "/rrs.contacts.v1.ContactsService/DebitSmsBalances" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DebitSmsBalancesRequest): Buffer =>
+      Buffer.from(DebitSmsBalancesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DebitSmsBalancesRequest => DebitSmsBalancesRequest.decode(value),
+    responseSerialize: (value: DebitSmsBalancesResponse): Buffer =>
+      Buffer.from(DebitSmsBalancesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DebitSmsBalancesResponse => DebitSmsBalancesResponse.decode(value),
+  },
   creditSmsBalance: {
     path: "/rrs.contacts.v1.ContactsService/CreditSmsBalance" as const,
     requestStream: false as const,
@@ -10154,6 +10541,13 @@ export interface ContactsServiceServer extends UntypedServiceImplementation {
    * outcome and never debits twice. Not enough balance: debited = false and nothing changes.
    */
   debitSmsBalance: handleUnaryCall<DebitSmsBalanceRequest, DebitSmsBalanceResponse>;
+  /**
+   * Several debits in one call (a sender's steps in flight), each applied as DebitSmsBalance applies
+   * it, answered in the request's order. A debit that fails (a bad request, an unknown organization, a
+   * step id debited for another organization, the database unavailable) fails alone, with the error
+   * DebitSmsBalance would have failed with; the others are applied.
+   */
+  debitSmsBalances: handleUnaryCall<DebitSmsBalancesRequest, DebitSmsBalancesResponse>;
   creditSmsBalance: handleUnaryCall<CreditSmsBalanceRequest, CreditSmsBalanceResponse>;
   /**
    * The organization's people (the account console, docs/console.md). An invitation is the only way in:
@@ -10564,6 +10958,27 @@ export interface ContactsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DebitSmsBalanceResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Several debits in one call (a sender's steps in flight), each applied as DebitSmsBalance applies
+   * it, answered in the request's order. A debit that fails (a bad request, an unknown organization, a
+   * step id debited for another organization, the database unavailable) fails alone, with the error
+   * DebitSmsBalance would have failed with; the others are applied.
+   */
+  debitSmsBalances(
+    request: DebitSmsBalancesRequest,
+    callback: (error: ServiceError | null, response: DebitSmsBalancesResponse) => void,
+  ): ClientUnaryCall;
+  debitSmsBalances(
+    request: DebitSmsBalancesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DebitSmsBalancesResponse) => void,
+  ): ClientUnaryCall;
+  debitSmsBalances(
+    request: DebitSmsBalancesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DebitSmsBalancesResponse) => void,
   ): ClientUnaryCall;
   creditSmsBalance(
     request: CreditSmsBalanceRequest,
