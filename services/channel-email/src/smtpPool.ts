@@ -68,7 +68,7 @@ function isTransient(err: SmtpSendError): boolean {
  * whole budget (issue 20). What it does beyond that is kept here: a session is reused until
  * `maxMessages`, a refused message leaves its session usable after RSET, a session the server closed
  * while idle is dropped, and a message that failed on a reused session before a byte of its data was
- * sent is tried once more on a new session.
+ * sent is tried again on another session.
  */
 export class SmtpPool {
   private readonly idle: Session[] = [];
@@ -96,8 +96,10 @@ export class SmtpPool {
       } catch (caught) {
         const err = caught as SmtpSendError;
         err.dataSent = data.readableDidRead;
-        if (reused && !err.dataSent && isTransient(err) && attempt === 1 && !this.closed) {
+        if (reused && !err.dataSent && isTransient(err) && attempt <= this.options.maxConnections && !this.closed) {
           // The server ended the session while it sat idle (its timeout, a restart): nothing was sent.
+          // Each such try drops a stale session, and a new session is no longer a reused one, so this
+          // ends by the time every idle session has been tried.
           this.discard(session);
           continue;
         }

@@ -14,14 +14,15 @@ const refusal = (code: number, message: string): Refusal => Object.assign(new Er
  * A real SMTP server (smtp-server) that records each accepted message with the connection it came on.
  * `mailFrom` and `data` can refuse, or cut the session, per message.
  */
-async function startServer(hooks: { mailFrom?: (session: { id: string; transaction: number }) => Refusal | undefined; afterData?: () => 'cut' | undefined; socketTimeout?: number } = {}) {
-  const accepted: Array<{ connection: string; to: string[]; raw: Buffer }> = [];
+async function startServer(hooks: { mailFrom?: (session: { id: string; transaction: number }) => Refusal | undefined; afterData?: () => 'cut' | undefined; socketTimeout?: number; startTls?: boolean } = {}) {
+  const accepted: Array<{ connection: string; to: string[]; raw: Buffer; secure: boolean }> = [];
   const connections = new Set<string>();
   const sockets: Socket[] = [];
   const open = { now: 0, most: 0 };
   const server = new SMTPServer({
     authOptional: false,
-    disabledCommands: ['STARTTLS'],
+    // With `startTls`, STARTTLS is offered with smtp-server's built-in self-signed certificate.
+    disabledCommands: hooks.startTls ? [] : ['STARTTLS'],
     allowInsecureAuth: true,
     logger: false,
     ...(hooks.socketTimeout ? { socketTimeout: hooks.socketTimeout } : {}),
@@ -48,7 +49,7 @@ async function startServer(hooks: { mailFrom?: (session: { id: string; transacti
           for (const socket of sockets) socket.destroy();
           return;
         }
-        accepted.push({ connection: session.id, to: session.envelope.rcptTo.map((r) => r.address), raw: Buffer.concat(chunks) });
+        accepted.push({ connection: session.id, to: session.envelope.rcptTo.map((r) => r.address), raw: Buffer.concat(chunks), secure: session.secure });
         cb(null, 'OK');
       });
     },
@@ -81,7 +82,7 @@ const raw = (to: string, text = 'hello') => Buffer.from(`From: r@acme.test\r\nTo
 function pool(port: number, options: { maxConnections?: number; maxMessages?: number; timeoutMs?: number } = {}) {
   const timeoutMs = options.timeoutMs ?? 3_000;
   return new SmtpPool({
-    connection: { host: '127.0.0.1', port, secure: false, logger: false, connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs },
+    connection: { host: '127.0.0.1', port, secure: false, logger: false, connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs, tls: { rejectUnauthorized: false } },
     auth: { user: 'user', pass: 'secret' },
     maxConnections: options.maxConnections ?? 2,
     maxMessages: options.maxMessages,
@@ -146,6 +147,39 @@ describe('SmtpPool', () => {
       expect(server.accepted.map((m) => m.to[0])).toEqual(['a@example.com', 'b@example.com', 'c@example.com']);
       // a; b refused on the first session, sent on a second; c likewise on a third.
       expect(server.connections.size).toBe(3);
+    } finally {
+      smtp.close();
+      await server.close();
+    }
+  });
+
+  it('tries every stale session before a new one when the server was restarted under the idle sessions', async () => {
+    // Sessions opened before the "restart" are answered 421 from then on; new ones work.
+    const stale = new Set<string>();
+    let restarted = false;
+    const server = await startServer({ mailFrom: ({ id }) => (restarted && stale.has(id) ? refusal(421, '4.3.2 Restarting') : undefined) });
+    const smtp = pool(server.port, { maxConnections: 3 });
+    try {
+      await Promise.all(['a', 'b', 'c'].map((n) => smtp.send({ from: 'r@acme.test', to: [`${n}@example.com`] }, raw(`${n}@example.com`))));
+      for (const id of server.connections) stale.add(id);
+      expect(stale.size).toBe(3);
+      restarted = true;
+      await smtp.send({ from: 'r@acme.test', to: ['after@example.com'] }, raw('after@example.com'));
+      expect(server.accepted.map((m) => m.to[0])).toContain('after@example.com');
+      expect(server.connections.size).toBe(4);
+    } finally {
+      smtp.close();
+      await server.close();
+    }
+  });
+
+  it('upgrades a plain session with STARTTLS when the server offers it', async () => {
+    const server = await startServer({ startTls: true });
+    const smtp = pool(server.port, { maxConnections: 1 });
+    try {
+      for (const to of ['tls1@example.com', 'tls2@example.com']) await smtp.send({ from: 'r@acme.test', to: [to] }, raw(to, 'over TLS'));
+      expect(server.accepted.map((m) => [m.to[0], m.secure])).toEqual([['tls1@example.com', true], ['tls2@example.com', true]]);
+      expect((await simpleParser(server.accepted[1].raw)).text).toBe('over TLS\n');
     } finally {
       smtp.close();
       await server.close();
