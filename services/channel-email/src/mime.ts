@@ -100,8 +100,8 @@ function envelopeAddress(address: string): string {
  * HTML part, the message's own headers (List-Unsubscribe, RFC 8058 one-click) and Message-ID.
  *
  * Why not nodemailer's MailComposer: it streams every message through a tree of Transform streams
- * (a pipeline, an AbortController and a setImmediate per part), ~400 µs of CPU per email against
- * ~35 µs for this, and its chunks reached the socket as ~9 writes per message (issue 20).
+ * (a pipeline, an AbortController and a setImmediate per part): ~200 µs of CPU per email streamed to
+ * the socket, in ~9 writes, ~400 µs built into a Buffer, against ~35 µs for this (issue 20).
  */
 export class EmailComposer {
   private readonly fromHeader: string;

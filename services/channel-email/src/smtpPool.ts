@@ -63,7 +63,7 @@ function isTransient(err: SmtpSendError): boolean {
  * socket write, behind the envelope's one pipelined write.
  *
  * Why not nodemailer's own pool (`createTransport({ pool: true })`): its `sendMail` with a prebuilt
- * `raw` message still costs ~160 µs of CPU per email more than this (a MailMessage, a MimeNode, a
+ * `raw` message still costs ~120–190 µs of CPU per email more than this (a MailMessage, a MimeNode, a
  * PassThrough and a stream pipeline with its AbortController per message), more than channel-email's
  * whole budget (issue 20). What it does beyond that is kept here: a session is reused until
  * `maxMessages`, a refused message leaves its session usable after RSET, a session the server closed
