@@ -14,7 +14,7 @@ const refusal = (code: number, message: string): Refusal => Object.assign(new Er
  * A real SMTP server (smtp-server) that records each accepted message with the connection it came on.
  * `mailFrom` and `data` can refuse, or cut the session, per message.
  */
-async function startServer(hooks: { mailFrom?: (session: { id: string; transaction: number }) => Refusal | undefined; afterData?: () => 'cut' | undefined; socketTimeout?: number; startTls?: boolean } = {}) {
+async function startServer(hooks: { mailFrom?: (session: { id: string; transaction: number }) => Refusal | undefined; afterData?: () => 'cut' | undefined; socketTimeout?: number; startTls?: boolean; noPipelining?: boolean } = {}) {
   const accepted: Array<{ connection: string; to: string[]; raw: Buffer; secure: boolean }> = [];
   const connections = new Set<string>();
   const sockets: Socket[] = [];
@@ -26,6 +26,7 @@ async function startServer(hooks: { mailFrom?: (session: { id: string; transacti
     allowInsecureAuth: true,
     logger: false,
     ...(hooks.socketTimeout ? { socketTimeout: hooks.socketTimeout } : {}),
+    hidePIPELINING: hooks.noPipelining ?? false,
     onConnect(session, cb) {
       connections.add(session.id);
       cb();
@@ -167,6 +168,21 @@ describe('SmtpPool', () => {
       await smtp.send({ from: 'r@acme.test', to: ['after@example.com'] }, raw('after@example.com'));
       expect(server.accepted.map((m) => m.to[0])).toContain('after@example.com');
       expect(server.connections.size).toBe(4);
+    } finally {
+      smtp.close();
+      await server.close();
+    }
+  });
+
+  it('talks to a server without PIPELINING one command at a time, refusals included', async () => {
+    const server = await startServer({ noPipelining: true });
+    const smtp = pool(server.port, { maxConnections: 1 });
+    try {
+      await smtp.send({ from: 'r@acme.test', to: ['one@example.com'] }, raw('one@example.com'));
+      await expect(smtp.send({ from: 'r@acme.test', to: ['bounce@example.com'] }, raw('bounce@example.com'))).rejects.toMatchObject({ code: 'EENVELOPE', responseCode: 550 });
+      await smtp.send({ from: 'r@acme.test', to: ['two@example.com'] }, raw('two@example.com'));
+      expect(server.accepted.map((m) => m.to[0])).toEqual(['one@example.com', 'two@example.com']);
+      expect(server.connections.size).toBe(1);
     } finally {
       smtp.close();
       await server.close();
