@@ -16,10 +16,10 @@ export interface PostmarkConfig {
 }
 
 /**
- * An SMTP session carries one message at a time (MAIL, RCPT, DATA, each waiting for the server), so the
- * connections bound a replica's email rate. 5 (nodemailer's default) held channel-email to a few hundred
- * emails/s against a local server; 16 stays well under common servers' per-client limits (Postfix
- * `smtpd_client_connection_count_limit` 50).
+ * An SMTP session carries one message at a time (the pipelined envelope, then the data, each waiting
+ * for the server), so the sessions bound a replica's email rate. 5 (nodemailer's pool default) held
+ * channel-email to a few hundred emails/s against a local server; 16 stays well under common servers'
+ * per-client limits (Postfix `smtpd_client_connection_count_limit` 50).
  */
 export const DEFAULT_SMTP_MAX_CONNECTIONS = 16;
 
@@ -35,7 +35,7 @@ export interface EmailConfig extends SenderBaseConfig {
   receiptsHost: string;
   /** Port of the receipts endpoint (0 = any free port); it runs only when a provider sends receipts. */
   receiptsPort: number;
-  /** SMTP connections kept open to the server (nodemailer's pool); each carries one message at a time. */
+  /** SMTP sessions kept open to the server (SmtpPool); each carries one message at a time. */
   smtpMaxConnections: number;
 }
 
