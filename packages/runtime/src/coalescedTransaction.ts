@@ -95,6 +95,13 @@ function asObjects(result: pg.QueryResult): pg.QueryResult {
   return { ...result, rows };
 }
 
+/** One statement as node-postgres runs it (extended protocol, parameters apart). */
+function runOne(client: pg.PoolClient, statement: Statement): Promise<pg.QueryResult> {
+  const values = statement.values as unknown[] | undefined;
+  if (statement.rowMode === 'array') return client.query({ text: statement.text, values, rowMode: 'array' }) as Promise<pg.QueryResult>;
+  return client.query({ text: statement.text, values });
+}
+
 /** The coalescing state of a client handed out by `inCoalescedTransaction`. */
 class Coalescer {
   /** Statements (literal SQL) waiting for the next request. */
@@ -124,7 +131,7 @@ class Coalescer {
   async query(statement: Statement): Promise<pg.QueryResult> {
     if (this.waiting.length === 0) {
       this.sent = true;
-      return this.client.query({ text: statement.text, values: statement.values as unknown[] | undefined, rowMode: statement.rowMode });
+      return runOne(this.client, statement);
     }
     return (await this.send([statement]))[0];
   }
@@ -155,7 +162,7 @@ export async function queryEach(client: pg.PoolClient, statements: Statement[]):
   const coalescer = coalescers.get(client);
   if (coalescer) return coalescer.send(statements);
   const results: pg.QueryResult[] = [];
-  for (const statement of statements) results.push(await client.query({ text: statement.text, values: statement.values as unknown[] | undefined, rowMode: statement.rowMode }));
+  for (const statement of statements) results.push(await runOne(client, statement));
   return results;
 }
 

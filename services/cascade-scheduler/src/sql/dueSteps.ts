@@ -7,19 +7,24 @@ export interface ClaimedStep {
 }
 
 /**
- * Claims up to `limit` steps due at `now`, in due order straight off the due index, locking each as it
- * is read (SKIP LOCKED: a second claimer reads past them, so replicas share the work and none
- * dispatches a step twice). Never waits for a lock.
+ * Reads the database clock and claims up to `limit` steps due at that time, in due order straight off
+ * the due index, locking each as it is read (SKIP LOCKED: a second claimer reads past them, so
+ * replicas share the work and none dispatches a step twice), in one statement. Never waits for a lock.
  */
-export async function claimDueSteps(client: PoolClient, now: Date, limit: number): Promise<ClaimedStep[]> {
-  const { rows } = await client.query<ClaimedStep>(
-    `SELECT id AS "stepId", recipient_id AS "recipientId" FROM recipient_steps
-      WHERE status = 'scheduled' AND due_at <= $1
-      ORDER BY due_at LIMIT $2
-      FOR UPDATE SKIP LOCKED`,
-    [now, limit],
+export async function claimDueSteps(client: PoolClient, limit: number): Promise<{ now: Date; claimed: ClaimedStep[] }> {
+  const { rows } = await client.query<{ now: Date; stepId: string | null; recipientId: string | null }>(
+    `WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS now)
+     SELECT clock.now, s.id AS "stepId", s.recipient_id AS "recipientId"
+       FROM clock LEFT JOIN LATERAL (
+         SELECT id, recipient_id FROM recipient_steps
+          WHERE status = 'scheduled' AND due_at <= clock.now
+          ORDER BY due_at LIMIT $1
+          FOR UPDATE SKIP LOCKED) s ON true`,
+    [limit],
   );
-  return rows;
+  const claimed: ClaimedStep[] = [];
+  for (const row of rows) if (row.stepId !== null && row.recipientId !== null) claimed.push({ stepId: row.stepId, recipientId: row.recipientId });
+  return { now: rows[0].now, claimed };
 }
 
 /** Until the nearest scheduled step is due (one `min()` over the due index). */
