@@ -21,7 +21,7 @@ const OUTCOMES: Partial<Record<busV1.StepOutcome, Outcome>> = {
  * The recipient step a result belongs to, from its attempt id `<step row id>:<attempt>` (the step id a
  * sender sees differs on reroute hops); null for a result that is not one of ours.
  */
-function rowIdOf(result: busV1.StepResult): string | null {
+export function rowIdOf(result: busV1.StepResult): string | null {
   const id = result.attemptId.slice(0, result.attemptId.lastIndexOf(':'));
   return isUuid(id) ? id : null;
 }

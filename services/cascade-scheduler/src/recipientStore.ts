@@ -175,55 +175,91 @@ export interface StatesRead {
   before: QueryResult[];
 }
 
+/** Columns of a recipient as `readStates` returns them, in order (`token` last, when loaded). */
+const RECIPIENT_FIELDS = ['id', 'cascade_id', 'organization_id', 'name', 'email', 'phone', 'status', 'finish_reason', 'rating', 'rated_at', 'feedback', 'finished_at', 'window_closes_at', 'contact_external_id', 'review_request_id'] as const;
+const CASCADE_SELECT = `c.id, c.external_id, c.location_id, c.locale, c.templates, c.trace_context, c.response_window_minutes,
+            coalesce(ls.name, '') AS location_name, coalesce(ls.address, '') AS location_address, coalesce(ls.city, '') AS location_city`;
+/** Types of the columns of CASCADE_SELECT and STEP_SELECT, in order. */
+const CASCADE_TYPES = ['uuid', 'text', 'text', 'text', 'jsonb', 'jsonb', 'int', 'text', 'text', 'text'];
+const STEP_TYPES = ['uuid', 'uuid', 'int', 'text', 'int', 'text', 'text', 'int', 'timestamptz', 'timestamptz', 'timestamptz', 'timestamptz', 'timestamptz', 'text', 'jsonb', 'text'];
+
 /**
- * Reads recipients with their steps and their cascades' shared data, and the database clock, as
- * statements that travel together (one request in a coalesced transaction): the recipients (locked as
- * asked), their cascades, their steps, then the clock. The later statements select by the same ids as
- * the first; rows of recipients the first passed over (SKIP LOCKED) are ignored.
+ * Reads recipients with their steps and their cascades' shared data, and then the database clock: one
+ * statement and the clock in one request (after `before`, in a coalesced transaction). The statement
+ * locks the recipients as asked in a materialized CTE (in id order when it waits; SKIP LOCKED passes
+ * over those another transaction holds) and returns, as rows of one shape told apart by their first
+ * column, those recipients (0), their cascades (1) and their steps (2), each looked up once.
  */
 export async function readStates(client: PoolClient, wanted: RecipientsWanted, options: ReadStatesOptions): Promise<StatesRead> {
   const before = options.before ?? [];
   const direct = 'ids' in wanted;
   const ids = [...new Set(direct ? wanted.ids : wanted.ofSteps)];
-  const recipientFilter = (column: string): string => (direct ? `${column} = ANY($1::uuid[])` : `${column} IN (SELECT recipient_id FROM recipient_steps WHERE id = ANY($1::uuid[]))`);
-  const source = options.token ? WITH_TOKEN : WITHOUT_TOKEN;
-  const locking = options.lock === 'wait' ? ' ORDER BY r.id FOR UPDATE OF r' : options.lock === 'skip' ? ' FOR UPDATE OF r SKIP LOCKED' : '';
-  const values = [sqlArray(ids, { bare: true })];
   const clock: Statement = { text: 'SELECT clock_timestamp() AS now' };
   if (ids.length === 0) {
     const results = await queryEach(client, [...before, clock]);
     return { states: new Map(), now: results[results.length - 1].rows[0].now as Date, before: results.slice(0, before.length) };
   }
-  const results = await queryEach(client, [
-    ...before,
-    { text: `SELECT ${source.columns} FROM ${source.from} WHERE ${recipientFilter('r.id')}${locking}`, values },
-    {
-      text: `SELECT c.id, c.external_id, c.location_id, c.locale, c.templates, c.trace_context, c.response_window_minutes, coalesce(ls.name, '') AS location_name,
-            coalesce(ls.address, '') AS location_address, coalesce(ls.city, '') AS location_city
+  const source = options.token ? WITH_TOKEN : WITHOUT_TOKEN;
+  const recipientWidth = RECIPIENT_FIELDS.length + (options.token ? 1 : 0);
+  const filter = direct ? 'r.id = ANY($1::uuid[])' : 'r.id IN (SELECT recipient_id FROM recipient_steps WHERE id = ANY($1::uuid[]))';
+  const locking = options.lock === 'wait' ? ' ORDER BY r.id FOR UPDATE OF r' : options.lock === 'skip' ? ' FOR UPDATE OF r SKIP LOCKED' : '';
+  const cascadeAt = 1 + recipientWidth;
+  const stepAt = cascadeAt + CASCADE_TYPES.length;
+  const nulls = (n: number): string => Array.from({ length: n }, () => 'NULL').join(', ');
+  // The first branch types every column (NULL casts for the cascade's and the step's); the others'
+  // NULLs take those types (untyped NULLs alone would be resolved as text).
+  const read: Statement = {
+    text: `WITH wanted AS MATERIALIZED (SELECT ${source.columns} FROM ${source.from} WHERE ${filter}${locking})
+     SELECT 0, wanted.*, ${[...CASCADE_TYPES, ...STEP_TYPES].map((type) => `NULL::${type}`).join(', ')} FROM wanted
+     UNION ALL
+     SELECT 1, ${nulls(recipientWidth)}, ${CASCADE_SELECT}, ${nulls(STEP_TYPES.length)}
        FROM cascades c LEFT JOIN location_snapshots ls ON ls.organization_id = c.organization_id AND ls.location_id = c.location_id
-      WHERE c.id IN (SELECT cascade_id FROM recipients WHERE ${recipientFilter('id')})`,
-      values,
-    },
+      WHERE c.id = ANY (ARRAY(SELECT DISTINCT cascade_id FROM wanted))
+     UNION ALL
+     SELECT 2, ${nulls(recipientWidth + CASCADE_TYPES.length)}, ${STEP_SELECT} FROM recipient_steps WHERE recipient_id = ANY (ARRAY(SELECT id FROM wanted))
+     ORDER BY 1, ${stepAt + 2}, ${stepAt + 3}`,
+    values: [sqlArray(ids, { bare: true })],
     // Rows as arrays: a thousand recipients' steps are parsed per batch, and keyed row objects cost more.
-    { text: `SELECT ${STEP_SELECT} FROM recipient_steps WHERE ${recipientFilter('recipient_id')} ORDER BY recipient_id, step_order`, values, rowMode: 'array' },
-    clock,
-  ]);
-  const [recipientRows, cascadeRows, stepRows, clockRows] = results.slice(before.length).map((result) => result.rows);
-  const cascades = new Map((cascadeRows as CascadeRow[]).map((row) => [row.id, toCascadeMeta(row)]));
+    rowMode: 'array',
+  };
+  const results = await queryEach(client, [...before, read, clock]);
+  const rows = results[before.length].rows as unknown as unknown[][];
+  const cascades = new Map<string, CascadeMeta>();
+  const recipientRows: RecipientRow[] = [];
   const states = new Map<string, LoadedRecipient>();
-  for (const row of recipientRows as RecipientRow[]) {
-    const cascade = cascades.get(row.cascade_id);
-    // Recipients are never created without their cascade, nor outlive it.
-    if (!cascade) throw new Error(`cascade ${row.cascade_id} of recipient ${row.id} not found`);
-    states.set(row.id, toState(row, cascade));
-  }
   let state: LoadedRecipient | undefined;
-  for (const row of stepRows as unknown[][]) {
-    const recipientId = row[1] as string;
-    if (state?.recipient.id !== recipientId) state = states.get(recipientId);
-    state?.steps.push(toStep(row));
+  for (const row of rows) {
+    const part = row[0] as number;
+    if (part === 0) {
+      const recipient: Record<string, unknown> = {};
+      for (let k = 0; k < RECIPIENT_FIELDS.length; k++) recipient[RECIPIENT_FIELDS[k]] = row[1 + k];
+      if (options.token) recipient.token = row[1 + RECIPIENT_FIELDS.length];
+      recipientRows.push(recipient as unknown as RecipientRow);
+    } else if (part === 1) {
+      const c = row.slice(cascadeAt, stepAt);
+      cascades.set(c[0] as string, toCascadeMeta({
+        id: c[0] as string, external_id: c[1] as string | null, location_id: c[2] as string, locale: c[3] as string, templates: c[4] as CascadeRow['templates'],
+        trace_context: c[5] as Record<string, string>, response_window_minutes: c[6] as number, location_name: c[7] as string, location_address: c[8] as string, location_city: c[9] as string,
+      }));
+    } else {
+      // Recipients and cascades come first (ORDER BY 1): every step's recipient is known by now.
+      if (states.size === 0 && recipientRows.length > 0) buildStates();
+      const step = row.slice(stepAt);
+      const recipientId = step[1] as string;
+      if (state?.recipient.id !== recipientId) state = states.get(recipientId);
+      state?.steps.push(toStep(step));
+    }
   }
-  return { states, now: clockRows[0].now as Date, before: results.slice(0, before.length) };
+  if (states.size === 0 && recipientRows.length > 0) buildStates();
+  function buildStates(): void {
+    for (const row of recipientRows) {
+      const cascade = cascades.get(row.cascade_id);
+      // Recipients are never created without their cascade, nor outlive it.
+      if (!cascade) throw new Error(`cascade ${row.cascade_id} of recipient ${row.id} not found`);
+      states.set(row.id, toState(row, cascade));
+    }
+  }
+  return { states, now: results[before.length + 1].rows[0].now as Date, before: results.slice(0, before.length) };
 }
 
 /** Locks recipients (waiting for other holders, in id order) and loads them with their steps. */
