@@ -96,10 +96,29 @@ function asObjects(result: pg.QueryResult): pg.QueryResult {
 }
 
 /** One statement as node-postgres runs it (extended protocol, parameters apart). */
-function runOne(client: pg.PoolClient, statement: Statement): Promise<pg.QueryResult> {
+function runOne(client: pg.Pool | pg.PoolClient, statement: Statement): Promise<pg.QueryResult> {
   const values = statement.values as unknown[] | undefined;
   if (statement.rowMode === 'array') return client.query({ text: statement.text, values, rowMode: 'array' }) as Promise<pg.QueryResult>;
   return client.query({ text: statement.text, values });
+}
+
+/** Results of a Query of several statements, each in the row mode its statement asked for. */
+function splitResults(raw: pg.QueryResult | pg.QueryResult[], statements: Statement[], ahead: number): pg.QueryResult[] {
+  const results = Array.isArray(raw) ? raw : [raw];
+  return statements.map((statement, k) => (statement.rowMode === 'array' ? results[ahead + k] : asObjects(results[ahead + k])));
+}
+
+/**
+ * Runs statements, in order, as one request and one implicit transaction: all of them commit, or none
+ * (the first failure fails the request). Several go as one simple-protocol Query with their parameters
+ * written as literals; a single one as node-postgres sends it.
+ */
+export async function queryTogether(db: pg.Pool | pg.PoolClient, statements: Statement[]): Promise<pg.QueryResult[]> {
+  if (statements.length === 0) return [];
+  if (statements.length === 1) return [await runOne(db, statements[0])];
+  const text = statements.map((statement) => inlineParameters(statement.text, statement.values)).join(';\n');
+  const raw = (await db.query({ text, rowMode: 'array' })) as unknown as pg.QueryResult | pg.QueryResult[];
+  return splitResults(raw, statements, 0);
 }
 
 /** The coalescing state of a client handed out by `inCoalescedTransaction`. */
@@ -123,8 +142,7 @@ class Coalescer {
     if (texts.length === 0) return [];
     this.sent = true;
     const raw = (await this.client.query({ text: texts.join(';\n'), rowMode: 'array' })) as unknown as pg.QueryResult | pg.QueryResult[];
-    const results = Array.isArray(raw) ? raw : [raw];
-    return statements.map((statement, k) => (statement.rowMode === 'array' ? results[ahead + k] : asObjects(results[ahead + k])));
+    return splitResults(raw, statements, ahead);
   }
 
   /** A statement as node-postgres runs it, when nothing waits (no literal to write); else with what waits. */
