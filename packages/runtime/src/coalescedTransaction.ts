@@ -32,7 +32,8 @@ function quote(text: string): string {
 function literal(value: unknown): string {
   const prepared = prepareValue(value);
   if (prepared === null) return 'NULL';
-  if (Buffer.isBuffer(prepared)) return `'\\x${prepared.toString('hex')}'`;
+  // The E'' form reads the same whatever standard_conforming_strings is.
+  if (Buffer.isBuffer(prepared)) return `E'\\\\x${prepared.toString('hex')}'`;
   // An untyped literal, like the extended protocol's untyped parameter: the server infers its type.
   return quote(prepared);
 }
