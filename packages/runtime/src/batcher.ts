@@ -1,3 +1,6 @@
+import type { Pool, QueryResult } from 'pg';
+import { queryTogether, type Statement } from './coalescedTransaction';
+
 /**
  * Group commit for per-item database writes: items submitted one at a time (by concurrent handlers)
  * are written by one statement per batch. A batch is what was submitted during the same event-loop
@@ -64,6 +67,102 @@ export class StatementBatcher<I, O> {
       batch.forEach((entry, i) => entry.resolve(outputs[i]));
     } catch (err) {
       for (const entry of batch) entry.reject(err);
+    }
+  }
+}
+
+/** One kind of item written by a `LaneBatcher`: its statement per batch and each item's answer from it. */
+export interface Lane<I, O> {
+  /** Two items with the same key never share a batch (see StatementBatcher). */
+  key(item: I): string;
+  /** The statement writing a batch of these items (at most `maxBatch`). */
+  statement(items: I[]): Statement;
+  /** Each item's answer, in the items' order, from the statement's result (may ask the database more). */
+  answers(result: QueryResult, items: I[]): Promise<O[]> | O[];
+}
+
+type LaneEntry = { item: unknown; key: string; resolve: (out: unknown) => void; reject: (err: unknown) => void };
+
+/**
+ * Group commit for several kinds of per-item writes at once: what waits in every lane when a request
+ * goes out is written by one request — one statement per lane with items — to PostgreSQL. The
+ * statements run in the lanes' order in one implicit transaction (a simple-protocol Query of several
+ * statements; runtime `queryTogether`): all of them commit, or none, and every item of the request then
+ * fails with that error. One request at a time; the next carries what came in meanwhile, so under load
+ * the lanes' batches fill together and each kind of write costs a fraction of a round trip, instead of
+ * one round trip per kind (StatementBatcher, one per kind, sends them apart).
+ */
+export class LaneBatcher {
+  private readonly lanes: Array<{ lane: Lane<unknown, unknown>; queue: LaneEntry[] }> = [];
+  private running = false;
+  private scheduled = false;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly options: { maxBatch?: number } = {},
+  ) {}
+
+  /** Adds a lane; lanes' statements run in the order the lanes were added. */
+  lane<I, O>(lane: Lane<I, O>): (item: I) => Promise<O> {
+    const entry = { lane: lane as Lane<unknown, unknown>, queue: [] as LaneEntry[] };
+    this.lanes.push(entry);
+    return (item: I) =>
+      new Promise<O>((resolve, reject) => {
+        entry.queue.push({ item, key: lane.key(item), resolve: resolve as (out: unknown) => void, reject });
+        this.schedule();
+      });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.running) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.pump();
+    });
+  }
+
+  private async pump(): Promise<void> {
+    if (this.running) return;
+    const maxBatch = this.options.maxBatch ?? 500;
+    const taken: Array<{ lane: Lane<unknown, unknown>; batch: LaneEntry[] }> = [];
+    for (const entry of this.lanes) {
+      const keys = new Set<string>();
+      const batch: LaneEntry[] = [];
+      const rest: LaneEntry[] = [];
+      for (const waiting of entry.queue) {
+        if (batch.length < maxBatch && !keys.has(waiting.key)) {
+          keys.add(waiting.key);
+          batch.push(waiting);
+        } else rest.push(waiting);
+      }
+      entry.queue = rest;
+      if (batch.length) taken.push({ lane: entry.lane, batch });
+    }
+    if (taken.length === 0) return;
+    this.running = true;
+    try {
+      let results: QueryResult[];
+      try {
+        results = await queryTogether(this.pool, taken.map(({ lane, batch }) => lane.statement(batch.map((entry) => entry.item))));
+      } catch (err) {
+        for (const { batch } of taken) for (const entry of batch) entry.reject(err);
+        return;
+      }
+      await Promise.all(
+        taken.map(async ({ lane, batch }, i) => {
+          try {
+            const outputs = await lane.answers(results[i], batch.map((entry) => entry.item));
+            if (outputs.length !== batch.length) throw new Error(`a batch write answered ${outputs.length} outputs for ${batch.length} items`);
+            batch.forEach((entry, k) => entry.resolve(outputs[k]));
+          } catch (err) {
+            for (const entry of batch) entry.reject(err);
+          }
+        }),
+      );
+    } finally {
+      this.running = false;
+      if (this.lanes.some((entry) => entry.queue.length > 0)) this.schedule();
     }
   }
 }

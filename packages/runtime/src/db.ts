@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import type { Logger } from 'pino';
 
-export type { Pool, PoolClient } from 'pg';
+export type { Pool, PoolClient, QueryResult } from 'pg';
 
 // int8 as JS number: counts and sequence ids here stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));

@@ -19,3 +19,4 @@ export * from './dueWork';
 export * from './secretBox';
 export * from './httpServer';
 export * from './batcher';
+export * from './coalescedTransaction';

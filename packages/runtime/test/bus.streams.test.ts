@@ -21,6 +21,27 @@ describeEachBus(({ impl, bus, consume, collect, pending }) => {
     expect(started).toBe(3);
   });
 
+  test('work queue: pending counts messages waiting behind a full consumer, not messages of other subjects', async () => {
+    const name = unique('backlog');
+    const gate = deferred();
+    let started = 0;
+    await consume({ stream: 'STEPS', durable: name, filterSubject: `steps.${name}`, concurrency: 1 }, async (m) => {
+      started++;
+      await gate.promise;
+      m.ack();
+    });
+    for (let i = 0; i < 4; i++) {
+      await bus().publish(`steps.${name}`, enc(String(i)));
+      await bus().publish(`steps.${name}other`, enc(String(i)));
+    }
+    await waitFor('one in flight', () => started === 1);
+    // One in flight, three waiting; the other subject's messages are not this consumer's.
+    expect(await pending(name)).toBe(4);
+    gate.resolve();
+    await waitFor('pending 0', async () => (await pending(name)) === 0);
+    expect(started).toBe(4);
+  });
+
   test('work queue: a second durable with an overlapping filter is rejected', async () => {
     const name = unique('overlap');
     await consume({ stream: 'STEPS', durable: `${name}a`, filterSubject: `steps.${name}.>` }, async (m) => m.ack());

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { busV1 } from '@rrs/proto';
-import { migrate, openServiceDatabase, StatementBatcher, type Pool, type ServiceContext } from '@rrs/runtime';
+import { LaneBatcher, migrate, openServiceDatabase, type Pool, type QueryResult, type ServiceContext, type Statement } from '@rrs/runtime';
 import type { SendResult } from './result';
 
 export const SENDER_KIT_MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
@@ -47,60 +47,43 @@ export interface LoggedSend {
  */
 export class SendLog {
   /*
-   * Claims and completions are written in batches (StatementBatcher: one statement for what the
-   * sender's handlers asked in the same event-loop turn or while the previous statement ran), so the
-   * send log costs a fraction of a round trip per step instead of two. Batching changes no order that
-   * "never sent twice" relies on, because each step still awaits its own row:
-   *   - a step is sent only after the statement holding its claim committed and returned its row as
+   * Claims and completions are written in batches (LaneBatcher: what the sender's handlers asked in the
+   * same event-loop turn or while the previous request ran), and a completion batch and a claim batch
+   * that wait together go in one request — two statements, one implicit transaction — so the send log
+   * costs a fraction of a round trip per step instead of two. Batching changes no order that "never
+   * sent twice" relies on, because each step still awaits its own row:
+   *   - a step is sent only after the request holding its claim committed and returned its row as
    *     claimed (a conflicting row that is `done` or under a live lease is never claimed);
-   *   - its result is published, and its message acked, only after the statement holding its
-   *     completion committed; a failed batch fails every completion in it, and each of those steps
-   *     is held and its write retried (sender.ts), never acked unrecorded.
-   * A batch never holds one step twice (an `ON CONFLICT DO UPDATE` may touch a row once per statement);
-   * rows are claimed in step id order, so two replicas' overlapping batches wait for each other rather
-   * than deadlock.
+   *   - its result is published, and its message acked, only after the request holding its
+   *     completion committed; a failed request fails every claim and completion in it: each of those
+   *     steps is nak'ed (a claim: nothing was sent) or held and its write retried (a completion,
+   *     sender.ts), never acked unrecorded.
+   * Completions go before claims in a request: a claim of a step completed in the same request sees it
+   * `done`. A batch never holds one step twice (an `ON CONFLICT DO UPDATE` may touch a row once per
+   * statement); rows are claimed in step id order, so two replicas' overlapping batches wait for each
+   * other rather than deadlock.
    */
-  private readonly claimBatches: StatementBatcher<{ step: busV1.StepDue; leaseMs: number }, Claim>;
-  private readonly completionBatches: StatementBatcher<{ stepId: string; result: SendResult }, void>;
+  private readonly submitCompletion: (item: { stepId: string; result: SendResult }) => Promise<void>;
+  private readonly submitClaim: (item: { step: busV1.StepDue; leaseMs: number }) => Promise<Claim>;
 
   constructor(private readonly pool: Pool) {
-    this.claimBatches = new StatementBatcher((items) => this.claimBatch(items), { key: (item) => item.step.stepId, maxBatch: SEND_LOG_BATCH });
-    this.completionBatches = new StatementBatcher((items) => this.completeBatch(items), { key: (item) => item.stepId, maxBatch: SEND_LOG_BATCH });
+    const batches = new LaneBatcher(pool, { maxBatch: SEND_LOG_BATCH });
+    this.submitCompletion = batches.lane({ key: (item) => item.stepId, statement: completionStatement, answers: (_result, items) => items.map(() => undefined) });
+    this.submitClaim = batches.lane({ key: (item) => item.step.stepId, statement: claimStatement, answers: (result, items) => this.claimAnswers(result, items) });
   }
 
   claim(step: busV1.StepDue, leaseMs: number): Promise<Claim> {
-    return this.claimBatches.submit({ step, leaseMs });
+    return this.submitClaim({ step, leaseMs });
   }
 
   /** Records the outcome; from now on the step is never sent again. */
   complete(stepId: string, result: SendResult): Promise<void> {
-    return this.completionBatches.submit({ stepId, result });
+    return this.submitCompletion({ stepId, result });
   }
 
-  private async claimBatch(items: Array<{ step: busV1.StepDue; leaseMs: number }>): Promise<Claim[]> {
-    const sorted = [...items].sort((a, b) => (a.step.stepId < b.step.stepId ? -1 : a.step.stepId > b.step.stepId ? 1 : 0));
-    const { rows } = await this.pool.query<{ step_id: string; resumed: boolean; maybe_with: string[] }>(
-      `WITH input AS (
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::double precision[])
-           WITH ORDINALITY AS i(step_id, attempt_id, channel, organization_id, lease_ms, n)
-       ),
-       prior AS (SELECT step_id, state FROM send_log WHERE step_id = ANY($1::text[])),
-       claimed AS (
-         INSERT INTO send_log (step_id, attempt_id, channel, organization_id, state, lease_until)
-         SELECT step_id, attempt_id, channel, organization_id, 'sending', now() + make_interval(secs => lease_ms / 1000)
-         FROM input ORDER BY n
-         ON CONFLICT (step_id) DO UPDATE SET
-           state = 'sending', attempt_id = EXCLUDED.attempt_id, lease_until = EXCLUDED.lease_until,
-           attempts = send_log.attempts + 1, updated_at = now()
-         WHERE send_log.state = 'retry' OR (send_log.state = 'sending' AND send_log.lease_until <= now())
-         RETURNING send_log.step_id, send_log.maybe_with
-       )
-       SELECT claimed.step_id, COALESCE(prior.state = 'sending', false) AS resumed, claimed.maybe_with
-       FROM claimed LEFT JOIN prior USING (step_id)`,
-      [sorted.map((i) => i.step.stepId), sorted.map((i) => i.step.attemptId), sorted.map((i) => i.step.channel), sorted.map((i) => i.step.organizationId), sorted.map((i) => i.leaseMs)],
-    );
+  private async claimAnswers(claimed: QueryResult, items: Array<{ step: busV1.StepDue; leaseMs: number }>): Promise<Claim[]> {
     const answers = new Map<string, Claim>();
-    for (const row of rows) answers.set(row.step_id, { kind: 'send', resumed: row.resumed, maybeWith: row.maybe_with });
+    for (const row of claimed.rows as Array<{ step_id: string; resumed: boolean; maybe_with: string[] }>) answers.set(row.step_id, { kind: 'send', resumed: row.resumed, maybeWith: row.maybe_with });
     const notClaimed = items.filter((item) => !answers.has(item.step.stepId)).map((item) => item.step.stepId);
     if (notClaimed.length > 0) {
       const current = await this.pool.query<{ step_id: string; state: string; outcome: string | null; reason: string | null; provider_message_id: string | null; parts: number; provider: string | null; wait_ms: number }>(
@@ -124,27 +107,6 @@ export class SendLog {
       if (!answer) throw new Error(`send log row of step ${item.step.stepId} not found after a conflicting insert`);
       return answer;
     });
-  }
-
-  private async completeBatch(items: Array<{ stepId: string; result: SendResult }>): Promise<void[]> {
-    const sorted = [...items].sort((a, b) => (a.stepId < b.stepId ? -1 : a.stepId > b.stepId ? 1 : 0));
-    await this.pool.query(
-      `UPDATE send_log SET state = 'done', outcome = u.outcome, reason = u.reason, provider_message_id = u.provider_message_id,
-         parts = u.parts, provider = u.provider, address = coalesce(u.address, send_log.address), updated_at = now()
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
-         AS u(step_id, outcome, reason, provider_message_id, parts, provider, address)
-       WHERE send_log.step_id = u.step_id`,
-      [
-        sorted.map((i) => i.stepId),
-        sorted.map((i) => i.result.outcome),
-        sorted.map((i) => i.result.reason ?? null),
-        sorted.map((i) => i.result.providerMessageId ?? null),
-        sorted.map((i) => i.result.parts ?? 0),
-        sorted.map((i) => i.result.provider ?? null),
-        sorted.map((i) => i.result.address ?? null),
-      ],
-    );
-    return items.map(() => undefined);
   }
 
   /**
@@ -204,6 +166,54 @@ export class SendLog {
     if (!sent) return null;
     return { stepId: sent.step_id, attemptId: sent.attempt_id, channel: sent.channel, organizationId: sent.organization_id, result: { outcome: sent.outcome as busV1.StepOutcome, reason: sent.reason ?? undefined, providerMessageId, parts: sent.parts, provider: sent.provider ?? undefined } };
   }
+}
+
+const byStepId = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Claims a batch of steps (rows `sending` under a lease); returns the rows it claimed. */
+function claimStatement(items: Array<{ step: busV1.StepDue; leaseMs: number }>): Statement {
+  const sorted = [...items].sort((a, b) => byStepId(a.step.stepId, b.step.stepId));
+  return {
+    text: `WITH input AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::double precision[])
+           WITH ORDINALITY AS i(step_id, attempt_id, channel, organization_id, lease_ms, n)
+       ),
+       prior AS (SELECT step_id, state FROM send_log WHERE step_id = ANY($1::text[])),
+       claimed AS (
+         INSERT INTO send_log (step_id, attempt_id, channel, organization_id, state, lease_until)
+         SELECT step_id, attempt_id, channel, organization_id, 'sending', now() + make_interval(secs => lease_ms / 1000)
+         FROM input ORDER BY n
+         ON CONFLICT (step_id) DO UPDATE SET
+           state = 'sending', attempt_id = EXCLUDED.attempt_id, lease_until = EXCLUDED.lease_until,
+           attempts = send_log.attempts + 1, updated_at = now()
+         WHERE send_log.state = 'retry' OR (send_log.state = 'sending' AND send_log.lease_until <= now())
+         RETURNING send_log.step_id, send_log.maybe_with
+       )
+       SELECT claimed.step_id, COALESCE(prior.state = 'sending', false) AS resumed, claimed.maybe_with
+       FROM claimed LEFT JOIN prior USING (step_id)`,
+    values: [sorted.map((i) => i.step.stepId), sorted.map((i) => i.step.attemptId), sorted.map((i) => i.step.channel), sorted.map((i) => i.step.organizationId), sorted.map((i) => i.leaseMs)],
+  };
+}
+
+/** Records the outcomes of a batch of steps (rows `done`). */
+function completionStatement(items: Array<{ stepId: string; result: SendResult }>): Statement {
+  const sorted = [...items].sort((a, b) => byStepId(a.stepId, b.stepId));
+  return {
+    text: `UPDATE send_log SET state = 'done', outcome = u.outcome, reason = u.reason, provider_message_id = u.provider_message_id,
+         parts = u.parts, provider = u.provider, address = coalesce(u.address, send_log.address), updated_at = now()
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
+         AS u(step_id, outcome, reason, provider_message_id, parts, provider, address)
+       WHERE send_log.step_id = u.step_id`,
+    values: [
+      sorted.map((i) => i.stepId),
+      sorted.map((i) => i.result.outcome),
+      sorted.map((i) => i.result.reason ?? null),
+      sorted.map((i) => i.result.providerMessageId ?? null),
+      sorted.map((i) => i.result.parts ?? 0),
+      sorted.map((i) => i.result.provider ?? null),
+      sorted.map((i) => i.result.address ?? null),
+    ],
+  };
 }
 
 /** A sender's own tables beside the send log, in its schema (numbered apart from sender-kit's; component default `service`). */

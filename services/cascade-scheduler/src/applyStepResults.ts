@@ -1,10 +1,10 @@
 import { busV1, isOneOf, OPT_OUT_REASONS } from '@rrs/proto';
-import { counter, inTransaction, sqlArray, type Pool, type PoolClient } from '@rrs/runtime';
+import { counter, inCoalescedTransaction, queryEach, sqlArray, type Pool, type PoolClient, type QueryResult, type Statement } from '@rrs/runtime';
 import { recordSent, type PersonEvent } from './cooldown';
 import { applyResult, stop, type Outcome, type StepState, type Timing } from './engine';
 import { isUuid } from './ids';
 import { recordOptOut } from './optOutLedger';
-import { dbNow, lockRecipientsOfSteps, saveStates, type LoadedRecipient } from './recipientStore';
+import { readStates, saveStates, type LoadedRecipient } from './recipientStore';
 
 const applied = counter({ name: 'scheduler_step_results_total', help: 'Step results received from senders, by outcome.', labelNames: ['outcome'] });
 
@@ -21,29 +21,36 @@ const OUTCOMES: Partial<Record<busV1.StepOutcome, Outcome>> = {
  * The recipient step a result belongs to, from its attempt id `<step row id>:<attempt>` (the step id a
  * sender sees differs on reroute hops); null for a result that is not one of ours.
  */
-function rowIdOf(result: busV1.StepResult): string | null {
+export function rowIdOf(result: busV1.StepResult): string | null {
   const id = result.attemptId.slice(0, result.attemptId.lastIndexOf(':'));
   return isUuid(id) ? id : null;
 }
 
-/** Records each (attempt, outcome) once; returns the results seen for the first time. */
-async function recordFresh(client: PoolClient, results: busV1.StepResult[]): Promise<busV1.StepResult[]> {
+/**
+ * Records each (attempt, outcome) once: the statement, and the results it found fresh (seen for the
+ * first time) from its answer.
+ */
+function recordFresh(results: busV1.StepResult[]): { statement: Statement; fresh(answer: QueryResult): busV1.StepResult[] } {
   const outcomes = results.map((result) => busV1.stepOutcomeToJSON(result.outcome));
-  const { rows: fresh } = await client.query<{ attempt_id: string; outcome: string }>(
-    `INSERT INTO step_results (attempt_id, outcome, step_id, channel, reason, provider_message_id)
+  return {
+    statement: {
+      text: `INSERT INTO step_results (attempt_id, outcome, step_id, channel, reason, provider_message_id)
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
      ON CONFLICT DO NOTHING RETURNING attempt_id, outcome`,
-    [
-      sqlArray(results.map((result) => result.attemptId)),
-      sqlArray(outcomes),
-      sqlArray(results.map((result) => result.stepId)),
-      sqlArray(results.map((result) => result.channel)),
-      sqlArray(results.map((result) => result.reason)),
-      sqlArray(results.map((result) => result.providerMessageId)),
-    ],
-  );
-  const isFresh = new Set(fresh.map((row) => `${row.attempt_id}|${row.outcome}`));
-  return results.filter((result, i) => isFresh.has(`${result.attemptId}|${outcomes[i]}`));
+      values: [
+        sqlArray(results.map((result) => result.attemptId)),
+        sqlArray(outcomes),
+        sqlArray(results.map((result) => result.stepId)),
+        sqlArray(results.map((result) => result.channel)),
+        sqlArray(results.map((result) => result.reason)),
+        sqlArray(results.map((result) => result.providerMessageId)),
+      ],
+    },
+    fresh(answer) {
+      const isFresh = new Set((answer.rows as Array<{ attempt_id: string; outcome: string }>).map((row) => `${row.attempt_id}|${row.outcome}`));
+      return results.filter((result, i) => isFresh.has(`${result.attemptId}|${outcomes[i]}`));
+    },
+  };
 }
 
 /**
@@ -51,16 +58,23 @@ async function recordFresh(client: PoolClient, results: busV1.StepResult[]): Pro
  * in `step_results` in the same transaction that applies it, so a redelivered message changes nothing.
  * Recipients are locked in id order, so concurrent batches never deadlock. Returns the results applied
  * now (not seen before).
+ *
+ * Two requests to PostgreSQL per batch (a coalesced transaction): BEGIN, the recording, the locking
+ * reads and the clock together; then every write, the notifications and COMMIT together. The
+ * recipients of every result of the batch are locked, also those of results seen before (a
+ * redelivery, rare): the recording and the reads travel together, before its answer is known.
  */
 export async function applyStepResults(pool: Pool, results: busV1.StepResult[], minuteMs: number): Promise<busV1.StepResult[]> {
-  return inTransaction(pool, async (client) => {
-    const toApply = await recordFresh(client, results);
-    const stepIds = [...new Set(toApply.map(rowIdOf).filter((id): id is string => id !== null))];
-    if (stepIds.length === 0) return toApply;
-    const states = await lockRecipientsOfSteps(client, stepIds);
+  return inCoalescedTransaction(pool, async (client) => {
+    const recording = recordFresh(results);
+    const stepIds = [...new Set(results.map(rowIdOf).filter((id): id is string => id !== null))];
+    if (stepIds.length === 0) return recording.fresh((await queryEach(client, [recording.statement]))[0]);
+    const read = await readStates(client, { ofSteps: stepIds }, { lock: 'wait', before: [recording.statement] });
+    const toApply = recording.fresh(read.before[0]);
+    const states = read.states;
     const ownerOf = new Map<string, { state: LoadedRecipient; step: StepState }>();
     for (const state of states.values()) for (const step of state.steps) ownerOf.set(step.id, { state, step });
-    const timing: Timing = { now: await dbNow(client), minuteMs };
+    const timing: Timing = { now: read.now, minuteMs };
     const sentTo: PersonEvent[] = [];
     for (const result of toApply) {
       const found = ownerOf.get(rowIdOf(result) ?? '');

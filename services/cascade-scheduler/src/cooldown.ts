@@ -1,4 +1,4 @@
-import { sqlArray, type PoolClient } from '@rrs/runtime';
+import { execute, sqlArray, type PoolClient } from '@rrs/runtime';
 import { personAddresses } from './personAddresses';
 
 /*
@@ -34,12 +34,12 @@ function activityRows(events: PersonEvent[]): { organizations: string[]; address
 export async function recordSent(client: PoolClient, events: PersonEvent[], at: Date): Promise<void> {
   const { organizations, addresses } = activityRows(events);
   if (addresses.length === 0) return;
-  await client.query(
-    `INSERT INTO person_activity (organization_id, address, last_sent_at)
+  await execute(client, {
+    text: `INSERT INTO person_activity (organization_id, address, last_sent_at)
      SELECT * FROM unnest($1::uuid[], $2::text[], array_fill($3::timestamptz, ARRAY[cardinality($2::text[])]))
      ON CONFLICT (organization_id, address) DO UPDATE SET last_sent_at = greatest(person_activity.last_sent_at, excluded.last_sent_at)`,
-    [sqlArray(organizations), sqlArray(addresses), at],
-  );
+    values: [sqlArray(organizations), sqlArray(addresses), at],
+  });
 }
 
 /** The person rated at `at`. */

@@ -1,9 +1,9 @@
 import { busV1, stepSubject } from '@rrs/proto';
-import { counter, histogram, inTransaction, startDueWorkLoop, type Bus, type Logger, type Notifier, type Pool, type PoolClient } from '@rrs/runtime';
+import { counter, histogram, inCoalescedTransaction, startDueWorkLoop, type Bus, type Logger, type Notifier, type Pool, type PoolClient } from '@rrs/runtime';
 import { fire, type Dispatch, type FireChecks, type Timing } from './engine';
 import { fireChecksFor } from './fireChecks';
 import type { ConfiguredChannels } from './organizationProfiles';
-import { dbNow, DUE_CHANNEL, loadRecipients, saveStates, type LoadedRecipient } from './recipientStore';
+import { DUE_CHANNEL, readStates, saveStates, type LoadedRecipient } from './recipientStore';
 import { claimDueSteps, msUntilNextDueStep, type ClaimedStep } from './sql/dueSteps';
 import { stepDueMessage } from './stepMessage';
 
@@ -80,13 +80,14 @@ function fireClaimed(states: Map<string, LoadedRecipient>, claimed: ClaimedStep[
  * step), fire them, publish the dispatched ones to `steps.<channel>` with Nats-Msg-Id = attempt id,
  * save, commit. Nothing here ever waits for a lock, so rounds never deadlock with the transactions
  * that lock a recipient first and then its steps. Returns how many steps it claimed and what it sent.
+ * Four requests to PostgreSQL (a coalesced transaction): BEGIN with the clock and the claim; the
+ * recipients, their cascades and steps; the opt-out ledger; every write, the notification and COMMIT.
  */
 async function dispatchRound(options: DispatcherOptions, batchSize: number): Promise<{ claimed: number; sent: Dispatch[]; now: Date }> {
-  return inTransaction(options.pool, async (client) => {
-    const now = await dbNow(client);
-    const due = await claimDueSteps(client, now, batchSize);
+  return inCoalescedTransaction(options.pool, async (client) => {
+    const { now, claimed: due } = await claimDueSteps(client, batchSize);
     if (due.length === 0) return { claimed: 0, sent: [], now };
-    const states = await loadRecipients(client, due.map((step) => step.recipientId), { skipLocked: true, token: true });
+    const { states } = await readStates(client, { ids: due.map((step) => step.recipientId) }, { lock: 'skip', token: true });
     const claimed = due.filter((step) => states.has(step.recipientId));
     if (claimed.length === 0) return { claimed: 0, sent: [], now };
     const checksOf = await fireChecksFor(client, options.channels, states.values(), now);

@@ -1,5 +1,5 @@
 import { eventsV1, EVENT_TYPES } from '@rrs/proto';
-import type { PoolClient } from '@rrs/runtime';
+import { execute, type PoolClient } from '@rrs/runtime';
 import { finishEventOf } from './finishEvent';
 import type { LoadedRecipient } from './recipientStore';
 import { insertRows, StatementParams, type ColumnTypes } from './sql/statement';
@@ -26,7 +26,7 @@ interface OutboxRow {
 
 const OUTBOX_COLUMNS: ColumnTypes<OutboxRow> = { msg_id: 'text', payload: 'bytea', recipient_id: 'uuid', available_at: 'timestamptz', headers: 'jsonb' };
 
-/** Writes events to the outbox in the caller's transaction; the relay is notified on commit. */
+/** Writes events to the outbox in the caller's transaction (with its next request, when coalesced); the relay is notified on commit. */
 export async function writeOutbox(client: PoolClient, subject: string, events: OutboxEvent[]): Promise<void> {
   const params = new StatementParams();
   const rows = events.map((event): OutboxRow => ({
@@ -38,7 +38,7 @@ export async function writeOutbox(client: PoolClient, subject: string, events: O
   }));
   const earliest = Math.min(...events.map((event) => event.availableAt?.getTime() ?? 0));
   const insert = insertRows(params, 'outbox', OUTBOX_COLUMNS, rows, { subject: params.add(subject, 'text'), available_at: 'coalesce(u.available_at, clock_timestamp())' });
-  await client.query(`WITH written AS (${insert}) SELECT pg_notify(${params.add(OUTBOX_CHANNEL, 'text')}, ${params.add(String(earliest), 'text')})`, params.values);
+  await execute(client, { text: `WITH written AS (${insert}) SELECT pg_notify(${params.add(OUTBOX_CHANNEL, 'text')}, ${params.add(String(earliest), 'text')})`, values: params.values });
 }
 
 /**

@@ -1,4 +1,4 @@
-import { counter, inTransaction, startDueWorkLoop, type Bus, type Logger, type Notifier, type Pool } from '@rrs/runtime';
+import { counter, execute, inCoalescedTransaction, startDueWorkLoop, type Bus, type Logger, type Notifier, type Pool } from '@rrs/runtime';
 import { OUTBOX_CHANNEL } from './outbox';
 import { msUntilEarliest } from './sql/msUntilEarliest';
 
@@ -33,7 +33,8 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Run
   let lastPurge = 0;
 
   const relayOnce = async (): Promise<number> => {
-    const count = await inTransaction(options.pool, async (client) => {
+    // Two requests to PostgreSQL (a coalesced transaction): BEGIN with the claim; the mark with COMMIT.
+    const count = await inCoalescedTransaction(options.pool, async (client) => {
       const { rows } = await client.query<{ id: number; msg_id: string; subject: string; payload: Buffer; headers: Record<string, string> }>(
         `SELECT id, msg_id, subject, payload, headers FROM outbox WHERE published_at IS NULL AND available_at <= clock_timestamp()
           ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
@@ -41,7 +42,7 @@ export async function startOutboxRelay(options: OutboxRelayOptions): Promise<Run
       );
       if (rows.length) {
         await Promise.all(rows.map((row) => options.bus.publish(row.subject, new Uint8Array(row.payload), { msgId: row.msg_id, headers: row.headers })));
-        await client.query('UPDATE outbox SET published_at = clock_timestamp() WHERE id = ANY($1::bigint[])', [rows.map((row) => row.id)]);
+        await execute(client, { text: 'UPDATE outbox SET published_at = clock_timestamp() WHERE id = ANY($1::bigint[])', values: [rows.map((row) => row.id)] });
       }
       return rows.length;
     });

@@ -1,5 +1,5 @@
 import { eventSubject, EVENT_TYPES } from '@rrs/proto';
-import { sqlArray, type PoolClient } from '@rrs/runtime';
+import { execute, queryEach, sqlArray, type PoolClient, type QueryResult, type Statement } from '@rrs/runtime';
 import type { RecipientFields, RecipientState, StepState } from './engine';
 import { finishEventOf } from './finishEvent';
 import { refreshFinishEvent, writeOutbox, type OutboxEvent } from './outbox';
@@ -119,43 +119,16 @@ function toState(row: RecipientRow, cascade: CascadeMeta): LoadedRecipient {
   return { recipient, steps: [], meta, responseWindowMinutes: cascade.responseWindowMinutes };
 }
 
-async function loadCascadeMeta(client: PoolClient, cascadeIds: string[]): Promise<Map<string, CascadeMeta>> {
-  const { rows } = await client.query<CascadeRow>(
-    `SELECT c.id, c.external_id, c.location_id, c.locale, c.templates, c.trace_context, c.response_window_minutes, coalesce(ls.name, '') AS location_name,
-            coalesce(ls.address, '') AS location_address, coalesce(ls.city, '') AS location_city
-       FROM cascades c LEFT JOIN location_snapshots ls ON ls.organization_id = c.organization_id AND ls.location_id = c.location_id
-      WHERE c.id = ANY($1::uuid[])`,
-    [sqlArray(cascadeIds, { bare: true })],
-  );
-  return new Map(
-    rows.map((cascade) => [
-      cascade.id,
-      {
-        cascadeExternalId: cascade.external_id,
-        locationId: cascade.location_id,
-        locale: cascade.locale,
-        templates: cascade.templates,
-        location: { id: cascade.location_id, name: cascade.location_name, address: cascade.location_address, city: cascade.location_city },
-        traceContext: cascade.trace_context,
-        responseWindowMinutes: cascade.response_window_minutes,
-      },
-    ]),
-  );
-}
-
-/** Builds the states of loaded recipient rows: their cascades' shared data, then their steps. */
-async function toStates(client: PoolClient, rows: RecipientRow[]): Promise<Map<string, LoadedRecipient>> {
-  const states = new Map<string, LoadedRecipient>();
-  if (rows.length === 0) return states;
-  const cascades = await loadCascadeMeta(client, [...new Set(rows.map((row) => row.cascade_id))]);
-  for (const row of rows) {
-    const cascade = cascades.get(row.cascade_id);
-    // Recipients are never created without their cascade, nor outlive it.
-    if (!cascade) throw new Error(`cascade ${row.cascade_id} of recipient ${row.id} not found`);
-    states.set(row.id, toState(row, cascade));
-  }
-  await attachSteps(client, states);
-  return states;
+function toCascadeMeta(cascade: CascadeRow): CascadeMeta {
+  return {
+    cascadeExternalId: cascade.external_id,
+    locationId: cascade.location_id,
+    locale: cascade.locale,
+    templates: cascade.templates,
+    location: { id: cascade.location_id, name: cascade.location_name, address: cascade.location_address, city: cascade.location_city },
+    traceContext: cascade.trace_context,
+    responseWindowMinutes: cascade.response_window_minutes,
+  };
 }
 
 const STEP_SELECT = `id, recipient_id, step_order, channel, delay_minutes, status, sent_channel, attempt, due_at, dispatched_at,
@@ -183,36 +156,115 @@ function toStep(row: unknown[]): StepState {
   return rememberLoaded(step, row);
 }
 
-async function attachSteps(client: PoolClient, states: Map<string, LoadedRecipient>): Promise<void> {
-  // Rows as arrays: a thousand recipients' steps are parsed per batch, and keyed row objects cost more.
-  const { rows } = await client.query<unknown[]>({
-    text: `SELECT ${STEP_SELECT} FROM recipient_steps WHERE recipient_id = ANY($1::uuid[]) ORDER BY recipient_id, step_order`,
-    values: [sqlArray([...states.keys()], { bare: true })],
-    rowMode: 'array',
-  });
-  let state: LoadedRecipient | undefined;
-  for (const row of rows) {
-    const recipientId = row[1] as string;
-    if (state?.recipient.id !== recipientId) state = states.get(recipientId);
-    state?.steps.push(toStep(row));
+/** Which recipients to read: these ids, or the recipients owning these steps. */
+export type RecipientsWanted = { ids: string[] } | { ofSteps: string[] };
+
+export interface ReadStatesOptions {
+  /** `wait`: lock the recipients, waiting for other holders, in id order; `skip`: lock those no one holds (SKIP LOCKED); `none`: this transaction holds them already. */
+  lock: 'wait' | 'skip' | 'none';
+  /** Loads the review link's token too (dispatching: the message carries the link). */
+  token?: boolean;
+  /** Statements to run first in the same request (their results are returned as `before`). */
+  before?: Statement[];
+}
+
+export interface StatesRead {
+  states: Map<string, LoadedRecipient>;
+  /** The database clock, read after the recipients were locked. */
+  now: Date;
+  before: QueryResult[];
+}
+
+/** Columns of a recipient as `readStates` returns them, in order (`token` last, when loaded). */
+const RECIPIENT_FIELDS = ['id', 'cascade_id', 'organization_id', 'name', 'email', 'phone', 'status', 'finish_reason', 'rating', 'rated_at', 'feedback', 'finished_at', 'window_closes_at', 'contact_external_id', 'review_request_id'] as const;
+const CASCADE_SELECT = `c.id, c.external_id, c.location_id, c.locale, c.templates, c.trace_context, c.response_window_minutes,
+            coalesce(ls.name, '') AS location_name, coalesce(ls.address, '') AS location_address, coalesce(ls.city, '') AS location_city`;
+/** Types of the columns of CASCADE_SELECT and STEP_SELECT, in order. */
+const CASCADE_TYPES = ['uuid', 'text', 'text', 'text', 'jsonb', 'jsonb', 'int', 'text', 'text', 'text'];
+const STEP_TYPES = ['uuid', 'uuid', 'int', 'text', 'int', 'text', 'text', 'int', 'timestamptz', 'timestamptz', 'timestamptz', 'timestamptz', 'timestamptz', 'text', 'jsonb', 'text'];
+
+/**
+ * Reads recipients with their steps and their cascades' shared data, and then the database clock: one
+ * statement and the clock in one request (after `before`, in a coalesced transaction). The statement
+ * locks the recipients as asked in a materialized CTE (in id order when it waits; SKIP LOCKED passes
+ * over those another transaction holds) and returns, as rows of one shape told apart by their first
+ * column, those recipients (0), their cascades (1) and their steps (2), each looked up once.
+ */
+export async function readStates(client: PoolClient, wanted: RecipientsWanted, options: ReadStatesOptions): Promise<StatesRead> {
+  const before = options.before ?? [];
+  const direct = 'ids' in wanted;
+  const ids = [...new Set(direct ? wanted.ids : wanted.ofSteps)];
+  const clock: Statement = { text: 'SELECT clock_timestamp() AS now' };
+  if (ids.length === 0) {
+    const results = await queryEach(client, [...before, clock]);
+    return { states: new Map(), now: results[results.length - 1].rows[0].now as Date, before: results.slice(0, before.length) };
   }
+  const source = options.token ? WITH_TOKEN : WITHOUT_TOKEN;
+  const recipientWidth = RECIPIENT_FIELDS.length + (options.token ? 1 : 0);
+  const filter = direct ? 'r.id = ANY($1::uuid[])' : 'r.id IN (SELECT recipient_id FROM recipient_steps WHERE id = ANY($1::uuid[]))';
+  const locking = options.lock === 'wait' ? ' ORDER BY r.id FOR UPDATE OF r' : options.lock === 'skip' ? ' FOR UPDATE OF r SKIP LOCKED' : '';
+  const cascadeAt = 1 + recipientWidth;
+  const stepAt = cascadeAt + CASCADE_TYPES.length;
+  const nulls = (n: number): string => Array.from({ length: n }, () => 'NULL').join(', ');
+  // The first branch types every column (NULL casts for the cascade's and the step's); the others'
+  // NULLs take those types (untyped NULLs alone would be resolved as text).
+  const read: Statement = {
+    text: `WITH wanted AS MATERIALIZED (SELECT ${source.columns} FROM ${source.from} WHERE ${filter}${locking})
+     SELECT 0, wanted.*, ${[...CASCADE_TYPES, ...STEP_TYPES].map((type) => `NULL::${type}`).join(', ')} FROM wanted
+     UNION ALL
+     SELECT 1, ${nulls(recipientWidth)}, ${CASCADE_SELECT}, ${nulls(STEP_TYPES.length)}
+       FROM cascades c LEFT JOIN location_snapshots ls ON ls.organization_id = c.organization_id AND ls.location_id = c.location_id
+      WHERE c.id = ANY (ARRAY(SELECT DISTINCT cascade_id FROM wanted))
+     UNION ALL
+     SELECT 2, ${nulls(recipientWidth + CASCADE_TYPES.length)}, ${STEP_SELECT} FROM recipient_steps WHERE recipient_id = ANY (ARRAY(SELECT id FROM wanted))`,
+    values: [sqlArray(ids, { bare: true })],
+    // Rows as arrays: a thousand recipients' steps are parsed per batch, and keyed row objects cost more.
+    rowMode: 'array',
+  };
+  const results = await queryEach(client, [...before, read, clock]);
+  // Rows come in any order (no ORDER BY: sorting a thousand wide rows cost the server more than the
+  // three statements this one replaced); steps are put in order per recipient below.
+  const recipientRows: RecipientRow[] = [];
+  const cascades = new Map<string, CascadeMeta>();
+  const stepRows: unknown[][] = [];
+  for (const row of results[before.length].rows as unknown as unknown[][]) {
+    const part = row[0] as number;
+    if (part === 0) {
+      const recipient: Record<string, unknown> = {};
+      for (let k = 0; k < RECIPIENT_FIELDS.length; k++) recipient[RECIPIENT_FIELDS[k]] = row[1 + k];
+      if (options.token) recipient.token = row[1 + RECIPIENT_FIELDS.length];
+      recipientRows.push(recipient as unknown as RecipientRow);
+    } else if (part === 1) {
+      const c = row.slice(cascadeAt, stepAt);
+      cascades.set(c[0] as string, toCascadeMeta({
+        id: c[0] as string, external_id: c[1] as string | null, location_id: c[2] as string, locale: c[3] as string, templates: c[4] as CascadeRow['templates'],
+        trace_context: c[5] as Record<string, string>, response_window_minutes: c[6] as number, location_name: c[7] as string, location_address: c[8] as string, location_city: c[9] as string,
+      }));
+    } else stepRows.push(row.slice(stepAt));
+  }
+  const states = new Map<string, LoadedRecipient>();
+  for (const row of recipientRows) {
+    const cascade = cascades.get(row.cascade_id);
+    // Recipients are never created without their cascade, nor outlive it.
+    if (!cascade) throw new Error(`cascade ${row.cascade_id} of recipient ${row.id} not found`);
+    states.set(row.id, toState(row, cascade));
+  }
+  // Steps of recipients the lock passed over (SKIP LOCKED) have no state: left out.
+  for (const row of stepRows) states.get(row[1] as string)?.steps.push(toStep(row));
+  for (const state of states.values()) if (state.steps.length > 1) state.steps.sort((a, b) => a.order - b.order);
+  return { states, now: results[before.length + 1].rows[0].now as Date, before: results.slice(0, before.length) };
 }
 
 /** Locks recipients (waiting for other holders, in id order) and loads them with their steps. */
 export async function lockRecipients(client: PoolClient, ids: string[]): Promise<Map<string, LoadedRecipient>> {
   if (ids.length === 0) return new Map();
-  return lockWhere(client, 'r.id = ANY($1::uuid[])', [...new Set(ids)]);
+  return (await readStates(client, { ids }, { lock: 'wait' })).states;
 }
 
 /** As lockRecipients, for the recipients owning these steps. */
 export async function lockRecipientsOfSteps(client: PoolClient, stepIds: string[]): Promise<Map<string, LoadedRecipient>> {
   if (stepIds.length === 0) return new Map();
-  return lockWhere(client, 'r.id IN (SELECT recipient_id FROM recipient_steps WHERE id = ANY($1::uuid[]))', stepIds);
-}
-
-async function lockWhere(client: PoolClient, where: string, ids: string[]): Promise<Map<string, LoadedRecipient>> {
-  const { rows } = await client.query<RecipientRow>(`SELECT ${WITHOUT_TOKEN.columns} FROM ${WITHOUT_TOKEN.from} WHERE ${where} ORDER BY r.id FOR UPDATE OF r`, [sqlArray(ids, { bare: true })]);
-  return toStates(client, rows);
+  return (await readStates(client, { ofSteps: stepIds }, { lock: 'wait' })).states;
 }
 
 /**
@@ -222,12 +274,7 @@ async function lockWhere(client: PoolClient, where: string, ids: string[]): Prom
  */
 export async function loadRecipients(client: PoolClient, ids: string[], options: { skipLocked?: boolean; token?: boolean } = {}): Promise<Map<string, LoadedRecipient>> {
   if (ids.length === 0) return new Map();
-  const source = options.token ? WITH_TOKEN : WITHOUT_TOKEN;
-  const { rows } = await client.query<RecipientRow>(
-    `SELECT ${source.columns} FROM ${source.from} WHERE r.id = ANY($1::uuid[])${options.skipLocked ? ' FOR UPDATE OF r SKIP LOCKED' : ''}`,
-    [sqlArray([...new Set(ids)], { bare: true })],
-  );
-  return toStates(client, rows);
+  return (await readStates(client, { ids }, { lock: options.skipLocked ? 'skip' : 'none', token: options.token })).states;
 }
 
 const reroutesJson = (reroutes: StepState['reroutes']): string => (reroutes.length ? JSON.stringify(reroutes) : '[]');
@@ -261,14 +308,14 @@ const RECIPIENT_COLUMNS_CHANGED: ChangeColumn<RecipientFields>[] = [
 /** Counts recipients finished now off their cascades' running counts; a cascade reaching 0 finishes. */
 async function finishOnCascades(client: PoolClient, finishedByCascade: Map<string, number>, now: Date): Promise<void> {
   const ids = [...finishedByCascade.keys()].sort();
-  await client.query('SELECT 1 FROM cascades WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
-  await client.query(
-    `UPDATE cascades c SET active_recipients = c.active_recipients - u.finished,
+  await execute(client, { text: 'SELECT 1 FROM cascades WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', values: [ids] });
+  await execute(client, {
+    text: `UPDATE cascades c SET active_recipients = c.active_recipients - u.finished,
             status = CASE WHEN c.active_recipients - u.finished <= 0 AND c.status = 'running' THEN 'finished' ELSE c.status END,
             finished_at = CASE WHEN c.active_recipients - u.finished <= 0 AND c.finished_at IS NULL THEN $3::timestamptz ELSE c.finished_at END
        FROM unnest($1::uuid[], $2::int[]) AS u(id, finished) WHERE c.id = u.id`,
-    [ids, ids.map((id) => finishedByCascade.get(id)), now],
-  );
+    values: [ids, ids.map((id) => finishedByCascade.get(id)), now],
+  });
 }
 
 /**
@@ -314,6 +361,6 @@ export async function saveStates(client: PoolClient, states: Iterable<LoadedReci
   if (events.length) await writeOutbox(client, eventSubject(EVENT_TYPES.cascadeRecipientFinished), events);
   // Rare (a result after the rating): one statement per recipient, keeping the event's release time.
   for (const state of staleEvents) await refreshFinishEvent(client, state, now, { release: false });
-  if (earliestDue !== null) await client.query('SELECT pg_notify($1, $2)', [DUE_CHANNEL, String(earliestDue)]);
-  if (earliestWindow !== null) await client.query('SELECT pg_notify($1, $2)', [WINDOW_CHANNEL, String(earliestWindow)]);
+  if (earliestDue !== null) await execute(client, { text: 'SELECT pg_notify($1, $2)', values: [DUE_CHANNEL, String(earliestDue)] });
+  if (earliestWindow !== null) await execute(client, { text: 'SELECT pg_notify($1, $2)', values: [WINDOW_CHANNEL, String(earliestWindow)] });
 }

@@ -1,6 +1,6 @@
-import { counter, inTransaction, startDueWorkLoop, type Logger, type Notifier, type Pool } from '@rrs/runtime';
+import { counter, inCoalescedTransaction, startDueWorkLoop, type Logger, type Notifier, type Pool } from '@rrs/runtime';
 import { closeResponseWindow, type Timing } from './engine';
-import { dbNow, loadRecipients, saveStates, WINDOW_CHANNEL } from './recipientStore';
+import { readStates, saveStates, WINDOW_CHANNEL } from './recipientStore';
 
 const closed = counter({ name: 'scheduler_response_windows_closed_total', help: 'Waiting recipients whose response window closed without a rating (finished exhausted).' });
 
@@ -31,20 +31,25 @@ export function startResponseWindowCloser(options: ResponseWindowOptions): { sto
       );
       return rows[0].ms;
     },
+    // Three requests to PostgreSQL a round (a coalesced transaction, docs/cascades.md): BEGIN with the
+    // clock and the due recipients in one statement; their states; the writes with COMMIT.
     round: () =>
-      inTransaction(options.pool, async (client) => {
-        const now = await dbNow(client);
-        const { rows } = await client.query<{ id: string }>(
-          `SELECT id FROM recipients WHERE status = 'waiting' AND window_closes_at <= $1 ORDER BY window_closes_at LIMIT $2`,
-          [now, batchSize],
+      inCoalescedTransaction(options.pool, async (client) => {
+        const { rows } = await client.query<{ now: Date; id: string | null }>(
+          `WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS now)
+           SELECT clock.now, w.id FROM clock LEFT JOIN LATERAL (
+             SELECT id FROM recipients WHERE status = 'waiting' AND window_closes_at <= clock.now ORDER BY window_closes_at LIMIT $1) w ON true`,
+          [batchSize],
         );
-        if (rows.length === 0) return false;
-        const states = await loadRecipients(client, rows.map((row) => row.id), { skipLocked: true });
+        const now = rows[0].now;
+        const ids = rows.flatMap((row) => (row.id === null ? [] : [row.id]));
+        if (ids.length === 0) return false;
+        const { states } = await readStates(client, { ids }, { lock: 'skip' });
         const timing: Timing = { now, minuteMs: options.minuteMs };
         for (const state of states.values()) closeResponseWindow(state, timing);
         await saveStates(client, states.values(), now);
         closed.inc(states.size);
-        return rows.length === batchSize;
+        return ids.length === batchSize;
       }),
   });
   return { stop: () => loop.stop() };

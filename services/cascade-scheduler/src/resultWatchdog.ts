@@ -29,6 +29,8 @@ export interface ResultWatchdogOptions {
   batchSize?: number;
   /** Time between sweeps; default a quarter of the timeout, between 50 ms and 60 s. */
   intervalMs?: number;
+  /** Steps whose results this process has received and not yet applied (the step results consumer's `heldSteps`): never timed out. */
+  resultsHeld?: () => Iterable<string>;
 }
 
 export interface RunningWatchdog {
@@ -85,7 +87,10 @@ export function startResultWatchdog(options: ResultWatchdogOptions): RunningWatc
     return inTransaction(options.pool, async (client) => {
       const now = await dbNow(client);
       const before = new Date(now.getTime() - timeoutMs);
-      const steps = await claimTimedOutSteps(client, before, batchSize, channels);
+      // A result received and not yet applied (it waits for its batch) is not missing: its sender has
+      // acked the step, so the sender's queue says nothing about it.
+      const held = [...(options.resultsHeld?.() ?? [])];
+      const steps = await claimTimedOutSteps(client, before, batchSize, channels, held);
       if (steps.length === 0) return 0;
       // The steps' recipients were locked with them.
       const states = await loadRecipients(client, steps.map((step) => step.recipientId));

@@ -111,6 +111,7 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
       pool, bus, logger: ctx.logger, minuteMs,
       timeoutMinutes: config.stepResultTimeoutMinutes ?? DEFAULT_STEP_RESULT_TIMEOUT_MINUTES,
       maxAttempts: config.stepResultMaxAttempts ?? DEFAULT_STEP_RESULT_MAX_ATTEMPTS,
+      resultsHeld: () => results.heldSteps(),
     });
     ctx.lifecycle.onStop('result watchdog', () => watchdog.stop());
   }

@@ -1,11 +1,19 @@
 import { busV1, STEP_RESULT_BATCH_SUBJECT } from '@rrs/proto';
 import { collapseRepeats, extractTraceContext, SpanKind, withSpan, type Bus, type BusMessage, type Logger, type Pool, type Subscription } from '@rrs/runtime';
-import { applyStepResults } from './applyStepResults';
+import { applyStepResults, rowIdOf } from './applyStepResults';
 
 /** Results applied in one transaction at most. */
 export const RESULT_BATCH_SIZE = 500;
 /** A batch running longer than this lets another batch start beside it (see `pump`). */
 export const STALLED_BATCH_MS = 100;
+/**
+ * How long results may wait for more to join them when nothing is being applied (see `pump`). A batch
+ * costs two requests to PostgreSQL whatever its size, and senders publish a result message per batch of
+ * sends finishing together (~10–20 at a thousand sends a second): waiting this long lets two or three of
+ * those share a transaction. Only when the scheduler applies the step's result moves; the message
+ * already went out, and a next step is due minutes later.
+ */
+export const RESULT_LINGER_MS = 20;
 
 export type StepResultHandler = (result: busV1.StepResult) => Promise<void>;
 
@@ -44,6 +52,8 @@ export async function consumeStepResults(
     minuteMs: number;
     batchSize?: number;
     parallel?: number;
+    /** See RESULT_LINGER_MS; 0 applies what waits at once. */
+    lingerMs?: number;
     concurrency?: number;
     onApplied?: StepResultHandler;
     /** Tests shorten these; see RESULT_BACKOFF and RESULT_MAX_DELIVER. */
@@ -55,7 +65,10 @@ export async function consumeStepResults(
   const maxDeliver = options.maxDeliver ?? RESULT_MAX_DELIVER;
   const batchSize = options.batchSize ?? RESULT_BATCH_SIZE;
   const parallel = options.parallel ?? 2;
-  const queue: Array<{ result: busV1.StepResult; done: (err?: unknown) => void }> = [];
+  const lingerMs = options.lingerMs ?? RESULT_LINGER_MS;
+  /** A quarter batch waiting starts a batch at once (no lingering), or a second one beside a running one. */
+  const enough = Math.max(1, Math.floor(batchSize / 4));
+  const queue: Array<{ result: busV1.StepResult; done: (err?: unknown) => void; at: number }> = [];
   let active = 0;
   const waiters: Array<{ below: number; resolve: () => void }> = [];
   // Messages are decoded only when their results can join the queue: results held waiting are what a
@@ -84,46 +97,70 @@ export async function consumeStepResults(
     }
   };
   // Group commit: while one batch is being applied, the results that come in wait and make the next
-  // batch, so batches fill with the rate and a result costs a fraction of a transaction. Another batch
-  // starts beside it only when a quarter batch is waiting, or when the running one has taken longer
-  // than STALLED_BATCH_MS (e.g. waiting for a dispatcher's recipient locks), so a slow batch never
-  // holds up the others for long. Starting the second at once halved every batch at sending rates.
+  // batch, so batches fill with the rate and a result costs a fraction of a transaction. With nothing
+  // being applied, results wait up to `lingerMs` from the oldest's arrival for others to join them, unless
+  // a quarter batch is there already. Another batch starts beside a running one only when a quarter batch
+  // is waiting, or when the running one has taken longer than STALLED_BATCH_MS (e.g. waiting for a
+  // dispatcher's recipient locks), so a slow batch never holds up the others for long. Starting the
+  // second at once halved every batch at sending rates.
   /** Start time of each batch being applied. */
   const running = new Map<symbol, number>();
-  let stallTimer: NodeJS.Timeout | null = null;
-  const mayStartAnother = (): boolean => {
-    if (active === 0) return true;
-    if (active >= parallel) return false;
-    if (queue.length >= Math.max(1, Math.floor(batchSize / 4))) return true;
-    return Date.now() - Math.min(...running.values()) >= STALLED_BATCH_MS;
+  /** The batches being applied (for `heldSteps`). */
+  const applying = new Set<typeof queue>();
+  let timer: { handle: NodeJS.Timeout; at: number } | null = null;
+  let pumpScheduled = false;
+  /** Milliseconds until a batch may start (0: now), or null while none may start before one ends. */
+  const untilNextStart = (now: number): number | null => {
+    if (active === 0) return queue.length >= enough ? 0 : Math.max(0, queue[0].at + lingerMs - now);
+    if (active >= parallel) return null;
+    if (queue.length >= enough) return 0;
+    return Math.max(0, Math.min(...running.values()) + STALLED_BATCH_MS - now);
   };
   const pump = (): void => {
-    while (queue.length && mayStartAnother()) {
+    for (;;) {
+      if (queue.length === 0) return;
+      const now = Date.now();
+      const wait = untilNextStart(now);
+      if (wait === null) return;
+      if (wait > 0) {
+        // One timer, for the earliest moment a batch may start.
+        if (timer && timer.at <= now + wait) return;
+        if (timer) clearTimeout(timer.handle);
+        const handle = setTimeout(() => {
+          timer = null;
+          pump();
+        }, wait);
+        handle.unref();
+        timer = { handle, at: now + wait };
+        return;
+      }
       const batch = queue.splice(0, batchSize);
       release();
       active++;
       const token = Symbol('batch');
-      running.set(token, Date.now());
+      running.set(token, now);
+      applying.add(batch);
       void apply(batch).finally(() => {
         active--;
         running.delete(token);
+        applying.delete(batch);
         pump();
       });
-    }
-    if (queue.length && active > 0 && active < parallel && !stallTimer) {
-      stallTimer = setTimeout(() => {
-        stallTimer = null;
-        pump();
-      }, STALLED_BATCH_MS);
-      stallTimer.unref();
     }
   };
   /** Resolves once the result is applied, with the error if its batch failed. */
   const enqueue = (result: busV1.StepResult): Promise<unknown> =>
     new Promise((resolve) => {
-      queue.push({ result, done: resolve });
-      if (queue.length === 1) setImmediate(pump);
-      else if (queue.length >= batchSize) pump();
+      queue.push({ result, done: resolve, at: Date.now() });
+      // A message's results join the queue in one turn: looking after the turn keeps them together.
+      if (queue.length >= batchSize) pump();
+      else if (!pumpScheduled) {
+        pumpScheduled = true;
+        setImmediate(() => {
+          pumpScheduled = false;
+          pump();
+        });
+      }
     });
   const settle = (msg: BusMessage, errors: unknown[], attemptId: string): void => {
     const err = errors.find((error) => error !== undefined);
@@ -158,6 +195,16 @@ export async function consumeStepResults(
       failures.flush();
     },
     waiting: () => queue.length,
+    heldSteps() {
+      const ids = new Set<string>();
+      for (const entries of [queue, ...applying]) {
+        for (const entry of entries) {
+          const id = rowIdOf(entry.result);
+          if (id) ids.add(id);
+        }
+      }
+      return ids;
+    },
     whenRoom,
   };
 }
@@ -165,6 +212,11 @@ export async function consumeStepResults(
 export interface StepResultConsumer extends Subscription {
   /** Results received and not yet taken into a batch being applied. */
   waiting(): number;
+  /**
+   * The recipient steps whose results this process has received and not yet applied (waiting, or in a
+   * batch being applied): the result watchdog leaves them alone, their result is not missing.
+   */
+  heldSteps(): Set<string>;
   /**
    * Resolves once the queue has room (fewer than two batches of results wait; at once if it has):
    * what messages wait for before they are decoded, and the dispatcher before each round.

@@ -43,4 +43,28 @@ describe('result batches are applied one at a time, unless one stalls (Postgres 
     }
     await waitFor(async () => (await statusOf(locked.id)) === 'sent', { what: 'the stalled result applied once the lock is gone' });
   });
+
+  it('holds results for the linger, names their steps as held meanwhile, then applies them together', async () => {
+    const { result } = await f.h.scheduler.cascades.start({
+      organizationId: ORG, locationId: LOCATION, name: 'linger', flowId: '', channel: 'EMAIL', externalId: 'linger-1',
+      recipients: recipientsInput(2, (k) => ({ email: `linger-${k}@example.com` })),
+    });
+    const { rows } = await f.h.pool.query<{ id: string }>(
+      `UPDATE recipient_steps SET status = 'dispatched', attempt = 1, dispatched_at = now() WHERE cascade_id = $1 RETURNING id`,
+      [result.id],
+    );
+    // The only consumer of the durable: the previous test's would take these results.
+    await f.sub?.drain();
+    const sub = await consumeStepResults(f.bus.bus, f.h.pool, testLogger(), { minuteMs: 50, lingerMs: 400 });
+    f.sub = sub;
+    const started = Date.now();
+    await publish(rows[0].id);
+    await waitFor(() => sub.heldSteps().has(rows[0].id), { what: 'the first result received and held' });
+    await publish(rows[1].id);
+    await waitFor(() => sub.heldSteps().size === 2, { what: 'both results held' });
+    expect(await statusOf(rows[0].id)).toBe('dispatched');
+    await waitFor(async () => (await statusOf(rows[0].id)) === 'sent' && (await statusOf(rows[1].id)) === 'sent', { what: 'both applied after the linger', timeoutMs: 5_000 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(350);
+    await waitFor(() => sub.heldSteps().size === 0, { what: 'nothing held once applied' });
+  });
 });

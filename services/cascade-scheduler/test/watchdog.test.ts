@@ -2,6 +2,7 @@ import { busV1, senderDurable, stepSubject, STEP_RESULT_BATCH_SUBJECT } from '@r
 import { type Bus, type PublishAck } from '@rrs/runtime';
 import { openSendLog, startSender, StepResultPublisher } from '@rrs/sender-kit';
 import { testContext, waitFor } from '@rrs/testkit';
+import { claimTimedOutSteps } from '../src/sql/dueSteps';
 import { LOCATION, ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
 
 /** The watchdog with the fast clock: a flow minute is 20 ms, a result is awaited 10 minutes (200 ms). */
@@ -119,6 +120,18 @@ describe('result watchdog (Postgres + JetStream, fast clock)', () => {
     // Five result timeouts (10 flow minutes each) pass while the sender holds them.
     await new Promise((resolve) => setTimeout(resolve, 5 * 10 * 20));
     expect((await stepRows(result.id)).map((step) => [step.status, step.attempt, step.result_timeouts])).toEqual([['dispatched', 1, 0], ['dispatched', 1, 0], ['dispatched', 1, 0]]);
+    // A step whose result the scheduler holds (received, not applied yet) is never claimed as timed out.
+    const ids = (await h.pool.query<{ id: string }>('SELECT id FROM recipient_steps WHERE cascade_id = $1 ORDER BY id', [result.id])).rows.map((row) => row.id);
+    const client = await h.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const later = new Date(Date.now() + 3_600_000);
+      expect(await claimTimedOutSteps(client, later, 10, ['TELEGRAM'], ids)).toEqual([]);
+      expect((await claimTimedOutSteps(client, later, 10, ['TELEGRAM'], ids.slice(1))).map((step) => step.stepId)).toEqual([ids[0]]);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
     release();
     await waitFor(async () => (await stepRows(result.id)).every((step) => step.status === 'sent'), { what: 'the held steps reported sent' });
     expect((await stepRows(result.id)).map((step) => [step.attempt, step.result_timeouts])).toEqual([[1, 0], [1, 0], [1, 0]]);

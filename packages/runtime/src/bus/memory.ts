@@ -166,13 +166,20 @@ export class MemoryStream {
     this.messages.set(seq, { seq, subject, tokens, data, headers, storedAt: now });
     if (msgId !== undefined) this.duplicates.accept(msgId, seq, now);
     for (const consumer of this.consumers.values()) {
-      if (subjectMatches(consumer.filterTokens, tokens)) consumer.dispatch();
+      if (subjectMatches(consumer.filterTokens, tokens)) consumer.stored();
     }
     return { stream: this.name, seq, duplicate: false };
   }
 
   remove(seq: number): void {
+    this.drop(seq);
+  }
+
+  private drop(seq: number): void {
+    const message = this.messages.get(seq);
+    if (!message) return;
     this.messages.delete(seq);
+    for (const consumer of this.consumers.values()) consumer.dropped(message);
   }
 
   upsertConsumer(rule: ConsumerRule): MemoryConsumer {
@@ -197,7 +204,7 @@ export class MemoryStream {
     if (this.maxAgeMs === null) return;
     for (const [seq, message] of this.messages) {
       if (now - message.storedAt < this.maxAgeMs) break;
-      this.messages.delete(seq);
+      this.drop(seq);
     }
   }
 }

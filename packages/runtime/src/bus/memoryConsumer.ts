@@ -30,6 +30,11 @@ export class MemoryConsumer {
   private maxDeliver = DEFAULT_MAX_DELIVER;
   /** Next stream sequence the consumer has not looked at yet. */
   private cursor = 1;
+  /**
+   * Stored messages matching the filter that the cursor has not reached: kept as messages come and go,
+   * so `pending()` (read by every metrics scrape) does not walk the stream's backlog.
+   */
+  private ahead = 0;
   /** Deliveries so far of every message delivered and not finished. */
   private readonly deliveries = new Map<number, number>();
   private readonly awaitingAck = new Map<number, AckDeadline>();
@@ -50,6 +55,22 @@ export class MemoryConsumer {
     this.filterTokens = filterSubject.split('.');
     this.ackWaitMs = ackWaitMs;
     this.maxDeliver = maxDeliver;
+    this.ahead = 0;
+    for (let seq = this.cursor; seq <= this.stream.lastSeq; seq++) {
+      const message = this.stream.messages.get(seq);
+      if (message && subjectMatches(this.filterTokens, message.tokens)) this.ahead++;
+    }
+  }
+
+  /** The stream stored a message matching the filter (after the cursor: it is the newest). */
+  stored(): void {
+    this.ahead++;
+    this.dispatch();
+  }
+
+  /** The stream dropped a message (age limit, or a work queue's finished message). */
+  dropped(message: StoredMessage): void {
+    if (message.seq >= this.cursor && subjectMatches(this.filterTokens, message.tokens)) this.ahead--;
   }
 
   attach(subscriber: MemorySubscription): void {
@@ -63,12 +84,7 @@ export class MemoryConsumer {
   }
 
   pending(): number {
-    let notYetDelivered = 0;
-    for (let seq = this.cursor; seq <= this.stream.lastSeq; seq++) {
-      const message = this.stream.messages.get(seq);
-      if (message && subjectMatches(this.filterTokens, message.tokens)) notYetDelivered++;
-    }
-    return notYetDelivered + this.awaitingAck.size + this.delayed.size + this.ready.size;
+    return this.ahead + this.awaitingAck.size + this.delayed.size + this.ready.size;
   }
 
   /** Hands out messages while some subscriber has a free slot. Called whenever either may have appeared. */
@@ -130,7 +146,10 @@ export class MemoryConsumer {
     }
     while (this.cursor <= this.stream.lastSeq) {
       const message = this.stream.messages.get(this.cursor++);
-      if (message && subjectMatches(this.filterTokens, message.tokens)) return message;
+      if (message && subjectMatches(this.filterTokens, message.tokens)) {
+        this.ahead--;
+        return message;
+      }
     }
     return undefined;
   }

@@ -1,4 +1,4 @@
-import { sqlArray, type PoolClient } from '@rrs/runtime';
+import { execute, sqlArray, type PoolClient } from '@rrs/runtime';
 
 /*
  * Saving writes only the columns some transition changed: most batches change three or four of them,
@@ -50,18 +50,19 @@ function changedSinceLoaded<T>(row: T, column: ChangeColumn<T>): boolean {
 
 /**
  * One UPDATE of the rows by id, setting only the columns in which some row differs from its row as
- * loaded (a row never loaded counts as changed in every column).
+ * loaded (a row never loaded counts as changed in every column); in a coalesced transaction it goes
+ * with the next request.
  */
 export async function updateChanged<T extends { id: string }>(client: PoolClient, table: string, columns: ChangeColumn<T>[], rows: T[]): Promise<void> {
   const changed = columns.filter((column) => rows.some((row) => changedSinceLoaded(row, column)));
   if (changed.length === 0) return;
   const params = [sqlArray(rows.map((row) => row.id), { bare: true }), ...changed.map((column) => sqlArray(rows.map(column.get)))];
-  await client.query(
-    `UPDATE ${table} t SET ${changed.map((column) => `${column.name} = ${column.value ?? `u.${column.name}`}`).join(', ')}
+  await execute(client, {
+    text: `UPDATE ${table} t SET ${changed.map((column) => `${column.name} = ${column.value ?? `u.${column.name}`}`).join(', ')}
        FROM unnest($1::uuid[], ${changed.map((column, i) => `$${i + 2}::${column.type}[]`).join(', ')}) AS u(id, ${changed.map((column) => column.name).join(', ')})
       WHERE t.id = u.id`,
-    params,
-  );
+    values: params,
+  });
   // The loaded row no longer says what is stored: a second save in the same transaction (rare) writes
   // every column of these rows.
   for (const row of rows) (row as Loaded)[LOADED] = undefined;
