@@ -93,18 +93,25 @@ type LaneEntry = { item: unknown; key: string; resolve: (out: unknown) => void; 
  * one round trip per kind (StatementBatcher, one per kind, sends them apart).
  */
 export class LaneBatcher {
-  private readonly lanes: Array<{ lane: Lane<unknown, unknown>; queue: LaneEntry[] }> = [];
+  private readonly lanes: Array<{ lane: Lane<unknown, unknown>; queue: LaneEntry[]; lingerMs: number; lingerWhile: () => boolean }> = [];
   private running = false;
   private scheduled = false;
+  private lingering: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly pool: Pool,
     private readonly options: { maxBatch?: number } = {},
   ) {}
 
-  /** Adds a lane; lanes' statements run in the order the lanes were added. */
-  lane<I, O>(lane: Lane<I, O>): (item: I) => Promise<O> {
-    const entry = { lane: lane as Lane<unknown, unknown>, queue: [] as LaneEntry[] };
+  /**
+   * Adds a lane; lanes' statements run in the order the lanes were added. A lane with `lingerMs` does
+   * not start a request by itself for that long (or until its batch is full, or `lingerWhile` says
+   * more of its items are no longer on their way): its items ride with the next request another lane
+   * starts, or go together when the time is up — for writes whose caller can wait a little, so that
+   * they stop costing a request of their own each.
+   */
+  lane<I, O>(lane: Lane<I, O>, options: { lingerMs?: number; lingerWhile?: () => boolean } = {}): (item: I) => Promise<O> {
+    const entry = { lane: lane as Lane<unknown, unknown>, queue: [] as LaneEntry[], lingerMs: options.lingerMs ?? 0, lingerWhile: options.lingerWhile ?? (() => true) };
     this.lanes.push(entry);
     return (item: I) =>
       new Promise<O>((resolve, reject) => {
@@ -114,12 +121,28 @@ export class LaneBatcher {
   }
 
   private schedule(): void {
-    if (this.scheduled || this.running) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
+    if (this.running) return;
+    const maxBatch = this.options.maxBatch ?? 500;
+    const waiting = this.lanes.filter((entry) => entry.queue.length > 0);
+    if (waiting.length === 0) return;
+    const urgent = waiting.some((entry) => entry.lingerMs === 0 || entry.queue.length >= maxBatch || !entry.lingerWhile());
+    if (urgent) {
+      clearTimeout(this.lingering);
+      this.lingering = undefined;
+      if (this.scheduled) return;
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        void this.pump();
+      });
+      return;
+    }
+    if (this.scheduled || this.lingering) return;
+    // Not unref'd: a sender draining at shutdown awaits these writes.
+    this.lingering = setTimeout(() => {
+      this.lingering = undefined;
       void this.pump();
-    });
+    }, Math.min(...waiting.map((entry) => entry.lingerMs)));
   }
 
   private async pump(): Promise<void> {

@@ -8,7 +8,7 @@ import { DEFAULT_CHANNEL_TTL_MS } from './registry';
  * flight, so a deeper pipeline costs little CPU and sets the throughput: on 2 cores the all-in-one
  * sent ~1 400/s with 16 and ~3 500/s with 64 (docs/operations.md, Send path).
  */
-export const DEFAULT_SENDER_CONCURRENCY = 64;
+export const DEFAULT_SENDER_CONCURRENCY = 128;
 
 /** Env variables every sender reads; a sender's own config adds its provider's. */
 export const senderEnvShape = {

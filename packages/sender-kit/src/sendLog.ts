@@ -8,6 +8,16 @@ export const SENDER_KIT_MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 /** Claims (or completions) written by one statement at most. */
 export const SEND_LOG_BATCH = 500;
 
+/**
+ * How long a completion may wait for others to share its request while more of the sender's provider
+ * calls are still out (`lingerWhile`). The message is already with the provider; only its ack and
+ * result wait, so a few milliseconds cost nothing a customer sees, while a request of its own per
+ * provider answer was most of a sender's PostgreSQL commits when a provider's connection cap (SMSC:
+ * 14) trickles answers in. With no call out (a fast provider, the sink) nothing would join it: it goes
+ * at once, since the steps in flight wait for their completions before new ones are pulled.
+ */
+export const COMPLETION_LINGER_MS = 10;
+
 /** What to do with a delivered step, decided by its row in the send log. */
 export type Claim =
   /**
@@ -68,8 +78,24 @@ export class SendLog {
 
   constructor(private readonly pool: Pool) {
     const batches = new LaneBatcher(pool, { maxBatch: SEND_LOG_BATCH });
-    this.submitCompletion = batches.lane({ key: (item) => item.stepId, statement: completionStatement, answers: (_result, items) => items.map(() => undefined) });
+    this.submitCompletion = batches.lane(
+      { key: (item) => item.stepId, statement: completionStatement, answers: (_result, items) => items.map(() => undefined) },
+      { lingerMs: COMPLETION_LINGER_MS, lingerWhile: () => this.atProvider > 0 },
+    );
     this.submitClaim = batches.lane({ key: (item) => item.step.stepId, statement: claimStatement, answers: (result, items) => this.claimAnswers(result, items) });
+  }
+
+  /** Provider calls out now, of every sender using this log (see COMPLETION_LINGER_MS). */
+  private atProvider = 0;
+
+  /** Wraps a claimed step's provider call, so completions know more answers are on their way. */
+  async atTheProvider<T>(call: () => Promise<T>): Promise<T> {
+    this.atProvider++;
+    try {
+      return await call();
+    } finally {
+      this.atProvider--;
+    }
   }
 
   claim(step: busV1.StepDue, leaseMs: number): Promise<Claim> {

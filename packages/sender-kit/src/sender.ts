@@ -186,7 +186,7 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
     const started = process.hrtime.bigint();
     let result: SendResult;
     try {
-      result = await options.send(step, { idempotencyKey: step.stepId, resumed: claim.resumed, maybeWith: claim.maybeWith });
+      result = await options.sendLog.atTheProvider(() => options.send(step, { idempotencyKey: step.stepId, resumed: claim.resumed, maybeWith: claim.maybeWith }));
       providerLatency.observe({ channel, result: resultLabel(result.outcome) }, Number(process.hrtime.bigint() - started) / 1e9);
     } catch (err) {
       providerLatency.observe({ channel, result: err instanceof PermanentSendError ? 'failed' : 'retry' }, Number(process.hrtime.bigint() - started) / 1e9);
