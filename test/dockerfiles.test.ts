@@ -140,10 +140,11 @@ describe.each(images)('$dockerfile', ({ name, dockerfile }) => {
     expect(ops(runtime, 'ENTRYPOINT')).toHaveLength(0);
   });
 
-  it('runs the scheduler and the senders with a young generation sized for their batches, and nothing else through NODE_OPTIONS', () => {
+  it('runs the scheduler, the senders and the all-in-one with a young generation sized for their batches, and nothing else through NODE_OPTIONS', () => {
     const options = ops(runtime, 'ENV').map((e) => /(?:^|\s)NODE_OPTIONS=(\S+)/.exec(e.args)?.[1]).filter((o): o is string => o !== undefined);
     const expected: Record<string, string[]> = {
       'cascade-scheduler': ['--max-semi-space-size=64'],
+      'all-in-one': ['--max-semi-space-size=64'],
       'channel-email': ['--max-semi-space-size=32'],
       'channel-sms': ['--max-semi-space-size=32'],
       'channel-messenger': ['--max-semi-space-size=32'],
