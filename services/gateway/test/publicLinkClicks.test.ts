@@ -63,6 +63,12 @@ describe('public review link clicks /r/<token>/go/<index>', () => {
 
   it('an expired link: the expired page (410), nothing recorded', async () => {
     const token = await cascadeToken('late-clicker@example.com');
+    // The send recorded first: a result still on its way (results linger up to 20 ms to share a batch)
+    // would write a fresh send time over the aged one below.
+    await waitFor(
+      async () => ((await stack.pool.query(`SELECT 1 FROM recipient_steps rs JOIN review_requests rr ON rr.recipient_id = rs.recipient_id WHERE rr.token = $1 AND rs.status = 'sent'`, [token])).rowCount ?? 0) > 0,
+      { what: 'step recorded as sent' },
+    );
     await stack.scheduler.reviews.submitRating(token, 5);
     await stack.pool.query(`UPDATE review_requests SET created_at = now() - interval '400 days' WHERE token = $1`, [token]);
     await stack.pool.query(`UPDATE recipient_steps SET sent_at = now() - interval '400 days' WHERE recipient_id = (SELECT recipient_id FROM review_requests WHERE token = $1)`, [token]);
