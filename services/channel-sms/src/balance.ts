@@ -31,16 +31,18 @@ export function contactsSmsBalance(client: PromiseClient<contactsV1.ContactsServ
     const answer = await client.debitSmsBalance(request);
     return { debited: answer.debited, balance: Number(answer.balance) };
   };
+  // Each debit its own call, each answered or refused on its own: a contacts without the batch RPC.
+  const oneByOne = (requests: DebitRequest[]) => Promise.all(requests.map((request) => one(request).catch((err: unknown) => toDomainError(err))));
   const debits = new StatementBatcher<DebitRequest, DebitAnswer | DomainError>(
     async (requests) => {
-      if (!batched) return Promise.all(requests.map((request) => one(request).catch((err: unknown) => toDomainError(err))));
+      if (!batched) return oneByOne(requests);
       let answer: contactsV1.DebitSmsBalancesResponse;
       try {
         answer = await client.debitSmsBalances({ debits: requests });
       } catch (err) {
         if (!isUnimplemented(err)) throw err;
         batched = false;
-        return Promise.all(requests.map((request) => one(request).catch((e: unknown) => toDomainError(e))));
+        return oneByOne(requests);
       }
       if (answer.outcomes.length !== requests.length) throw new Error(`contacts answered ${answer.outcomes.length} debit outcomes for ${requests.length} debits`);
       return answer.outcomes.map(({ outcome }): DebitAnswer | DomainError => {
