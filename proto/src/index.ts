@@ -2,6 +2,8 @@
 export * as contactsV1 from './gen/rrs/contacts/v1/contacts';
 export * as schedulerV1 from './gen/rrs/scheduler/v1/scheduler';
 export * as busV1 from './gen/rrs/bus/v1/steps';
+/** The writer the generated `encode` functions take: one reused across a batch keeps its grown buffer. */
+export { BinaryWriter } from '@bufbuild/protobuf/wire';
 export * as ratingsBusV1 from './gen/rrs/bus/v1/ratings';
 export * as systemEmailBusV1 from './gen/rrs/bus/v1/system_email';
 export * as eventsV1 from './gen/rrs/events/v1/events';

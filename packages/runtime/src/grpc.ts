@@ -7,6 +7,7 @@ import { isDatabaseUnavailable } from './db';
 import type { Health } from './health';
 import { histogram, LATENCY_BUCKETS } from './metrics';
 import { extractTraceContext, injectTraceContext, withSpan, SpanKind } from './tracing';
+import { GRPC_MAX_REQUEST_BYTES, inProcessCall, serveInProcess } from './grpcInProcess';
 
 /*
  * Domain errors cross gRPC intact: the server maps the kind to a gRPC status and puts kind, code and
@@ -129,7 +130,7 @@ export interface RunningGrpcServer {
 
 /** Starts a gRPC server that also answers the standard health service (grpc.health.v1.Health). */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<RunningGrpcServer> {
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': GRPC_MAX_REQUEST_BYTES });
   const statusMap: Record<string, 'SERVING' | 'NOT_SERVING'> = { '': 'NOT_SERVING' };
   for (const s of options.services) statusMap[s.name] = 'NOT_SERVING';
   const healthImpl = new HealthImplementation(statusMap);
@@ -143,10 +144,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(`${options.host}:${options.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
   });
+  const leaveProcess = serveInProcess(`${options.host}:${port}`, options.services);
   return {
     port,
     stop: (graceMs = 10_000) =>
       new Promise<void>((resolve) => {
+        leaveProcess();
         setAll(false);
         const force = setTimeout(() => server.forceShutdown(), graceMs);
         force.unref();
@@ -189,18 +192,21 @@ export function createGrpcClient<C extends grpc.Client>(Ctor: GrpcClientCtor<C>,
     'grpc.initial_reconnect_backoff_ms': 500,
     'grpc.max_reconnect_backoff_ms': 5_000,
   });
+  const definition = (Ctor as unknown as { service?: grpc.ServiceDefinition }).service;
   const client = new Proxy({} as PromiseClient<C>, {
     get(_t, prop: string) {
       const method = (raw as unknown as Record<string, unknown>)[prop];
       if (typeof method !== 'function') return undefined;
+      const path = definition?.[prop]?.path;
       return (request: unknown, opts: { deadlineMs?: number; metadata?: Record<string, string> } = {}) =>
         new Promise((resolve, reject) => {
           const md = new grpc.Metadata();
           for (const [k, v] of Object.entries(injectTraceContext({ ...(opts.metadata ?? {}) }, context.active()))) md.set(k, v);
           const deadline = new Date(Date.now() + (opts.deadlineMs ?? defaults.deadlineMs ?? 5_000));
-          (method as (...args: unknown[]) => unknown).call(raw, request, md, { deadline }, (err: grpc.ServiceError | null, res: unknown) =>
-            err ? reject(fromServiceError(err)) : resolve(res),
-          );
+          const answer = (err: grpc.ServiceError | null, res: unknown) => (err ? reject(fromServiceError(err)) : resolve(res));
+          const direct = path === undefined ? undefined : inProcessCall(address, path);
+          if (direct) direct(request, md, deadline, answer);
+          else (method as (...args: unknown[]) => unknown).call(raw, request, md, { deadline }, answer);
         });
     },
   });

@@ -8,6 +8,7 @@ export * from './health';
 export * from './lifecycle';
 export * from './db';
 export * from './grpc';
+export { callServicesInProcess } from './grpcInProcess';
 export * from './bus';
 export * from './ids';
 export * from './service';

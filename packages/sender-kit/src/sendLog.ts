@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { busV1 } from '@rrs/proto';
-import { LaneBatcher, migrate, openServiceDatabase, type Pool, type QueryResult, type ServiceContext, type Statement } from '@rrs/runtime';
+import { LaneBatcher, migrate, openServiceDatabase, sqlArray, type Pool, type QueryResult, type ServiceContext, type Statement } from '@rrs/runtime';
 import type { SendResult } from './result';
 
 export const SENDER_KIT_MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
@@ -217,7 +217,7 @@ function claimStatement(items: Array<{ step: busV1.StepDue; leaseMs: number }>):
        )
        SELECT claimed.step_id, COALESCE(prior.state = 'sending', false) AS resumed, claimed.maybe_with
        FROM claimed LEFT JOIN prior USING (step_id)`,
-    values: [sorted.map((i) => i.step.stepId), sorted.map((i) => i.step.attemptId), sorted.map((i) => i.step.channel), sorted.map((i) => i.step.organizationId), sorted.map((i) => i.leaseMs)],
+    values: [sqlArray(sorted.map((i) => i.step.stepId)), sqlArray(sorted.map((i) => i.step.attemptId)), sqlArray(sorted.map((i) => i.step.channel)), sqlArray(sorted.map((i) => i.step.organizationId)), sqlArray(sorted.map((i) => i.leaseMs))],
   };
 }
 
@@ -230,14 +230,16 @@ function completionStatement(items: Array<{ stepId: string; result: SendResult }
        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
          AS u(step_id, outcome, reason, provider_message_id, parts, provider, address)
        WHERE send_log.step_id = u.step_id`,
+    // Array literals written by sqlArray: node-pg's own array serialization was the send path's largest
+    // allocation after the messages themselves.
     values: [
-      sorted.map((i) => i.stepId),
-      sorted.map((i) => i.result.outcome),
-      sorted.map((i) => i.result.reason ?? null),
-      sorted.map((i) => i.result.providerMessageId ?? null),
-      sorted.map((i) => i.result.parts ?? 0),
-      sorted.map((i) => i.result.provider ?? null),
-      sorted.map((i) => i.result.address ?? null),
+      sqlArray(sorted.map((i) => i.stepId)),
+      sqlArray(sorted.map((i) => i.result.outcome)),
+      sqlArray(sorted.map((i) => i.result.reason ?? null)),
+      sqlArray(sorted.map((i) => i.result.providerMessageId ?? null)),
+      sqlArray(sorted.map((i) => i.result.parts ?? 0)),
+      sqlArray(sorted.map((i) => i.result.provider ?? null)),
+      sqlArray(sorted.map((i) => i.result.address ?? null)),
     ],
   };
 }

@@ -19,19 +19,26 @@ export interface SinkMessage {
  * of sending them, so a demo cascade can be followed without any account at a real provider.
  */
 export class SinkOutbox {
-  private readonly messages: SinkMessage[] = [];
+  /** A ring: until full, messages in order; then `oldest` is where the next one overwrites. */
+  private readonly ring: SinkMessage[] = [];
+  private oldest = 0;
   constructor(private readonly capacity = 1_000) {}
 
   record(message: Omit<SinkMessage, 'sentAt'> & { sentAt?: Date }): SinkMessage {
     const stored = { ...message, sentAt: message.sentAt ?? new Date() };
-    this.messages.push(stored);
-    if (this.messages.length > this.capacity) this.messages.splice(0, this.messages.length - this.capacity);
+    // Overwriting in place: dropping the oldest from the front of an array moved every other message,
+    // a thousand per send once full.
+    if (this.ring.length < this.capacity) this.ring.push(stored);
+    else {
+      this.ring[this.oldest] = stored;
+      this.oldest = (this.oldest + 1) % this.capacity;
+    }
     return stored;
   }
 
-  /** Oldest first. */
+  /** Oldest first (a copy). */
   list(): readonly SinkMessage[] {
-    return this.messages;
+    return this.oldest === 0 ? this.ring.slice() : [...this.ring.slice(this.oldest), ...this.ring.slice(0, this.oldest)];
   }
 }
 

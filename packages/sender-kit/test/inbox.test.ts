@@ -49,4 +49,13 @@ describe('dev inbox router', () => {
     outbox.record({ channel: 'SMS', stepId: 's4', to: 'x', subject: '', text: '', link: '' });
     expect(outbox.list().map((m) => m.stepId)).toEqual(['s2', 's3', 's4']);
   });
+
+  it('after wrapping round many times still lists exactly the newest messages, oldest first', () => {
+    const small = new SinkOutbox(3);
+    for (let n = 1; n <= 8; n++) {
+      small.record({ channel: 'SMS', stepId: `w${n}`, to: 'x', subject: '', text: '', link: '' });
+      const expected = Array.from({ length: Math.min(n, 3) }, (_, k) => `w${n - Math.min(n, 3) + 1 + k}`);
+      expect(small.list().map((m) => m.stepId)).toEqual(expected);
+    }
+  });
 });

@@ -1,4 +1,4 @@
-import { busV1, stepSubject } from '@rrs/proto';
+import { BinaryWriter, busV1, stepSubject } from '@rrs/proto';
 import { counter, histogram, inCoalescedTransaction, startDueWorkLoop, type Bus, type Logger, type Notifier, type Pool, type PoolClient } from '@rrs/runtime';
 import { fire, type Dispatch, type FireChecks, type Timing } from './engine';
 import { fireChecksFor } from './fireChecks';
@@ -92,11 +92,14 @@ async function dispatchRound(options: DispatcherOptions, batchSize: number): Pro
     if (claimed.length === 0) return { claimed: 0, sent: [], now };
     const checksOf = await fireChecksFor(client, options.channels, states.values(), now);
     const dispatches = fireClaimed(states, claimed, checksOf, { now, minuteMs: options.minuteMs });
-    // One pipelined batch: every message is written before any acknowledgement is awaited.
+    // One pipelined batch: every message is written before any acknowledgement is awaited. One writer
+    // encodes them all: it keeps the buffer it grew for the first (a fresh one doubled its way up to each
+    // message's size, ~5 µs a message of copying and zero-filling).
+    const writer = new BinaryWriter();
     await options.bus.publishBatch(
       dispatches.map(({ state, dispatch }) => ({
         subject: stepSubject(dispatch.channel),
-        data: busV1.StepDue.encode(stepDueMessage(state, dispatch, options.publicBaseUrl, now)).finish(),
+        data: busV1.StepDue.encode(stepDueMessage(state, dispatch, options.publicBaseUrl, now), writer).finish(),
         // The cascade's start is the parent of its steps' publication (the bus wrapper reads it).
         options: { msgId: dispatch.attemptId, headers: state.meta.traceContext },
       })),
