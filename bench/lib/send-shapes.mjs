@@ -5,7 +5,7 @@
 // (bench/lib/pg-round-trips.cjs), with an IPC channel to read it. Loopback only.
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +35,9 @@ const BENCH_RECIPIENT_QUOTA = { RECIPIENT_QUOTA_PRO: '1000000/100000000' };
 
 /** A Node process of the measured system; its last output is kept for the error message if it dies. */
 function startNode(name, script, env, { dockerfile, extraEnv }) {
-  const flags = imageNodeOptions(dockerfile);
+  // BENCH_EXTRA_FLAGS='--flag …': node/V8 flags added to the image's own, for trying one (V8's size flags
+  // are refused in NODE_OPTIONS); BENCH_TEE=<file>: every measured process's output appended there.
+  const flags = [...imageNodeOptions(dockerfile), ...(process.env.BENCH_EXTRA_FLAGS ? process.env.BENCH_EXTRA_FLAGS.split(' ') : [])];
   // BENCH_CPU_PROF=<dir>: each measured process writes a V8 CPU profile there when it exits (node
   // refuses --cpu-prof in NODE_OPTIONS, so it cannot come through --env).
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
@@ -47,6 +49,7 @@ function startNode(name, script, env, { dockerfile, extraEnv }) {
   let output = '';
   const keep = (d) => {
     output = (output + d).slice(-8_000);
+    if (process.env.BENCH_TEE) appendFileSync(process.env.BENCH_TEE, d);
   };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
