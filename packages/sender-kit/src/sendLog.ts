@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { busV1 } from '@rrs/proto';
-import { LaneBatcher, migrate, openServiceDatabase, sqlArray, type Pool, type QueryResult, type ServiceContext, type Statement } from '@rrs/runtime';
+import { LaneBatcher, migrate, openServiceDatabase, sqlArray, SSD_PLANNER_SETTINGS, type Pool, type QueryResult, type ServiceContext, type Statement } from '@rrs/runtime';
 import type { SendResult } from './result';
 
 export const SENDER_KIT_MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
@@ -261,6 +261,6 @@ export async function openSendLog(
     for (const set of migrations) await migrate(options.pool, { schema: options.schema, ...set, logger: ctx.logger });
     return { log: new SendLog(options.pool), pool: options.pool };
   }
-  const pool = await openServiceDatabase(ctx, { url: options.databaseUrl, schema: options.schema, max: 10, migrations });
+  const pool = await openServiceDatabase(ctx, { url: options.databaseUrl, schema: options.schema, max: 10, migrations, settings: SSD_PLANNER_SETTINGS });
   return { log: new SendLog(pool), pool };
 }

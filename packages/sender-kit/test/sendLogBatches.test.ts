@@ -107,3 +107,56 @@ describe('the send log writes claims and completions in batches', () => {
     expect(claims.every((claim) => claim.kind === 'send')).toBe(true);
   });
 });
+
+/*
+ * A batch of completions touches ~100 rows of a send log that only grows. With PostgreSQL's default
+ * random_page_cost the planner hashes the whole table for them (a seq scan per batch, its cost growing
+ * with the table); the send log's own sessions run with runtime's SSD_PLANNER_SETTINGS and probe the
+ * primary key.
+ */
+describe('the send log on its own pool probes its primary key for a batch', () => {
+  const PLANNER_SCHEMA = 'send_log_planner_test';
+  let db: TestDatabase;
+  let ownPool: Pool;
+  let defaultPool: Pool;
+  const ctx = testContext('send-log-planner-test');
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    ownPool = (await openSendLog({ databaseUrl: db.url, schema: PLANNER_SCHEMA }, ctx)).pool;
+    defaultPool = createPool({ url: db.url, schema: PLANNER_SCHEMA });
+    // A send log the size the all-in-one's reaches within a few seconds of a 10 000-recipient request:
+    // rows claimed, then completed (each completion leaves the claimed version behind until vacuum).
+    await ownPool.query(
+      `INSERT INTO send_log (step_id, attempt_id, channel, organization_id, state, lease_until)
+       SELECT gen_random_uuid()::text, gen_random_uuid()::text, 'EMAIL', gen_random_uuid()::text, 'sending', now() FROM generate_series(1, 8000)`,
+    );
+    await ownPool.query(
+      `UPDATE send_log SET state = 'done', outcome = 'STEP_OUTCOME_SENT', provider_message_id = 'sink-' || step_id, parts = 1,
+         provider = 'sink', address = 'customer-' || left(step_id, 8) || '@example.com', updated_at = now()`,
+    );
+  });
+  afterAll(async () => {
+    await ctx.stop();
+    await defaultPool.end();
+    await db.drop();
+  });
+
+  const completionPlan = async (pool: Pool): Promise<string> => {
+    const ids = (await pool.query<{ step_id: string }>('SELECT step_id FROM send_log ORDER BY step_id LIMIT 128')).rows.map((row) => row.step_id);
+    const { rows } = await pool.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN UPDATE send_log SET state = 'done', outcome = u.outcome, updated_at = now()
+       FROM unnest($1::text[], $2::text[]) AS u(step_id, outcome) WHERE send_log.step_id = u.step_id`,
+      [ids, ids.map(() => 'STEP_OUTCOME_SENT')],
+    );
+    return rows.map((row) => row['QUERY PLAN']).join('\n');
+  };
+
+  it('runs with random_page_cost 1.1, where a session with the default hashes the whole table', async () => {
+    expect((await ownPool.query<{ random_page_cost: string }>('SHOW random_page_cost')).rows[0].random_page_cost).toBe('1.1');
+    const own = await completionPlan(ownPool);
+    expect(own).toContain('Index Scan using send_log_pkey');
+    expect(own).not.toContain('Seq Scan on send_log');
+    expect(await completionPlan(defaultPool)).toContain('Seq Scan on send_log');
+  });
+});

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { contactsV1 } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
-import { createGrpcClient, Notifier, openBus, openServiceDatabase, startGrpcServer, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
+import { createGrpcClient, Notifier, openBus, openServiceDatabase, SSD_PLANNER_SETTINGS, startGrpcServer, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import { Cascades } from './cascades';
 import { DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, type SchedulerConfig } from './config';
 import { startDispatcher, type DispatcherOptions, type RunningDispatcher } from './dispatchDueSteps';
@@ -19,12 +19,11 @@ import { consumeStepResults, type StepResultConsumer, type StepResultHandler } f
 
 export const SCHEMA = 'scheduler';
 /**
- * Planner costs of the scheduler's sessions. PostgreSQL's default random_page_cost (4) models spinning
- * disks; with it, claiming 1 000 steps from a due backlog of 40 000 sorts the whole backlog (~60 ms
- * instead of ~1 ms through the due index), and every batched step UPDATE hashes the whole steps table
- * instead of probing its primary key. 1.1 is the usual value for SSDs and for a working set in memory.
+ * Planner costs of the scheduler's sessions (runtime's SSD_PLANNER_SETTINGS): with PostgreSQL's default
+ * random_page_cost, claiming 1 000 steps from a due backlog of 40 000 sorts the whole backlog (~60 ms
+ * instead of ~1 ms through the due index), and every batched step UPDATE hashes the whole steps table.
  */
-export const SESSION_SETTINGS = { random_page_cost: '1.1' };
+export const SESSION_SETTINGS = SSD_PLANNER_SETTINGS;
 export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 
 export interface SchedulerDeps {
