@@ -138,6 +138,8 @@ export class Connectors {
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now(), now()) RETURNING *`,
         [id, input.organizationId, kind, name, parsed.crmUrl, parsed.authMode, sealed, hashSecret(secret), settings],
       );
+      // The first pass is due now (next_sync_at defaults to now()): wake the reconcilers on commit, or it waits for their idle bound.
+      await client.query(`SELECT pg_notify('${SYNC_CHANNEL}', '')`);
       return { connector: connectorMessage(toConnector(rows[0]), NO_COUNTS), inboundUrl: this.inboundUrl(id, secret), idempotentReplayed: false };
     });
     return { response: { ...result, idempotentReplayed: replayed }, replayed };

@@ -113,6 +113,29 @@ describe('amoCRM connector', () => {
     expect(status).toMatchObject({ lastError: '', pendingEvents: 0 });
   });
 
+  it('a new connector is reconciled at once, not when the reconciler next wakes on its own', async () => {
+    // A pass that has finished leaves the reconciler asleep for its idle bound (30 s here).
+    const statusOf = async () => (await stack.grpc.getConnectorStatus({ organizationId: stack.organizationId, id: connectorId })).status!;
+    const before = (await statusOf()).lastSyncAt?.getTime() ?? 0;
+    await stack.grpc.runSync({ organizationId: stack.organizationId, id: connectorId });
+    await waitFor(async () => ((await statusOf()).lastSyncAt?.getTime() ?? 0) > before, { what: 'the pass asked for' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const created = await stack.grpc.createConnector({
+      organizationId: stack.organizationId, kind: 'amocrm', name: 'Second',
+      amocrm: { baseUrl: amo.url, longLivedToken: amo.issueLongLivedToken(), clientId: '', clientSecret: '', redirectUri: '', accessToken: '', refreshToken: '' },
+      bitrix24: undefined, wonStages: [], locationId: stack.locationId, locationMapping: undefined, flowId: '', writeBack: undefined,
+    });
+    const id = created.connector!.id;
+    try {
+      await waitFor(async () => (await stack.grpc.getConnectorStatus({ organizationId: stack.organizationId, id })).status!.lastSyncAt !== undefined, {
+        what: "the new connector's first pass",
+        timeoutMs: 10_000,
+      });
+    } finally {
+      await stack.grpc.deleteConnector({ organizationId: stack.organizationId, id });
+    }
+  });
+
   it('429 from amoCRM is waited out and retried; the pace stays at 7 requests a second', async () => {
     const { lead } = wonLead('Dina');
     amo.failNext(2, 429);

@@ -15,6 +15,13 @@ import { testWebhooksConfig } from './support/service';
  * the review form in headless Chromium and leaves feedback; the integrator's receiver gets
  * `cascade.recipient.finished`, signed, with the rating, the feedback and the reason.
  */
+/**
+ * The low rating's event waits this long (60 s at 40 ms a minute) for the feedback, far longer than the
+ * browser takes to send it on a loaded machine: the event must come because the feedback released it,
+ * not because the window ran out first (which on a slow run sent it without the feedback).
+ */
+const FEEDBACK_WINDOW_MINUTES = 1_500;
+
 describe('a recipient rates on the form → the integrator receives cascade.recipient.finished', () => {
   let db: TestDatabase;
   let tb: TestBus;
@@ -33,7 +40,7 @@ describe('a recipient rates on the form → the integrator receives cascade.reci
     await receiver.start();
     const contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
     const scheduler = await startScheduler(
-      { databaseUrl: db.url, busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
+      { databaseUrl: db.url, busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40, feedbackWindowMinutes: FEEDBACK_WINDOW_MINUTES },
       ctx,
       { bus: tb.bus, channelsCacheMs: 0 },
     );
