@@ -79,6 +79,11 @@ describe('all-in-one: CRM webhooks on the main port', () => {
     // The inbound URL handed to the CRM is on the all-in-one's public base, where this test's server stands in.
     expect(inboundUrl.startsWith(`${PUBLIC_BASE}/hooks/crm/${connector.id}/`)).toBe(true);
     const inboundPath = inboundUrl.slice(PUBLIC_BASE.length);
+    // The connector's first reconciliation runs at creation: let it end, or it may find the lead below as well.
+    await waitFor(async () => {
+      const res = await fetch(`${aio.url}/admin/v1/organizations/${aio.demo.organizationId}/connectors/${connector.id}/status`, { headers: { authorization: `Bearer ${aio.demo.adminToken}` } });
+      return ((await res.json()) as { status: { lastSyncAt: string | null } }).status.lastSyncAt !== null;
+    }, { what: "the connector's first reconciliation" });
 
     const contact = amo.addContact({ name: 'Ivan', email: 'ivan.crm@example.com', phone: '+7 916 555-01-02' });
     const lead = amo.addLead({ contactId: contact.id });

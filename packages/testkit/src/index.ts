@@ -41,6 +41,12 @@ export async function createTestDatabase(label = 'rrs_test_'): Promise<TestDatab
       const c = new pg.Client({ connectionString: TEST_PG_URL });
       await c.connect();
       try {
+        // pg's `pool.end()` resolves before its connections have closed: give them a moment, for FORCE
+        // would terminate them, and a pool without an error listener then throws in whatever test runs next.
+        const deadline = Date.now() + 2_000;
+        while (Date.now() < deadline && (await c.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name])).rows[0].n > 0) {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
         await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       } finally {
         await c.end();

@@ -29,6 +29,7 @@ describe('Bitrix24 connector', () => {
     });
     connectorId = r.connector!.id;
     inboundUrl = r.inboundUrl;
+    await stack.firstPass(connectorId);
     await stack.settled(connectorId);
   });
   afterAll(async () => {

@@ -30,6 +30,7 @@ describe('write-back of ratings to the deal', () => {
     });
     amoConnector = { id: a.connector!.id, url: a.inboundUrl };
     b24Connector = { id: b.connector!.id, url: b.inboundUrl };
+    await Promise.all([stack.firstPass(amoConnector.id), stack.firstPass(b24Connector.id)]);
   });
   afterAll(async () => {
     await stack?.close();

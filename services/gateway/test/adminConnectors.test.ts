@@ -79,6 +79,8 @@ describe('admin API: /organizations/{id}/connectors', () => {
     expect(rows[0].credentials).not.toContain(amoToken);
 
     // The URL is the one the CRM calls: a won lead posted to it becomes a cascade, visible in the status.
+    // (After the connector's first reconciliation, run at creation, which could find the lead as well.)
+    await waitFor(async () => (await statusOf(connector.id)).status.lastSyncAt !== null, { what: 'the first reconciliation' });
     const contact = amo.addContact({ name: 'Anna', email: 'anna@example.com' });
     const lead = amo.addLead({ contactId: contact.id });
     expect((await stack.hook(inboundUrl, amo.moveLead(lead.id, 142))).status).toBe(200);

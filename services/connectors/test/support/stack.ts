@@ -41,6 +41,11 @@ export interface ConnectorStack {
   hook(url: string, body: string, contentType?: string): Promise<{ status: number; body: Record<string, unknown> }>;
   /** Waits until the connector's inbox has nothing pending. */
   settled(connectorId: string): Promise<void>;
+  /**
+   * Waits for the connector's first reconciliation (run as soon as it is created) to end, well or not:
+   * until then a deal a test wins may be found by that pass as well as by the test's webhook.
+   */
+  firstPass(connectorId: string): Promise<void>;
   cascadesOf(externalId: string): Promise<Array<{ id: string }>>;
   close(): Promise<void>;
 }
@@ -101,6 +106,12 @@ export async function startConnectorStack(options: { policy?: Partial<ConnectorP
         const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM crm_events WHERE connector_id = $1 AND status = 'pending'`, [connectorId]);
         return rows[0].n === 0;
       }, { what: 'the inbox to settle', timeoutMs: 20_000 });
+    },
+    async firstPass(connectorId) {
+      await waitFor(async () => {
+        const { rows } = await pool.query('SELECT 1 FROM connectors WHERE id = $1 AND (last_sync_at IS NOT NULL OR last_error_at IS NOT NULL)', [connectorId]);
+        return rows.length === 1;
+      }, { what: "the connector's first reconciliation", timeoutMs: 20_000 });
     },
     async cascadesOf(externalId) {
       return (await schedulerPool.query<{ id: string }>('SELECT id FROM cascades WHERE external_id = $1', [externalId])).rows;
