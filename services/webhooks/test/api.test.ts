@@ -203,11 +203,37 @@ describe('webhooks API through the gateway', () => {
       const update = await call('PATCH', `/webhooks/${made}`, { events: [event], description: 'changed' }, keys.hooksOnly);
       expect(update.status).toBe(403);
       expect(((await call('GET', `/webhooks/${made}`)).body as Json).description).not.toBe('changed');
-      // Without events in the change, a webhooks-only key may still manage the endpoint.
-      expect((await call('PATCH', `/webhooks/${made}`, { description: 'renamed' }, keys.hooksOnly)).status).toBe(200);
       expect((await call('DELETE', `/webhooks/${made}`)).status).toBe(204);
     },
   );
+
+  it("needs the scope of the endpoint's own events on every route that changes, tests, rotates, replays or deletes it (M1: 403, nothing changed or sent)", async () => {
+    receiver.reply = () => ({ status: 200 });
+    const hook = (await call('POST', '/webhooks', { url: receiver.url('/data'), events: ['cascade.recipient.finished'], description: 'CRM' })).body as Json;
+    const delivery = (await call('POST', `/webhooks/${hook.id}/test`)).body as Json;
+    await waitFor(() => receiver.at('/data').length === 1);
+    const before = (await call('GET', `/webhooks/${hook.id}`)).body as Json;
+    for (const [method, path, body] of [
+      ['PATCH', `/webhooks/${hook.id}`, { url: receiver.url('/attacker') }],
+      ['PATCH', `/webhooks/${hook.id}`, { disabled: true }],
+      ['PATCH', `/webhooks/${hook.id}`, { description: 'renamed' }],
+      ['POST', `/webhooks/${hook.id}/rotate-secret`],
+      ['POST', `/webhooks/${hook.id}/test`],
+      ['POST', `/webhooks/${hook.id}/deliveries/${delivery.id}/replay`],
+      ['DELETE', `/webhooks/${hook.id}`],
+    ] as Array<[string, string, unknown?]>) {
+      const res = await call(method, path, body, keys.hooksOnly);
+      expect([method, path, res.status, (res.body as Json)?.code, (res.body as Json)?.requiredScope]).toEqual([method, path, 403, 'insufficient_scope', 'cascades:read']);
+    }
+    expect((await call('GET', `/webhooks/${hook.id}`)).body).toEqual(before);
+    const log = (await call('GET', `/webhooks/${hook.id}/deliveries`)).body as Json;
+    expect(log.deliveries).toHaveLength(1);
+    expect(receiver.at('/attacker')).toHaveLength(0);
+    expect(receiver.at('/data')).toHaveLength(1);
+    // A key with the data scope still manages it.
+    expect((await call('PATCH', `/webhooks/${hook.id}`, { description: 'renamed' })).status).toBe(200);
+    expect((await call('DELETE', `/webhooks/${hook.id}`)).status).toBe(204);
+  });
 
   it('answers 404 for a malformed id and 400 for a bad page size', async () => {
     expect((await call('GET', '/webhooks/not-an-id')).status).toBe(404);
