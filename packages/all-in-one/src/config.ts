@@ -4,7 +4,7 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '@rrs/proto';
 import { z } from 'zod';
 import { DEFAULT_MINUTE_MS, fastClock } from '@rrs/cascade-scheduler';
 import { isWellFormedApiKey } from '@rrs/contacts';
-import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT, recipientQuotaEnvShape, recipientQuotasOf } from '@rrs/gateway';
+import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT, recipientQuotaEnvShape, recipientQuotasOf, trustProxyField, type TrustProxy } from '@rrs/gateway';
 
 export interface AllInOneConfig {
   host: string;
@@ -44,6 +44,12 @@ export interface AllInOneConfig {
   connectorSecretKeys?: Buffer[];
   /** Keys sealing the webhook signing secrets (`WEBHOOK_SECRET_KEYS`); unset = one generated and kept in `dataDir`. */
   webhookSecretKeys?: Buffer[];
+  /**
+   * Which proxies in front may set the client address and protocol (`TRUST_PROXY`, read exactly as the
+   * gateway reads it): behind a TLS proxy the session cookie gets `Secure` and per-address limits see
+   * the client, not the proxy.
+   */
+  trustProxy?: TrustProxy;
   /** CRM addresses on loopback over plain http (local fakes): outside production only. */
   allowHttpCrm: boolean;
   logLevel: string;
@@ -75,6 +81,7 @@ export function buildConfig(env: Env): AllInOneConfig {
       WEBHOOK_SECRET_KEYS: z.string().optional(),
       NODE_ENV: envField.nodeEnv(),
       LOG_LEVEL: envField.logLevel(),
+      TRUST_PROXY: trustProxyField(),
     },
     env,
   );
@@ -99,6 +106,7 @@ export function buildConfig(env: Env): AllInOneConfig {
     minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
     connectorSecretKeys: vars.CONNECTOR_SECRET_KEYS === undefined ? undefined : parseSecretKeys(vars.CONNECTOR_SECRET_KEYS, 'CONNECTOR_SECRET_KEYS'),
     webhookSecretKeys: vars.WEBHOOK_SECRET_KEYS === undefined ? undefined : parseSecretKeys(vars.WEBHOOK_SECRET_KEYS, 'WEBHOOK_SECRET_KEYS'),
+    trustProxy: vars.TRUST_PROXY,
     allowHttpCrm: vars.NODE_ENV !== 'production',
     logLevel: vars.LOG_LEVEL,
   };

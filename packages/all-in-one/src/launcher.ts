@@ -132,6 +132,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       redisUrl: config.redisUrl,
       publicBaseUrl: config.publicBaseUrl,
       recipientQuotas: config.recipientQuotas,
+      trustProxy: config.trustProxy,
     },
     contextOf('gateway'),
     // The dev inbox (/dev/messages, /dev/inbox) lists what the sink providers "sent", for every

@@ -14,6 +14,7 @@ import { reviewFormRouter, type BotLinkSource, type RatingOutbox } from './form'
 import { serveApi } from './http/api';
 import type { Authenticator } from './http/auth';
 import { bodyError } from './http/body';
+import { hostGuard } from './http/hostGuard';
 import { notFound, statusOf } from './http/errors';
 import { sendProblem } from './http/problem';
 import type { RouteSource } from './http/route';
@@ -93,6 +94,9 @@ export function createApp(deps: AppDeps): express.Express {
     if (!PROBE_PATHS.has(req.path)) return next();
     serveOps(deps.health, req, res).then((handled) => (handled ? undefined : next()), next);
   });
+
+  // Everything but the probes answers only to the public host and loopback names (DNS rebinding).
+  app.use(hostGuard(deps.publicBaseUrl));
 
   const failureLimiters = deps.failureLimiters ?? createFailureLimiters({ keyPrefix: '' });
   const publicApiServed = serveApi(publicApi({ ...deps, recipientQuota: deps.recipientQuota ?? createRecipientQuota({ keyPrefix: '' }), failures: failureLimiters.apiKeyAuth }));

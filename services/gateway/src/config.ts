@@ -61,7 +61,7 @@ export interface HttpLimits {
 export const DEFAULT_HTTP_LIMITS: HttpLimits = { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, maxConnections: 4_096 };
 
 /** `false`, a hop count (`1` behind one ingress), or comma-separated addresses/CIDRs/`loopback`; `true` (trust anyone) is refused. */
-const trustProxyField = () =>
+export const trustProxyField = () =>
   z
     .string()
     .default('false')

@@ -27,6 +27,10 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, description: 'A body was sent with a Content-Type other than `application/json` (UTF-8).' },
   malformed_http: { status: 400, description: 'The request is not valid HTTP (e.g. a control character in a header); answered before routing.' },
   headers_too_large: { status: 431, description: 'The request headers are too large; answered before routing.' },
+  misdirected_request: {
+    status: 421,
+    description: 'The `Host` is neither the host of PUBLIC_BASE_URL nor a loopback name (DNS rebinding protection); answered before routing.',
+  },
   request_timeout: { status: 408, description: 'The request headers or body came slower than the server accepts (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS); answered before routing, and the connection is closed.' },
   too_many_auth_failures: {
     status: 429,
@@ -64,5 +68,5 @@ export const DEFAULT_CODES_BY_STATUS: Record<number, ErrorCode[]> = {
 export const STATUS_TITLES: Record<number, string> = {
   400: 'Bad Request', 401: 'Unauthorized', 402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found',
   405: 'Method Not Allowed', 409: 'Conflict', 413: 'Content Too Large', 415: 'Unsupported Media Type',
-  422: 'Unprocessable Content', 408: 'Request Timeout', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 500: 'Internal Server Error', 501: 'Not Implemented', 503: 'Service Unavailable',
+  422: 'Unprocessable Content', 408: 'Request Timeout', 421: 'Misdirected Request', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 500: 'Internal Server Error', 501: 'Not Implemented', 503: 'Service Unavailable',
 };
