@@ -1,4 +1,4 @@
-import { accountCaller, addMember, DEMO_PASSWORD, signIn, startConsoleStack, type ConsoleStack, type Signed } from './consoleStack';
+import { accountCaller, addMember, DEMO_PASSWORD, emailedLink, signIn, startConsoleStack, type ConsoleStack, type Signed } from './consoleStack';
 
 /** The account API (/account/v1) on the real all-in-one: sign-in, sessions, CSRF, roles and tenant isolation. */
 describe('account API', () => {
@@ -211,7 +211,10 @@ describe('account API', () => {
     const invited = await owner.call('POST', '/members/invitations', { body: { email: 'Invited@Example.com', role: 'viewer' } });
     expect(invited.status).toBe(201);
     expect(invited.body.invitation).toMatchObject({ email: 'invited@example.com', role: 'viewer' });
-    const token = decodeURIComponent(invited.body.acceptUrl.split('#/accept/')[1]);
+    expect(invited.body).not.toHaveProperty('acceptUrl');
+    const link = await emailedLink(base, 'invited@example.com');
+    expect(JSON.stringify(invited.body)).not.toContain(link.split('#/accept/')[1]);
+    const token = decodeURIComponent(link.split('#/accept/')[1]);
     expect((await call('POST', '/invitations/accept', { body: { token, name: 'Invited', password: 'invited-password-1' } })).status).toBe(201);
     expect((await owner.call('GET', '/members')).body.members.find((m: { email: string }) => m.email === 'invited@example.com')).toMatchObject({ role: 'viewer', name: 'Invited' });
     const invitedBy = await stack.contactsSql<{ invited_by: string }>("SELECT invited_by FROM member_invitations WHERE email = 'invited@example.com'");

@@ -1,7 +1,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser, waitFor } from '@rrs/testkit';
 import { screenshotSizes, seriousViolations } from './browserChecks';
-import { addMember, DEMO_PASSWORD, signIn, startConsoleStack, type ConsoleStack } from './consoleStack';
+import { addMember, DEMO_PASSWORD, emailedLink, signIn, startConsoleStack, type ConsoleStack } from './consoleStack';
 
 const SCREENSHOTS: Record<string, string> = {
   'sign-in (ru)': 'sign-in-ru',
@@ -229,8 +229,11 @@ describe('the console in a browser', () => {
     await page.getByLabel('Email', { exact: true }).fill('viewer-e2e@example.com');
     await page.getByLabel('Role').selectOption('viewer');
     await page.getByRole('button', { name: 'Invite' }).click();
-    const acceptUrl = await page.getByLabel('Invitation link').inputValue();
+    await page.getByText('The invitation was emailed to viewer-e2e@example.com.').waitFor();
+    // The link goes only to the person's mailbox (here the dev inbox), never to the owner's page.
+    const acceptUrl = await emailedLink(stack.aio.url, 'viewer-e2e@example.com');
     expect(acceptUrl).toMatch(/^http:\/\/localhost:8080\/app\/#\/accept\/inv_/);
+    expect(await page.content()).not.toContain(acceptUrl.split('#/accept/')[1]);
     await expectAccessible('members');
     const viewerContext = await browser.newContext({ locale: 'ru-RU' });
     const ownerPage = page;

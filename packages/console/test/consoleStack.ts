@@ -83,3 +83,14 @@ export async function addMember(stack: ConsoleStack, organizationId: string, ema
   if (accepted.status !== 201) throw new Error(`accept answered ${accepted.status} ${JSON.stringify(accepted.body)}`);
   return signIn(stack.aio.url, email, password);
 }
+
+/** The link of the newest email to `to` in the dev inbox (invitations, resets: the answers never carry it), waiting for it (bounded). */
+export async function emailedLink(base: string, to: string, previous = 0): Promise<string> {
+  for (let i = 0; i < 100; i++) {
+    const { messages } = (await (await fetch(`${base}/dev/messages?to=${encodeURIComponent(to)}`)).json()) as { messages: Array<{ link: string }> };
+    // Newest first.
+    if (messages.length > previous) return messages[0].link;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`no email for ${to} in the dev inbox`);
+}

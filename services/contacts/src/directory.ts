@@ -1,5 +1,6 @@
 import { ConflictError, inTransaction, InvalidError, NotFoundError, UnauthenticatedError, uuidv7, type Pool } from '@rrs/runtime';
 import { DEFAULT_COOLDOWN_DAYS, DEFAULT_RESPONSE_WINDOW_MINUTES, DEFAULT_SCOPES, isCooldownDays, MAX_COOLDOWN_DAYS, DEFAULT_SEND_WINDOW, isChannelKey, isResponseWindowMinutes, isScope, MAX_RESPONSE_WINDOW_MINUTES, sendWindowProblems, type SendWindow } from '@rrs/proto';
+import { runIdempotent, secretReplay, type Codec, type IdempotencyRequest } from '@rrs/idempotency';
 import { displayParts, generateApiKey, hashApiKey, isWellFormedApiKey } from './apiKeys';
 import { MAX_SMS_BALANCE, recordLedgerEntry } from './smsBalance';
 import { asUuid, checkText, FieldErrors, found, isHttpsUrl, isRegion, isTimeZone, isUuid, LOCALES, PLANS } from './validation';
@@ -55,6 +56,15 @@ export interface ApiKeyRecord {
   createdAt: Date;
   revokedAt: Date | null;
 }
+
+/** A saved key issue: the record (dates revived on replay) and the secret sealed under the Idempotency-Key. */
+const issuedKeyCodec: Codec<{ apiKey: ApiKeyRecord; sealedSecret: string }> = {
+  encode: (issued) => Buffer.from(JSON.stringify(issued)),
+  decode: (bytes) => {
+    const saved = JSON.parse(Buffer.from(bytes).toString('utf8')) as { apiKey: ApiKeyRecord & { createdAt: string; revokedAt: string | null }; sealedSecret: string };
+    return { apiKey: { ...saved.apiKey, createdAt: new Date(saved.apiKey.createdAt), revokedAt: saved.apiKey.revokedAt ? new Date(saved.apiKey.revokedAt) : null }, sealedSecret: saved.sealedSecret };
+  },
+};
 
 export interface ReviewLink {
   provider: string;
@@ -255,7 +265,12 @@ export class Directory {
   }
 
   /** Issues a key. The secret is returned here and never again: only its hash is stored. */
-  async issueApiKey(input: { organizationId: string; name?: string; scopes?: string[]; secret?: string }): Promise<{ apiKey: ApiKeyRecord; secret: string }> {
+  /**
+   * A new key of the organization. With an Idempotency-Key (the console's), a repeat answers the first
+   * key and its secret again and issues none; the saved answer holds the secret sealed under the
+   * Idempotency-Key (`secretReplay`), never readable from the database alone.
+   */
+  async issueApiKey(input: { organizationId: string; name?: string; scopes?: string[]; secret?: string }, idempotency?: IdempotencyRequest): Promise<{ apiKey: ApiKeyRecord; secret: string; replayed: boolean }> {
     await this.getOrganization(input.organizationId);
     const errors = new FieldErrors();
     if (input.name) checkText(errors, '/name', input.name, { max: 200 });
@@ -267,15 +282,19 @@ export class Directory {
     if (!isWellFormedApiKey(secret)) errors.add('/secret', 'is not a well-formed API key');
     errors.throwIfAny();
     const { prefix, last4 } = displayParts(secret);
-    const { rows } = await this.pool.query<ApiKeyRecord>(
-      `INSERT INTO api_keys (id, organization_id, name, key_hash, prefix, last4, scopes)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
-       ON CONFLICT (key_hash) DO NOTHING
-       RETURNING ${KEY_COLUMNS}`,
-      [uuidv7(), input.organizationId, input.name ?? '', hashApiKey(secret), prefix, last4, [...new Set(scopes)]],
-    );
-    if (!rows[0]) throw new ConflictError('conflict', 'this key already exists');
-    return { apiKey: rows[0], secret };
+    const replay = secretReplay(idempotency);
+    const { result, replayed } = await runIdempotent(this.pool, replay.request, issuedKeyCodec, async (client) => {
+      const { rows } = await client.query<ApiKeyRecord>(
+        `INSERT INTO api_keys (id, organization_id, name, key_hash, prefix, last4, scopes)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (key_hash) DO NOTHING
+         RETURNING ${KEY_COLUMNS}`,
+        [uuidv7(), input.organizationId, input.name ?? '', hashApiKey(secret), prefix, last4, [...new Set(scopes)]],
+      );
+      if (!rows[0]) throw new ConflictError('conflict', 'this key already exists');
+      return { apiKey: rows[0], sealedSecret: replay.seal(secret) };
+    });
+    return { apiKey: result.apiKey, secret: replayed ? replay.open(result.sealedSecret) : secret, replayed };
   }
 
   async listApiKeys(organizationId: string): Promise<ApiKeyRecord[]> {

@@ -64,9 +64,9 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         const { id, sendWindow, allowedCountries, ...patch } = req;
         return { organization: toOrganization(await directory.updateOrganization(id, { ...patch, sendWindow: fromSendWindowSetting(sendWindow), allowedCountries: allowedCountries?.countries })) };
       },
-      async issueApiKey(req) {
-        const issued = await directory.issueApiKey(req);
-        return { apiKey: toApiKey(issued.apiKey), secret: issued.secret };
+      async issueApiKey(req, metadata) {
+        const issued = await directory.issueApiKey(req, idempotencyFromMetadata(metadata, req.organizationId));
+        return { apiKey: toApiKey(issued.apiKey), secret: issued.secret, idempotentReplayed: issued.replayed };
       },
       async listApiKeys(req) {
         return { apiKeys: (await directory.listApiKeys(req.organizationId)).map(toApiKey) };
@@ -131,9 +131,9 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
       async creditSmsBalance(req) {
         return smsBalance.credit(req);
       },
-      async inviteMember(req) {
-        const { invitation, token } = await members.invite(req);
-        return { invitation, token };
+      async inviteMember(req, metadata) {
+        const { invitation, token, replayed } = await members.invite(req, idempotencyFromMetadata(metadata, req.organizationId));
+        return { invitation, token, idempotentReplayed: replayed };
       },
       async acceptInvitation(req) {
         const opened = await members.acceptInvitation(req);

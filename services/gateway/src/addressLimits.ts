@@ -22,6 +22,8 @@ export const ADDRESS_FAILURE_RULES = {
   apiKeyAuth: { failures: 30, windowSeconds: 60, blockSeconds: 300 },
   /** Review and unsubscribe links whose token does not exist (`/r/…`, `/u/…`). */
   linkToken: { failures: 30, windowSeconds: 60, blockSeconds: 300 },
+  /** Console invitation and password-reset links that are unknown, expired or used (`/account/v1/invitations/accept`, `/password-reset`). */
+  accountToken: { failures: 10, windowSeconds: 600, blockSeconds: 900 },
 } as const satisfies Record<string, FailureRule>;
 
 export type FailureKind = keyof typeof ADDRESS_FAILURE_RULES;

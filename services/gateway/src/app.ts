@@ -118,7 +118,7 @@ export function createApp(deps: AppDeps): express.Express {
     res.setHeader('Cache-Control', 'no-store');
     next();
   });
-  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle, channelCatalog: deps.channelCatalog, systemEmails, logger: deps.logger })).handler);
+  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle, channelCatalog: deps.channelCatalog, systemEmails, logger: deps.logger, tokenFailures: failureLimiters.accountToken })).handler);
   app.use(consoleRouter());
   app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings, failures: failureLimiters.linkToken, botLinks: deps.botLinks }));
   for (const router of deps.extraRouters ?? []) app.use(router);

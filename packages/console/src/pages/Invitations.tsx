@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { call } from '../api';
+import { call, newIdempotencyKey } from '../api';
 import { ErrorNote, type PageProps } from '../App';
 import { useAction } from '../parts';
 import { MEMBER_ROLES } from '../rules';
@@ -13,12 +13,17 @@ interface Invitation {
   createdAt: string;
 }
 
-/** Pending invitations (owners revoke them) and, for owners, the invite form: the link is emailed and shown once. */
+/**
+ * Pending invitations (owners revoke them) and, for owners, the invite form. The link goes only to the
+ * person's mailbox (the answer never holds it); one Idempotency-Key per filled-in form, so a double
+ * submit or a retry after "could not be queued" makes one invitation and sends its email once.
+ */
 export function InvitationsSection({ t, session }: PageProps) {
   const [invitations, setInvitations] = useState<Invitation[] | null>(null);
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<string>('admin');
-  const [sent, setSent] = useState<{ link: string; email: string; emailed: boolean } | null>(null);
+  const [sent, setSent] = useState<{ email: string; emailed: boolean } | null>(null);
+  const [idempotencyKey, setIdempotencyKey] = useState(newIdempotencyKey);
   const action = useAction();
   const isOwner = session.member.role === 'owner';
 
@@ -30,9 +35,13 @@ export function InvitationsSection({ t, session }: PageProps) {
     e.preventDefault();
     setSent(null);
     void action.run(async () => {
-      const r = await call<{ acceptUrl: string; emailed: boolean }>('POST', '/members/invitations', { body: { email, role } });
-      setSent({ link: r.acceptUrl, email, emailed: r.emailed });
-      setEmail('');
+      const r = await call<{ emailed: boolean }>('POST', '/members/invitations', { body: { email, role }, idempotencyKey });
+      setSent({ email, emailed: r.emailed });
+      // Not queued: the same form sent again repeats this invitation (same key) and queues its email.
+      if (r.emailed) {
+        setEmail('');
+        setIdempotencyKey(newIdempotencyKey());
+      }
       await load();
     });
   };
@@ -78,9 +87,15 @@ export function InvitationsSection({ t, session }: PageProps) {
         <form onSubmit={invite} class="card">
           <h2>{t('invite')}</h2>
           <label for="invite-email">{t('email')}</label>
-          <input id="invite-email" type="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+          <input id="invite-email" type="email" required value={email} onInput={(e) => {
+              setEmail(e.currentTarget.value);
+              setIdempotencyKey(newIdempotencyKey());
+            }} />
           <label for="invite-role">{t('role')}</label>
-          <select id="invite-role" value={role} onChange={(e) => setRole(e.currentTarget.value)}>
+          <select id="invite-role" value={role} onChange={(e) => {
+            setRole(e.currentTarget.value);
+            setIdempotencyKey(newIdempotencyKey());
+          }}>
             {MEMBER_ROLES.map((r) => (
               <option key={r} value={r}>
                 {t(`role_${r}`)}
@@ -90,9 +105,6 @@ export function InvitationsSection({ t, session }: PageProps) {
           {sent && (
             <div class="secret" role="status">
               <p>{sent.emailed ? t('invitationEmailed', { email: sent.email }) : t('notQueued')}</p>
-              <p>{t('inviteLinkOnce')}</p>
-              <label for="invite-link">{t('inviteLink')}</label>
-              <input id="invite-link" readOnly value={sent.link} onFocus={(e) => e.currentTarget.select()} />
             </div>
           )}
           <button type="submit" disabled={action.busy}>

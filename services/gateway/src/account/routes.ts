@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { CASCADE_STATUSES, MEMBER_ROLES, PASSWORD_MAX_LENGTH, SCOPES, SESSION_ABSOLUTE_MS, type contactsV1, type schedulerV1 } from '@rrs/proto';
-import { ForbiddenError, RateLimitedError, type Logger } from '@rrs/runtime';
+import { DomainError, ForbiddenError, RateLimitedError, type Logger } from '@rrs/runtime';
+import { createFailureLimiters, type FailureLimiter } from '../addressLimits';
 import type { GatewayClients } from '../clients';
-import { acceptUrl, Invitation, invitationJson } from '../admin/memberRoutes';
+import { Invitation, invitationJson } from '../admin/memberRoutes';
 import { ApiKey, apiKeyJson, EXAMPLE_API_KEY, EXAMPLE_FLOW, EXAMPLE_LOCATION, Flow, flowJson, idOf, Location, locationJson } from '../admin/routes';
 import { sessionCookie, type SessionPrincipal } from '../http/auth';
 import type { RouteError } from '../http/errorCodes';
@@ -34,6 +35,30 @@ export interface AccountRouteDeps {
   systemEmails: SystemEmails;
   /** Reports what fails after an answer (the "Forgot password?" email). */
   logger?: Logger;
+  /** Unknown, expired or used invitation and reset links, counted per client address; unset = in memory. */
+  tokenFailures?: FailureLimiter;
+}
+
+const TOKEN_GUESSES: RouteError = {
+  status: 429,
+  code: 'too_many_auth_failures',
+  description: 'Too many unknown, expired or used invitation or reset links came from this client address; every such request from it is refused, the right link too, until `Retry-After` seconds have passed.',
+};
+
+/**
+ * An invitation or reset link is tried once per request: each refused one counts against the client
+ * address (ADDRESS_FAILURE_RULES.accountToken), and past the limit the address is refused before any
+ * look-up, whatever link it brings (docs/security.md, "Per-address limits").
+ */
+async function withLinkToken<T>(failures: FailureLimiter, address: string, use: () => Promise<T>): Promise<T> {
+  const blocked = await failures.blockedFor(address);
+  if (blocked > 0) throw new RateLimitedError('too_many_auth_failures', `too many unknown or used links from this address; retry in ${blocked} s`, blocked);
+  try {
+    return await use();
+  } catch (err) {
+    if (err instanceof DomainError && (err.code === 'invalid_invitation' || err.code === 'invalid_reset_token')) await failures.fail(address);
+    throw err;
+  }
 }
 
 const Role = z.enum(MEMBER_ROLES).meta({ id: 'MemberRole', description: '`owner` and `admin` may change things; a `viewer` only looks (403 `read_only_role`).' });
@@ -55,7 +80,7 @@ const INVALID_CREDENTIALS: RouteError = { status: 401, code: 'invalid_credential
 const THROTTLED: RouteError = { status: 429, code: 'too_many_sign_in_attempts', description: 'Too many failed sign-ins from this address (for this email, or overall); retry after `Retry-After` seconds.' };
 const INVALID_INVITATION: RouteError = { status: 401, code: 'invalid_invitation', description: 'The invitation is unknown, expired or already used.' };
 const INVALID_RESET_TOKEN: RouteError = { status: 401, code: 'invalid_reset_token', description: 'The password reset link is unknown, expired or already used.' };
-const MEMBER_EXISTS: RouteError = { status: 409, code: 'member_exists', description: 'This email already signs in to an organization.' };
+const MEMBER_EXISTS = { status: 409, code: 'member_exists', description: 'This email already signs in to an organization.' };
 const OWNER_ONLY: RouteError = { status: 403, code: 'owner_only', description: "Only the organization's owners manage its people." };
 const CONSOLE_QUOTA: RouteError = { status: 429, code: 'rate_limited', description: "The organization's request quota (its plan's, as on the public API) is used up; retry after `Retry-After` seconds." };
 
@@ -101,6 +126,7 @@ const SESSION_MAX_AGE_SECONDS = Math.floor(SESSION_ABSOLUTE_MS / 1000);
 
 export function accountRoutes(deps: AccountRouteDeps): Route[] {
   const { contacts, scheduler } = deps.clients;
+  const tokenFailures = deps.tokenFailures ?? createFailureLimiters({ keyPrefix: '' }).accountToken;
   /** The console's sends count against the organization's plan quota, like an API key's requests. */
   const consumeQuota = async (principal: SessionPrincipal) => {
     const d = await deps.rateLimiter.consume({ keyId: `console:${principal.organization.id}`, organization: principal.organization });
@@ -155,10 +181,10 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
       description: 'The invited person sets their name and password; they are then signed in (the cookie is set). An invitation is used once.',
       request: { body: z.strictObject({ token: z.string().min(1).max(200), name: z.string().max(200), password: Password.meta({ description: 'At least 10 characters.' }) }) },
       responses: { 201: { description: 'A member now, and signed in.', body: SignedIn, example: { member: EXAMPLE_MEMBER, csrfToken: EXAMPLE_CSRF } } },
-      errors: [INVALID_INVITATION, MEMBER_EXISTS],
+      errors: [INVALID_INVITATION, MEMBER_EXISTS, TOKEN_GUESSES],
       example: { body: { token: 'inv_8s0dKq2LmZ7xV3cN1pR4tY6wB9hJ5fG2aE0uQ7kT3oS', name: 'Anna', password: 'correct horse battery staple' } },
       handler: async ({ body, principal, metadata }) => {
-        const opened = await contacts.acceptInvitation(body, { metadata });
+        const opened = await withLinkToken(tokenFailures, principal.ip, () => contacts.acceptInvitation(body, { metadata }));
         return {
           headers: { 'set-cookie': sessionCookie(opened.sessionToken, { secure: principal.secure, maxAgeSeconds: SESSION_MAX_AGE_SECONDS }) },
           body: { member: memberJson(opened.member!), csrfToken: opened.session!.csrfToken },
@@ -170,10 +196,10 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
       description: "Sets the member's new password from a one-time reset link, ends every session of theirs and signs them in (the cookie is set).",
       request: { body: z.strictObject({ token: z.string().min(1).max(200), password: Password.meta({ description: 'At least 10 characters.' }) }) },
       responses: { 200: { description: 'The new password is set; signed in.', body: SignedIn, example: { member: EXAMPLE_MEMBER, csrfToken: EXAMPLE_CSRF } } },
-      errors: [INVALID_RESET_TOKEN],
+      errors: [INVALID_RESET_TOKEN, TOKEN_GUESSES],
       example: { body: { token: 'rst_8s0dKq2LmZ7xV3cN1pR4tY6wB9hJ5fG2aE0uQ7kT3oS', password: 'correct horse battery staple' } },
       handler: async ({ body, principal, metadata }) => {
-        const opened = await contacts.completePasswordReset(body, { metadata });
+        const opened = await withLinkToken(tokenFailures, principal.ip, () => contacts.completePasswordReset(body, { metadata }));
         return {
           headers: { 'set-cookie': sessionCookie(opened.sessionToken, { secure: principal.secure, maxAgeSeconds: SESSION_MAX_AGE_SECONDS }) },
           body: { member: memberJson(opened.member!), csrfToken: opened.session!.csrfToken },
@@ -188,16 +214,18 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
 
     defineRoute({
       method: 'POST', path: '/members/invitations', operationId: 'inviteMember', summary: 'Invite a person', tags: ['members'], auth: 'session',
-      description: "An owner invites a person into the organization with a role. The link the person opens is emailed to them (`emailed`: queued for the email channel) and is also in this answer (`acceptUrl`), once; it works for 7 days.",
+      description:
+        "An owner invites a person into the organization with a role. The link the person opens is emailed to them (`emailed`: queued for the email channel) and never answered: only the person, in their mailbox, gets it (it works for 7 days). The answer is the same whether or not the email already signs in to another organization (that person learns it on accepting); only a member of this organization is 409. An `Idempotency-Key` makes a repeat answer the first invitation (its email sent once).",
       request: { body: z.strictObject({ email: z.string().min(3).max(254), role: Role }) },
-      responses: { 201: { description: 'The invitation and its link.', body: z.object({ invitation: Invitation, acceptUrl: z.string(), emailed: z.boolean().meta({ description: 'false: the email could not be queued now; hand the link over yourself.' }) }), example: { invitation: { id: '0190e0e0-aaaa-7000-8000-00000000000a', email: 'anna@example.com', role: 'admin', expiresAt: '2026-05-08T09:00:00.000Z', createdAt: '2026-05-01T09:00:00.000Z' }, acceptUrl: 'https://reviews.example.com/app/#/accept/inv_8s0dKq2LmZ7xV3cN1pR4tY6wB9hJ5fG2aE0uQ7kT3oS', emailed: true } } },
-      errors: [OWNER_ONLY, MEMBER_EXISTS],
+      responses: { 201: { description: 'The invitation.', body: z.object({ invitation: Invitation, emailed: z.boolean().meta({ description: 'false: the email could not be queued now; repeat the request with the same Idempotency-Key, or revoke the invitation and invite again.' }) }), example: { invitation: { id: '0190e0e0-aaaa-7000-8000-00000000000a', email: 'anna@example.com', role: 'admin', expiresAt: '2026-05-08T09:00:00.000Z', createdAt: '2026-05-01T09:00:00.000Z' }, emailed: true } } },
+      errors: [OWNER_ONLY, { ...MEMBER_EXISTS, description: 'This email is already a member of the organization; nothing is created.' }],
       example: { body: { email: 'anna@example.com', role: 'admin' } },
       handler: async ({ body, principal, metadata }) => {
         if (principal.member.role !== 'owner') throw new ForbiddenError('owner_only', "only the organization's owners manage its people");
         const r = await contacts.inviteMember({ organizationId: principal.organization.id, email: body.email, role: body.role, invitedBy: principal.member.id }, { metadata });
+        // A replay queues the same email again: it carries the invitation's id, so it is sent once.
         const emailed = await deps.systemEmails.invitation({ invitation: r.invitation!, token: r.token, organization: principal.organization });
-        return { body: { invitation: invitationJson(r.invitation!), acceptUrl: acceptUrl(deps.publicBaseUrl, r.token), emailed } };
+        return { status: 201, body: { invitation: invitationJson(r.invitation!), emailed }, replayed: r.idempotentReplayed };
       },
     }),
 
@@ -210,13 +238,13 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
     }),
     defineRoute({
       method: 'POST', path: '/api-keys', operationId: 'issueApiKey', summary: 'Issue an API key', tags: ['api-keys'], auth: 'session',
-      description: 'The key (`secret`) is in this response only. Without `scopes` the key gets every scope.',
+      description: 'The key (`secret`) is in this response only (and in a replay of its `Idempotency-Key`, which issues no other key). Without `scopes` the key gets every scope.',
       request: { body: z.strictObject({ name: z.string().max(200).optional(), scopes: z.array(Scope).min(1).max(SCOPES.length).optional() }) },
       responses: { 201: { description: 'The key and its secret.', body: z.object({ apiKey: ApiKey, secret: z.string() }), example: { apiKey: EXAMPLE_API_KEY, secret: 'rrs_live_3f9aT2kq8ZsVn4LrW0pYd6HcJmBx7Qe' } } },
       example: { body: { name: 'CRM', scopes: ['locations:read', 'cascades:write'] } },
       handler: async ({ body, principal, metadata }) => {
         const r = await contacts.issueApiKey({ organizationId: principal.organization.id, name: body.name ?? '', scopes: body.scopes ?? [], secret: '' }, { metadata });
-        return { body: { apiKey: apiKeyJson(r.apiKey!), secret: r.secret } };
+        return { status: 201, body: { apiKey: apiKeyJson(r.apiKey!), secret: r.secret }, replayed: r.idempotentReplayed };
       },
     }),
     defineRoute({

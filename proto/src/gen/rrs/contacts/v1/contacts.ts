@@ -52,8 +52,10 @@ export interface InviteMemberResponse {
   invitation:
     | Invitation
     | undefined;
-  /** Goes into the accept link; not stored. */
+  /** Goes into the accept link; not stored (a replay's is sealed under its Idempotency-Key). */
   token: string;
+  /** True when answered from a saved Idempotency-Key response (no invitation was created). */
+  idempotentReplayed: boolean;
 }
 
 export interface AcceptInvitationRequest {
@@ -249,8 +251,13 @@ export interface IssueApiKeyResponse {
   apiKey:
     | ApiKey
     | undefined;
-  /** The key itself. It is not stored and cannot be read again. */
+  /**
+   * The key itself. It is not stored and cannot be read again, except by a replay of the same
+   * Idempotency-Key (sealed under that key, docs/api-conventions.md).
+   */
   secret: string;
+  /** True when answered from a saved Idempotency-Key response (no key was issued). */
+  idempotentReplayed: boolean;
 }
 
 export interface ReviewLink {
@@ -1112,7 +1119,7 @@ export const InviteMemberRequest: MessageFns<InviteMemberRequest> = {
 };
 
 function createBaseInviteMemberResponse(): InviteMemberResponse {
-  return { invitation: undefined, token: "" };
+  return { invitation: undefined, token: "", idempotentReplayed: false };
 }
 
 export const InviteMemberResponse: MessageFns<InviteMemberResponse> = {
@@ -1122,6 +1129,9 @@ export const InviteMemberResponse: MessageFns<InviteMemberResponse> = {
     }
     if (message.token !== "") {
       writer.uint32(18).string(message.token);
+    }
+    if (message.idempotentReplayed !== false) {
+      writer.uint32(24).bool(message.idempotentReplayed);
     }
     return writer;
   },
@@ -1155,6 +1165,14 @@ export const InviteMemberResponse: MessageFns<InviteMemberResponse> = {
             message.token = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.idempotentReplayed = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1171,6 +1189,11 @@ export const InviteMemberResponse: MessageFns<InviteMemberResponse> = {
     return {
       invitation: isSet(object.invitation) ? Invitation.fromJSON(object.invitation) : undefined,
       token: isSet(object.token) ? globalThis.String(object.token) : "",
+      idempotentReplayed: isSet(object.idempotentReplayed)
+        ? globalThis.Boolean(object.idempotentReplayed)
+        : isSet(object.idempotent_replayed)
+        ? globalThis.Boolean(object.idempotent_replayed)
+        : false,
     };
   },
 
@@ -1181,6 +1204,9 @@ export const InviteMemberResponse: MessageFns<InviteMemberResponse> = {
     }
     if (message.token !== "") {
       obj.token = message.token;
+    }
+    if (message.idempotentReplayed !== false) {
+      obj.idempotentReplayed = message.idempotentReplayed;
     }
     return obj;
   },
@@ -1194,6 +1220,7 @@ export const InviteMemberResponse: MessageFns<InviteMemberResponse> = {
       ? Invitation.fromPartial(object.invitation)
       : undefined;
     message.token = object.token ?? "";
+    message.idempotentReplayed = object.idempotentReplayed ?? false;
     return message;
   },
 };
@@ -3810,7 +3837,7 @@ export const IssueApiKeyRequest: MessageFns<IssueApiKeyRequest> = {
 };
 
 function createBaseIssueApiKeyResponse(): IssueApiKeyResponse {
-  return { apiKey: undefined, secret: "" };
+  return { apiKey: undefined, secret: "", idempotentReplayed: false };
 }
 
 export const IssueApiKeyResponse: MessageFns<IssueApiKeyResponse> = {
@@ -3820,6 +3847,9 @@ export const IssueApiKeyResponse: MessageFns<IssueApiKeyResponse> = {
     }
     if (message.secret !== "") {
       writer.uint32(18).string(message.secret);
+    }
+    if (message.idempotentReplayed !== false) {
+      writer.uint32(24).bool(message.idempotentReplayed);
     }
     return writer;
   },
@@ -3853,6 +3883,14 @@ export const IssueApiKeyResponse: MessageFns<IssueApiKeyResponse> = {
             message.secret = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.idempotentReplayed = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3873,6 +3911,11 @@ export const IssueApiKeyResponse: MessageFns<IssueApiKeyResponse> = {
         ? ApiKey.fromJSON(object.api_key)
         : undefined,
       secret: isSet(object.secret) ? globalThis.String(object.secret) : "",
+      idempotentReplayed: isSet(object.idempotentReplayed)
+        ? globalThis.Boolean(object.idempotentReplayed)
+        : isSet(object.idempotent_replayed)
+        ? globalThis.Boolean(object.idempotent_replayed)
+        : false,
     };
   },
 
@@ -3883,6 +3926,9 @@ export const IssueApiKeyResponse: MessageFns<IssueApiKeyResponse> = {
     }
     if (message.secret !== "") {
       obj.secret = message.secret;
+    }
+    if (message.idempotentReplayed !== false) {
+      obj.idempotentReplayed = message.idempotentReplayed;
     }
     return obj;
   },
@@ -3896,6 +3942,7 @@ export const IssueApiKeyResponse: MessageFns<IssueApiKeyResponse> = {
       ? ApiKey.fromPartial(object.apiKey)
       : undefined;
     message.secret = object.secret ?? "";
+    message.idempotentReplayed = object.idempotentReplayed ?? false;
     return message;
   },
 };
@@ -10072,7 +10119,10 @@ export const ContactsServiceService = {
       Buffer.from(GetOrganizationResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetOrganizationResponse => GetOrganizationResponse.decode(value),
   },
-  /** Issues a key; the secret is in the response only. */
+  /**
+   * Issues a key; the secret is in the response only. Honours the `idempotency-key` /
+   * `idempotency-fingerprint` metadata (@rrs/idempotency): a repeat answers the first key.
+   */
   issueApiKey: {
     path: "/rrs.contacts.v1.ContactsService/IssueApiKey" as const,
     requestStream: false as const,
@@ -10320,7 +10370,8 @@ export const ContactsServiceService = {
   /**
    * The organization's people (the account console, docs/console.md). An invitation is the only way in:
    * the operator invites an organization's first owner, owners and admins invite the others. The token
-   * is in the response only (a hash is stored); it expires and is used once.
+   * is in the response only (a hash is stored); it expires and is used once. Honours the idempotency
+   * metadata like IssueApiKey.
    */
   inviteMember: {
     path: "/rrs.contacts.v1.ContactsService/InviteMember" as const,
@@ -10502,7 +10553,10 @@ export interface ContactsServiceServer extends UntypedServiceImplementation {
   authenticate: handleUnaryCall<AuthenticateRequest, AuthenticateResponse>;
   createOrganization: handleUnaryCall<CreateOrganizationRequest, CreateOrganizationResponse>;
   getOrganization: handleUnaryCall<GetOrganizationRequest, GetOrganizationResponse>;
-  /** Issues a key; the secret is in the response only. */
+  /**
+   * Issues a key; the secret is in the response only. Honours the `idempotency-key` /
+   * `idempotency-fingerprint` metadata (@rrs/idempotency): a repeat answers the first key.
+   */
   issueApiKey: handleUnaryCall<IssueApiKeyRequest, IssueApiKeyResponse>;
   createLocation: handleUnaryCall<CreateLocationRequest, CreateLocationResponse>;
   listLocations: handleUnaryCall<ListLocationsRequest, ListLocationsResponse>;
@@ -10552,7 +10606,8 @@ export interface ContactsServiceServer extends UntypedServiceImplementation {
   /**
    * The organization's people (the account console, docs/console.md). An invitation is the only way in:
    * the operator invites an organization's first owner, owners and admins invite the others. The token
-   * is in the response only (a hash is stored); it expires and is used once.
+   * is in the response only (a hash is stored); it expires and is used once. Honours the idempotency
+   * metadata like IssueApiKey.
    */
   inviteMember: handleUnaryCall<InviteMemberRequest, InviteMemberResponse>;
   /**
@@ -10654,7 +10709,10 @@ export interface ContactsServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetOrganizationResponse) => void,
   ): ClientUnaryCall;
-  /** Issues a key; the secret is in the response only. */
+  /**
+   * Issues a key; the secret is in the response only. Honours the `idempotency-key` /
+   * `idempotency-fingerprint` metadata (@rrs/idempotency): a repeat answers the first key.
+   */
   issueApiKey(
     request: IssueApiKeyRequest,
     callback: (error: ServiceError | null, response: IssueApiKeyResponse) => void,
@@ -10998,7 +11056,8 @@ export interface ContactsServiceClient extends Client {
   /**
    * The organization's people (the account console, docs/console.md). An invitation is the only way in:
    * the operator invites an organization's first owner, owners and admins invite the others. The token
-   * is in the response only (a hash is stored); it expires and is used once.
+   * is in the response only (a hash is stored); it expires and is used once. Honours the idempotency
+   * metadata like IssueApiKey.
    */
   inviteMember(
     request: InviteMemberRequest,
