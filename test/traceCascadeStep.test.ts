@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { buildConfig, startAllInOne, type RunningAllInOne } from '@rrs/all-in-one';
+import { buildConfig, startAllInOne, type DevelopmentAllInOne } from '@rrs/all-in-one';
 import { startTracing, type Tracing } from '@rrs/runtime';
 import { createTestDatabase, testContext, waitFor, type TestDatabase } from '@rrs/testkit';
 
@@ -22,7 +22,7 @@ describe('tracing across a cascade step', () => {
   let tracing: Tracing | null;
   let db: TestDatabase;
   let ctx: ReturnType<typeof testContext>;
-  let running: RunningAllInOne;
+  let running: DevelopmentAllInOne;
   const dataDir = mkdtempSync(join(tmpdir(), 'rrs-trace-'));
   /** The integrator's webhook receiver (loopback http: the all-in-one mode's dev setting allows it). */
   const received: Array<{ headers: http.IncomingHttpHeaders; body: string }> = [];
@@ -40,7 +40,7 @@ describe('tracing across a cascade step', () => {
     tracing = startTracing({ serviceName: 'review-request-service', spanProcessors: [new SimpleSpanProcessor(exporter)] });
     db = await createTestDatabase();
     ctx = testContext('all-in-one');
-    running = await startAllInOne(buildConfig({ DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn' }), ctx);
+    running = (await startAllInOne(buildConfig({ DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn' }), ctx)) as DevelopmentAllInOne;
   });
   afterAll(async () => {
     await ctx?.stop();

@@ -1,3 +1,3 @@
 export { buildConfig, type AllInOneConfig } from './config';
-export { startAllInOne, type RunningAllInOne } from './launcher';
+export { startAllInOne, type DevelopmentAllInOne, type RunningAllInOne } from './launcher';
 export { startEmbeddedPostgres } from './embeddedPostgres';

@@ -18,7 +18,11 @@ import { seedDemo, type DemoState } from './seed';
 
 export interface RunningAllInOne {
   url: string;
-  demo: DemoState;
+  /**
+   * The demo organization, its key and its console person: seeded outside production only. In
+   * production nothing is seeded and no secret is printed; organizations come from the admin API.
+   */
+  demo?: DemoState;
   outbox: SinkOutbox;
   bus: Bus;
   /** Whether /dev/* is served (never in production). */
@@ -31,6 +35,11 @@ export interface RunningAllInOne {
  * between them stay in the process (`callServicesInProcess`): same encoding, metadata, deadlines and
  * errors, without HTTP/2 over loopback, which cost the one process ~9 % of its CPU per message.
  */
+/** The all-in-one outside production, which always has its demo organization. */
+export type DevelopmentAllInOne = RunningAllInOne & { demo: DemoState };
+
+export async function startAllInOne(config: AllInOneConfig & { production: false }, ctx: ServiceContext): Promise<DevelopmentAllInOne>;
+export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext): Promise<RunningAllInOne>;
 export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext): Promise<RunningAllInOne> {
   callServicesInProcess();
   collectProcessMetrics();
@@ -106,7 +115,9 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
     { bus },
   );
 
-  const demo = await seedDemo({
+  // Production seeds nothing: a demo organization with an owner and a full-scope key, its secrets
+  // printed in the log, would be a way in nobody asked for.
+  const demo = config.production ? undefined : await seedDemo({
     stateFile: join(config.dataDir, 'demo.json'),
     directory: contacts.directory,
     templates: contacts.templates,
@@ -128,7 +139,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       schedulerAddress: loopback(scheduler.grpcPort),
       webhooksAddress: loopback(webhooks.grpcPort),
       connectorsAddress: loopback(connectors.grpcPort),
-      adminTokens: config.adminTokens === 'generate' ? [demo.adminToken!] : config.adminTokens,
+      adminTokens: config.adminTokens === 'generate' ? [demo!.adminToken!] : config.adminTokens,
       redisUrl: config.redisUrl,
       publicBaseUrl: config.publicBaseUrl,
       recipientQuotas: config.recipientQuotas,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createPool, type Pool } from '@rrs/runtime';
 import { createTestDatabase, FakeAmoCrm, testContext, waitFor, type TestDatabase } from '@rrs/testkit';
 import { CONNECTOR_KEY_FILE } from '../src/connectorKeys';
-import { startAllInOne, type RunningAllInOne } from '../src/launcher';
+import { startAllInOne, type DevelopmentAllInOne } from '../src/launcher';
 
 // The test gives a DATABASE_URL, so embedded PostgreSQL (an ES module jest cannot load) is never started.
 jest.mock('../src/embeddedPostgres', () => ({
@@ -21,7 +21,7 @@ describe('all-in-one: CRM webhooks on the main port', () => {
   const PUBLIC_BASE = 'http://localhost:8080';
   let db: TestDatabase;
   let dir: string;
-  let aio: RunningAllInOne;
+  let aio: DevelopmentAllInOne;
   let amo: FakeAmoCrm;
   let pool: Pool;
   const ctx = testContext('aio-crm');

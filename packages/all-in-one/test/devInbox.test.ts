@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase, testContext, waitFor, type TestDatabase } from '@rrs/testkit';
-import { startAllInOne, type RunningAllInOne } from '../src/launcher';
+import { startAllInOne, type DevelopmentAllInOne } from '../src/launcher';
 
 // The test gives a DATABASE_URL, so embedded PostgreSQL (an ES module jest cannot load) is never started.
 jest.mock('../src/embeddedPostgres', () => ({
@@ -16,7 +16,7 @@ jest.mock('../src/embeddedPostgres', () => ({
 describe('all-in-one channels and dev inbox', () => {
   let db: TestDatabase;
   let dir: string;
-  let aio: RunningAllInOne;
+  let aio: DevelopmentAllInOne;
   const ctx = testContext('aio-channels');
 
   beforeAll(async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { SUBSCRIBABLE_EVENT_TYPES } from '@rrs/proto';
 import { ConfigError } from '@rrs/runtime';
 import { createTestDatabase, testContext, type TestDatabase } from '@rrs/testkit';
+import { banner } from '../src/banner';
 import { buildConfig } from '../src/config';
 import { startAllInOne, type RunningAllInOne } from '../src/launcher';
 
@@ -33,7 +34,12 @@ describe('all-in-one in production', () => {
   let aio: RunningAllInOne;
   let receiver: Server;
   let receiverUrl: string;
+  let apiKey: string;
   const ctx = testContext('aio-production');
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${aio.url}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as any };
+  };
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -44,6 +50,22 @@ describe('all-in-one in production', () => {
     const config = buildConfig({ NODE_ENV: 'production', DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn' });
     aio = await startAllInOne(config, ctx);
     ctx.health.setReady(true);
+  });
+
+  it('seeds no demo organization, writes no demo.json and prints no secret (issue 29)', async () => {
+    expect(aio.demo).toBeUndefined();
+    expect((await admin('GET', '/organizations')).body.organizations).toEqual([]);
+    expect(existsSync(join(dir, 'demo.json'))).toBe(false);
+    const signIn = await fetch(`${aio.url}/account/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'demo@example.com', password: 'x'.repeat(12) }) });
+    expect(signIn.status).toBe(401);
+    const printed = banner(aio, buildConfig({ NODE_ENV: 'production', ADMIN_TOKEN: TOKEN }), Date.now());
+    expect(printed).not.toMatch(/rrs_|API key|password|demo@example\.com/i);
+    expect(printed).not.toContain(TOKEN);
+    expect(printed).toContain('/admin/v1');
+    // Organizations come from the admin API.
+    const organization = (await admin('POST', '/organizations', { name: 'Acme', plan: 'standard', emailConfirmed: true })).body.organization;
+    apiKey = (await admin('POST', `/organizations/${organization.id}/api-keys`, { name: 'CRM' })).body.secret;
+    expect((await fetch(`${aio.url}/api/v1/ping`, { headers: { authorization: `Bearer ${apiKey}` } })).status).toBe(200);
   });
   afterAll(async () => {
     await ctx.stop();
@@ -62,7 +84,7 @@ describe('all-in-one in production', () => {
   });
 
   it('refuses a loopback webhook URL, creating nothing', async () => {
-    const headers = { authorization: `Bearer ${aio.demo.apiKey}`, 'content-type': 'application/json' };
+    const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
     const res = await fetch(`${aio.url}/api/v1/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url: receiverUrl, events: [SUBSCRIBABLE_EVENT_TYPES[0]] }) });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ code: 'webhook_url_not_allowed' });
@@ -70,13 +92,10 @@ describe('all-in-one in production', () => {
     expect(list.webhooks).toEqual([]);
   });
 
-  it('takes the supplied admin token, generates none, and keeps no token in demo.json', async () => {
-    expect(aio.demo.adminToken).toBeUndefined();
+  it('takes the supplied admin token and generates none', async () => {
     const res = await fetch(`${aio.url}/admin/v1/organizations`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(res.status).toBe(200);
-    const state = JSON.parse(readFileSync(join(dir, 'demo.json'), 'utf8')) as Record<string, unknown>;
-    expect(state).not.toHaveProperty('adminToken');
-    expect(statSync(join(dir, 'demo.json')).mode & 0o777).toBe(0o600);
+    expect((await fetch(`${aio.url}/admin/v1/organizations`, { headers: { authorization: 'Bearer adm_another_token_0123456789' } })).status).toBe(401);
   });
 
   it('does not serve /metrics on the public port', async () => {

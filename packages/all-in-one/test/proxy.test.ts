@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { ConfigError } from '@rrs/runtime';
 import { createTestDatabase, testContext, type TestDatabase } from '@rrs/testkit';
 import { buildConfig } from '../src/config';
-import { startAllInOne, type RunningAllInOne } from '../src/launcher';
+import { startAllInOne, type DevelopmentAllInOne } from '../src/launcher';
 
 // The test gives a DATABASE_URL, so embedded PostgreSQL (an ES module jest cannot load) is never started.
 jest.mock('../src/embeddedPostgres', () => ({
@@ -23,14 +23,14 @@ const PUBLIC = 'https://reviews.example.com';
 describe('all-in-one behind a proxy (TRUST_PROXY)', () => {
   let db: TestDatabase;
   let dir: string;
-  let aio: RunningAllInOne;
+  let aio: DevelopmentAllInOne;
   const ctx = testContext('aio-proxy');
 
   beforeAll(async () => {
     db = await createTestDatabase();
     dir = mkdtempSync(join(tmpdir(), 'rrs-aio-proxy-'));
     const config = buildConfig({ DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn', TRUST_PROXY: 'loopback', PUBLIC_BASE_URL: PUBLIC, DEMO_PASSWORD: 'demo-password-0123' });
-    aio = await startAllInOne(config, ctx);
+    aio = (await startAllInOne(config, ctx)) as DevelopmentAllInOne;
     ctx.health.setReady(true);
   });
   afterAll(async () => {
@@ -110,13 +110,13 @@ function getWithHost(url: string, host: string): Promise<{ status: number; body:
 describe('all-in-one outside production, reached by a rebound name', () => {
   let db: TestDatabase;
   let dir: string;
-  let aio: RunningAllInOne;
+  let aio: DevelopmentAllInOne;
   const ctx = testContext('aio-rebinding');
 
   beforeAll(async () => {
     db = await createTestDatabase();
     dir = mkdtempSync(join(tmpdir(), 'rrs-aio-rebind-'));
-    aio = await startAllInOne(buildConfig({ DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, LOG_LEVEL: 'warn' }), ctx);
+    aio = (await startAllInOne(buildConfig({ DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, LOG_LEVEL: 'warn' }), ctx)) as DevelopmentAllInOne;
     ctx.health.setReady(true);
   });
   afterAll(async () => {

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { createTestDatabase, testContext, type TestDatabase } from '@rrs/testkit';
-import { startAllInOne, type RunningAllInOne } from '../../all-in-one/src/launcher';
+import { startAllInOne, type DevelopmentAllInOne } from '../../all-in-one/src/launcher';
 
 export const DEMO_PASSWORD = 'demo-password-for-tests';
 
 /** The all-in-one on a fresh database (no embedded PostgreSQL), its demo person signing in with DEMO_PASSWORD. */
 export interface ConsoleStack {
-  aio: RunningAllInOne;
+  aio: DevelopmentAllInOne;
   /** Runs SQL in the contacts service's schema, to check what was (not) stored. */
   contactsSql<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
   admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
