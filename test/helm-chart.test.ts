@@ -56,7 +56,7 @@ describe('services: one Deployment each, from its values block', () => {
       expect(values.resources.limits).toBeDefined();
       const deployment = theOne(main.objects, 'Deployment', service);
       expect(deployment.metadata.name).toBe(`rrs-review-request-service-${service}`);
-      expect(mainContainer(deployment).image).toBe(`ghcr.io/example/review-request-service/${service}:${appVersion}`);
+      expect(mainContainer(deployment).image).toBe(`registry.example.com/rrs/${service}:${appVersion}`);
       expect(mainContainer(deployment).resources).toEqual(values.resources);
       for (const kind of ['Service', 'ServiceAccount', 'PodDisruptionBudget']) expect(theOne(main.objects, kind, service).metadata.name).toBe(deployment.metadata.name);
       expect(podSpec(deployment).serviceAccountName).toBe(deployment.metadata.name);
@@ -313,6 +313,11 @@ describe('architecture: the NetworkPolicies are the arrows the services call', (
     };
     expect(backends(main)).toEqual([...chartValues.gateway.ingress.paths.map((p: string) => `${p} → gateway`), '/hooks/crm → connectors']);
     expect(backends(renders.get('ci/existing-secret-values.yaml')!)).toEqual(expect.arrayContaining(['/receipts/smsc → channel-sms', '/receipts/postmark → channel-email', '/bots → channel-messenger', '/receipts/greenapi → channel-messenger']));
+  });
+
+  it('routes the console (/app) and its account API (/account) to the gateway, so the console and every emailed console link work', () => {
+    const gatewayPaths = ofKind(main.objects, 'Ingress')[0].spec.rules[0].http.paths.filter((p: any) => p.backend.service.name === theOne(main.objects, 'Service', 'gateway').metadata.name);
+    for (const path of ['/app', '/account']) expect(gatewayPaths.find((p: any) => p.path === path)).toMatchObject({ pathType: 'Prefix', backend: { service: { port: { name: 'http' } } } });
   });
 
   it('routes the admin API on the Ingress only when the operator opts in (gateway.ingress.exposeAdmin)', () => {

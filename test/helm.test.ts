@@ -15,7 +15,7 @@ const chartYaml = YAML.parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8'));
 /** Values of the ci files plus the least a real install needs: the chart's defaults, the three URLs and the connectors' credential key. */
 const CONNECTOR_KEY = 'secrets.connectorSecretKeys="' + Buffer.alloc(32, 7).toString('base64') + '"';
 const WEBHOOK_KEY = 'secrets.webhookSecretKeys="' + Buffer.alloc(32, 8).toString('base64') + '"';
-const MINIMAL = ['postgresql.url="postgres://rrs:pw@postgres:5432/rrs"', 'nats.url="nats://nats:4222"', 'redis.url="redis://redis:6379"', CONNECTOR_KEY, WEBHOOK_KEY];
+const MINIMAL = ['image.registry="registry.example.com/rrs"', 'postgresql.url="postgres://rrs:pw@postgres:5432/rrs"', 'nats.url="nats://nats:4222"', 'redis.url="redis://redis:6379"', CONNECTOR_KEY, WEBHOOK_KEY];
 const SCENARIOS: Array<[string, { values?: string[]; set?: string[] }]> = [
   ...CI_VALUES.map((file): [string, { values: string[] }] => [file, { values: [file] }]),
   ['defaults with the connection URLs', { set: MINIMAL }],
@@ -40,6 +40,26 @@ describe('helm lint --strict', () => {
       const run = lint([...values.flatMap((f) => ['-f', join(CHART, f)]), ...set.flatMap((s) => ['--set-json', s])], kubernetes);
       expect({ kubernetes, status: run.status, out: run.stdout + run.stderr }).toEqual({ kubernetes, status: 0, out: expect.stringContaining('1 chart(s) linted, 0 chart(s) failed') });
     }
+  });
+
+  it('fails for real on the default values, naming every value a real install must set (not only "[INFO] Fail:" lines)', () => {
+    // The plain command, as an operator types it: without --strict and without a values file.
+    const run = helm(['lint', CHART]);
+    const out = run.stdout + run.stderr;
+    expect(run.status).not.toBe(0);
+    expect(out).toContain('1 chart(s) linted, 1 chart(s) failed');
+    for (const refusal of ['image.registry is required', 'postgresql.url is required', 'nats.url is required', 'redis.url is required when the gateway runs more than one replica', 'secrets.connectorSecretKeys is required', 'secrets.webhookSecretKeys is required']) {
+      expect(out).toMatch(new RegExp(`\\[ERROR\\] templates/validate\\.yaml: [^\\n]*values refused: ${refusal.replace(/[.]/g, '\\.')}`));
+    }
+  });
+
+  it('passes with a single refused value set right, and fails while one is still missing', () => {
+    const missingOne = helm(['lint', CHART, ...MINIMAL.filter((s) => s !== WEBHOOK_KEY).flatMap((s) => ['--set-json', s])]);
+    expect(missingOne.status).not.toBe(0);
+    expect(missingOne.stdout).toMatch(/\[ERROR\] templates\/validate\.yaml: [^\n]*values refused: secrets\.webhookSecretKeys is required/);
+    expect(missingOne.stdout).not.toContain('postgresql.url is required');
+    const complete = helm(['lint', CHART, ...MINIMAL.flatMap((s) => ['--set-json', s])]);
+    expect({ status: complete.status, out: complete.stdout }).toEqual({ status: 0, out: expect.stringContaining('1 chart(s) linted, 0 chart(s) failed') });
   });
 
   // Helm's deprecation check fails an API that the given version no longer serves; full-values renders every kind.
@@ -125,9 +145,11 @@ describe('values: Helm refuses what values.schema.json and the chart refuse', ()
   });
 
   it.each([
-    ['the default values (no database)', [], 'postgresql.url is required'],
-    ['no NATS', ['postgresql.url="postgres://db/rrs"'], 'nats.url is required'],
-    ['several gateway replicas without Redis', ['postgresql.url="postgres://db/rrs"', 'nats.url="nats://nats:4222"'], 'redis.url is required when the gateway runs more than one replica'],
+    ['the default values (no registry: the chart has none of its own)', [], 'image.registry is required'],
+    ['no database', [MINIMAL[0]], 'postgresql.url is required'],
+    ['no NATS', [MINIMAL[0], 'postgresql.url="postgres://db/rrs"'], 'nats.url is required'],
+    ['several gateway replicas without Redis', [MINIMAL[0], 'postgresql.url="postgres://db/rrs"', 'nats.url="nats://nats:4222"'], 'redis.url is required when the gateway runs more than one replica'],
+    ['a service without an image where no registry is set', [...MINIMAL.slice(1), 'gateway.image={"repository":"registry.example.com/rrs/gateway"}'], 'image.registry is required'],
     ['receipts on an Ingress that is off', [...MINIMAL, 'channelSms.receipts.ingress.enabled=true', 'gateway.ingress.enabled=false'], 'channelSms.receipts.ingress needs gateway.ingress'],
     ['Postmark receipts on an Ingress that is off', [...MINIMAL, 'channelEmail.receipts.ingress.enabled=true', 'gateway.ingress.enabled=false'], 'channelEmail.receipts.ingress needs gateway.ingress'],
     ['a disabled directory that its callers cannot reach', [...MINIMAL, 'contacts.enabled=false'], 'contacts is disabled: set contacts.externalAddress'],

@@ -318,30 +318,58 @@ connectors:
 {{- toYaml $data -}}
 {{- end -}}
 
+{{- /*
+Refuses the values with a message. `helm template` and `install` stop at `fail`; `helm lint` only logs
+a `fail` ("[INFO] Fail: …") and passes the chart. So what follows it, which only lint reaches, is a
+Deployment named by the message and without a selector, which lint counts as an error ("[ERROR]
+templates/validate.yaml: a Deployment must contain matchLabels or matchExpressions, and "values
+refused: …" does not"): the chart fails lint, each refusal named.
+*/ -}}
+{{- define "rrs.refuse" -}}
+{{- fail . -}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ printf "values refused: %s" . | quote }}
+{{ end -}}
+
 {{/* Checks that fail the render with a message instead of pods that crash at start. */}}
 {{- define "rrs.validate" -}}
 {{- $v := .Values -}}
+{{- /* The chart has no registry of its own: each image comes from image.registry or the service's image.repository. */ -}}
+{{- if not $v.image.registry -}}
+{{- $unnamed := list -}}
+{{- range $service, $key := include "rrs.services" . | fromYaml -}}
+{{- $svc := index $v $key -}}
+{{- if and $svc.enabled (not $svc.image.repository) -}}{{- $unnamed = append $unnamed $service -}}{{- end -}}
+{{- end -}}
+{{- if and $v.jobs.provisionBus.enabled (not ($v.jobs.provisionBus.image | default dict).repository) (not $v.cascadeScheduler.image.repository) -}}{{- $unnamed = append $unnamed "the provision-bus Job" -}}{{- end -}}
+{{- if $unnamed -}}
+{{- include "rrs.refuse" (printf "image.registry is required: the registry you pushed the images to, e.g. ghcr.io/acme/review-request-service (docs/container-images.md); or give %s its own image.repository" (join ", " (uniq $unnamed))) -}}
+{{- end -}}
+{{- end -}}
 {{- if not $v.secrets.existingSecret -}}
 {{- if not $v.postgresql.url -}}
-{{- fail "postgresql.url is required (or secrets.existingSecret with a DATABASE_URL key)" -}}
+{{- include "rrs.refuse" "postgresql.url is required (or secrets.existingSecret with a DATABASE_URL key)" -}}
 {{- end -}}
 {{- if not $v.nats.url -}}
-{{- fail "nats.url is required (or secrets.existingSecret with a NATS_URL key)" -}}
+{{- include "rrs.refuse" "nats.url is required (or secrets.existingSecret with a NATS_URL key)" -}}
 {{- end -}}
 {{- if and (not $v.redis.url) $v.gateway.enabled (or $v.gateway.autoscaling.enabled (gt (int $v.gateway.replicaCount) 1)) -}}
-{{- fail "redis.url is required when the gateway runs more than one replica: rate limits and the auth cache must be shared" -}}
+{{- include "rrs.refuse" "redis.url is required when the gateway runs more than one replica: rate limits and the auth cache must be shared" -}}
 {{- end -}}
 {{- if and (not $v.redis.url) $v.channelMessenger.enabled (or $v.channelMessenger.autoscaling.enabled (gt (int $v.channelMessenger.replicaCount) 1)) -}}
-{{- fail "redis.url is required when channel-messenger runs more than one replica: send rates must be shared" -}}
+{{- include "rrs.refuse" "redis.url is required when channel-messenger runs more than one replica: send rates must be shared" -}}
 {{- end -}}
 {{- if and (not $v.redis.url) $v.connectors.enabled (or $v.connectors.autoscaling.enabled (gt (int $v.connectors.replicaCount) 1)) -}}
-{{- fail "redis.url is required when connectors runs more than one replica: the request budget of each CRM account must be shared" -}}
+{{- include "rrs.refuse" "redis.url is required when connectors runs more than one replica: the request budget of each CRM account must be shared" -}}
 {{- end -}}
 {{- if and $v.connectors.enabled (not $v.connectors.existingSecret) (not $v.secrets.connectorSecretKeys) -}}
-{{- fail "secrets.connectorSecretKeys is required while connectors is enabled: the key(s) that seal the CRM credentials (make one with: openssl rand -base64 32)" -}}
+{{- include "rrs.refuse" "secrets.connectorSecretKeys is required while connectors is enabled: the key(s) that seal the CRM credentials (make one with: openssl rand -base64 32)" -}}
 {{- end -}}
 {{- if and $v.webhooks.enabled (not $v.webhooks.existingSecret) (not $v.secrets.webhookSecretKeys) -}}
-{{- fail "secrets.webhookSecretKeys is required while webhooks is enabled: the key(s) that seal the webhook signing secrets (make one with: openssl rand -base64 32)" -}}
+{{- include "rrs.refuse" "secrets.webhookSecretKeys is required while webhooks is enabled: the key(s) that seal the webhook signing secrets (make one with: openssl rand -base64 32)" -}}
 {{- end -}}
 {{- end -}}
 {{- /* A gRPC service left out of this release must be reachable elsewhere by those that call it. */ -}}
@@ -354,21 +382,21 @@ connectors:
 {{- if (index $v (index $services .)).enabled -}}{{- $callers = append $callers . -}}{{- end -}}
 {{- end -}}
 {{- if $callers -}}
-{{- fail (printf "%s is disabled: set %s.externalAddress to the host:port of a %s run elsewhere (called by %s)" $arrow.key $arrow.key $callee (join ", " $callers)) -}}
+{{- include "rrs.refuse" (printf "%s is disabled: set %s.externalAddress to the host:port of a %s run elsewhere (called by %s)" $arrow.key $arrow.key $callee (join ", " $callers)) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
 {{- if and $v.channelSms.receipts.ingress.enabled (not $v.gateway.ingress.enabled) -}}
-{{- fail "channelSms.receipts.ingress needs gateway.ingress (the receipts path is added to its host)" -}}
+{{- include "rrs.refuse" "channelSms.receipts.ingress needs gateway.ingress (the receipts path is added to its host)" -}}
 {{- end -}}
 {{- if and $v.channelMessenger.bots.ingress.enabled (not $v.gateway.ingress.enabled) -}}
-{{- fail "channelMessenger.bots.ingress needs gateway.ingress (the bots path is added to its host)" -}}
+{{- include "rrs.refuse" "channelMessenger.bots.ingress needs gateway.ingress (the bots path is added to its host)" -}}
 {{- end -}}
 {{- if and $v.channelEmail.receipts.ingress.enabled (not $v.gateway.ingress.enabled) -}}
-{{- fail "channelEmail.receipts.ingress needs gateway.ingress (the receipts path is added to its host)" -}}
+{{- include "rrs.refuse" "channelEmail.receipts.ingress needs gateway.ingress (the receipts path is added to its host)" -}}
 {{- end -}}
 {{- /* Without the gateway the release has no Ingress at all (a split release routes its own paths). */ -}}
 {{- if and $v.connectors.enabled $v.connectors.hooks.ingress.enabled $v.gateway.enabled (not $v.gateway.ingress.enabled) -}}
-{{- fail "connectors.hooks.ingress needs gateway.ingress (the /hooks/crm path is added to its host): route /hooks/crm to the connectors Service's hooks port yourself and set connectors.hooks.ingress.enabled=false" -}}
+{{- include "rrs.refuse" "connectors.hooks.ingress needs gateway.ingress (the /hooks/crm path is added to its host): route /hooks/crm to the connectors Service's hooks port yourself and set connectors.hooks.ingress.enabled=false" -}}
 {{- end -}}
 {{- end -}}
