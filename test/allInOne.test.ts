@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -199,6 +200,28 @@ describe('all-in-one (npm start)', () => {
     expect(await stop(running.child)).toBe(0);
     running = undefined;
   }, 45_000);
+
+  it('says EMBEDDED_PG_PORT is taken, naming the variable, when another server holds that port', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const taken = (holder.address() as AddressInfo).port;
+    const elsewhere = mkdtempSync(join(tmpdir(), 'rrs-aio-taken-'));
+    // As root, embedded PostgreSQL runs as the `postgres` user, which must be able to enter the folder.
+    chmodSync(elsewhere, 0o755);
+    try {
+      const child = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env(), DATA_DIR: elsewhere, EMBEDDED_PG_PORT: String(taken), LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let err = '';
+      child.stderr!.on('data', (d) => (err += d));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      expect(code).toBe(1);
+      expect(err).toContain(`failed to start: port ${taken} is already in use`);
+      expect(err).toContain('set EMBEDDED_PG_PORT to a free port');
+      expect(err).not.toMatch(/TypeError|Cannot read properties/);
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  });
 
   it('fails at start with a message naming a bad variable', async () => {
     const child = spawn(process.execPath, [MAIN], { env: { ...process.env, PORT: 'eighty' }, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -1,7 +1,8 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { Client as PgClient } from 'pg';
-import { randomBase62, type Logger } from '@rrs/runtime';
+import { randomBase62, StartError, type Logger } from '@rrs/runtime';
 
 /** Where, beside the database folder, the embedded server's password is kept (mode 0600). */
 export const PG_PASSWORD_FILE = 'postgres-password';
@@ -40,6 +41,7 @@ export interface RunningPostgres {
  * PostgreSQL refuses to run as root, so as root the package creates and uses a `postgres` user.
  */
 export async function startEmbeddedPostgres(options: { dir: string; port: number; logger: Logger }): Promise<RunningPostgres> {
+  await ensurePortFree(options.port);
   mkdirSync(options.dir, { recursive: true });
   const clusterExists = existsSync(join(options.dir, 'PG_VERSION'));
   const passwordFile = join(dirname(options.dir), PG_PASSWORD_FILE);
@@ -59,7 +61,12 @@ export async function startEmbeddedPostgres(options: { dir: string; port: number
     options.logger.info({ dir: options.dir }, 'initialising embedded PostgreSQL');
     await server.initialise();
   }
-  await server.start();
+  try {
+    await server.start();
+  } catch (err) {
+    // The package rejects with whatever its child process left, sometimes nothing at all.
+    throw new StartError('EMBEDDED_PG_PORT', `the embedded PostgreSQL did not start on port ${options.port}: ${err instanceof Error ? err.message : String(err ?? 'no reason given')} (its log: LOG_LEVEL=debug)`, { cause: err });
+  }
   const urlWith = (secret: string) => `postgres://postgres:${encodeURIComponent(secret)}@127.0.0.1:${options.port}/postgres`;
   if (rotateFrom !== undefined) await replacePassword(urlWith(rotateFrom), password, passwordFile, options.logger);
   const url = urlWith(password);
@@ -91,6 +98,24 @@ async function replacePassword(legacyUrl: string, password: string, passwordFile
   }
   renameSync(`${passwordFile}.pending`, passwordFile);
   logger.warn({ file: passwordFile }, 'the embedded PostgreSQL had the default password; it now has a generated one, kept in this file');
+}
+
+/**
+ * The port must be free before PostgreSQL is started on it: a PostgreSQL already there (another
+ * all-in-one, a system server) would otherwise make the start fail without a word of why.
+ */
+async function ensurePortFree(port: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new StartError('EMBEDDED_PG_PORT', `port ${port} is already in use (another PostgreSQL, or another all-in-one?): set EMBEDDED_PG_PORT to a free port, or DATABASE_URL to use a PostgreSQL server of your own`)
+          : new StartError('EMBEDDED_PG_PORT', `port ${port} cannot be used: ${err.message}`, { cause: err }),
+      ),
+    );
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve()));
+  });
 }
 
 /** How long the stop waits for the services' connections to close before PostgreSQL shuts down anyway. */

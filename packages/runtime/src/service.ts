@@ -80,8 +80,10 @@ export async function runService<C, R = unknown>(options: RunServiceOptions<C, R
     ctx.logger.info('started');
   } catch (err) {
     // The message first: a dependency unreachable at start names the variable that points at it (StartError).
-    ctx.logger.fatal({ err }, `failed to start: ${(err as Error).message}`);
-    process.stderr.write(`${options.displayName ?? options.name}: failed to start: ${(err as Error).message}\n`);
+    // A library may reject with anything, even undefined: the message is never read from nothing.
+    const message = err instanceof Error ? err.message : `${String(err)} (not an error object)`;
+    ctx.logger.fatal({ err }, `failed to start: ${message}`);
+    process.stderr.write(`${options.displayName ?? options.name}: failed to start: ${message}\n`);
     await ctx.lifecycle.shutdown('start failed');
     process.exit(1);
   }
