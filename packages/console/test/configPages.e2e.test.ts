@@ -113,18 +113,24 @@ describe('the configuration pages in a browser', () => {
     await expectAccessible('flows');
   });
 
-  it('edits the SMS template and counts its parts: GSM-7 for Latin text, UCS-2 for Cyrillic; the email preview is the sent email', async () => {
+  it('shows the SMS as sent for each location with a real link, its counter and cost on that text; the email preview is the sent email', async () => {
     await open('Templates');
     const sms = page.getByRole('form', { name: 'Templates: SMS' });
     const counter = page.locator('#sms-counter');
+    // The demo's own template, with a link as long as the real one (PUBLIC_BASE_URL): sent whole, "визит" kept.
+    await page.locator('#sms-counter[data-encoding="UCS-2"][data-parts="1"][data-cut="false"]').waitFor();
+    await page.locator('.sms-preview pre').filter({ hasText: /^Demo Coffee: оцените визит localhost:8080\/r\/AbCdEf0123456789GhIjKl$/ }).first().waitFor();
     await sms.getByLabel('Text').fill('Hello! Please rate your visit to {{location}}: {{link}}');
-    await page.locator('#sms-counter[data-encoding="GSM-7"][data-parts="1"]').waitFor();
-    expect(await counter.textContent()).toMatch(/^GSM-7: \d+ of 160 characters a part — 1 part\(s\)$/);
+    await page.locator('#sms-counter[data-encoding="GSM-7"][data-parts="1"][data-cut="false"]').waitFor();
+    expect(await counter.textContent()).toMatch(/^GSM-7: \d+ of 160 characters — 1 SMS part\(s\), the cost of each message\.$/);
+    await page.locator('.sms-preview pre').filter({ hasText: 'http://localhost:8080/r/AbCdEf0123456789GhIjKl' }).first().waitFor();
     await sms.getByLabel('Text').fill('Здравствуйте! Пожалуйста, оцените ваш визит в {{location}}: {{link}}');
-    await page.locator('#sms-counter[data-encoding="UCS-2"][data-parts="2"]').waitFor();
-    expect(await counter.textContent()).toMatch(/^UCS-2: \d+ of 67 characters a part — 2 part\(s\)$/);
-    // The sender cuts to one part: the text as sent costs 1 part, and keeps the whole link.
-    await page.getByText('Cost: 1 SMS part(s) a message.').waitFor();
+    // Too long for one part: what is sent is cut (and says so), and the counter counts what is sent: one part, one cost.
+    await page.locator('#sms-counter[data-encoding="UCS-2"][data-parts="1"][data-cut="true"]').waitFor();
+    expect(await counter.textContent()).toMatch(/^UCS-2: (\d+) of 70 characters — 1 SMS part\(s\), the cost of each message\.$/);
+    expect(Number(/UCS-2: (\d+)/.exec((await counter.textContent())!)![1])).toBeLessThanOrEqual(70);
+    await page.getByText('Cut to one part: the words before the link that do not fit are left out.', { exact: false }).first().waitFor();
+    expect(await page.getByText(/part\(s\)/).count()).toBe(await page.locator('.sms-preview').count());
     // MAX and Telegram: the location's name on the first line, then the SMS text.
     await page.getByText(/^Demo Coffee.*\nЗдравствуйте!/).waitFor();
     await sms.getByRole('button', { name: 'Save' }).click();

@@ -3,7 +3,7 @@ import { call } from '../api';
 import { canChange, ErrorNote, ReadOnlyNote, type PageProps } from '../App';
 import type { Translate } from '../i18n';
 import { useAction } from '../parts';
-import { CHANNELS_WITH_SMS_TEXT, fillTemplate, renderEmail, renderMessengerText, renderSms, smsCount } from '../rules';
+import { CHANNELS_WITH_SMS_TEXT, renderEmail, renderMessengerText, renderSms, smsCount } from '../rules';
 
 interface Template {
   channel: string;
@@ -16,15 +16,14 @@ type Step = Parameters<typeof renderEmail>[0];
 /** Review link tokens are 22 base62 characters: the sample has the length a real link has, so the counts are right. */
 const SAMPLE_TOKEN = 'AbCdEf0123456789GhIjKl';
 
-/** The step a preview renders: the customer "Anna" at the organization's first location, with a link of the real length. */
-function sampleStep(template: Template, locationName: string, locale: string, customerName: string): Step {
-  const origin = location.origin;
+/** The step a preview renders: the customer "Anna" at one of the organization's locations, with a link as long as a real one (PUBLIC_BASE_URL + token). */
+function sampleStep(template: Template, locationName: string, locale: string, customerName: string, linkBase: string): Step {
   return {
     stepId: 'preview', attemptId: '', attempt: 1, organizationId: '', cascadeId: '', recipientId: '', channel: template.channel,
     recipient: { name: customerName, email: 'anna@example.com', phone: '+79161234567' },
     location: { id: '', name: locationName, address: '', city: '' },
     template: { subject: template.subject, body: template.body },
-    reviewUrl: `${origin}/r/${SAMPLE_TOKEN}`, unsubscribeUrl: `${origin}/u/${SAMPLE_TOKEN}`, locale, dueAt: undefined, dispatchedAt: undefined,
+    reviewUrl: `${linkBase}/r/${SAMPLE_TOKEN}`, unsubscribeUrl: `${linkBase}/u/${SAMPLE_TOKEN}`, locale, dueAt: undefined, dispatchedAt: undefined,
   } as Step;
 }
 
@@ -35,13 +34,18 @@ function sampleStep(template: Template, locationName: string, locale: string, cu
  */
 export function TemplatesPage({ t, session }: PageProps) {
   const [templates, setTemplates] = useState<Template[] | null>(null);
-  const [locationName, setLocationName] = useState(session.organization.name);
+  const [linkBase, setLinkBase] = useState(location.origin);
+  const [locationNames, setLocationNames] = useState<string[]>([session.organization.name]);
   const action = useAction();
 
-  const load = () => call<{ templates: Template[] }>('GET', '/templates').then((r) => setTemplates(r.templates), action.setError);
+  const load = () =>
+    call<{ templates: Template[]; reviewLinkBase: string }>('GET', '/templates').then((r) => {
+      setTemplates(r.templates);
+      setLinkBase(r.reviewLinkBase);
+    }, action.setError);
   useEffect(() => {
     void load();
-    call<{ locations: Array<{ name: string }> }>('GET', '/locations').then((r) => r.locations[0] && setLocationName(r.locations[0].name), action.setError);
+    call<{ locations: Array<{ name: string }> }>('GET', '/locations').then((r) => r.locations.length > 0 && setLocationNames(r.locations.map((l) => l.name)), action.setError);
   }, []);
 
   const own = (templates ?? []).filter((x) => !(CHANNELS_WITH_SMS_TEXT as readonly string[]).includes(x.channel));
@@ -54,13 +58,13 @@ export function TemplatesPage({ t, session }: PageProps) {
       {templates === null ? (
         <p role="status">{t('loading')}</p>
       ) : (
-        own.map((template) => <TemplateEditor key={template.channel} t={t} session={session} template={template} locationName={locationName} onSaved={load} />)
+        own.map((template) => <TemplateEditor key={template.channel} t={t} session={session} template={template} locationNames={locationNames} linkBase={linkBase} onSaved={load} />)
       )}
     </section>
   );
 }
 
-function TemplateEditor({ t, session, template, locationName, onSaved }: PageProps & { template: Template; locationName: string; onSaved: () => Promise<unknown> }) {
+function TemplateEditor({ t, session, template, locationNames, linkBase, onSaved }: PageProps & { template: Template; locationNames: string[]; linkBase: string; onSaved: () => Promise<unknown> }) {
   const [subject, setSubject] = useState(template.subject);
   const [body, setBody] = useState(template.body);
   const [saved, setSaved] = useState(false);
@@ -74,7 +78,8 @@ function TemplateEditor({ t, session, template, locationName, onSaved }: PagePro
   const channel = template.channel;
   const id = channel.toLowerCase();
   const isEmail = channel === 'EMAIL';
-  const step = sampleStep({ ...template, subject, body }, locationName, session.organization.locale, t('customerSample'));
+  const steps = locationNames.map((name) => sampleStep({ ...template, subject, body }, name, session.organization.locale, t('customerSample'), linkBase));
+  const step = steps[0];
 
   const save = (e: Event) => {
     e.preventDefault();
@@ -127,7 +132,7 @@ function TemplateEditor({ t, session, template, locationName, onSaved }: PagePro
         </>
       )}
       <h3>{t('preview')}</h3>
-      {isEmail ? <EmailPreview t={t} step={step} /> : <SmsPreview t={t} step={step} id={id} messenger={channel === 'SMS'} />}
+      {isEmail ? <EmailPreview t={t} step={step} /> : <SmsPreview t={t} steps={steps} id={id} messenger={channel === 'SMS'} />}
     </article>
   );
 }
@@ -145,27 +150,37 @@ function EmailPreview({ t, step }: { t: Translate; step: Step }) {
   );
 }
 
-/** The counter is of the template's first line filled in (what the customer would get uncut); the sent text is the sender's own cut. */
-function SmsPreview({ t, step, id, messenger }: { t: Translate; step: Step; id: string; messenger: boolean }) {
-  const firstLine = (step.template?.body ?? '').split(/\r?\n/)[0];
-  const filled = fillTemplate(firstLine, step);
-  const full = filled.includes(step.reviewUrl) ? filled : `${filled.trimEnd()} ${step.reviewUrl}`;
-  const count = smsCount(full);
-  const sms = renderSms(step);
+/**
+ * The SMS exactly as the sender makes it (renderSms), for each of the organization's locations: its
+ * text, and one line with its encoding, length, parts and cost, counted on that text, so the counter and
+ * the cost cannot disagree. A text cut to one part says so, and so does the short link form.
+ */
+function SmsPreview({ t, steps, id, messenger }: { t: Translate; steps: Step[]; id: string; messenger: boolean }) {
   return (
     <>
-      <p id={`${id}-counter`} role="status" data-encoding={count.encoding} data-parts={count.parts}>
-        {t('smsCounter', { encoding: count.encoding, length: count.length, perPart: count.perPart, parts: count.parts })}
-      </p>
-      {count.parts > 1 && <p class="hint">{t('smsTooLong')}</p>}
       <h4>{t('smsAsSent')}</h4>
-      <pre class="message-preview">{sms.text}</pre>
-      <p>{t('smsCost', { parts: sms.parts })}</p>
+      {steps.map((step, index) => {
+        const sms = renderSms(step);
+        const count = smsCount(sms.text);
+        return (
+          <div key={index} class="sms-preview" data-location={step.location?.name}>
+            <p>
+              <strong>{step.location?.name}</strong>
+            </p>
+            <pre class="message-preview">{sms.text}</pre>
+            <p id={index === 0 ? `${id}-counter` : undefined} class="sms-counter" role={index === 0 ? 'status' : undefined} data-encoding={count.encoding} data-parts={sms.parts} data-cut={String(sms.cut)}>
+              {t('smsCounter', { encoding: count.encoding, length: count.length, perPart: count.perPart, parts: sms.parts })}
+            </p>
+            {sms.cut && <p class="error">{t('smsCut')}</p>}
+            {sms.link !== step.reviewUrl && <p class="hint">{t('smsShortLink')}</p>}
+          </div>
+        );
+      })}
       {messenger && (
         <>
           <h4>{t('messengerPreview')}</h4>
           <p class="hint">{t('messengerNote')}</p>
-          <pre class="message-preview">{renderMessengerText(step)}</pre>
+          <pre class="message-preview">{renderMessengerText(steps[0])}</pre>
         </>
       )}
     </>

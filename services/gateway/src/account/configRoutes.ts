@@ -19,6 +19,8 @@ import { EXAMPLE_IDS } from '../routes/shapes';
 
 export interface ConfigRouteDeps {
   clients: GatewayClients;
+  /** PUBLIC_BASE_URL: the base of the review links the messages carry (the template previews use it). */
+  publicBaseUrl: string;
   /** The live channel catalog (the senders' announcements); unset = none running. */
   channelCatalog?: ChannelCatalogSource;
 }
@@ -101,8 +103,19 @@ export function configRoutes(deps: ConfigRouteDeps): Route[] {
     defineRoute({
       method: 'GET', path: '/templates', operationId: 'listTemplates', summary: 'The message templates', tags: ['templates'], auth: 'session',
       description: "The template in effect for each channel: the organization's own, or the default of its locale. MAX and TELEGRAM steps use the SMS template, with the location's name as the first line.",
-      responses: { 200: { description: 'The templates.', body: z.object({ templates: z.array(Template) }), example: { templates: [EXAMPLE_EMAIL_TEMPLATE, EXAMPLE_SMS_TEMPLATE] } } },
-      handler: async ({ principal, metadata }) => ({ body: { templates: (await contacts.listTemplates({ organizationId: principal.organization.id }, { metadata })).templates.map(templateJson) } }),
+      responses: {
+        200: {
+          description: 'The templates.',
+          body: z.object({
+            templates: z.array(Template),
+            reviewLinkBase: z.string().meta({ description: 'The base every review link starts with (PUBLIC_BASE_URL): a link is `<reviewLinkBase>/r/<22-character token>`, so a preview has the length of what is sent.' }),
+          }),
+          example: { templates: [EXAMPLE_EMAIL_TEMPLATE, EXAMPLE_SMS_TEMPLATE], reviewLinkBase: 'https://reviews.example.com' },
+        },
+      },
+      handler: async ({ principal, metadata }) => ({
+        body: { templates: (await contacts.listTemplates({ organizationId: principal.organization.id }, { metadata })).templates.map(templateJson), reviewLinkBase: deps.publicBaseUrl.replace(/\/+$/, '') },
+      }),
     }),
     defineRoute({
       method: 'PUT', path: '/templates/{channel}', operationId: 'setTemplate', summary: "Set a channel's message template", tags: ['templates'], auth: 'session',
