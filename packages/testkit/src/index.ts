@@ -145,3 +145,4 @@ export * from './fakes/maxBot';
 export * from './servers';
 export * from './serviceProcess';
 export * from './allInOne';
+export * from './fakes/dnsServer';

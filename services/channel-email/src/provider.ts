@@ -1,5 +1,6 @@
 import { PermanentSendError, RetryableSendError, type ChannelProvider, type SinkOutbox } from '@rrs/sender-kit';
 import { DEFAULT_SMTP_MAX_CONNECTIONS } from './config';
+import type { DkimSigner } from './dkim';
 import type { EmailMessage } from './message';
 import { EmailComposer } from './mime';
 import { SmtpPool } from './smtpPool';
@@ -31,10 +32,11 @@ export function classifySmtpError(err: unknown): RetryableSendError | PermanentS
   return new RetryableSendError('provider_error', `SMTP: ${failure.message ?? String(err)}`, { cause: err, maybeDelivered: true });
 }
 
-export function smtpProvider(options: { smtpUrl: string; from: string; timeoutMs: number; maxConnections?: number }): EmailProvider {
+export function smtpProvider(options: { smtpUrl: string; from: string; timeoutMs: number; maxConnections?: number; sign?: DkimSigner }): EmailProvider {
   const url = new URL(options.smtpUrl);
   const secure = url.protocol === 'smtps:';
   const composer = new EmailComposer(options.from);
+  const sign = options.sign;
   // nodemailer's SMTPConnection turns Nagle's algorithm off on every socket, plain or TLS: a command
   // written behind an unacknowledged segment would wait for the server's delayed ACK (40 ms on Linux).
   const pool = new SmtpPool({
@@ -56,8 +58,10 @@ export function smtpProvider(options: { smtpUrl: string; from: string; timeoutMs
     name: 'smtp',
     async send(message) {
       const { envelope, raw } = composer.compose(message);
+      // Signed as built, before the pool: what the server gets is exactly what was signed.
+      const data = sign ? await sign(raw) : raw;
       try {
-        await pool.send(envelope, raw);
+        await pool.send(envelope, data);
         return { providerMessageId: message.messageId };
       } catch (err) {
         throw classifySmtpError(err);

@@ -1,6 +1,8 @@
 import type { ServiceContext } from '@rrs/runtime';
 import { PermanentSendError, ProviderChain, SinkOutbox, StepOutcome, startChannelSender, type ChannelSenderConfig, type ChannelSenderDeps, type ProviderChainOptions, type SendStep } from '@rrs/sender-kit';
-import type { EmailConfig } from './config';
+import type { busV1 } from '@rrs/proto';
+import { fromDomain, type EmailConfig, type SenderAuthentication } from './config';
+import { dkimSigner } from './dkim';
 import { renderEmail, type EmailMessage } from './message';
 import { postmarkProvider } from './postmark';
 import { sinkEmailProvider, smtpProvider, type EmailProvider } from './provider';
@@ -29,15 +31,17 @@ export function emailSend(providers: EmailProvider | ProviderChain<EmailMessage>
 }
 
 export async function startEmailSender(
-  config: ChannelSenderConfig & Partial<Pick<EmailConfig, 'smtpUrl' | 'emailFrom' | 'smtpTimeoutMs' | 'smtpMaxConnections' | 'postmark' | 'providers' | 'receiptsHost' | 'receiptsPort' | 'circuit'>>,
+  config: ChannelSenderConfig & Partial<Pick<EmailConfig, 'smtpUrl' | 'emailFrom' | 'smtpTimeoutMs' | 'smtpMaxConnections' | 'postmark' | 'providers' | 'receiptsHost' | 'receiptsPort' | 'circuit' | 'authentication'>>,
   ctx: ServiceContext,
   deps: EmailDeps = {},
 ) {
   const outbox = deps.outbox ?? new SinkOutbox();
   const from = config.emailFrom ?? 'Reviews <no-reply@localhost>';
   const names = config.providers ?? (config.smtpUrl ? ['smtp'] : []);
+  const dkim = config.authentication?.dkim;
+  const sign = dkim ? dkimSigner(dkim) : undefined;
   const configured: EmailProvider[] = names.map((name) =>
-    name === 'smtp' ? smtpProvider({ smtpUrl: config.smtpUrl!, from, timeoutMs: config.smtpTimeoutMs ?? 15_000, maxConnections: config.smtpMaxConnections }) : postmarkProvider({ ...config.postmark!, from }),
+    name === 'smtp' ? smtpProvider({ smtpUrl: config.smtpUrl!, from, timeoutMs: config.smtpTimeoutMs ?? 15_000, maxConnections: config.smtpMaxConnections, sign }) : postmarkProvider({ ...config.postmark!, from }),
   );
   const given = deps.provider === undefined ? undefined : Array.isArray(deps.provider) ? deps.provider : [deps.provider];
   const providers = given ?? (configured.length > 0 ? configured : [sinkEmailProvider(outbox)]);
@@ -50,7 +54,10 @@ export async function startEmailSender(
     bus: deps.bus,
     pool: deps.pool,
     channels: [{
-      entry: { key: CHANNEL, slug: 'email', label: 'Email', contactField: 'email', capabilities: receipts ? ['send', 'unsubscribe', 'delivery_receipts'] : ['send', 'unsubscribe'], position: 10 },
+      entry: {
+        key: CHANNEL, slug: 'email', label: 'Email', contactField: 'email', capabilities: receipts ? ['send', 'unsubscribe', 'delivery_receipts'] : ['send', 'unsubscribe'], position: 10,
+        senderDomain: senderDomainOf(from, providers, config.authentication),
+      },
       send: emailSend(chain, from),
       provider: chain.name,
       health: chain,
@@ -66,4 +73,22 @@ export async function startEmailSender(
     receiptsPort = server.port;
   }
   return { ...running, outbox, provider: providers[0], chain, receiptsPort };
+}
+
+/**
+ * What the catalog says of the sender domain, for the deliverability check (docs/channels.md,
+ * "Deliverability"): the From domain, our DKIM selectors with their public keys, who signs otherwise,
+ * and the SPF terms that must authorize our sending servers. Public by nature: it is what DNS publishes.
+ */
+export function senderDomainOf(from: string, providers: readonly EmailProvider[], authentication?: SenderAuthentication): busV1.SenderDomain {
+  const names = providers.map((provider) => provider.name);
+  const dkim = names.includes('smtp') ? authentication?.dkim : undefined;
+  const signedBy = dkim ? '' : names.includes('smtp') && authentication?.dkimSignedByRelay ? 'relay' : names.includes('postmark') ? 'postmark' : '';
+  return {
+    domain: authentication?.domain ?? fromDomain(from),
+    dkimDomain: dkim?.domain ?? '',
+    dkimKeys: (dkim?.keys ?? []).map((key) => ({ selector: key.selector, publicKey: key.publicKey })),
+    dkimSignedBy: signedBy,
+    spfTerms: authentication?.spfTerms ?? [],
+  };
 }

@@ -250,6 +250,40 @@ export interface ChannelCatalogEntry {
    * senders of earlier versions.
    */
   providers: ProviderHealth[];
+  /**
+   * channel-email's EMAIL entry only: the sender domain and how its mail is authenticated, for the
+   * deliverability check (SPF, DKIM, DMARC; docs/channels.md "Deliverability"). Unset from other senders
+   * and from senders of earlier versions. (Numbered apart from the fields above, which other channel
+   * work extends.)
+   */
+  senderDomain?: SenderDomain | undefined;
+}
+
+/** The domain of an email sender's From address and what authenticates its mail. Holds no secret. */
+export interface SenderDomain {
+  /** The From address's domain, e.g. `example.com`. */
+  domain: string;
+  /** The `d=` domain of the sender's own DKIM signatures (DKIM_DOMAIN; the From domain by default). */
+  dkimDomain: string;
+  /**
+   * The keys the sender signs every SMTP message with, in DKIM_SELECTORS order (two while one is
+   * rotated); empty when it does not sign itself.
+   */
+  dkimKeys: DkimPublicKey[];
+  /**
+   * Who signs instead, when `dkim_keys` is empty: `relay` (the SMTP relay, DKIM_SIGNED_BY_RELAY),
+   * `postmark` (Postmark signs its own sends), or empty (nobody: the demo sink).
+   */
+  dkimSignedBy: string;
+  /** SPF terms that must authorize the servers the mail leaves from (EMAIL_SPF, by default `a:<SMTP host>`). */
+  spfTerms: string[];
+}
+
+/** One DKIM selector of a sender. */
+export interface DkimPublicKey {
+  selector: string;
+  /** The `p=` tag to publish: base64 of the public key's SubjectPublicKeyInfo (DER). */
+  publicKey: string;
 }
 
 /** One provider of a channel as one sender replica sees it. Holds no secret and no message content. */
@@ -1399,6 +1433,7 @@ function createBaseChannelCatalogEntry(): ChannelCatalogEntry {
     unavailableReason: undefined,
     botLink: undefined,
     providers: [],
+    senderDomain: undefined,
   };
 }
 
@@ -1439,6 +1474,9 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
     }
     for (const v of message.providers) {
       ProviderHealth.encode(v!, writer.uint32(98).fork()).join();
+    }
+    if (message.senderDomain !== undefined) {
+      SenderDomain.encode(message.senderDomain, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -1552,6 +1590,14 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
             message.providers.push(ProviderHealth.decode(reader, reader.uint32()));
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.senderDomain = SenderDomain.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1598,6 +1644,11 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
       providers: globalThis.Array.isArray(object?.providers)
         ? object.providers.map((e: any) => ProviderHealth.fromJSON(e))
         : [],
+      senderDomain: isSet(object.senderDomain)
+        ? SenderDomain.fromJSON(object.senderDomain)
+        : isSet(object.sender_domain)
+        ? SenderDomain.fromJSON(object.sender_domain)
+        : undefined,
     };
   },
 
@@ -1639,6 +1690,9 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
     if (message.providers?.length) {
       obj.providers = message.providers.map((e) => ProviderHealth.toJSON(e));
     }
+    if (message.senderDomain !== undefined) {
+      obj.senderDomain = SenderDomain.toJSON(message.senderDomain);
+    }
     return obj;
   },
 
@@ -1659,6 +1713,247 @@ export const ChannelCatalogEntry: MessageFns<ChannelCatalogEntry> = {
     message.unavailableReason = object.unavailableReason ?? undefined;
     message.botLink = object.botLink ?? undefined;
     message.providers = object.providers?.map((e) => ProviderHealth.fromPartial(e)) || [];
+    message.senderDomain = (object.senderDomain !== undefined && object.senderDomain !== null)
+      ? SenderDomain.fromPartial(object.senderDomain)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSenderDomain(): SenderDomain {
+  return { domain: "", dkimDomain: "", dkimKeys: [], dkimSignedBy: "", spfTerms: [] };
+}
+
+export const SenderDomain: MessageFns<SenderDomain> = {
+  encode(message: SenderDomain, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.domain !== "") {
+      writer.uint32(10).string(message.domain);
+    }
+    if (message.dkimDomain !== "") {
+      writer.uint32(18).string(message.dkimDomain);
+    }
+    for (const v of message.dkimKeys) {
+      DkimPublicKey.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.dkimSignedBy !== "") {
+      writer.uint32(34).string(message.dkimSignedBy);
+    }
+    for (const v of message.spfTerms) {
+      writer.uint32(42).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SenderDomain {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSenderDomain();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.domain = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.dkimDomain = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.dkimKeys.push(DkimPublicKey.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.dkimSignedBy = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.spfTerms.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SenderDomain {
+    return {
+      domain: isSet(object.domain) ? globalThis.String(object.domain) : "",
+      dkimDomain: isSet(object.dkimDomain)
+        ? globalThis.String(object.dkimDomain)
+        : isSet(object.dkim_domain)
+        ? globalThis.String(object.dkim_domain)
+        : "",
+      dkimKeys: globalThis.Array.isArray(object?.dkimKeys)
+        ? object.dkimKeys.map((e: any) => DkimPublicKey.fromJSON(e))
+        : globalThis.Array.isArray(object?.dkim_keys)
+        ? object.dkim_keys.map((e: any) => DkimPublicKey.fromJSON(e))
+        : [],
+      dkimSignedBy: isSet(object.dkimSignedBy)
+        ? globalThis.String(object.dkimSignedBy)
+        : isSet(object.dkim_signed_by)
+        ? globalThis.String(object.dkim_signed_by)
+        : "",
+      spfTerms: globalThis.Array.isArray(object?.spfTerms)
+        ? object.spfTerms.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.spf_terms)
+        ? object.spf_terms.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: SenderDomain): unknown {
+    const obj: any = {};
+    if (message.domain !== "") {
+      obj.domain = message.domain;
+    }
+    if (message.dkimDomain !== "") {
+      obj.dkimDomain = message.dkimDomain;
+    }
+    if (message.dkimKeys?.length) {
+      obj.dkimKeys = message.dkimKeys.map((e) => DkimPublicKey.toJSON(e));
+    }
+    if (message.dkimSignedBy !== "") {
+      obj.dkimSignedBy = message.dkimSignedBy;
+    }
+    if (message.spfTerms?.length) {
+      obj.spfTerms = message.spfTerms;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SenderDomain>, I>>(base?: I): SenderDomain {
+    return SenderDomain.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SenderDomain>, I>>(object: I): SenderDomain {
+    const message = createBaseSenderDomain();
+    message.domain = object.domain ?? "";
+    message.dkimDomain = object.dkimDomain ?? "";
+    message.dkimKeys = object.dkimKeys?.map((e) => DkimPublicKey.fromPartial(e)) || [];
+    message.dkimSignedBy = object.dkimSignedBy ?? "";
+    message.spfTerms = object.spfTerms?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseDkimPublicKey(): DkimPublicKey {
+  return { selector: "", publicKey: "" };
+}
+
+export const DkimPublicKey: MessageFns<DkimPublicKey> = {
+  encode(message: DkimPublicKey, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.selector !== "") {
+      writer.uint32(10).string(message.selector);
+    }
+    if (message.publicKey !== "") {
+      writer.uint32(18).string(message.publicKey);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DkimPublicKey {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDkimPublicKey();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.selector = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.publicKey = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DkimPublicKey {
+    return {
+      selector: isSet(object.selector) ? globalThis.String(object.selector) : "",
+      publicKey: isSet(object.publicKey)
+        ? globalThis.String(object.publicKey)
+        : isSet(object.public_key)
+        ? globalThis.String(object.public_key)
+        : "",
+    };
+  },
+
+  toJSON(message: DkimPublicKey): unknown {
+    const obj: any = {};
+    if (message.selector !== "") {
+      obj.selector = message.selector;
+    }
+    if (message.publicKey !== "") {
+      obj.publicKey = message.publicKey;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DkimPublicKey>, I>>(base?: I): DkimPublicKey {
+    return DkimPublicKey.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DkimPublicKey>, I>>(object: I): DkimPublicKey {
+    const message = createBaseDkimPublicKey();
+    message.selector = object.selector ?? "";
+    message.publicKey = object.publicKey ?? "";
     return message;
   },
 };
