@@ -329,6 +329,15 @@ describe('architecture: the NetworkPolicies are the arrows the services call', (
     expect(admin.backend.service).toEqual({ name: theOne(opted.objects, 'Service', 'gateway').metadata.name, port: { name: 'http' } });
   });
 
+  it('gives channel-email its DKIM keys from the Secret: it starts signing with every selector; a relay that signs is the explicit opt-out', () => {
+    const email = theOne(full.objects, 'Deployment', 'channel-email');
+    expect(envOf(email).find((v) => v.name === 'DKIM_PRIVATE_KEYS')).toMatchObject({ valueFrom: { secretKeyRef: { key: 'DKIM_PRIVATE_KEYS' } } });
+    const signing = configIn(full, 'channel-email').config as { authentication: { dkim: { domain: string; keys: Array<{ selector: string }> } } };
+    expect(signing.authentication.dkim.domain).toBe('example.com');
+    expect(signing.authentication.dkim.keys.map((k) => k.selector)).toEqual(['rrs2026b', 'rrs2026a']);
+    expect(configIn(main, 'channel-email').config).toMatchObject({ authentication: { dkim: undefined, dkimSignedByRelay: true } });
+  });
+
   it('gives the gateway TRUST_PROXY: the one ingress hop by default, as the operator sets it', () => {
     expect(envOf(theOne(main.objects, 'Deployment', 'gateway')).find((v) => v.name === 'TRUST_PROXY')?.value).toBe('1');
     expect(configIn(main, 'gateway').config).toMatchObject({ trustProxy: 1 });

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +17,7 @@ const chartYaml = YAML.parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8'));
 const CONNECTOR_KEY = 'secrets.connectorSecretKeys="' + Buffer.alloc(32, 7).toString('base64') + '"';
 const WEBHOOK_KEY = 'secrets.webhookSecretKeys="' + Buffer.alloc(32, 8).toString('base64') + '"';
 const MINIMAL = ['image.registry="registry.example.com/rrs"', 'postgresql.url="postgres://rrs:pw@postgres:5432/rrs"', 'nats.url="nats://nats:4222"', 'redis.url="redis://redis:6379"', CONNECTOR_KEY, WEBHOOK_KEY];
+const DKIM_KEY = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
 const SCENARIOS: Array<[string, { values?: string[]; set?: string[] }]> = [
   ...CI_VALUES.map((file): [string, { values: string[] }] => [file, { values: [file] }]),
   ['defaults with the connection URLs', { set: MINIMAL }],
@@ -158,6 +160,8 @@ describe('values: Helm refuses what values.schema.json and the chart refuse', ()
     ['webhooks without the keys that seal signing secrets', MINIMAL.filter((s) => s !== WEBHOOK_KEY), 'secrets.webhookSecretKeys is required while webhooks is enabled'],
     ['several connectors replicas without Redis', [...MINIMAL.filter((s) => !s.startsWith('redis.')), 'gateway.autoscaling.enabled=false', 'gateway.replicaCount=1'], 'redis.url is required when connectors runs more than one replica'],
     ['CRM webhooks on an Ingress that is off', [...MINIMAL, 'gateway.ingress.enabled=false'], 'connectors.hooks.ingress needs gateway.ingress'],
+    ['SMTP without DKIM keys or the relay opt-out', [...MINIMAL, 'secrets.smtpUrl="smtp://m:p@smtp.example.com:587"'], 'secrets.dkimPrivateKeys is required with secrets.smtpUrl'],
+    ['DKIM keys without their selectors', [...MINIMAL, 'secrets.smtpUrl="smtp://m:p@smtp.example.com:587"', `secrets.dkimPrivateKeys=${JSON.stringify(DKIM_KEY)}`], 'channelEmail.env.DKIM_SELECTORS is required with secrets.dkimPrivateKeys'],
   ])('refuses %s with a message naming the setting', (_what, set, message) => {
     expect(templateRefused({ set })).toContain(message);
   });

@@ -299,6 +299,7 @@ connectors:
 {{- if $v.redis.url }}{{ $_ := set $data "REDIS_URL" $v.redis.url }}{{ end -}}
 {{- if $v.secrets.adminToken }}{{ $_ := set $data "ADMIN_TOKEN" $v.secrets.adminToken }}{{ end -}}
 {{- if $v.secrets.smtpUrl }}{{ $_ := set $data "SMTP_URL" $v.secrets.smtpUrl }}{{ end -}}
+{{- if $v.secrets.dkimPrivateKeys }}{{ $_ := set $data "DKIM_PRIVATE_KEYS" $v.secrets.dkimPrivateKeys }}{{ end -}}
 {{- if $v.secrets.smscLogin }}{{ $_ := set $data "SMSC_LOGIN" $v.secrets.smscLogin }}{{ end -}}
 {{- if $v.secrets.smscPassword }}{{ $_ := set $data "SMSC_PASSWORD" $v.secrets.smscPassword }}{{ end -}}
 {{- if $v.secrets.postmarkServerToken }}{{ $_ := set $data "POSTMARK_SERVER_TOKEN" $v.secrets.postmarkServerToken }}{{ end -}}
@@ -367,6 +368,14 @@ metadata:
 {{- end -}}
 {{- if and $v.connectors.enabled (not $v.connectors.existingSecret) (not $v.secrets.connectorSecretKeys) -}}
 {{- include "rrs.refuse" "secrets.connectorSecretKeys is required while connectors is enabled: the key(s) that seal the CRM credentials (make one with: openssl rand -base64 32)" -}}
+{{- end -}}
+{{- /* SMTP mail is DKIM-signed in production (the images' NODE_ENV): keys, or the relay signs. */ -}}
+{{- $email := $v.channelEmail -}}
+{{- if and $email.enabled (not $email.existingSecret) $v.secrets.smtpUrl (not $v.secrets.dkimPrivateKeys) (ne (toString (index ($email.env | default dict) "DKIM_SIGNED_BY_RELAY")) "true") -}}
+{{- include "rrs.refuse" "secrets.dkimPrivateKeys is required with secrets.smtpUrl: SMTP mail is DKIM-signed (Gmail and Microsoft refuse unauthenticated bulk mail); give the key(s) and channelEmail.env.DKIM_SELECTORS, or set channelEmail.env.DKIM_SIGNED_BY_RELAY: \"true\" if your SMTP relay signs for you" -}}
+{{- end -}}
+{{- if and $email.enabled (not $email.existingSecret) $v.secrets.dkimPrivateKeys (not (index ($email.env | default dict) "DKIM_SELECTORS")) -}}
+{{- include "rrs.refuse" "channelEmail.env.DKIM_SELECTORS is required with secrets.dkimPrivateKeys: the selector of each key, in the same order (e.g. rrs2026)" -}}
 {{- end -}}
 {{- if and $v.webhooks.enabled (not $v.webhooks.existingSecret) (not $v.secrets.webhookSecretKeys) -}}
 {{- include "rrs.refuse" "secrets.webhookSecretKeys is required while webhooks is enabled: the key(s) that seal the webhook signing secrets (make one with: openssl rand -base64 32)" -}}
