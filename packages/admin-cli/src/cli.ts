@@ -291,6 +291,8 @@ export const COMMANDS: Record<string, Command> = {
   'connectors:delete': { summary: 'Delete a connector (its inbound URL stops working)', flags: { org, connector: connectorId }, request: (flags) => ({ method: 'DELETE', path: orgPath(flags, 'connectors', text(flags, 'connector')) }) },
   'connectors:status': { summary: "A connector's last sync, last error and counts", flags: { org, connector: connectorId }, request: (flags) => ({ method: 'GET', path: orgPath(flags, 'connectors', text(flags, 'connector'), 'status') }) },
   'connectors:sync': { summary: 'Reconcile a connector now', flags: { org, connector: connectorId }, request: (flags) => ({ method: 'POST', path: orgPath(flags, 'connectors', text(flags, 'connector'), 'sync') }) },
+
+  'deliverability:check': { summary: "Check the email sender domain's SPF, DKIM and DMARC in DNS, with the records to publish", flags: {}, request: () => ({ method: 'GET', path: '/deliverability' }) },
 };
 
 export function parseFlags(args: string[], specs: Record<string, FlagSpec>): Flags {

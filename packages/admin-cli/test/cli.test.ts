@@ -146,6 +146,10 @@ describe('admin CLI', () => {
     expect(await run(['connectors:delete', '--org', org.id, '--connector', connector.id])).toEqual({ ok: true });
     expect((await run(['connectors:list', '--org', org.id])).connectors).toEqual([]);
 
+    // No email sender runs here: the check says so (its passes and failures: services/gateway/test/deliverabilityApi.test.ts).
+    used.add('deliverability:check');
+    expect(await admin(['deliverability:check'])).toMatchObject({ code: 1, json: { status: 409, code: 'email_sender_not_running' } });
+
     expect([...used].sort()).toEqual(Object.keys(COMMANDS).sort());
   });
 

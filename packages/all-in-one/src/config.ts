@@ -4,7 +4,7 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '@rrs/proto';
 import { z } from 'zod';
 import { DEFAULT_MINUTE_MS, fastClock } from '@rrs/cascade-scheduler';
 import { isWellFormedApiKey } from '@rrs/contacts';
-import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT, recipientQuotaEnvShape, recipientQuotasOf, trustProxyField, type TrustProxy } from '@rrs/gateway';
+import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT, recipientQuotaEnvShape, recipientQuotasOf, trustProxyField, dnsResolverField, type TrustProxy } from '@rrs/gateway';
 
 export interface AllInOneConfig {
   host: string;
@@ -50,6 +50,8 @@ export interface AllInOneConfig {
    * the client, not the proxy.
    */
   trustProxy?: TrustProxy;
+  /** DNS servers the sender-domain check asks (DNS_RESOLVER, as the gateway reads it); empty = the system's. */
+  dnsServers?: string[];
   /** CRM addresses on loopback over plain http (local fakes): outside production only. */
   allowHttpCrm: boolean;
   logLevel: string;
@@ -82,6 +84,7 @@ export function buildConfig(env: Env): AllInOneConfig {
       NODE_ENV: envField.nodeEnv(),
       LOG_LEVEL: envField.logLevel(),
       TRUST_PROXY: trustProxyField(),
+      DNS_RESOLVER: dnsResolverField(),
     },
     env,
   );
@@ -107,6 +110,7 @@ export function buildConfig(env: Env): AllInOneConfig {
     connectorSecretKeys: vars.CONNECTOR_SECRET_KEYS === undefined ? undefined : parseSecretKeys(vars.CONNECTOR_SECRET_KEYS, 'CONNECTOR_SECRET_KEYS'),
     webhookSecretKeys: vars.WEBHOOK_SECRET_KEYS === undefined ? undefined : parseSecretKeys(vars.WEBHOOK_SECRET_KEYS, 'WEBHOOK_SECRET_KEYS'),
     trustProxy: vars.TRUST_PROXY,
+    dnsServers: vars.DNS_RESOLVER,
     allowHttpCrm: vars.NODE_ENV !== 'production',
     logLevel: vars.LOG_LEVEL,
   };

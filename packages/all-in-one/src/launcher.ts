@@ -144,6 +144,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       publicBaseUrl: config.publicBaseUrl,
       recipientQuotas: config.recipientQuotas,
       trustProxy: config.trustProxy,
+      dnsServers: config.dnsServers,
     },
     contextOf('gateway'),
     // The dev inbox (/dev/messages, /dev/inbox) lists what the sink providers "sent", for every

@@ -21,6 +21,7 @@ import type { RouteSource } from './http/route';
 import type { RateLimiter } from './rateLimit';
 import { createRecipientQuota, type RecipientQuota } from './recipientQuota';
 import { publicApi } from './routes/api';
+import { txtLookup } from './useCases/deliverability';
 
 export interface AppDeps {
   authenticate: Authenticator;
@@ -48,6 +49,8 @@ export interface AppDeps {
   botLinks?: BotLinkSource;
   /** Invitations and password reset links by email (account/systemEmails.ts); unset = none are emailed (logged). */
   systemEmails?: SystemEmails;
+  /** DNS servers the sender-domain check asks (DNS_RESOLVER, `ip[:port]`); unset or empty = the system's. */
+  dnsServers?: readonly string[];
   health: Health;
   logger: Logger;
 }
@@ -107,10 +110,11 @@ export function createApp(deps: AppDeps): express.Express {
   });
   app.use('/api/v1', publicApiServed.handler);
   const adminTokens = deps.adminTokens ?? [];
+  const deliverability = { channelCatalog: deps.channelCatalog, lookup: txtLookup(deps.dnsServers) };
   const systemEmails = deps.systemEmails ?? busSystemEmails(undefined, deps.publicBaseUrl, deps.logger);
   app.use(
     '/admin/v1',
-    adminTokens.length > 0 ? serveApi(adminApi(deps.clients, { tokens: adminTokens, failures: failureLimiters.adminAuth, logger: deps.logger, publicBaseUrl: deps.publicBaseUrl, systemEmails })).handler : adminApiDisabled,
+    adminTokens.length > 0 ? serveApi(adminApi(deps.clients, { tokens: adminTokens, failures: failureLimiters.adminAuth, logger: deps.logger, publicBaseUrl: deps.publicBaseUrl, systemEmails, deliverability })).handler : adminApiDisabled,
   );
   const signInThrottle = deps.signInThrottle ?? createSignInThrottle({ keyPrefix: 'rrs:gw:', logger: deps.logger });
   // Account answers carry secrets shown once (API keys, invitation links) and the CSRF token: never cached.
@@ -118,7 +122,7 @@ export function createApp(deps: AppDeps): express.Express {
     res.setHeader('Cache-Control', 'no-store');
     next();
   });
-  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle, channelCatalog: deps.channelCatalog, systemEmails, logger: deps.logger, tokenFailures: failureLimiters.accountToken })).handler);
+  app.use('/account/v1', serveApi(accountApi({ clients: deps.clients, publicBaseUrl: deps.publicBaseUrl, rateLimiter: deps.rateLimiter, signInThrottle, channelCatalog: deps.channelCatalog, systemEmails, logger: deps.logger, tokenFailures: failureLimiters.accountToken, deliverability })).handler);
   app.use(consoleRouter());
   app.use(reviewFormRouter({ scheduler: deps.clients.scheduler, logger: deps.logger, ratings: deps.ratings, failures: failureLimiters.linkToken, botLinks: deps.botLinks }));
   for (const router of deps.extraRouters ?? []) app.use(router);

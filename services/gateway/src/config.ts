@@ -45,6 +45,8 @@ export interface GatewayConfig {
    * (express `trust proxy`): false (none, the default), a hop count, or addresses/CIDRs.
    */
   trustProxy: TrustProxy;
+  /** DNS servers the sender-domain check asks (DNS_RESOLVER); empty = the system's resolver. */
+  dnsServers: string[];
 }
 
 export type TrustProxy = false | number | string[];
@@ -79,6 +81,25 @@ export const trustProxyField = () =>
         return z.NEVER;
       }
       return list;
+    });
+
+/**
+ * DNS_RESOLVER: the DNS server(s) the sender-domain check asks, `ip` or `ip:port` (IPv6 as `[addr]:port`),
+ * comma-separated, tried in order; unset = the system's resolver (/etc/resolv.conf).
+ */
+export const dnsResolverField = () =>
+  z
+    .string()
+    .default('')
+    .transform((value, ctx) => {
+      const servers = value.split(',').map((server) => server.trim()).filter(Boolean);
+      for (const server of servers) {
+        if (!/^(?:\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?|\[[0-9a-fA-F:]+\](?::\d{1,5})?|[0-9a-fA-F:]+)$/.test(server)) {
+          ctx.addIssue({ code: 'custom', message: `${JSON.stringify(server)} is not a DNS server address: give ip or ip:port ([ipv6]:port), comma-separated` });
+          return z.NEVER;
+        }
+      }
+      return servers;
     });
 
 /** Where the webhooks service listens unless WEBHOOKS_ADDR says otherwise. */
@@ -184,6 +205,7 @@ export function buildConfig(env: Env): GatewayConfig {
       CHANNEL_TTL_MS: envField.int(30_000, 1_000),
       LOG_LEVEL: envField.logLevel(),
       TRUST_PROXY: trustProxyField(),
+      DNS_RESOLVER: dnsResolverField(),
       HTTP_REQUEST_TIMEOUT_MS: envField.int(DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1_000),
       HTTP_HEADERS_TIMEOUT_MS: envField.int(DEFAULT_HTTP_LIMITS.headersTimeoutMs, 1_000),
       HTTP_MAX_CONNECTIONS: envField.int(DEFAULT_HTTP_LIMITS.maxConnections, 1),
@@ -211,6 +233,7 @@ export function buildConfig(env: Env): GatewayConfig {
     recipientQuotas: recipientQuotasOf(e),
     http: { requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS, headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS, maxConnections: e.HTTP_MAX_CONNECTIONS },
     trustProxy: e.TRUST_PROXY,
+    dnsServers: e.DNS_RESOLVER,
     natsUrl: e.NATS_URL,
     busPrefix: e.BUS_PREFIX,
     channelTtlMs: e.CHANNEL_TTL_MS,

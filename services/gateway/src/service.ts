@@ -26,7 +26,7 @@ export interface RunningGateway {
 }
 
 export type GatewayStartConfig = Pick<GatewayConfig, 'host' | 'port' | 'contactsAddress' | 'schedulerAddress' | 'publicBaseUrl'> &
-  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'connectorsAddress' | 'adminTokens' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy' | 'recipientQuotas' | 'addressFailureRules'>>;
+  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'connectorsAddress' | 'adminTokens' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy' | 'recipientQuotas' | 'addressFailureRules' | 'dnsServers'>>;
 
 export interface GatewayDeps {
   /** gRPC clients to use instead of connecting to the configured addresses (tests wrap them). */
@@ -111,6 +111,7 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
     ratings: deps.bus ? busRatingOutbox(deps.bus) : undefined,
     botLinks: deps.channelCatalog ? botLinksOf(deps.channelCatalog) : undefined,
     systemEmails: busSystemEmails(deps.bus, config.publicBaseUrl, ctx.logger),
+    dnsServers: config.dnsServers,
     health: ctx.health,
     logger: ctx.logger,
   });

@@ -326,7 +326,7 @@ describe('admin API /admin/v1', () => {
     // The CRM connectors' operations are listed by adminConnectors.test.ts.
     const ops = Object.entries(doc.paths).filter(([path]) => !path.includes('/connectors')).flatMap(([, p]) => Object.values(p).map((o) => o.operationId)).sort();
     expect(ops).toEqual([
-      'addSuppression', 'createFlow', 'createLocation', 'createOrganization', 'creditSmsBalance', 'deleteLocation', 'exportPerson', 'getLocation', 'getOrganization', 'inviteMember', 'issueApiKey',
+      'addSuppression', 'checkDeliverability', 'createFlow', 'createLocation', 'createOrganization', 'creditSmsBalance', 'deleteLocation', 'exportPerson', 'getLocation', 'getOrganization', 'inviteMember', 'issueApiKey',
       'listApiKeys', 'listChannelConfigurations', 'listFlows', 'listLocations', 'listMembers', 'listOrganizations', 'listSuppressions', 'listTemplates', 'removeSuppression', 'resetTemplate', 'revokeApiKey',
       'setChannelConfiguration', 'setDefaultFlow', 'setTemplate', 'startPasswordReset', 'updateFlow', 'updateLocation', 'updateOrganization',
     ]);

@@ -5,6 +5,8 @@ import { configRoutes, type ConfigRouteDeps } from './configRoutes';
 import { developerRoutes } from './developerRoutes';
 import { accountMemberRoutes } from './memberRoutes';
 import { accountRoutes, type AccountRouteDeps } from './routes';
+import { deliverabilityRoute, type DeliverabilityDeps } from '../admin/deliverabilityRoutes';
+import { txtLookup } from '../useCases/deliverability';
 
 const TAGS: Record<string, string> = {
   session: 'Signing in and out, and invitations.',
@@ -31,11 +33,18 @@ const ACCOUNT_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
  * signed in with a session cookie (docs/console.md). Its document is `/account/v1/openapi.json`.
  * POSTs take an optional Idempotency-Key, handed to the owning service as on the public API.
  */
-export function accountApi(deps: AccountRouteDeps & ConfigRouteDeps & { resolveSession?: ResolveSession }): HttpApi {
+export function accountApi(deps: AccountRouteDeps & ConfigRouteDeps & { resolveSession?: ResolveSession; deliverability?: DeliverabilityDeps }): HttpApi {
   const resolveSession: ResolveSession = deps.resolveSession ?? ((sessionToken) => deps.clients.contacts.resolveSession({ sessionToken }));
   return {
     basePath: '/account/v1',
-    routes: [...accountRoutes(deps), ...configRoutes(deps), ...accountMemberRoutes(deps), ...developerRoutes(deps)],
+    routes: [
+      ...accountRoutes(deps),
+      ...configRoutes(deps),
+      ...accountMemberRoutes(deps),
+      ...developerRoutes(deps),
+      // The console's Channels page: the same check as the admin API's, read by every role.
+      deliverabilityRoute(deps.deliverability ?? { channelCatalog: deps.channelCatalog, lookup: txtLookup() }, 'session', '/channels/email/deliverability'),
+    ],
     gates: { session: sessionGate(resolveSession, deps.publicBaseUrl), visitor: visitorGate(deps.publicBaseUrl) },
     idempotencyKeys: true,
     document: {

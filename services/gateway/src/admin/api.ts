@@ -11,6 +11,8 @@ import { memberRoutes } from './memberRoutes';
 import { busSystemEmails, type SystemEmails } from '../account/systemEmails';
 import { peopleRoutes } from './peopleRoutes';
 import { adminRoutes } from './routes';
+import { deliverabilityRoute, type DeliverabilityDeps } from './deliverabilityRoutes';
+import { txtLookup } from '../useCases/deliverability';
 
 const TAGS = ['organizations', 'api-keys', 'locations', 'flows', 'templates', 'channels', 'sms-balance', 'people', 'connectors', 'members'];
 
@@ -25,10 +27,19 @@ const ADMIN_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
  * bearer token. Its OpenAPI document (`/admin/v1/openapi.json`) needs no token, like the public API's.
  * No Idempotency-Key: the operations are the operator's, not an integrator's retries.
  */
-export function adminApi(clients: GatewayClients, access: { tokens: readonly string[]; failures: FailureLimiter; logger: Logger; publicBaseUrl: string; systemEmails?: SystemEmails }): HttpApi {
+export function adminApi(
+  clients: GatewayClients,
+  access: { tokens: readonly string[]; failures: FailureLimiter; logger: Logger; publicBaseUrl: string; systemEmails?: SystemEmails; deliverability?: DeliverabilityDeps },
+): HttpApi {
   return {
     basePath: '/admin/v1',
-    routes: [...adminRoutes(clients), ...peopleRoutes(clients), ...connectorRoutes(clients), ...memberRoutes(clients, access.publicBaseUrl, access.systemEmails ?? busSystemEmails(undefined, access.publicBaseUrl, access.logger))],
+    routes: [
+      ...adminRoutes(clients),
+      ...peopleRoutes(clients),
+      ...connectorRoutes(clients),
+      ...memberRoutes(clients, access.publicBaseUrl, access.systemEmails ?? busSystemEmails(undefined, access.publicBaseUrl, access.logger)),
+      deliverabilityRoute(access.deliverability ?? { lookup: txtLookup() }, 'adminToken', '/deliverability'),
+    ],
     gates: { adminToken: adminTokenGate(access.tokens, access.failures, access.logger) },
     idempotencyKeys: false,
     document: {

@@ -19,7 +19,9 @@ export interface RunningChannelCatalog extends ChannelCatalogSource {
 }
 
 const same = (a: readonly ChannelCatalogEntry[], b: readonly ChannelCatalogEntry[]) =>
-  a.length === b.length && a.every((e, i) => e.key === b[i].key && e.slug === b[i].slug && e.label === b[i].label && e.contactField === b[i].contactField && e.position === b[i].position && e.capabilities.join() === b[i].capabilities.join() && e.unavailable === b[i].unavailable && e.unavailableReason === b[i].unavailableReason);
+  a.length === b.length && a.every((e, i) => e.key === b[i].key && e.slug === b[i].slug && e.label === b[i].label && e.contactField === b[i].contactField && e.position === b[i].position && e.capabilities.join() === b[i].capabilities.join() && e.unavailable === b[i].unavailable && e.unavailableReason === b[i].unavailableReason && sameSenderDomain(e.senderDomain, b[i].senderDomain));
+/** A new DKIM key or SPF setting of the email sender is a change too (the deliverability check reads it). */
+const sameSenderDomain = (a?: ChannelCatalogEntry['senderDomain'], b?: ChannelCatalogEntry['senderDomain']) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 
 /**
  * Reads the `channels` KV bucket into memory and keeps it current: a watch applies announcements at
