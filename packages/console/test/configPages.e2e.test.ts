@@ -1,5 +1,5 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchBrowser } from '@rrs/testkit';
+import { launchBrowser, startFakeDnsServer, type FakeDnsServer } from '@rrs/testkit';
 import { screenshotSizes, seriousViolations } from './browserChecks';
 import { addMember, DEMO_PASSWORD, signIn, startConsoleStack, type ConsoleStack, type Signed } from './consoleStack';
 
@@ -36,8 +36,12 @@ describe('the configuration pages in a browser', () => {
     await page.getByRole('heading', { level: 1, name: link }).waitFor();
   };
 
+  let dns: FakeDnsServer;
+
   beforeAll(async () => {
-    stack = await startConsoleStack('config-e2e');
+    // The all-in-one's email sender is the demo sink, From no-reply@localhost: the check looks up its domain here.
+    dns = await startFakeDnsServer({ '_dmarc.localhost': { TXT: ['v=DMARC1; p=none'] } });
+    stack = await startConsoleStack('config-e2e', { dnsServers: [dns.address] });
     api = await signIn(stack.aio.url, 'demo@example.com', DEMO_PASSWORD);
     browser = await launchBrowser();
     context = await browser.newContext({ locale: 'en-US' });
@@ -51,6 +55,7 @@ describe('the configuration pages in a browser', () => {
   afterAll(async () => {
     await browser?.close();
     await stack?.close();
+    await dns?.close();
   });
 
   it('creates a location whose Google review link is built from its Place ID', async () => {
@@ -158,6 +163,17 @@ describe('the configuration pages in a browser', () => {
     const emailProviders = page.getByRole('table', { name: 'Email: providers in failover order' });
     const sink = emailProviders.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'sink' }) });
     expect(await sink.getByRole('cell').allTextContents()).toEqual(['1', 'Working', expect.any(String), '—']);
+    // The sender domain's SPF, DKIM and DMARC, looked up in DNS on request, each in words with why.
+    await page.getByRole('button', { name: 'Check SPF, DKIM and DMARC' }).click();
+    const checks = page.getByRole('table', { name: 'Sender domain localhost' });
+    await checks.waitFor();
+    const row = (name: string) => checks.getByRole('row').filter({ has: page.getByRole('rowheader', { name, exact: true }) });
+    expect(await row('SPF').getByRole('cell').nth(0).textContent()).toBe('Not ours to check');
+    expect(await row('DKIM').getByRole('cell').nth(0).textContent()).toBe('Fails');
+    expect(await row('DKIM').getByRole('cell').nth(2).textContent()).toMatch(/Nothing signs/);
+    expect(await row('DMARC').getByRole('cell').allTextContents()).toEqual(['Passes', '_dmarc.localhost', expect.stringMatching(/^Policy p=none/), 'v=DMARC1; p=none']);
+    await page.getByText('localhost: some records are missing or wrong; publish the ones below.').waitFor();
+    expect(dns.questions).toContain('TXT _dmarc.localhost');
     await expectAccessible('channels');
   });
 

@@ -16,12 +16,12 @@ export interface ConsoleStack {
   close(): Promise<void>;
 }
 
-export async function startConsoleStack(name: string): Promise<ConsoleStack> {
+export async function startConsoleStack(name: string, options: { dnsServers?: string[] } = {}): Promise<ConsoleStack> {
   const db: TestDatabase = await createTestDatabase();
   const dir = mkdtempSync(join(tmpdir(), `rrs-${name}-`));
   const ctx = testContext(name);
   const aio = await startAllInOne(
-    { host: '127.0.0.1', port: 0, dataDir: dir, databaseUrl: db.url, embeddedPostgresPort: 0, publicBaseUrl: 'http://localhost:8080', minuteMs: 60_000, allowHttpCrm: false, production: false, adminTokens: 'generate', opsHost: '127.0.0.1', opsPort: 0, logLevel: 'warn', demoPassword: DEMO_PASSWORD },
+    { host: '127.0.0.1', port: 0, dataDir: dir, databaseUrl: db.url, embeddedPostgresPort: 0, publicBaseUrl: 'http://localhost:8080', minuteMs: 60_000, allowHttpCrm: false, production: false, adminTokens: 'generate', opsHost: '127.0.0.1', opsPort: 0, logLevel: 'warn', demoPassword: DEMO_PASSWORD, dnsServers: options.dnsServers },
     ctx,
   );
   ctx.health.setReady(true);

@@ -100,6 +100,9 @@ describe('the sender-domain check through a DNS server', () => {
       const checks = (await checkSenderDomain(sender({ dkimKeys: [], dkimSignedBy: signedBy }), lookup())).checks.filter((c) => c.check === 'dkim');
       expect(checks).toEqual([expect.objectContaining({ status: 'not_checked', record: null })]);
     }
+    // Nobody signing (the demo sink) is no pass.
+    const unsigned = (await checkSenderDomain(sender({ dkimKeys: [], dkimSignedBy: '', spfTerms: [] }), lookup())).checks.filter((c) => c.check === 'dkim');
+    expect(unsigned).toEqual([expect.objectContaining({ status: 'fail', detail: expect.stringMatching(/Nothing signs/) })]);
   });
 
   it('says when DNS does not answer, rather than pass or fail', async () => {

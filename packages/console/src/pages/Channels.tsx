@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
 import { ErrorNote, type PageProps, Scroll } from '../App';
+import { useAction } from '../parts';
 
 type CircuitState = 'closed' | 'open' | 'half_open';
 
@@ -73,6 +74,82 @@ function ProvidersTable({ channel, t }: { channel: ChannelStatus; t: PageProps['
   );
 }
 
+type CheckStatus = 'pass' | 'fail' | 'not_checked' | 'dns_error';
+
+interface RecordCheck {
+  check: 'spf' | 'dkim' | 'dmarc';
+  selector: string | null;
+  status: CheckStatus;
+  name: string;
+  found: string[];
+  detail: string;
+  record: string | null;
+}
+
+interface Deliverability {
+  domain: string;
+  checkedAt: string;
+  passed: boolean;
+  checks: RecordCheck[];
+}
+
+/**
+ * The email sender domain's SPF, DKIM (each selector) and DMARC, looked up in DNS when asked: each check
+ * in words (not colour alone) with the record to publish. The operator publishes them; every role reads.
+ */
+function DeliverabilityCheck({ t }: { t: PageProps['t'] }) {
+  const [report, setReport] = useState<Deliverability | null>(null);
+  const action = useAction();
+  const check = () => action.run(async () => setReport(await call<Deliverability>('GET', '/channels/email/deliverability')));
+  const caption = report ? t('deliverabilityOf', { domain: report.domain }) : '';
+  return (
+    <section aria-labelledby="deliverability-title">
+      <h2 id="deliverability-title">{t('deliverability')}</h2>
+      <p class="hint">{t('deliverabilityHint')}</p>
+      <button type="button" onClick={() => void check()} disabled={action.busy}>
+        {t('checkDeliverability')}
+      </button>
+      <ErrorNote error={action.error} t={t} />
+      {report && (
+        <>
+          <p role="status" class={report.passed ? 'ok' : 'error'} data-passed={String(report.passed)}>
+            {t(report.passed ? 'deliverabilityPassed' : 'deliverabilityFailed', { domain: report.domain })}
+          </p>
+          <Scroll label={caption}>
+            <table data-deliverability={report.domain}>
+              <caption>{caption}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">{t('deliverabilityCheck')}</th>
+                  <th scope="col">{t('deliverabilityStatus')}</th>
+                  <th scope="col">{t('deliverabilityName')}</th>
+                  <th scope="col">{t('deliverabilityDetail')}</th>
+                  <th scope="col">{t('deliverabilityRecord')}</th>
+                </tr>
+              </thead>
+              <tbody>
+                {report.checks.map((c) => (
+                  <tr key={`${c.check}-${c.selector ?? ''}`} data-check={c.check} data-status={c.status}>
+                    <th scope="row">{c.check === 'dkim' && c.selector ? `DKIM (${c.selector})` : c.check.toUpperCase()}</th>
+                    <td>
+                      <strong class={`check check-${c.status}`}>{t(`check_${c.status}`)}</strong>
+                    </td>
+                    <td>
+                      <code>{c.name}</code>
+                    </td>
+                    <td>{c.detail}</td>
+                    <td>{c.record ? <code class="record">{c.record}</code> : '—'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </Scroll>
+        </>
+      )}
+    </section>
+  );
+}
+
 /** Channels as the organization has them: configured (by the operator), the sender running and able to send, and the SMS balance. Read-only for every role. */
 export function ChannelsPage({ t }: PageProps) {
   const [status, setStatus] = useState<{ channels: ChannelStatus[]; smsBalance: number } | null>(null);
@@ -137,6 +214,7 @@ export function ChannelsPage({ t }: PageProps) {
             <ProvidersTable key={c.channel} channel={c} t={t} />
           ))}
           <p class="hint">{t('providersNone')}</p>
+          <DeliverabilityCheck t={t} />
         </>
       )}
     </section>

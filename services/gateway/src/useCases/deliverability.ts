@@ -148,13 +148,16 @@ function tags(record: string): Map<string, string> {
 
 function dkimChecks(sender: busV1.SenderDomain, lookup: TxtLookup): Array<Promise<RecordCheck>> {
   if (sender.dkimKeys.length === 0) {
-    const detail =
-      sender.dkimSignedBy === 'relay'
-        ? 'Your SMTP relay signs (DKIM_SIGNED_BY_RELAY): publish the DKIM record it gives you; its key is not ours to compare.'
-        : sender.dkimSignedBy === 'postmark'
-          ? 'Postmark signs its sends: publish the DKIM record Postmark shows for the domain.'
-          : 'Nothing signs: no SMTP DKIM key is configured (DKIM_SELECTORS, DKIM_PRIVATE_KEYS).';
-    return [Promise.resolve({ check: 'dkim', selector: null, status: 'not_checked', name: sender.dkimDomain || sender.domain, found: [], detail, record: null })];
+    const name = sender.dkimDomain || sender.domain;
+    if (sender.dkimSignedBy === 'relay' || sender.dkimSignedBy === 'postmark') {
+      const detail =
+        sender.dkimSignedBy === 'relay'
+          ? 'Your SMTP relay signs (DKIM_SIGNED_BY_RELAY): publish the DKIM record it gives you; its key is not ours to compare.'
+          : 'Postmark signs its sends: publish the DKIM record Postmark shows for the domain.';
+      return [Promise.resolve({ check: 'dkim', selector: null, status: 'not_checked', name, found: [], detail, record: null })];
+    }
+    // Unsigned mail is refused by Gmail and Microsoft: a sender that signs nothing (the demo sink) fails.
+    return [Promise.resolve({ check: 'dkim', selector: null, status: 'fail', name, found: [], detail: 'Nothing signs the mail: give channel-email DKIM_SELECTORS and DKIM_PRIVATE_KEYS (the demo sink delivers nothing at all).', record: null })];
   }
   return sender.dkimKeys.map(async (key) => {
     const name = `${key.selector}._domainkey.${sender.dkimDomain}`;
