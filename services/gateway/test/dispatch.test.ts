@@ -145,7 +145,7 @@ describe('gateway request pipeline', () => {
     rawRequest(
       gw.base,
       Buffer.concat([
-        Buffer.from(`POST /api/v1/widgets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer key_full\r\nContent-Type: application/json\r\nContent-Length: ${JSON.stringify(valid).length}\r\n`),
+        Buffer.from(`POST /api/v1/widgets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer key_full\r\nContent-Type: application/json\r\nContent-Length: ${JSON.stringify(valid).length}\r\n`),
         extraHeader,
         Buffer.from(`\r\nConnection: close\r\n\r\n${JSON.stringify(valid)}`),
       ]),
