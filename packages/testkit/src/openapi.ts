@@ -104,8 +104,12 @@ export class OpenApiChecker {
     const what = `${method.toUpperCase()} ${url} → ${res.status}`;
     const pathname = new URL(url, 'http://x').pathname;
     const local = pathname.startsWith(this.basePath) ? pathname.slice(this.basePath.length) || '/' : undefined;
-    const entry = local === undefined ? undefined : this.paths.find((p) => p.regex.test(local));
-    const op = entry ? (((this.doc.paths as Json)[entry.template] as Json)[method.toLowerCase()] as Json | undefined) : undefined;
+    // A concrete path and a templated one may both match (`/cascades/cancel`, `/cascades/{id}`): the
+    // one with this method is the operation, as the gateway's router (and OpenAPI) has it.
+    const matches = local === undefined ? [] : this.paths.filter((p) => p.regex.test(local));
+    const operationOf = (template: string) => ((this.doc.paths as Json)[template] as Json)[method.toLowerCase()] as Json | undefined;
+    const entry = matches.find((p) => operationOf(p.template) !== undefined) ?? matches[0];
+    const op = entry ? operationOf(entry.template) : undefined;
     if (!entry || !op) {
       // Unknown routes and methods are answered by the gateway itself, always as a Problem.
       const expected = entry ? 405 : 404;
