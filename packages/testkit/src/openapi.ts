@@ -146,15 +146,19 @@ export class OpenApiChecker {
       }
     }
     const query = new URL(url, 'http://x').searchParams;
-    for (const p of ((op.parameters as unknown[] | undefined) ?? []).map((x) => this.resolve(x))) {
+    const parameters = (op.parameters as Json[] | undefined) ?? [];
+    for (const [index, raw] of parameters.entries()) {
+      const p = this.resolve(raw);
       if (p.in !== 'query') continue;
       const value = query.get(String(p.name));
       if (value === null) {
         if (p.required === true) throw new OpenApiMismatch(`${what}: the server accepted a request without the required query parameter ${String(p.name)}`);
         continue;
       }
-      const schema = (p.schema as Json | undefined) ?? {};
-      if (!this.ajv.compile(schema)(typedValue(value, schema))) throw new OpenApiMismatch(`${what}: the server accepted query parameter ${String(p.name)}=${JSON.stringify(value)}, which the document refuses`);
+      const schema = this.resolve((p.schema as Json | undefined) ?? {});
+      // Through the document, so that a `$ref` in the parameter's schema (a named enum) resolves.
+      const at = typeof raw.$ref === 'string' ? `${raw.$ref.slice(1)}/schema` : `/paths/${pointerEscape(template)}/${method.toLowerCase()}/parameters/${index}/schema`;
+      if (!this.validator(at)(typedValue(value, schema))) throw new OpenApiMismatch(`${what}: the server accepted query parameter ${String(p.name)}=${JSON.stringify(value)}, which the document refuses`);
     }
   }
 
