@@ -1,8 +1,8 @@
-import type { schedulerV1 } from '@rrs/proto';
+import { DEFAULT_CASCADE_PAGE, MAX_CASCADE_PAGE, type schedulerV1 } from '@rrs/proto';
 import { InvalidError, NotFoundError, type Pool } from '@rrs/runtime';
 import { dayRangeSql, optionalDayRangeProblems } from './dayRange';
 import { isUuid } from './ids';
-import { DEFAULT_CASCADE_PAGE, MAX_CASCADE_PAGE } from './listCascades';
+
 
 export const HANDLED_FILTERS = ['handled', 'unhandled'] as const;
 
