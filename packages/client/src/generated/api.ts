@@ -820,7 +820,7 @@ export interface components {
             title: string;
             status: number;
             /** @enum {string} */
-            code: "invalid_request" | "malformed_json" | "invalid_idempotency_key" | "missing_api_key" | "invalid_api_key" | "plan_required" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_reused" | "idempotency_key_in_use" | "email_not_confirmed" | "channel_not_configured" | "payload_too_large" | "unsupported_media_type" | "malformed_http" | "headers_too_large" | "request_timeout" | "too_many_auth_failures" | "rate_limited" | "recipient_quota_exceeded" | "internal" | "service_unavailable" | "phone_not_allowed" | "webhook_url_not_allowed" | "webhook_endpoint_limit" | "webhook_endpoint_disabled";
+            code: "invalid_request" | "malformed_json" | "invalid_idempotency_key" | "missing_api_key" | "invalid_api_key" | "plan_required" | "insufficient_scope" | "not_found" | "method_not_allowed" | "idempotency_key_reused" | "idempotency_key_in_use" | "email_not_confirmed" | "channel_not_configured" | "payload_too_large" | "unsupported_media_type" | "malformed_http" | "headers_too_large" | "misdirected_request" | "request_timeout" | "too_many_auth_failures" | "rate_limited" | "recipient_quota_exceeded" | "internal" | "service_unavailable" | "phone_not_allowed" | "webhook_url_not_allowed" | "webhook_endpoint_limit" | "webhook_endpoint_disabled";
             detail: string;
             /** @description The request path. */
             instance: string;
