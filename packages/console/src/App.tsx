@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, call, useCsrfToken, type SessionInfo } from './api';
-import { initialLanguage, saveLanguage, translator, type Language, type Translate } from './i18n';
+import { initialLanguage, saveLanguage, translator, type Language } from './i18n';
 import { CascadePage } from './pages/Cascade';
 import { CascadesPage } from './pages/Cascades';
 import { ChannelsPage } from './pages/Channels';
@@ -41,11 +41,6 @@ const SECTIONS = [
   { path: '/channels', key: 'channels' },
   { path: '/settings', key: 'settings' },
 ] as const;
-
-export interface PageProps {
-  t: Translate;
-  session: SessionInfo;
-}
 
 export function App() {
   const [language, setLanguage] = useState<Language>(initialLanguage);
@@ -139,40 +134,5 @@ export function App() {
       </header>
       <main>{page}</main>
     </>
-  );
-}
-
-/** A refusal of the API as the person reads it: its detail, then each field's. */
-export function ErrorNote({ error, t }: { error: unknown; t: Translate }) {
-  if (!error) return null;
-  const e = error instanceof ApiError ? error : new ApiError(0, '', error instanceof Error ? error.message : String(error));
-  return (
-    <div role="alert" class="error">
-      <strong>{t('error')}:</strong> {e.message} {e.code && <code>{e.code}</code>}
-      {e.fields.length > 0 && (
-        <ul>
-          {e.fields.map((f, i) => (
-            <li key={i}>
-              {f.pointer ?? f.parameter}: {f.detail}
-            </li>
-          ))}
-        </ul>
-      )}
-    </div>
-  );
-}
-
-export const canChange = (session: SessionInfo) => session.member.role !== 'viewer';
-
-export function ReadOnlyNote({ session, t }: PageProps) {
-  return canChange(session) ? null : <p class="note">{t('readOnly')}</p>;
-}
-
-/** A wide table scrolls sideways on a phone; the region is focusable so a keyboard can scroll it too. */
-export function Scroll({ label, children }: { label: string; children: preact.ComponentChildren }) {
-  return (
-    <div class="scroll" role="region" aria-label={label} tabIndex={0}>
-      {children}
-    </div>
   );
 }

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { PageProps } from '../App';
+import type { PageProps } from '../widgets';
 import { DayRangeFilter, LocationFilter, useLocations } from '../filters';
 import { PagedTable, SearchForm, usePaged } from '../parts';
 import { CASCADE_STATUSES } from '../rules';

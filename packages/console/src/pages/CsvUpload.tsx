@@ -1,7 +1,7 @@
 import Papa from 'papaparse';
 import { useState } from 'preact/hooks';
 import { ApiError, call } from '../api';
-import { ErrorNote, Scroll } from '../App';
+import { ErrorNote, Scroll } from '../widgets';
 import type { Translate } from '../i18n';
 import { useAction } from '../parts';
 import { MAX_RECIPIENTS_PER_REQUEST } from '../rules';

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { canChange, ErrorNote, ReadOnlyNote, type PageProps, Scroll } from '../App';
+import { canChange, ErrorNote, ReadOnlyNote, type PageProps, Scroll } from '../widgets';
 import { SCOPES } from '../rules';
 import { WebhooksSection } from './Webhooks';
 

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { canChange, type PageProps } from '../App';
+import { canChange, type PageProps } from '../widgets';
 import { ConfigHeader, EditorForm, ListTable, numberOf } from '../configParts';
 import { useAction } from '../parts';
 import { KNOWN_CHANNEL_KEYS, MAX_FLOW_STEPS, MAX_RESPONSE_WINDOW_MINUTES } from '../rules';

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { ErrorNote, Scroll, type PageProps } from '../App';
+import { ErrorNote, Scroll, type PageProps } from '../widgets';
 import { useAction } from '../parts';
 import { MEMBER_ROLES } from '../rules';
 import { InvitationsSection } from './Invitations';

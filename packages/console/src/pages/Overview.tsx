@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { ErrorNote, Scroll, type PageProps } from '../App';
+import { ErrorNote, Scroll, type PageProps } from '../widgets';
 import { barDataset, ChartView, SERIES_COLORS } from '../charts';
 import { useLocations } from '../filters';
 import type { MessageKey } from '../i18n';

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { canChange, ErrorNote, type PageProps } from '../App';
+import { canChange, ErrorNote, type PageProps } from '../widgets';
 import { DayRangeFilter, LocationFilter, useLocations } from '../filters';
 import { PagedTable, SearchForm, useAction, usePaged } from '../parts';
 

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call, newIdempotencyKey } from '../api';
-import { canChange, ErrorNote, ReadOnlyNote, type PageProps } from '../App';
+import { canChange, ErrorNote, ReadOnlyNote, type PageProps } from '../widgets';
 import { useAction } from '../parts';
 import { CsvUpload } from './CsvUpload';
 

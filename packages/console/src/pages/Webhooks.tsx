@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { ErrorNote } from '../App';
+import { ErrorNote } from '../widgets';
 import type { MessageKey, Translate } from '../i18n';
 import { useAction } from '../parts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../rules';
