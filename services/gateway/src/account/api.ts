@@ -3,6 +3,7 @@ import { AUTH_DESCRIPTIONS, sessionGate, visitorGate, type ResolveSession } from
 import { ERROR_CODES, KERNEL_CODES, type ErrorCodeInfo } from '../http/errorCodes';
 import { configRoutes, type ConfigRouteDeps } from './configRoutes';
 import { developerRoutes } from './developerRoutes';
+import { inboxRoutes } from './inboxRoutes';
 import { accountMemberRoutes } from './memberRoutes';
 import { accountRoutes, type AccountRouteDeps } from './routes';
 
@@ -14,7 +15,8 @@ const TAGS: Record<string, string> = {
   locations: 'Locations: what a send names, with their public review links.',
   flows: 'Flows: the steps a cascade goes through.',
   cascades: 'Cascades: the list, one cascade, and sending by hand.',
-  ratings: 'The ratings inbox, with private feedback.',
+  ratings: 'The ratings inbox as a workflow: private feedback, assignment, notes, resolution, replies to the customer.',
+  alerts: 'Rating alerts: the threshold, the response target and working hours, who gets them by email, and the staff chats linked through the official bots.',
   overview: 'The funnel and the ratings over a date range.',
   templates: 'Message templates per channel.',
   channels: 'Channels: configured, running, available; the SMS balance.',
@@ -35,7 +37,7 @@ export function accountApi(deps: AccountRouteDeps & ConfigRouteDeps & { resolveS
   const resolveSession: ResolveSession = deps.resolveSession ?? ((sessionToken) => deps.clients.contacts.resolveSession({ sessionToken }));
   return {
     basePath: '/account/v1',
-    routes: [...accountRoutes(deps), ...configRoutes(deps), ...accountMemberRoutes(deps), ...developerRoutes(deps)],
+    routes: [...accountRoutes(deps), ...inboxRoutes(deps), ...configRoutes(deps), ...accountMemberRoutes(deps), ...developerRoutes(deps)],
     gates: { session: sessionGate(resolveSession, deps.publicBaseUrl), visitor: visitorGate(deps.publicBaseUrl) },
     idempotencyKeys: true,
     document: {
