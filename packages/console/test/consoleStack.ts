@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { createTestDatabase, testContext, type TestDatabase } from '@rrs/testkit';
+import { createTestDatabase, testContext, waitFor, type TestDatabase } from '@rrs/testkit';
 import { startAllInOne, type RunningAllInOne } from '../../all-in-one/src/launcher';
 
 export const DEMO_PASSWORD = 'demo-password-for-tests';
@@ -82,4 +82,38 @@ export async function addMember(stack: ConsoleStack, organizationId: string, ema
   const accepted = await accountCaller(stack.aio.url)('POST', '/invitations/accept', { body: { token, name: email.split('@')[0], password } });
   if (accepted.status !== 201) throw new Error(`accept answered ${accepted.status} ${JSON.stringify(accepted.body)}`);
   return signIn(stack.aio.url, email, password);
+}
+
+/** The link of the review request emailed to `email`, as the dev inbox shows it. */
+export async function emailedLink(base: string, email: string): Promise<string> {
+  return waitFor(async () => {
+    const { messages } = (await (await fetch(`${base}/dev/messages`)).json()) as { messages: Array<{ channel: string; to: string; link: string }> };
+    return messages.find((m) => m.channel === 'EMAIL' && m.to === email)?.link;
+  }, { what: `the review request's email to ${email} in the dev inbox` });
+}
+
+/**
+ * Sends one customer a review request by hand and rates it through the form's pages as the customer
+ * would (with the private feedback, when given): the cascade, the link's token and its review request.
+ */
+export async function customerRates(base: string, sender: Signed, options: { email: string; rating: number; feedback?: string; locationId: string }): Promise<{ cascadeId: string; token: string; reviewRequestId: string }> {
+  const started = await sender.call('POST', '/cascades', { body: { locationId: options.locationId, externalId: `order-${options.email}`, recipients: [{ name: 'Rita', email: options.email }] } });
+  if (started.status !== 202) throw new Error(`send answered ${started.status} ${JSON.stringify(started.body)}`);
+  const path = new URL(await emailedLink(base, options.email)).pathname;
+  const form = await fetch(`${base}${path}`);
+  const cookie = form.headers.get('set-cookie')!.split(';')[0];
+  const csrf = /name="csrf" value="([0-9a-f]+)"/.exec(await form.text())![1];
+  const post = (to: string, fields: Record<string, string>) =>
+    fetch(`${base}${path}/${to}`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, ...fields }) });
+  const rated = await post('rating', { rating: String(options.rating) });
+  if (rated.status !== 303) throw new Error(`rating answered ${rated.status}`);
+  if (options.feedback) {
+    const given = await post('feedback', { text: options.feedback });
+    if (given.status !== 303) throw new Error(`feedback answered ${given.status}`);
+  }
+  const reviewRequestId = await waitFor(async () => {
+    const { ratings } = (await sender.call('GET', `/ratings?limit=100`)).body as { ratings: Array<{ reviewRequestId: string; externalId: string | null }> };
+    return ratings.find((r) => r.externalId === `order-${options.email}`)?.reviewRequestId;
+  }, { what: 'the rating in the inbox' });
+  return { cascadeId: started.body.id, token: path.split('/r/')[1], reviewRequestId };
 }

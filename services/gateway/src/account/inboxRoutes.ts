@@ -166,7 +166,7 @@ export function inboxRoutes(deps: InboxRouteDeps): Route[] {
         }),
       },
       responses: { 200: { description: 'One page of ratings.', body: z.object({ ratings: z.array(RatingJson), nextAfter: z.string().nullable() }), example: { ratings: [EXAMPLE_RATING], nextAfter: null } } },
-      example: { query: { maxRating: '3', withFeedback: 'true', locationId: EXAMPLE_IDS.location, status: 'open', from: '2026-04-01', to: '2026-05-01', limit: '50', after: EXAMPLE_IDS.reviewRequest } },
+      example: { query: { maxRating: '3', withFeedback: 'true', locationId: EXAMPLE_IDS.location, handled: 'unhandled', status: 'open', assignedTo: EXAMPLE_MEMBER.id, from: '2026-04-01', to: '2026-05-01', limit: '50', after: EXAMPLE_IDS.reviewRequest } },
       handler: async ({ query, principal, metadata }) => {
         const r = await scheduler.listRatings(
           {
@@ -317,7 +317,7 @@ export function inboxRoutes(deps: InboxRouteDeps): Route[] {
     }),
     defineRoute({
       method: 'DELETE', path: '/alerts/chats/{channel}/{chatId}', operationId: 'unlinkStaffChat', summary: 'Unlink a staff chat', tags: ['alerts'], auth: 'session',
-      request: { params: z.object({ channel: z.enum(BOT_CHANNELS), chatId: z.string().min(1).max(64).meta({ examples: ['4242'] }) }) },
+      request: { params: z.object({ channel: z.enum(BOT_CHANNELS).meta({ examples: ['TELEGRAM'] }), chatId: z.string().min(1).max(64).meta({ examples: ['4242'] }) }) },
       responses: { 204: { description: 'The chat gets no more alerts.' } },
       handler: async ({ params, principal, metadata }) => {
         const { unlinked } = await scheduler.unlinkStaffChat({ organizationId: principal.organization.id, channel: params.channel, chatId: params.chatId }, { metadata });
