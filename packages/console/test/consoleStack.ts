@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { createTestDatabase, testContext, waitFor, type TestDatabase } from '@rrs/testkit';
+import type { AllInOneConfig } from '../../all-in-one/src/config';
 import { startAllInOne, type RunningAllInOne } from '../../all-in-one/src/launcher';
 
 export const DEMO_PASSWORD = 'demo-password-for-tests';
@@ -16,12 +17,12 @@ export interface ConsoleStack {
   close(): Promise<void>;
 }
 
-export async function startConsoleStack(name: string): Promise<ConsoleStack> {
+export async function startConsoleStack(name: string, over: Partial<AllInOneConfig> = {}): Promise<ConsoleStack> {
   const db: TestDatabase = await createTestDatabase();
   const dir = mkdtempSync(join(tmpdir(), `rrs-${name}-`));
   const ctx = testContext(name);
   const aio = await startAllInOne(
-    { host: '127.0.0.1', port: 0, dataDir: dir, databaseUrl: db.url, embeddedPostgresPort: 0, publicBaseUrl: 'http://localhost:8080', minuteMs: 60_000, allowHttpCrm: false, production: false, adminTokens: 'generate', opsHost: '127.0.0.1', opsPort: 0, logLevel: 'warn', demoPassword: DEMO_PASSWORD },
+    { host: '127.0.0.1', port: 0, dataDir: dir, databaseUrl: db.url, embeddedPostgresPort: 0, publicBaseUrl: 'http://localhost:8080', minuteMs: 60_000, allowHttpCrm: false, production: false, adminTokens: 'generate', opsHost: '127.0.0.1', opsPort: 0, logLevel: 'warn', demoPassword: DEMO_PASSWORD, ...over },
     ctx,
   );
   ctx.health.setReady(true);

@@ -77,6 +77,23 @@ export const DEFAULT_CONNECTOR_POLICY: ConnectorPolicy = {
   eventRetentionMs: 30 * DAY_MS,
 };
 
+/** The variables of the service's own amoCRM integration (also read by the all-in-one). */
+export const amoCrmOAuthEnvShape = {
+  AMOCRM_CLIENT_ID: z.string().min(1).max(200).optional(),
+  AMOCRM_CLIENT_SECRET: z.string().min(1).max(4096).optional(),
+  AMOCRM_REDIRECT_URI: envField.url(['http', 'https']).optional(),
+  AMOCRM_OAUTH_URL: envField.url(['http', 'https']).default(DEFAULT_AMOCRM_AUTHORIZE_URL),
+};
+
+/** The amoCRM integration of those variables; the console (`<publicBaseUrl>/app/`) is the default Redirect URI. */
+export function amoCrmOAuthOf(vars: { AMOCRM_CLIENT_ID?: string; AMOCRM_CLIENT_SECRET?: string; AMOCRM_REDIRECT_URI?: string; AMOCRM_OAUTH_URL: string }, publicBaseUrl: string): AmoCrmOAuthApp | undefined {
+  if ((vars.AMOCRM_CLIENT_ID === undefined) !== (vars.AMOCRM_CLIENT_SECRET === undefined)) {
+    throw new ConfigError(vars.AMOCRM_CLIENT_ID === undefined ? 'AMOCRM_CLIENT_ID' : 'AMOCRM_CLIENT_SECRET', 'the amoCRM integration needs both its ID and its secret key');
+  }
+  if (!vars.AMOCRM_CLIENT_ID) return undefined;
+  return { clientId: vars.AMOCRM_CLIENT_ID, clientSecret: vars.AMOCRM_CLIENT_SECRET!, redirectUri: vars.AMOCRM_REDIRECT_URI ?? `${publicBaseUrl.replace(/\/+$/, '')}/app/`, authorizeUrl: vars.AMOCRM_OAUTH_URL };
+}
+
 const hostPort = () => z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port');
 
 export function buildConfig(env: Env): ConnectorsConfig {
@@ -105,25 +122,17 @@ export function buildConfig(env: Env): ConnectorsConfig {
       CONNECTOR_AMOCRM_REQUESTS_PER_SECOND: envField.int(DEFAULT_CONNECTOR_POLICY.amocrmPerSecond, 1),
       CONNECTOR_BITRIX24_REQUESTS_PER_SECOND: envField.int(DEFAULT_CONNECTOR_POLICY.bitrix24PerSecond, 1),
       CONNECTOR_EVENT_RETENTION_DAYS: envField.int(30, 1),
-      AMOCRM_CLIENT_ID: z.string().min(1).max(200).optional(),
-      AMOCRM_CLIENT_SECRET: z.string().min(1).max(4096).optional(),
-      AMOCRM_REDIRECT_URI: envField.url(['http', 'https']).optional(),
-      AMOCRM_OAUTH_URL: envField.url(['http', 'https']).default(DEFAULT_AMOCRM_AUTHORIZE_URL),
+      ...amoCrmOAuthEnvShape,
     },
     env,
   );
   if (vars.NODE_ENV === 'production' && vars.CONNECTOR_ALLOW_HTTP_CRM) {
     throw new ConfigError('CONNECTOR_ALLOW_HTTP_CRM', 'plain-http CRM addresses are a development setting and are refused when NODE_ENV=production');
   }
-  if ((vars.AMOCRM_CLIENT_ID === undefined) !== (vars.AMOCRM_CLIENT_SECRET === undefined)) {
-    throw new ConfigError(vars.AMOCRM_CLIENT_ID === undefined ? 'AMOCRM_CLIENT_ID' : 'AMOCRM_CLIENT_SECRET', 'the amoCRM integration needs both its ID and its secret key');
-  }
   const publicBaseUrl = vars.PUBLIC_BASE_URL.replace(/\/+$/, '');
   return {
     ...grpcServiceConfig(vars),
-    amoCrmOAuth: vars.AMOCRM_CLIENT_ID
-      ? { clientId: vars.AMOCRM_CLIENT_ID, clientSecret: vars.AMOCRM_CLIENT_SECRET!, redirectUri: vars.AMOCRM_REDIRECT_URI ?? `${publicBaseUrl}/app/`, authorizeUrl: vars.AMOCRM_OAUTH_URL }
-      : undefined,
+    amoCrmOAuth: amoCrmOAuthOf(vars, publicBaseUrl),
     ...busConfig(vars),
     hooksHost: vars.HOOKS_HOST,
     hooksPort: vars.HOOKS_PORT,

@@ -182,6 +182,9 @@ export class Connectors {
   async update(organizationId: string, id: string, patch: UpdateConnectorInput): Promise<{ connector: Connector; inboundUrl: string }> {
     const current = toConnector(await this.row(this.pool, organizationId, id));
     const name = patch.name === undefined ? current.name : checkName(patch.name);
+    // A Bitrix24 token given alone (the console asks only for it) keeps the stored inbound webhook URL.
+    const stored = patch.bitrix24 && patch.bitrix24.webhookUrl.trim() === '' && current.kind === 'bitrix24' ? this.credentials(current) : null;
+    if (stored?.kind === 'bitrix24') patch = { ...patch, bitrix24: { ...patch.bitrix24!, webhookUrl: stored.webhookUrl } };
     const parsed = patch.amocrm || patch.bitrix24 ? this.parseCredentials(current.kind, patch) : null;
     const settings = checkSettings(current.kind, {
       wonStages: patch.wonStages ?? current.settings.wonStages,

@@ -3,6 +3,7 @@ import { AUTH_DESCRIPTIONS, sessionGate, visitorGate, type ResolveSession } from
 import { ERROR_CODES, KERNEL_CODES, type ErrorCodeInfo } from '../http/errorCodes';
 import { configRoutes, type ConfigRouteDeps } from './configRoutes';
 import { developerRoutes } from './developerRoutes';
+import { accountConnectorRoutes } from './connectorRoutes';
 import { inboxRoutes } from './inboxRoutes';
 import { accountMemberRoutes } from './memberRoutes';
 import { accountRoutes, type AccountRouteDeps } from './routes';
@@ -21,6 +22,7 @@ const TAGS: Record<string, string> = {
   templates: 'Message templates per channel.',
   channels: 'Channels: configured, running, available; the SMS balance.',
   settings: "The organization's own settings (send window, cooldown, consent, …) and its plan.",
+  connectors: 'CRM connectors: amoCRM through its OAuth consent, Bitrix24 with its webhooks; their status.',
 };
 
 const ACCOUNT_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
@@ -37,7 +39,7 @@ export function accountApi(deps: AccountRouteDeps & ConfigRouteDeps & { resolveS
   const resolveSession: ResolveSession = deps.resolveSession ?? ((sessionToken) => deps.clients.contacts.resolveSession({ sessionToken }));
   return {
     basePath: '/account/v1',
-    routes: [...accountRoutes(deps), ...inboxRoutes(deps), ...configRoutes(deps), ...accountMemberRoutes(deps), ...developerRoutes(deps)],
+    routes: [...accountRoutes(deps), ...inboxRoutes(deps), ...configRoutes(deps), ...accountMemberRoutes(deps), ...developerRoutes(deps), ...accountConnectorRoutes(deps)],
     gates: { session: sessionGate(resolveSession, deps.publicBaseUrl), visitor: visitorGate(deps.publicBaseUrl) },
     idempotencyKeys: true,
     document: {
