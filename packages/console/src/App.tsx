@@ -1,10 +1,12 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, call, useCsrfToken, type SessionInfo } from './api';
 import { initialLanguage, saveLanguage, translator, type Language } from './i18n';
+import { AlertsPage } from './pages/Alerts';
 import { CascadePage } from './pages/Cascade';
 import { CascadesPage } from './pages/Cascades';
 import { ChannelsPage } from './pages/Channels';
 import { FlowsPage } from './pages/Flows';
+import { amoCrmReturn, IntegrationsPage } from './pages/Integrations';
 import { LocationsPage } from './pages/Locations';
 import { SettingsPage } from './pages/Settings';
 import { TemplatesPage } from './pages/Templates';
@@ -12,6 +14,7 @@ import { DeveloperPage } from './pages/Developer';
 import { ForgotPasswordPage } from './pages/ForgotPassword';
 import { MembersPage } from './pages/Members';
 import { OverviewPage } from './pages/Overview';
+import { RatingPage } from './pages/Rating';
 import { RatingsPage } from './pages/Ratings';
 import { SendPage } from './pages/Send';
 import { SetPasswordPage } from './pages/SetPassword';
@@ -19,7 +22,8 @@ import { SignInPage } from './pages/SignIn';
 
 /** Pages route by the URL's fragment, so the gateway serves one index.html for all of them. */
 function useHashRoute(): string {
-  const [route, setRoute] = useState(location.hash.slice(1) || '/cascades');
+  // amoCRM's consent sends the browser back to /app/?code=… (no fragment): that is the integrations page's.
+  const [route, setRoute] = useState(location.hash.slice(1) || (amoCrmReturn() ? '/integrations' : '/cascades'));
   useEffect(() => {
     const onChange = () => setRoute(location.hash.slice(1) || '/cascades');
     addEventListener('hashchange', onChange);
@@ -32,11 +36,13 @@ const SECTIONS = [
   { path: '/overview', key: 'overview' },
   { path: '/cascades', key: 'cascades' },
   { path: '/ratings', key: 'ratings' },
+  { path: '/alerts', key: 'alerts' },
   { path: '/send', key: 'send' },
   { path: '/developer', key: 'developer' },
   { path: '/members', key: 'members' },
   { path: '/locations', key: 'locations' },
   { path: '/flows', key: 'flows' },
+  { path: '/integrations', key: 'integrations' },
   { path: '/templates', key: 'templates' },
   { path: '/channels', key: 'channels' },
   { path: '/settings', key: 'settings' },
@@ -85,7 +91,10 @@ export function App() {
   else if (route.startsWith('/developer')) page = <DeveloperPage t={t} session={session} />;
   else if (route.startsWith('/members')) page = <MembersPage t={t} session={session} />;
   else if (route.startsWith('/overview')) page = <OverviewPage t={t} session={session} />;
-  else if (route.startsWith('/ratings')) page = <RatingsPage t={t} session={session} />;
+  else if (route.startsWith('/ratings/')) page = <RatingPage t={t} session={session} id={decodeURIComponent(route.slice('/ratings/'.length).split('?')[0])} />;
+  else if (route.startsWith('/ratings')) page = <RatingsPage key={route} t={t} session={session} />;
+  else if (route.startsWith('/alerts')) page = <AlertsPage t={t} session={session} />;
+  else if (route.startsWith('/integrations')) page = <IntegrationsPage t={t} session={session} />;
   else if (route.startsWith('/send')) page = <SendPage t={t} session={session} />;
   else if (route.startsWith('/locations')) page = <LocationsPage t={t} session={session} />;
   else if (route.startsWith('/flows')) page = <FlowsPage t={t} session={session} />;
