@@ -13,6 +13,8 @@ export interface ConsoleStack {
   aio: RunningAllInOne;
   /** Runs SQL in the contacts service's schema, to check what was (not) stored. */
   contactsSql<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
+  /** Runs SQL in the scheduler's schema (e.g. to move a response target into the past). */
+  schedulerSql<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
   admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
   close(): Promise<void>;
 }
@@ -27,15 +29,18 @@ export async function startConsoleStack(name: string, over: Partial<AllInOneConf
   );
   ctx.health.setReady(true);
   const pool = new pg.Pool({ connectionString: db.url, max: 2, options: '-c search_path=contacts' });
+  const schedulerPool = new pg.Pool({ connectionString: db.url, max: 2, options: '-c search_path=scheduler' });
   return {
     aio,
     contactsSql: async (text, values) => (await pool.query(text, values)).rows,
+    schedulerSql: async (text, values) => (await schedulerPool.query(text, values)).rows,
     admin: async (method, path, body) => {
       const res = await fetch(`${aio.url}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${aio.demo.adminToken}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
       return { status: res.status, body: res.status === 204 ? null : await res.json() };
     },
     close: async () => {
       await pool.end();
+      await schedulerPool.end();
       await ctx.stop();
       await db.drop();
       rmSync(dir, { recursive: true, force: true });
