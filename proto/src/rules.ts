@@ -22,6 +22,20 @@ export function linkExpired(purpose: LinkPurpose, lastMessageAt: Date, now: Date
   return now.getTime() > lastMessageAt.getTime() + LINK_LIFETIME_DAYS[purpose] * 86_400_000;
 }
 
+/**
+ * The domain code of a review link whose request was canceled (its cascade, or the review request
+ * itself, through the API): the page says "this request is no longer active" (410) and takes no rating.
+ */
+export const LINK_INACTIVE_CODE = 'link_inactive';
+
+/** Cascades per page of `GET /cascades` (and the console's list). */
+export const MAX_CASCADE_PAGE = 100;
+export const DEFAULT_CASCADE_PAGE = 50;
+
+/** Ratings per page of the ratings feed (`GET /ratings`). */
+export const MAX_RATING_FEED_PAGE = 500;
+export const DEFAULT_RATING_FEED_PAGE = 100;
+
 /** Steps per flow. */
 export const MAX_FLOW_STEPS = 10;
 

@@ -70,9 +70,13 @@ export function rerouteReasonOfUnreachable(resultReason: string): RerouteReason 
   return resultReason.startsWith('account_') ? 'account_unavailable' : 'unreachable';
 }
 
-/** A review request's (personal link's) `status`, in the order it advances. */
-export const REVIEW_REQUEST_STATUSES = ['created', 'opened', 'rated', 'feedback'] as const;
+/** A review request's (personal link's) `status`, in the order it advances; `canceled` ends it without a rating. */
+export const REVIEW_REQUEST_STATUSES = ['created', 'opened', 'rated', 'feedback', 'canceled'] as const;
 export type ReviewRequestStatus = (typeof REVIEW_REQUEST_STATUSES)[number];
+
+/** Where a rating of the ratings feed came from: a cascade recipient's link, or a link of POST /review-requests. */
+export const RATING_SOURCES = ['cascade', 'review_request'] as const;
+export type RatingSource = (typeof RATING_SOURCES)[number];
 
 /**
  * The channel keys known today. The catalog is live (senders announce their channels at run time), so a

@@ -90,7 +90,15 @@ function reviewRequestStatus(status: Schemas['ReviewRequestStatus']): string {
     case 'opened': return 'review request opened';
     case 'rated': return 'review request rated';
     case 'feedback': return 'review request with feedback';
+    case 'canceled': return 'review request canceled';
     default: return unhandled(status);
+  }
+}
+function ratingSource(source: Schemas['RatingSource']): string {
+  switch (source) {
+    case 'cascade': return 'rating of a cascade';
+    case 'review_request': return 'rating of a review request';
+    default: return unhandled(source);
   }
 }
 const KNOWN_CHANNELS: Record<Schemas['KnownChannelKey'], true> = { EMAIL: true, SMS: true, MAX: true, TELEGRAM: true };
@@ -219,6 +227,18 @@ async function main(): Promise<void> {
   }
   const reviewRequest = ok('POST /review-requests', await client.POST('/review-requests', { body: { locationId, customerName: 'Dina', contact: 'dina@example.com' } }));
   say(reviewRequestStatus(reviewRequest.status));
+
+  // Reconcile and stop: find the cascade of deal 502, cancel it and the review request, read the ratings feed.
+  const found = ok('GET /cascades', await client.GET('/cascades', { params: { query: { externalId: 'deal-502', limit: 10 } } }));
+  if (found.cascades[0]?.id !== started.id) throw new Error('GET /cascades did not find the cascade of deal-502');
+  say(...found.cascades.map((c) => cascadeStatus(c.status)));
+  const canceled = ok('POST /cascades/{id}/cancel', await client.POST('/cascades/{id}/cancel', { params: { path: { id: started.id } } }));
+  for (const recipient of canceled.recipients) if (recipient.finishReason) say(finishReason(recipient.finishReason));
+  const byExternalId = ok('POST /cascades/cancel', await client.POST('/cascades/cancel', { body: { externalId: 'crm-501' } }));
+  say(`canceled by externalId: ${byExternalId.canceled.length}`);
+  say(reviewRequestStatus(ok('POST /review-requests/{id}/cancel', await client.POST('/review-requests/{id}/cancel', { params: { path: { id: reviewRequest.id } } })).status));
+  const feed = ok('GET /ratings', await client.GET('/ratings', { params: { query: { limit: 10 } } }));
+  say(...feed.ratings.map((r) => ratingSource(r.source)), feed.hasMore ? 'feed continues' : 'feed up to date');
 
   const recipients = { email: [{ name: 'Egor', email: 'egor@example.com' }], phone: [{ name: 'Egor', phone: '+7 916 555-01-02' }] };
   say(channelKey(ok('POST /channels/email/send', await client.POST('/channels/email/send', { body: { locationId, recipients: recipients.email } })).channel));

@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createReviewRequestClient, verifyWebhook, WebhookVerificationError, type ReviewRequestClient } from '@rrs/client';
+import { createReviewRequestClient, ReviewRequestApiError, verifyWebhook, WebhookVerificationError, type Rating, type ReviewRequestClient } from '@rrs/client';
 import { startTestAllInOne, waitFor, type TestAllInOne } from '@rrs/testkit';
 
 /*
@@ -107,5 +107,57 @@ describe('@rrs/client against the all-in-one', () => {
     expect(verifyWebhook(secret, Buffer.from(delivery.rawBody), headers)).toEqual(event);
     headers.set('webhook-timestamp', String(Math.floor(Date.now() / 1000) - 600));
     expect(() => verifyWebhook(secret, delivery.rawBody, headers)).toThrow(WebhookVerificationError);
+  }, 60_000);
+
+  it("the README's three tasks with the resource methods: stop an order's requests, find its cascade, catch up on the ratings", async () => {
+    const { data: listed } = await client.GET('/locations');
+    const locationId = listed!.locations[0].id;
+    // Where this test's receiver starts reading: everything rated before it is not its business.
+    let cursor: string | undefined;
+    for await (const page of client.ratings.list({ limit: 500 })) cursor = page.nextCursor;
+
+    // Two requests for order 2001 and one for order 2002.
+    const start = (externalId: string, email: string) => client.cascades.create({ locationId, externalId, recipients: [{ name: 'Anna', email }] });
+    const first = await start('order-2001', 'refund1.client@example.com');
+    const second = await start('order-2001', 'refund2.client@example.com');
+    const kept = await start('order-2002', 'kept.client@example.com');
+
+    // Find: the cascades of order 2001, one page at a time.
+    const found: string[] = [];
+    for await (const page of client.cascades.list({ externalId: 'order-2001', limit: 1 })) found.push(...page.cascades.map((c) => c.id));
+    expect(found).toEqual([second.id, first.id]);
+    expect((await client.cascades.list({ externalId: 'order-2002' })).cascades.map((c) => c.id)).toEqual([kept.id]);
+
+    // Stop: the order is refunded.
+    expect((await client.cascades.cancelByExternalId('order-2001')).sort()).toEqual([first.id, second.id].sort());
+    const canceled = await client.cascades.get(first.id);
+    expect(canceled.recipients[0].finishReason).toBe('canceled');
+    expect(await client.cascades.cancel(first.id, { idempotencyKey: 'refund-2001' })).toEqual(canceled);
+    expect(await client.cascades.cancelByExternalId('order-2001')).toEqual([]);
+
+    // Catch up: the customer of order 2002 rates; the receiver reads from its cursor and gets exactly that rating.
+    type Message = { channel: string; to: string; link: string };
+    const email = await waitFor(async () => {
+      const { messages } = (await (await fetch(`${service.baseUrl}/dev/messages`)).json()) as { messages: Message[] };
+      return messages.find((m) => m.channel === 'EMAIL' && m.to === 'kept.client@example.com');
+    }, { what: 'the email in the dev inbox', timeoutMs: 20_000 });
+    const form = await fetch(`${service.baseUrl}${new URL(email.link).pathname}`);
+    const cookie = (form.headers.get('set-cookie') ?? '').split(';')[0];
+    const csrf = /name="csrf" value="([0-9a-f]{32})"/.exec(await form.text())![1];
+    const rated = await fetch(`${service.baseUrl}${new URL(email.link).pathname}/rating`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `rating=4&csrf=${csrf}`, redirect: 'manual' });
+    expect(rated.status).toBe(303);
+    const missed: Rating[] = [];
+    for await (const page of client.ratings.list({ since: cursor })) {
+      missed.push(...page.ratings);
+      cursor = page.nextCursor;
+    }
+    expect(missed.map((r) => [r.cascadeId, r.cascadeExternalId, r.rating, r.late])).toEqual([[kept.id, 'order-2002', 4, false]]);
+    expect((await client.ratings.list({ since: cursor })).ratings).toEqual([]);
+
+    // A refusal is thrown with its problem.
+    const refused = await client.cascades.cancel('0190e0e0-4444-7000-8000-00000000dead').catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(ReviewRequestApiError);
+    expect(refused).toMatchObject({ status: 404, code: 'not_found' });
+    await expect(client.ratings.list({ since: 'not-a-cursor' })).rejects.toMatchObject({ status: 400, code: 'invalid_request', problem: { errors: [{ parameter: 'since' }] } });
   }, 60_000);
 });

@@ -11,6 +11,8 @@ interface Scripted {
   status: number;
   headers?: Record<string, string>;
   body?: unknown;
+  /** The connection breaks instead of an answer (what a crashed server or a proxy timeout looks like to fetch). */
+  drop?: boolean;
 }
 interface Received {
   method: string;
@@ -41,6 +43,10 @@ beforeAll(async () => {
     req.on('end', () => {
       received.push({ method: req.method!, path: req.url!, idempotencyKey: req.headers['idempotency-key'] as string | undefined, authorization: req.headers.authorization, body, at: Date.now() });
       const next = script.shift() ?? problem(500, 'script_exhausted');
+      if (next.drop) {
+        req.socket.destroy();
+        return;
+      }
       res.writeHead(next.status, next.headers);
       res.end(next.body === undefined ? undefined : JSON.stringify(next.body));
     });
@@ -73,13 +79,66 @@ describe('retries', () => {
     ]);
   });
 
-  it.each([400, 401, 403, 404, 409, 422, 500])('%i: no retry, the problem is returned', async (status) => {
+  it.each([400, 401, 403, 404, 409, 422])('%i: no retry, the problem is returned', async (status) => {
     script = [{ ...problem(status, 'refused'), headers: { 'content-type': 'application/problem+json', 'retry-after': '0' } }, accepted];
     const { data, error, response } = await client({ baseDelayMs: 1 }).POST('/cascades', { body: startBody });
     expect(data).toBeUndefined();
     expect(response.status).toBe(status);
     expect(error).toMatchObject({ status, code: 'refused' });
     expect(received).toHaveLength(1);
+  });
+
+  it.each([500, 502, 504])('%i on a POST (it carries an Idempotency-Key): retried with the same key and body, and the second answer is returned', async (status) => {
+    script = [problem(status, 'internal'), accepted];
+    const { data, response } = await client({ baseDelayMs: 10 }).POST('/cascades', { body: startBody });
+    expect([response.status, data]).toEqual([202, expect.objectContaining({ id: 'c1' })]);
+    expect(received).toHaveLength(2);
+    expect(received[1].idempotencyKey).toBe(received[0].idempotencyKey);
+    expect(received[1].body).toBe(received[0].body);
+  });
+
+  it('a broken connection on a POST: retried with the same key; on a GET too; but not on a PATCH, which carries no key', async () => {
+    script = [{ status: 0, drop: true }, accepted];
+    const { response } = await client({ baseDelayMs: 10 }).POST('/cascades', { body: startBody, params: { header: { 'Idempotency-Key': 'deal-7-won' } } });
+    expect(response.status).toBe(202);
+    expect(received.map((r) => r.idempotencyKey)).toEqual(['deal-7-won', 'deal-7-won']);
+
+    received = [];
+    script = [{ status: 0, drop: true }, { status: 200, headers: { 'content-type': 'application/json' }, body: { ok: true } }];
+    expect((await client({ baseDelayMs: 10 }).GET('/ping')).response.status).toBe(200);
+    expect(received).toHaveLength(2);
+
+    received = [];
+    script = [{ status: 0, drop: true }, { status: 200, headers: { 'content-type': 'application/json' }, body: {} }];
+    await expect(client({ baseDelayMs: 10 }).PATCH('/webhooks/{id}', { params: { path: { id: 'w1' } }, body: { disabled: true } })).rejects.toThrow();
+    expect(received).toHaveLength(1);
+  });
+
+  it('500 on a PATCH (no Idempotency-Key): not retried, the problem is returned', async () => {
+    script = [problem(500, 'internal'), { status: 200, headers: { 'content-type': 'application/json' }, body: {} }];
+    const { error, response } = await client({ baseDelayMs: 10 }).PATCH('/webhooks/{id}', { params: { path: { id: 'w1' } }, body: { disabled: true } });
+    expect([response.status, (error as { code: string }).code]).toEqual([500, 'internal']);
+    expect(received).toHaveLength(1);
+  });
+
+  it('409 idempotency_key_in_use (the first attempt still running): retried after its Retry-After; another 409 is returned at once', async () => {
+    script = [{ ...problem(409, 'idempotency_key_in_use'), headers: { 'content-type': 'application/problem+json', 'retry-after': '1' } }, accepted];
+    const { response } = await client().POST('/cascades', { body: startBody });
+    expect(response.status).toBe(202);
+    expect(received).toHaveLength(2);
+    expect(received[1].at - received[0].at).toBeGreaterThanOrEqual(950);
+
+    received = [];
+    script = [problem(409, 'idempotency_key_reused'), accepted];
+    const reused = await client().POST('/cascades', { body: startBody });
+    expect([reused.response.status, (reused.error as { code: string }).code]).toEqual([409, 'idempotency_key_reused']);
+    expect(received).toHaveLength(1);
+  });
+
+  it('a connection that keeps breaking: the retries run out and the network error is thrown', async () => {
+    script = Array.from({ length: 3 }, () => ({ status: 0, drop: true }));
+    await expect(client({ retries: 2, baseDelayMs: 5 }).POST('/cascades', { body: startBody })).rejects.toThrow();
+    expect(received).toHaveLength(3);
   });
 
   it('503 on every attempt: the retries run out and the last problem comes back with its code', async () => {

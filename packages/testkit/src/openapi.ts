@@ -104,8 +104,12 @@ export class OpenApiChecker {
     const what = `${method.toUpperCase()} ${url} → ${res.status}`;
     const pathname = new URL(url, 'http://x').pathname;
     const local = pathname.startsWith(this.basePath) ? pathname.slice(this.basePath.length) || '/' : undefined;
-    const entry = local === undefined ? undefined : this.paths.find((p) => p.regex.test(local));
-    const op = entry ? (((this.doc.paths as Json)[entry.template] as Json)[method.toLowerCase()] as Json | undefined) : undefined;
+    // A concrete path and a templated one may both match (`/cascades/cancel`, `/cascades/{id}`): the
+    // one with this method is the operation, as the gateway's router (and OpenAPI) has it.
+    const matches = local === undefined ? [] : this.paths.filter((p) => p.regex.test(local));
+    const operationOf = (template: string) => ((this.doc.paths as Json)[template] as Json)[method.toLowerCase()] as Json | undefined;
+    const entry = matches.find((p) => operationOf(p.template) !== undefined) ?? matches[0];
+    const op = entry ? operationOf(entry.template) : undefined;
     if (!entry || !op) {
       // Unknown routes and methods are answered by the gateway itself, always as a Problem.
       const expected = entry ? 405 : 404;
@@ -142,15 +146,19 @@ export class OpenApiChecker {
       }
     }
     const query = new URL(url, 'http://x').searchParams;
-    for (const p of ((op.parameters as unknown[] | undefined) ?? []).map((x) => this.resolve(x))) {
+    const parameters = (op.parameters as Json[] | undefined) ?? [];
+    for (const [index, raw] of parameters.entries()) {
+      const p = this.resolve(raw);
       if (p.in !== 'query') continue;
       const value = query.get(String(p.name));
       if (value === null) {
         if (p.required === true) throw new OpenApiMismatch(`${what}: the server accepted a request without the required query parameter ${String(p.name)}`);
         continue;
       }
-      const schema = (p.schema as Json | undefined) ?? {};
-      if (!this.ajv.compile(schema)(typedValue(value, schema))) throw new OpenApiMismatch(`${what}: the server accepted query parameter ${String(p.name)}=${JSON.stringify(value)}, which the document refuses`);
+      const schema = this.resolve((p.schema as Json | undefined) ?? {});
+      // Through the document, so that a `$ref` in the parameter's schema (a named enum) resolves.
+      const at = typeof raw.$ref === 'string' ? `${raw.$ref.slice(1)}/schema` : `/paths/${pointerEscape(template)}/${method.toLowerCase()}/parameters/${index}/schema`;
+      if (!this.validator(at)(typedValue(value, schema))) throw new OpenApiMismatch(`${what}: the server accepted query parameter ${String(p.name)}=${JSON.stringify(value)}, which the document refuses`);
     }
   }
 

@@ -1,11 +1,11 @@
 import type { IdempotencyRequest } from '@rrs/idempotency';
 import type { schedulerV1 } from '@rrs/proto';
-import { cancelCascade } from './cancelCascade';
+import { cancelCascade, cancelCascadesByExternalId } from './cancelCascade';
 import { listCascades, type ListCascadesInput } from './listCascades';
 import { readCascade } from './readCascade';
 import { startCascade, type IntakeDeps, type StartCascadeInput, type StartCascadeResult } from './startCascade';
 
-/** The cascade side of the scheduler, one method per use case: start (intake), read, cancel. */
+/** The cascade side of the scheduler, one method per use case: start (intake), read, list, cancel. */
 export class Cascades {
   constructor(private readonly deps: IntakeDeps & { minuteMs: number }) {}
 
@@ -23,8 +23,13 @@ export class Cascades {
     return listCascades(this.deps.pool, input);
   }
 
-  /** Finishes every running recipient with reason `canceled`; returns how many were canceled. */
-  cancel(organizationId: string, id: string): Promise<number> {
-    return cancelCascade(this.deps.pool, this.deps.minuteMs, organizationId, id);
+  /** Finishes every recipient not finished yet with reason `canceled`; answers how many, and the cascade. */
+  cancel(organizationId: string, id: string, idempotency?: IdempotencyRequest) {
+    return cancelCascade(this.deps.pool, this.deps.minuteMs, organizationId, id, idempotency);
+  }
+
+  /** Cancels every running cascade of the organization with this externalId; answers their ids. */
+  cancelByExternalId(organizationId: string, externalId: string, idempotency?: IdempotencyRequest) {
+    return cancelCascadesByExternalId(this.deps.pool, this.deps.minuteMs, organizationId, externalId, idempotency);
   }
 }

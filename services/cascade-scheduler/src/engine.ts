@@ -313,8 +313,12 @@ export function applyResult(state: RecipientState, step: StepState, attemptId: s
     // A message that went out after all (a late result of a step canceled by a rating, or given up as
     // `no_result`) is reported as what it is, `sent`, whatever order the rating and the result came in;
     // the recipient's course does not change (it finished, or moved on).
-    const settledWithoutResult = step.status === 'canceled' || (step.status === 'failed' && step.reason === NO_RESULT);
+    // So is the step of an attempt published by a dispatcher whose commit this result's read did not see
+    // (it read the step still scheduled) when the recipient has finished since: it went out.
+    const publishedUnseen = step.status === 'scheduled' && attemptId === `${step.id}:${step.attempt + 1}` && state.recipient.status === 'finished';
+    const settledWithoutResult = step.status === 'canceled' || (step.status === 'failed' && step.reason === NO_RESULT) || publishedUnseen;
     if (outcome === 'SENT' && step.sentAt === null && settledWithoutResult) {
+      if (publishedUnseen) step.attempt += 1;
       step.status = 'sent';
       step.reason = null;
       step.sentAt = timing.now;

@@ -1,8 +1,7 @@
-import { RATING_STATUS_FILTERS, type schedulerV1 } from '@rrs/proto';
+import { DEFAULT_CASCADE_PAGE, MAX_CASCADE_PAGE, RATING_STATUS_FILTERS, type schedulerV1 } from '@rrs/proto';
 import { InvalidError, inTransaction, NotFoundError, type Pool, type PoolClient } from '@rrs/runtime';
 import { dayRangeSql, optionalDayRangeProblems } from './dayRange';
 import { isUuid } from './ids';
-import { DEFAULT_CASCADE_PAGE, MAX_CASCADE_PAGE } from './listCascades';
 
 export const HANDLED_FILTERS = ['handled', 'unhandled'] as const;
 

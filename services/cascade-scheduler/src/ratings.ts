@@ -5,8 +5,9 @@ import { rate } from './engine';
 import { finishEventOf, reviewRequestRatedEvent } from './finishEvent';
 import { refreshFinishEvent, rewriteWaitingEvent, writeOutbox } from './outbox';
 import { dbNow, lockRecipients, saveStates, type LoadedRecipient } from './recipientStore';
+import { takeFeedPosition } from './ratingFeed';
 import { feedbackRecorded, ratingRecorded } from './ratingItems';
-import { currentForm, loadReviewLink, lowRatingThresholdOf, type ReviewLink } from './reviewForm';
+import { currentForm, linkInactive, loadReviewLink, lowRatingThresholdOf, type ReviewLink } from './reviewForm';
 
 export const MAX_FEEDBACK_LENGTH = 2_000;
 
@@ -21,8 +22,10 @@ export interface RatingOptions {
 /**
  * Records a review link's rating or feedback row once (`insert` is an INSERT … ON CONFLICT DO NOTHING),
  * in a transaction that first locks the link's recipient: the recipient row is the lock of a
- * recipient's state, taken before anything else. When the row is new, `recorded` runs in the same
- * transaction with the database time and, for a cascade link, the recipient's state.
+ * recipient's state, taken before anything else. Then the link's own row: a cancel (of the cascade, or
+ * of the review request) that committed since the link was read closes it here, so no rating lands on a
+ * canceled request. When the row is new, `recorded` runs in the same transaction with the database time
+ * and, for a cascade link, the recipient's state.
  */
 async function recordOnce(
   pool: Pool,
@@ -32,6 +35,8 @@ async function recordOnce(
 ): Promise<boolean> {
   return inTransaction(pool, async (client) => {
     const states = link.recipient_id ? await lockRecipients(client, [link.recipient_id]) : new Map<string, LoadedRecipient>();
+    const { rows: current } = await client.query<{ canceled: boolean }>('SELECT canceled_at IS NOT NULL AS canceled FROM review_requests WHERE id = $1 FOR UPDATE', [link.id]);
+    if (current[0]?.canceled) throw linkInactive(link);
     const { rowCount } = await client.query(insert.text, insert.values);
     if (!rowCount) return false;
     const now = await dbNow(client);
@@ -58,6 +63,8 @@ export async function submitRating(pool: Pool, options: RatingOptions, token: st
     );
     await recordRated(client, { organizationId: link.organization_id, person: state?.recipient ?? personOfContact(link.contact) }, now);
     await ratingRecorded(client, link, rating, now, options.alertHoldMs);
+    // Last before the commit: the feed's counter row stays locked from here to the commit.
+    const placeInFeed = () => takeFeedPosition(client, link.organization_id, link.id);
     // A low rating's event waits for the feedback form (or the feedback window) so that it carries the feedback.
     const availableAt = rating <= lowRatingThresholdOf(link) ? new Date(now.getTime() + options.feedbackWindowMinutes * options.minuteMs) : now;
     if (!state) {
@@ -66,6 +73,7 @@ export async function submitRating(pool: Pool, options: RatingOptions, token: st
         organizationId: link.organization_id, reviewRequestId: link.id, locationId: link.location_id, customerName: link.customer_name, contact: link.contact, rating, feedback: null, ratedAt: now,
       });
       await writeOutbox(client, eventSubject(EVENT_TYPES.reviewRequestRated), [{ ...event, recipientId: link.id, availableAt }]);
+      await placeInFeed();
       return;
     }
     const finishedBefore = state.recipient.status === 'finished';
@@ -77,6 +85,7 @@ export async function submitRating(pool: Pool, options: RatingOptions, token: st
       const event = finishEventOf(state, now, EVENT_TYPES.cascadeRecipientRated);
       await writeOutbox(client, eventSubject(EVENT_TYPES.cascadeRecipientRated), [{ ...event, recipientId: state.recipient.id, availableAt, headers: state.meta.traceContext }]);
     }
+    await placeInFeed();
   });
   const form = await currentForm(pool, token);
   return { form, recorded, feedbackRequested: form.rating > 0 && form.rating <= form.lowRatingThreshold && !form.feedbackGiven };
@@ -103,12 +112,14 @@ export async function submitFeedback(pool: Pool, token: string, text: string): P
           organizationId: link.organization_id, reviewRequestId: link.id, locationId: link.location_id, customerName: link.customer_name, contact: link.contact, rating: link.rating!, feedback: trimmed, ratedAt: link.rated_at ?? now,
         }).payload;
       await rewriteWaitingEvent(client, link.id, { release: true }, render);
-      return;
+    } else {
+      state.recipient.feedback = trimmed;
+      state.dirty = true;
+      await saveStates(client, [state], now);
+      await refreshFinishEvent(client, state, now, { release: true });
     }
-    state.recipient.feedback = trimmed;
-    state.dirty = true;
-    await saveStates(client, [state], now);
-    await refreshFinishEvent(client, state, now, { release: true });
+    // The rating moves to the end of the feed, now with its feedback (docs/cascades.md "The ratings feed").
+    await takeFeedPosition(client, link.organization_id, link.id);
   });
   return { form: await currentForm(pool, token), recorded };
 }

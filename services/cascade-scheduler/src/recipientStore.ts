@@ -255,10 +255,24 @@ export async function readStates(client: PoolClient, wanted: RecipientsWanted, o
   return { states, now: results[before.length + 1].rows[0].now as Date, before: results.slice(0, before.length) };
 }
 
-/** Locks recipients (waiting for other holders, in id order) and loads them with their steps. */
+/**
+ * Locks recipients (waiting for other holders, in id order), then loads them with their steps and reads
+ * the clock. Two statements, so that what is read is what the last holder committed: a statement that
+ * waited for a lock sees the rows it locked as they are now, but everything else it reads (the steps) as
+ * they were when it began — a dispatcher that held the recipient meanwhile may have dispatched a step.
+ * For the rare paths (a rating, a cancel, an unsubscribe); the results consumer reads in one statement.
+ */
+export async function lockAndReadStates(client: PoolClient, ids: string[]): Promise<{ states: Map<string, LoadedRecipient>; now: Date }> {
+  if (ids.length === 0) return { states: new Map(), now: await dbNow(client) };
+  await execute(client, { text: 'SELECT 1 FROM recipients WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', values: [sqlArray(ids, { bare: true })] });
+  const { states, now } = await readStates(client, { ids }, { lock: 'none' });
+  return { states, now };
+}
+
+/** Locks recipients (waiting for other holders, in id order) and loads them with their steps (lockAndReadStates). */
 export async function lockRecipients(client: PoolClient, ids: string[]): Promise<Map<string, LoadedRecipient>> {
   if (ids.length === 0) return new Map();
-  return (await readStates(client, { ids }, { lock: 'wait' })).states;
+  return (await lockAndReadStates(client, ids)).states;
 }
 
 /** As lockRecipients, for the recipients owning these steps. */

@@ -1,4 +1,4 @@
-import { linkExpired, type LinkPurpose, type schedulerV1 } from '@rrs/proto';
+import { LINK_INACTIVE_CODE, linkExpired, type LinkPurpose, type schedulerV1 } from '@rrs/proto';
 import { DomainError, NotFoundError, type Pool, type PoolClient } from '@rrs/runtime';
 import { issueBotLinkCodes } from './botLinks';
 import { TOKEN_PATTERN } from './links';
@@ -27,13 +27,15 @@ export interface ReviewLink {
   /** The recipient's phone (E.164), for cascade links. */
   phone: string | null;
   unsubscribed: boolean;
+  /** When the request was canceled (its cascade, or the review request itself); null while active. */
+  canceled_at: Date | null;
   /** The last message sent to the link's recipient, or when the link was made: what its lifetime counts from. */
   last_message_at: Date;
   db_now: Date;
 }
 
 const REVIEW_LINK_QUERY = `
-  SELECT rr.id, rr.organization_id, rr.token, rr.status, rr.recipient_id, rr.opened_at, rr.location_id, rr.customer_name, rr.contact, rr.rated_at, ls.name AS location_name, ls.review_links,
+  SELECT rr.id, rr.organization_id, rr.token, rr.status, rr.recipient_id, rr.opened_at, rr.canceled_at, rr.location_id, rr.customer_name, rr.contact, rr.rated_at, ls.name AS location_name, ls.review_links,
          os.locale, os.name AS organization_name, os.low_rating_threshold, ra.rating, fb.text AS feedback, r.email, r.phone,
          EXISTS (SELECT 1 FROM suppressions su WHERE su.organization_id = rr.organization_id
                    AND su.address IN (lower(nullif(r.email, '')), nullif(r.phone, ''))) AS unsubscribed,
@@ -47,17 +49,27 @@ const REVIEW_LINK_QUERY = `
     LEFT JOIN recipients r ON r.id = rr.recipient_id
    WHERE rr.token = $1`;
 
+const localeDetails = (link: Pick<ReviewLink, 'locale'>) => ({ locale: link.locale === 'ru' ? 'ru' : 'en' });
+
+/** A canceled request's link, for the review form: `not_found` with code `link_inactive` and the form's locale (the "no longer active" page). */
+export function linkInactive(link: Pick<ReviewLink, 'locale'>): DomainError {
+  return new DomainError('not_found', LINK_INACTIVE_CODE, 'this review request is no longer active', { details: localeDetails(link) });
+}
+
 /**
  * The review link of a token, used for `purpose`; `not_found` for an unknown or malformed one (a
- * malformed one is not looked up), and `not_found` with code `link_expired` (the form's locale in the
- * details, for the expired page) past the purpose's lifetime (LINK_LIFETIME_DAYS of @rrs/proto).
+ * malformed one is not looked up), `not_found` with code `link_expired` (the form's locale in the
+ * details, for the expired page) past the purpose's lifetime (LINK_LIFETIME_DAYS of @rrs/proto), and,
+ * for the review form, `link_inactive` once its request was canceled without a rating (a rated link
+ * keeps its thank-you page). The unsubscribe page of a canceled request still works.
  */
 export async function loadReviewLink(db: Pool | PoolClient, token: string, purpose: LinkPurpose = 'review'): Promise<ReviewLink> {
   const link = TOKEN_PATTERN.test(token) ? (await db.query<ReviewLink>(REVIEW_LINK_QUERY, [token])).rows[0] : undefined;
   if (!link) throw new NotFoundError('review link', { message: 'unknown review link' });
   if (linkExpired(purpose, link.last_message_at, link.db_now)) {
-    throw new DomainError('not_found', 'link_expired', `the ${purpose} link has expired`, { details: { locale: link.locale === 'ru' ? 'ru' : 'en' } });
+    throw new DomainError('not_found', 'link_expired', `the ${purpose} link has expired`, { details: localeDetails(link) });
   }
+  if (purpose === 'review' && link.canceled_at !== null && link.rating === null) throw linkInactive(link);
   return link;
 }
 

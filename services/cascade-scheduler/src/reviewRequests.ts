@@ -1,6 +1,7 @@
 import { runIdempotent, type IdempotencyRequest } from '@rrs/idempotency';
 import { schedulerV1 } from '@rrs/proto';
-import { InvalidError, randomBase62, uuidv7, type Pool } from '@rrs/runtime';
+import { InvalidError, NotFoundError, randomBase62, uuidv7, type Pool } from '@rrs/runtime';
+import { isUuid } from './ids';
 import { tokenUrl } from './links';
 import type { OrganizationProfiles } from './organizationProfiles';
 import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
@@ -43,5 +44,35 @@ export async function createReviewRequest(deps: ReviewRequestDeps, input: Review
       [id, input.organizationId, token, input.locationId, input.customerName, input.contact],
     );
     return { reviewRequest: { id, token, url: tokenUrl(deps.publicBaseUrl, 'r', token), status: 'created' } };
+  });
+}
+
+type CancelAnswer = SavedAnswer<schedulerV1.CancelReviewRequestResponse>;
+const cancelCodec = savedAnswerCodec(schedulerV1.CancelReviewRequestResponse);
+
+/**
+ * Closes a review link made by POST /review-requests: from now on it shows "this request is no longer
+ * active" and accepts no rating. A link already rated keeps its rating (and its thank-you page) and is
+ * answered as it is; a second cancel changes nothing. The link's row is locked, so a rating submitted at
+ * the same moment either lands first (the link stays rated) or finds the link closed. `not_found` for
+ * an unknown id, another organization's link, or a cascade recipient's link (its cascade is what is
+ * canceled: POST /cascades/{id}/cancel).
+ */
+export async function cancelReviewRequest(deps: Pick<ReviewRequestDeps, 'pool' | 'publicBaseUrl'>, organizationId: string, id: string, idempotency?: IdempotencyRequest): Promise<{ result: CancelAnswer; replayed: boolean }> {
+  if (!isUuid(id) || !isUuid(organizationId)) throw new NotFoundError('review request');
+  return runIdempotent(deps.pool, idempotency, cancelCodec, async (client) => {
+    // `rated_at` is on the row itself: after waiting for a rating's transaction, the locked row is read as it committed.
+    const { rows } = await client.query<{ token: string; status: string; rated: boolean }>(
+      `SELECT token, status, rated_at IS NOT NULL AS rated FROM review_requests WHERE id = $1 AND organization_id = $2 AND recipient_id IS NULL FOR UPDATE`,
+      [id, organizationId],
+    );
+    const link = rows[0];
+    if (!link) throw new NotFoundError('review request');
+    let status = link.status;
+    if (!link.rated && status !== 'canceled') {
+      await client.query(`UPDATE review_requests SET canceled_at = clock_timestamp(), status = 'canceled' WHERE id = $1`, [id]);
+      status = 'canceled';
+    }
+    return { reviewRequest: { id, token: link.token, url: tokenUrl(deps.publicBaseUrl, 'r', link.token), status } };
   });
 }

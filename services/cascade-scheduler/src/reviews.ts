@@ -12,7 +12,8 @@ import type { OrganizationProfiles } from './organizationProfiles';
 import { submitFeedback, submitRating } from './ratings';
 import { claimBotLink, recordBotOptOut } from './botLinks';
 import { getReviewForm } from './reviewForm';
-import { createReviewRequest, type ReviewRequestInput } from './reviewRequests';
+import { cancelReviewRequest, createReviewRequest, type ReviewRequestInput } from './reviewRequests';
+import { listRatingFeed } from './ratingFeed';
 import type { SnapshotWriter } from './snapshots';
 import { unsubscribe } from './unsubscribe';
 
@@ -45,6 +46,11 @@ export class Reviews {
   /** The ratings inbox: newest first, optionally only low ones, with feedback, or of one location. */
   listRatings(input: schedulerV1.ListRatingsRequest): Promise<schedulerV1.ListRatingsResponse> {
     return listRatings(this.deps.pool, input);
+  }
+
+  /** The ratings feed: every rating in the order recorded, after a position (ratingFeed.ts). */
+  ratingFeed(input: schedulerV1.ListRatingFeedRequest): Promise<schedulerV1.ListRatingFeedResponse> {
+    return listRatingFeed(this.deps.pool, input);
   }
 
   /** Marks a rating of the inbox handled by a member, or clears the mark. */
@@ -98,6 +104,11 @@ export class Reviews {
 
   create(input: ReviewRequestInput, idempotency?: IdempotencyRequest) {
     return createReviewRequest(this.deps, input, idempotency);
+  }
+
+  /** Closes a review request's link (not a cascade recipient's): no rating is taken on it any more. */
+  cancel(organizationId: string, id: string, idempotency?: IdempotencyRequest) {
+    return cancelReviewRequest(this.deps, organizationId, id, idempotency);
   }
 
   /** The form's data; with `recordOpen`, the first view is recorded as `opened`. */

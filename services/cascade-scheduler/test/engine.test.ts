@@ -117,6 +117,29 @@ describe('engine', () => {
     expect(t.finishEventStale).toBe(true);
   });
 
+  it("a SENT result read against the step as it was before its dispatch committed, of a recipient canceled since, makes it sent and changes nothing else", () => {
+    // The result's read began before the dispatcher committed (the step still scheduled, attempt 0) and
+    // waited for a cancel that finished the recipient: the message went out, and is reported so.
+    const s = recipient('a@x', '', [['EMAIL', 0], ['EMAIL', 5]]);
+    start(s, { now: at(0), minuteMs: MIN });
+    engine.stop(s, 'canceled', { now: at(3), minuteMs: MIN });
+    s.steps[0].status = 'scheduled';
+    s.finishedNow = false;
+    applyResult(s, s.steps[0], 's1:1', 'SENT', '', { now: at(9), minuteMs: MIN }, 'smtp');
+    expect(s.steps[0]).toMatchObject({ status: 'sent', sentAt: at(9), attempt: 1, provider: 'smtp' });
+    expect(s.steps[1].status).toBe('canceled');
+    expect(s.recipient).toMatchObject({ status: 'finished', finishReason: 'canceled' });
+    expect(s.finishEventStale).toBe(true);
+    // A result of another attempt, or a failure, changes nothing.
+    const t = recipient('b@x', '', [['EMAIL', 0]]);
+    start(t, { now: at(0), minuteMs: MIN });
+    engine.stop(t, 'canceled', { now: at(3), minuteMs: MIN });
+    t.steps[0].status = 'scheduled';
+    applyResult(t, t.steps[0], 's1:2', 'SENT', '', { now: at(9), minuteMs: MIN });
+    applyResult(t, t.steps[0], 's1:1', 'FAILED', 'bounced', { now: at(9), minuteMs: MIN });
+    expect(t.steps[0]).toMatchObject({ status: 'scheduled', sentAt: null, attempt: 0 });
+  });
+
   it('skips at fire time and moves on at once when nothing was sent', () => {
     const s = recipient('', '+79161234567', [['EMAIL', 0], ['SMS', 60]]);
     start(s, { now: at(0), minuteMs: MIN });

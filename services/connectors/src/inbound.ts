@@ -54,14 +54,16 @@ function storedPayload(fields: Map<string, string>): Record<string, string> {
 
 /**
  * amoCRM account webhooks (crm_platform/webhooks-format): `leads[status][<n>][id]` with `status_id`,
- * `pipeline_id`, `old_status_id`, `old_pipeline_id` (and `leads[add][<n>]` for a lead created in a stage).
- * One event per lead; other entities and actions carry no won deal and are not kept.
+ * `pipeline_id`, `old_status_id`, `old_pipeline_id`; `leads[add][<n>]` for a lead created in a stage;
+ * `leads[update][<n>]` for any change of a lead, with its current `status_id` and `pipeline_id` — a lead
+ * that is (or becomes) won, or leaves won, is handled as a status change. One event per lead; other
+ * entities and actions carry no deal stage and are not kept.
  */
 export function amoCrmEvents(fields: Map<string, string>): QueuedEvent[] | HookAnswer {
   const body = storedPayload(fields);
   const events: QueuedEvent[] = [];
   for (const [key, id] of fields) {
-    const match = /^leads\[(status|add)\]\[(\d+)\]\[id\]$/.exec(key);
+    const match = /^leads\[(status|add|update)\]\[(\d+)\]\[id\]$/.exec(key);
     if (!match) continue;
     const at = (f: string) => fields.get(`leads[${match[1]}][${match[2]}][${f}]`) ?? '';
     if (!/^\d{1,18}$/.test(id)) return answer(400, 'invalid_event', `${key} must be a lead id`);

@@ -2,6 +2,7 @@ import { counter, DomainError, inTransaction, SecretBoxError, startDueWorkLoop, 
 import type { ConnectorPolicy } from './config';
 import { INBOX_CHANNEL, type Connectors } from './connectors';
 import { CrmError } from './crm/types';
+import { stopCascadesOfLostDeal } from './lostDeals';
 import { startCascadeForDeal, type DealOutcome, type StageHint, type WonDealDeps } from './wonDeals';
 
 /*
@@ -94,7 +95,9 @@ export function startInboxWorker(o: InboxWorkerOptions): DueWorkLoop {
     if (!connector.enabled) return finish(group, { status: 'ignored', outcome: 'connector_disabled' }, null);
     const newest = group.reduce((a, b) => (b.id > a.id ? b : a));
     try {
-      const result = await startCascadeForDeal(o, connector, group[0].deal_id, hintOf(newest));
+      // A deal whose cascade may still run is first checked for having left won (lostDeals.ts); any other goes the start path.
+      const hint = hintOf(newest);
+      const result = (await stopCascadesOfLostDeal(o, connector, group[0].deal_id, hint)) ?? (await startCascadeForDeal(o, connector, group[0].deal_id, hint));
       await finish(group, result, result.problem?.message ?? null);
       if (result.problem) await o.connectors.recordError(connector.id, result.problem.code, result.problem.message);
       else await o.connectors.recordSuccess(connector.id);

@@ -6,6 +6,8 @@ export interface NoteFacts {
   feedback: string;
   /** rated | exhausted | unreachable | unsubscribed | canceled */
   reason: string;
+  /** Why the connector canceled it (lostDeals.ts): `lost`, `left_won`; null otherwise. */
+  stopReason?: string | null;
   eventType: string;
   eventId: string;
 }
@@ -17,6 +19,8 @@ const REASONS: Record<'ru' | 'en', Record<string, string>> = {
     unreachable: 'no email or phone to reach the customer',
     unsubscribed: 'the customer unsubscribed',
     canceled: 'the review request was canceled',
+    canceled_lost: 'the review request was canceled: the deal was lost',
+    canceled_left_won: 'the review request was canceled: the deal left its won stage',
   },
   ru: {
     rated: 'клиент поставил оценку',
@@ -24,6 +28,8 @@ const REASONS: Record<'ru' | 'en', Record<string, string>> = {
     unreachable: 'нет email или телефона клиента',
     unsubscribed: 'клиент отписался',
     canceled: 'запрос отзыва отменён',
+    canceled_lost: 'запрос отзыва отменён: сделка проиграна',
+    canceled_left_won: 'запрос отзыва отменён: сделка ушла с успешного этапа',
   },
 };
 
@@ -43,7 +49,8 @@ export function noteText(locale: string, f: NoteFacts): string {
   const lines = [f.eventType === 'cascade.recipient.rated' ? text.late : text.title];
   lines.push(`${text.rating}: ${f.rating ? `${f.rating}/5 ${stars(f.rating)}` : text.none}`);
   if (f.feedback) lines.push(`${text.feedback}: ${f.feedback}`);
-  lines.push(`${text.outcome}: ${REASONS[lang][f.reason] ?? f.reason}`);
+  const reason = f.reason === 'canceled' && f.stopReason ? `canceled_${f.stopReason}` : f.reason;
+  lines.push(`${text.outcome}: ${REASONS[lang][reason] ?? REASONS[lang][f.reason] ?? f.reason}`);
   lines.push(eventMarker(f.eventId));
   return lines.join('\n');
 }

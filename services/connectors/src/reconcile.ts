@@ -5,6 +5,7 @@ import type { CrmClients } from './crm';
 import { wonKeyOf, type CrmDeal } from './crm/types';
 import { queueEvents, judgeFailure } from './inbox';
 import type { Connector } from './model';
+import type { ReviewServices } from './reviewServices';
 import { wonBeforeConnector } from './wonDeals';
 
 /*
@@ -13,6 +14,10 @@ import { wonBeforeConnector } from './wonDeals';
  * stage since its cursor (less an overlap), and queues in the inbox those that have no cascade and no
  * pending event yet. The inbox worker starts them through the same path as a webhook, so a deal
  * starts one cascade whoever finds it first. The cursor moves only after a complete pass.
+ *
+ * The same pass reads again every deal whose cascade may still run (lostDeals.ts): one that is in no
+ * won stage any more — lost or refunded while its hook was missed — is queued too, and the inbox worker
+ * stops its cascade; one whose cascade the scheduler says has finished is no longer watched.
  */
 
 const passes = counter({ name: 'connector_syncs_total', help: 'Reconciliation passes, by outcome.', labelNames: ['outcome'] });
@@ -22,12 +27,16 @@ export interface ReconcilerOptions {
   pool: Pool;
   connectors: Connectors;
   crm: CrmClients;
+  reviewServices: ReviewServices;
   policy: ConnectorPolicy;
   logger: Logger;
   notifier?: Notifier;
   /** Deals were queued: wake the inbox worker. */
   onQueued(): void;
 }
+
+/** Deals whose cascade may still run, read again per pass (oldest first); more wait for the next pass. */
+export const MAX_WATCHED_DEALS_PER_PASS = 5_000;
 
 /** Won deals of one page that have neither a cascade nor a pending event: the ones the webhooks missed. */
 async function missing(pool: Pool, connector: Connector, deals: CrmDeal[]): Promise<Array<{ deal: CrmDeal; wonKey: string }>> {
@@ -46,7 +55,7 @@ async function missing(pool: Pool, connector: Connector, deals: CrmDeal[]): Prom
 }
 
 /** One reconciliation pass of a connector; returns how many deals it queued. */
-export async function reconcileConnector(o: Pick<ReconcilerOptions, 'pool' | 'crm' | 'policy'>, connector: Connector): Promise<number> {
+export async function reconcileConnector(o: Pick<ReconcilerOptions, 'pool' | 'crm' | 'policy' | 'reviewServices'>, connector: Connector): Promise<number> {
   const since = new Date(connector.syncCursor.getTime() - o.policy.syncOverlapMs);
   let cursor = connector.syncCursor;
   let queued = 0;
@@ -61,9 +70,40 @@ export async function reconcileConnector(o: Pick<ReconcilerOptions, 'pool' | 'cr
     );
     queued += missed.length;
   }
+  queued += await reconcileWatchedDeals(o, connector);
   // The cursor is the newest CRM time seen (the CRM's clock, which the overlap covers), and never moves back.
   await o.pool.query('UPDATE connectors SET sync_cursor = GREATEST(sync_cursor, $2), last_sync_at = now() WHERE id = $1', [connector.id, cursor]);
   return queued;
+}
+
+/**
+ * The deals whose cascade may still run, read from the CRM in batches: those in no won stage any more
+ * are queued (unless an event of theirs is pending) for the inbox worker to stop; for those still won,
+ * a cascade the scheduler reports finished (its finish event missed, or from before this was recorded)
+ * stops being watched. Returns how many it queued.
+ */
+async function reconcileWatchedDeals(o: Pick<ReconcilerOptions, 'pool' | 'crm' | 'reviewServices'>, connector: Connector): Promise<number> {
+  const { rows } = await o.pool.query<{ deal_id: string; won_key: string; cascade_id: string; pending: boolean }>(
+    `SELECT d.deal_id, d.won_key, d.cascade_id,
+            EXISTS (SELECT 1 FROM crm_events e WHERE e.connector_id = d.connector_id AND e.deal_id = d.deal_id AND e.status = 'pending') AS pending
+       FROM deal_cascades d WHERE d.connector_id = $1 AND d.finished_at IS NULL AND d.stopped_at IS NULL ORDER BY d.created_at LIMIT $2`,
+    [connector.id, MAX_WATCHED_DEALS_PER_PASS],
+  );
+  if (rows.length === 0) return 0;
+  const deals = new Map((await o.crm.for(connector).getDeals([...new Set(rows.map((r) => r.deal_id))])).map((deal) => [deal.id, deal]));
+  const left = new Map<string, CrmDeal>();
+  for (const row of rows) {
+    const deal = deals.get(row.deal_id);
+    if (!deal) continue;
+    const wonKey = wonKeyOf(connector.kind, deal, connector.settings.wonStages);
+    if (wonKey === null) {
+      if (!row.pending) left.set(deal.id, deal);
+    } else if (await o.reviewServices.cascadeFinished(connector.organizationId, row.cascade_id)) {
+      await o.pool.query('UPDATE deal_cascades SET finished_at = coalesce(finished_at, now()) WHERE connector_id = $1 AND deal_id = $2 AND won_key = $3', [connector.id, row.deal_id, row.won_key]);
+    }
+  }
+  await queueEvents(o.pool, connector.id, 'reconcile', [...left.values()].map((deal) => ({ dealId: deal.id, event: 'reconcile', payload: { stage: { pipelineId: deal.pipelineId, stageId: deal.stageId } } })));
+  return left.size;
 }
 
 export function startReconciler(o: ReconcilerOptions): DueWorkLoop {

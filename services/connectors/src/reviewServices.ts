@@ -5,7 +5,7 @@ import { DomainError, NotFoundError, type PromiseClient } from '@rrs/runtime';
 
 /**
  * What the connectors ask of the other services: the contacts directory (locations, contacts, the
- * organization's locale) and the cascade scheduler (flows, cascades). Calls that create something carry
+ * organization's locale) and the cascade scheduler (flows, cascades, their cancel). Calls that change something carry
  * an Idempotency-Key; its fingerprint is derived from the key alone, so a retry whose CRM data changed
  * in between replays the first answer instead of failing: one deal, one contact write, one cascade.
  */
@@ -17,6 +17,10 @@ export interface ReviewServices {
   organizationLocale(organizationId: string): Promise<string>;
   upsertContact(input: ContactInput, idempotencyKey: string): Promise<StoredContact>;
   startCascade(input: CascadeInput, idempotencyKey: string): Promise<{ id: string; replayed: boolean }>;
+  /** Cancels a cascade (its recipients not finished yet finish `canceled`); how many it finished. */
+  cancelCascade(organizationId: string, cascadeId: string, idempotencyKey: string): Promise<number>;
+  /** Whether the cascade has finished (every recipient finished). */
+  cascadeFinished(organizationId: string, cascadeId: string): Promise<boolean>;
 }
 
 export interface ContactInput {
@@ -118,6 +122,14 @@ export function grpcReviewServices(
         { metadata: idempotencyMetadata(idempotencyKey) },
       );
       return { id: started.id, replayed: started.idempotentReplayed };
+    },
+    async cancelCascade(organizationId, cascadeId, idempotencyKey) {
+      const answer = await scheduler.cancelCascade({ organizationId, id: cascadeId }, { metadata: idempotencyMetadata(idempotencyKey) });
+      return answer.canceled;
+    },
+    async cascadeFinished(organizationId, cascadeId) {
+      const { cascade } = await scheduler.getCascade({ organizationId, id: cascadeId });
+      return cascade?.status === 'finished';
     },
   };
 }

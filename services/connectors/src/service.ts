@@ -90,7 +90,7 @@ export async function startConnectors(config: StartConnectorsConfig, ctx: Servic
 
   const notifier = new Notifier(config.databaseUrl, 'connectors', ctx.logger);
   const inbox = startInboxWorker({ pool, connectors, crm, reviewServices, policy, logger: ctx.logger, notifier });
-  const reconciler = startReconciler({ pool, connectors, crm, policy, logger: ctx.logger, notifier, onQueued: () => inbox.wake() });
+  const reconciler = startReconciler({ pool, connectors, crm, reviewServices, policy, logger: ctx.logger, notifier, onQueued: () => inbox.wake() });
   const writeBack = startWriteBackWorker({ pool, connectors, crm, reviewServices, policy, logger: ctx.logger, notifier });
   await notifier.start();
   ctx.lifecycle.onStop('connector workers', async () => {

@@ -1,13 +1,13 @@
 import type { Pool } from '@rrs/runtime';
 import type { CrmClients } from './crm';
-import { wonKeyOf, type CrmDeal, type CrmKind } from './crm/types';
+import { wonKeyOf, type CrmContact, type CrmDeal, type CrmKind } from './crm/types';
 import { invalidPointers, type ReviewServices, type StoredContact } from './reviewServices';
 import { locationOfDeal, type Connector } from './model';
 
 /** What became of a deal's events. */
 export interface DealOutcome {
   status: 'done' | 'ignored' | 'failed';
-  /** started | duplicate | not_won | won_before_connector | deal_not_found | deal_without_contact | no_location */
+  /** started | duplicate | stopped | not_won | won_before_connector | deal_not_found | deal_without_contact | no_location */
   outcome: string;
   cascadeId?: string;
   /** For the connector's status, when the outcome is a problem the business should see. */
@@ -32,8 +32,11 @@ export function wonBeforeConnector(deal: Pick<CrmDeal, 'stageChangedAt'>, connec
 export const DEAL_NOUN: Record<CrmKind, string> = { amocrm: 'lead', bitrix24: 'deal' };
 const CRM_NAME: Record<CrmKind, string> = { amocrm: 'amoCRM', bitrix24: 'Bitrix24' };
 
-/** A CRM contact's `externalId` in the directory: the CRM's id, prefixed so that CRMs (and the API's own ids) never collide. */
-export const contactExternalId = (kind: CrmKind, crmContactId: string) => `${kind}:contact:${crmContactId}`;
+/**
+ * A CRM contact's `externalId` in the directory: the CRM's id, prefixed so that CRMs (and the API's own
+ * ids) never collide; a company asked in place of a contact is `<crm>:company:<id>`.
+ */
+export const contactExternalId = (kind: CrmKind, crmContactId: string, person: CrmContact['kind'] = 'contact') => `${kind}:${person}:${crmContactId}`;
 export const cascadeExternalId = (kind: CrmKind, dealId: string) => `${kind}:${DEAL_NOUN[kind]}:${dealId}`;
 /** The Idempotency-Key of a deal's cascade: a CRM retry, a duplicate event or a reconciliation all land on it. */
 export const dealCascadeKey = (connectorId: string, dealId: string, wonKey: string) => `crm:${connectorId}:${dealId}:${wonKey}`;
@@ -78,13 +81,13 @@ export async function startCascadeForDeal(deps: WonDealDeps, connector: Connecto
   if (!locationId) {
     return { status: 'failed', outcome: 'no_location', problem: { code: 'no_location', message: `${noun}: its ${connector.settings.locationMapping?.field} value maps to no location, and the connector has no default location` } };
   }
-  const crmContact = deal.contactId ? await crm.getContact(deal.contactId) : null;
-  if (!crmContact) return { status: 'failed', outcome: 'deal_without_contact', problem: { code: 'deal_without_contact', message: `${noun} has no contact to ask` } };
+  const crmContact = await crm.customerOf(deal);
+  if (!crmContact) return { status: 'failed', outcome: 'deal_without_contact', problem: { code: 'deal_without_contact', message: `${noun} has no contact (nor a company) to ask` } };
 
   const key = dealCascadeKey(connector.id, deal.id, wonKey);
   const contact = await upsertContact(deps.reviewServices, {
     organizationId: connector.organizationId,
-    externalId: contactExternalId(connector.kind, crmContact.id),
+    externalId: contactExternalId(connector.kind, crmContact.id, crmContact.kind),
     name: crmContact.name,
     email: crmContact.email,
     phone: crmContact.phone,
@@ -97,7 +100,7 @@ export async function startCascadeForDeal(deps: WonDealDeps, connector: Connecto
   await deps.pool.query(
     `INSERT INTO deal_cascades (connector_id, deal_id, won_key, organization_id, cascade_id, contact_id, crm_contact_id)
      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-    [connector.id, deal.id, wonKey, connector.organizationId, cascade.id, contact.id, crmContact.id],
+    [connector.id, deal.id, wonKey, connector.organizationId, cascade.id, contact.id, crmContact.kind === 'contact' ? crmContact.id : `company:${crmContact.id}`],
   );
   return { status: 'done', outcome: cascade.replayed ? 'duplicate' : 'started', cascadeId: cascade.id };
 }

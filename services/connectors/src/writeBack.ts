@@ -58,9 +58,13 @@ export async function consumeOutcomeEvents(bus: Bus, o: Pick<WriteBackOptions, '
     let queued: boolean;
     try {
       queued = await inTransaction(o.pool, async (client) => {
+        // A connector cascade has one recipient: its finish is the cascade's, and the deal is no longer watched for a loss.
+        if (event.type === EVENT_TYPES.cascadeRecipientFinished) {
+          await client.query('UPDATE deal_cascades SET finished_at = coalesce(finished_at, $3) WHERE cascade_id = $1 AND organization_id = $2', [outcome.cascadeId, event.organizationId, event.occurredAt ?? new Date()]);
+        }
         const { rowCount } = await client.query(
-          `INSERT INTO write_backs (event_id, connector_id, deal_id, event_type, cascade_id, rating, feedback, reason, occurred_at)
-           SELECT $1, d.connector_id, d.deal_id, $2, d.cascade_id, $3, $4, $5, $6 FROM deal_cascades d
+          `INSERT INTO write_backs (event_id, connector_id, deal_id, event_type, cascade_id, rating, feedback, reason, occurred_at, stop_reason)
+           SELECT $1, d.connector_id, d.deal_id, $2, d.cascade_id, $3, $4, $5, $6, CASE WHEN $5 = 'canceled' THEN d.stop_reason END FROM deal_cascades d
            WHERE d.cascade_id = $7 AND d.organization_id = $8
            ON CONFLICT (event_id) DO NOTHING`,
           [event.id, event.type, outcome.rating > 0 ? outcome.rating : null, outcome.feedback, outcome.reason, event.occurredAt ?? new Date(), outcome.cascadeId, event.organizationId],
@@ -91,6 +95,7 @@ interface WriteBackRow {
   fields_done: boolean;
   attempts: number;
   occurred_at: Date;
+  stop_reason: string | null;
 }
 
 export function startWriteBackWorker(o: WriteBackOptions): DueWorkLoop {
@@ -108,7 +113,7 @@ export function startWriteBackWorker(o: WriteBackOptions): DueWorkLoop {
         const already = row.attempts > 1 && (await crm.hasNote(row.deal_id, marker));
         if (!already) {
           const locale = await o.reviewServices.organizationLocale(connector.organizationId);
-          await crm.addNote(row.deal_id, noteText(locale, { rating: row.rating, feedback: row.feedback, reason: row.reason, eventType: row.event_type, eventId: row.event_id }));
+          await crm.addNote(row.deal_id, noteText(locale, { rating: row.rating, feedback: row.feedback, reason: row.reason, stopReason: row.stop_reason, eventType: row.event_type, eventId: row.event_id }));
         }
         await pool.query('UPDATE write_backs SET note_done = true WHERE event_id = $1', [row.event_id]);
       }
@@ -148,7 +153,7 @@ export function startWriteBackWorker(o: WriteBackOptions): DueWorkLoop {
       const { rows } = await pool.query<WriteBackRow>(
         `UPDATE write_backs SET attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $2 / 1000.0)
          WHERE event_id IN (SELECT event_id FROM write_backs WHERE status = 'pending' AND next_attempt_at <= now() ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-         RETURNING event_id, connector_id, deal_id, event_type, rating, feedback, reason, note_done, fields_done, attempts, occurred_at`,
+         RETURNING event_id, connector_id, deal_id, event_type, rating, feedback, reason, note_done, fields_done, attempts, occurred_at, stop_reason`,
         [batch, policy.leaseMs],
       );
       // One deal's write-backs go in order (a finish, then a late rating), so they are not run side by side.

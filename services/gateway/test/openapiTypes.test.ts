@@ -1,7 +1,7 @@
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import {
-  CASCADE_STATUSES, EVENT_TYPES, eventsV1, CONTACT_FIELDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS, REVIEW_REQUEST_STATUSES, SCOPES,
+  CASCADE_STATUSES, EVENT_TYPES, eventsV1, CONTACT_FIELDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS, RATING_SOURCES, REVIEW_REQUEST_STATUSES, SCOPES,
   SKIP_REASONS, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENT_TYPES,
 } from '@rrs/proto';
 import { createLogger } from '@rrs/runtime';
@@ -48,7 +48,7 @@ describe('the types of the OpenAPI documents', () => {
       CascadeStatus: CASCADE_STATUSES, RecipientStatus: RECIPIENT_STATUSES, FinishReason: FINISH_REASONS, SkipReason: SKIP_REASONS, RerouteReason: REROUTE_REASONS,
       ReviewRequestStatus: REVIEW_REQUEST_STATUSES, KnownChannelKey: KNOWN_CHANNEL_KEYS, ContactField: CONTACT_FIELDS, Scope: SCOPES,
       SubscribableEventType: SUBSCRIBABLE_EVENT_TYPES, WebhookEventType: WEBHOOK_EVENT_TYPES, WebhookDeliveryStatus: WEBHOOK_DELIVERY_STATUSES,
-      WebhookAttemptOutcome: WEBHOOK_ATTEMPT_OUTCOMES, WebhookDisabledReason: WEBHOOK_DISABLED_REASONS,
+      WebhookAttemptOutcome: WEBHOOK_ATTEMPT_OUTCOMES, WebhookDisabledReason: WEBHOOK_DISABLED_REASONS, RatingSource: RATING_SOURCES,
     };
     for (const [name, values] of Object.entries(lists)) expect([name, schemasOf(doc)[name]?.enum]).toEqual([name, [...values]]);
     // A step's status: `skipped` with a SkipReason, or any other status of the list with a free reason.
@@ -64,7 +64,7 @@ describe('the types of the OpenAPI documents', () => {
     const getCascade = op(doc, '/cascades/{id}', 'get').responses['200'].content!['application/json'].schema as { properties: Record<string, Json> };
     expect(getCascade.properties.status).toEqual({ $ref: '#/components/schemas/CascadeStatus' });
     const text = JSON.stringify(doc.paths) + JSON.stringify(schemasOf(doc));
-    for (const name of ['CascadeStatus', 'RecipientStatus', 'FinishReason', 'SkipReason', 'RerouteReason', 'ReviewRequestStatus', 'ChannelKey', 'ContactField', 'Scope', 'SubscribableEventType', 'WebhookEventType']) {
+    for (const name of ['CascadeStatus', 'RecipientStatus', 'FinishReason', 'SkipReason', 'RerouteReason', 'ReviewRequestStatus', 'RatingSource', 'ChannelKey', 'ContactField', 'Scope', 'SubscribableEventType', 'WebhookEventType']) {
       expect([name, text.includes(`"#/components/schemas/${name}"`)]).toEqual([name, true]);
     }
     // The channel of a request is any channel key: the catalog is live.

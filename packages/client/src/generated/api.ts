@@ -10,7 +10,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List cascades
+         * @description The organization's cascades, newest first, one page at a time; filter by `externalId` to find the cascade of an order. Pages follow `nextCursor`: cascades created while you page come before the first page, never inside a later one, so a walk through the pages lists every cascade that existed when it began exactly once.
+         */
+        get: operations["listCascades"];
         put?: never;
         /**
          * Start a cascade
@@ -37,6 +41,46 @@ export interface paths {
         get: operations["getCascade"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/cascades/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a cascade
+         * @description Stops a cascade (an order refunded or returned): every recipient not finished yet finishes with `finishReason` `canceled`, no later step is sent, its `cascade.recipient.finished` event goes out with reason `canceled`, and its review link shows "this request is no longer active" and takes no rating. A step already handed to a sender (`dispatched`) is not recalled. Recipients that finished before keep their outcome. Idempotent: canceling again changes nothing and answers the same. Answers the cascade as GET /cascades/{id} shows it.
+         */
+        post: operations["cancelCascade"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/cascades/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel the cascades of an externalId
+         * @description Cancels, as POST /cascades/{id}/cancel does, every running cascade of the organization started with this `externalId` (every request made for an order). Answers the ids it canceled; none (an empty list) is not an error, and a repeat answers an empty list.
+         */
+        post: operations["cancelCascadesByExternalId"];
         delete?: never;
         options?: never;
         head?: never;
@@ -223,6 +267,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ratings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The ratings feed
+         * @description Every rating of the organization — cascade recipients' and review requests', late ones included — in the order it was recorded, from `since` on. Keep the `nextCursor` of each page (it is there on the last page too) and pass it as `since` next time: a receiver that was down resumes from its last cursor and misses nothing, and gets nothing twice. A rating whose private feedback came after it was recorded moves to the end of the feed then, with the feedback: it comes once more, complete.
+         */
+        get: operations["listRatings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/review-requests": {
         parameters: {
             query?: never;
@@ -237,6 +301,26 @@ export interface paths {
          * @description The link opens the same review form as a cascade message, with the same low-rating interception.
          */
         post: operations["createReviewRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/review-requests/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a review request
+         * @description Closes the personal link of a review request (an order refunded): from now on it shows a polite "this request is no longer active" page and accepts no rating; its `status` becomes `canceled`. A link already rated keeps its rating and is answered as it is. Idempotent: canceling again changes nothing and answers the same. The links of cascade recipients are closed by canceling their cascade (POST /cascades/{id}/cancel).
+         */
+        post: operations["cancelReviewRequest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -511,6 +595,40 @@ export interface components {
             /** @description With `failed`: why, e.g. `no_balance`, `unreachable`, `no_result`, or the sender's own reason; with `sent`: `undelivered: <reason>` after a negative delivery receipt; with `scheduled`: `send_window` while the step waits for the recipient's send window to open (it goes out at `dueAt`); otherwise null. */
             reason: string | null;
         };
+        /** @description A cascade as GET /cascades lists it: its `counts` are those GET /cascades/{id} shows. */
+        CascadeSummary: {
+            id: string;
+            status: components["schemas"]["CascadeStatus"];
+            externalId: string | null;
+            locationId: string;
+            createdAt: string;
+            /** @description When its last recipient finished; null while running. */
+            finishedAt: string | null;
+            /** @description Every key always present (docs/cascades.md, "counts keys"). */
+            counts: {
+                recipients: number;
+                queued: number;
+                skipped: number;
+                running: number;
+                waiting: number;
+                finished: number;
+                rated: number;
+                exhausted: number;
+                unreachable: number;
+                unsubscribed: number;
+                canceled: number;
+                cooldown: number;
+                noConsent: number;
+                opened: number;
+                feedback: number;
+                stepsSent: number;
+                stepsFailed: number;
+                stepsSkipped: number;
+                stepsPending: number;
+                stepsDelivered: number;
+                stepsUndelivered: number;
+            };
+        };
         /** @description A channel key: one of the known channels, or a channel added at run time (upper-case letters, digits and `_`); GET /channels lists the live ones. */
         ChannelKey: components["schemas"]["KnownChannelKey"] | string;
         /**
@@ -528,6 +646,41 @@ export interface components {
          * @enum {string}
          */
         KnownChannelKey: "EMAIL" | "SMS" | "MAX" | "TELEGRAM";
+        /** @description A rating as the rating events carry it, with the public links its thank-you page showed. */
+        Rating: {
+            reviewRequestId: string;
+            source: components["schemas"]["RatingSource"];
+            /** @description null for a review request made by POST /review-requests. */
+            cascadeId: string | null;
+            /** @description The cascade's `externalId`. */
+            cascadeExternalId: string | null;
+            recipientId: string | null;
+            /** @description The contact's externalId, for a recipient that came from POST /contacts. */
+            contactExternalId: string | null;
+            locationId: string;
+            /** @description The recipient's name, or the review request's `customerName`. */
+            name: string | null;
+            email: string | null;
+            /** @description E.164. */
+            phone: string | null;
+            rating: number;
+            /** @description The private text left after a low rating, or null. */
+            feedback: string | null;
+            ratedAt: string;
+            feedbackAt: string | null;
+            /** @description The public review links the thank-you page showed with the rating (every rater sees them). */
+            publicLinksShown: {
+                provider: string;
+                url: string;
+            }[];
+            /** @description Rated after its recipient had finished (the response window closed, the cascade was canceled): reported by `cascade.recipient.rated`. */
+            late: boolean;
+        };
+        /**
+         * @description Where a rating came from: `cascade` (a cascade recipient's link; reported by `cascade.recipient.finished`, or `cascade.recipient.rated` when `late`) or `review_request` (a link of POST /review-requests; reported by `review_request.rated`).
+         * @enum {string}
+         */
+        RatingSource: "cascade" | "review_request";
         /** @description A cascade recipient's outcome: the payload of `cascade.recipient.finished` and `cascade.recipient.rated`. */
         RecipientOutcome: {
             cascadeId: string;
@@ -603,10 +756,10 @@ export interface components {
             };
         };
         /**
-         * @description `created` → `opened` (the form was viewed) → `rated` → `feedback` (private feedback left after the rating).
+         * @description `created` → `opened` (the form was viewed) → `rated` → `feedback` (private feedback left after the rating); or `canceled` (POST /review-requests/{id}/cancel before a rating: the link shows "no longer active" and takes no rating).
          * @enum {string}
          */
-        ReviewRequestStatus: "created" | "opened" | "rated" | "feedback";
+        ReviewRequestStatus: "created" | "opened" | "rated" | "feedback" | "canceled";
         /**
          * @description An API key permission; the operations list the one they need.
          * @enum {string}
@@ -743,6 +896,275 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    listCascades: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only the cascades started with this `externalId` (exact).
+                 * @example order-1042
+                 */
+                externalId?: string;
+                /** @example running */
+                status?: components["schemas"]["CascadeStatus"];
+                /**
+                 * @description Only the cascades into this location.
+                 * @example 0190e0e0-2222-7000-8000-000000000002
+                 */
+                locationId?: string;
+                /**
+                 * @description Only cascades created at or after this time (ISO 8601 with an offset, or Z).
+                 * @example 2026-05-01T00:00:00Z
+                 */
+                createdFrom?: string;
+                /**
+                 * @description Only cascades created before this time.
+                 * @example 2026-06-01T00:00:00Z
+                 */
+                createdTo?: string;
+                /**
+                 * @description Page size, 1 to 100 (default 50).
+                 * @example 20
+                 */
+                limit?: number;
+                /**
+                 * @description `nextCursor` of the previous page.
+                 * @example Y2FzY2FkZXM6MDE5MGUwZTAtNDQ0NC03MDAwLTgwMDAtMDAwMDAwMDAwMDA0
+                 */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of cascades. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "cascades": [
+                     *         {
+                     *           "id": "0190e0e0-4444-7000-8000-000000000004",
+                     *           "status": "running",
+                     *           "externalId": "order-1042",
+                     *           "locationId": "0190e0e0-2222-7000-8000-000000000002",
+                     *           "createdAt": "2026-05-01T12:00:00.000Z",
+                     *           "finishedAt": null,
+                     *           "counts": {
+                     *             "recipients": 2,
+                     *             "queued": 1,
+                     *             "skipped": 1,
+                     *             "running": 1,
+                     *             "waiting": 0,
+                     *             "finished": 1,
+                     *             "rated": 0,
+                     *             "exhausted": 0,
+                     *             "unreachable": 1,
+                     *             "unsubscribed": 0,
+                     *             "canceled": 0,
+                     *             "cooldown": 0,
+                     *             "noConsent": 0,
+                     *             "opened": 1,
+                     *             "feedback": 0,
+                     *             "stepsSent": 1,
+                     *             "stepsFailed": 0,
+                     *             "stepsSkipped": 2,
+                     *             "stepsPending": 1,
+                     *             "stepsDelivered": 0,
+                     *             "stepsUndelivered": 0
+                     *           }
+                     *         }
+                     *       ],
+                     *       "nextCursor": "Y2FzY2FkZXM6MDE5MGUwZTAtNDQ0NC03MDAwLTgwMDAtMDAwMDAwMDAwMDA0"
+                     *     }
+                     */
+                    "application/json": {
+                        cascades: components["schemas"]["CascadeSummary"][];
+                        /** @description Pass as `cursor` for the next page; null on the last page. */
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /**
+             * @description Bad Request. Codes:
+             *     - `invalid_request`: The request does not match the schema; `errors` lists each offending field as a JSON pointer.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-invalid_request",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "code": "invalid_request",
+                     *       "detail": "The request does not match the schema; errors lists each offending field as a JSON pointer.",
+                     *       "instance": "/api/v1/cascades",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "errors": [
+                     *         {
+                     *           "parameter": "externalId",
+                     *           "detail": "Invalid input"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "invalid_request";
+                    };
+                };
+            };
+            /**
+             * @description Unauthorized. Codes:
+             *     - `missing_api_key`: No `Authorization: Bearer <key>` header was sent.
+             *     - `invalid_api_key`: The key is malformed, unknown or revoked, or the request carries more than one Authorization header; one answer for all of them.
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-missing_api_key",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "code": "missing_api_key",
+                     *       "detail": "No Authorization: Bearer <key> header was sent.",
+                     *       "instance": "/api/v1/cascades",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "missing_api_key" | "invalid_api_key";
+                    };
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *     - `insufficient_scope`: The key lacks the scope the operation needs; `requiredScope` names it.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-insufficient_scope",
+                     *       "title": "Forbidden",
+                     *       "status": 403,
+                     *       "code": "insufficient_scope",
+                     *       "detail": "The key lacks the scope the operation needs; requiredScope names it.",
+                     *       "instance": "/api/v1/cascades",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "requiredScope": "cascades:read"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "insufficient_scope";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
+             *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
+                     *       "title": "Too Many Requests",
+                     *       "status": 429,
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
+                     *       "instance": "/api/v1/cascades",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_auth_failures" | "rate_limited";
+                    };
+                };
+            };
+            /**
+             * @description Service Unavailable. Codes:
+             *     - `service_unavailable`: A service behind the gateway is unavailable; retry later.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-service_unavailable",
+                     *       "title": "Service Unavailable",
+                     *       "status": 503,
+                     *       "code": "service_unavailable",
+                     *       "detail": "A service behind the gateway is unavailable; retry later.",
+                     *       "instance": "/api/v1/cascades",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
     startCascade: {
         parameters: {
             query?: never;
@@ -1536,6 +1958,767 @@ export interface operations {
                      *       "code": "service_unavailable",
                      *       "detail": "A service behind the gateway is unavailable; retry later.",
                      *       "instance": "/api/v1/cascades/0190e0e0-4444-7000-8000-000000000004",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    cancelCascade: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: a repeat with the same key and body returns the saved response with `Idempotent-Replayed: true` and creates or sends nothing; the same key with another body gives 409 `idempotency_key_reused`. 1–255 printable ASCII characters, quoted (`"abc"`) or not. Kept 24 h per organization.
+                 * @example crm-deal-1042-won
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @example 0190e0e0-4444-7000-8000-000000000004 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cascade, canceled. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description Present, with the value `true`, only when the response is a saved one replayed for a repeated Idempotency-Key; absent otherwise.
+                     * @example true
+                     */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0190e0e0-4444-7000-8000-000000000004",
+                     *       "status": "finished",
+                     *       "externalId": "order-1042",
+                     *       "counts": {
+                     *         "recipients": 2,
+                     *         "queued": 1,
+                     *         "skipped": 1,
+                     *         "running": 0,
+                     *         "waiting": 0,
+                     *         "finished": 2,
+                     *         "rated": 0,
+                     *         "exhausted": 0,
+                     *         "unreachable": 1,
+                     *         "unsubscribed": 0,
+                     *         "canceled": 1,
+                     *         "cooldown": 0,
+                     *         "noConsent": 0,
+                     *         "opened": 1,
+                     *         "feedback": 0,
+                     *         "stepsSent": 1,
+                     *         "stepsFailed": 0,
+                     *         "stepsSkipped": 2,
+                     *         "stepsPending": 0,
+                     *         "stepsDelivered": 0,
+                     *         "stepsUndelivered": 0
+                     *       },
+                     *       "recipients": [
+                     *         {
+                     *           "id": "0190e0e0-5555-7000-8000-000000000005",
+                     *           "name": "Anna",
+                     *           "email": "anna@example.com",
+                     *           "phone": "+79161234567",
+                     *           "externalId": "crm-1042",
+                     *           "status": "finished",
+                     *           "finishReason": "canceled",
+                     *           "rating": null,
+                     *           "feedback": null,
+                     *           "ratedAt": null,
+                     *           "finishedAt": "2026-05-01T12:30:00.000Z",
+                     *           "windowClosesAt": null,
+                     *           "steps": [
+                     *             {
+                     *               "order": 1,
+                     *               "channel": "EMAIL",
+                     *               "status": "sent",
+                     *               "dueAt": "2026-05-01T12:00:00.000Z",
+                     *               "sentAt": "2026-05-01T12:00:01.200Z",
+                     *               "skippedAt": null,
+                     *               "deliveredAt": null,
+                     *               "provider": "smtp",
+                     *               "reason": null,
+                     *               "reroute": null
+                     *             },
+                     *             {
+                     *               "order": 2,
+                     *               "channel": "SMS",
+                     *               "status": "canceled",
+                     *               "dueAt": "2026-05-02T12:00:01.200Z",
+                     *               "sentAt": null,
+                     *               "skippedAt": null,
+                     *               "deliveredAt": null,
+                     *               "provider": null,
+                     *               "reason": null,
+                     *               "reroute": null
+                     *             }
+                     *           ]
+                     *         },
+                     *         {
+                     *           "id": "0190e0e0-5555-7000-8000-000000000006",
+                     *           "name": "Boris",
+                     *           "email": null,
+                     *           "phone": null,
+                     *           "externalId": null,
+                     *           "status": "finished",
+                     *           "finishReason": "unreachable",
+                     *           "rating": null,
+                     *           "feedback": null,
+                     *           "ratedAt": null,
+                     *           "finishedAt": "2026-05-01T12:00:00.000Z",
+                     *           "windowClosesAt": null,
+                     *           "steps": [
+                     *             {
+                     *               "order": 1,
+                     *               "channel": "EMAIL",
+                     *               "status": "skipped",
+                     *               "dueAt": null,
+                     *               "sentAt": null,
+                     *               "skippedAt": "2026-05-01T12:00:00.000Z",
+                     *               "deliveredAt": null,
+                     *               "provider": null,
+                     *               "reason": "no_contact",
+                     *               "reroute": null
+                     *             },
+                     *             {
+                     *               "order": 2,
+                     *               "channel": "SMS",
+                     *               "status": "skipped",
+                     *               "dueAt": null,
+                     *               "sentAt": null,
+                     *               "skippedAt": "2026-05-01T12:00:00.000Z",
+                     *               "deliveredAt": null,
+                     *               "provider": null,
+                     *               "reason": "no_contact",
+                     *               "reroute": null
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        status: components["schemas"]["CascadeStatus"];
+                        externalId: string | null;
+                        /** @description Every key always present (docs/cascades.md, "counts keys"). */
+                        counts: {
+                            recipients: number;
+                            queued: number;
+                            skipped: number;
+                            running: number;
+                            waiting: number;
+                            finished: number;
+                            rated: number;
+                            exhausted: number;
+                            unreachable: number;
+                            unsubscribed: number;
+                            canceled: number;
+                            cooldown: number;
+                            noConsent: number;
+                            opened: number;
+                            feedback: number;
+                            stepsSent: number;
+                            stepsFailed: number;
+                            stepsSkipped: number;
+                            stepsPending: number;
+                            stepsDelivered: number;
+                            stepsUndelivered: number;
+                        };
+                        recipients: {
+                            id: string;
+                            name: string | null;
+                            email: string | null;
+                            phone: string | null;
+                            /** @description The contact's externalId, for recipients that came from POST /contacts. */
+                            externalId: string | null;
+                            status: components["schemas"]["RecipientStatus"];
+                            /** @description Why the recipient finished; null while running. */
+                            finishReason: components["schemas"]["FinishReason"] | null;
+                            rating: number | null;
+                            feedback: string | null;
+                            ratedAt: string | null;
+                            finishedAt: string | null;
+                            /** @description While `waiting` (its last step went out): when the response window closes and the recipient finishes `exhausted` unless it rates; otherwise null. */
+                            windowClosesAt: string | null;
+                            steps: components["schemas"]["CascadeStep"][];
+                        }[];
+                    };
+                };
+            };
+            /**
+             * @description Bad Request. Codes:
+             *     - `invalid_idempotency_key`: The Idempotency-Key header is not 1 to 255 printable ASCII characters.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-invalid_idempotency_key",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "code": "invalid_idempotency_key",
+                     *       "detail": "The Idempotency-Key header is not 1 to 255 printable ASCII characters.",
+                     *       "instance": "/api/v1/cascades/0190e0e0-4444-7000-8000-000000000004/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "errors": [
+                     *         {
+                     *           "header": "Idempotency-Key",
+                     *           "detail": "must be 1 to 255 printable ASCII characters"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "invalid_idempotency_key";
+                    };
+                };
+            };
+            /**
+             * @description Unauthorized. Codes:
+             *     - `missing_api_key`: No `Authorization: Bearer <key>` header was sent.
+             *     - `invalid_api_key`: The key is malformed, unknown or revoked, or the request carries more than one Authorization header; one answer for all of them.
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-missing_api_key",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "code": "missing_api_key",
+                     *       "detail": "No Authorization: Bearer <key> header was sent.",
+                     *       "instance": "/api/v1/cascades/0190e0e0-4444-7000-8000-000000000004/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "missing_api_key" | "invalid_api_key";
+                    };
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *     - `insufficient_scope`: The key lacks the scope the operation needs; `requiredScope` names it.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-insufficient_scope",
+                     *       "title": "Forbidden",
+                     *       "status": 403,
+                     *       "code": "insufficient_scope",
+                     *       "detail": "The key lacks the scope the operation needs; requiredScope names it.",
+                     *       "instance": "/api/v1/cascades/0190e0e0-4444-7000-8000-000000000004/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "requiredScope": "cascades:write"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "insufficient_scope";
+                    };
+                };
+            };
+            /**
+             * @description Not Found. Codes:
+             *     - `not_found`: The object (or route) does not exist, or belongs to another organization.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-not_found",
+                     *       "title": "Not Found",
+                     *       "status": 404,
+                     *       "code": "not_found",
+                     *       "detail": "The object (or route) does not exist, or belongs to another organization.",
+                     *       "instance": "/api/v1/cascades/0190e0e0-4444-7000-8000-000000000004/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "not_found";
+                    };
+                };
+            };
+            /**
+             * @description Conflict. Codes:
+             *     - `idempotency_key_reused`: This Idempotency-Key was already used with a different request.
+             *     - `idempotency_key_in_use`: A request with this Idempotency-Key is still running; retry after `Retry-After` seconds.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description With `idempotency_key_in_use` only: seconds to wait before retrying.
+                     * @example 1
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-idempotency_key_reused",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "code": "idempotency_key_reused",
+                     *       "detail": "This Idempotency-Key was already used with a different request.",
+                     *       "instance": "/api/v1/cascades/0190e0e0-4444-7000-8000-000000000004/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 409;
+                        /** @enum {string} */
+                        code: "idempotency_key_reused" | "idempotency_key_in_use";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
+             *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
+                     *       "title": "Too Many Requests",
+                     *       "status": 429,
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
+                     *       "instance": "/api/v1/cascades/0190e0e0-4444-7000-8000-000000000004/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_auth_failures" | "rate_limited";
+                    };
+                };
+            };
+            /**
+             * @description Service Unavailable. Codes:
+             *     - `service_unavailable`: A service behind the gateway is unavailable; retry later.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-service_unavailable",
+                     *       "title": "Service Unavailable",
+                     *       "status": 503,
+                     *       "code": "service_unavailable",
+                     *       "detail": "A service behind the gateway is unavailable; retry later.",
+                     *       "instance": "/api/v1/cascades/0190e0e0-4444-7000-8000-000000000004/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    cancelCascadesByExternalId: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: a repeat with the same key and body returns the saved response with `Idempotent-Replayed: true` and creates or sends nothing; the same key with another body gives 409 `idempotency_key_reused`. 1–255 printable ASCII characters, quoted (`"abc"`) or not. Kept 24 h per organization.
+                 * @example crm-deal-1042-won
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "externalId": "order-1042"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The `externalId` the cascades were started with (exact). */
+                    externalId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The cascades this request canceled, oldest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description Present, with the value `true`, only when the response is a saved one replayed for a repeated Idempotency-Key; absent otherwise.
+                     * @example true
+                     */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "canceled": [
+                     *         "0190e0e0-4444-7000-8000-000000000004"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        canceled: string[];
+                    };
+                };
+            };
+            /**
+             * @description Bad Request. Codes:
+             *     - `invalid_request`: The request does not match the schema; `errors` lists each offending field as a JSON pointer.
+             *     - `malformed_json`: The body is not valid JSON, or nests deeper than 32 levels.
+             *     - `invalid_idempotency_key`: The Idempotency-Key header is not 1 to 255 printable ASCII characters.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-invalid_request",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "code": "invalid_request",
+                     *       "detail": "The request does not match the schema; errors lists each offending field as a JSON pointer.",
+                     *       "instance": "/api/v1/cascades/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "",
+                     *           "detail": "a JSON body is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "invalid_request" | "malformed_json" | "invalid_idempotency_key";
+                    };
+                };
+            };
+            /**
+             * @description Unauthorized. Codes:
+             *     - `missing_api_key`: No `Authorization: Bearer <key>` header was sent.
+             *     - `invalid_api_key`: The key is malformed, unknown or revoked, or the request carries more than one Authorization header; one answer for all of them.
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-missing_api_key",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "code": "missing_api_key",
+                     *       "detail": "No Authorization: Bearer <key> header was sent.",
+                     *       "instance": "/api/v1/cascades/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "missing_api_key" | "invalid_api_key";
+                    };
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *     - `insufficient_scope`: The key lacks the scope the operation needs; `requiredScope` names it.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-insufficient_scope",
+                     *       "title": "Forbidden",
+                     *       "status": 403,
+                     *       "code": "insufficient_scope",
+                     *       "detail": "The key lacks the scope the operation needs; requiredScope names it.",
+                     *       "instance": "/api/v1/cascades/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "requiredScope": "cascades:write"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "insufficient_scope";
+                    };
+                };
+            };
+            /**
+             * @description Conflict. Codes:
+             *     - `idempotency_key_reused`: This Idempotency-Key was already used with a different request.
+             *     - `idempotency_key_in_use`: A request with this Idempotency-Key is still running; retry after `Retry-After` seconds.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description With `idempotency_key_in_use` only: seconds to wait before retrying.
+                     * @example 1
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-idempotency_key_reused",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "code": "idempotency_key_reused",
+                     *       "detail": "This Idempotency-Key was already used with a different request.",
+                     *       "instance": "/api/v1/cascades/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 409;
+                        /** @enum {string} */
+                        code: "idempotency_key_reused" | "idempotency_key_in_use";
+                    };
+                };
+            };
+            /**
+             * @description Content Too Large. Codes:
+             *     - `payload_too_large`: The body is larger than the limit (1 MB).
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-payload_too_large",
+                     *       "title": "Content Too Large",
+                     *       "status": 413,
+                     *       "code": "payload_too_large",
+                     *       "detail": "The body is larger than the limit (1 MB).",
+                     *       "instance": "/api/v1/cascades/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    };
+                };
+            };
+            /**
+             * @description Unsupported Media Type. Codes:
+             *     - `unsupported_media_type`: A body was sent with a Content-Type other than `application/json` (UTF-8).
+             */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-unsupported_media_type",
+                     *       "title": "Unsupported Media Type",
+                     *       "status": 415,
+                     *       "code": "unsupported_media_type",
+                     *       "detail": "A body was sent with a Content-Type other than application/json (UTF-8).",
+                     *       "instance": "/api/v1/cascades/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "unsupported_media_type";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
+             *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
+                     *       "title": "Too Many Requests",
+                     *       "status": 429,
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
+                     *       "instance": "/api/v1/cascades/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_auth_failures" | "rate_limited";
+                    };
+                };
+            };
+            /**
+             * @description Service Unavailable. Codes:
+             *     - `service_unavailable`: A service behind the gateway is unavailable; retry later.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-service_unavailable",
+                     *       "title": "Service Unavailable",
+                     *       "status": 503,
+                     *       "code": "service_unavailable",
+                     *       "detail": "A service behind the gateway is unavailable; retry later.",
+                     *       "instance": "/api/v1/cascades/cancel",
                      *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */
@@ -4412,6 +5595,248 @@ export interface operations {
             };
         };
     };
+    listRatings: {
+        parameters: {
+            query?: {
+                /**
+                 * @description A `nextCursor` of this feed; without it, the feed from its start.
+                 * @example cmF0aW5nczo0MQ
+                 */
+                since?: string;
+                /**
+                 * @description Page size, 1 to 500 (default 100).
+                 * @example 100
+                 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ratings recorded after `since`, oldest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ratings": [
+                     *         {
+                     *           "reviewRequestId": "0190e0e0-7777-7000-8000-000000000007",
+                     *           "source": "cascade",
+                     *           "cascadeId": "0190e0e0-4444-7000-8000-000000000004",
+                     *           "cascadeExternalId": "order-1042",
+                     *           "recipientId": "0190e0e0-5555-7000-8000-000000000005",
+                     *           "contactExternalId": "crm-1042",
+                     *           "locationId": "0190e0e0-2222-7000-8000-000000000002",
+                     *           "name": "Anna",
+                     *           "email": "anna@example.com",
+                     *           "phone": "+79161234567",
+                     *           "rating": 2,
+                     *           "feedback": "The coffee was cold",
+                     *           "ratedAt": "2026-05-01T12:30:00.000Z",
+                     *           "feedbackAt": "2026-05-01T12:31:10.000Z",
+                     *           "publicLinksShown": [
+                     *             {
+                     *               "provider": "google",
+                     *               "url": "https://search.google.com/local/writereview?placeid=ChIJN1t_tDeuEmsRUsoyG83frY4"
+                     *             }
+                     *           ],
+                     *           "late": false
+                     *         }
+                     *       ],
+                     *       "nextCursor": "cmF0aW5nczo0Mg",
+                     *       "hasMore": false
+                     *     }
+                     */
+                    "application/json": {
+                        ratings: components["schemas"]["Rating"][];
+                        /** @description Where the next page starts: pass it as `since`. Present on every page, also the last and an empty one. */
+                        nextCursor: string;
+                        /** @description More ratings follow right now: ask again at once with `nextCursor`; false once you are up to date. */
+                        hasMore: boolean;
+                    };
+                };
+            };
+            /**
+             * @description Bad Request. Codes:
+             *     - `invalid_request`: The request does not match the schema; `errors` lists each offending field as a JSON pointer.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-invalid_request",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "code": "invalid_request",
+                     *       "detail": "The request does not match the schema; errors lists each offending field as a JSON pointer.",
+                     *       "instance": "/api/v1/ratings",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "errors": [
+                     *         {
+                     *           "parameter": "since",
+                     *           "detail": "Invalid input"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "invalid_request";
+                    };
+                };
+            };
+            /**
+             * @description Unauthorized. Codes:
+             *     - `missing_api_key`: No `Authorization: Bearer <key>` header was sent.
+             *     - `invalid_api_key`: The key is malformed, unknown or revoked, or the request carries more than one Authorization header; one answer for all of them.
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-missing_api_key",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "code": "missing_api_key",
+                     *       "detail": "No Authorization: Bearer <key> header was sent.",
+                     *       "instance": "/api/v1/ratings",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "missing_api_key" | "invalid_api_key";
+                    };
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *     - `insufficient_scope`: The key lacks the scope the operation needs; `requiredScope` names it.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-insufficient_scope",
+                     *       "title": "Forbidden",
+                     *       "status": 403,
+                     *       "code": "insufficient_scope",
+                     *       "detail": "The key lacks the scope the operation needs; requiredScope names it.",
+                     *       "instance": "/api/v1/ratings",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "requiredScope": "cascades:read"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "insufficient_scope";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
+             *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
+                     *       "title": "Too Many Requests",
+                     *       "status": 429,
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
+                     *       "instance": "/api/v1/ratings",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_auth_failures" | "rate_limited";
+                    };
+                };
+            };
+            /**
+             * @description Service Unavailable. Codes:
+             *     - `service_unavailable`: A service behind the gateway is unavailable; retry later.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-service_unavailable",
+                     *       "title": "Service Unavailable",
+                     *       "status": 503,
+                     *       "code": "service_unavailable",
+                     *       "detail": "A service behind the gateway is unavailable; retry later.",
+                     *       "instance": "/api/v1/ratings",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
     createReviewRequest: {
         parameters: {
             query?: never;
@@ -4768,6 +6193,296 @@ export interface operations {
                      *       "code": "service_unavailable",
                      *       "detail": "A service behind the gateway is unavailable; retry later.",
                      *       "instance": "/api/v1/review-requests",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    cancelReviewRequest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: a repeat with the same key and body returns the saved response with `Idempotent-Replayed: true` and creates or sends nothing; the same key with another body gives 409 `idempotency_key_reused`. 1–255 printable ASCII characters, quoted (`"abc"`) or not. Kept 24 h per organization.
+                 * @example crm-deal-1042-won
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @example 0190e0e0-7777-7000-8000-000000000007 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The review request. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description Present, with the value `true`, only when the response is a saved one replayed for a repeated Idempotency-Key; absent otherwise.
+                     * @example true
+                     */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0190e0e0-7777-7000-8000-000000000007",
+                     *       "token": "q7Xk2mN9pR4tV8wZ",
+                     *       "url": "https://reviews.example.com/r/q7Xk2mN9pR4tV8wZ",
+                     *       "status": "canceled"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        token: string;
+                        /** @description The personal link, `<base>/r/<token>`. */
+                        url: string;
+                        status: components["schemas"]["ReviewRequestStatus"];
+                    };
+                };
+            };
+            /**
+             * @description Bad Request. Codes:
+             *     - `invalid_idempotency_key`: The Idempotency-Key header is not 1 to 255 printable ASCII characters.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-invalid_idempotency_key",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "code": "invalid_idempotency_key",
+                     *       "detail": "The Idempotency-Key header is not 1 to 255 printable ASCII characters.",
+                     *       "instance": "/api/v1/review-requests/0190e0e0-7777-7000-8000-000000000007/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "errors": [
+                     *         {
+                     *           "header": "Idempotency-Key",
+                     *           "detail": "must be 1 to 255 printable ASCII characters"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "invalid_idempotency_key";
+                    };
+                };
+            };
+            /**
+             * @description Unauthorized. Codes:
+             *     - `missing_api_key`: No `Authorization: Bearer <key>` header was sent.
+             *     - `invalid_api_key`: The key is malformed, unknown or revoked, or the request carries more than one Authorization header; one answer for all of them.
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-missing_api_key",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "code": "missing_api_key",
+                     *       "detail": "No Authorization: Bearer <key> header was sent.",
+                     *       "instance": "/api/v1/review-requests/0190e0e0-7777-7000-8000-000000000007/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "missing_api_key" | "invalid_api_key";
+                    };
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *     - `insufficient_scope`: The key lacks the scope the operation needs; `requiredScope` names it.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-insufficient_scope",
+                     *       "title": "Forbidden",
+                     *       "status": 403,
+                     *       "code": "insufficient_scope",
+                     *       "detail": "The key lacks the scope the operation needs; requiredScope names it.",
+                     *       "instance": "/api/v1/review-requests/0190e0e0-7777-7000-8000-000000000007/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "requiredScope": "review-requests:write"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "insufficient_scope";
+                    };
+                };
+            };
+            /**
+             * @description Not Found. Codes:
+             *     - `not_found`: The object (or route) does not exist, or belongs to another organization.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-not_found",
+                     *       "title": "Not Found",
+                     *       "status": 404,
+                     *       "code": "not_found",
+                     *       "detail": "The object (or route) does not exist, or belongs to another organization.",
+                     *       "instance": "/api/v1/review-requests/0190e0e0-7777-7000-8000-000000000007/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "not_found";
+                    };
+                };
+            };
+            /**
+             * @description Conflict. Codes:
+             *     - `idempotency_key_reused`: This Idempotency-Key was already used with a different request.
+             *     - `idempotency_key_in_use`: A request with this Idempotency-Key is still running; retry after `Retry-After` seconds.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description With `idempotency_key_in_use` only: seconds to wait before retrying.
+                     * @example 1
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-idempotency_key_reused",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "code": "idempotency_key_reused",
+                     *       "detail": "This Idempotency-Key was already used with a different request.",
+                     *       "instance": "/api/v1/review-requests/0190e0e0-7777-7000-8000-000000000007/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 409;
+                        /** @enum {string} */
+                        code: "idempotency_key_reused" | "idempotency_key_in_use";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
+             *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
+                     *       "title": "Too Many Requests",
+                     *       "status": 429,
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
+                     *       "instance": "/api/v1/review-requests/0190e0e0-7777-7000-8000-000000000007/cancel",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_auth_failures" | "rate_limited";
+                    };
+                };
+            };
+            /**
+             * @description Service Unavailable. Codes:
+             *     - `service_unavailable`: A service behind the gateway is unavailable; retry later.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-service_unavailable",
+                     *       "title": "Service Unavailable",
+                     *       "status": 503,
+                     *       "code": "service_unavailable",
+                     *       "detail": "A service behind the gateway is unavailable; retry later.",
+                     *       "instance": "/api/v1/review-requests/0190e0e0-7777-7000-8000-000000000007/cancel",
                      *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */

@@ -4,13 +4,15 @@ import { randomBytes } from 'node:crypto';
 
 /*
  * A local amoCRM account speaking the documented REST API v4 (amocrm.ru/developers/content/crm_platform:
- * leads-api, contacts-api, events-and-notes, filters-api, webhooks-format; oauth/oauth), for tests:
- * bearer tokens (long-lived, or OAuth access tokens with a refresh token that works once), 204 for a
- * missing entity, 429 beyond `perSecond` requests in any second, problem+json errors, and the
- * x-www-form-urlencoded body of the "lead status changed" webhook. Its OAuth consent (oauth/step-by-step):
- * the authorization page `GET /oauth?client_id&state&mode` whose "Allow" redirects to the integration's
- * Redirect URI with `code`, `state`, `referer` (this account's host) and `client_id`, and the code
- * exchanged once, within 20 minutes, at `POST /oauth2/access_token` (grant_type=authorization_code).
+ * leads-api, contacts-api, companies-api, events-and-notes, filters-api, webhooks-format; oauth/oauth),
+ * for tests: bearer tokens (long-lived, or OAuth access tokens with a refresh token that works once), 204
+ * for a missing entity, 429 beyond `perSecond` requests in any second, problem+json errors, leads with
+ * their contacts (`is_main`) and their one company (`_embedded[companies]`), and the
+ * x-www-form-urlencoded bodies of the "lead status changed" (`leads[status]`) and "lead changed"
+ * (`leads[update]`) webhooks. Statuses 142 (won) and 143 (lost) are the system ones of every pipeline. Its OAuth consent
+ * (oauth/step-by-step): the authorization page `GET /oauth?client_id&state&mode` whose "Allow" redirects to
+ * the integration's Redirect URI with `code`, `state`, `referer` (this account's host) and `client_id`, and
+ * the code exchanged once, within 20 minutes, at `POST /oauth2/access_token` (grant_type=authorization_code).
  */
 
 export interface FakeAmoLead {
@@ -22,7 +24,11 @@ export interface FakeAmoLead {
   updated_at: number;
   closed_at: number | null;
   custom_fields_values: Array<{ field_id: number; values: Array<{ value: string | number }> }> | null;
+  /** Linked contacts; the main one (`is_main`) is `mainContact`, else the first. */
   contacts: number[];
+  mainContact: number | null;
+  /** The lead's company (a lead has at most one). */
+  company: number | null;
 }
 
 export interface FakeAmoContact {
@@ -57,6 +63,8 @@ export class FakeAmoCrm {
   readonly pipelines = [5_000_001, 5_000_002];
   readonly leads = new Map<number, FakeAmoLead>();
   readonly contacts = new Map<number, FakeAmoContact>();
+  /** Companies: the same shape as contacts (a name, a phone, an email). */
+  readonly companies = new Map<number, FakeAmoContact>();
   readonly notes: FakeAmoNote[] = [];
   /** Every API request (OAuth token calls included), in order. */
   readonly requests: FakeAmoRequest[] = [];
@@ -127,7 +135,15 @@ export class FakeAmoCrm {
     return contact;
   }
 
-  addLead(l: { name?: string; pipelineId?: number; statusId?: number; contactId?: number; customFields?: Record<number, string | number> } = {}): FakeAmoLead {
+  addCompany(c: { name: string; phone?: string; email?: string }): FakeAmoContact {
+    const company = { id: this.nextId++, name: c.name, phone: c.phone ?? '', email: c.email ?? '' };
+    this.companies.set(company.id, company);
+    return company;
+  }
+
+  addLead(
+    l: { name?: string; pipelineId?: number; statusId?: number; contactId?: number; contactIds?: number[]; mainContactId?: number; companyId?: number; customFields?: Record<number, string | number> } = {},
+  ): FakeAmoLead {
     const t = now();
     const lead: FakeAmoLead = {
       id: this.nextId++,
@@ -138,7 +154,9 @@ export class FakeAmoCrm {
       updated_at: t,
       closed_at: l.statusId === WON || l.statusId === LOST ? t : null,
       custom_fields_values: l.customFields ? Object.entries(l.customFields).map(([id, value]) => ({ field_id: Number(id), values: [{ value }] })) : null,
-      contacts: l.contactId ? [l.contactId] : [],
+      contacts: l.contactIds ?? (l.contactId ? [l.contactId] : []),
+      mainContact: l.mainContactId ?? null,
+      company: l.companyId ?? null,
     };
     this.leads.set(lead.id, lead);
     return lead;
@@ -169,6 +187,39 @@ export class FakeAmoCrm {
       'account[id]': String(this.accountId),
       'account[subdomain]': this.subdomain,
     }).toString();
+  }
+
+  /**
+   * The account webhook "lead changed" (`update_lead`, webhooks-format) for a lead as it is now: every
+   * change of a lead sends it, with its current `status_id` and `pipeline_id` (and `old_status_id` when
+   * the change moved it).
+   */
+  updateWebhookBody(lead: FakeAmoLead, oldStatusId?: number): string {
+    return new URLSearchParams({
+      'leads[update][0][id]': String(lead.id),
+      'leads[update][0][name]': lead.name,
+      'leads[update][0][status_id]': String(lead.status_id),
+      ...(oldStatusId !== undefined ? { 'leads[update][0][old_status_id]': String(oldStatusId) } : {}),
+      'leads[update][0][price]': '0',
+      'leads[update][0][responsible_user_id]': '1',
+      'leads[update][0][last_modified]': String(lead.updated_at),
+      'leads[update][0][modified_user_id]': '1',
+      'leads[update][0][created_user_id]': '1',
+      'leads[update][0][date_create]': String(lead.created_at),
+      'leads[update][0][pipeline_id]': String(lead.pipeline_id),
+      'leads[update][0][account_id]': String(this.accountId),
+      'account[id]': String(this.accountId),
+      'account[subdomain]': this.subdomain,
+    }).toString();
+  }
+
+  /** Moves a lead as a user would and returns the "lead changed" webhook amoCRM sends for it. */
+  moveLeadUpdate(id: number, statusId: number): string {
+    const lead = this.leads.get(id);
+    if (!lead) throw new Error(`no lead ${id}`);
+    const old = lead.status_id;
+    this.moveLead(id, statusId);
+    return this.updateWebhookBody(lead, old);
   }
 
   notesOf(leadId: number): FakeAmoNote[] {
@@ -269,8 +320,8 @@ export class FakeAmoCrm {
         return list.length ? send(200, { _embedded: { notes: list } }) : send(204);
       }
     }
-    if (req.method === 'GET' && (m = /^\/api\/v4\/contacts\/(\d+)$/.exec(url.pathname))) {
-      const c = this.contacts.get(Number(m[1]));
+    if (req.method === 'GET' && (m = /^\/api\/v4\/(contacts|companies)\/(\d+)$/.exec(url.pathname))) {
+      const c = (m[1] === 'contacts' ? this.contacts : this.companies).get(Number(m[2]));
       if (!c) return send(204);
       const custom = [
         ...(c.phone ? [{ field_id: 1, field_name: 'Телефон', field_code: 'PHONE', field_type: 'multitext', values: [{ value: c.phone, enum_id: 1, enum_code: 'WORK' }] }] : []),
@@ -281,20 +332,27 @@ export class FakeAmoCrm {
     return problem(404, 'not found');
   }
 
+  /** A lead as leads-api answers it: its company always in `_embedded[companies]`, its contacts with `with=contacts`. */
   private leadJson(lead: FakeAmoLead, withContacts: boolean) {
-    const { contacts, ...rest } = lead;
+    const { contacts, mainContact, company, ...rest } = lead;
+    const main = mainContact ?? contacts[0];
+    const companies = company === null ? [] : [{ id: company, _links: { self: { href: `${this.url}/api/v4/companies/${company}` } } }];
     return {
       ...rest,
       price: 0,
       account_id: this.accountId,
       _links: { self: { href: `${this.url}/api/v4/leads/${lead.id}` } },
-      _embedded: withContacts ? { contacts: contacts.map((id, i) => ({ id, is_main: i === 0, _links: { self: { href: `${this.url}/api/v4/contacts/${id}` } } })) } : {},
+      _embedded: {
+        companies,
+        ...(withContacts ? { contacts: contacts.map((id) => ({ id, is_main: id === main, _links: { self: { href: `${this.url}/api/v4/contacts/${id}` } } })) } : {}),
+      },
     };
   }
 
-  /** GET /api/v4/leads with filter[statuses][0][pipeline_id|status_id], filter[closed_at|updated_at][from|to], page, limit. */
+  /** GET /api/v4/leads with filter[id][] (or filter[id]), filter[statuses][0][pipeline_id|status_id], filter[closed_at|updated_at][from|to], page, limit. */
   private listLeads(q: URLSearchParams, send: (status: number, body?: unknown) => void): void {
     const num = (k: string) => (q.has(k) ? Number(q.get(k)) : undefined);
+    const ids = [...q.getAll('filter[id][]'), ...q.getAll('filter[id]')].map(Number);
     const pipeline = num('filter[statuses][0][pipeline_id]');
     const status = num('filter[statuses][0][status_id]');
     const range = (field: 'closed_at' | 'updated_at', v: number | null) => {
@@ -305,7 +363,7 @@ export class FakeAmoCrm {
     const limit = Math.min(250, num('limit') ?? 50);
     const page = num('page') ?? 1;
     const all = [...this.leads.values()]
-      .filter((l) => (pipeline === undefined || l.pipeline_id === pipeline) && (status === undefined || l.status_id === status))
+      .filter((l) => (ids.length === 0 || ids.includes(l.id)) && (pipeline === undefined || l.pipeline_id === pipeline) && (status === undefined || l.status_id === status))
       .filter((l) => range('closed_at', l.closed_at) && range('updated_at', l.updated_at))
       .sort((a, b) => a.id - b.id);
     const slice = all.slice((page - 1) * limit, page * limit);

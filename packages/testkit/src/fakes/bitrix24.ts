@@ -4,11 +4,14 @@ import { randomBytes } from 'node:crypto';
 
 /*
  * A local Bitrix24 portal speaking the documented REST API through an inbound webhook
- * (apidocs.bitrix24.com: local-integrations/local-webhooks, api-reference/crm/deals, crm/contacts,
- * crm/timeline/comments, settings/performance/limits), for tests: `POST /rest/<user>/<code>/<method>`
- * with a JSON body, `{ result, total, next }` answers, `{ error, error_description }` errors (401
- * INVALID_CREDENTIALS for a wrong code, 400 NOT_FOUND, 503 QUERY_LIMIT_EXCEEDED from a leaky bucket),
- * 50 records a page, and the x-www-form-urlencoded body of the outbound webhook ONCRMDEALUPDATE/ADD.
+ * (apidocs.bitrix24.com: local-integrations/local-webhooks, api-reference/crm/deals, deals/contacts,
+ * crm/contacts, crm/companies, crm/timeline/comments, settings/performance/limits), for tests:
+ * `POST /rest/<user>/<code>/<method>` with a JSON body, `{ result, total, next }` answers,
+ * `{ error, error_description }` errors (401 INVALID_CREDENTIALS for a wrong code, 400 NOT_FOUND, 503
+ * QUERY_LIMIT_EXCEEDED from a leaky bucket), 50 records a page, the x-www-form-urlencoded body of the
+ * outbound webhook ONCRMDEALUPDATE/ADD. A deal's contacts are bindings (crm.deal.contact.items.get:
+ * `CONTACT_ID`, `SORT`, `ROLE_ID`, `IS_PRIMARY`); its deprecated `CONTACT_ID` field holds the binding
+ * first by `SORT`, which need not be the primary one; `COMPANY_ID` its company.
  */
 
 type Fields = Record<string, unknown>;
@@ -20,6 +23,7 @@ export interface FakeBitrixDeal extends Fields {
   STAGE_ID: string;
   STAGE_SEMANTIC_ID: 'P' | 'S' | 'F';
   CONTACT_ID: string | null;
+  COMPANY_ID: string | null;
   DATE_CREATE: string;
   DATE_MODIFY: string;
   MOVED_TIME: string;
@@ -55,6 +59,9 @@ export class FakeBitrix24 {
   readonly memberId = randomBytes(16).toString('hex');
   readonly deals = new Map<string, FakeBitrixDeal>();
   readonly contacts = new Map<string, Fields>();
+  readonly companies = new Map<string, Fields>();
+  /** Per deal: its contact bindings, as crm.deal.contact.items.get answers them. */
+  readonly dealContacts = new Map<string, Array<{ CONTACT_ID: number; SORT: number; ROLE_ID: number; IS_PRIMARY: 'Y' | 'N' }>>();
   readonly comments: FakeBitrixComment[] = [];
   /** Every REST call: the method and when it came. */
   readonly calls: Array<{ method: string; at: number; status: number }> = [];
@@ -112,22 +119,47 @@ export class FakeBitrix24 {
     return contact;
   }
 
-  addDeal(d: { title?: string; categoryId?: number; stageId?: string; contactId?: string; fields?: Fields } = {}): FakeBitrixDeal {
+  /** A company: its TITLE, and PHONE and EMAIL multi-fields as a contact has them. */
+  addCompany(c: { title: string; phone?: string; email?: string }): Fields {
+    const id = String(this.nextId++);
+    const company: Fields = {
+      ID: id,
+      TITLE: c.title,
+      COMPANY_TYPE: 'CUSTOMER',
+      HAS_PHONE: c.phone ? 'Y' : 'N',
+      HAS_EMAIL: c.email ? 'Y' : 'N',
+      ...(c.phone ? { PHONE: [{ ID: String(this.nextId++), VALUE_TYPE: 'WORK', VALUE: c.phone, TYPE_ID: 'PHONE' }] } : {}),
+      ...(c.email ? { EMAIL: [{ ID: String(this.nextId++), VALUE_TYPE: 'WORK', VALUE: c.email, TYPE_ID: 'EMAIL' }] } : {}),
+    };
+    this.companies.set(id, company);
+    return company;
+  }
+
+  /**
+   * A deal. `contactId` binds one contact (primary); `contacts` binds several in `SORT` order, the one
+   * with `primary` (else the first) being the primary binding.
+   */
+  addDeal(d: { title?: string; categoryId?: number; stageId?: string; contactId?: string; contacts?: Array<{ id: string; primary?: boolean }>; companyId?: string; fields?: Fields } = {}): FakeBitrixDeal {
     const t = bitrixTime(new Date());
     const stage = d.stageId ?? (d.categoryId ? `C${d.categoryId}:NEW` : 'NEW');
+    const linked = d.contacts ?? (d.contactId ? [{ id: d.contactId, primary: true }] : []);
+    const primaryAt = Math.max(0, linked.findIndex((c) => c.primary));
+    const bindings = linked.map((c, i) => ({ CONTACT_ID: Number(c.id), SORT: (i + 1) * 10, ROLE_ID: 0, IS_PRIMARY: (i === primaryAt ? 'Y' : 'N') as 'Y' | 'N' }));
     const deal: FakeBitrixDeal = {
       ID: String(this.nextId++),
       TITLE: d.title ?? 'Order',
       CATEGORY_ID: String(d.categoryId ?? 0),
       STAGE_ID: stage,
       STAGE_SEMANTIC_ID: semanticOf(stage),
-      CONTACT_ID: d.contactId ?? null,
+      CONTACT_ID: bindings.length ? String(bindings[0].CONTACT_ID) : null,
+      COMPANY_ID: d.companyId ?? null,
       DATE_CREATE: t,
       DATE_MODIFY: t,
       MOVED_TIME: t,
       ...(d.fields ?? {}),
     };
     this.deals.set(deal.ID, deal);
+    this.dealContacts.set(deal.ID, bindings);
     return deal;
   }
 
@@ -205,6 +237,14 @@ export class FakeBitrix24 {
         const contact = this.contacts.get(idOf(p.id ?? p.ID));
         return contact ? ok(contact) : error(400, 'NOT_FOUND', 'Not found');
       }
+      case 'crm.company.get': {
+        const company = this.companies.get(idOf(p.id ?? p.ID));
+        return company ? ok(company) : error(400, '', 'Not found');
+      }
+      case 'crm.deal.contact.items.get': {
+        const bindings = this.dealContacts.get(idOf(p.id));
+        return bindings ? ok(bindings) : error(400, '', 'Not found.');
+      }
       case 'crm.deal.update': {
         const deal = this.deals.get(idOf(p.id));
         if (!deal) return error(400, 'NOT_FOUND', 'Not found');
@@ -234,13 +274,14 @@ export class FakeBitrix24 {
     }
   }
 
-  /** crm.deal.list with the filter operators the tests use (`>=DATE_MODIFY`, `STAGE_SEMANTIC_ID`, `@STAGE_ID`), 50 a page. */
+  /** crm.deal.list with the filter operators the tests use (`>=DATE_MODIFY`, `STAGE_SEMANTIC_ID`, `@STAGE_ID`, `@ID`), 50 a page. */
   private listDeals(p: Fields, ok: (result: unknown, extra?: Fields) => void): void {
     const filter = (p.filter ?? {}) as Fields;
     const since = typeof filter['>=DATE_MODIFY'] === 'string' ? Date.parse(filter['>=DATE_MODIFY'] as string) : null;
     const stages = Array.isArray(filter['@STAGE_ID']) ? (filter['@STAGE_ID'] as string[]) : null;
+    const ids = Array.isArray(filter['@ID']) ? (filter['@ID'] as unknown[]).map(String) : null;
     const all = [...this.deals.values()]
-      .filter((d) => (since === null || Date.parse(d.DATE_MODIFY) >= since) && (!filter.STAGE_SEMANTIC_ID || d.STAGE_SEMANTIC_ID === filter.STAGE_SEMANTIC_ID) && (!stages || stages.includes(d.STAGE_ID)))
+      .filter((d) => (since === null || Date.parse(d.DATE_MODIFY) >= since) && (!filter.STAGE_SEMANTIC_ID || d.STAGE_SEMANTIC_ID === filter.STAGE_SEMANTIC_ID) && (!stages || stages.includes(d.STAGE_ID)) && (!ids || ids.includes(d.ID)))
       .sort((a, b) => Date.parse(a.DATE_MODIFY) - Date.parse(b.DATE_MODIFY) || Number(a.ID) - Number(b.ID));
     const start = Number(p.start ?? 0);
     const page = all.slice(start, start + 50);

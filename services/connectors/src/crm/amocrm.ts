@@ -3,9 +3,9 @@ import { AMOCRM_WON_STATUS, CrmError, type CrmClient, type CrmContact, type CrmD
 
 /*
  * amoCRM REST API v4 (https://www.amocrm.ru/developers/content/crm_platform/leads-api, contacts-api,
- * events-and-notes, filters-api, oauth/oauth): JSON over HTTPS on the account's own address, a bearer
- * token (long-lived, or an OAuth 2.0 access token refreshed with its refresh token on 401). A missing
- * entity is answered 204 No Content; too many requests 429.
+ * companies-api, events-and-notes, filters-api, oauth/oauth): JSON over HTTPS on the account's own
+ * address, a bearer token (long-lived, or an OAuth 2.0 access token refreshed with its refresh token on
+ * 401). A missing entity is answered 204 No Content; too many requests 429.
  */
 
 export type AmoCrmAuth =
@@ -31,9 +31,10 @@ interface AmoLead {
   closed_at?: number | null;
   updated_at?: number | null;
   custom_fields_values?: Array<{ field_id: number; values?: Array<{ value?: unknown }> }> | null;
-  _embedded?: { contacts?: Array<{ id: number; is_main?: boolean }> };
+  _embedded?: { contacts?: Array<{ id: number; is_main?: boolean }>; companies?: Array<{ id: number }> };
 }
 
+/** A contact or a company: both keep their phones and emails in custom fields coded PHONE and EMAIL. */
 interface AmoContact {
   id: number;
   name?: string | null;
@@ -47,6 +48,8 @@ const unix = (v: number | null | undefined): Date | null => (typeof v === 'numbe
 export function amoLeadToDeal(lead: AmoLead): CrmDeal {
   const contacts = lead._embedded?.contacts ?? [];
   const main = contacts.find((c) => c.is_main) ?? contacts[0];
+  // A lead has at most one company (leads-api: `_embedded[companies]`, always embedded).
+  const company = lead._embedded?.companies?.[0];
   const fields: Record<string, string> = { pipeline_id: String(lead.pipeline_id) };
   for (const field of lead.custom_fields_values ?? []) {
     const value = field.values?.[0]?.value;
@@ -61,6 +64,7 @@ export function amoLeadToDeal(lead: AmoLead): CrmDeal {
     stageChangedAt: closedAt,
     cursorAt: closedAt,
     contactId: main ? String(main.id) : null,
+    companyId: company ? String(company.id) : null,
     fields,
   };
 }
@@ -126,13 +130,34 @@ export class AmoCrmClient implements CrmClient {
     return amoLeadToDeal(res.body as AmoLead);
   }
 
-  async getContact(id: string): Promise<CrmContact | null> {
-    const res = await this.call('GET', `/api/v4/contacts/${encodeURIComponent(id)}`);
+  /** GET /api/v4/contacts/{id} or /api/v4/companies/{id}: the name and the first email and phone. */
+  private async person(kind: CrmContact['kind'], id: string): Promise<CrmContact | null> {
+    const path = kind === 'contact' ? 'contacts' : 'companies';
+    const res = await this.call('GET', `/api/v4/${path}/${encodeURIComponent(id)}`);
     if (res.status === 204 || res.status === 404) return null;
-    if (res.status !== 200) throw crmErrorOf(res, `amoCRM GET contact ${id}`);
-    const contact = res.body as AmoContact;
-    const name = (contact.name ?? '').trim() || [contact.first_name, contact.last_name].filter(Boolean).join(' ').trim();
-    return { id: String(contact.id), name, email: firstValue(contact, 'EMAIL'), phone: firstValue(contact, 'PHONE') };
+    if (res.status !== 200) throw crmErrorOf(res, `amoCRM GET ${kind} ${id}`);
+    const found = res.body as AmoContact;
+    const name = (found.name ?? '').trim() || [found.first_name, found.last_name].filter(Boolean).join(' ').trim();
+    return { kind, id: String(found.id), name, email: firstValue(found, 'EMAIL'), phone: firstValue(found, 'PHONE') };
+  }
+
+  async customerOf(deal: CrmDeal): Promise<CrmContact | null> {
+    if (deal.contactId) return this.person('contact', deal.contactId);
+    return deal.companyId ? this.person('company', deal.companyId) : null;
+  }
+
+  /** GET /api/v4/leads?filter[id][]=…, 250 a request (filters-api: `filter[id]` takes an array). */
+  async getDeals(ids: string[]): Promise<CrmDeal[]> {
+    const deals: CrmDeal[] = [];
+    for (let at = 0; at < ids.length; at += 250) {
+      const query = new URLSearchParams({ with: 'contacts', limit: '250' });
+      for (const id of ids.slice(at, at + 250)) query.append('filter[id][]', id);
+      const res = await this.call('GET', `/api/v4/leads?${query}`);
+      if (res.status === 204) continue;
+      if (res.status !== 200) throw crmErrorOf(res, 'amoCRM GET leads by id');
+      deals.push(...((res.body as { _embedded?: { leads?: AmoLead[] } })._embedded?.leads ?? []).map(amoLeadToDeal));
+    }
+    return deals;
   }
 
   /** The won (pipeline, status) pairs to list: the configured ones, or status 142 of every pipeline. */

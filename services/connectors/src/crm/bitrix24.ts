@@ -37,6 +37,7 @@ export function bitrixDealToDeal(d: Record_): CrmDeal {
     stageChangedAt: date(d.MOVED_TIME) ?? date(d.DATE_MODIFY),
     cursorAt: date(d.DATE_MODIFY),
     contactId: idOrNull(d.CONTACT_ID),
+    companyId: idOrNull(d.COMPANY_ID),
     fields,
   };
 }
@@ -83,12 +84,37 @@ export class Bitrix24Client implements CrmClient {
     return result ? bitrixDealToDeal(result as Record_) : null;
   }
 
-  async getContact(id: string): Promise<CrmContact | null> {
-    const { result } = await this.result('crm.contact.get', { id }, { notFound: true });
+  /** crm.contact.get / crm.company.get: the name (a company's TITLE) and the first email and phone (multi-fields). */
+  private async person(kind: CrmContact['kind'], id: string): Promise<CrmContact | null> {
+    const { result } = await this.result(kind === 'contact' ? 'crm.contact.get' : 'crm.company.get', { id }, { notFound: true });
     if (!result) return null;
-    const contact = result as Record_;
-    const name = [contact.NAME, contact.SECOND_NAME, contact.LAST_NAME].filter((x) => typeof x === 'string' && x.trim() !== '').join(' ');
-    return { id: String(contact.ID), name, email: firstMulti(contact.EMAIL), phone: firstMulti(contact.PHONE) };
+    const found = result as Record_;
+    const name = kind === 'company'
+      ? String(found.TITLE ?? '').trim()
+      : [found.NAME, found.SECOND_NAME, found.LAST_NAME].filter((x) => typeof x === 'string' && x.trim() !== '').join(' ');
+    return { kind, id: String(found.ID), name, email: firstMulti(found.EMAIL), phone: firstMulti(found.PHONE) };
+  }
+
+  /**
+   * The deal's primary contact from crm.deal.contact.items.get (`IS_PRIMARY` `Y`; else the first by
+   * `SORT`), not the deal's `CONTACT_ID`, which is deprecated; a deal with no contact asks its company.
+   */
+  async customerOf(deal: CrmDeal): Promise<CrmContact | null> {
+    const { result } = await this.result('crm.deal.contact.items.get', { id: Number(deal.id) }, { notFound: true });
+    const bindings = (Array.isArray(result) ? (result as Record_[]) : []).filter((b) => idOrNull(b.CONTACT_ID) !== null);
+    const primary = bindings.find((b) => b.IS_PRIMARY === 'Y') ?? [...bindings].sort((a, b) => Number(a.SORT ?? 0) - Number(b.SORT ?? 0))[0];
+    if (primary) return this.person('contact', String(primary.CONTACT_ID));
+    return deal.companyId ? this.person('company', deal.companyId) : null;
+  }
+
+  /** crm.deal.list with `@ID` (IN), 50 a page. */
+  async getDeals(ids: string[]): Promise<CrmDeal[]> {
+    const deals: CrmDeal[] = [];
+    for (let at = 0; at < ids.length; at += 50) {
+      const res = await this.result('crm.deal.list', { filter: { '@ID': ids.slice(at, at + 50).map(Number) }, select: ['*', 'UF_*'], start: 0 });
+      if (Array.isArray(res.result)) deals.push(...(res.result as Record_[]).map(bitrixDealToDeal));
+    }
+    return deals;
   }
 
   /** crm.deal.list of deals in a won stage modified at or after `since`, oldest change first. */

@@ -15,13 +15,17 @@ export interface CrmDeal {
   stageChangedAt: Date | null;
   /** The field the reconciliation cursor runs on: amoCRM `closed_at`, Bitrix24 `DATE_MODIFY`. */
   cursorAt: Date | null;
-  /** The main contact; null when the deal has none. */
+  /** amoCRM: the lead's main contact (`is_main`); Bitrix24: the deprecated `CONTACT_ID` (see CrmClient.customerOf). Null when none. */
   contactId: string | null;
+  /** The deal's company (amoCRM: the lead's one linked company; Bitrix24 `COMPANY_ID`); null when none. */
+  companyId: string | null;
   /** Field values the location mapping may read (custom fields by id or name, and pipeline ids). */
   fields: Record<string, string>;
 }
 
 export interface CrmContact {
+  /** Who is asked: the deal's contact, or — for a deal with no contact — its company. */
+  kind: 'contact' | 'company';
   id: string;
   name: string;
   /** The first email and phone of the contact; empty when it has none. */
@@ -32,7 +36,14 @@ export interface CrmContact {
 export interface CrmClient {
   /** Null when the CRM has no such deal (deleted, or never existed). */
   getDeal(id: string): Promise<CrmDeal | null>;
-  getContact(id: string): Promise<CrmContact | null>;
+  /** The deals of these ids that exist (any order), as few requests as the API allows. */
+  getDeals(ids: string[]): Promise<CrmDeal[]>;
+  /**
+   * The person a deal's review request goes to: its primary contact (amoCRM: the lead's main contact;
+   * Bitrix24: the binding with `IS_PRIMARY` of `crm.deal.contact.items.get`), else — a deal with no
+   * contact — its company, with the company's phone and email. Null when it has neither.
+   */
+  customerOf(deal: CrmDeal): Promise<CrmContact | null>;
   /**
    * Deals in a won stage whose cursor field is at or after `since`, page by page. `wonStages` empty means
    * the CRM's own success stages (amoCRM 142 in every pipeline, Bitrix24 STAGE_SEMANTIC_ID `S`).
@@ -53,6 +64,13 @@ export interface WonStage {
 
 /** amoCRM's system status of a won lead, the same in every pipeline. */
 export const AMOCRM_WON_STATUS = '142';
+/** amoCRM's system status of a lead closed as lost ("Закрыто и не реализовано"), the same in every pipeline. */
+export const AMOCRM_LOST_STATUS = '143';
+
+/** Whether a deal is in a failure stage: amoCRM status 143, Bitrix24 `STAGE_SEMANTIC_ID` `F`. */
+export function isLost(kind: CrmKind, deal: Pick<CrmDeal, 'stageId' | 'stageSemantic'>): boolean {
+  return kind === 'amocrm' ? deal.stageId === AMOCRM_LOST_STATUS : deal.stageSemantic === 'F';
+}
 
 /**
  * The won stage a deal is in, as the key of "this deal was won there" (with the deal id, the

@@ -337,6 +337,7 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
           {
             organizationId: principal.organization.id, externalId: query.externalId ?? '', status: query.status ?? '', limit: query.limit ?? 0, after: query.after ?? '',
             locationId: query.locationId ?? '', fromDay: query.from ?? '', toDay: query.to ?? '', timeZone: principal.organization.timeZone || 'UTC',
+            createdFrom: undefined, createdTo: undefined, withCounts: false,
           },
           { metadata },
         );

@@ -105,9 +105,10 @@ export function unsubscribePage(form: schedulerV1.ReviewForm, csrf: string, acti
  * A page for a link that cannot be served; both languages, since an unknown link has no organization.
  * With `refreshSeconds` (a GET during an outage) the page reloads itself after that many seconds.
  */
-export function messagePage(kind: 'notFound' | 'expired' | 'csrf' | 'tooMany' | 'error' | 'unavailable', locale?: Locale, refreshSeconds?: number): string {
+export function messagePage(kind: 'notFound' | 'expired' | 'inactive' | 'csrf' | 'tooMany' | 'error' | 'unavailable', locale?: Locale, refreshSeconds?: number): string {
   const locales: Locale[] = locale ? [locale] : ['ru', 'en'];
-  const title = kind === 'notFound' ? TEXT[locales[0]].notFoundTitle : kind === 'expired' ? TEXT[locales[0]].expiredTitle : TEXT[locales[0]].title;
+  const titles: Partial<Record<typeof kind, string>> = { notFound: TEXT[locales[0]].notFoundTitle, expired: TEXT[locales[0]].expiredTitle, inactive: TEXT[locales[0]].inactiveTitle };
+  const title = titles[kind] ?? TEXT[locales[0]].title;
   const body = locales.map((l) => `<p lang="${l}">${esc(TEXT[l][kind])}</p>`).join('');
   const head = refreshSeconds === undefined ? '' : `<meta http-equiv="refresh" content="${refreshSeconds}">`;
   return page(locales[0], title, `<div class="card"><h1>${esc(title)}</h1>${body}</div>`, head);

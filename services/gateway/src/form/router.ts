@@ -2,7 +2,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { collapseRepeats, DomainError, httpStatusOf, type Logger, type PromiseClient } from '@rrs/runtime';
-import type { schedulerV1 } from '@rrs/proto';
+import { LINK_INACTIVE_CODE, type schedulerV1 } from '@rrs/proto';
 import { localeOf, TEXT } from './i18n';
 import { keepTryingPage, messagePage, RETRY_SCRIPT_CSP_SOURCE, reviewPage, savedLaterPage, unsubscribePage } from './pages';
 import type { BotLinkSource } from './botLinks';
@@ -117,6 +117,8 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
   function fail(res: Response, err: unknown, locale?: 'ru' | 'en'): void {
     // Past its lifetime (LINK_LIFETIME_DAYS of @rrs/proto, applied by the scheduler): 410, in the form's language.
     if (err instanceof DomainError && err.code === 'link_expired') return send(res, 410, messagePage('expired', localeOf(String(err.details?.locale ?? ''))));
+    // Its request was canceled (the order refunded): a polite page, 410, and no rating is taken.
+    if (err instanceof DomainError && err.code === LINK_INACTIVE_CODE) return send(res, 410, messagePage('inactive', localeOf(String(err.details?.locale ?? ''))));
     if (err instanceof DomainError && err.kind === 'not_found') return send(res, 404, messagePage('notFound'));
     if (isOutage(err)) {
       // An outage is not our fault and passes: 503 with Retry-After; a page that was a GET reloads itself.
@@ -153,7 +155,7 @@ export function reviewFormRouter(options: ReviewFormOptions): Router {
       try {
         await handle(token, req, res);
       } catch (err) {
-        if (err instanceof DomainError && err.kind === 'not_found' && err.code !== 'link_expired') return unknownLink(res, address);
+        if (err instanceof DomainError && err.kind === 'not_found' && err.code !== 'link_expired' && err.code !== LINK_INACTIVE_CODE) return unknownLink(res, address);
         fail(res, err);
       }
     };

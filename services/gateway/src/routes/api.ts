@@ -22,6 +22,7 @@ export const PUBLIC_TAG_DESCRIPTIONS: Record<string, string> = {
   cascades: 'Recipients put into a flow.',
   channels: 'The channel catalog and one send method per channel.',
   'review-requests': 'Personal review links delivered by the caller.',
+  ratings: 'The ratings feed: every rating in the order it was recorded, to catch up on missed webhooks.',
   webhooks: 'Endpoints that receive signed events, and the events they receive (the `webhooks` of this document).',
 };
 

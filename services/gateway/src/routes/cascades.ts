@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { CASCADE_COUNT_KEYS, MAX_RECIPIENTS_PER_REQUEST, STEP_STATUSES, type CascadeCountKey, type schedulerV1 } from '@rrs/proto';
+import { CASCADE_COUNT_KEYS, MAX_CASCADE_PAGE, MAX_RECIPIENTS_PER_REQUEST, STEP_STATUSES, type CascadeCountKey, type schedulerV1 } from '@rrs/proto';
 import { defineRoute, type Route } from '../http/route';
 import { startCascade } from '../useCases/cascades';
 import type { PublicRouteDeps } from './deps';
 import { CascadeStatus, ChannelKey, FinishReason, RecipientStatus, RerouteReason, SkipReason } from './enums';
-import { ConsentAt, EXAMPLE_FLOW_STEPS, EXAMPLE_IDS, FlowStepJson, flowStepJson, IgnoreCooldown, isoOrNull, orNull } from './shapes';
+import { ConsentAt, cursorParameter, encodeCursor, EXAMPLE_FLOW_STEPS, EXAMPLE_IDS, FlowStepJson, flowStepJson, IgnoreCooldown, isoOrNull, orNull } from './shapes';
 
 const Recipient = z.strictObject({
   name: z.string().max(200).optional(),
@@ -91,11 +91,16 @@ export const RecipientJson = z.object({
   steps: z.array(StepJson),
 });
 
+/** A cascade's `counts`: GET /cascades/{id} and each item of GET /cascades. */
+const CascadeCounts = z
+  .object(Object.fromEntries(CASCADE_COUNT_KEYS.map((k) => [k, z.number().int()])) as Record<CascadeCountKey, z.ZodNumber>)
+  .meta({ description: 'Every key always present (docs/cascades.md, "counts keys").' });
+
 export const GetCascadeResponse = z.object({
   id: z.string(),
   status: CascadeStatus,
   externalId: z.string().nullable(),
-  counts: z.object(Object.fromEntries(CASCADE_COUNT_KEYS.map((k) => [k, z.number().int()])) as Record<CascadeCountKey, z.ZodNumber>).meta({ description: 'Every key always present (docs/cascades.md, "counts keys").' }),
+  counts: CascadeCounts,
   recipients: z.array(RecipientJson),
 });
 
@@ -228,6 +233,157 @@ export function cascadeRoutes({ clients }: PublicRouteDeps): Route[] {
       handler: async ({ params, principal, metadata }) => {
         const r = await clients.scheduler.getCascade({ organizationId: principal.organization.id, id: params.id }, { metadata });
         return { body: cascadeJson(r.cascade!) };
+      },
+    }),
+  ];
+}
+
+const countsObject = (counts: schedulerV1.CascadeCount[]) => {
+  const out = Object.fromEntries(CASCADE_COUNT_KEYS.map((k) => [k, 0])) as Record<string, number>;
+  for (const { key, value } of counts) if (key in out) out[key] = value;
+  return out as Record<CascadeCountKey, number>;
+};
+
+const CascadeSummaryJson = z
+  .object({
+    id: z.string(),
+    status: CascadeStatus,
+    externalId: z.string().nullable(),
+    locationId: z.string(),
+    createdAt: z.string(),
+    finishedAt: z.string().nullable().meta({ description: 'When its last recipient finished; null while running.' }),
+    counts: CascadeCounts,
+  })
+  .meta({ id: 'CascadeSummary', description: 'A cascade as GET /cascades lists it: its `counts` are those GET /cascades/{id} shows.' });
+
+const ListCascadesResponse = z.object({
+  cascades: z.array(CascadeSummaryJson),
+  nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+});
+
+const EXAMPLE_CANCELED_CASCADE = {
+  ...EXAMPLE_CASCADE,
+  status: 'finished',
+  counts: { ...EXAMPLE_CASCADE.counts, running: 0, finished: 2, canceled: 1, stepsPending: 0 },
+  recipients: [
+    {
+      ...EXAMPLE_CASCADE.recipients[0], status: 'finished', finishReason: 'canceled', finishedAt: '2026-05-01T12:30:00.000Z',
+      steps: [EXAMPLE_CASCADE.recipients[0].steps[0], { ...EXAMPLE_CASCADE.recipients[0].steps[1], status: 'canceled' }],
+    },
+    EXAMPLE_CASCADE.recipients[1],
+  ],
+};
+
+const CancelByExternalIdBody = z.strictObject({
+  externalId: z.string().min(1).max(200).meta({ description: 'The `externalId` the cascades were started with (exact).' }),
+});
+
+/**
+ * GET /api/v1/cascades, POST /api/v1/cascades/{id}/cancel and POST /api/v1/cascades/cancel: how an
+ * integrator finds its cascades again and stops them (docs/api-conventions.md, "Lists and cursors",
+ * "Canceling").
+ */
+export function cascadeLookupRoutes({ clients }: PublicRouteDeps): Route[] {
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/cascades',
+      operationId: 'listCascades',
+      summary: 'List cascades',
+      description:
+        'The organization\'s cascades, newest first, one page at a time; filter by `externalId` to find the cascade of an order. Pages follow `nextCursor`: cascades created while you page ' +
+        'come before the first page, never inside a later one, so a walk through the pages lists every cascade that existed when it began exactly once.',
+      tags: ['cascades'],
+      auth: 'apiKey',
+      scope: 'cascades:read',
+      rateLimited: true,
+      request: {
+        query: z.object({
+          externalId: z.string().min(1).max(200).optional().meta({ description: 'Only the cascades started with this `externalId` (exact).' }),
+          status: CascadeStatus.optional(),
+          locationId: z.string().min(1).max(64).optional().meta({ description: 'Only the cascades into this location.' }),
+          createdFrom: z.iso.datetime({ offset: true }).optional().meta({ description: 'Only cascades created at or after this time (ISO 8601 with an offset, or Z).', examples: ['2026-05-01T00:00:00Z'] }),
+          createdTo: z.iso.datetime({ offset: true }).optional().meta({ description: 'Only cascades created before this time.', examples: ['2026-06-01T00:00:00Z'] }),
+          limit: z.coerce.number().int().min(1).max(MAX_CASCADE_PAGE).optional().meta({ description: `Page size, 1 to ${MAX_CASCADE_PAGE} (default 50).` }),
+          cursor: cursorParameter('cascades', '`nextCursor` of the previous page.', encodeCursor('cascades', EXAMPLE_IDS.cascade)),
+        }),
+      },
+      responses: {
+        200: {
+          description: 'One page of cascades.',
+          body: ListCascadesResponse,
+          example: {
+            cascades: [{ id: EXAMPLE_IDS.cascade, status: 'running', externalId: 'order-1042', locationId: EXAMPLE_IDS.location, createdAt: '2026-05-01T12:00:00.000Z', finishedAt: null, counts: EXAMPLE_CASCADE.counts }],
+            nextCursor: encodeCursor('cascades', EXAMPLE_IDS.cascade),
+          },
+        },
+      },
+      example: { query: { externalId: 'order-1042', status: 'running', locationId: EXAMPLE_IDS.location, limit: '20', cursor: encodeCursor('cascades', EXAMPLE_IDS.cascade) } },
+      handler: async ({ query, principal, metadata }) => {
+        const r = await clients.scheduler.listCascades(
+          {
+            organizationId: principal.organization.id, externalId: query.externalId ?? '', status: query.status ?? '', limit: query.limit ?? 0, after: query.cursor ?? '',
+            locationId: query.locationId ?? '', fromDay: '', toDay: '', timeZone: '',
+            createdFrom: query.createdFrom ? new Date(query.createdFrom) : undefined, createdTo: query.createdTo ? new Date(query.createdTo) : undefined, withCounts: true,
+          },
+          { metadata },
+        );
+        return {
+          body: {
+            cascades: r.cascades.map((c) => ({
+              id: c.id, status: c.status as z.infer<typeof CascadeStatus>, externalId: c.hasExternalId ? c.externalId : null, locationId: c.locationId,
+              createdAt: c.createdAt!.toISOString(), finishedAt: isoOrNull(c.finishedAt), counts: countsObject(c.counts),
+            })),
+            nextCursor: r.nextAfter ? encodeCursor('cascades', r.nextAfter) : null,
+          },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/cascades/{id}/cancel',
+      operationId: 'cancelCascade',
+      summary: 'Cancel a cascade',
+      description:
+        'Stops a cascade (an order refunded or returned): every recipient not finished yet finishes with `finishReason` `canceled`, no later step is sent, its `cascade.recipient.finished` event goes out ' +
+        'with reason `canceled`, and its review link shows "this request is no longer active" and takes no rating. A step already handed to a sender (`dispatched`) is not recalled. ' +
+        'Recipients that finished before keep their outcome. Idempotent: canceling again changes nothing and answers the same. Answers the cascade as GET /cascades/{id} shows it.',
+      tags: ['cascades'],
+      auth: 'apiKey',
+      scope: 'cascades:write',
+      rateLimited: true,
+      request: { params: z.object({ id: z.string().max(64) }) },
+      responses: { 200: { description: 'The cascade, canceled.', body: GetCascadeResponse, example: EXAMPLE_CANCELED_CASCADE } },
+      example: { params: { id: EXAMPLE_IDS.cascade } },
+      handler: async ({ params, principal, metadata }) => {
+        const r = await clients.scheduler.cancelCascade({ organizationId: principal.organization.id, id: params.id }, { metadata });
+        return { body: cascadeJson(r.cascade!), replayed: r.idempotentReplayed };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/cascades/cancel',
+      operationId: 'cancelCascadesByExternalId',
+      summary: 'Cancel the cascades of an externalId',
+      description:
+        'Cancels, as POST /cascades/{id}/cancel does, every running cascade of the organization started with this `externalId` (every request made for an order). ' +
+        'Answers the ids it canceled; none (an empty list) is not an error, and a repeat answers an empty list.',
+      tags: ['cascades'],
+      auth: 'apiKey',
+      scope: 'cascades:write',
+      rateLimited: true,
+      request: { body: CancelByExternalIdBody },
+      responses: {
+        200: {
+          description: 'The cascades this request canceled, oldest first.',
+          body: z.object({ canceled: z.array(z.string()) }),
+          example: { canceled: [EXAMPLE_IDS.cascade] },
+        },
+      },
+      example: { body: { externalId: 'order-1042' } },
+      handler: async ({ body, principal, metadata }) => {
+        const r = await clients.scheduler.cancelCascadesByExternalId({ organizationId: principal.organization.id, externalId: body.externalId }, { metadata });
+        return { body: { canceled: r.canceled }, replayed: r.idempotentReplayed };
       },
     }),
   ];

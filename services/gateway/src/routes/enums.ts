@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import {
   CASCADE_STATUSES, CHANNEL_KEY_PATTERN, CONTACT_FIELDS, CRM_AUTH_MODES, CRM_KINDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, MAX_CHANNEL_KEY_LENGTH, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS,
-  REVIEW_REQUEST_STATUSES, SCOPES, SKIP_REASONS, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, SUPPRESSION_SOURCES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES,
+  RATING_SOURCES, REVIEW_REQUEST_STATUSES, SCOPES, SKIP_REASONS, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, SUPPRESSION_SOURCES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES,
   WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENT_TYPES,
 } from '@rrs/proto';
 
@@ -42,7 +42,15 @@ export const RerouteReason = z.enum(REROUTE_REASONS).meta({
   description: 'Why a phone step moved on to the next phone channel (SMS → MAX → TELEGRAM): `no_balance` (no SMS balance), `unreachable` (the number is not on the messenger), `channel_not_configured`, `account_unavailable` (the messenger\'s working account can\'t send: blocked, suspended or logged out; docs/channels.md, "Account health").',
 });
 
-export const ReviewRequestStatus = z.enum(REVIEW_REQUEST_STATUSES).meta({ id: 'ReviewRequestStatus', description: '`created` → `opened` (the form was viewed) → `rated` → `feedback` (private feedback left after the rating).' });
+export const ReviewRequestStatus = z.enum(REVIEW_REQUEST_STATUSES).meta({
+  id: 'ReviewRequestStatus',
+  description: '`created` → `opened` (the form was viewed) → `rated` → `feedback` (private feedback left after the rating); or `canceled` (POST /review-requests/{id}/cancel before a rating: the link shows "no longer active" and takes no rating).',
+});
+
+export const RatingSource = z.enum(RATING_SOURCES).meta({
+  id: 'RatingSource',
+  description: 'Where a rating came from: `cascade` (a cascade recipient\'s link; reported by `cascade.recipient.finished`, or `cascade.recipient.rated` when `late`) or `review_request` (a link of POST /review-requests; reported by `review_request.rated`).',
+});
 
 export const KnownChannelKey = z.enum(KNOWN_CHANNEL_KEYS).meta({ id: 'KnownChannelKey', description: `The channels this release ships: ${list(KNOWN_CHANNEL_KEYS)}.` });
 

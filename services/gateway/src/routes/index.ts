@@ -5,8 +5,9 @@ import { locationRoutes } from './locations';
 import { contactRoutes } from './contacts';
 import { webhookRoutes } from './webhooks';
 import { flowRoutes } from './flows';
-import { cascadeRoutes } from './cascades';
-import { reviewRequestRoutes } from './reviewRequests';
+import { cascadeLookupRoutes, cascadeRoutes } from './cascades';
+import { reviewRequestCancelRoutes, reviewRequestRoutes } from './reviewRequests';
+import { ratingRoutes } from './ratings';
 import { channelRoutes } from './channels';
 
 export type { PublicRouteDeps } from './deps';
@@ -17,5 +18,5 @@ export type { PublicRouteDeps } from './deps';
  * (see docs/gateway-routes.md).
  */
 export function publicRoutes(deps: PublicRouteDeps): RouteSource[] {
-  return [...pingRoutes(), ...locationRoutes(deps), ...contactRoutes(deps), ...webhookRoutes(deps), ...flowRoutes(deps), ...cascadeRoutes(deps), ...reviewRequestRoutes(deps), ...channelRoutes(deps)];
+  return [...pingRoutes(), ...locationRoutes(deps), ...contactRoutes(deps), ...webhookRoutes(deps), ...flowRoutes(deps), ...cascadeRoutes(deps), ...cascadeLookupRoutes(deps), ...reviewRequestRoutes(deps), ...reviewRequestCancelRoutes(deps), ...ratingRoutes(deps), ...channelRoutes(deps)];
 }

@@ -52,3 +52,36 @@ export function reviewRequestRoutes({ clients }: PublicRouteDeps): Route[] {
     }),
   ];
 }
+
+/** POST /api/v1/review-requests/{id}/cancel: the link stops taking ratings (docs/api-conventions.md, "Canceling"). */
+export function reviewRequestCancelRoutes({ clients }: PublicRouteDeps): Route[] {
+  return [
+    defineRoute({
+      method: 'POST',
+      path: '/review-requests/{id}/cancel',
+      operationId: 'cancelReviewRequest',
+      summary: 'Cancel a review request',
+      description:
+        'Closes the personal link of a review request (an order refunded): from now on it shows a polite "this request is no longer active" page and accepts no rating; its `status` becomes `canceled`. ' +
+        'A link already rated keeps its rating and is answered as it is. Idempotent: canceling again changes nothing and answers the same. The links of cascade recipients are closed by canceling their cascade (POST /cascades/{id}/cancel).',
+      tags: ['review-requests'],
+      auth: 'apiKey',
+      scope: 'review-requests:write',
+      rateLimited: true,
+      request: { params: z.object({ id: z.string().max(64) }) },
+      responses: {
+        200: {
+          description: 'The review request.',
+          body: ReviewRequestJson,
+          example: { id: EXAMPLE_IDS.reviewRequest, token: 'q7Xk2mN9pR4tV8wZ', url: 'https://reviews.example.com/r/q7Xk2mN9pR4tV8wZ', status: 'canceled' },
+        },
+      },
+      example: { params: { id: EXAMPLE_IDS.reviewRequest } },
+      handler: async ({ params, principal, metadata }) => {
+        const r = await clients.scheduler.cancelReviewRequest({ organizationId: principal.organization.id, id: params.id }, { metadata });
+        const rr = r.reviewRequest!;
+        return { body: { id: rr.id, token: rr.token, url: rr.url, status: rr.status }, replayed: r.idempotentReplayed };
+      },
+    }),
+  ];
+}

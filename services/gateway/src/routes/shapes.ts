@@ -44,3 +44,40 @@ export const ConsentAt = z.iso.datetime({ offset: true }).optional().meta({
 export const IgnoreCooldown = z.boolean().optional().meta({
   description: "Send even to people asked (or who rated) within the organization's cooldown (`cooldownDays`, default 30), for a genuinely new order. Default false: such recipients are skipped with reason `cooldown`.",
 });
+
+/**
+ * Page cursors of the lists (GET /cascades, GET /ratings): opaque to callers, base64url of the list's
+ * name and its position (`cascades:<the last id of the page>`, `ratings:<the last feed position>`), so
+ * a cursor of one list is refused by another and a malformed one is a 400 naming the parameter.
+ */
+export type CursorKind = 'cascades' | 'ratings';
+
+export function encodeCursor(kind: CursorKind, position: string): string {
+  return Buffer.from(`${kind}:${position}`, 'utf8').toString('base64url');
+}
+
+const CURSOR_POSITIONS: Record<CursorKind, RegExp> = {
+  cascades: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+  ratings: /^(0|[1-9][0-9]{0,14})$/,
+};
+
+/** The position a cursor of `kind` holds; undefined when it is not one. */
+export function decodeCursor(kind: CursorKind, cursor: string): string | undefined {
+  if (!/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) return undefined;
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const prefix = `${kind}:`;
+  if (!text.startsWith(prefix)) return undefined;
+  const position = text.slice(prefix.length);
+  return CURSOR_POSITIONS[kind].test(position) ? position : undefined;
+}
+
+/** A cursor query parameter of `kind`'s list, validated to its position (a malformed one: 400 naming the parameter). */
+export function cursorParameter(kind: CursorKind, description: string, example: string) {
+  return z
+    .string()
+    .max(200)
+    .refine((cursor) => decodeCursor(kind, cursor) !== undefined, { message: `not a cursor of ${kind === 'cascades' ? 'GET /cascades' : 'GET /ratings'}: pass a \`nextCursor\` it answered` })
+    .transform((cursor) => decodeCursor(kind, cursor)!)
+    .optional()
+    .meta({ description, examples: [example] });
+}

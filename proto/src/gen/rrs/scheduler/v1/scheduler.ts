@@ -223,7 +223,32 @@ export interface CancelCascadeRequest {
 }
 
 export interface CancelCascadeResponse {
+  /** Recipients this call finished (0 on a repeat, or for a finished cascade). */
   canceled: number;
+  /** The cascade after the cancel, as GetCascade shows it. */
+  cascade: Cascade | undefined;
+  idempotentReplayed: boolean;
+}
+
+export interface CancelCascadesByExternalIdRequest {
+  organizationId: string;
+  externalId: string;
+}
+
+export interface CancelCascadesByExternalIdResponse {
+  /** The cascades this call canceled (those that were running), oldest first. */
+  canceled: string[];
+  idempotentReplayed: boolean;
+}
+
+export interface CancelReviewRequestRequest {
+  organizationId: string;
+  id: string;
+}
+
+export interface CancelReviewRequestResponse {
+  reviewRequest: ReviewRequest | undefined;
+  idempotentReplayed: boolean;
 }
 
 export interface ReviewRequest {
@@ -231,7 +256,7 @@ export interface ReviewRequest {
   token: string;
   /** Absolute personal link `<public base>/r/<token>`. */
   url: string;
-  /** created | opened | rated | feedback */
+  /** created | opened | rated | feedback | canceled */
   status: string;
 }
 
@@ -509,6 +534,13 @@ export interface ListCascadesRequest {
   fromDay: string;
   toDay: string;
   timeZone: string;
+  /** Cascades created at or after `created_from` and before `created_to`; unset = unbounded on that side. */
+  createdFrom: Date | undefined;
+  createdTo:
+    | Date
+    | undefined;
+  /** Fill `counts` of each cascade (as GetCascade counts them). */
+  withCounts: boolean;
 }
 
 export interface CascadeSummary {
@@ -522,7 +554,13 @@ export interface CascadeSummary {
   recipients: number;
   skipped: number;
   createdAt: Date | undefined;
-  finishedAt: Date | undefined;
+  finishedAt:
+    | Date
+    | undefined;
+  /** Every key of CASCADE_COUNT_KEYS when the request asked `with_counts`; else empty. */
+  counts: CascadeCount[];
+  /** False when the cascade has no external id (`external_id` empty). */
+  hasExternalId: boolean;
 }
 
 export interface ListCascadesResponse {
@@ -603,6 +641,56 @@ export interface ListRatingsResponse {
   ratings: RatingEntry[];
   /** Empty on the last page. */
   nextAfter: string;
+}
+
+export interface ListRatingFeedRequest {
+  organizationId: string;
+  /** The `last` of the previous page; 0 = from the start of the feed. */
+  after: number;
+  /** 1 to 500; 0 = 100. */
+  limit: number;
+}
+
+/**
+ * A rating of the feed: what the rating events carry (cascade.recipient.finished / .rated,
+ * review_request.rated), with the public links its thank-you page showed.
+ */
+export interface RatingFeedItem {
+  /**
+   * The rating's place in the organization's feed: recorded (or its feedback recorded) after every
+   * item of a lower position.
+   */
+  position: number;
+  reviewRequestId: string;
+  /** Empty for a review request made alone (CreateReviewRequest). */
+  cascadeId: string;
+  cascadeExternalId: string;
+  hasCascadeExternalId: boolean;
+  /** The cascade recipient; empty for a review request made alone. */
+  recipientId: string;
+  contactExternalId: string;
+  locationId: string;
+  /** The recipient's name, or the review request's customer name. */
+  name: string;
+  email: string;
+  /** E.164. */
+  phone: string;
+  rating: number;
+  /** Empty when none was left. */
+  feedback: string;
+  ratedAt: Date | undefined;
+  feedbackAt: Date | undefined;
+  publicLinksShown: PublicLink[];
+  /** Rated after its recipient had finished (reported by `cascade.recipient.rated`). */
+  late: boolean;
+}
+
+export interface ListRatingFeedResponse {
+  ratings: RatingFeedItem[];
+  /** The position of the last rating answered (or the request's `after` when none): the next page's `after`. */
+  last: number;
+  /** More ratings follow right now. */
+  hasMore: boolean;
 }
 
 export interface GetOverviewRequest {
@@ -3859,13 +3947,19 @@ export const CancelCascadeRequest: MessageFns<CancelCascadeRequest> = {
 };
 
 function createBaseCancelCascadeResponse(): CancelCascadeResponse {
-  return { canceled: 0 };
+  return { canceled: 0, cascade: undefined, idempotentReplayed: false };
 }
 
 export const CancelCascadeResponse: MessageFns<CancelCascadeResponse> = {
   encode(message: CancelCascadeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.canceled !== 0) {
       writer.uint32(8).int32(message.canceled);
+    }
+    if (message.cascade !== undefined) {
+      Cascade.encode(message.cascade, writer.uint32(18).fork()).join();
+    }
+    if (message.idempotentReplayed !== false) {
+      writer.uint32(24).bool(message.idempotentReplayed);
     }
     return writer;
   },
@@ -3891,6 +3985,22 @@ export const CancelCascadeResponse: MessageFns<CancelCascadeResponse> = {
             message.canceled = reader.int32();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.cascade = Cascade.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.idempotentReplayed = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3904,13 +4014,27 @@ export const CancelCascadeResponse: MessageFns<CancelCascadeResponse> = {
   },
 
   fromJSON(object: any): CancelCascadeResponse {
-    return { canceled: isSet(object.canceled) ? globalThis.Number(object.canceled) : 0 };
+    return {
+      canceled: isSet(object.canceled) ? globalThis.Number(object.canceled) : 0,
+      cascade: isSet(object.cascade) ? Cascade.fromJSON(object.cascade) : undefined,
+      idempotentReplayed: isSet(object.idempotentReplayed)
+        ? globalThis.Boolean(object.idempotentReplayed)
+        : isSet(object.idempotent_replayed)
+        ? globalThis.Boolean(object.idempotent_replayed)
+        : false,
+    };
   },
 
   toJSON(message: CancelCascadeResponse): unknown {
     const obj: any = {};
     if (message.canceled !== 0) {
       obj.canceled = Math.round(message.canceled);
+    }
+    if (message.cascade !== undefined) {
+      obj.cascade = Cascade.toJSON(message.cascade);
+    }
+    if (message.idempotentReplayed !== false) {
+      obj.idempotentReplayed = message.idempotentReplayed;
     }
     return obj;
   },
@@ -3921,6 +4045,384 @@ export const CancelCascadeResponse: MessageFns<CancelCascadeResponse> = {
   fromPartial<I extends Exact<DeepPartial<CancelCascadeResponse>, I>>(object: I): CancelCascadeResponse {
     const message = createBaseCancelCascadeResponse();
     message.canceled = object.canceled ?? 0;
+    message.cascade = (object.cascade !== undefined && object.cascade !== null)
+      ? Cascade.fromPartial(object.cascade)
+      : undefined;
+    message.idempotentReplayed = object.idempotentReplayed ?? false;
+    return message;
+  },
+};
+
+function createBaseCancelCascadesByExternalIdRequest(): CancelCascadesByExternalIdRequest {
+  return { organizationId: "", externalId: "" };
+}
+
+export const CancelCascadesByExternalIdRequest: MessageFns<CancelCascadesByExternalIdRequest> = {
+  encode(message: CancelCascadesByExternalIdRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(18).string(message.externalId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelCascadesByExternalIdRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelCascadesByExternalIdRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelCascadesByExternalIdRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CancelCascadesByExternalIdRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CancelCascadesByExternalIdRequest>, I>>(
+    base?: I,
+  ): CancelCascadesByExternalIdRequest {
+    return CancelCascadesByExternalIdRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CancelCascadesByExternalIdRequest>, I>>(
+    object: I,
+  ): CancelCascadesByExternalIdRequest {
+    const message = createBaseCancelCascadesByExternalIdRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.externalId = object.externalId ?? "";
+    return message;
+  },
+};
+
+function createBaseCancelCascadesByExternalIdResponse(): CancelCascadesByExternalIdResponse {
+  return { canceled: [], idempotentReplayed: false };
+}
+
+export const CancelCascadesByExternalIdResponse: MessageFns<CancelCascadesByExternalIdResponse> = {
+  encode(message: CancelCascadesByExternalIdResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.canceled) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.idempotentReplayed !== false) {
+      writer.uint32(16).bool(message.idempotentReplayed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelCascadesByExternalIdResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelCascadesByExternalIdResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.canceled.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.idempotentReplayed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelCascadesByExternalIdResponse {
+    return {
+      canceled: globalThis.Array.isArray(object?.canceled) ? object.canceled.map((e: any) => globalThis.String(e)) : [],
+      idempotentReplayed: isSet(object.idempotentReplayed)
+        ? globalThis.Boolean(object.idempotentReplayed)
+        : isSet(object.idempotent_replayed)
+        ? globalThis.Boolean(object.idempotent_replayed)
+        : false,
+    };
+  },
+
+  toJSON(message: CancelCascadesByExternalIdResponse): unknown {
+    const obj: any = {};
+    if (message.canceled?.length) {
+      obj.canceled = message.canceled;
+    }
+    if (message.idempotentReplayed !== false) {
+      obj.idempotentReplayed = message.idempotentReplayed;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CancelCascadesByExternalIdResponse>, I>>(
+    base?: I,
+  ): CancelCascadesByExternalIdResponse {
+    return CancelCascadesByExternalIdResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CancelCascadesByExternalIdResponse>, I>>(
+    object: I,
+  ): CancelCascadesByExternalIdResponse {
+    const message = createBaseCancelCascadesByExternalIdResponse();
+    message.canceled = object.canceled?.map((e) => e) || [];
+    message.idempotentReplayed = object.idempotentReplayed ?? false;
+    return message;
+  },
+};
+
+function createBaseCancelReviewRequestRequest(): CancelReviewRequestRequest {
+  return { organizationId: "", id: "" };
+}
+
+export const CancelReviewRequestRequest: MessageFns<CancelReviewRequestRequest> = {
+  encode(message: CancelReviewRequestRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelReviewRequestRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelReviewRequestRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelReviewRequestRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: CancelReviewRequestRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CancelReviewRequestRequest>, I>>(base?: I): CancelReviewRequestRequest {
+    return CancelReviewRequestRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CancelReviewRequestRequest>, I>>(object: I): CancelReviewRequestRequest {
+    const message = createBaseCancelReviewRequestRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseCancelReviewRequestResponse(): CancelReviewRequestResponse {
+  return { reviewRequest: undefined, idempotentReplayed: false };
+}
+
+export const CancelReviewRequestResponse: MessageFns<CancelReviewRequestResponse> = {
+  encode(message: CancelReviewRequestResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reviewRequest !== undefined) {
+      ReviewRequest.encode(message.reviewRequest, writer.uint32(10).fork()).join();
+    }
+    if (message.idempotentReplayed !== false) {
+      writer.uint32(16).bool(message.idempotentReplayed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelReviewRequestResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelReviewRequestResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reviewRequest = ReviewRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.idempotentReplayed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelReviewRequestResponse {
+    return {
+      reviewRequest: isSet(object.reviewRequest)
+        ? ReviewRequest.fromJSON(object.reviewRequest)
+        : isSet(object.review_request)
+        ? ReviewRequest.fromJSON(object.review_request)
+        : undefined,
+      idempotentReplayed: isSet(object.idempotentReplayed)
+        ? globalThis.Boolean(object.idempotentReplayed)
+        : isSet(object.idempotent_replayed)
+        ? globalThis.Boolean(object.idempotent_replayed)
+        : false,
+    };
+  },
+
+  toJSON(message: CancelReviewRequestResponse): unknown {
+    const obj: any = {};
+    if (message.reviewRequest !== undefined) {
+      obj.reviewRequest = ReviewRequest.toJSON(message.reviewRequest);
+    }
+    if (message.idempotentReplayed !== false) {
+      obj.idempotentReplayed = message.idempotentReplayed;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CancelReviewRequestResponse>, I>>(base?: I): CancelReviewRequestResponse {
+    return CancelReviewRequestResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CancelReviewRequestResponse>, I>>(object: I): CancelReviewRequestResponse {
+    const message = createBaseCancelReviewRequestResponse();
+    message.reviewRequest = (object.reviewRequest !== undefined && object.reviewRequest !== null)
+      ? ReviewRequest.fromPartial(object.reviewRequest)
+      : undefined;
+    message.idempotentReplayed = object.idempotentReplayed ?? false;
     return message;
   },
 };
@@ -7596,6 +8098,9 @@ function createBaseListCascadesRequest(): ListCascadesRequest {
     fromDay: "",
     toDay: "",
     timeZone: "",
+    createdFrom: undefined,
+    createdTo: undefined,
+    withCounts: false,
   };
 }
 
@@ -7627,6 +8132,15 @@ export const ListCascadesRequest: MessageFns<ListCascadesRequest> = {
     }
     if (message.timeZone !== "") {
       writer.uint32(74).string(message.timeZone);
+    }
+    if (message.createdFrom !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdFrom), writer.uint32(82).fork()).join();
+    }
+    if (message.createdTo !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdTo), writer.uint32(90).fork()).join();
+    }
+    if (message.withCounts !== false) {
+      writer.uint32(96).bool(message.withCounts);
     }
     return writer;
   },
@@ -7716,6 +8230,30 @@ export const ListCascadesRequest: MessageFns<ListCascadesRequest> = {
             message.timeZone = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.createdFrom = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.createdTo = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.withCounts = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7763,6 +8301,21 @@ export const ListCascadesRequest: MessageFns<ListCascadesRequest> = {
         : isSet(object.time_zone)
         ? globalThis.String(object.time_zone)
         : "",
+      createdFrom: isSet(object.createdFrom)
+        ? fromJsonTimestamp(object.createdFrom)
+        : isSet(object.created_from)
+        ? fromJsonTimestamp(object.created_from)
+        : undefined,
+      createdTo: isSet(object.createdTo)
+        ? fromJsonTimestamp(object.createdTo)
+        : isSet(object.created_to)
+        ? fromJsonTimestamp(object.created_to)
+        : undefined,
+      withCounts: isSet(object.withCounts)
+        ? globalThis.Boolean(object.withCounts)
+        : isSet(object.with_counts)
+        ? globalThis.Boolean(object.with_counts)
+        : false,
     };
   },
 
@@ -7795,6 +8348,15 @@ export const ListCascadesRequest: MessageFns<ListCascadesRequest> = {
     if (message.timeZone !== "") {
       obj.timeZone = message.timeZone;
     }
+    if (message.createdFrom !== undefined) {
+      obj.createdFrom = message.createdFrom.toISOString();
+    }
+    if (message.createdTo !== undefined) {
+      obj.createdTo = message.createdTo.toISOString();
+    }
+    if (message.withCounts !== false) {
+      obj.withCounts = message.withCounts;
+    }
     return obj;
   },
 
@@ -7812,6 +8374,9 @@ export const ListCascadesRequest: MessageFns<ListCascadesRequest> = {
     message.fromDay = object.fromDay ?? "";
     message.toDay = object.toDay ?? "";
     message.timeZone = object.timeZone ?? "";
+    message.createdFrom = object.createdFrom ?? undefined;
+    message.createdTo = object.createdTo ?? undefined;
+    message.withCounts = object.withCounts ?? false;
     return message;
   },
 };
@@ -7829,6 +8394,8 @@ function createBaseCascadeSummary(): CascadeSummary {
     skipped: 0,
     createdAt: undefined,
     finishedAt: undefined,
+    counts: [],
+    hasExternalId: false,
   };
 }
 
@@ -7866,6 +8433,12 @@ export const CascadeSummary: MessageFns<CascadeSummary> = {
     }
     if (message.finishedAt !== undefined) {
       Timestamp.encode(toTimestamp(message.finishedAt), writer.uint32(90).fork()).join();
+    }
+    for (const v of message.counts) {
+      CascadeCount.encode(v!, writer.uint32(98).fork()).join();
+    }
+    if (message.hasExternalId !== false) {
+      writer.uint32(104).bool(message.hasExternalId);
     }
     return writer;
   },
@@ -7971,6 +8544,22 @@ export const CascadeSummary: MessageFns<CascadeSummary> = {
             message.finishedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.counts.push(CascadeCount.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.hasExternalId = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8016,6 +8605,14 @@ export const CascadeSummary: MessageFns<CascadeSummary> = {
         : isSet(object.finished_at)
         ? fromJsonTimestamp(object.finished_at)
         : undefined,
+      counts: globalThis.Array.isArray(object?.counts)
+        ? object.counts.map((e: any) => CascadeCount.fromJSON(e))
+        : [],
+      hasExternalId: isSet(object.hasExternalId)
+        ? globalThis.Boolean(object.hasExternalId)
+        : isSet(object.has_external_id)
+        ? globalThis.Boolean(object.has_external_id)
+        : false,
     };
   },
 
@@ -8054,6 +8651,12 @@ export const CascadeSummary: MessageFns<CascadeSummary> = {
     if (message.finishedAt !== undefined) {
       obj.finishedAt = message.finishedAt.toISOString();
     }
+    if (message.counts?.length) {
+      obj.counts = message.counts.map((e) => CascadeCount.toJSON(e));
+    }
+    if (message.hasExternalId !== false) {
+      obj.hasExternalId = message.hasExternalId;
+    }
     return obj;
   },
 
@@ -8073,6 +8676,8 @@ export const CascadeSummary: MessageFns<CascadeSummary> = {
     message.skipped = object.skipped ?? 0;
     message.createdAt = object.createdAt ?? undefined;
     message.finishedAt = object.finishedAt ?? undefined;
+    message.counts = object.counts?.map((e) => CascadeCount.fromPartial(e)) || [];
+    message.hasExternalId = object.hasExternalId ?? false;
     return message;
   },
 };
@@ -8930,6 +9535,601 @@ export const ListRatingsResponse: MessageFns<ListRatingsResponse> = {
     const message = createBaseListRatingsResponse();
     message.ratings = object.ratings?.map((e) => RatingEntry.fromPartial(e)) || [];
     message.nextAfter = object.nextAfter ?? "";
+    return message;
+  },
+};
+
+function createBaseListRatingFeedRequest(): ListRatingFeedRequest {
+  return { organizationId: "", after: 0, limit: 0 };
+}
+
+export const ListRatingFeedRequest: MessageFns<ListRatingFeedRequest> = {
+  encode(message: ListRatingFeedRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.after !== 0) {
+      writer.uint32(16).int64(message.after);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(24).int32(message.limit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListRatingFeedRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListRatingFeedRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.after = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListRatingFeedRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      after: isSet(object.after) ? globalThis.Number(object.after) : 0,
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+    };
+  },
+
+  toJSON(message: ListRatingFeedRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.after !== 0) {
+      obj.after = Math.round(message.after);
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListRatingFeedRequest>, I>>(base?: I): ListRatingFeedRequest {
+    return ListRatingFeedRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListRatingFeedRequest>, I>>(object: I): ListRatingFeedRequest {
+    const message = createBaseListRatingFeedRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.after = object.after ?? 0;
+    message.limit = object.limit ?? 0;
+    return message;
+  },
+};
+
+function createBaseRatingFeedItem(): RatingFeedItem {
+  return {
+    position: 0,
+    reviewRequestId: "",
+    cascadeId: "",
+    cascadeExternalId: "",
+    hasCascadeExternalId: false,
+    recipientId: "",
+    contactExternalId: "",
+    locationId: "",
+    name: "",
+    email: "",
+    phone: "",
+    rating: 0,
+    feedback: "",
+    ratedAt: undefined,
+    feedbackAt: undefined,
+    publicLinksShown: [],
+    late: false,
+  };
+}
+
+export const RatingFeedItem: MessageFns<RatingFeedItem> = {
+  encode(message: RatingFeedItem, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.position !== 0) {
+      writer.uint32(8).int64(message.position);
+    }
+    if (message.reviewRequestId !== "") {
+      writer.uint32(18).string(message.reviewRequestId);
+    }
+    if (message.cascadeId !== "") {
+      writer.uint32(26).string(message.cascadeId);
+    }
+    if (message.cascadeExternalId !== "") {
+      writer.uint32(34).string(message.cascadeExternalId);
+    }
+    if (message.hasCascadeExternalId !== false) {
+      writer.uint32(40).bool(message.hasCascadeExternalId);
+    }
+    if (message.recipientId !== "") {
+      writer.uint32(50).string(message.recipientId);
+    }
+    if (message.contactExternalId !== "") {
+      writer.uint32(58).string(message.contactExternalId);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(66).string(message.locationId);
+    }
+    if (message.name !== "") {
+      writer.uint32(74).string(message.name);
+    }
+    if (message.email !== "") {
+      writer.uint32(82).string(message.email);
+    }
+    if (message.phone !== "") {
+      writer.uint32(90).string(message.phone);
+    }
+    if (message.rating !== 0) {
+      writer.uint32(96).int32(message.rating);
+    }
+    if (message.feedback !== "") {
+      writer.uint32(106).string(message.feedback);
+    }
+    if (message.ratedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.ratedAt), writer.uint32(114).fork()).join();
+    }
+    if (message.feedbackAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.feedbackAt), writer.uint32(122).fork()).join();
+    }
+    for (const v of message.publicLinksShown) {
+      PublicLink.encode(v!, writer.uint32(130).fork()).join();
+    }
+    if (message.late !== false) {
+      writer.uint32(136).bool(message.late);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RatingFeedItem {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRatingFeedItem();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.position = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reviewRequestId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cascadeId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.cascadeExternalId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.hasCascadeExternalId = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.recipientId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.contactExternalId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.phone = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.rating = reader.int32();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.feedback = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.ratedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.feedbackAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.publicLinksShown.push(PublicLink.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.late = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RatingFeedItem {
+    return {
+      position: isSet(object.position) ? globalThis.Number(object.position) : 0,
+      reviewRequestId: isSet(object.reviewRequestId)
+        ? globalThis.String(object.reviewRequestId)
+        : isSet(object.review_request_id)
+        ? globalThis.String(object.review_request_id)
+        : "",
+      cascadeId: isSet(object.cascadeId)
+        ? globalThis.String(object.cascadeId)
+        : isSet(object.cascade_id)
+        ? globalThis.String(object.cascade_id)
+        : "",
+      cascadeExternalId: isSet(object.cascadeExternalId)
+        ? globalThis.String(object.cascadeExternalId)
+        : isSet(object.cascade_external_id)
+        ? globalThis.String(object.cascade_external_id)
+        : "",
+      hasCascadeExternalId: isSet(object.hasCascadeExternalId)
+        ? globalThis.Boolean(object.hasCascadeExternalId)
+        : isSet(object.has_cascade_external_id)
+        ? globalThis.Boolean(object.has_cascade_external_id)
+        : false,
+      recipientId: isSet(object.recipientId)
+        ? globalThis.String(object.recipientId)
+        : isSet(object.recipient_id)
+        ? globalThis.String(object.recipient_id)
+        : "",
+      contactExternalId: isSet(object.contactExternalId)
+        ? globalThis.String(object.contactExternalId)
+        : isSet(object.contact_external_id)
+        ? globalThis.String(object.contact_external_id)
+        : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      phone: isSet(object.phone) ? globalThis.String(object.phone) : "",
+      rating: isSet(object.rating) ? globalThis.Number(object.rating) : 0,
+      feedback: isSet(object.feedback) ? globalThis.String(object.feedback) : "",
+      ratedAt: isSet(object.ratedAt)
+        ? fromJsonTimestamp(object.ratedAt)
+        : isSet(object.rated_at)
+        ? fromJsonTimestamp(object.rated_at)
+        : undefined,
+      feedbackAt: isSet(object.feedbackAt)
+        ? fromJsonTimestamp(object.feedbackAt)
+        : isSet(object.feedback_at)
+        ? fromJsonTimestamp(object.feedback_at)
+        : undefined,
+      publicLinksShown: globalThis.Array.isArray(object?.publicLinksShown)
+        ? object.publicLinksShown.map((e: any) => PublicLink.fromJSON(e))
+        : globalThis.Array.isArray(object?.public_links_shown)
+        ? object.public_links_shown.map((e: any) => PublicLink.fromJSON(e))
+        : [],
+      late: isSet(object.late) ? globalThis.Boolean(object.late) : false,
+    };
+  },
+
+  toJSON(message: RatingFeedItem): unknown {
+    const obj: any = {};
+    if (message.position !== 0) {
+      obj.position = Math.round(message.position);
+    }
+    if (message.reviewRequestId !== "") {
+      obj.reviewRequestId = message.reviewRequestId;
+    }
+    if (message.cascadeId !== "") {
+      obj.cascadeId = message.cascadeId;
+    }
+    if (message.cascadeExternalId !== "") {
+      obj.cascadeExternalId = message.cascadeExternalId;
+    }
+    if (message.hasCascadeExternalId !== false) {
+      obj.hasCascadeExternalId = message.hasCascadeExternalId;
+    }
+    if (message.recipientId !== "") {
+      obj.recipientId = message.recipientId;
+    }
+    if (message.contactExternalId !== "") {
+      obj.contactExternalId = message.contactExternalId;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.phone !== "") {
+      obj.phone = message.phone;
+    }
+    if (message.rating !== 0) {
+      obj.rating = Math.round(message.rating);
+    }
+    if (message.feedback !== "") {
+      obj.feedback = message.feedback;
+    }
+    if (message.ratedAt !== undefined) {
+      obj.ratedAt = message.ratedAt.toISOString();
+    }
+    if (message.feedbackAt !== undefined) {
+      obj.feedbackAt = message.feedbackAt.toISOString();
+    }
+    if (message.publicLinksShown?.length) {
+      obj.publicLinksShown = message.publicLinksShown.map((e) => PublicLink.toJSON(e));
+    }
+    if (message.late !== false) {
+      obj.late = message.late;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RatingFeedItem>, I>>(base?: I): RatingFeedItem {
+    return RatingFeedItem.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RatingFeedItem>, I>>(object: I): RatingFeedItem {
+    const message = createBaseRatingFeedItem();
+    message.position = object.position ?? 0;
+    message.reviewRequestId = object.reviewRequestId ?? "";
+    message.cascadeId = object.cascadeId ?? "";
+    message.cascadeExternalId = object.cascadeExternalId ?? "";
+    message.hasCascadeExternalId = object.hasCascadeExternalId ?? false;
+    message.recipientId = object.recipientId ?? "";
+    message.contactExternalId = object.contactExternalId ?? "";
+    message.locationId = object.locationId ?? "";
+    message.name = object.name ?? "";
+    message.email = object.email ?? "";
+    message.phone = object.phone ?? "";
+    message.rating = object.rating ?? 0;
+    message.feedback = object.feedback ?? "";
+    message.ratedAt = object.ratedAt ?? undefined;
+    message.feedbackAt = object.feedbackAt ?? undefined;
+    message.publicLinksShown = object.publicLinksShown?.map((e) => PublicLink.fromPartial(e)) || [];
+    message.late = object.late ?? false;
+    return message;
+  },
+};
+
+function createBaseListRatingFeedResponse(): ListRatingFeedResponse {
+  return { ratings: [], last: 0, hasMore: false };
+}
+
+export const ListRatingFeedResponse: MessageFns<ListRatingFeedResponse> = {
+  encode(message: ListRatingFeedResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.ratings) {
+      RatingFeedItem.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.last !== 0) {
+      writer.uint32(16).int64(message.last);
+    }
+    if (message.hasMore !== false) {
+      writer.uint32(24).bool(message.hasMore);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListRatingFeedResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListRatingFeedResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ratings.push(RatingFeedItem.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.last = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.hasMore = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListRatingFeedResponse {
+    return {
+      ratings: globalThis.Array.isArray(object?.ratings)
+        ? object.ratings.map((e: any) => RatingFeedItem.fromJSON(e))
+        : [],
+      last: isSet(object.last) ? globalThis.Number(object.last) : 0,
+      hasMore: isSet(object.hasMore)
+        ? globalThis.Boolean(object.hasMore)
+        : isSet(object.has_more)
+        ? globalThis.Boolean(object.has_more)
+        : false,
+    };
+  },
+
+  toJSON(message: ListRatingFeedResponse): unknown {
+    const obj: any = {};
+    if (message.ratings?.length) {
+      obj.ratings = message.ratings.map((e) => RatingFeedItem.toJSON(e));
+    }
+    if (message.last !== 0) {
+      obj.last = Math.round(message.last);
+    }
+    if (message.hasMore !== false) {
+      obj.hasMore = message.hasMore;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListRatingFeedResponse>, I>>(base?: I): ListRatingFeedResponse {
+    return ListRatingFeedResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListRatingFeedResponse>, I>>(object: I): ListRatingFeedResponse {
+    const message = createBaseListRatingFeedResponse();
+    message.ratings = object.ratings?.map((e) => RatingFeedItem.fromPartial(e)) || [];
+    message.last = object.last ?? 0;
+    message.hasMore = object.hasMore ?? false;
     return message;
   },
 };
@@ -13237,7 +14437,12 @@ export const CascadeSchedulerServiceService = {
     responseSerialize: (value: GetOverviewResponse): Buffer => Buffer.from(GetOverviewResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetOverviewResponse => GetOverviewResponse.decode(value),
   },
-  /** Finishes every recipient still running with reason `canceled`. */
+  /**
+   * Finishes every recipient not finished yet (running or waiting) with reason `canceled`: their
+   * pending steps are canceled (a step already dispatched is not recalled), their finish events go out,
+   * and their review links accept no rating. Idempotent: a second call changes nothing. Answers the
+   * cascade as GetCascade shows it (saved under the Idempotency-Key when the metadata carries one).
+   */
   cancelCascade: {
     path: "/rrs.scheduler.v1.CascadeSchedulerService/CancelCascade" as const,
     requestStream: false as const,
@@ -13247,6 +14452,38 @@ export const CascadeSchedulerServiceService = {
     responseSerialize: (value: CancelCascadeResponse): Buffer =>
       Buffer.from(CancelCascadeResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CancelCascadeResponse => CancelCascadeResponse.decode(value),
+  },
+  /**
+   * Cancels, as CancelCascade, every running cascade of the organization with this external id; an
+   * empty list when there is none.
+   */
+  cancelCascadesByExternalId: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/CancelCascadesByExternalId" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CancelCascadesByExternalIdRequest): Buffer =>
+      Buffer.from(CancelCascadesByExternalIdRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CancelCascadesByExternalIdRequest =>
+      CancelCascadesByExternalIdRequest.decode(value),
+    responseSerialize: (value: CancelCascadesByExternalIdResponse): Buffer =>
+      Buffer.from(CancelCascadesByExternalIdResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CancelCascadesByExternalIdResponse =>
+      CancelCascadesByExternalIdResponse.decode(value),
+  },
+  /**
+   * The ratings of the organization (cascade and review-request ratings, late ones included) in the
+   * order they were recorded, after a position of the feed (docs/cascades.md "The ratings feed").
+   */
+  listRatingFeed: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/ListRatingFeed" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListRatingFeedRequest): Buffer =>
+      Buffer.from(ListRatingFeedRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListRatingFeedRequest => ListRatingFeedRequest.decode(value),
+    responseSerialize: (value: ListRatingFeedResponse): Buffer =>
+      Buffer.from(ListRatingFeedResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListRatingFeedResponse => ListRatingFeedResponse.decode(value),
   },
   /** A personal review link delivered by the caller's own means. */
   createReviewRequest: {
@@ -13259,6 +14496,22 @@ export const CascadeSchedulerServiceService = {
     responseSerialize: (value: CreateReviewRequestResponse): Buffer =>
       Buffer.from(CreateReviewRequestResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CreateReviewRequestResponse => CreateReviewRequestResponse.decode(value),
+  },
+  /**
+   * Closes a review link made by CreateReviewRequest: it shows "no longer active" and accepts no
+   * rating. A rated link is left as it is. Idempotent. NOT_FOUND for another organization's or an
+   * unknown id, or a cascade recipient's link (cancel its cascade instead).
+   */
+  cancelReviewRequest: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/CancelReviewRequest" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CancelReviewRequestRequest): Buffer =>
+      Buffer.from(CancelReviewRequestRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CancelReviewRequestRequest => CancelReviewRequestRequest.decode(value),
+    responseSerialize: (value: CancelReviewRequestResponse): Buffer =>
+      Buffer.from(CancelReviewRequestResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CancelReviewRequestResponse => CancelReviewRequestResponse.decode(value),
   },
   /**
    * The public review form (`/r/<token>`) and unsubscribe page (`/u/<token>`). Unknown tokens: 404
@@ -13567,10 +14820,31 @@ export interface CascadeSchedulerServiceServer extends UntypedServiceImplementat
   listRatings: handleUnaryCall<ListRatingsRequest, ListRatingsResponse>;
   /** The funnel and the ratings of review requests made in a time range (the console's overview). */
   getOverview: handleUnaryCall<GetOverviewRequest, GetOverviewResponse>;
-  /** Finishes every recipient still running with reason `canceled`. */
+  /**
+   * Finishes every recipient not finished yet (running or waiting) with reason `canceled`: their
+   * pending steps are canceled (a step already dispatched is not recalled), their finish events go out,
+   * and their review links accept no rating. Idempotent: a second call changes nothing. Answers the
+   * cascade as GetCascade shows it (saved under the Idempotency-Key when the metadata carries one).
+   */
   cancelCascade: handleUnaryCall<CancelCascadeRequest, CancelCascadeResponse>;
+  /**
+   * Cancels, as CancelCascade, every running cascade of the organization with this external id; an
+   * empty list when there is none.
+   */
+  cancelCascadesByExternalId: handleUnaryCall<CancelCascadesByExternalIdRequest, CancelCascadesByExternalIdResponse>;
+  /**
+   * The ratings of the organization (cascade and review-request ratings, late ones included) in the
+   * order they were recorded, after a position of the feed (docs/cascades.md "The ratings feed").
+   */
+  listRatingFeed: handleUnaryCall<ListRatingFeedRequest, ListRatingFeedResponse>;
   /** A personal review link delivered by the caller's own means. */
   createReviewRequest: handleUnaryCall<CreateReviewRequestRequest, CreateReviewRequestResponse>;
+  /**
+   * Closes a review link made by CreateReviewRequest: it shows "no longer active" and accepts no
+   * rating. A rated link is left as it is. Idempotent. NOT_FOUND for another organization's or an
+   * unknown id, or a cascade recipient's link (cancel its cascade instead).
+   */
+  cancelReviewRequest: handleUnaryCall<CancelReviewRequestRequest, CancelReviewRequestResponse>;
   /**
    * The public review form (`/r/<token>`) and unsubscribe page (`/u/<token>`). Unknown tokens: 404
    * `not_found`.
@@ -13782,7 +15056,12 @@ export interface CascadeSchedulerServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetOverviewResponse) => void,
   ): ClientUnaryCall;
-  /** Finishes every recipient still running with reason `canceled`. */
+  /**
+   * Finishes every recipient not finished yet (running or waiting) with reason `canceled`: their
+   * pending steps are canceled (a step already dispatched is not recalled), their finish events go out,
+   * and their review links accept no rating. Idempotent: a second call changes nothing. Answers the
+   * cascade as GetCascade shows it (saved under the Idempotency-Key when the metadata carries one).
+   */
   cancelCascade(
     request: CancelCascadeRequest,
     callback: (error: ServiceError | null, response: CancelCascadeResponse) => void,
@@ -13797,6 +15076,44 @@ export interface CascadeSchedulerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CancelCascadeResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Cancels, as CancelCascade, every running cascade of the organization with this external id; an
+   * empty list when there is none.
+   */
+  cancelCascadesByExternalId(
+    request: CancelCascadesByExternalIdRequest,
+    callback: (error: ServiceError | null, response: CancelCascadesByExternalIdResponse) => void,
+  ): ClientUnaryCall;
+  cancelCascadesByExternalId(
+    request: CancelCascadesByExternalIdRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CancelCascadesByExternalIdResponse) => void,
+  ): ClientUnaryCall;
+  cancelCascadesByExternalId(
+    request: CancelCascadesByExternalIdRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CancelCascadesByExternalIdResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The ratings of the organization (cascade and review-request ratings, late ones included) in the
+   * order they were recorded, after a position of the feed (docs/cascades.md "The ratings feed").
+   */
+  listRatingFeed(
+    request: ListRatingFeedRequest,
+    callback: (error: ServiceError | null, response: ListRatingFeedResponse) => void,
+  ): ClientUnaryCall;
+  listRatingFeed(
+    request: ListRatingFeedRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListRatingFeedResponse) => void,
+  ): ClientUnaryCall;
+  listRatingFeed(
+    request: ListRatingFeedRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListRatingFeedResponse) => void,
   ): ClientUnaryCall;
   /** A personal review link delivered by the caller's own means. */
   createReviewRequest(
@@ -13813,6 +15130,26 @@ export interface CascadeSchedulerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CreateReviewRequestResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Closes a review link made by CreateReviewRequest: it shows "no longer active" and accepts no
+   * rating. A rated link is left as it is. Idempotent. NOT_FOUND for another organization's or an
+   * unknown id, or a cascade recipient's link (cancel its cascade instead).
+   */
+  cancelReviewRequest(
+    request: CancelReviewRequestRequest,
+    callback: (error: ServiceError | null, response: CancelReviewRequestResponse) => void,
+  ): ClientUnaryCall;
+  cancelReviewRequest(
+    request: CancelReviewRequestRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CancelReviewRequestResponse) => void,
+  ): ClientUnaryCall;
+  cancelReviewRequest(
+    request: CancelReviewRequestRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CancelReviewRequestResponse) => void,
   ): ClientUnaryCall;
   /**
    * The public review form (`/r/<token>`) and unsubscribe page (`/u/<token>`). Unknown tokens: 404
@@ -14252,6 +15589,17 @@ function fromJsonTimestamp(o: any): Date {
   } else {
     return fromTimestamp(Timestamp.fromJSON(o));
   }
+}
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
 }
 
 function isSet(value: any): boolean {
