@@ -27,5 +27,7 @@ export async function build() {
   });
   await esbuild({ entryPoints: { app: join(here, 'src', 'style.css') }, outdir: out, bundle: true, minify: true, logLevel: 'warning' });
   copyFileSync(join(here, 'src', 'index.html'), join(out, 'index.html'));
+  // The CSV the send page offers as a sample to fill in.
+  copyFileSync(join(here, 'src', 'sample-recipients.csv'), join(out, 'sample-recipients.csv'));
   return 4;
 }

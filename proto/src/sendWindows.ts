@@ -35,7 +35,8 @@ export const SEND_WINDOW_PRESETS: Record<'us_federal' | 'russia', SendWindow> = 
   russia: { start: '09:00', end: '21:00' },
 };
 
-const minutesOf = (time: string) => Number(time.slice(0, 2)) * 60 + Number(time.slice(3, 5));
+/** Minutes since midnight of an `HH:MM`. */
+export const minutesOf = (time: string) => Number(time.slice(0, 2)) * 60 + Number(time.slice(3, 5));
 
 /** What is wrong with a window, as (field, detail) pairs; empty when it is valid. */
 export function sendWindowProblems(window: SendWindow, isChannelKey: (key: string) => boolean): Array<{ field: 'start' | 'end' | 'days' | 'channels'; detail: string }> {
@@ -59,7 +60,7 @@ export function sendWindowHolds(window: SendWindow, channel: string): boolean {
   return (channels as readonly string[]).includes(channel);
 }
 
-interface LocalTime {
+export interface LocalTime {
   year: number;
   month: number;
   day: number;
@@ -80,7 +81,8 @@ function formatterOf(timeZone: string): Intl.DateTimeFormat {
   return formatter;
 }
 
-function localTime(instant: Date, timeZone: string): LocalTime {
+/** The wall-clock reading of an instant in a zone. */
+export function localTime(instant: Date, timeZone: string): LocalTime {
   const parts: Record<string, number> = {};
   for (const part of formatterOf(timeZone).formatToParts(instant)) if (part.type !== 'literal') parts[part.type] = Number(part.value);
   const weekday = new Date(Date.UTC(parts.year, parts.month - 1, parts.day)).getUTCDay() || 7;
@@ -100,7 +102,7 @@ function offsetAt(instant: number, timeZone: string): number {
  * (02:30 on the spring-forward night) is taken as the first instant after the jump with the same wall
  * reading shifted forward; a time that happens twice (autumn) is its first occurrence.
  */
-function instantOfLocal(year: number, month: number, day: number, minutes: number, timeZone: string): number {
+export function instantOfLocal(year: number, month: number, day: number, minutes: number, timeZone: string): number {
   const wall = Date.UTC(year, month - 1, day, Math.floor(minutes / 60), minutes % 60);
   const first = wall - offsetAt(wall, timeZone);
   const second = wall - offsetAt(first, timeZone);

@@ -44,16 +44,29 @@ export const EVENT_TYPES = {
 } as const;
 
 /**
- * System emails (invitations, password resets; SystemEmail messages) on the STEPS stream: no channel
+ * System emails (invitations, password resets, rating alerts and digests, replies to customers;
+ * SystemEmail messages) on the STEPS stream: no channel
  * can take this subject, since channel keys have no dot. channel-email reads it with the durable
  * `SYSTEM_EMAIL_DURABLE` and sends each id at most once (docs/channels.md, "System emails").
  */
 export const SYSTEM_EMAIL_SUBJECT = 'steps.system.email';
 export const SYSTEM_EMAIL_DURABLE = 'sender-system-email';
-export const SYSTEM_EMAIL_KINDS = ['invitation', 'password_reset'] as const;
+export const SYSTEM_EMAIL_KINDS = ['invitation', 'password_reset', 'rating_alert', 'rating_digest', 'customer_reply'] as const;
 export type SystemEmailKind = (typeof SYSTEM_EMAIL_KINDS)[number];
 
 /** Deduplication id of a system email on the bus (and its send log key). */
 export function systemEmailMsgId(id: string): string {
   return `system-email:${id}`;
+}
+
+/**
+ * Rating alerts to staff chats (StaffChatMessage) on the STEPS stream, like system emails: channel-messenger
+ * reads them with `STAFF_CHAT_DURABLE` and sends each id at most once through the channel's official bot.
+ */
+export const STAFF_CHAT_SUBJECT = 'steps.system.bot';
+export const STAFF_CHAT_DURABLE = 'sender-system-bot';
+
+/** Deduplication id of a staff chat message on the bus (and its send log key). */
+export function staffChatMsgId(id: string): string {
+  return `staff-chat:${id}`;
 }

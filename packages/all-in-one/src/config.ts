@@ -4,6 +4,7 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '@rrs/proto';
 import { z } from 'zod';
 import { DEFAULT_MINUTE_MS, fastClock } from '@rrs/cascade-scheduler';
 import { isWellFormedApiKey } from '@rrs/contacts';
+import { amoCrmOAuthEnvShape, amoCrmOAuthOf, type AmoCrmOAuthApp } from '@rrs/connectors';
 import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT, recipientQuotaEnvShape, recipientQuotasOf, trustProxyField, dnsResolverField, type TrustProxy } from '@rrs/gateway';
 
 export interface AllInOneConfig {
@@ -54,6 +55,8 @@ export interface AllInOneConfig {
   dnsServers?: string[];
   /** CRM addresses on loopback over plain http (local fakes): outside production only. */
   allowHttpCrm: boolean;
+  /** The service's own amoCRM integration (`AMOCRM_CLIENT_ID` …): owners connect amoCRM from the console through its consent. */
+  amoCrmOAuth?: AmoCrmOAuthApp;
   logLevel: string;
 }
 
@@ -81,6 +84,7 @@ export function buildConfig(env: Env): AllInOneConfig {
       DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
       CONNECTOR_SECRET_KEYS: z.string().optional(),
       WEBHOOK_SECRET_KEYS: z.string().optional(),
+      ...amoCrmOAuthEnvShape,
       NODE_ENV: envField.nodeEnv(),
       LOG_LEVEL: envField.logLevel(),
       TRUST_PROXY: trustProxyField(),
@@ -112,6 +116,7 @@ export function buildConfig(env: Env): AllInOneConfig {
     trustProxy: vars.TRUST_PROXY,
     dnsServers: vars.DNS_RESOLVER,
     allowHttpCrm: vars.NODE_ENV !== 'production',
+    amoCrmOAuth: amoCrmOAuthOf(vars, vars.PUBLIC_BASE_URL ?? `http://localhost:${vars.PORT}`),
     logLevel: vars.LOG_LEVEL,
   };
 }

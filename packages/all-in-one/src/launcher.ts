@@ -108,6 +108,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       publicBaseUrl: config.publicBaseUrl,
       secretKeys: connectorSecretKeys({ given: config.connectorSecretKeys, dataDir: config.dataDir, logger: ctx.logger }),
       allowHttpCrm: config.allowHttpCrm,
+      amoCrmOAuth: config.amoCrmOAuth,
       redisUrl: config.redisUrl,
       policy: DEFAULT_CONNECTOR_POLICY,
     },

@@ -1,10 +1,12 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, call, useCsrfToken, type SessionInfo } from './api';
-import { initialLanguage, saveLanguage, translator, type Language, type Translate } from './i18n';
+import { initialLanguage, saveLanguage, translator, type Language } from './i18n';
+import { AlertsPage } from './pages/Alerts';
 import { CascadePage } from './pages/Cascade';
 import { CascadesPage } from './pages/Cascades';
 import { ChannelsPage } from './pages/Channels';
 import { FlowsPage } from './pages/Flows';
+import { amoCrmReturn, IntegrationsPage } from './pages/Integrations';
 import { LocationsPage } from './pages/Locations';
 import { SettingsPage } from './pages/Settings';
 import { TemplatesPage } from './pages/Templates';
@@ -12,6 +14,7 @@ import { DeveloperPage } from './pages/Developer';
 import { ForgotPasswordPage } from './pages/ForgotPassword';
 import { MembersPage } from './pages/Members';
 import { OverviewPage } from './pages/Overview';
+import { RatingPage } from './pages/Rating';
 import { RatingsPage } from './pages/Ratings';
 import { SendPage } from './pages/Send';
 import { SetPasswordPage } from './pages/SetPassword';
@@ -19,7 +22,8 @@ import { SignInPage } from './pages/SignIn';
 
 /** Pages route by the URL's fragment, so the gateway serves one index.html for all of them. */
 function useHashRoute(): string {
-  const [route, setRoute] = useState(location.hash.slice(1) || '/cascades');
+  // amoCRM's consent sends the browser back to /app/?code=… (no fragment): that is the integrations page's.
+  const [route, setRoute] = useState(location.hash.slice(1) || (amoCrmReturn() ? '/integrations' : '/cascades'));
   useEffect(() => {
     const onChange = () => setRoute(location.hash.slice(1) || '/cascades');
     addEventListener('hashchange', onChange);
@@ -32,20 +36,17 @@ const SECTIONS = [
   { path: '/overview', key: 'overview' },
   { path: '/cascades', key: 'cascades' },
   { path: '/ratings', key: 'ratings' },
+  { path: '/alerts', key: 'alerts' },
   { path: '/send', key: 'send' },
   { path: '/developer', key: 'developer' },
   { path: '/members', key: 'members' },
   { path: '/locations', key: 'locations' },
   { path: '/flows', key: 'flows' },
+  { path: '/integrations', key: 'integrations' },
   { path: '/templates', key: 'templates' },
   { path: '/channels', key: 'channels' },
   { path: '/settings', key: 'settings' },
 ] as const;
-
-export interface PageProps {
-  t: Translate;
-  session: SessionInfo;
-}
 
 export function App() {
   const [language, setLanguage] = useState<Language>(initialLanguage);
@@ -90,7 +91,10 @@ export function App() {
   else if (route.startsWith('/developer')) page = <DeveloperPage t={t} session={session} />;
   else if (route.startsWith('/members')) page = <MembersPage t={t} session={session} />;
   else if (route.startsWith('/overview')) page = <OverviewPage t={t} session={session} />;
-  else if (route.startsWith('/ratings')) page = <RatingsPage t={t} session={session} />;
+  else if (route.startsWith('/ratings/')) page = <RatingPage t={t} session={session} id={decodeURIComponent(route.slice('/ratings/'.length).split('?')[0])} />;
+  else if (route.startsWith('/ratings')) page = <RatingsPage key={route} t={t} session={session} />;
+  else if (route.startsWith('/alerts')) page = <AlertsPage t={t} session={session} />;
+  else if (route.startsWith('/integrations')) page = <IntegrationsPage t={t} session={session} />;
   else if (route.startsWith('/send')) page = <SendPage t={t} session={session} />;
   else if (route.startsWith('/locations')) page = <LocationsPage t={t} session={session} />;
   else if (route.startsWith('/flows')) page = <FlowsPage t={t} session={session} />;
@@ -139,40 +143,5 @@ export function App() {
       </header>
       <main>{page}</main>
     </>
-  );
-}
-
-/** A refusal of the API as the person reads it: its detail, then each field's. */
-export function ErrorNote({ error, t }: { error: unknown; t: Translate }) {
-  if (!error) return null;
-  const e = error instanceof ApiError ? error : new ApiError(0, '', error instanceof Error ? error.message : String(error));
-  return (
-    <div role="alert" class="error">
-      <strong>{t('error')}:</strong> {e.message} {e.code && <code>{e.code}</code>}
-      {e.fields.length > 0 && (
-        <ul>
-          {e.fields.map((f, i) => (
-            <li key={i}>
-              {f.pointer ?? f.parameter}: {f.detail}
-            </li>
-          ))}
-        </ul>
-      )}
-    </div>
-  );
-}
-
-export const canChange = (session: SessionInfo) => session.member.role !== 'viewer';
-
-export function ReadOnlyNote({ session, t }: PageProps) {
-  return canChange(session) ? null : <p class="note">{t('readOnly')}</p>;
-}
-
-/** A wide table scrolls sideways on a phone; the region is focusable so a keyboard can scroll it too. */
-export function Scroll({ label, children }: { label: string; children: preact.ComponentChildren }) {
-  return (
-    <div class="scroll" role="region" aria-label={label} tabIndex={0}>
-      {children}
-    </div>
   );
 }

@@ -20,7 +20,7 @@ export interface Member {
 
 export interface SessionInfo {
   member: Member;
-  organization: { id: string; name: string; plan: string; locale: string };
+  organization: { id: string; name: string; plan: string; locale: string; timeZone: string };
   csrfToken: string;
 }
 
@@ -33,6 +33,16 @@ export function useCsrfToken(token: string): void {
 const BASE = '/account/v1';
 
 export async function call<T>(method: string, path: string, options: { body?: unknown; query?: Record<string, string | undefined>; idempotencyKey?: string } = {}): Promise<T> {
+  return (await request<T>(method, path, options)).body;
+}
+
+/** A call whose answer may replay an earlier one (an Idempotency-Key seen before): the body, and whether it did. */
+export async function callReplayable<T>(method: string, path: string, options: { body?: unknown; idempotencyKey?: string } = {}): Promise<{ body: T; replayed: boolean }> {
+  const { body, headers } = await request<T>(method, path, options);
+  return { body, replayed: headers.get('idempotent-replayed') === 'true' };
+}
+
+async function request<T>(method: string, path: string, options: { body?: unknown; query?: Record<string, string | undefined>; idempotencyKey?: string }): Promise<{ body: T; headers: Headers }> {
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(options.query ?? {})) if (value) query.set(name, value);
   const headers: Record<string, string> = { accept: 'application/json' };
@@ -45,10 +55,10 @@ export async function call<T>(method: string, path: string, options: { body?: un
     credentials: 'same-origin',
     body: options.body === undefined ? undefined : JSON.stringify(options.body),
   });
-  if (res.status === 204) return undefined as T;
+  if (res.status === 204) return { body: undefined as T, headers: res.headers };
   const body = await res.json().catch(() => ({}));
   if (!res.ok) throw new ApiError(res.status, body.code ?? 'unknown', body.detail ?? body.title ?? res.statusText, body.errors ?? []);
-  return body as T;
+  return { body: body as T, headers: res.headers };
 }
 
 /** A fresh key per submitted form: a double submit (or a retry of the same one) starts one cascade. */

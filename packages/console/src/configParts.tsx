@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { ErrorNote, ReadOnlyNote, Scroll, type PageProps } from './App';
+import { ErrorNote, ReadOnlyNote, Scroll, type PageProps } from './widgets';
 import type { MessageKey } from './i18n';
 
 /** A configuration page's head: its title, the viewer's note, the last refusal and the last save. */

@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { call } from './api';
-import { ErrorNote, Scroll } from './App';
+import { ErrorNote, Scroll } from './widgets';
 import type { MessageKey, Translate } from './i18n';
 
 /** A form's submission: busy while it runs, the refusal (if any) to show. */

@@ -98,11 +98,16 @@ describe('the configuration pages in a browser', () => {
     await form.getByLabel('Step 1: Channel').selectOption('EMAIL');
     await form.getByRole('button', { name: 'Add a step' }).click();
     await form.getByLabel('Step 2: Channel').selectOption('SMS');
-    await form.getByLabel('Step 2: Delay, minutes').fill('120');
-    await form.getByLabel('Response window, minutes').fill('2880');
+    // Delays and windows in the unit chosen: 2 hours, 2 days.
+    await form.getByLabel('Step 2: Delay', { exact: true }).fill('2');
+    await form.getByLabel('Step 2: Delay: unit').selectOption('hours');
+    await form.getByLabel('Response window', { exact: true }).fill('2');
+    await form.getByLabel('Response window: unit').selectOption('days');
     await form.getByRole('button', { name: 'Save' }).click();
     const row = page.getByRole('row').filter({ hasText: 'E2E email, then SMS' });
     await row.waitFor();
+    expect(await row.getByRole('listitem').allTextContents()).toEqual(['EMAIL (+0 minutes)', 'SMS (+2 hours)']);
+    await row.getByRole('cell', { name: '2 days', exact: true }).waitFor();
     await row.getByRole('button', { name: 'Make default: E2E email, then SMS' }).click();
     await row.getByRole('cell', { name: 'yes', exact: true }).waitFor();
     const flows = (await api.call('GET', '/flows')).body.flows as Array<{ name: string; isDefault: boolean; steps: unknown[]; responseWindowMinutes: number | null }>;
@@ -111,7 +116,7 @@ describe('the configuration pages in a browser', () => {
 
     // A refusal is shown by field, and nothing is saved.
     await form.getByLabel('Flow name').fill('Bad delay');
-    await form.getByLabel('Step 1: Delay, minutes').fill('-5');
+    await form.getByLabel('Step 1: Delay', { exact: true }).fill('-5');
     await form.getByRole('button', { name: 'Save' }).click();
     await page.getByRole('alert').filter({ hasText: 'invalid_request' }).waitFor();
     expect((await api.call('GET', '/flows')).body.flows.some((f: { name: string }) => f.name === 'Bad delay')).toBe(false);

@@ -54,7 +54,7 @@ describe('the console in a browser', () => {
     expect([redirect.status, redirect.headers.get('location')]).toEqual([301, '/app/']);
   });
 
-  it('shows the sign-in form with fields named "Email" and "Password" in English and in Russian', async () => {
+  it('shows the sign-in form with fields named "Email" and "Password" in English, "Email" and "Пароль" in Russian', async () => {
     await page.goto(`${stack.aio.url}/app/`);
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     expect(await page.getByLabel('Email', { exact: true }).count()).toBe(1);
@@ -64,7 +64,8 @@ describe('the console in a browser', () => {
     await page.getByRole('heading', { name: 'Вход' }).waitFor();
     expect(await page.locator('html').getAttribute('lang')).toBe('ru');
     expect(await page.getByLabel('Email', { exact: true }).count()).toBe(1);
-    expect(await page.getByLabel('Password', { exact: true }).count()).toBe(1);
+    expect(await page.getByLabel('Пароль', { exact: true }).count()).toBe(1);
+    expect(await page.getByLabel('Password', { exact: true }).count()).toBe(0);
     await expectAccessible('sign-in (ru)');
     await page.getByRole('button', { name: 'English' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
@@ -114,12 +115,15 @@ describe('the console in a browser', () => {
     await page.getByLabel('External id (order, deal)').fill('order-e2e-7');
     await expectAccessible('send by hand');
     await page.getByRole('button', { name: 'Send review request' }).click();
-    const accepted = await page.getByRole('status').filter({ hasText: 'Accepted' }).textContent();
-    expect(accepted).toMatch(/queued 1, skipped 0/);
-    // A second click on the same form is the same request: its Idempotency-Key replays the cascade.
+    const sent = page.getByTestId('sent-note');
+    expect(await sent.textContent()).toMatch(/^Sent: 1 queued, 0 skipped\. Open the cascade order-e2e-7$/);
+    const cascadeLink = await sent.getByRole('link', { name: 'Open the cascade order-e2e-7' }).getAttribute('href');
+    expect(cascadeLink).toMatch(/^#\/cascades\/[0-9a-f-]{36}$/);
+    // A second click on the same form is the same request: its Idempotency-Key replays the cascade, and the page says so.
     await page.getByRole('button', { name: 'Send review request' }).click();
-    await page.getByRole('status').filter({ hasText: 'Accepted' }).waitFor();
-    expect(await page.getByRole('status').filter({ hasText: 'Accepted' }).textContent()).toBe(accepted);
+    await sent.filter({ hasText: 'already sent' }).waitFor();
+    expect(await sent.textContent()).toBe('This form was already sent: nothing was sent again. Open the cascade order-e2e-7');
+    expect(await sent.getByRole('link').getAttribute('href')).toBe(cascadeLink);
 
     await page.getByRole('link', { name: 'Cascades' }).click();
     await page.getByRole('searchbox', { name: 'External id' }).fill('order-e2e-7');
@@ -127,7 +131,7 @@ describe('the console in a browser', () => {
     const row = page.getByRole('row').filter({ hasText: 'order-e2e-7' });
     await row.waitFor();
     expect(await row.count()).toBe(1);
-    expect(accepted).toContain((await row.getAttribute('data-cascade-id'))!);
+    expect(cascadeLink).toBe(`#/cascades/${await row.getAttribute('data-cascade-id')}`);
     await page.getByRole('link', { name: 'Open order-e2e-7' }).click();
     await page.getByRole('heading', { name: 'Cascade order-e2e-7' }).waitFor();
     await page.getByRole('heading', { name: 'Anna · anna@example.com' }).waitFor();
@@ -158,7 +162,7 @@ describe('the console in a browser', () => {
 
     await upload('name,email,phone\nBoris,boris@example.com,\nVera,vera@example.com,\nGleb,,+7 916 000-00-01\n');
     await page.getByRole('button', { name: 'Send to every row' }).click();
-    expect(await page.getByRole('status').filter({ hasText: 'Accepted' }).last().textContent()).toMatch(/queued 3, skipped 0/);
+    expect(await page.getByTestId('csv-sent-parts').locator('p').textContent()).toBe('Sent to 3 customer(s) in 1 cascade(s): 3 queued, 0 skipped.');
     expect((await signInAsDemo().then((s) => s.call('GET', '/cascades?limit=100'))).body.cascades.length).toBe(before + 1);
   });
 

@@ -196,18 +196,21 @@ describe('the console data pages in a browser', () => {
 
     await upload(csv(false));
     await page.getByRole('button', { name: 'Send to every row' }).click();
-    const done = await page.getByTestId('csv-sent-parts').textContent();
-    expect(done).toMatch(/^Sent in 2 part\(s\): 600 queued, 0 skipped\./);
+    const note = page.getByTestId('csv-sent-parts');
+    expect(await note.locator('p').textContent()).toBe('Sent to 600 customer(s) in 2 cascade(s): 600 queued, 0 skipped.');
     const after = await cascades();
     const added = after.filter((c) => !before.some((b) => b.id === c.id));
     expect(added.map((c) => c.recipients).sort()).toEqual([100, 500]);
-    for (const c of added) expect(done).toContain(c.id);
+    // Each part links to the cascade it made, named by its lines in the file.
+    const links = await note.getByRole('link').evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute('href')]));
+    expect(links.map(([text]) => text)).toEqual(['Open the cascade lines 2–501', 'Open the cascade lines 502–601']);
+    expect(links.map(([, href]) => href).sort()).toEqual(added.map((c) => `#/cascades/${c.id}`).sort());
     await expectAccessible('send by hand: CSV of 600 rows sent');
 
     // The same file again replays both parts (their Idempotency-Keys come from their content): nothing more is sent.
     await page.getByRole('button', { name: 'Send to every row' }).click();
-    await page.getByTestId('csv-sent-parts').waitFor();
-    expect(await page.getByTestId('csv-sent-parts').textContent()).toBe(done);
+    await note.filter({ hasText: 'already sent' }).waitFor();
+    expect(await note.locator('p').textContent()).toBe('This file was already sent (2 cascade(s)): nothing was sent again.');
     expect((await cascades()).length).toBe(after.length);
   });
 
@@ -221,6 +224,9 @@ describe('the console data pages in a browser', () => {
     await page.getByTestId('csv-sent-parts').waitFor();
     const added = (await cascades()).filter((c) => !before.some((b) => b.id === c.id));
     expect(added.map((c) => [c.externalId, c.recipients]).sort()).toEqual([['order-a', 2], ['order-b', 1]]);
+    // Said in customers and cascades (one per order), not in "parts", with a link to each order's cascade.
+    expect(await page.getByTestId('csv-sent-parts').locator('p').textContent()).toBe('Sent to 3 customer(s) in 2 cascade(s): 3 queued, 0 skipped.');
+    expect(await page.getByTestId('csv-sent-parts').getByRole('link').allTextContents()).toEqual(['Open the cascade order-a', 'Open the cascade order-b']);
   });
 
   it('checked every page it changed', () => {

@@ -20,3 +20,4 @@ export * from './smsParts';
 export * from './emailMessage';
 export * from './smsText';
 export * from './messengerText';
+export * from './alertText';

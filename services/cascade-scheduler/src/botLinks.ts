@@ -4,6 +4,7 @@ import { InvalidError, inTransaction, NotFoundError, type Pool } from '@rrs/runt
 import { isUuid } from './ids';
 import { recordOptOut, suppressedAmong } from './optOutLedger';
 import type { ReviewLink } from './reviewForm';
+import { claimStaffLink } from './staffChats';
 
 /*
  * Link codes of the official messenger bots (docs/channels.md "Official bots"). The thank-you page of a
@@ -56,6 +57,7 @@ function invalidCode(): NotFoundError {
 /**
  * A bot chat claims a code: once, on the code's channel, before it expires. The same chat claiming it
  * again gets the same answer (the messenger retries a webhook that failed after the claim committed).
+ * A staff chat's code (staffChats.ts) is claimed the same way and answered `staff`.
  */
 export async function claimBotLink(pool: Pool, request: schedulerV1.ClaimBotLinkRequest): Promise<schedulerV1.ClaimBotLinkResponse> {
   if (!BOT_LINK_CODE.test(request.code) || !isOneOf(BOT_CHANNELS, request.channel)) throw invalidCode();
@@ -70,13 +72,18 @@ export async function claimBotLink(pool: Pool, request: schedulerV1.ClaimBotLink
     [request.code, request.channel, request.chatId],
   );
   const claimed = rows[0];
-  if (!claimed) throw invalidCode();
+  if (!claimed) {
+    const staff = await claimStaffLink(pool, request);
+    if (staff) return staff;
+    throw invalidCode();
+  }
   return {
     organizationId: claimed.organization_id,
     phone: claimed.phone,
     recipientId: claimed.recipient_id ?? '',
     locale: claimed.locale === 'ru' ? 'ru' : 'en',
     organizationName: claimed.organization_name ?? '',
+    staff: false,
   };
 }
 

@@ -1,5 +1,6 @@
 import { readEnv, envField, ConfigError, type Env } from '@rrs/runtime';
 import { z } from 'zod';
+import { DEFAULT_ALERT_HOLD_MS } from '@rrs/proto';
 
 export const DEFAULT_MINUTE_MS = 60_000;
 
@@ -24,6 +25,8 @@ export interface SchedulerConfig {
   stepResultTimeoutMinutes: number;
   /** Dispatches of a step without a result before it fails `no_result`. */
   stepResultMaxAttempts: number;
+  /** How long a low rating's alert waits for the private feedback (ms). */
+  alertHoldMs: number;
 }
 
 /**
@@ -53,6 +56,7 @@ export function buildConfig(env: Env): SchedulerConfig {
       DISPATCH_BATCH_SIZE: envField.int(500, 1),
       STEP_RESULT_TIMEOUT_MINUTES: envField.int(DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, 1),
       STEP_RESULT_MAX_ATTEMPTS: envField.int(DEFAULT_STEP_RESULT_MAX_ATTEMPTS, 1),
+      ALERT_HOLD_MS: envField.int(DEFAULT_ALERT_HOLD_MS, 0),
     },
     env,
   );
@@ -71,6 +75,7 @@ export function buildConfig(env: Env): SchedulerConfig {
     dispatchBatchSize: vars.DISPATCH_BATCH_SIZE,
     stepResultTimeoutMinutes: vars.STEP_RESULT_TIMEOUT_MINUTES,
     stepResultMaxAttempts: vars.STEP_RESULT_MAX_ATTEMPTS,
+    alertHoldMs: vars.ALERT_HOLD_MS,
   };
 }
 

@@ -53,6 +53,15 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       setRatingHandled: (req) => reviews.setRatingHandled(req),
       claimBotLink: (req) => reviews.claimBotLink(req),
       recordBotOptOut: (req) => reviews.recordBotOptOut(req),
+      getRating: (req) => reviews.getRating(req),
+      updateRating: (req) => reviews.updateRating(req),
+      replyToRating: (req) => reviews.replyToRating(req),
+      getAlertSettings: async (req) => ({ settings: await reviews.getAlertSettings(req.organizationId) }),
+      setAlertSettings: async (req) => ({ settings: await reviews.setAlertSettings(schedulerV1.AlertSettings.fromPartial(req.settings ?? {})) }),
+      setMemberAlerts: async (req) => ({ settings: await reviews.setMemberAlerts(req) }),
+      createStaffLinkCode: (req) => reviews.createStaffLinkCode(req),
+      listStaffChats: (req) => reviews.listStaffChats(req.organizationId),
+      unlinkStaffChat: (req) => reviews.unlinkStaffChat(req),
     }, logger),
   };
 }

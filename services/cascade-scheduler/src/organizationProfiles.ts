@@ -29,11 +29,21 @@ export interface LocationInfo {
 const fromProtoWindow = (window: contactsV1.SendWindow | undefined): SendWindow | null =>
   window ? { start: window.start, end: window.end, days: window.days, channels: window.channels } : null;
 
+/** A member of the organization's console, as alerts and the inbox's assignments see them. */
+export interface MemberInfo {
+  id: string;
+  email: string;
+  name: string;
+  role: string;
+}
+
 /**
- * What the scheduler asks the `contacts` service about an organization: its sending profile and its
- * locations. Asked by gRPC, never read from that service's schema.
+ * What the scheduler asks the `contacts` service about an organization: its sending profile, its
+ * locations and its people. Asked by gRPC, never read from that service's schema.
  */
 export interface OrganizationProfiles {
+  /** The organization's console members (who rating alerts go to, who an item can be assigned to). */
+  listMembers(organizationId: string): Promise<MemberInfo[]>;
   /** `not_found` when the organization does not exist. */
   getSendingProfile(organizationId: string): Promise<SendingProfile>;
   /** `not_found` when the location does not exist or belongs to another organization. */
@@ -53,6 +63,10 @@ export function grpcOrganizationProfiles(client: PromiseClient<contactsV1.Contac
         templates: response.templates.map((template) => ({ channel: template.channel, subject: template.subject, body: template.body })),
         channels: response.channels.map((channel) => ({ channel: channel.channel, configured: channel.configured })),
       };
+    },
+    async listMembers(organizationId) {
+      const { members } = await client.listMembers({ organizationId });
+      return members.map((member) => ({ id: member.id, email: member.email, name: member.name, role: member.role }));
     },
     async getLocation(organizationId, id) {
       const { location } = await client.getLocation({ organizationId, id });

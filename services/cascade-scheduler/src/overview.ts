@@ -25,7 +25,7 @@ export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequ
   if (to === null) problems.push({ parameter: 'to', detail: 'must be a day, YYYY-MM-DD' });
   if (from !== null && to !== null && (to < from || to - from >= MAX_OVERVIEW_DAYS * DAY_MS)) problems.push({ parameter: 'to', detail: `must be from \`from\` to ${MAX_OVERVIEW_DAYS} days after it` });
   if (problems.length > 0) throw new InvalidError(problems, { message: problems.map((p) => `${p.parameter} ${p.detail}`).join('; ') });
-  const empty = { total: { ...EMPTY }, byLocation: [], byChannel: [], ratingCounts: [0, 0, 0, 0, 0], ratingAverage: 0, ratingDays: [] };
+  const empty = { total: { ...EMPTY }, byLocation: [], byChannel: [], ratingCounts: [0, 0, 0, 0, 0], ratingAverage: 0, ratingDays: [], openItems: 0, overdueItems: 0 };
   if (!isUuid(input.organizationId)) return empty;
 
   const inRange = `SELECT rr.id, rr.recipient_id, rr.location_id, rr.opened_at, rr.rated_at, rr.public_links_shown_at,
@@ -33,7 +33,7 @@ export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequ
                      FROM review_requests rr
                     WHERE rr.organization_id = $1 AND rr.created_at >= ($2::date)::timestamp AT TIME ZONE $4 AND rr.created_at < ($3::date + 1)::timestamp AT TIME ZONE $4`;
   const params = [input.organizationId, input.fromDay, input.toDay, input.timeZone || 'UTC'];
-  const [funnel, channels, ratings, events] = await Promise.all([
+  const [funnel, channels, ratings, events, items] = await Promise.all([
     pool.query(
       `WITH rr AS (${inRange}),
             staged AS (
@@ -76,6 +76,12 @@ export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequ
         GROUP BY 1, 2`,
       params,
     ),
+    // The inbox now, whatever the range: items not resolved, and those past their response target.
+    pool.query<{ open: number; overdue: number }>(
+      `SELECT count(*)::int AS open, count(*) FILTER (WHERE respond_by < clock_timestamp())::int AS overdue
+         FROM ratings WHERE organization_id = $1 AND actionable_at IS NOT NULL AND handled_at IS NULL`,
+      [input.organizationId],
+    ),
   ]);
 
   const total = { ...EMPTY };
@@ -107,5 +113,7 @@ export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequ
     ratingCounts,
     ratingAverage: rated === 0 ? 0 : ratingCounts.reduce((sum, n, i) => sum + n * (i + 1), 0) / rated,
     ratingDays: [...days].map(([day, d]) => ({ day, ratings: d.ratings, average: d.sum / d.ratings })),
+    openItems: items.rows[0].open,
+    overdueItems: items.rows[0].overdue,
   };
 }

@@ -6,6 +6,7 @@ import { finishEventOf, reviewRequestRatedEvent } from './finishEvent';
 import { refreshFinishEvent, rewriteWaitingEvent, writeOutbox } from './outbox';
 import { dbNow, lockRecipients, saveStates, type LoadedRecipient } from './recipientStore';
 import { takeFeedPosition } from './ratingFeed';
+import { feedbackRecorded, ratingRecorded } from './ratingItems';
 import { currentForm, linkInactive, loadReviewLink, lowRatingThresholdOf, type ReviewLink } from './reviewForm';
 
 export const MAX_FEEDBACK_LENGTH = 2_000;
@@ -14,6 +15,8 @@ export interface RatingOptions {
   minuteMs: number;
   /** How long (flow minutes) a low rating's finish event waits for the private feedback. */
   feedbackWindowMinutes: number;
+  /** How long a low rating's alert waits for the private feedback (ms of real time). */
+  alertHoldMs: number;
 }
 
 /**
@@ -59,6 +62,7 @@ export async function submitRating(pool: Pool, options: RatingOptions, token: st
       [link.id, now, JSON.stringify(link.review_links ?? [])],
     );
     await recordRated(client, { organizationId: link.organization_id, person: state?.recipient ?? personOfContact(link.contact) }, now);
+    await ratingRecorded(client, link, rating, now, options.alertHoldMs);
     // Last before the commit: the feed's counter row stays locked from here to the commit.
     const placeInFeed = () => takeFeedPosition(client, link.organization_id, link.id);
     // A low rating's event waits for the feedback form (or the feedback window) so that it carries the feedback.
@@ -101,6 +105,7 @@ export async function submitFeedback(pool: Pool, token: string, text: string): P
   const insert = { text: 'INSERT INTO feedback (review_request_id, organization_id, text) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', values: [link.id, link.organization_id, trimmed] };
   const recorded = await recordOnce(pool, link, insert, async (client, now, state) => {
     await client.query(`UPDATE review_requests SET status = 'feedback', feedback_at = $2 WHERE id = $1`, [link.id, now]);
+    await feedbackRecorded(client, link, trimmed, now);
     if (!state) {
       const render = () =>
         reviewRequestRatedEvent({

@@ -3,7 +3,10 @@ import { listRatings, setRatingHandled } from './listRatings';
 import { recordPublicLinkClick } from './publicLinkClicks';
 import type { IdempotencyRequest } from '@rrs/idempotency';
 import type { LinkPurpose, schedulerV1 } from '@rrs/proto';
-import type { Pool } from '@rrs/runtime';
+import type { Bus, Pool } from '@rrs/runtime';
+import { getAlertSettings, setAlertSettings, setMemberAlerts } from './alertSettings';
+import { getRating, replyToRating, updateRating } from './inboxWorkflow';
+import { createStaffLinkCode, listStaffChats, unlinkStaffChat } from './staffChats';
 import { getOrganizationSettings, setOrganizationSettings } from './organizationSettings';
 import type { OrganizationProfiles } from './organizationProfiles';
 import { submitFeedback, submitRating } from './ratings';
@@ -16,11 +19,14 @@ import { unsubscribe } from './unsubscribe';
 
 export interface ReviewsDeps {
   pool: Pool;
+  /** Where replies to customers are published (steps.system.email). */
+  bus?: Bus;
   profiles: OrganizationProfiles;
   snapshots: SnapshotWriter;
   publicBaseUrl: string;
   minuteMs: number;
   feedbackWindowMinutes: number;
+  alertHoldMs: number;
 }
 
 /**
@@ -50,6 +56,45 @@ export class Reviews {
   /** Marks a rating of the inbox handled by a member, or clears the mark. */
   setRatingHandled(input: schedulerV1.SetRatingHandledRequest): Promise<schedulerV1.SetRatingHandledResponse> {
     return setRatingHandled(this.deps.pool, input);
+  }
+
+  /** One rating of the inbox with its history, and whether a reply is possible. */
+  getRating(input: schedulerV1.GetRatingRequest): Promise<schedulerV1.GetRatingResponse> {
+    return getRating(this.deps.pool, input);
+  }
+
+  /** A member's action on a rating of the inbox (assign, unassign, resolve, reopen, note). */
+  updateRating(input: schedulerV1.UpdateRatingRequest): Promise<schedulerV1.UpdateRatingResponse> {
+    return updateRating(this.deps, input);
+  }
+
+  /** A member's reply to the customer by email. */
+  replyToRating(input: schedulerV1.ReplyToRatingRequest): Promise<schedulerV1.ReplyToRatingResponse> {
+    return replyToRating(this.deps, input);
+  }
+
+  getAlertSettings(organizationId: string): Promise<schedulerV1.AlertSettings> {
+    return getAlertSettings(this.deps.pool, organizationId);
+  }
+
+  setAlertSettings(settings: schedulerV1.AlertSettings): Promise<schedulerV1.AlertSettings> {
+    return setAlertSettings(this.deps.pool, this.deps.profiles, settings);
+  }
+
+  setMemberAlerts(input: schedulerV1.SetMemberAlertsRequest): Promise<schedulerV1.AlertSettings> {
+    return setMemberAlerts(this.deps.pool, this.deps.profiles, input);
+  }
+
+  createStaffLinkCode(input: schedulerV1.CreateStaffLinkCodeRequest): Promise<schedulerV1.CreateStaffLinkCodeResponse> {
+    return createStaffLinkCode(this.deps.pool, input);
+  }
+
+  listStaffChats(organizationId: string): Promise<schedulerV1.ListStaffChatsResponse> {
+    return listStaffChats(this.deps.pool, organizationId);
+  }
+
+  unlinkStaffChat(input: schedulerV1.UnlinkStaffChatRequest): Promise<schedulerV1.UnlinkStaffChatResponse> {
+    return unlinkStaffChat(this.deps.pool, input);
   }
 
   /** A click on a public review link of the thank-you page, once per review request and site; answers the URL. */

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { contactsV1 } from '@rrs/proto';
+import { contactsV1, DEFAULT_ALERT_HOLD_MS } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { createGrpcClient, Notifier, openBus, openServiceDatabase, SSD_PLANNER_SETTINGS, startGrpcServer, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import { Cascades } from './cascades';
@@ -10,6 +10,8 @@ import { schedulerGrpcService } from './grpcApi';
 import { People } from './people';
 import { ConfiguredChannels, grpcOrganizationProfiles, type OrganizationProfiles } from './organizationProfiles';
 import { startOutboxRelay } from './outboxRelay';
+import { startRatingAlerts } from './ratingAlerts';
+import { startRatingDigests } from './ratingDigests';
 import { startRatingIntake, type RatingIntake, type RecordRating } from './ratingIntake';
 import { startResponseWindowCloser } from './responseWindows';
 import { startResultWatchdog } from './resultWatchdog';
@@ -45,7 +47,7 @@ export interface SchedulerDeps {
 /** The bus settings are needed only when no bus is handed in (`deps.bus`, as the all-in-one does). */
 export type SchedulerStartConfig = Pick<SchedulerConfig, 'databaseUrl' | 'grpcHost' | 'grpcPort'> &
   Partial<BusConfig> &
-  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts'>>;
+  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts' | 'alertHoldMs'>>;
 
 export interface RunningScheduler {
   grpcPort: number;
@@ -82,7 +84,7 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   const snapshots = new SnapshotWriter();
   const flows = new Flows(pool);
   const cascades = new Cascades({ pool, flows, profiles, snapshots, minuteMs });
-  const reviews = new Reviews({ pool, profiles, snapshots, publicBaseUrl, minuteMs, feedbackWindowMinutes: config.feedbackWindowMinutes ?? 30 });
+  const reviews = new Reviews({ pool, bus, profiles, snapshots, publicBaseUrl, minuteMs, feedbackWindowMinutes: config.feedbackWindowMinutes ?? 30, alertHoldMs: config.alertHoldMs ?? DEFAULT_ALERT_HOLD_MS });
 
   // One LISTEN connection for the process: the dispatcher and the relay register their channels on it.
   const notifier = new Notifier(config.databaseUrl, SCHEMA, ctx.logger);
@@ -118,6 +120,11 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   ctx.lifecycle.onStop('response windows', () => windows.stop());
   const relay = await startOutboxRelay({ pool, bus, notifier, logger: ctx.logger });
   ctx.lifecycle.onStop('outbox relay', () => relay.stop());
+  // Rating alerts and digests go to the organization's people (docs/console.md, "Rating alerts").
+  const alerts = startRatingAlerts({ pool, bus, notifier, logger: ctx.logger, profiles, publicBaseUrl });
+  ctx.lifecycle.onStop('rating alerts', () => alerts.stop());
+  const digests = startRatingDigests({ pool, bus, logger: ctx.logger, profiles, publicBaseUrl });
+  ctx.lifecycle.onStop('rating digests', () => digests.stop());
   await notifier.start();
   ctx.lifecycle.onStop('LISTEN connection', () => notifier.stop());
 

@@ -49,7 +49,7 @@ describe('bot link codes and bot opt-outs', () => {
     const wrongChannel = await rejection(grpc.client.claimBotLink({ code, channel: 'MAX', chatId: '1' }));
     expect(wrongChannel).toMatchObject({ status: 404, code: 'bot_link_invalid' });
     const claimed = await grpc.client.claimBotLink({ code, channel: 'TELEGRAM', chatId: '1' });
-    expect(claimed).toEqual({ organizationId: ORG, phone: '+79001110002', recipientId, locale: 'en', organizationName: expect.any(String) });
+    expect(claimed).toEqual({ organizationId: ORG, phone: '+79001110002', recipientId, locale: 'en', organizationName: expect.any(String), staff: false });
     await expect(grpc.client.claimBotLink({ code, channel: 'TELEGRAM', chatId: '1' })).resolves.toEqual(claimed);
     expect(await rejection(grpc.client.claimBotLink({ code, channel: 'TELEGRAM', chatId: '2' }))).toMatchObject({ status: 404, code: 'bot_link_invalid' });
     // The person's export carries the claimed link (by phone), with its chat.

@@ -3,7 +3,7 @@ import { LOCATION, ORG, OTHER_ORG, rejection, startHarness, type Harness } from 
 
 const OTHER_LOCATION = `${LOCATION}-b`;
 const base = { limit: 0, after: '', externalId: '', status: '' };
-const ratingsQuery = { organizationId: ORG, maxRating: 0, withFeedback: false, locationId: '', limit: 0, after: '', handled: '', fromDay: '', toDay: '', timeZone: 'UTC' };
+const ratingsQuery = { organizationId: ORG, maxRating: 0, withFeedback: false, locationId: '', limit: 0, after: '', handled: '', fromDay: '', toDay: '', timeZone: 'UTC', status: '', assignedTo: '' };
 const today = () => new Date().toISOString().slice(0, 10);
 
 /**

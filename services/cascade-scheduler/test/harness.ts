@@ -2,7 +2,7 @@ import { busV1, eventsV1, stepSubject } from '@rrs/proto';
 import { StepResultPublisher } from '@rrs/sender-kit';
 import { createPool, httpStatusOf, NotFoundError, type Bus, type DomainError, type Pool, type Subscription } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { startScheduler, SCHEMA, type OrganizationProfiles, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, type SendingProfile, type LocationInfo } from '../src';
+import { startScheduler, SCHEMA, type OrganizationProfiles, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, type SendingProfile, type LocationInfo, type MemberInfo } from '../src';
 
 export const ORG = '0190e0e0-0000-7000-8000-000000000001';
 export const OTHER_ORG = '0190e0e0-0000-7000-8000-000000000002';
@@ -40,6 +40,13 @@ export class FakeProfiles implements OrganizationProfiles {
     const profile = this.byOrganization.get(organizationId);
     if (!profile) throw new NotFoundError('organization');
     return structuredClone(profile);
+  }
+
+  /** The organization's console members, by organization. */
+  members = new Map<string, MemberInfo[]>();
+
+  async listMembers(organizationId: string): Promise<MemberInfo[]> {
+    return structuredClone(this.members.get(organizationId) ?? []);
   }
 
   /** What a location sets for itself (its send window and zone), by location id. */

@@ -63,7 +63,8 @@ export async function startEmailSender(
       health: chain,
     }],
   });
-  // Invitations and password resets: the same providers, the same send log (docs/channels.md, "System emails").
+  // Invitations, password resets, rating alerts and digests, replies to customers: the same providers, the
+  // same send log (docs/channels.md, "System emails").
   const systemEmails = await startSystemEmails({ bus: running.bus, sendLog: running.sendLog, chain, from, logger: ctx.logger, ackWaitMs: config.ackWaitMs });
   ctx.lifecycle.onStop('system emails consumer', () => systemEmails.drain());
   let receiptsPort: number | undefined;

@@ -8,9 +8,9 @@ import { renderSystemEmail } from '../src/systemEmail';
 
 // mailparser ships no types.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { simpleParser } = require('mailparser') as { simpleParser(src: Buffer): Promise<{ subject?: string; text?: string; html?: string | false }> };
+const { simpleParser } = require('mailparser') as { simpleParser(src: Buffer): Promise<{ subject?: string; text?: string; html?: string | false; replyTo?: { text: string } }> };
 
-/** System emails (invitations, password resets) through channel-email, a real SMTP server and JetStream. */
+/** System emails (invitations, password resets, rating alerts, digests, replies) through channel-email, a real SMTP server and JetStream. */
 describe('channel-email: system emails', () => {
   let db: TestDatabase;
   let tb: TestBus;
@@ -99,6 +99,41 @@ describe('channel-email: system emails', () => {
     await waitFor(() => mailsTo('later@example.com').length === 1, { what: 'a later email' });
     await waitFor(async () => (await tb.bus.pending('STEPS', 'sender-system-email')) === 0, { what: 'the consumer to settle', timeoutMs: 20_000 });
     expect(rejected.filter((a) => a === 'bounce@example.com')).toHaveLength(1);
+  });
+
+  const alerted = { rating: 1, feedback: 'The waiter was rude', customerName: 'Boris', locationName: 'Coffee on Arbat', ratedAt: new Date('2026-05-04T11:05:00Z'), link: 'https://reviews.example.com/app/#/ratings/rr-1' };
+
+  it('sends a rating alert to a member: the rating, the feedback, the time in the organization’s zone and the inbox link, in its language', async () => {
+    await publish(email({ kind: 'rating_alert', to: 'owner@acme.example', link: alerted.link, ratings: [alerted], timeZone: 'Europe/Moscow', expiresAt: undefined, role: '' }));
+    await publish(email({ kind: 'rating_alert', to: 'vladelec@acme.example', locale: 'ru', link: alerted.link, ratings: [{ ...alerted, rating: 5, feedback: 'Громкая музыка' }], timeZone: 'Europe/Moscow', expiresAt: undefined }));
+    const en = await simpleParser((await waitFor(() => mailsTo('owner@acme.example')[0], { what: 'the alert' })).raw);
+    expect(en.subject).toBe('1★ at Coffee on Arbat: act on it');
+    expect(en.text).toContain('★☆☆☆☆ 1/5');
+    expect(en.text).toContain('Customer: Boris');
+    expect(en.text).toContain('Feedback: “The waiter was rude”');
+    expect(en.text).toContain('14:05 (Europe/Moscow)');
+    expect(en.text).toContain(alerted.link);
+    expect(en.html).toContain(`href="${alerted.link}"`);
+    const ru = await simpleParser((await waitFor(() => mailsTo('vladelec@acme.example')[0], { what: 'the Russian alert' })).raw);
+    expect(ru.subject).toBe('Отзыв для компании в «Coffee on Arbat»');
+    expect(ru.text).toContain('Отзыв: “Громкая музыка”');
+  });
+
+  it("sends a daily digest with the day's totals and its low ratings", async () => {
+    await publish(email({ kind: 'rating_digest', to: 'digest@acme.example', link: 'https://reviews.example.com/app/#/ratings', ratings: [alerted], timeZone: 'Europe/Moscow', digest: { day: '2026-05-04', ratings: 7, average: 4.14, actionable: 1, open: 2, overdue: 1 }, expiresAt: undefined }));
+    const digest = await simpleParser((await waitFor(() => mailsTo('digest@acme.example')[0], { what: 'the digest' })).raw);
+    expect(digest.subject).toBe('Acme Dental: ratings of 2026-05-04');
+    expect(digest.text).toContain('7 ratings, average 4.1★; 1 low or with feedback. In the inbox now: 2 open, 1 overdue.');
+    expect(digest.text).toContain('Feedback: “The waiter was rude”');
+  });
+
+  it("sends a member's reply to the customer with the organization's Reply-To", async () => {
+    await publish(email({ kind: 'customer_reply', to: 'boris@example.com', subject: 'About your visit', text: 'We are sorry.\n\nThe next coffee is on us.', replyTo: 'care@acme.example', link: '', expiresAt: undefined }));
+    const reply = await simpleParser((await waitFor(() => mailsTo('boris@example.com')[0], { what: 'the reply' })).raw);
+    expect(reply.subject).toBe('About your visit');
+    expect(reply.replyTo?.text).toBe('care@acme.example');
+    expect(reply.text).toContain('The next coffee is on us.');
+    expect(reply.text).toContain('This is a reply from Acme Dental to the feedback you left.');
   });
 
   it('refuses an unknown kind without sending anything', () => {

@@ -7,6 +7,7 @@ import { unlinkChat, type BotScheduler } from './botLinking';
 import { botWebhookPath, type BotClient } from './bots';
 import { linkedChat, sendThroughBot, type BotRoute } from './botSend';
 import { botWebhookRoute } from './botWebhooks';
+import { startStaffChatMessages } from './staffChats';
 import { greenApiReceiptRoute } from './greenApiReceipts';
 import { ChatLinks } from './chatLinks';
 import type { BotAccount, BotsConfig, MessengerAccount, MessengerConfig } from './config';
@@ -201,6 +202,12 @@ export async function startMessengerSender(
         (err: unknown) => ctx.logger.error({ err, channel: bot.channel }, 'registering the bot webhook failed; set it by hand (docs/channels.md) or restart'),
       );
     }
+  }
+  // Rating alerts to the staff chats linked through the bots (docs/console.md, "Rating alerts").
+  if (anyBot && scheduler) {
+    const staffBots = Object.fromEntries(CHANNELS.flatMap((channel) => (bots[channel] ? [[channel, bots[channel].bot]] : [])));
+    const staffMessages = await startStaffChatMessages({ bus: running.bus, sendLog: running.sendLog, bots: staffBots, scheduler, logger: ctx.logger, ackWaitMs: config.ackWaitMs });
+    ctx.lifecycle.onStop('staff chat alerts consumer', () => staffMessages.drain());
   }
   // A change while the sender was starting: put the state as it is now.
   for (const channel of CHANNELS) {

@@ -205,4 +205,37 @@ describe('official bots: thank-you deep link → linked chat → sends through t
     const res = await fetch(`http://127.0.0.1:${messenger.botWebhookPort}/bots/telegram`, { method: 'POST', headers: { 'x-telegram-bot-api-secret-token': TELEGRAM_SECRET }, body: 'not json' });
     expect(res.status).toBe(400);
   });
+
+  it('a staff chat linked with its code gets the rating alerts through the bot (never the customer); a blocked chat or /stop unlinks it', async () => {
+    const linkStaffChat = async (chatId: number) => {
+      const { code } = await scheduler.reviews.createStaffLinkCode({ organizationId, channel: 'TELEGRAM', memberId: 'member-1' });
+      expect(await telegram.deliver({ update_id: 10, message: { message_id: 10, date: 10, chat: { id: chatId, type: 'private' }, text: `/start ${code!.code}` } })).toBe(200);
+      expect(telegram.messages.filter((m) => m.chatId === String(chatId)).at(-1)!.text).toContain('rating alerts of Coffee Co will come to this chat');
+    };
+    const lowRatingWithFeedback = async (phone: string, digits: string, feedback: string) => {
+      await sendVia('telegram', phone);
+      const token = tokenSentTo(digits);
+      await rate(token, 1);
+      await scheduler.reviews.submitFeedback(token, feedback);
+    };
+    await linkStaffChat(6200001);
+    expect((await scheduler.reviews.listStaffChats(organizationId)).chats).toEqual([expect.objectContaining({ channel: 'TELEGRAM', chatId: '6200001', linkedBy: 'member-1' })]);
+    await lowRatingWithFeedback('+79991112301', '79991112301', 'The waiter was rude');
+    const alert = await waitFor(() => telegram.messages.find((m) => m.chatId === '6200001' && m.text.includes('The waiter was rude')), { what: 'the alert in the staff chat' });
+    expect(alert.text).toContain('★☆☆☆☆ 1/5');
+    expect(alert.text).toMatch(/Open it in the inbox: http:\/\/reviews\.test\/app\/#\/ratings\/[0-9a-f-]{36}/);
+    expect(greenApi.messages.some((m) => m.message.includes('The waiter was rude'))).toBe(false);
+    expect(telegram.messages.filter((m) => m.text.includes('The waiter was rude')).map((m) => m.chatId)).toEqual(['6200001']);
+
+    // The member blocked the bot: the next alert finds the chat gone, and it is unlinked.
+    telegram.block('6200001');
+    await lowRatingWithFeedback('+79991112302', '79991112302', 'Cold soup');
+    await waitFor(async () => ((await scheduler.reviews.listStaffChats(organizationId)).chats.length === 0) || undefined, { what: 'the blocked chat unlinked' });
+
+    // /stop in a linked staff chat ends its alerts.
+    await linkStaffChat(6200002);
+    expect(await telegram.deliver({ update_id: 11, message: { message_id: 11, date: 11, chat: { id: 6200002, type: 'private' }, text: '/stop' } })).toBe(200);
+    expect(telegram.messages.filter((m) => m.chatId === '6200002').at(-1)!.text).toContain('This chat gets no more rating alerts.');
+    expect((await scheduler.reviews.listStaffChats(organizationId)).chats).toEqual([]);
+  });
 });

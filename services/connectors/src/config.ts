@@ -28,6 +28,21 @@ export interface ConnectorPolicy {
   eventRetentionMs: number;
 }
 
+/**
+ * The service's own amoCRM integration, for owners who connect amoCRM from the console through its
+ * OAuth consent (docs/connectors.md, "Connecting from the console").
+ */
+export interface AmoCrmOAuthApp {
+  clientId: string;
+  clientSecret: string;
+  /** The integration's Redirect URI: the console (`<PUBLIC_BASE_URL>/app/`), which hands the code back. */
+  redirectUri: string;
+  /** amoCRM's authorization page. */
+  authorizeUrl: string;
+}
+
+export const DEFAULT_AMOCRM_AUTHORIZE_URL = 'https://www.amocrm.ru/oauth';
+
 export interface ConnectorsConfig extends GrpcServiceConfig, BusConfig {
   hooksHost: string;
   hooksPort: number;
@@ -41,6 +56,8 @@ export interface ConnectorsConfig extends GrpcServiceConfig, BusConfig {
   /** Dev setting: CRM addresses may be plain http (local fakes). Never in production. */
   allowHttpCrm: boolean;
   policy: ConnectorPolicy;
+  /** Unset: amoCRM is connected only with a token (admin API, CLI). */
+  amoCrmOAuth?: AmoCrmOAuthApp;
 }
 
 const DAY_MS = 24 * 3_600_000;
@@ -59,6 +76,23 @@ export const DEFAULT_CONNECTOR_POLICY: ConnectorPolicy = {
   bitrix24PerSecond: 2,
   eventRetentionMs: 30 * DAY_MS,
 };
+
+/** The variables of the service's own amoCRM integration (also read by the all-in-one). */
+export const amoCrmOAuthEnvShape = {
+  AMOCRM_CLIENT_ID: z.string().min(1).max(200).optional(),
+  AMOCRM_CLIENT_SECRET: z.string().min(1).max(4096).optional(),
+  AMOCRM_REDIRECT_URI: envField.url(['http', 'https']).optional(),
+  AMOCRM_OAUTH_URL: envField.url(['http', 'https']).default(DEFAULT_AMOCRM_AUTHORIZE_URL),
+};
+
+/** The amoCRM integration of those variables; the console (`<publicBaseUrl>/app/`) is the default Redirect URI. */
+export function amoCrmOAuthOf(vars: { AMOCRM_CLIENT_ID?: string; AMOCRM_CLIENT_SECRET?: string; AMOCRM_REDIRECT_URI?: string; AMOCRM_OAUTH_URL: string }, publicBaseUrl: string): AmoCrmOAuthApp | undefined {
+  if ((vars.AMOCRM_CLIENT_ID === undefined) !== (vars.AMOCRM_CLIENT_SECRET === undefined)) {
+    throw new ConfigError(vars.AMOCRM_CLIENT_ID === undefined ? 'AMOCRM_CLIENT_ID' : 'AMOCRM_CLIENT_SECRET', 'the amoCRM integration needs both its ID and its secret key');
+  }
+  if (!vars.AMOCRM_CLIENT_ID) return undefined;
+  return { clientId: vars.AMOCRM_CLIENT_ID, clientSecret: vars.AMOCRM_CLIENT_SECRET!, redirectUri: vars.AMOCRM_REDIRECT_URI ?? `${publicBaseUrl.replace(/\/+$/, '')}/app/`, authorizeUrl: vars.AMOCRM_OAUTH_URL };
+}
 
 const hostPort = () => z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port');
 
@@ -88,21 +122,24 @@ export function buildConfig(env: Env): ConnectorsConfig {
       CONNECTOR_AMOCRM_REQUESTS_PER_SECOND: envField.int(DEFAULT_CONNECTOR_POLICY.amocrmPerSecond, 1),
       CONNECTOR_BITRIX24_REQUESTS_PER_SECOND: envField.int(DEFAULT_CONNECTOR_POLICY.bitrix24PerSecond, 1),
       CONNECTOR_EVENT_RETENTION_DAYS: envField.int(30, 1),
+      ...amoCrmOAuthEnvShape,
     },
     env,
   );
   if (vars.NODE_ENV === 'production' && vars.CONNECTOR_ALLOW_HTTP_CRM) {
     throw new ConfigError('CONNECTOR_ALLOW_HTTP_CRM', 'plain-http CRM addresses are a development setting and are refused when NODE_ENV=production');
   }
+  const publicBaseUrl = vars.PUBLIC_BASE_URL.replace(/\/+$/, '');
   return {
     ...grpcServiceConfig(vars),
+    amoCrmOAuth: amoCrmOAuthOf(vars, publicBaseUrl),
     ...busConfig(vars),
     hooksHost: vars.HOOKS_HOST,
     hooksPort: vars.HOOKS_PORT,
     contactsAddress: vars.CONTACTS_ADDR,
     schedulerAddress: vars.SCHEDULER_ADDR,
     redisUrl: vars.REDIS_URL,
-    publicBaseUrl: vars.PUBLIC_BASE_URL.replace(/\/+$/, ''),
+    publicBaseUrl,
     secretKeys: parseSecretKeys(vars.CONNECTOR_SECRET_KEYS, 'CONNECTOR_SECRET_KEYS'),
     allowHttpCrm: vars.CONNECTOR_ALLOW_HTTP_CRM,
     policy: {

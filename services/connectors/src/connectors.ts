@@ -50,6 +50,7 @@ interface ConnectorRow {
   last_error: string | null;
   last_error_code: string | null;
   last_error_at: Date | null;
+  last_success_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -59,7 +60,7 @@ export function toConnector(r: ConnectorRow): Connector {
     id: r.id, organizationId: r.organization_id, kind: r.kind, name: r.name, enabled: r.enabled, crmUrl: r.crm_url, authMode: r.auth_mode,
     settings: { ...r.settings, writeBack: { ...DEFAULT_WRITE_BACK, ...r.settings.writeBack } },
     activeSince: r.active_since, syncCursor: r.sync_cursor, nextSyncAt: r.next_sync_at, lastSyncAt: r.last_sync_at, lastEventAt: r.last_event_at,
-    lastError: r.last_error, lastErrorCode: r.last_error_code, lastErrorAt: r.last_error_at, createdAt: r.created_at, updatedAt: r.updated_at,
+    lastError: r.last_error, lastErrorCode: r.last_error_code, lastErrorAt: r.last_error_at, lastSuccessAt: r.last_success_at, createdAt: r.created_at, updatedAt: r.updated_at,
     sealedCredentials: r.credentials,
   };
 }
@@ -78,7 +79,10 @@ export interface ConnectorsOptions {
   allowHttpCrm: boolean;
 }
 
-const NO_COUNTS: ConnectorStatusCounts = { pendingEvents: 0, failedEvents: 0, cascadesStarted: 0, writeBacksPending: 0, writeBacksDone: 0, writeBacksFailed: 0 };
+const NO_COUNTS: ConnectorStatusCounts = { pendingEvents: 0, failedEvents: 0, cascadesStarted: 0, writeBacksPending: 0, writeBacksDone: 0, writeBacksFailed: 0, lastCascadeAt: undefined, lastWriteBackAt: undefined };
+
+/** SQL: the status's error is about the connection (the CRM's answer, the missing token), not one deal. */
+const CONNECTION_ERROR = `(last_error_code LIKE 'crm\\_%' OR last_error_code = 'application_token_missing')`;
 
 /** The connectors of organizations: their settings, sealed credentials, inbound secret and status. */
 export class Connectors {
@@ -145,6 +149,13 @@ export class Connectors {
     return { response: { ...result, idempotentReplayed: replayed }, replayed };
   }
 
+  /** A new amoCRM connector's location and flow, checked as `create` checks them, before anything is created. */
+  async checkNewSettings(organizationId: string, input: { locationId: string; flowId: string }): Promise<void> {
+    if (!UUID.test(organizationId)) throw InvalidError.field('/organizationId', 'must be an organization id');
+    const settings = checkSettings('amocrm', { wonStages: [], locationId: input.locationId, locationMapping: null, flowId: input.flowId, writeBack: DEFAULT_WRITE_BACK });
+    await this.checkReferences(organizationId, settings);
+  }
+
   private async row(client: Pool | PoolClient, organizationId: string, id: string, lock = false): Promise<ConnectorRow> {
     if (!UUID.test(id) || !UUID.test(organizationId)) throw new NotFoundError('connector');
     const { rows } = await client.query<ConnectorRow>(`SELECT * FROM connectors WHERE id = $1 AND organization_id = $2${lock ? ' FOR UPDATE' : ''}`, [id, organizationId]);
@@ -171,6 +182,9 @@ export class Connectors {
   async update(organizationId: string, id: string, patch: UpdateConnectorInput): Promise<{ connector: Connector; inboundUrl: string }> {
     const current = toConnector(await this.row(this.pool, organizationId, id));
     const name = patch.name === undefined ? current.name : checkName(patch.name);
+    // A Bitrix24 token given alone (the console asks only for it) keeps the stored inbound webhook URL.
+    const stored = patch.bitrix24 && patch.bitrix24.webhookUrl.trim() === '' && current.kind === 'bitrix24' ? this.credentials(current) : null;
+    if (stored?.kind === 'bitrix24') patch = { ...patch, bitrix24: { ...patch.bitrix24!, webhookUrl: stored.webhookUrl } };
     const parsed = patch.amocrm || patch.bitrix24 ? this.parseCredentials(current.kind, patch) : null;
     const settings = checkSettings(current.kind, {
       wonStages: patch.wonStages ?? current.settings.wonStages,
@@ -195,6 +209,11 @@ export class Connectors {
         [id, name, patch.enabled ?? null, settings, parsed ? this.box.seal(JSON.stringify(parsed.credentials), credentialsContext(id)) : null, parsed?.crmUrl ?? null, parsed?.authMode ?? null, secret ? hashSecret(secret) : null],
       );
       if (patch.enabled === true && !current.enabled) await client.query(`SELECT pg_notify('${SYNC_CHANNEL}', '')`);
+      // New credentials with an application token: the token is no longer missing.
+      if (parsed?.credentials.kind === 'bitrix24' && parsed.credentials.applicationToken !== '' && rows[0].last_error_code === 'application_token_missing') {
+        const cleared = await client.query<ConnectorRow>(`UPDATE connectors SET last_error = NULL, last_error_code = NULL, last_error_at = NULL WHERE id = $1 RETURNING *`, [id]);
+        return cleared.rows[0];
+      }
       return rows[0];
     });
     return { connector: toConnector(row), inboundUrl: secret ? this.inboundUrl(id, secret) : '' };
@@ -207,20 +226,23 @@ export class Connectors {
   }
 
   async counts(connectorId: string): Promise<ConnectorStatusCounts> {
-    const { rows } = await this.pool.query<Record<string, number>>(
+    const { rows } = await this.pool.query<Record<string, number> & { last_cascade_at: Date | null; last_write_back_at: Date | null }>(
       `SELECT
          (SELECT count(*) FROM crm_events WHERE connector_id = $1 AND status = 'pending')::int AS pending_events,
          (SELECT count(*) FROM crm_events WHERE connector_id = $1 AND status = 'failed')::int AS failed_events,
          (SELECT count(*) FROM deal_cascades WHERE connector_id = $1)::int AS cascades_started,
          (SELECT count(*) FROM write_backs WHERE connector_id = $1 AND status = 'pending')::int AS write_backs_pending,
          (SELECT count(*) FROM write_backs WHERE connector_id = $1 AND status = 'done')::int AS write_backs_done,
-         (SELECT count(*) FROM write_backs WHERE connector_id = $1 AND status = 'failed')::int AS write_backs_failed`,
+         (SELECT count(*) FROM write_backs WHERE connector_id = $1 AND status = 'failed')::int AS write_backs_failed,
+         (SELECT max(created_at) FROM deal_cascades WHERE connector_id = $1) AS last_cascade_at,
+         (SELECT max(done_at) FROM write_backs WHERE connector_id = $1 AND status = 'done') AS last_write_back_at`,
       [connectorId],
     );
     const counts = rows[0];
     return {
       pendingEvents: counts.pending_events, failedEvents: counts.failed_events, cascadesStarted: counts.cascades_started,
       writeBacksPending: counts.write_backs_pending, writeBacksDone: counts.write_backs_done, writeBacksFailed: counts.write_backs_failed,
+      lastCascadeAt: counts.last_cascade_at ?? undefined, lastWriteBackAt: counts.last_write_back_at ?? undefined,
     };
   }
 
@@ -281,13 +303,30 @@ export class Connectors {
     };
   }
 
-  /** The status's last error; a CRM connection error (`crm_*`) is cleared by the next successful call (see clearCrmError). */
+  /** The status's last error; a connection error is cleared by the next success (see recordSuccess). */
   async recordError(connectorId: string, code: string, message: string): Promise<void> {
     await this.pool.query('UPDATE connectors SET last_error = $2, last_error_code = $3, last_error_at = now() WHERE id = $1', [connectorId, message.slice(0, 1000), code]);
   }
 
-  async clearCrmError(connectorId: string): Promise<void> {
-    await this.pool.query(`UPDATE connectors SET last_error = NULL, last_error_code = NULL, last_error_at = NULL WHERE id = $1 AND last_error_code LIKE 'crm\\_%'`, [connectorId]);
+  /**
+   * Things worked (a deal processed, a write-back done, a reconciliation completed): the time is the
+   * status's `lastSuccessAt`, and a connection error — the CRM's (`crm_*`) or a missing application
+   * token — is cleared, since the connection plainly works now. A deal's own failure stays, shown as past.
+   */
+  async recordSuccess(connectorId: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE connectors SET last_success_at = now(),
+              last_error = CASE WHEN ${CONNECTION_ERROR} THEN NULL ELSE last_error END,
+              last_error_at = CASE WHEN ${CONNECTION_ERROR} THEN NULL ELSE last_error_at END,
+              last_error_code = CASE WHEN ${CONNECTION_ERROR} THEN NULL ELSE last_error_code END
+        WHERE id = $1`,
+      [connectorId],
+    );
+  }
+
+  /** A Bitrix24 event came with the right application token: the token is no longer missing. */
+  async clearMissingToken(connectorId: string): Promise<void> {
+    await this.pool.query(`UPDATE connectors SET last_error = NULL, last_error_code = NULL, last_error_at = NULL WHERE id = $1 AND last_error_code = 'application_token_missing'`, [connectorId]);
   }
 
   /** Moves credentials sealed with an older key to the first key of CONNECTOR_SECRET_KEYS; returns how many. */

@@ -1,6 +1,7 @@
 import { idempotencyFromMetadata } from '@rrs/idempotency';
 import { connectorsV1 } from '@rrs/proto';
 import { unaryService, type Logger } from '@rrs/runtime';
+import { completeAmoCrmOAuth, startAmoCrmOAuth, type AmoCrmOAuthDeps } from './amoCrmOAuth';
 import type { Connectors } from './connectors';
 import { connectorMessage, statusMessage } from './messages';
 import type { AmoCrmCredentialsInput, Bitrix24CredentialsInput, LocationMapping } from './model';
@@ -13,7 +14,7 @@ const bitrixInput = (c: connectorsV1.Bitrix24Credentials | undefined): Bitrix24C
 const mappingInput = (m: connectorsV1.LocationMapping | undefined): LocationMapping | null | undefined => (m === undefined ? undefined : m.field === '' ? null : { field: m.field, values: { ...m.values } });
 
 /** gRPC transport of connector management: maps messages to domain calls and back, nothing else. */
-export function connectorsGrpcService(connectors: Connectors, logger: Logger) {
+export function connectorsGrpcService(connectors: Connectors, oauth: AmoCrmOAuthDeps, logger: Logger) {
   const withCounts = async (c: Awaited<ReturnType<Connectors['get']>>) => connectorMessage(c, await connectors.counts(c.id));
   return {
     name: CONNECTORS_SERVICE_NAME,
@@ -69,6 +70,8 @@ export function connectorsGrpcService(connectors: Connectors, logger: Logger) {
       async runSync(req) {
         return { nextSyncAt: await connectors.runSync(req.organizationId, req.id) };
       },
+      startAmoCrmOAuth: (req) => startAmoCrmOAuth(oauth, req),
+      completeAmoCrmOAuth: (req) => completeAmoCrmOAuth(oauth, req),
     }, logger),
   };
 }

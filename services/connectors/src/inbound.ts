@@ -113,6 +113,8 @@ export async function handleHook(deps: HookDeps, request: { method: string; path
     if (!tokenMatches(expected, fields.get('auth[application_token]') ?? '')) {
       return answer(401, 'invalid_application_token', 'auth[application_token] does not match the outbound webhook of this connector');
     }
+    // The token is set and matches: the earlier "missing" is over.
+    if (connector.lastErrorCode === 'application_token_missing') await deps.connectors.clearMissingToken(connector.id);
   }
   const events = connector.kind === 'amocrm' ? amoCrmEvents(fields) : bitrix24Events(fields);
   if (!Array.isArray(events)) return events;

@@ -100,7 +100,7 @@ export function startInboxWorker(o: InboxWorkerOptions): DueWorkLoop {
       const result = (await stopCascadesOfLostDeal(o, connector, group[0].deal_id, hint)) ?? (await startCascadeForDeal(o, connector, group[0].deal_id, hint));
       await finish(group, result, result.problem?.message ?? null);
       if (result.problem) await o.connectors.recordError(connector.id, result.problem.code, result.problem.message);
-      else await o.connectors.clearCrmError(connector.id);
+      else await o.connectors.recordSuccess(connector.id);
     } catch (err) {
       const failure = judgeFailure(err);
       const attempts = Math.max(...group.map((e) => e.attempts));

@@ -1,4 +1,4 @@
-export { buildConfig, DEFAULT_CONNECTOR_POLICY, type ConnectorsConfig, type ConnectorPolicy } from './config';
+export { amoCrmOAuthEnvShape, amoCrmOAuthOf, buildConfig, DEFAULT_CONNECTOR_POLICY, DEFAULT_AMOCRM_AUTHORIZE_URL, type AmoCrmOAuthApp, type ConnectorsConfig, type ConnectorPolicy } from './config';
 export { startConnectors, SCHEMA, MIGRATIONS_DIR, type RunningConnectors, type StartConnectorsConfig, type ConnectorsDeps } from './service';
 export { Connectors } from './connectors';
 export type { ReviewServices } from './reviewServices';

@@ -8,6 +8,8 @@ export interface ConnectorStatusCounts {
   writeBacksPending: number;
   writeBacksDone: number;
   writeBacksFailed: number;
+  lastCascadeAt: Date | undefined;
+  lastWriteBackAt: Date | undefined;
 }
 
 const opt = (d: Date | null): Date | undefined => d ?? undefined;
@@ -20,6 +22,7 @@ export function statusMessage(c: Connector, counts: ConnectorStatusCounts): conn
     lastError: c.lastError ?? '',
     lastErrorCode: c.lastErrorCode ?? '',
     lastErrorAt: opt(c.lastErrorAt),
+    lastSuccessAt: opt(c.lastSuccessAt),
     ...counts,
   };
 }

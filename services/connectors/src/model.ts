@@ -49,6 +49,7 @@ export interface Connector {
   lastError: string | null;
   lastErrorCode: string | null;
   lastErrorAt: Date | null;
+  lastSuccessAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
   /** secretBox-sealed ConnectorCredentials (context `connector:<id>:credentials`). */

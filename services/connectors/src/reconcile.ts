@@ -125,7 +125,7 @@ export function startReconciler(o: ReconcilerOptions): DueWorkLoop {
       const connector = toConnector(rows[0]);
       try {
         const queued = await reconcileConnector(o, connector);
-        await o.connectors.clearCrmError(connector.id);
+        await o.connectors.recordSuccess(connector.id);
         passes.inc({ outcome: 'complete' });
         found.inc(queued);
         if (queued > 0) {

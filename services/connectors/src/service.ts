@@ -23,7 +23,7 @@ export type StartConnectorsConfig = Pick<
   'databaseUrl' | 'grpcHost' | 'grpcPort' | 'hooksHost' | 'hooksPort' | 'contactsAddress' | 'schedulerAddress' | 'publicBaseUrl' | 'secretKeys' | 'allowHttpCrm' | 'policy'
 > &
   Partial<BusConfig> &
-  Partial<Pick<ConnectorsConfig, 'redisUrl'>>;
+  Partial<Pick<ConnectorsConfig, 'redisUrl' | 'amoCrmOAuth'>>;
 
 export interface ConnectorsDeps {
   bus?: Bus;
@@ -85,7 +85,8 @@ export async function startConnectors(config: StartConnectorsConfig, ctx: Servic
   const box = new SecretBox(config.secretKeys);
   const connectors = new Connectors(pool, box, reviewServices, { publicBaseUrl: config.publicBaseUrl, allowHttpCrm: config.allowHttpCrm }, ctx.logger);
   await connectors.reencryptCredentials();
-  const crm = crmClients(connectors, createRequestPacer({ redis, keyPrefix: `rrs:connectors:${config.busPrefix ?? ''}` }), policy);
+  const pacer = createRequestPacer({ redis, keyPrefix: `rrs:connectors:${config.busPrefix ?? ''}` });
+  const crm = crmClients(connectors, pacer, policy);
 
   const notifier = new Notifier(config.databaseUrl, 'connectors', ctx.logger);
   const inbox = startInboxWorker({ pool, connectors, crm, reviewServices, policy, logger: ctx.logger, notifier });
@@ -107,6 +108,11 @@ export async function startConnectors(config: StartConnectorsConfig, ctx: Servic
   ctx.lifecycle.onStop('CRM hooks server', () => hooks.close());
   ctx.logger.info({ port: hooks.port }, 'CRM hooks listening (/hooks/crm)');
 
-  const grpcPort = await serveGrpc(ctx, { name: 'connectors', host: config.grpcHost, port: config.grpcPort, services: [connectorsGrpcService(connectors, ctx.logger)] });
+  // amoCRM's OAuth consent (console): the code exchange keeps the account's pace like every amoCRM call.
+  const oauth = {
+    pool, connectors, app: config.amoCrmOAuth, allowHttpCrm: config.allowHttpCrm,
+    http: { pacer, perSecond: policy.amocrmPerSecond, timeoutMs: policy.httpTimeoutMs, maxRateWaitMs: policy.maxRateWaitMs },
+  };
+  const grpcPort = await serveGrpc(ctx, { name: 'connectors', host: config.grpcHost, port: config.grpcPort, services: [connectorsGrpcService(connectors, oauth, ctx.logger)] });
   return { grpcPort, hooksPort: hooks.port, hooksListener: hooksRequestListener(hookDeps), connectors };
 }

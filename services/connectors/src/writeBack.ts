@@ -123,7 +123,7 @@ export function startWriteBackWorker(o: WriteBackOptions): DueWorkLoop {
       if (writeBack.reasonField && row.reason !== '') values[writeBack.reasonField] = row.reason;
       if (!row.fields_done && Object.keys(values).length > 0) await crm.setDealFields(row.deal_id, values);
       await pool.query(`UPDATE write_backs SET fields_done = true, status = 'done', done_at = now(), last_error = NULL WHERE event_id = $1`, [row.event_id]);
-      await o.connectors.clearCrmError(connector.id);
+      await o.connectors.recordSuccess(connector.id);
       written.inc({ outcome: 'done' });
     } catch (err) {
       const failure = judgeFailure(err);

@@ -1,6 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
+import { formatWhen, zoneOf } from '../time';
 import { call } from '../api';
-import { ErrorNote, type PageProps, Scroll } from '../App';
+import { canChange, ErrorNote, type PageProps, Scroll } from '../widgets';
+import { useAction } from '../parts';
 
 interface Step {
   order: number;
@@ -34,15 +36,27 @@ interface Cascade {
   recipients: Recipient[];
 }
 
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
 /** One cascade: each recipient (when it opened the form and rated) with its steps' timeline (due, sent, delivered and by which provider, skipped and why, rerouted). */
-export function CascadePage({ t, id }: PageProps & { id: string }) {
+export function CascadePage({ t, session, id }: PageProps & { id: string }) {
   const [cascade, setCascade] = useState<Cascade | null>(null);
   const [error, setError] = useState<unknown>(null);
+  const [confirming, setConfirming] = useState(false);
+  const [stopped, setStopped] = useState<number | null>(null);
+  const stop = useAction();
+  const when = (iso: string | null) => formatWhen(session, iso);
+  const load = () => call<Cascade>('GET', `/cascades/${encodeURIComponent(id)}`).then(setCascade, setError);
   useEffect(() => {
-    call<Cascade>('GET', `/cascades/${encodeURIComponent(id)}`).then(setCascade, setError);
+    void load();
   }, [id]);
+  // Stopping takes a second click: nothing more goes to its running recipients, and it cannot be undone.
+  const stopCascade = () =>
+    stop.run(async () => {
+      const r = await call<{ canceled: number }>('POST', `/cascades/${encodeURIComponent(id)}/cancel`);
+      setConfirming(false);
+      setStopped(r.canceled);
+      await load();
+    });
   return (
     <section>
       <p>
@@ -57,8 +71,34 @@ export function CascadePage({ t, id }: PageProps & { id: string }) {
           <p>
             {t('status')}: {t(`status_${cascade.status}` as 'status_running')}
           </p>
+          <ErrorNote error={stop.error} t={t} />
+          {stopped !== null && (
+            <p class="ok" role="status">
+              {t('cascadeStopped', { count: stopped })}
+            </p>
+          )}
+          {canChange(session) && cascade.status === 'running' && (
+            <p class="inline">
+              {confirming ? (
+                <>
+                  <span>{t('stopConfirm')}</span>
+                  <button type="button" class="danger" disabled={stop.busy} onClick={() => void stopCascade()}>
+                    {t('stopCascadeConfirm')}
+                  </button>
+                  <button type="button" class="link" onClick={() => setConfirming(false)}>
+                    {t('cancel')}
+                  </button>
+                </>
+              ) : (
+                <button type="button" class="danger" onClick={() => setConfirming(true)}>
+                  {t('stopCascade')}
+                </button>
+              )}
+            </p>
+          )}
+          <p class="hint">{t('timesIn', { zone: zoneOf(session) })}</p>
           {cascade.recipients.map((r) => (
-            <article key={r.id} class="card">
+            <article key={r.id} class="card wide">
               <h2>{[r.name, r.email, r.phone].filter(Boolean).join(' · ') || r.id}</h2>
               <p>
                 {t('status')}: {r.status}

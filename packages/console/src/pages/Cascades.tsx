@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { PageProps } from '../App';
+import { formatDay, formatWhen } from '../time';
+import type { PageProps } from '../widgets';
 import { DayRangeFilter, LocationFilter, useLocations } from '../filters';
 import { PagedTable, SearchForm, usePaged } from '../parts';
 import { CASCADE_STATUSES } from '../rules';
@@ -16,7 +17,7 @@ interface CascadeRow {
 }
 
 /** Cascades, newest first: search by externalId, filter by status, location and the days they were made, one page at a time. */
-export function CascadesPage({ t }: PageProps) {
+export function CascadesPage({ t, session }: PageProps) {
   const [externalId, setExternalId] = useState('');
   const [status, setStatus] = useState('');
   const [locationId, setLocationId] = useState('');
@@ -71,7 +72,7 @@ export function CascadesPage({ t }: PageProps) {
         }
         row={(c) => (
           <tr key={c.id} data-cascade-id={c.id}>
-            <td>{new Date(c.createdAt).toLocaleString()}</td>
+            <td>{formatWhen(session, c.createdAt)}</td>
             <td>{c.externalId ?? '—'}</td>
             <td>{t(`status_${c.status}`)}</td>
             <td>{nameOf(c.locationId)}</td>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { ErrorNote, type PageProps, Scroll } from '../App';
+import { ErrorNote, type PageProps, Scroll } from '../widgets';
 import { useAction } from '../parts';
 
 type CircuitState = 'closed' | 'open' | 'half_open';

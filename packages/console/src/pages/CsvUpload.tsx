@@ -1,15 +1,19 @@
 import Papa from 'papaparse';
 import { useState } from 'preact/hooks';
-import { ApiError, call } from '../api';
-import { ErrorNote, Scroll } from '../App';
+import { ApiError, call, callReplayable } from '../api';
+import { ErrorNote, Scroll } from '../widgets';
 import type { Translate } from '../i18n';
 import { useAction } from '../parts';
 import { MAX_RECIPIENTS_PER_REQUEST } from '../rules';
 
+/** One part sent: its cascade, what it did, and what names it (the order's externalId, or its file lines). */
 interface Started {
   id: string;
   queued: number;
   skipped: number;
+  replayed: boolean;
+  label: string;
+  recipients: number;
 }
 /** A refused row: its line in the file (the header is line 1), the column and why. */
 interface RowError {
@@ -123,7 +127,8 @@ export function CsvUpload({ t, target }: { t: Translate; target: Target }) {
           setProgress(t('csvSending', { part: i + 1, parts: parts.length }));
           const body = bodyOf(part);
           try {
-            done.push(await call<Started>('POST', '/cascades', { body, idempotencyKey: await keyOf(body) }));
+            const r = await callReplayable<Started>('POST', '/cascades', { body, idempotencyKey: await keyOf(body) });
+            done.push({ ...r.body, replayed: r.replayed, label: part.externalId ?? t('csvLines', { from: part.lines[0], to: part.lines[part.lines.length - 1] }), recipients: part.recipients.length });
           } catch (err) {
             setStarted(done);
             throw i === 0 ? err : new ApiError(0, err instanceof ApiError ? err.code : '', `${t('csvPartFailed', { done: i, part: i + 1 })} ${err instanceof Error ? err.message : ''}`);
@@ -142,6 +147,11 @@ export function CsvUpload({ t, target }: { t: Translate; target: Target }) {
       <h2>{t('csvTitle')}</h2>
       <p class="hint" id="csv-hint">
         {t('csvHint', { max: MAX_RECIPIENTS_PER_REQUEST })}
+      </p>
+      <p>
+        <a href="sample-recipients.csv" download="sample-recipients.csv">
+          {t('csvSample')}
+        </a>
       </p>
       <label for="csv">{t('csvFile')}</label>
       <input id="csv" type="file" accept=".csv,text/csv" aria-describedby="csv-hint" onChange={(e) => setFile(e.currentTarget.files?.[0] ?? null)} />
@@ -173,15 +183,22 @@ export function CsvUpload({ t, target }: { t: Translate; target: Target }) {
         </div>
       )}
       {progress && <p role="status">{progress}</p>}
-      {started.length === 1 && (
-        <p role="status" class="ok">
-          {t('sent', { id: started[0].id, queued: started[0].queued, skipped: started[0].skipped })}
-        </p>
-      )}
-      {started.length > 1 && (
-        <p role="status" class="ok" data-testid="csv-sent-parts">
-          {t('csvSentParts', { parts: started.length, queued: total('queued'), skipped: total('skipped'), ids: started.map((s) => s.id).join(', ') })}
-        </p>
+      {started.length > 0 && (
+        <div role="status" class="ok" data-testid="csv-sent-parts">
+          <p>
+            {started.every((s) => s.replayed)
+              ? t('csvSentBefore', { cascades: started.length })
+              : t('csvSentNow', { recipients: started.reduce((sum, s) => sum + s.recipients, 0), cascades: started.length, queued: total('queued'), skipped: total('skipped') })}
+            {started.some((s) => s.replayed) && !started.every((s) => s.replayed) && ` ${t('csvSomeBefore', { count: started.filter((s) => s.replayed).length })}`}
+          </p>
+          <ul>
+            {started.map((s) => (
+              <li key={s.id}>
+                <a href={`#/cascades/${encodeURIComponent(s.id)}`}>{t('openCascadeNamed', { name: s.label })}</a>
+              </li>
+            ))}
+          </ul>
+        </div>
       )}
       <button type="submit" disabled={action.busy}>
         {t('csvSend')}

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
+import { formatDay, formatWhen } from '../time';
 import { call } from '../api';
-import { canChange, ErrorNote, ReadOnlyNote, type PageProps, Scroll } from '../App';
+import { canChange, ErrorNote, ReadOnlyNote, type PageProps, Scroll } from '../widgets';
 import { SCOPES } from '../rules';
 import { WebhooksSection } from './Webhooks';
 
@@ -92,7 +93,7 @@ export function DeveloperPage({ t, session }: PageProps) {
                   </code>
                 </td>
                 <td>{k.scopes.join(', ')}</td>
-                <td>{new Date(k.createdAt).toLocaleString()}</td>
+                <td>{formatWhen(session, k.createdAt)}</td>
                 <td>{k.revokedAt ? t('revoked') : t('active')}</td>
                 {writable && (
                   <td>
@@ -127,7 +128,7 @@ export function DeveloperPage({ t, session }: PageProps) {
           </button>
         </form>
       )}
-      <WebhooksSection t={t} writable={writable} />
+      <WebhooksSection t={t} writable={writable} session={session} />
       <section aria-labelledby="api-reference-title">
         <h2 id="api-reference-title">{t('apiReference')}</h2>
         <p>{t('apiReferenceNote')}</p>

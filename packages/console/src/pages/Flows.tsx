@@ -1,7 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { canChange, type PageProps } from '../App';
-import { ConfigHeader, EditorForm, ListTable, numberOf } from '../configParts';
+import { canChange, type PageProps } from '../widgets';
+import { ConfigHeader, EditorForm, ListTable } from '../configParts';
+import { DurationInput, formatDuration } from '../duration';
 import { useAction } from '../parts';
 import { KNOWN_CHANNEL_KEYS, MAX_FLOW_STEPS, MAX_RESPONSE_WINDOW_MINUTES } from '../rules';
 
@@ -12,14 +13,16 @@ interface Flow {
   steps: Array<{ order: number; channel: string; delayMinutes: number }>;
   responseWindowMinutes: number | null;
 }
+/** Minutes as the duration fields give them: a number, the text as typed when it is not one (the API says why), or none. */
+type Minutes = number | string | null;
 interface Draft {
   name: string;
-  steps: Array<{ channel: string; delayMinutes: string }>;
-  responseWindowMinutes: string;
+  steps: Array<{ channel: string; delayMinutes: Minutes }>;
+  responseWindowMinutes: Minutes;
   isDefault: boolean;
 }
 
-const EMPTY: Draft = { name: '', steps: [{ channel: 'EMAIL', delayMinutes: '0' }], responseWindowMinutes: '', isDefault: false };
+const EMPTY: Draft = { name: '', steps: [{ channel: 'EMAIL', delayMinutes: 0 }], responseWindowMinutes: null, isDefault: false };
 
 /** Flows: the list with the default marked, one form that creates a flow or edits the one chosen (steps, delays, response window). */
 export function FlowsPage({ t, session }: PageProps) {
@@ -28,6 +31,8 @@ export function FlowsPage({ t, session }: PageProps) {
   const [editing, setEditing] = useState<Flow | null>(null);
   const [draft, setDraft] = useState<Draft>(EMPTY);
   const [saved, setSaved] = useState(false);
+  // Remounts the duration fields when the form is reset or another flow is chosen.
+  const [generation, setGeneration] = useState(0);
   const action = useAction();
   const writable = canChange(session);
 
@@ -42,21 +47,22 @@ export function FlowsPage({ t, session }: PageProps) {
     setEditing(flow);
     setDraft(
       flow
-        ? { name: flow.name, steps: flow.steps.map((s) => ({ channel: s.channel, delayMinutes: String(s.delayMinutes) })), responseWindowMinutes: flow.responseWindowMinutes === null ? '' : String(flow.responseWindowMinutes), isDefault: flow.isDefault }
+        ? { name: flow.name, steps: flow.steps.map((s) => ({ channel: s.channel, delayMinutes: s.delayMinutes })), responseWindowMinutes: flow.responseWindowMinutes, isDefault: flow.isDefault }
         : EMPTY,
     );
+    setGeneration((g) => g + 1);
     setSaved(false);
     action.setError(null);
   };
-  const setStep = (index: number, part: 'channel' | 'delayMinutes', value: string) => setDraft({ ...draft, steps: draft.steps.map((s, i) => (i === index ? { ...s, [part]: value } : s)) });
+  const setStep = (index: number, part: 'channel' | 'delayMinutes', value: Minutes) => setDraft((d) => ({ ...d, steps: d.steps.map((s, i) => (i === index ? { ...s, [part]: value } : s)) }));
 
   const submit = () => {
     setSaved(false);
     void action.run(async () => {
       const body = {
         name: draft.name.trim(),
-        steps: draft.steps.map((s) => ({ channel: s.channel, delayMinutes: numberOf(s.delayMinutes) })),
-        responseWindowMinutes: draft.responseWindowMinutes.trim() === '' ? null : numberOf(draft.responseWindowMinutes),
+        steps: draft.steps.map((s) => ({ channel: s.channel, delayMinutes: s.delayMinutes ?? '' })),
+        responseWindowMinutes: draft.responseWindowMinutes,
       };
       if (editing) await call('PUT', `/flows/${encodeURIComponent(editing.id)}`, { body });
       else await call('POST', '/flows', { body: { ...body, isDefault: draft.isDefault || undefined } });
@@ -97,12 +103,12 @@ export function FlowsPage({ t, session }: PageProps) {
               <ol>
                 {f.steps.map((s) => (
                   <li key={s.order}>
-                    {s.channel} (+{s.delayMinutes} {t('minutes')})
+                    {s.channel} (+{formatDuration(t, s.delayMinutes)})
                   </li>
                 ))}
               </ol>
             </td>
-            <td>{f.responseWindowMinutes ?? '—'}</td>
+            <td>{f.responseWindowMinutes === null ? '—' : formatDuration(t, f.responseWindowMinutes)}</td>
             <td>
               {f.isDefault
                 ? t('yes')
@@ -141,10 +147,7 @@ export function FlowsPage({ t, session }: PageProps) {
                     ))}
                   </select>
                 </label>
-                <label>
-                  {t('stepN', { n: i + 1 })}: {t('delayMinutes')}
-                  <input inputMode="numeric" value={step.delayMinutes} onInput={(e) => setStep(i, 'delayMinutes', e.currentTarget.value)} />
-                </label>
+                <DurationInput key={`${generation}:${i}`} t={t} id={`flow-step-${i + 1}-delay`} label={`${t('stepN', { n: i + 1 })}: ${t('delay')}`} minutes={step.delayMinutes} onChange={(v) => setStep(i, 'delayMinutes', v)} />
                 {draft.steps.length > 1 && (
                   <button type="button" class="danger" onClick={() => setDraft({ ...draft, steps: draft.steps.filter((_, j) => j !== i) })}>
                     {t('removeStep', { n: i + 1 })}
@@ -153,15 +156,14 @@ export function FlowsPage({ t, session }: PageProps) {
               </div>
             ))}
             {draft.steps.length < MAX_FLOW_STEPS && (
-              <button type="button" onClick={() => setDraft({ ...draft, steps: [...draft.steps, { channel: 'SMS', delayMinutes: '1440' }] })}>
+              <button type="button" onClick={() => setDraft({ ...draft, steps: [...draft.steps, { channel: 'SMS', delayMinutes: 1440 }] })}>
                 {t('addStep')}
               </button>
             )}
           </fieldset>
-          <label for="flow-window">{t('responseWindow')}</label>
-          <input id="flow-window" inputMode="numeric" aria-describedby="flow-window-hint" value={draft.responseWindowMinutes} onInput={(e) => setDraft({ ...draft, responseWindowMinutes: e.currentTarget.value })} />
+          <DurationInput key={`${generation}:window`} t={t} id="flow-window" label={t('responseWindow')} minutes={draft.responseWindowMinutes} allowEmpty onChange={(v) => setDraft((d) => ({ ...d, responseWindowMinutes: v }))} />
           <p id="flow-window-hint" class="hint">
-            {t('flowResponseWindowHint')} (0–{MAX_RESPONSE_WINDOW_MINUTES})
+            {t('flowResponseWindowHint')} ({formatDuration(t, 0)}–{formatDuration(t, MAX_RESPONSE_WINDOW_MINUTES)})
           </p>
           {!editing && (
             <label class="check">

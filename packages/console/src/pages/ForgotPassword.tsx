@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { call } from '../api';
-import { ErrorNote } from '../App';
+import { ErrorNote } from '../widgets';
 import type { Translate } from '../i18n';
 import { useAction } from '../parts';
 

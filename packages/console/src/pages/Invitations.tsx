@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
+import { formatDay, formatWhen } from '../time';
 import { call, newIdempotencyKey } from '../api';
-import { ErrorNote, type PageProps } from '../App';
+import { ErrorNote, type PageProps } from '../widgets';
 import { useAction } from '../parts';
 import { MEMBER_ROLES } from '../rules';
 import { ListTable } from './ListTable';
@@ -72,7 +73,7 @@ export function InvitationsSection({ t, session }: PageProps) {
           <tr key={i.id}>
             <td>{i.email}</td>
             <td>{t(`role_${i.role}`)}</td>
-            <td>{new Date(i.expiresAt).toLocaleString()}</td>
+            <td>{formatWhen(session, i.expiresAt)}</td>
             {isOwner && (
               <td>
                 <button type="button" class="danger" onClick={() => void revoke(i)}>

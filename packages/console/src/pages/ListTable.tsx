@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { Scroll } from '../App';
+import { Scroll } from '../widgets';
 import type { MessageKey, Translate } from '../i18n';
 
 /** A whole list as a captioned table that scrolls sideways on a phone: loading, empty, or the rows. */

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { canChange, type PageProps } from '../App';
+import { canChange, type PageProps } from '../widgets';
 import { ConfigHeader, EditorForm, ListTable } from '../configParts';
 import { useAction } from '../parts';
 import { REVIEW_PLATFORMS, reviewLinkOf, type ReviewPlatform } from '../rules';

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
+import { formatDay, formatWhen } from '../time';
 import { call } from '../api';
-import { ErrorNote, Scroll, type PageProps } from '../App';
+import { ErrorNote, Scroll, type PageProps } from '../widgets';
 import { useAction } from '../parts';
 import { MEMBER_ROLES } from '../rules';
 import { InvitationsSection } from './Invitations';
@@ -21,7 +22,7 @@ interface Member {
  * One person's row: their role to change, a reset link to email, removal after a confirming second click
  * (owners only). The note about a change is shown once the list shows it.
  */
-function MemberRow({ t, member, isOwner, onChanged, run, say }: PageProps & { member: Member; isOwner: boolean; onChanged: () => Promise<void>; run: (action: () => Promise<unknown>) => Promise<void>; say: (note: string) => void }) {
+function MemberRow({ t, session, member, isOwner, onChanged, run, say }: PageProps & { member: Member; isOwner: boolean; onChanged: () => Promise<void>; run: (action: () => Promise<unknown>) => Promise<void>; say: (note: string) => void }) {
   const [role, setRole] = useState<string>(member.role);
   const [confirming, setConfirming] = useState(false);
   const base = `/members/${encodeURIComponent(member.id)}`;
@@ -69,7 +70,7 @@ function MemberRow({ t, member, isOwner, onChanged, run, say }: PageProps & { me
           t(`role_${member.role}`)
         )}
       </td>
-      <td>{new Date(member.createdAt).toLocaleDateString()}</td>
+      <td>{formatDay(session, member.createdAt)}</td>
       {isOwner && (
         <td>
           <button type="button" class="link" onClick={() => void reset()}>

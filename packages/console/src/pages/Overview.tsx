@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { ErrorNote, Scroll, type PageProps } from '../App';
+import { ErrorNote, Scroll, type PageProps } from '../widgets';
 import { barDataset, ChartView, SERIES_COLORS } from '../charts';
 import { useLocations } from '../filters';
 import type { MessageKey } from '../i18n';
@@ -8,7 +8,8 @@ import type { MessageKey } from '../i18n';
 interface Funnel {
   requests: number;
   sent: number;
-  delivered: number;
+  /** null: not reported (a channel without delivery receipts sent in the range). */
+  delivered: number | null;
   opened: number;
   rated: number;
   publicLinksShown: number;
@@ -17,7 +18,8 @@ interface Funnel {
 interface ChannelCounts {
   channel: string;
   sent: number;
-  delivered: number;
+  delivered: number | null;
+  receipts: boolean;
   opened: number;
   rated: number;
   clicked: number;
@@ -28,6 +30,7 @@ interface Overview {
   total: Funnel;
   byLocation: Array<{ locationId: string; counts: Funnel }>;
   byChannel: ChannelCounts[];
+  kpis: { requests: number; responseRate: number | null; averageRating: number | null; openItems: number; overdueItems: number };
   ratings: { counts: number[]; average: number | null; byDay: Array<{ day: string; ratings: number; average: number }> };
 }
 
@@ -40,7 +43,7 @@ const STAGES: Array<[keyof Funnel, MessageKey]> = [
   ['publicLinksShown', 'stageShown'],
   ['publicLinkClicked', 'stageClicked'],
 ];
-const CHANNEL_STAGES: Array<[Exclude<keyof ChannelCounts, 'channel'>, MessageKey]> = [
+const CHANNEL_STAGES: Array<[Exclude<keyof ChannelCounts, 'channel' | 'receipts'>, MessageKey]> = [
   ['sent', 'stageSent'],
   ['delivered', 'stageDelivered'],
   ['opened', 'stageOpened'],
@@ -49,7 +52,7 @@ const CHANNEL_STAGES: Array<[Exclude<keyof ChannelCounts, 'channel'>, MessageKey
 ];
 
 /** The funnel, by location and channel, and the ratings over a date range: Chart.js charts, each with its table of numbers. */
-export function OverviewPage({ t }: PageProps) {
+export function OverviewPage({ t, session }: PageProps) {
   const [from, setFrom] = useState('');
   const [to, setTo] = useState('');
   const [data, setData] = useState<Overview | null>(null);
@@ -70,7 +73,10 @@ export function OverviewPage({ t }: PageProps) {
   useEffect(() => {
     void load();
   }, []);
-  const pct = (n: number, of: number) => (of === 0 ? '—' : `${Math.round((n / of) * 100)}%`);
+  const pct = (n: number | null, of: number) => (n === null ? t('notReported') : of === 0 ? '—' : `${Math.round((n / of) * 100)}%`);
+  const count = (n: number | null) => (n === null ? t('notReported') : n);
+  // A stage nobody reported is left out of the chart: a funnel never rises again after a missing stage.
+  const charted = data ? STAGES.filter(([key]) => data.total[key] !== null) : STAGES;
   const horizontal = { indexAxis: 'y' as const, plugins: { legend: { display: false } }, scales: { x: { beginAtZero: true, ticks: { precision: 0 } } } };
 
   return (
@@ -98,11 +104,34 @@ export function OverviewPage({ t }: PageProps) {
         <p role="status">{t('loading')}</p>
       ) : (
         <>
+          <ul class="kpis" aria-label={t('keyFigures')} data-testid="kpis">
+            <li>
+              <span class="figure">{data.kpis.requests}</span> {t('kpiRequests')}
+            </li>
+            <li>
+              <span class="figure">{data.kpis.responseRate === null ? '—' : `${Math.round(data.kpis.responseRate * 100)}%`}</span> {t('kpiResponseRate')}
+            </li>
+            <li>
+              <span class="figure">{data.kpis.averageRating ?? '—'}</span> {t('kpiAverage')}
+            </li>
+            <li>
+              <a href="#/ratings?status=open">
+                <span class="figure">{data.kpis.openItems}</span> {t('kpiOpen')}
+              </a>
+            </li>
+            <li class={data.kpis.overdueItems > 0 ? 'alert' : ''}>
+              <a href="#/ratings?status=overdue">
+                <span class="figure">{data.kpis.overdueItems}</span> {t('kpiOverdue')}
+              </a>
+            </li>
+          </ul>
+          <p class="hint">{t('kpiNote', { zone: session.organization.timeZone || 'UTC' })}</p>
           <h2>{t('funnel')}</h2>
           <ChartView
             label={`${t('funnel')}: ${t('chartNote')}`}
-            config={{ type: 'bar', data: { labels: STAGES.map(([, label]) => t(label)), datasets: [barDataset(t('count'), STAGES.map(([key]) => data.total[key]))] }, options: horizontal }}
+            config={{ type: 'bar', data: { labels: charted.map(([, label]) => t(label)), datasets: [barDataset(t('count'), charted.map(([key]) => data.total[key] ?? 0))] }, options: horizontal }}
           />
+          {data.total.delivered === null && <p class="hint">{t('deliveredNotReported')}</p>}
           <Scroll label={t('funnel')}>
             <table data-testid="funnel">
               <caption>
@@ -119,8 +148,8 @@ export function OverviewPage({ t }: PageProps) {
                 {STAGES.map(([key, label]) => (
                   <tr key={key} data-stage={key}>
                     <th scope="row">{t(label)}</th>
-                    <td>{data.total[key]}</td>
-                    <td>{pct(data.total[key], data.total.requests)}</td>
+                    <td>{count(data.total[key])}</td>
+                    <td>{data.total[key] === null ? '—' : pct(data.total[key], data.total.requests)}</td>
                   </tr>
                 ))}
               </tbody>
@@ -145,7 +174,7 @@ export function OverviewPage({ t }: PageProps) {
                   <tr key={l.locationId}>
                     <th scope="row">{nameOf(l.locationId)}</th>
                     {STAGES.map(([key]) => (
-                      <td key={key}>{l.counts[key]}</td>
+                      <td key={key}>{count(l.counts[key])}</td>
                     ))}
                   </tr>
                 ))}
@@ -159,7 +188,7 @@ export function OverviewPage({ t }: PageProps) {
               label={`${t('byChannel')}: ${t('chartNote')}`}
               config={{
                 type: 'bar',
-                data: { labels: data.byChannel.map((c) => c.channel), datasets: CHANNEL_STAGES.map(([key, label], i) => barDataset(t(label), data.byChannel.map((c) => c[key]), SERIES_COLORS[i])) },
+                data: { labels: data.byChannel.map((c) => c.channel), datasets: CHANNEL_STAGES.map(([key, label], i) => barDataset(t(label), data.byChannel.map((c) => c[key]) as number[], SERIES_COLORS[i])) },
                 options: { scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } },
               }}
             />
@@ -183,7 +212,7 @@ export function OverviewPage({ t }: PageProps) {
                     <th scope="row">{c.channel}</th>
                     {CHANNEL_STAGES.map(([key]) => (
                       <td key={key} data-stage={key}>
-                        {c[key]}
+                        {count(c[key])}
                       </td>
                     ))}
                   </tr>

@@ -1,10 +1,11 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { canChange, ErrorNote, type PageProps } from '../App';
+import { canChange, ErrorNote, type PageProps } from '../widgets';
 import { DayRangeFilter, LocationFilter, useLocations } from '../filters';
 import { PagedTable, SearchForm, useAction, usePaged } from '../parts';
+import { formatWhen, zoneOf } from '../time';
 
-interface Rating {
+export interface Rating {
   reviewRequestId: string;
   rating: number;
   feedback: string | null;
@@ -16,14 +17,43 @@ interface Rating {
   externalId: string | null;
   handledAt: string | null;
   handledBy: string | null;
+  status: 'new' | 'in_progress' | 'resolved';
+  assignedTo: string | null;
+  actionable: boolean;
+  respondBy: string | null;
+  overdue: boolean;
+  resolutionNote: string | null;
 }
 
-/** The ratings inbox: newest first, the private feedback of low ratings beside them, "handled" marks, filterable. */
+/** A rating's place in the workflow, in words: resolved, in progress, new (overdue when past its target). */
+export function RatingStatus({ t, session, rating }: PageProps & { rating: Rating }) {
+  return (
+    <span data-testid="rating-status">
+      {t(`ratingStatus_${rating.status}`)}
+      {rating.overdue && <strong class="overdue"> · {t('overdue')}</strong>}
+      {rating.actionable && rating.status !== 'resolved' && rating.respondBy && (
+        <>
+          <br />
+          <span class="hint">{t('respondBy', { when: formatWhen(session, rating.respondBy) })}</span>
+        </>
+      )}
+    </span>
+  );
+}
+
+/**
+ * The ratings inbox: newest first, the private feedback of low ratings beside them, each rating's place in
+ * the workflow (new, in progress, resolved; overdue past its target) and "handled" marks, filterable. A
+ * rating opens on its own page (RatingPage), where members act on it.
+ */
 export function RatingsPage({ t, session }: PageProps) {
   const [maxRating, setMaxRating] = useState('');
   const [withFeedback, setWithFeedback] = useState(false);
   const [locationId, setLocationId] = useState('');
   const [handled, setHandled] = useState('');
+  // Opened from the overview's "open" or "overdue" figure: the inbox filtered the same way.
+  const [status, setStatus] = useState(() => new URLSearchParams(location.hash.split('?')[1] ?? '').get('status') ?? '');
+  const [mine, setMine] = useState(false);
   const [from, setFrom] = useState('');
   const [to, setTo] = useState('');
   // Ratings marked or cleared on this page since the list was loaded, by review request.
@@ -32,7 +62,7 @@ export function RatingsPage({ t, session }: PageProps) {
   const mark = useAction();
   const search = () => {
     setMarked({});
-    return paged.load({ maxRating, withFeedback: withFeedback ? 'true' : undefined, locationId, handled, from, to });
+    return paged.load({ maxRating, withFeedback: withFeedback ? 'true' : undefined, locationId, handled, status, assignedTo: mine ? session.member.id : undefined, from, to });
   };
   const setMark = (rating: Rating, on: boolean) =>
     mark.run(async () => {
@@ -47,7 +77,19 @@ export function RatingsPage({ t, session }: PageProps) {
   return (
     <section>
       <h1>{t('ratings')}</h1>
+      <p class="hint">{t('timesIn', { zone: zoneOf(session) })}</p>
       <SearchForm t={t} onSearch={search}>
+        <div>
+          <label for="rating-status">{t('status')}</label>
+          <select id="rating-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
+            <option value="">{t('anyStatus')}</option>
+            <option value="open">{t('ratingStatus_open')}</option>
+            <option value="overdue">{t('overdue')}</option>
+            <option value="new">{t('ratingStatus_new')}</option>
+            <option value="in_progress">{t('ratingStatus_in_progress')}</option>
+            <option value="resolved">{t('ratingStatus_resolved')}</option>
+          </select>
+        </div>
         <div>
           <label for="max-rating">{t('maxRating')}</label>
           <select id="max-rating" value={maxRating} onChange={(e) => setMaxRating(e.currentTarget.value)}>
@@ -72,6 +114,9 @@ export function RatingsPage({ t, session }: PageProps) {
         <label class="check">
           <input type="checkbox" checked={withFeedback} onChange={(e) => setWithFeedback(e.currentTarget.checked)} /> {t('withFeedback')}
         </label>
+        <label class="check">
+          <input type="checkbox" checked={mine} onChange={(e) => setMine(e.currentTarget.checked)} /> {t('assignedToMe')}
+        </label>
       </SearchForm>
       <ErrorNote error={mark.error} t={t} />
       <PagedTable
@@ -87,6 +132,7 @@ export function RatingsPage({ t, session }: PageProps) {
             <th scope="col">{t('customer')}</th>
             <th scope="col">{t('location')}</th>
             <th scope="col">{t('cascade')}</th>
+            <th scope="col">{t('status')}</th>
             <th scope="col">{t('handled')}</th>
           </>
         }
@@ -95,7 +141,11 @@ export function RatingsPage({ t, session }: PageProps) {
           const customer = [r.customerName, r.contact].filter(Boolean).join(' · ') || r.reviewRequestId;
           return (
           <tr key={r.reviewRequestId} data-review-request-id={r.reviewRequestId}>
-            <td>{new Date(r.ratedAt).toLocaleString()}</td>
+            <td>
+              <a href={`#/ratings/${encodeURIComponent(r.reviewRequestId)}`} aria-label={`${t('openRating')}: ${customer}, ${formatWhen(session, r.ratedAt)}`}>
+                {formatWhen(session, r.ratedAt)}
+              </a>
+            </td>
             <td>
               <span aria-hidden="true">{'★'.repeat(r.rating) + '☆'.repeat(5 - r.rating)}</span> {r.rating} / 5
             </td>
@@ -104,7 +154,10 @@ export function RatingsPage({ t, session }: PageProps) {
             <td>{nameOf(r.locationId)}</td>
             <td>{r.cascadeId ? <a href={`#/cascades/${encodeURIComponent(r.cascadeId)}`}>{r.externalId ?? t('open')}</a> : '—'}</td>
             <td>
-              {r.handledAt ? <span data-testid="handled">{t('handledOn', { when: new Date(r.handledAt).toLocaleString() })}</span> : canChange(session) ? null : '—'}
+              <RatingStatus t={t} session={session} rating={r} />
+            </td>
+            <td>
+              {r.handledAt ? <span data-testid="handled">{t('handledOn', { when: formatWhen(session, r.handledAt) })}</span> : canChange(session) ? null : '—'}
               {canChange(session) && (
                 <input type="checkbox" checked={r.handledAt !== null} disabled={mark.busy} aria-label={`${t('handled')}: ${customer}`} onChange={(e) => void setMark(r, e.currentTarget.checked)} />
               )}

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { call, newIdempotencyKey } from '../api';
-import { canChange, ErrorNote, ReadOnlyNote, type PageProps } from '../App';
+import { call, callReplayable, newIdempotencyKey } from '../api';
+import { canChange, ErrorNote, ReadOnlyNote, type PageProps } from '../widgets';
 import { useAction } from '../parts';
 import { CsvUpload } from './CsvUpload';
 
@@ -13,10 +13,22 @@ interface Flow {
   name: string;
   isDefault: boolean;
 }
-interface Started {
+export interface Started {
   id: string;
   queued: number;
   skipped: number;
+  /** The answer of an earlier identical send (its Idempotency-Key): nothing was sent again. */
+  replayed?: boolean;
+}
+
+/** What a send did, with a link to the cascade it made (or had made, when nothing was sent again). */
+export function SentNote({ t, started, label }: { t: PageProps['t']; started: Started; label: string }) {
+  return (
+    <p role="status" class="ok" data-testid="sent-note">
+      {started.replayed ? t('sentBefore') : t('sentNow', { queued: started.queued, skipped: started.skipped })}{' '}
+      <a href={`#/cascades/${encodeURIComponent(started.id)}`}>{t('openCascadeNamed', { name: label })}</a>
+    </p>
+  );
 }
 
 /**
@@ -54,7 +66,8 @@ export function SendPage({ t, session }: PageProps) {
       if (!form.email.trim() && !form.phone.trim()) throw new Error(t('needContact'));
       const recipient = { name: form.name.trim() || undefined, email: form.email.trim() || undefined, phone: form.phone.trim() || undefined };
       const body = { locationId: form.locationId, flowId: form.flowId || undefined, externalId: form.externalId.trim() || undefined, recipients: [recipient], ignoreCooldown: form.ignoreCooldown || undefined };
-      setStarted(await call<Started>('POST', '/cascades', { body, idempotencyKey }));
+      const r = await callReplayable<Started>('POST', '/cascades', { body, idempotencyKey });
+      setStarted({ ...r.body, replayed: r.replayed });
     });
   };
 
@@ -93,11 +106,7 @@ export function SendPage({ t, session }: PageProps) {
             <input type="checkbox" checked={form.ignoreCooldown} onChange={set('ignoreCooldown')} /> {t('ignoreCooldown')}
           </label>
           <ErrorNote error={action.error} t={t} />
-          {started && (
-            <p role="status" class="ok">
-              {t('sent', { id: started.id, queued: started.queued, skipped: started.skipped })}
-            </p>
-          )}
+          {started && <SentNote t={t} started={started} label={form.externalId.trim() || form.name.trim() || form.email.trim() || form.phone.trim()} />}
           <button type="submit" disabled={action.busy}>
             {t('sendRequest')}
           </button>

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
+import { DurationInput } from '../duration';
 import { call } from '../api';
-import { canChange, type PageProps } from '../App';
+import { canChange, type PageProps } from '../widgets';
 import { ConfigHeader, numberOf } from '../configParts';
 import { useAction } from '../parts';
 import { MAX_COOLDOWN_DAYS } from '../rules';
@@ -30,7 +31,9 @@ const DEFAULT_WINDOW: SendWindow = { start: '09:00', end: '21:00', days: [], cha
 /** The organization's own settings: name, language, time zone, send window, response window, cooldown, consent; the plan is shown, not changed. */
 export function SettingsPage({ t, session }: PageProps) {
   const [organization, setOrganization] = useState<Organization | null>(null);
-  const [form, setForm] = useState({ name: '', locale: 'en', timeZone: '', windowOn: false, window: DEFAULT_WINDOW, responseWindowMinutes: '', cooldownDays: '', requireConsent: false });
+  const [form, setForm] = useState({ name: '', locale: 'en', timeZone: '', windowOn: false, window: DEFAULT_WINDOW, responseWindowMinutes: 0 as number | string | null, cooldownDays: '', requireConsent: false });
+  // Remounts the response window's field when the organization is (re)loaded.
+  const [loads, setLoads] = useState(0);
   const [saved, setSaved] = useState(false);
   const action = useAction();
   const writable = canChange(session);
@@ -39,8 +42,9 @@ export function SettingsPage({ t, session }: PageProps) {
     setOrganization(o);
     setForm({
       name: o.name, locale: o.locale, timeZone: o.timeZone, windowOn: o.sendWindow !== null, window: o.sendWindow ?? DEFAULT_WINDOW,
-      responseWindowMinutes: String(o.responseWindowMinutes), cooldownDays: String(o.cooldownDays), requireConsent: o.requireConsent,
+      responseWindowMinutes: o.responseWindowMinutes, cooldownDays: String(o.cooldownDays), requireConsent: o.requireConsent,
     });
+    setLoads((n) => n + 1);
   };
   useEffect(() => {
     call<{ organization: Organization }>('GET', '/settings').then((r) => show(r.organization), action.setError);
@@ -53,7 +57,7 @@ export function SettingsPage({ t, session }: PageProps) {
       const body = {
         name: form.name.trim(), locale: form.locale, timeZone: form.timeZone.trim(),
         sendWindow: form.windowOn ? form.window : null,
-        responseWindowMinutes: numberOf(form.responseWindowMinutes), cooldownDays: numberOf(form.cooldownDays), requireConsent: form.requireConsent,
+        responseWindowMinutes: form.responseWindowMinutes ?? '', cooldownDays: numberOf(form.cooldownDays), requireConsent: form.requireConsent,
       };
       show((await call<{ organization: Organization }>('PATCH', '/settings', { body })).organization);
       setSaved(true);
@@ -127,8 +131,7 @@ export function SettingsPage({ t, session }: PageProps) {
                   </>
                 )}
               </fieldset>
-              <label for="org-response-window">{t('responseWindow')}</label>
-              <input id="org-response-window" inputMode="numeric" required value={form.responseWindowMinutes} onInput={(e) => setForm({ ...form, responseWindowMinutes: e.currentTarget.value })} />
+              <DurationInput key={loads} t={t} id="org-response-window" label={t('responseWindow')} minutes={form.responseWindowMinutes} onChange={(v) => setForm((f) => ({ ...f, responseWindowMinutes: v }))} />
               <label for="org-cooldown">{t('cooldownDays')}</label>
               <input id="org-cooldown" inputMode="numeric" required aria-describedby="org-cooldown-hint" value={form.cooldownDays} onInput={(e) => setForm({ ...form, cooldownDays: e.currentTarget.value })} />
               <p id="org-cooldown-hint" class="hint">

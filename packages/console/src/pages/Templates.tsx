@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
-import { canChange, ErrorNote, ReadOnlyNote, type PageProps } from '../App';
+import { canChange, ErrorNote, ReadOnlyNote, type PageProps } from '../widgets';
 import type { Translate } from '../i18n';
 import { useAction } from '../parts';
 import { CHANNELS_WITH_SMS_TEXT, renderEmail, renderMessengerText, renderSms, smsCount } from '../rules';

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
-import { call } from '../api';
-import { ErrorNote } from '../App';
+import { formatDay, formatWhen } from '../time';
+import { call, type SessionInfo } from '../api';
+import { ErrorNote } from '../widgets';
 import type { MessageKey, Translate } from '../i18n';
 import { useAction } from '../parts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../rules';
@@ -52,7 +53,7 @@ function SecretOnce({ t, secret, note }: { t: Translate; secret: string; note?: 
 }
 
 /** One endpoint's delivery log, newest first, with replay for those who may change things. */
-function DeliveryLog({ t, webhook, writable }: { t: Translate; webhook: Webhook; writable: boolean }) {
+function DeliveryLog({ t, webhook, writable, session }: { t: Translate; webhook: Webhook; writable: boolean; session: SessionInfo }) {
   const [deliveries, setDeliveries] = useState<Delivery[] | null>(null);
   const [note, setNote] = useState<string | null>(null);
   const action = useAction();
@@ -105,10 +106,10 @@ function DeliveryLog({ t, webhook, writable }: { t: Translate; webhook: Webhook;
               <td>{t(`delivery_${d.status}`)}</td>
               <td>{d.attemptCount}</td>
               <td>{last ? (last.statusCode ?? last.error ?? '—') : '—'}</td>
-              <td>{new Date(d.createdAt).toLocaleString()}</td>
+              <td>{formatWhen(session, d.createdAt)}</td>
               {writable && (
                 <td>
-                  <button type="button" class="link" aria-label={`${t('replay')} ${d.eventType} ${new Date(d.createdAt).toLocaleString()}`} onClick={() => void replay(d)}>
+                  <button type="button" class="link" aria-label={`${t('replay')} ${d.eventType} ${formatWhen(session, d.createdAt)}`} onClick={() => void replay(d)}>
                     {t('replay')}
                   </button>
                 </td>
@@ -122,7 +123,7 @@ function DeliveryLog({ t, webhook, writable }: { t: Translate; webhook: Webhook;
 }
 
 /** The developer section's webhook endpoints: list, create (the secret once), events, test, rotate, delete, and each one's delivery log. */
-export function WebhooksSection({ t, writable }: { t: Translate; writable: boolean }) {
+export function WebhooksSection({ t, writable, session }: { t: Translate; writable: boolean; session: SessionInfo }) {
   const [webhooks, setWebhooks] = useState<Webhook[] | null>(null);
   const [url, setUrl] = useState('');
   const [events, setEvents] = useState<string[]>([SUBSCRIBABLE_EVENT_TYPES[0]]);
@@ -233,7 +234,7 @@ export function WebhooksSection({ t, writable }: { t: Translate; writable: boole
           </button>
         </div>
       )}
-      {chosen && <DeliveryLog key={`${chosen.id}:${note ?? ''}`} t={t} webhook={chosen} writable={writable} />}
+      {chosen && <DeliveryLog key={`${chosen.id}:${note ?? ''}`} t={t} webhook={chosen} writable={writable} session={session} />}
       {writable && (
         <form onSubmit={create} class="card">
           <h3>{t('newWebhook')}</h3>

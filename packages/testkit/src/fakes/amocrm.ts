@@ -9,7 +9,10 @@ import { randomBytes } from 'node:crypto';
  * for a missing entity, 429 beyond `perSecond` requests in any second, problem+json errors, leads with
  * their contacts (`is_main`) and their one company (`_embedded[companies]`), and the
  * x-www-form-urlencoded bodies of the "lead status changed" (`leads[status]`) and "lead changed"
- * (`leads[update]`) webhooks. Statuses 142 (won) and 143 (lost) are the system ones of every pipeline.
+ * (`leads[update]`) webhooks. Statuses 142 (won) and 143 (lost) are the system ones of every pipeline. Its OAuth consent
+ * (oauth/step-by-step): the authorization page `GET /oauth?client_id&state&mode` whose "Allow" redirects to
+ * the integration's Redirect URI with `code`, `state`, `referer` (this account's host) and `client_id`, and
+ * the code exchanged once, within 20 minutes, at `POST /oauth2/access_token` (grant_type=authorization_code).
  */
 
 export interface FakeAmoLead {
@@ -71,6 +74,10 @@ export class FakeAmoCrm {
   private refreshToken = '';
   /** Successful refreshes. */
   refreshes = 0;
+  /** Authorization codes issued by the consent page, not yet exchanged (amoCRM: valid 20 minutes, once). */
+  private readonly codes = new Map<string, number>();
+  /** Codes exchanged for tokens. */
+  codeExchanges = 0;
   private nextId = 1_000;
   private forced: Array<{ status: number }> = [];
   private server!: http.Server;
@@ -248,6 +255,13 @@ export class FakeAmoCrm {
     const problem = (status: number, detail: string) => send(status, { title: http.STATUS_CODES[status], type: `https://httpstatus.es/${status}`, status, detail }, 'application/problem+json');
 
     if (url.pathname === '/oauth2/access_token' && req.method === 'POST') return this.token(raw, req.headers['content-type'] ?? '', send, problem);
+    if (url.pathname === '/oauth' && req.method === 'GET') return this.consentPage(url, res, record);
+    if (url.pathname === '/oauth/allow' && req.method === 'POST') {
+      const form = new URLSearchParams(raw);
+      record.status = 302;
+      res.writeHead(302, { location: this.authorize(form.get('state') ?? '') }).end();
+      return;
+    }
     if (!url.pathname.startsWith('/api/v4/')) return problem(404, 'not found');
     const forced = this.forced.shift();
     if (forced) return problem(forced.status, 'forced by the test');
@@ -362,11 +376,49 @@ export class FakeAmoCrm {
     });
   }
 
-  /** POST /oauth2/access_token, grant_type=refresh_token: a new pair; the refresh token used stops working. */
+  /**
+   * The person allowed access on the consent page: where amoCRM sends the browser, the integration's
+   * Redirect URI with a new authorization code, the state, this account's host as `referer` and the id.
+   */
+  authorize(state: string): string {
+    const code = `def${randomBytes(24).toString('hex')}`;
+    this.codes.set(code, Date.now() + 20 * 60_000);
+    const target = new URL(this.oauthClient.redirectUri);
+    target.searchParams.set('code', code);
+    target.searchParams.set('state', state);
+    target.searchParams.set('referer', new URL(this.url).host);
+    target.searchParams.set('client_id', this.oauthClient.clientId);
+    return target.toString();
+  }
+
+  /** GET /oauth: amoCRM's authorization page for the integration `client_id`, with its "Allow" button. */
+  private consentPage(url: URL, res: http.ServerResponse, record: FakeAmoRequest): void {
+    const known = url.searchParams.get('client_id') === this.oauthClient.clientId;
+    record.status = known ? 200 : 400;
+    const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+    const body = known
+      ? `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>amoCRM: allow access</title></head><body><main><h1>Allow access to ${this.subdomain}.amocrm.ru?</h1>
+<form method="post" action="/oauth/allow"><input type="hidden" name="state" value="${escape(url.searchParams.get('state') ?? '')}"><button type="submit">Allow</button></form></main></body></html>`
+      : '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>amoCRM</title></head><body><main><h1>Unknown integration</h1></main></body></html>';
+    res.writeHead(record.status, { 'content-type': 'text/html; charset=utf-8' }).end(body);
+  }
+
+  /**
+   * POST /oauth2/access_token: grant_type=authorization_code (a code of the consent page, once, in its 20
+   * minutes) or refresh_token (a new pair; the refresh token used stops working).
+   */
   private token(raw: string, contentType: string, send: (status: number, body?: unknown, type?: string) => void, problem: (status: number, detail: string) => void): void {
     const body: Record<string, string> = contentType.includes('json') ? (JSON.parse(raw || '{}') as Record<string, string>) : Object.fromEntries(new URLSearchParams(raw));
     const c = this.oauthClient;
     if (body.client_id !== c.clientId || body.client_secret !== c.clientSecret || body.redirect_uri !== c.redirectUri) return problem(401, 'Client authentication failed');
+    if (body.grant_type === 'authorization_code') {
+      const expires = this.codes.get(body.code ?? '');
+      this.codes.delete(body.code ?? '');
+      if (expires === undefined || expires < Date.now()) return problem(400, 'Authorization code has been revoked');
+      const pair = this.issueOAuthTokens();
+      this.codeExchanges++;
+      return send(200, { token_type: 'Bearer', expires_in: 86_400, access_token: pair.accessToken, refresh_token: pair.refreshToken }, 'application/json');
+    }
     if (body.grant_type !== 'refresh_token') return problem(400, 'unsupported grant_type');
     if (this.refreshToken === '' || body.refresh_token !== this.refreshToken) return problem(400, 'Token has been revoked');
     const pair = this.issueOAuthTokens();

@@ -4,7 +4,7 @@ import { busV1, connectorsV1, eventsV1 } from '@rrs/proto';
 import { createGrpcClient, createPool, generateSecretKey, type Pool, type PromiseClient } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { startScriptedSender } from '../../../cascade-scheduler/test/harness';
-import { DEFAULT_CONNECTOR_POLICY, startConnectors, type ConnectorPolicy, type RunningConnectors } from '../../src';
+import { DEFAULT_CONNECTOR_POLICY, startConnectors, type AmoCrmOAuthApp, type ConnectorPolicy, type RunningConnectors } from '../../src';
 
 /** Fast retries and a long sync interval (a sync runs at creation and on RunSync only). */
 export const TEST_POLICY: ConnectorPolicy = {
@@ -55,7 +55,7 @@ export interface ConnectorStack {
  * a scripted sender answering every email and SMS step SENT. A paid organization with two locations and
  * a default flow (EMAIL, then SMS a day later), and a second organization.
  */
-export async function startConnectorStack(options: { policy?: Partial<ConnectorPolicy>; redisUrl?: string } = {}): Promise<ConnectorStack> {
+export async function startConnectorStack(options: { policy?: Partial<ConnectorPolicy>; redisUrl?: string; amoCrmOAuth?: AmoCrmOAuthApp } = {}): Promise<ConnectorStack> {
   const db = await createTestDatabase();
   const tb = await createTestBus('jetstream');
   await tb.bus.ensureStreams();
@@ -71,7 +71,7 @@ export async function startConnectorStack(options: { policy?: Partial<ConnectorP
     {
       databaseUrl: db.url, busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, hooksHost: '127.0.0.1', hooksPort: 0,
       contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`, publicBaseUrl: 'http://hooks.test',
-      secretKeys, allowHttpCrm: true, redisUrl: options.redisUrl, policy: { ...TEST_POLICY, ...options.policy },
+      secretKeys, allowHttpCrm: true, redisUrl: options.redisUrl, policy: { ...TEST_POLICY, ...options.policy }, amoCrmOAuth: options.amoCrmOAuth,
     },
     ctx,
     { bus: tb.bus },

@@ -3,6 +3,8 @@ import { AUTH_DESCRIPTIONS, sessionGate, visitorGate, type ResolveSession } from
 import { ERROR_CODES, KERNEL_CODES, type ErrorCodeInfo } from '../http/errorCodes';
 import { configRoutes, type ConfigRouteDeps } from './configRoutes';
 import { developerRoutes } from './developerRoutes';
+import { accountConnectorRoutes } from './connectorRoutes';
+import { inboxRoutes } from './inboxRoutes';
 import { accountMemberRoutes } from './memberRoutes';
 import { accountRoutes, type AccountRouteDeps } from './routes';
 import { deliverabilityRoute, type DeliverabilityDeps } from '../admin/deliverabilityRoutes';
@@ -16,11 +18,13 @@ const TAGS: Record<string, string> = {
   locations: 'Locations: what a send names, with their public review links.',
   flows: 'Flows: the steps a cascade goes through.',
   cascades: 'Cascades: the list, one cascade, and sending by hand.',
-  ratings: 'The ratings inbox, with private feedback.',
+  ratings: 'The ratings inbox as a workflow: private feedback, assignment, notes, resolution, replies to the customer.',
+  alerts: 'Rating alerts: the threshold, the response target and working hours, who gets them by email, and the staff chats linked through the official bots.',
   overview: 'The funnel and the ratings over a date range.',
   templates: 'Message templates per channel.',
   channels: 'Channels: configured, running, available; the SMS balance.',
   settings: "The organization's own settings (send window, cooldown, consent, …) and its plan.",
+  connectors: 'CRM connectors: amoCRM through its OAuth consent, Bitrix24 with its webhooks; their status.',
 };
 
 const ACCOUNT_ERROR_CATALOG: Record<string, ErrorCodeInfo> = {
@@ -39,9 +43,11 @@ export function accountApi(deps: AccountRouteDeps & ConfigRouteDeps & { resolveS
     basePath: '/account/v1',
     routes: [
       ...accountRoutes(deps),
+      ...inboxRoutes(deps),
       ...configRoutes(deps),
       ...accountMemberRoutes(deps),
       ...developerRoutes(deps),
+      ...accountConnectorRoutes(deps),
       // The console's Channels page: the same check as the admin API's, read by every role.
       deliverabilityRoute(deps.deliverability ?? { channelCatalog: deps.channelCatalog, lookup: txtLookup() }, 'session', '/channels/email/deliverability'),
     ],

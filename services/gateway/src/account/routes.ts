@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CASCADE_STATUSES, MEMBER_ROLES, PASSWORD_MAX_LENGTH, SCOPES, SESSION_ABSOLUTE_MS, type contactsV1, type schedulerV1 } from '@rrs/proto';
 import { DomainError, ForbiddenError, RateLimitedError, type Logger } from '@rrs/runtime';
 import { createFailureLimiters, type FailureLimiter } from '../addressLimits';
+import type { ChannelCatalogSource } from '../catalog/channelCatalog';
 import type { GatewayClients } from '../clients';
 import { Invitation, invitationJson } from '../admin/memberRoutes';
 import { ApiKey, apiKeyJson, EXAMPLE_API_KEY, EXAMPLE_FLOW, EXAMPLE_LOCATION, Flow, flowJson, idOf, Location, locationJson } from '../admin/routes';
@@ -37,6 +38,8 @@ export interface AccountRouteDeps {
   logger?: Logger;
   /** Unknown, expired or used invitation and reset links, counted per client address; unset = in memory. */
   tokenFailures?: FailureLimiter;
+  /** The live channel catalog: which channels report deliveries (the overview's funnel). */
+  channelCatalog?: ChannelCatalogSource;
 }
 
 const TOKEN_GUESSES: RouteError = {
@@ -72,7 +75,7 @@ const SessionBody = z.object({
 const SignedIn = z.object({ member: Member, csrfToken: z.string().meta({ description: 'Send as `X-CSRF-Token` on every state-changing call of this session.' }) });
 const Password = z.string().min(1).max(PASSWORD_MAX_LENGTH);
 
-const EXAMPLE_MEMBER = { id: '0190e0e0-9999-7000-8000-000000000009', email: 'owner@example.com', name: 'Anna', role: 'owner', createdAt: '2026-05-01T09:00:00.000Z' };
+export const EXAMPLE_MEMBER = { id: '0190e0e0-9999-7000-8000-000000000009', email: 'owner@example.com', name: 'Anna', role: 'owner', createdAt: '2026-05-01T09:00:00.000Z' };
 const EXAMPLE_CSRF = 'Qm3xY7cP0aLk2sV9dN4fR8tZ1wE6hJ5uB3gT0yKqX2o';
 const EXAMPLE_ORG = { id: EXAMPLE_IDS.organization, name: 'Acme Dental', plan: 'standard', emailConfirmed: true, locale: 'ru', timeZone: 'Europe/Moscow' };
 
@@ -87,7 +90,7 @@ const CONSOLE_QUOTA: RouteError = { status: 429, code: 'rate_limited', descripti
 const FunnelCounts = z.object({
   requests: z.number().int().meta({ description: 'Review requests made.' }),
   sent: z.number().int().meta({ description: '…with at least one step sent.' }),
-  delivered: z.number().int().meta({ description: '…with a step the provider reported delivered.' }),
+  delivered: z.number().int().nullable().meta({ description: '…with a step the provider reported delivered; null ("not reported") when a channel that sent has no delivery receipts, or fewer were reported delivered than opened the form.' }),
   opened: z.number().int().meta({ description: '…whose form was opened.' }),
   rated: z.number().int(),
   publicLinksShown: z.number().int().meta({ description: '…shown the public review links (after rating).' }),
@@ -99,26 +102,10 @@ const AccountCascade = GetCascadeResponse.extend({
   recipients: z.array(RecipientJson.extend({ openedAt: z.string().nullable().meta({ description: 'When the recipient first opened the review form; null until then.' }) })),
 });
 const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/);
-const SEARCH_DAYS = {
+export const SEARCH_DAYS = {
   from: Day.optional().meta({ description: "First day, YYYY-MM-DD, in the organization's time zone (default: no lower bound)." }),
   to: Day.optional().meta({ description: 'Last day, YYYY-MM-DD, included (default: no upper bound).' }),
 };
-const HandledFilter = z.enum(['handled', 'unhandled']);
-const RatingJson = z.object({
-  reviewRequestId: z.string(), rating: z.number().int(), feedback: z.string().nullable(), ratedAt: z.string(), customerName: z.string().nullable(), contact: z.string().nullable(),
-  locationId: z.string(), cascadeId: z.string().nullable(), externalId: z.string().nullable(),
-  handledAt: z.string().nullable().meta({ description: 'When a member marked it handled; null when not handled.' }),
-  handledBy: z.string().nullable().meta({ description: 'The id of the member who marked it.' }),
-}).meta({ id: 'RatingEntry' });
-const EXAMPLE_RATING = {
-  reviewRequestId: EXAMPLE_IDS.reviewRequest, rating: 2, feedback: 'The coffee was cold.', ratedAt: '2026-05-01T13:00:00.000Z', customerName: 'Anna', contact: 'anna@example.com',
-  locationId: EXAMPLE_IDS.location, cascadeId: EXAMPLE_IDS.cascade, externalId: 'order-1042', handledAt: null, handledBy: null,
-};
-const ratingJson = (x: schedulerV1.RatingEntry): z.infer<typeof RatingJson> => ({
-  reviewRequestId: x.reviewRequestId, rating: x.rating, feedback: x.feedback || null, ratedAt: x.ratedAt ? x.ratedAt.toISOString() : '', customerName: x.customerName || null, contact: x.contact || null,
-  locationId: x.locationId, cascadeId: x.cascadeId || null, externalId: x.externalId || null, handledAt: x.handledAt ? x.handledAt.toISOString() : null, handledBy: x.handledBy || null,
-});
-
 const iso = (d: Date | undefined) => (d ? d.toISOString() : '');
 const memberJson = (m: contactsV1.Member) => ({ id: m.id, email: m.email, name: m.name, role: m.role as z.infer<typeof Role>, createdAt: iso(m.createdAt) });
 const organizationJson = (o: SessionPrincipal['organization']) => ({ id: o.id, name: o.name, plan: o.plan, emailConfirmed: o.emailConfirmed, locale: o.locale, timeZone: o.timeZone });
@@ -285,8 +272,17 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
             from: z.string(), to: z.string(),
             total: FunnelCounts,
             byLocation: z.array(z.object({ locationId: z.string(), counts: FunnelCounts })),
+            kpis: z.object({
+              requests: z.number().int(),
+              responseRate: z.number().nullable().meta({ description: 'Rated ÷ requests (0 to 1); null without requests.' }),
+              averageRating: z.number().nullable(),
+              openItems: z.number().int().meta({ description: 'Now, whatever the range: low ratings and feedback not resolved.' }),
+              overdueItems: z.number().int().meta({ description: 'Now: open items past their response target.' }),
+            }),
             byChannel: z.array(z.object({
-              channel: z.string(), sent: z.number().int().meta({ description: 'Steps sent through the channel.' }), delivered: z.number().int(),
+              channel: z.string(), sent: z.number().int().meta({ description: 'Steps sent through the channel.' }),
+              delivered: z.number().int().nullable().meta({ description: 'null ("not reported"): the channel\'s sender reports no deliveries (no `delivery_receipts` capability).' }),
+              receipts: z.boolean().meta({ description: 'The channel reports deliveries.' }),
               opened: z.number().int().meta({ description: 'Requests whose form was opened after a step of this channel was their last one sent.' }),
               rated: z.number().int().meta({ description: 'Requests rated after a step of this channel was their last one sent.' }),
               clicked: z.number().int().meta({ description: 'Requests whose first public link click came after a step of this channel was their last one sent.' }),
@@ -300,8 +296,9 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
           example: {
             from: '2026-04-02', to: '2026-05-01',
             total: { requests: 120, sent: 118, delivered: 110, opened: 64, rated: 41, publicLinksShown: 41, publicLinkClicked: 17 },
+            kpis: { requests: 120, responseRate: 0.34, averageRating: 4.34, openItems: 3, overdueItems: 1 },
             byLocation: [{ locationId: EXAMPLE_IDS.location, counts: { requests: 120, sent: 118, delivered: 110, opened: 64, rated: 41, publicLinksShown: 41, publicLinkClicked: 17 } }],
-            byChannel: [{ channel: 'EMAIL', sent: 118, delivered: 110, opened: 50, rated: 30, clicked: 12 }, { channel: 'SMS', sent: 40, delivered: 39, opened: 14, rated: 11, clicked: 5 }],
+            byChannel: [{ channel: 'EMAIL', sent: 118, delivered: 110, receipts: true, opened: 50, rated: 30, clicked: 12 }, { channel: 'SMS', sent: 40, delivered: 39, receipts: true, opened: 14, rated: 11, clicked: 5 }],
             ratings: { counts: [2, 1, 3, 10, 25], average: 4.34, byDay: [{ day: '2026-05-01', ratings: 3, average: 4.67 }] },
           },
         },
@@ -313,67 +310,24 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
         const from = query.from ?? new Date(Date.parse(`${to}T00:00:00Z`) - 29 * DAY_MS).toISOString().slice(0, 10);
         const r = await scheduler.getOverview({ organizationId: principal.organization.id, fromDay: from, toDay: to, timeZone }, { metadata });
         const rated = r.ratingCounts.reduce((a, b) => a + b, 0);
+        const average = rated === 0 ? null : Math.round(r.ratingAverage * 100) / 100;
+        // Deliveries are reported only by senders with receipts: a channel without them has no "delivered",
+        // and a funnel over such a channel (or with fewer reported delivered than opened) shows none rather than one that rises.
+        const withReceipts = new Set((deps.channelCatalog?.list() ?? []).filter((entry) => entry.capabilities.includes('delivery_receipts')).map((entry) => entry.key));
+        const allReport = r.byChannel.every((c) => c.sent === 0 || withReceipts.has(c.channel));
+        const funnel = (counts: schedulerV1.FunnelCounts) => ({ ...counts, delivered: allReport && counts.delivered >= counts.opened ? counts.delivered : null });
         return {
           body: {
             from, to,
-            total: r.total!,
-            byLocation: r.byLocation.map((l) => ({ locationId: l.locationId, counts: l.counts! })),
-            byChannel: r.byChannel.map((c) => ({ channel: c.channel, sent: c.sent, delivered: c.delivered, opened: c.opened, rated: c.rated, clicked: c.clicked })),
-            ratings: { counts: r.ratingCounts, average: rated === 0 ? null : Math.round(r.ratingAverage * 100) / 100, byDay: r.ratingDays.map((d) => ({ day: d.day, ratings: d.ratings, average: Math.round(d.average * 100) / 100 })) },
+            total: funnel(r.total!),
+            kpis: { requests: r.total!.requests, responseRate: r.total!.requests === 0 ? null : Math.round((r.total!.rated / r.total!.requests) * 1000) / 1000, averageRating: average, openItems: r.openItems, overdueItems: r.overdueItems },
+            byLocation: r.byLocation.map((l) => ({ locationId: l.locationId, counts: funnel(l.counts!) })),
+            byChannel: r.byChannel.map((c) => ({ channel: c.channel, sent: c.sent, delivered: withReceipts.has(c.channel) ? c.delivered : null, receipts: withReceipts.has(c.channel), opened: c.opened, rated: c.rated, clicked: c.clicked })),
+            ratings: { counts: r.ratingCounts, average, byDay: r.ratingDays.map((d) => ({ day: d.day, ratings: d.ratings, average: Math.round(d.average * 100) / 100 })) },
           },
         };
       },
     }),
-
-    // Ratings and feedback
-    defineRoute({
-      method: 'GET', path: '/ratings', operationId: 'listRatings', summary: 'The ratings inbox', tags: ['ratings'], auth: 'session',
-      description: 'Ratings with the private feedback left with them and their "handled" mark, newest first, one page at a time: pass `nextAfter` as `after` for the next page.',
-      request: {
-        query: z.object({
-          maxRating: z.coerce.number().int().min(1).max(5).optional().meta({ description: 'Only ratings up to this value, e.g. 3 for the low ones.' }),
-          withFeedback: z.enum(['true', 'false']).optional().meta({ description: '`true`: only ratings that came with private feedback.' }),
-          locationId: z.string().max(64).optional(),
-          handled: HandledFilter.optional().meta({ description: '`handled`: only ratings marked handled; `unhandled`: only the others.' }),
-          ...SEARCH_DAYS,
-          limit: z.coerce.number().int().min(1).max(100).optional().meta({ description: 'Page size, 1 to 100 (default 50).' }),
-          after: z.string().max(64).optional().meta({ description: '`nextAfter` of the previous page.' }),
-        }),
-      },
-      responses: {
-        200: {
-          description: 'One page of ratings.',
-          body: z.object({ ratings: z.array(RatingJson), nextAfter: z.string().nullable() }),
-          example: { ratings: [EXAMPLE_RATING], nextAfter: null },
-        },
-      },
-      example: { query: { maxRating: '3', withFeedback: 'true', locationId: EXAMPLE_IDS.location, handled: 'unhandled', from: '2026-04-01', to: '2026-05-01', limit: '50', after: EXAMPLE_IDS.reviewRequest } },
-      handler: async ({ query, principal, metadata }) => {
-        const r = await scheduler.listRatings(
-          {
-            organizationId: principal.organization.id, maxRating: query.maxRating ?? 0, withFeedback: query.withFeedback === 'true', locationId: query.locationId ?? '', limit: query.limit ?? 0, after: query.after ?? '',
-            handled: query.handled ?? '', fromDay: query.from ?? '', toDay: query.to ?? '', timeZone: principal.organization.timeZone || 'UTC',
-          },
-          { metadata },
-        );
-        return { body: { ratings: r.ratings.map(ratingJson), nextAfter: r.nextAfter || null } };
-      },
-    }),
-    ...[true, false].map((handled) =>
-      defineRoute({
-        method: handled ? 'PUT' : 'DELETE', path: '/ratings/{reviewRequestId}/handled', operationId: handled ? 'markRatingHandled' : 'clearRatingHandled',
-        summary: handled ? 'Mark a rating handled' : "Clear a rating's handled mark", tags: ['ratings'], auth: 'session',
-        description: handled
-          ? 'Owners and admins mark a rating of the inbox handled (a viewer: 403 `read_only_role`). Marking it again keeps the first mark (its time and member).'
-          : 'Owners and admins clear the mark (a viewer: 403 `read_only_role`); clearing an unmarked rating changes nothing.',
-        request: { params: z.object({ reviewRequestId: idOf(EXAMPLE_IDS.reviewRequest) }) },
-        responses: { 200: { description: 'The rating as the inbox shows it now.', body: z.object({ rating: RatingJson }), example: { rating: handled ? { ...EXAMPLE_RATING, handledAt: '2026-05-01T14:00:00.000Z', handledBy: EXAMPLE_MEMBER.id } : EXAMPLE_RATING } } },
-        handler: async ({ params, principal, metadata }) => {
-          const r = await scheduler.setRatingHandled({ organizationId: principal.organization.id, reviewRequestId: params.reviewRequestId, handled, memberId: principal.member.id }, { metadata });
-          return { body: { rating: ratingJson(r.rating!) } };
-        },
-      }),
-    ),
 
     // Cascades
     defineRoute({

@@ -31,10 +31,10 @@ export function busSystemEmails(bus: Bus | undefined, publicBaseUrl: string, log
       logger.warn({ kind: email.kind, id: email.id }, 'system email not queued: no bus connection');
       return false;
     }
-    const data = systemEmailBusV1.SystemEmail.encode({
+    const data = systemEmailBusV1.SystemEmail.encode(systemEmailBusV1.SystemEmail.fromPartial({
       id: email.id, kind: email.kind, to: email.to, locale: email.organization.locale, link: email.link,
       organizationId: email.organizationId, organizationName: email.organization.name, expiresAt: email.expiresAt, role: email.role ?? '',
-    }).finish();
+    })).finish();
     try {
       await bus.publish(SYSTEM_EMAIL_SUBJECT, data, { msgId: systemEmailMsgId(email.id) });
       return true;

@@ -82,7 +82,7 @@ const UpdateConnectorBody = z.strictObject({
   rotateInboundSecret: z.boolean().optional().meta({ description: 'true: a new inbound URL is issued (in this response only) and the old one stops working at once.' }),
 });
 
-const ConnectorStatus = z.object({
+export const ConnectorStatus = z.object({
   lastSyncAt: z.string().nullable().meta({ description: 'End of the last complete reconciliation; null before the first.' }),
   nextSyncAt: z.string().nullable().meta({ description: 'Next scheduled reconciliation; null while disabled.' }),
   lastEventAt: z.string().nullable().meta({ description: 'The last event accepted on the inbound URL.' }),
@@ -95,8 +95,11 @@ const ConnectorStatus = z.object({
   writeBacksPending: z.number().int(),
   writeBacksDone: z.number().int(),
   writeBacksFailed: z.number().int(),
+  lastSuccessAt: z.string().nullable().meta({ description: 'The last time things worked (a deal processed, a write-back done, a reconciliation completed). A connection error (`crm_*`, `application_token_missing`) is cleared by it; an older deal\'s failure stays, and is past when this is later than `lastErrorAt`.' }),
+  lastCascadeAt: z.string().nullable().meta({ description: 'The last cascade started for a won deal.' }),
+  lastWriteBackAt: z.string().nullable().meta({ description: 'The last outcome written back to a deal.' }),
 });
-const Connector = z.object({
+export const Connector = z.object({
   id: z.string(),
   kind: CrmKind,
   name: z.string(),
@@ -117,13 +120,14 @@ const Connector = z.object({
 const EXAMPLE_STATUS = {
   lastSyncAt: '2026-05-01T09:05:00.000Z', nextSyncAt: '2026-05-01T09:10:00.000Z', lastEventAt: '2026-05-01T09:03:12.000Z', lastError: null, lastErrorCode: null, lastErrorAt: null,
   pendingEvents: 0, failedEvents: 0, cascadesStarted: 12, writeBacksPending: 1, writeBacksDone: 9, writeBacksFailed: 0,
+  lastSuccessAt: '2026-05-01T09:05:00.000Z', lastCascadeAt: '2026-05-01T09:03:13.000Z', lastWriteBackAt: '2026-05-01T09:04:40.000Z',
 };
-const EXAMPLE_CONNECTOR = {
+export const EXAMPLE_CONNECTOR = {
   id: EXAMPLE_CONNECTOR_ID, kind: 'amocrm', name: 'Sales', enabled: true, crmUrl: 'https://acme.amocrm.ru', authMode: 'long_lived', wonStages: [],
   locationId: EXAMPLE_IDS.location, locationMapping: null, flowId: null, writeBack: { note: true, ratingField: '777001', feedbackField: null, reasonField: null },
   status: EXAMPLE_STATUS, activeSince: '2026-05-01T09:00:00.000Z', createdAt: '2026-05-01T09:00:00.000Z', updatedAt: '2026-05-01T09:00:00.000Z',
 };
-const EXAMPLE_INBOUND_URL = `https://reviews.example.com/hooks/crm/${EXAMPLE_CONNECTOR_ID}/q3Vx9kR2mT7bZ0yLw4sN8cHf1JdPe6GuAiXoKvYr5Ew`;
+export const EXAMPLE_INBOUND_URL = `https://reviews.example.com/hooks/crm/${EXAMPLE_CONNECTOR_ID}/q3Vx9kR2mT7bZ0yLw4sN8cHf1JdPe6GuAiXoKvYr5Ew`;
 
 type WriteBackBody = z.infer<typeof WriteBackInput>;
 type MappingBody = z.infer<typeof LocationMappingInput>;
@@ -143,9 +147,10 @@ const statusJson = (s: connectorsV1.ConnectorStatus | undefined) => ({
   lastError: orNull(s?.lastError ?? ''), lastErrorCode: orNull(s?.lastErrorCode ?? ''), lastErrorAt: isoOrNull(s?.lastErrorAt),
   pendingEvents: s?.pendingEvents ?? 0, failedEvents: s?.failedEvents ?? 0, cascadesStarted: s?.cascadesStarted ?? 0,
   writeBacksPending: s?.writeBacksPending ?? 0, writeBacksDone: s?.writeBacksDone ?? 0, writeBacksFailed: s?.writeBacksFailed ?? 0,
+  lastSuccessAt: isoOrNull(s?.lastSuccessAt), lastCascadeAt: isoOrNull(s?.lastCascadeAt), lastWriteBackAt: isoOrNull(s?.lastWriteBackAt),
 });
 /** Everything the contract shows of a connector; it holds no credential and no inbound secret. */
-const connectorJson = (c: connectorsV1.Connector) => ({
+export const connectorJson = (c: connectorsV1.Connector) => ({
   id: c.id, kind: c.kind, name: c.name, enabled: c.enabled, crmUrl: c.crmUrl, authMode: c.authMode,
   wonStages: c.wonStages.map((s) => ({ pipelineId: s.pipelineId, stageId: s.stageId })),
   locationId: orNull(c.locationId), locationMapping: c.locationMapping ? { field: c.locationMapping.field, values: { ...c.locationMapping.values } } : null, flowId: orNull(c.flowId),

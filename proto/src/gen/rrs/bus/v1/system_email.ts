@@ -11,13 +11,13 @@ import { Timestamp } from "../../../google/protobuf/timestamp";
 export interface SystemEmail {
   /** Unique per email (the invitation's or the reset's id): the send log's key. */
   id: string;
-  /** invitation | password_reset */
+  /** invitation | password_reset | rating_alert | rating_digest | customer_reply */
   kind: string;
   /** The address it goes to. */
   to: string;
   /** The organization's locale: `ru…` gets Russian, anything else English. */
   locale: string;
-  /** The link the person opens (the console's accept or reset page). */
+  /** The link the person opens (the console's accept or reset page; an alert's or digest's inbox page). */
   link: string;
   organizationId: string;
   organizationName: string;
@@ -27,6 +27,43 @@ export interface SystemEmail {
     | undefined;
   /** For an invitation: the role the person gets. */
   role: string;
+  /** rating_alert: the rating it tells of; rating_digest: the day's low ratings and feedback (at most 50). */
+  ratings: AlertedRating[];
+  /** rating_digest: the day's totals. */
+  digest:
+    | DigestTotals
+    | undefined;
+  /** IANA zone the email's times are written in (the organization's). */
+  timeZone: string;
+  /** customer_reply: what the member wrote, and where the customer's answer goes (Reply-To). */
+  subject: string;
+  text: string;
+  replyTo: string;
+}
+
+/** A rating as an alert tells of it (never sent to the customer: only to the organization's people). */
+export interface AlertedRating {
+  rating: number;
+  feedback: string;
+  customerName: string;
+  locationName: string;
+  ratedAt:
+    | Date
+    | undefined;
+  /** The rating in the console's inbox. */
+  link: string;
+}
+
+export interface DigestTotals {
+  /** YYYY-MM-DD, local. */
+  day: string;
+  ratings: number;
+  average: number;
+  /** Actionable ratings of the day (low or with feedback). */
+  actionable: number;
+  /** Now: items not resolved, and those past their response target. */
+  open: number;
+  overdue: number;
 }
 
 function createBaseSystemEmail(): SystemEmail {
@@ -40,6 +77,12 @@ function createBaseSystemEmail(): SystemEmail {
     organizationName: "",
     expiresAt: undefined,
     role: "",
+    ratings: [],
+    digest: undefined,
+    timeZone: "",
+    subject: "",
+    text: "",
+    replyTo: "",
   };
 }
 
@@ -71,6 +114,24 @@ export const SystemEmail: MessageFns<SystemEmail> = {
     }
     if (message.role !== "") {
       writer.uint32(74).string(message.role);
+    }
+    for (const v of message.ratings) {
+      AlertedRating.encode(v!, writer.uint32(82).fork()).join();
+    }
+    if (message.digest !== undefined) {
+      DigestTotals.encode(message.digest, writer.uint32(90).fork()).join();
+    }
+    if (message.timeZone !== "") {
+      writer.uint32(98).string(message.timeZone);
+    }
+    if (message.subject !== "") {
+      writer.uint32(106).string(message.subject);
+    }
+    if (message.text !== "") {
+      writer.uint32(114).string(message.text);
+    }
+    if (message.replyTo !== "") {
+      writer.uint32(122).string(message.replyTo);
     }
     return writer;
   },
@@ -160,6 +221,54 @@ export const SystemEmail: MessageFns<SystemEmail> = {
             message.role = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.ratings.push(AlertedRating.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.digest = DigestTotals.decode(reader, reader.uint32());
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.timeZone = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.subject = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.replyTo = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -195,6 +304,22 @@ export const SystemEmail: MessageFns<SystemEmail> = {
         ? fromJsonTimestamp(object.expires_at)
         : undefined,
       role: isSet(object.role) ? globalThis.String(object.role) : "",
+      ratings: globalThis.Array.isArray(object?.ratings)
+        ? object.ratings.map((e: any) => AlertedRating.fromJSON(e))
+        : [],
+      digest: isSet(object.digest) ? DigestTotals.fromJSON(object.digest) : undefined,
+      timeZone: isSet(object.timeZone)
+        ? globalThis.String(object.timeZone)
+        : isSet(object.time_zone)
+        ? globalThis.String(object.time_zone)
+        : "",
+      subject: isSet(object.subject) ? globalThis.String(object.subject) : "",
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      replyTo: isSet(object.replyTo)
+        ? globalThis.String(object.replyTo)
+        : isSet(object.reply_to)
+        ? globalThis.String(object.reply_to)
+        : "",
     };
   },
 
@@ -227,6 +352,24 @@ export const SystemEmail: MessageFns<SystemEmail> = {
     if (message.role !== "") {
       obj.role = message.role;
     }
+    if (message.ratings?.length) {
+      obj.ratings = message.ratings.map((e) => AlertedRating.toJSON(e));
+    }
+    if (message.digest !== undefined) {
+      obj.digest = DigestTotals.toJSON(message.digest);
+    }
+    if (message.timeZone !== "") {
+      obj.timeZone = message.timeZone;
+    }
+    if (message.subject !== "") {
+      obj.subject = message.subject;
+    }
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    if (message.replyTo !== "") {
+      obj.replyTo = message.replyTo;
+    }
     return obj;
   },
 
@@ -244,9 +387,331 @@ export const SystemEmail: MessageFns<SystemEmail> = {
     message.organizationName = object.organizationName ?? "";
     message.expiresAt = object.expiresAt ?? undefined;
     message.role = object.role ?? "";
+    message.ratings = object.ratings?.map((e) => AlertedRating.fromPartial(e)) || [];
+    message.digest = (object.digest !== undefined && object.digest !== null)
+      ? DigestTotals.fromPartial(object.digest)
+      : undefined;
+    message.timeZone = object.timeZone ?? "";
+    message.subject = object.subject ?? "";
+    message.text = object.text ?? "";
+    message.replyTo = object.replyTo ?? "";
     return message;
   },
 };
+
+function createBaseAlertedRating(): AlertedRating {
+  return { rating: 0, feedback: "", customerName: "", locationName: "", ratedAt: undefined, link: "" };
+}
+
+export const AlertedRating: MessageFns<AlertedRating> = {
+  encode(message: AlertedRating, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rating !== 0) {
+      writer.uint32(8).int32(message.rating);
+    }
+    if (message.feedback !== "") {
+      writer.uint32(18).string(message.feedback);
+    }
+    if (message.customerName !== "") {
+      writer.uint32(26).string(message.customerName);
+    }
+    if (message.locationName !== "") {
+      writer.uint32(34).string(message.locationName);
+    }
+    if (message.ratedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.ratedAt), writer.uint32(42).fork()).join();
+    }
+    if (message.link !== "") {
+      writer.uint32(50).string(message.link);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlertedRating {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlertedRating();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.rating = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.feedback = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.customerName = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.locationName = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.ratedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.link = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlertedRating {
+    return {
+      rating: isSet(object.rating) ? globalThis.Number(object.rating) : 0,
+      feedback: isSet(object.feedback) ? globalThis.String(object.feedback) : "",
+      customerName: isSet(object.customerName)
+        ? globalThis.String(object.customerName)
+        : isSet(object.customer_name)
+        ? globalThis.String(object.customer_name)
+        : "",
+      locationName: isSet(object.locationName)
+        ? globalThis.String(object.locationName)
+        : isSet(object.location_name)
+        ? globalThis.String(object.location_name)
+        : "",
+      ratedAt: isSet(object.ratedAt)
+        ? fromJsonTimestamp(object.ratedAt)
+        : isSet(object.rated_at)
+        ? fromJsonTimestamp(object.rated_at)
+        : undefined,
+      link: isSet(object.link) ? globalThis.String(object.link) : "",
+    };
+  },
+
+  toJSON(message: AlertedRating): unknown {
+    const obj: any = {};
+    if (message.rating !== 0) {
+      obj.rating = Math.round(message.rating);
+    }
+    if (message.feedback !== "") {
+      obj.feedback = message.feedback;
+    }
+    if (message.customerName !== "") {
+      obj.customerName = message.customerName;
+    }
+    if (message.locationName !== "") {
+      obj.locationName = message.locationName;
+    }
+    if (message.ratedAt !== undefined) {
+      obj.ratedAt = message.ratedAt.toISOString();
+    }
+    if (message.link !== "") {
+      obj.link = message.link;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlertedRating>, I>>(base?: I): AlertedRating {
+    return AlertedRating.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlertedRating>, I>>(object: I): AlertedRating {
+    const message = createBaseAlertedRating();
+    message.rating = object.rating ?? 0;
+    message.feedback = object.feedback ?? "";
+    message.customerName = object.customerName ?? "";
+    message.locationName = object.locationName ?? "";
+    message.ratedAt = object.ratedAt ?? undefined;
+    message.link = object.link ?? "";
+    return message;
+  },
+};
+
+function createBaseDigestTotals(): DigestTotals {
+  return { day: "", ratings: 0, average: 0, actionable: 0, open: 0, overdue: 0 };
+}
+
+export const DigestTotals: MessageFns<DigestTotals> = {
+  encode(message: DigestTotals, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.day !== "") {
+      writer.uint32(10).string(message.day);
+    }
+    if (message.ratings !== 0) {
+      writer.uint32(16).int32(message.ratings);
+    }
+    if (message.average !== 0) {
+      writer.uint32(25).double(message.average);
+    }
+    if (message.actionable !== 0) {
+      writer.uint32(32).int32(message.actionable);
+    }
+    if (message.open !== 0) {
+      writer.uint32(40).int32(message.open);
+    }
+    if (message.overdue !== 0) {
+      writer.uint32(48).int32(message.overdue);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DigestTotals {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDigestTotals();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.day = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.ratings = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.average = reader.double();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.actionable = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.open = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.overdue = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DigestTotals {
+    return {
+      day: isSet(object.day) ? globalThis.String(object.day) : "",
+      ratings: isSet(object.ratings) ? globalThis.Number(object.ratings) : 0,
+      average: isSet(object.average) ? globalThis.Number(object.average) : 0,
+      actionable: isSet(object.actionable) ? globalThis.Number(object.actionable) : 0,
+      open: isSet(object.open) ? globalThis.Number(object.open) : 0,
+      overdue: isSet(object.overdue) ? globalThis.Number(object.overdue) : 0,
+    };
+  },
+
+  toJSON(message: DigestTotals): unknown {
+    const obj: any = {};
+    if (message.day !== "") {
+      obj.day = message.day;
+    }
+    if (message.ratings !== 0) {
+      obj.ratings = Math.round(message.ratings);
+    }
+    if (message.average !== 0) {
+      obj.average = floatToJson(message.average);
+    }
+    if (message.actionable !== 0) {
+      obj.actionable = Math.round(message.actionable);
+    }
+    if (message.open !== 0) {
+      obj.open = Math.round(message.open);
+    }
+    if (message.overdue !== 0) {
+      obj.overdue = Math.round(message.overdue);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DigestTotals>, I>>(base?: I): DigestTotals {
+    return DigestTotals.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DigestTotals>, I>>(object: I): DigestTotals {
+    const message = createBaseDigestTotals();
+    message.day = object.day ?? "";
+    message.ratings = object.ratings ?? 0;
+    message.average = object.average ?? 0;
+    message.actionable = object.actionable ?? 0;
+    message.open = object.open ?? 0;
+    message.overdue = object.overdue ?? 0;
+    return message;
+  },
+};
+
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

@@ -122,6 +122,17 @@ export interface ConnectorStatus {
   writeBacksPending: number;
   writeBacksDone: number;
   writeBacksFailed: number;
+  /**
+   * The last time things worked: a deal processed, a write-back done or a reconciliation completed. A
+   * connection error (`crm_*`, `application_token_missing`) is cleared by it; an older deal's failure
+   * stays, and is past when this is later than `last_error_at`.
+   */
+  lastSuccessAt:
+    | Date
+    | undefined;
+  /** The last cascade started for a won deal, and the last outcome written back to a deal. */
+  lastCascadeAt: Date | undefined;
+  lastWriteBackAt: Date | undefined;
 }
 
 export interface Connector {
@@ -252,6 +263,40 @@ export interface RunSyncRequest {
 
 export interface RunSyncResponse {
   nextSyncAt: Date | undefined;
+}
+
+export interface StartAmoCrmOAuthRequest {
+  organizationId: string;
+  /** The member who connects (the state is theirs alone). */
+  memberId: string;
+  /** The connector's name and settings, as CreateConnector takes them. */
+  name: string;
+  locationId: string;
+  flowId: string;
+}
+
+export interface StartAmoCrmOAuthResponse {
+  /** amoCRM's authorization page: `<AMOCRM_OAUTH_URL>?client_id=…&state=…&mode=post_message`. */
+  authorizeUrl: string;
+  /** When the state stops being accepted. */
+  expiresAt: Date | undefined;
+}
+
+export interface CompleteAmoCrmOAuthRequest {
+  organizationId: string;
+  memberId: string;
+  /** What amoCRM's redirect carried: `state`, `code` (20 minutes, once) and `referer` (the account's host). */
+  state: string;
+  code: string;
+  referer: string;
+}
+
+export interface CompleteAmoCrmOAuthResponse {
+  connector:
+    | Connector
+    | undefined;
+  /** The URL to give amoCRM's webhook settings, as CreateConnector answers it (shown once). */
+  inboundUrl: string;
 }
 
 function createBaseAmoCrmCredentials(): AmoCrmCredentials {
@@ -1053,6 +1098,9 @@ function createBaseConnectorStatus(): ConnectorStatus {
     writeBacksPending: 0,
     writeBacksDone: 0,
     writeBacksFailed: 0,
+    lastSuccessAt: undefined,
+    lastCascadeAt: undefined,
+    lastWriteBackAt: undefined,
   };
 }
 
@@ -1093,6 +1141,15 @@ export const ConnectorStatus: MessageFns<ConnectorStatus> = {
     }
     if (message.writeBacksFailed !== 0) {
       writer.uint32(96).int32(message.writeBacksFailed);
+    }
+    if (message.lastSuccessAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastSuccessAt), writer.uint32(106).fork()).join();
+    }
+    if (message.lastCascadeAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastCascadeAt), writer.uint32(114).fork()).join();
+    }
+    if (message.lastWriteBackAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastWriteBackAt), writer.uint32(122).fork()).join();
     }
     return writer;
   },
@@ -1206,6 +1263,30 @@ export const ConnectorStatus: MessageFns<ConnectorStatus> = {
             message.writeBacksFailed = reader.int32();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.lastSuccessAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.lastCascadeAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.lastWriteBackAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1280,6 +1361,21 @@ export const ConnectorStatus: MessageFns<ConnectorStatus> = {
         : isSet(object.write_backs_failed)
         ? globalThis.Number(object.write_backs_failed)
         : 0,
+      lastSuccessAt: isSet(object.lastSuccessAt)
+        ? fromJsonTimestamp(object.lastSuccessAt)
+        : isSet(object.last_success_at)
+        ? fromJsonTimestamp(object.last_success_at)
+        : undefined,
+      lastCascadeAt: isSet(object.lastCascadeAt)
+        ? fromJsonTimestamp(object.lastCascadeAt)
+        : isSet(object.last_cascade_at)
+        ? fromJsonTimestamp(object.last_cascade_at)
+        : undefined,
+      lastWriteBackAt: isSet(object.lastWriteBackAt)
+        ? fromJsonTimestamp(object.lastWriteBackAt)
+        : isSet(object.last_write_back_at)
+        ? fromJsonTimestamp(object.last_write_back_at)
+        : undefined,
     };
   },
 
@@ -1321,6 +1417,15 @@ export const ConnectorStatus: MessageFns<ConnectorStatus> = {
     if (message.writeBacksFailed !== 0) {
       obj.writeBacksFailed = Math.round(message.writeBacksFailed);
     }
+    if (message.lastSuccessAt !== undefined) {
+      obj.lastSuccessAt = message.lastSuccessAt.toISOString();
+    }
+    if (message.lastCascadeAt !== undefined) {
+      obj.lastCascadeAt = message.lastCascadeAt.toISOString();
+    }
+    if (message.lastWriteBackAt !== undefined) {
+      obj.lastWriteBackAt = message.lastWriteBackAt.toISOString();
+    }
     return obj;
   },
 
@@ -1341,6 +1446,9 @@ export const ConnectorStatus: MessageFns<ConnectorStatus> = {
     message.writeBacksPending = object.writeBacksPending ?? 0;
     message.writeBacksDone = object.writeBacksDone ?? 0;
     message.writeBacksFailed = object.writeBacksFailed ?? 0;
+    message.lastSuccessAt = object.lastSuccessAt ?? undefined;
+    message.lastCascadeAt = object.lastCascadeAt ?? undefined;
+    message.lastWriteBackAt = object.lastWriteBackAt ?? undefined;
     return message;
   },
 };
@@ -3238,6 +3346,480 @@ export const RunSyncResponse: MessageFns<RunSyncResponse> = {
   },
 };
 
+function createBaseStartAmoCrmOAuthRequest(): StartAmoCrmOAuthRequest {
+  return { organizationId: "", memberId: "", name: "", locationId: "", flowId: "" };
+}
+
+export const StartAmoCrmOAuthRequest: MessageFns<StartAmoCrmOAuthRequest> = {
+  encode(message: StartAmoCrmOAuthRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(18).string(message.memberId);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(34).string(message.locationId);
+    }
+    if (message.flowId !== "") {
+      writer.uint32(42).string(message.flowId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartAmoCrmOAuthRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartAmoCrmOAuthRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.flowId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartAmoCrmOAuthRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      flowId: isSet(object.flowId)
+        ? globalThis.String(object.flowId)
+        : isSet(object.flow_id)
+        ? globalThis.String(object.flow_id)
+        : "",
+    };
+  },
+
+  toJSON(message: StartAmoCrmOAuthRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.flowId !== "") {
+      obj.flowId = message.flowId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartAmoCrmOAuthRequest>, I>>(base?: I): StartAmoCrmOAuthRequest {
+    return StartAmoCrmOAuthRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartAmoCrmOAuthRequest>, I>>(object: I): StartAmoCrmOAuthRequest {
+    const message = createBaseStartAmoCrmOAuthRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.memberId = object.memberId ?? "";
+    message.name = object.name ?? "";
+    message.locationId = object.locationId ?? "";
+    message.flowId = object.flowId ?? "";
+    return message;
+  },
+};
+
+function createBaseStartAmoCrmOAuthResponse(): StartAmoCrmOAuthResponse {
+  return { authorizeUrl: "", expiresAt: undefined };
+}
+
+export const StartAmoCrmOAuthResponse: MessageFns<StartAmoCrmOAuthResponse> = {
+  encode(message: StartAmoCrmOAuthResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.authorizeUrl !== "") {
+      writer.uint32(10).string(message.authorizeUrl);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartAmoCrmOAuthResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartAmoCrmOAuthResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.authorizeUrl = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartAmoCrmOAuthResponse {
+    return {
+      authorizeUrl: isSet(object.authorizeUrl)
+        ? globalThis.String(object.authorizeUrl)
+        : isSet(object.authorize_url)
+        ? globalThis.String(object.authorize_url)
+        : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: StartAmoCrmOAuthResponse): unknown {
+    const obj: any = {};
+    if (message.authorizeUrl !== "") {
+      obj.authorizeUrl = message.authorizeUrl;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartAmoCrmOAuthResponse>, I>>(base?: I): StartAmoCrmOAuthResponse {
+    return StartAmoCrmOAuthResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartAmoCrmOAuthResponse>, I>>(object: I): StartAmoCrmOAuthResponse {
+    const message = createBaseStartAmoCrmOAuthResponse();
+    message.authorizeUrl = object.authorizeUrl ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCompleteAmoCrmOAuthRequest(): CompleteAmoCrmOAuthRequest {
+  return { organizationId: "", memberId: "", state: "", code: "", referer: "" };
+}
+
+export const CompleteAmoCrmOAuthRequest: MessageFns<CompleteAmoCrmOAuthRequest> = {
+  encode(message: CompleteAmoCrmOAuthRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(18).string(message.memberId);
+    }
+    if (message.state !== "") {
+      writer.uint32(26).string(message.state);
+    }
+    if (message.code !== "") {
+      writer.uint32(34).string(message.code);
+    }
+    if (message.referer !== "") {
+      writer.uint32(42).string(message.referer);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompleteAmoCrmOAuthRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompleteAmoCrmOAuthRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.referer = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompleteAmoCrmOAuthRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      referer: isSet(object.referer) ? globalThis.String(object.referer) : "",
+    };
+  },
+
+  toJSON(message: CompleteAmoCrmOAuthRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.referer !== "") {
+      obj.referer = message.referer;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompleteAmoCrmOAuthRequest>, I>>(base?: I): CompleteAmoCrmOAuthRequest {
+    return CompleteAmoCrmOAuthRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompleteAmoCrmOAuthRequest>, I>>(object: I): CompleteAmoCrmOAuthRequest {
+    const message = createBaseCompleteAmoCrmOAuthRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.memberId = object.memberId ?? "";
+    message.state = object.state ?? "";
+    message.code = object.code ?? "";
+    message.referer = object.referer ?? "";
+    return message;
+  },
+};
+
+function createBaseCompleteAmoCrmOAuthResponse(): CompleteAmoCrmOAuthResponse {
+  return { connector: undefined, inboundUrl: "" };
+}
+
+export const CompleteAmoCrmOAuthResponse: MessageFns<CompleteAmoCrmOAuthResponse> = {
+  encode(message: CompleteAmoCrmOAuthResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.connector !== undefined) {
+      Connector.encode(message.connector, writer.uint32(10).fork()).join();
+    }
+    if (message.inboundUrl !== "") {
+      writer.uint32(18).string(message.inboundUrl);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompleteAmoCrmOAuthResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompleteAmoCrmOAuthResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.connector = Connector.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.inboundUrl = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompleteAmoCrmOAuthResponse {
+    return {
+      connector: isSet(object.connector) ? Connector.fromJSON(object.connector) : undefined,
+      inboundUrl: isSet(object.inboundUrl)
+        ? globalThis.String(object.inboundUrl)
+        : isSet(object.inbound_url)
+        ? globalThis.String(object.inbound_url)
+        : "",
+    };
+  },
+
+  toJSON(message: CompleteAmoCrmOAuthResponse): unknown {
+    const obj: any = {};
+    if (message.connector !== undefined) {
+      obj.connector = Connector.toJSON(message.connector);
+    }
+    if (message.inboundUrl !== "") {
+      obj.inboundUrl = message.inboundUrl;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompleteAmoCrmOAuthResponse>, I>>(base?: I): CompleteAmoCrmOAuthResponse {
+    return CompleteAmoCrmOAuthResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompleteAmoCrmOAuthResponse>, I>>(object: I): CompleteAmoCrmOAuthResponse {
+    const message = createBaseCompleteAmoCrmOAuthResponse();
+    message.connector = (object.connector !== undefined && object.connector !== null)
+      ? Connector.fromPartial(object.connector)
+      : undefined;
+    message.inboundUrl = object.inboundUrl ?? "";
+    return message;
+  },
+};
+
 export type ConnectorsServiceService = typeof ConnectorsServiceService;
 export const ConnectorsServiceService = {
   /**
@@ -3322,6 +3904,34 @@ export const ConnectorsServiceService = {
     responseSerialize: (value: RunSyncResponse): Buffer => Buffer.from(RunSyncResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RunSyncResponse => RunSyncResponse.decode(value),
   },
+  /**
+   * amoCRM's OAuth consent from the console (docs/connectors.md, "Connecting from the console"): the
+   * address of amoCRM's authorization page with a one-time `state`; then, with the code amoCRM
+   * redirected back with, the code exchanged for tokens and the connector created (as CreateConnector).
+   * `amocrm_oauth_not_configured` (409) when the service has no amoCRM integration of its own.
+   */
+  startAmoCrmOAuth: {
+    path: "/rrs.connectors.v1.ConnectorsService/StartAmoCrmOAuth" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StartAmoCrmOAuthRequest): Buffer =>
+      Buffer.from(StartAmoCrmOAuthRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StartAmoCrmOAuthRequest => StartAmoCrmOAuthRequest.decode(value),
+    responseSerialize: (value: StartAmoCrmOAuthResponse): Buffer =>
+      Buffer.from(StartAmoCrmOAuthResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): StartAmoCrmOAuthResponse => StartAmoCrmOAuthResponse.decode(value),
+  },
+  completeAmoCrmOAuth: {
+    path: "/rrs.connectors.v1.ConnectorsService/CompleteAmoCrmOAuth" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CompleteAmoCrmOAuthRequest): Buffer =>
+      Buffer.from(CompleteAmoCrmOAuthRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CompleteAmoCrmOAuthRequest => CompleteAmoCrmOAuthRequest.decode(value),
+    responseSerialize: (value: CompleteAmoCrmOAuthResponse): Buffer =>
+      Buffer.from(CompleteAmoCrmOAuthResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CompleteAmoCrmOAuthResponse => CompleteAmoCrmOAuthResponse.decode(value),
+  },
 } as const;
 
 export interface ConnectorsServiceServer extends UntypedServiceImplementation {
@@ -3340,6 +3950,14 @@ export interface ConnectorsServiceServer extends UntypedServiceImplementation {
   getConnectorStatus: handleUnaryCall<GetConnectorStatusRequest, GetConnectorStatusResponse>;
   /** Runs the reconciliation (won deals the webhooks missed) now instead of at its next scheduled time. */
   runSync: handleUnaryCall<RunSyncRequest, RunSyncResponse>;
+  /**
+   * amoCRM's OAuth consent from the console (docs/connectors.md, "Connecting from the console"): the
+   * address of amoCRM's authorization page with a one-time `state`; then, with the code amoCRM
+   * redirected back with, the code exchanged for tokens and the connector created (as CreateConnector).
+   * `amocrm_oauth_not_configured` (409) when the service has no amoCRM integration of its own.
+   */
+  startAmoCrmOAuth: handleUnaryCall<StartAmoCrmOAuthRequest, StartAmoCrmOAuthResponse>;
+  completeAmoCrmOAuth: handleUnaryCall<CompleteAmoCrmOAuthRequest, CompleteAmoCrmOAuthResponse>;
 }
 
 export interface ConnectorsServiceClient extends Client {
@@ -3455,6 +4073,42 @@ export interface ConnectorsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RunSyncResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * amoCRM's OAuth consent from the console (docs/connectors.md, "Connecting from the console"): the
+   * address of amoCRM's authorization page with a one-time `state`; then, with the code amoCRM
+   * redirected back with, the code exchanged for tokens and the connector created (as CreateConnector).
+   * `amocrm_oauth_not_configured` (409) when the service has no amoCRM integration of its own.
+   */
+  startAmoCrmOAuth(
+    request: StartAmoCrmOAuthRequest,
+    callback: (error: ServiceError | null, response: StartAmoCrmOAuthResponse) => void,
+  ): ClientUnaryCall;
+  startAmoCrmOAuth(
+    request: StartAmoCrmOAuthRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: StartAmoCrmOAuthResponse) => void,
+  ): ClientUnaryCall;
+  startAmoCrmOAuth(
+    request: StartAmoCrmOAuthRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: StartAmoCrmOAuthResponse) => void,
+  ): ClientUnaryCall;
+  completeAmoCrmOAuth(
+    request: CompleteAmoCrmOAuthRequest,
+    callback: (error: ServiceError | null, response: CompleteAmoCrmOAuthResponse) => void,
+  ): ClientUnaryCall;
+  completeAmoCrmOAuth(
+    request: CompleteAmoCrmOAuthRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CompleteAmoCrmOAuthResponse) => void,
+  ): ClientUnaryCall;
+  completeAmoCrmOAuth(
+    request: CompleteAmoCrmOAuthRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CompleteAmoCrmOAuthResponse) => void,
   ): ClientUnaryCall;
 }
 

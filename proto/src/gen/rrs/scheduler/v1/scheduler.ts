@@ -590,6 +590,10 @@ export interface ListRatingsRequest {
   fromDay: string;
   toDay: string;
   timeZone: string;
+  /** new | in_progress | resolved | open (new or in progress) | overdue (open and past its target); empty = any. */
+  status: string;
+  /** Only the ratings assigned to this member. */
+  assignedTo: string;
 }
 
 export interface RatingEntry {
@@ -611,6 +615,26 @@ export interface RatingEntry {
     | undefined;
   /** The member who marked it; empty when not handled. */
   handledBy: string;
+  /** new | in_progress | resolved: resolved once handled, in progress while assigned, else new. */
+  status: string;
+  /** The member working on it (in progress); empty otherwise. */
+  assignedTo: string;
+  /**
+   * A low rating (at or under the alert threshold) or one with private feedback: an item of the
+   * inbox's workflow, with a response target. Other ratings are listed but ask for nothing.
+   */
+  actionable: boolean;
+  /**
+   * When the response target falls (an actionable rating): the organization's target counted in its
+   * working hours from when the rating (or its feedback) came.
+   */
+  respondBy:
+    | Date
+    | undefined;
+  /** Not resolved and past `respond_by`. */
+  overdue: boolean;
+  /** The note it was resolved with. */
+  resolutionNote: string;
 }
 
 export interface ListRatingsResponse {
@@ -729,6 +753,12 @@ export interface GetOverviewResponse {
   ratingCounts: number[];
   ratingAverage: number;
   ratingDays: RatingDay[];
+  /**
+   * Now, whatever the range: the inbox's items (low ratings and feedback) not resolved, and those of
+   * them past their response target.
+   */
+  openItems: number;
+  overdueItems: number;
 }
 
 export interface RecordPublicLinkClickRequest {
@@ -785,6 +815,11 @@ export interface ClaimBotLinkResponse {
   /** ru | en: the organization's, for the bot's confirmation. */
   locale: string;
   organizationName: string;
+  /**
+   * A staff chat's code (CreateStaffLinkCode): the chat now gets the organization's rating alerts;
+   * `phone` and `recipient_id` are empty.
+   */
+  staff: boolean;
 }
 
 export interface RecordBotOptOutRequest {
@@ -800,6 +835,170 @@ export interface RecordBotOptOutRequest {
 export interface RecordBotOptOutResponse {
   /** Addresses newly suppressed (0 when already in the ledger). */
   suppressed: number;
+}
+
+export interface GetRatingRequest {
+  organizationId: string;
+  reviewRequestId: string;
+}
+
+/** One change of a rating's life in the inbox, with who (a member id; empty for the service) and when. */
+export interface RatingHistoryEntry {
+  at: Date | undefined;
+  memberId: string;
+  /** assigned | unassigned | resolved | reopened | noted | replied | alerted | feedback */
+  kind: string;
+  /** A note, a resolution note, a reply's text, the feedback. */
+  text: string;
+  /** assigned: the member id; replied: the email address; alerted: `email:<address>` or `<CHANNEL>:<chat id>`. */
+  target: string;
+}
+
+export interface GetRatingResponse {
+  rating:
+    | RatingEntry
+    | undefined;
+  /** Oldest first. */
+  history: RatingHistoryEntry[];
+  /** Whether a reply by email is possible now, and why not when it is not (`no_email`, `opted_out`). */
+  canReply: boolean;
+  replyRefusal: string;
+}
+
+export interface UpdateRatingRequest {
+  organizationId: string;
+  reviewRequestId: string;
+  /** The member acting. */
+  memberId: string;
+  /** assign | unassign | resolve | reopen | note */
+  action: string;
+  /** assign: the member taking it (of the same organization). */
+  assigneeId: string;
+  /** resolve: the resolution note (required); note: the note. */
+  note: string;
+}
+
+export interface UpdateRatingResponse {
+  rating: RatingEntry | undefined;
+}
+
+export interface ReplyToRatingRequest {
+  organizationId: string;
+  reviewRequestId: string;
+  memberId: string;
+  /** The member's email: the Reply-To when the organization set none. */
+  memberEmail: string;
+  /** Unique per reply (the console sends one per submitted form): a second request with it sends nothing more. */
+  replyId: string;
+  subject: string;
+  text: string;
+}
+
+export interface ReplyToRatingResponse {
+  /** The address the reply went to. */
+  to: string;
+  /** False when this `reply_id` was already sent. */
+  sent: boolean;
+  rating: RatingEntry | undefined;
+}
+
+export interface LocationAlertThreshold {
+  locationId: string;
+  /** 0..5: ratings up to it alert at this location (0 = only private feedback). */
+  threshold: number;
+}
+
+/**
+ * A member's choice of rating alerts by email: instant (each alert), digest (one email each local
+ * morning about the day before), off. Members who never chose: owners and admins instant, viewers off.
+ */
+export interface MemberAlertChoice {
+  memberId: string;
+  email: string;
+}
+
+export interface AlertSettings {
+  organizationId: string;
+  /** 0..5: ratings up to it alert and are items of the inbox's workflow (0 = only private feedback). */
+  threshold: number;
+  locationThresholds: LocationAlertThreshold[];
+  /** Minutes of working hours to respond to an item (default 120). */
+  responseTargetMinutes: number;
+  /** The working hours the target counts in: HH:MM to HH:MM local, on ISO weekdays (empty = every day). */
+  workStart: string;
+  workEnd: string;
+  workDays: number[];
+  /** Reply-To of the replies to customers; empty = the replying member's email. */
+  replyTo: string;
+  /** The members' own choices (a member absent here has the default of their role). */
+  members: MemberAlertChoice[];
+}
+
+export interface GetAlertSettingsRequest {
+  organizationId: string;
+}
+
+export interface GetAlertSettingsResponse {
+  settings: AlertSettings | undefined;
+}
+
+export interface SetAlertSettingsRequest {
+  /** Everything but `members`, which SetMemberAlerts sets. */
+  settings: AlertSettings | undefined;
+}
+
+export interface SetAlertSettingsResponse {
+  settings: AlertSettings | undefined;
+}
+
+export interface SetMemberAlertsRequest {
+  organizationId: string;
+  memberId: string;
+  /** instant | digest | off */
+  email: string;
+}
+
+export interface SetMemberAlertsResponse {
+  settings: AlertSettings | undefined;
+}
+
+export interface CreateStaffLinkCodeRequest {
+  organizationId: string;
+  /** MAX or TELEGRAM. */
+  channel: string;
+  /** The member who links the chat. */
+  memberId: string;
+}
+
+export interface CreateStaffLinkCodeResponse {
+  code: BotLinkCode | undefined;
+}
+
+export interface StaffChat {
+  channel: string;
+  chatId: string;
+  /** The member who linked it. */
+  linkedBy: string;
+  linkedAt: Date | undefined;
+}
+
+export interface ListStaffChatsRequest {
+  organizationId: string;
+}
+
+export interface ListStaffChatsResponse {
+  chats: StaffChat[];
+}
+
+export interface UnlinkStaffChatRequest {
+  /** Empty: every organization the chat is linked for. */
+  organizationId: string;
+  channel: string;
+  chatId: string;
+}
+
+export interface UnlinkStaffChatResponse {
+  unlinked: number;
 }
 
 function createBaseFlowStep(): FlowStep {
@@ -8586,6 +8785,8 @@ function createBaseListRatingsRequest(): ListRatingsRequest {
     fromDay: "",
     toDay: "",
     timeZone: "",
+    status: "",
+    assignedTo: "",
   };
 }
 
@@ -8620,6 +8821,12 @@ export const ListRatingsRequest: MessageFns<ListRatingsRequest> = {
     }
     if (message.timeZone !== "") {
       writer.uint32(82).string(message.timeZone);
+    }
+    if (message.status !== "") {
+      writer.uint32(90).string(message.status);
+    }
+    if (message.assignedTo !== "") {
+      writer.uint32(98).string(message.assignedTo);
     }
     return writer;
   },
@@ -8717,6 +8924,22 @@ export const ListRatingsRequest: MessageFns<ListRatingsRequest> = {
             message.timeZone = reader.string();
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.assignedTo = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8769,6 +8992,12 @@ export const ListRatingsRequest: MessageFns<ListRatingsRequest> = {
         : isSet(object.time_zone)
         ? globalThis.String(object.time_zone)
         : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      assignedTo: isSet(object.assignedTo)
+        ? globalThis.String(object.assignedTo)
+        : isSet(object.assigned_to)
+        ? globalThis.String(object.assigned_to)
+        : "",
     };
   },
 
@@ -8804,6 +9033,12 @@ export const ListRatingsRequest: MessageFns<ListRatingsRequest> = {
     if (message.timeZone !== "") {
       obj.timeZone = message.timeZone;
     }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.assignedTo !== "") {
+      obj.assignedTo = message.assignedTo;
+    }
     return obj;
   },
 
@@ -8822,6 +9057,8 @@ export const ListRatingsRequest: MessageFns<ListRatingsRequest> = {
     message.fromDay = object.fromDay ?? "";
     message.toDay = object.toDay ?? "";
     message.timeZone = object.timeZone ?? "";
+    message.status = object.status ?? "";
+    message.assignedTo = object.assignedTo ?? "";
     return message;
   },
 };
@@ -8839,6 +9076,12 @@ function createBaseRatingEntry(): RatingEntry {
     externalId: "",
     handledAt: undefined,
     handledBy: "",
+    status: "",
+    assignedTo: "",
+    actionable: false,
+    respondBy: undefined,
+    overdue: false,
+    resolutionNote: "",
   };
 }
 
@@ -8876,6 +9119,24 @@ export const RatingEntry: MessageFns<RatingEntry> = {
     }
     if (message.handledBy !== "") {
       writer.uint32(90).string(message.handledBy);
+    }
+    if (message.status !== "") {
+      writer.uint32(98).string(message.status);
+    }
+    if (message.assignedTo !== "") {
+      writer.uint32(106).string(message.assignedTo);
+    }
+    if (message.actionable !== false) {
+      writer.uint32(112).bool(message.actionable);
+    }
+    if (message.respondBy !== undefined) {
+      Timestamp.encode(toTimestamp(message.respondBy), writer.uint32(122).fork()).join();
+    }
+    if (message.overdue !== false) {
+      writer.uint32(128).bool(message.overdue);
+    }
+    if (message.resolutionNote !== "") {
+      writer.uint32(138).string(message.resolutionNote);
     }
     return writer;
   },
@@ -8981,6 +9242,54 @@ export const RatingEntry: MessageFns<RatingEntry> = {
             message.handledBy = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.assignedTo = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.actionable = reader.bool();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.respondBy = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.overdue = reader.bool();
+            continue;
+          }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.resolutionNote = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -9038,6 +9347,24 @@ export const RatingEntry: MessageFns<RatingEntry> = {
         : isSet(object.handled_by)
         ? globalThis.String(object.handled_by)
         : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      assignedTo: isSet(object.assignedTo)
+        ? globalThis.String(object.assignedTo)
+        : isSet(object.assigned_to)
+        ? globalThis.String(object.assigned_to)
+        : "",
+      actionable: isSet(object.actionable) ? globalThis.Boolean(object.actionable) : false,
+      respondBy: isSet(object.respondBy)
+        ? fromJsonTimestamp(object.respondBy)
+        : isSet(object.respond_by)
+        ? fromJsonTimestamp(object.respond_by)
+        : undefined,
+      overdue: isSet(object.overdue) ? globalThis.Boolean(object.overdue) : false,
+      resolutionNote: isSet(object.resolutionNote)
+        ? globalThis.String(object.resolutionNote)
+        : isSet(object.resolution_note)
+        ? globalThis.String(object.resolution_note)
+        : "",
     };
   },
 
@@ -9076,6 +9403,24 @@ export const RatingEntry: MessageFns<RatingEntry> = {
     if (message.handledBy !== "") {
       obj.handledBy = message.handledBy;
     }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.assignedTo !== "") {
+      obj.assignedTo = message.assignedTo;
+    }
+    if (message.actionable !== false) {
+      obj.actionable = message.actionable;
+    }
+    if (message.respondBy !== undefined) {
+      obj.respondBy = message.respondBy.toISOString();
+    }
+    if (message.overdue !== false) {
+      obj.overdue = message.overdue;
+    }
+    if (message.resolutionNote !== "") {
+      obj.resolutionNote = message.resolutionNote;
+    }
     return obj;
   },
 
@@ -9095,6 +9440,12 @@ export const RatingEntry: MessageFns<RatingEntry> = {
     message.externalId = object.externalId ?? "";
     message.handledAt = object.handledAt ?? undefined;
     message.handledBy = object.handledBy ?? "";
+    message.status = object.status ?? "";
+    message.assignedTo = object.assignedTo ?? "";
+    message.actionable = object.actionable ?? false;
+    message.respondBy = object.respondBy ?? undefined;
+    message.overdue = object.overdue ?? false;
+    message.resolutionNote = object.resolutionNote ?? "";
     return message;
   },
 };
@@ -10431,7 +10782,16 @@ export const RatingDay: MessageFns<RatingDay> = {
 };
 
 function createBaseGetOverviewResponse(): GetOverviewResponse {
-  return { total: undefined, byLocation: [], byChannel: [], ratingCounts: [], ratingAverage: 0, ratingDays: [] };
+  return {
+    total: undefined,
+    byLocation: [],
+    byChannel: [],
+    ratingCounts: [],
+    ratingAverage: 0,
+    ratingDays: [],
+    openItems: 0,
+    overdueItems: 0,
+  };
 }
 
 export const GetOverviewResponse: MessageFns<GetOverviewResponse> = {
@@ -10457,6 +10817,12 @@ export const GetOverviewResponse: MessageFns<GetOverviewResponse> = {
     }
     for (const v of message.ratingDays) {
       RatingDay.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.openItems !== 0) {
+      writer.uint32(56).int32(message.openItems);
+    }
+    if (message.overdueItems !== 0) {
+      writer.uint32(64).int32(message.overdueItems);
     }
     return writer;
   },
@@ -10532,6 +10898,22 @@ export const GetOverviewResponse: MessageFns<GetOverviewResponse> = {
             message.ratingDays.push(RatingDay.decode(reader, reader.uint32()));
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.openItems = reader.int32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.overdueItems = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10572,6 +10954,16 @@ export const GetOverviewResponse: MessageFns<GetOverviewResponse> = {
         : globalThis.Array.isArray(object?.rating_days)
         ? object.rating_days.map((e: any) => RatingDay.fromJSON(e))
         : [],
+      openItems: isSet(object.openItems)
+        ? globalThis.Number(object.openItems)
+        : isSet(object.open_items)
+        ? globalThis.Number(object.open_items)
+        : 0,
+      overdueItems: isSet(object.overdueItems)
+        ? globalThis.Number(object.overdueItems)
+        : isSet(object.overdue_items)
+        ? globalThis.Number(object.overdue_items)
+        : 0,
     };
   },
 
@@ -10595,6 +10987,12 @@ export const GetOverviewResponse: MessageFns<GetOverviewResponse> = {
     if (message.ratingDays?.length) {
       obj.ratingDays = message.ratingDays.map((e) => RatingDay.toJSON(e));
     }
+    if (message.openItems !== 0) {
+      obj.openItems = Math.round(message.openItems);
+    }
+    if (message.overdueItems !== 0) {
+      obj.overdueItems = Math.round(message.overdueItems);
+    }
     return obj;
   },
 
@@ -10611,6 +11009,8 @@ export const GetOverviewResponse: MessageFns<GetOverviewResponse> = {
     message.ratingCounts = object.ratingCounts?.map((e) => e) || [];
     message.ratingAverage = object.ratingAverage ?? 0;
     message.ratingDays = object.ratingDays?.map((e) => RatingDay.fromPartial(e)) || [];
+    message.openItems = object.openItems ?? 0;
+    message.overdueItems = object.overdueItems ?? 0;
     return message;
   },
 };
@@ -11196,7 +11596,7 @@ export const ClaimBotLinkRequest: MessageFns<ClaimBotLinkRequest> = {
 };
 
 function createBaseClaimBotLinkResponse(): ClaimBotLinkResponse {
-  return { organizationId: "", phone: "", recipientId: "", locale: "", organizationName: "" };
+  return { organizationId: "", phone: "", recipientId: "", locale: "", organizationName: "", staff: false };
 }
 
 export const ClaimBotLinkResponse: MessageFns<ClaimBotLinkResponse> = {
@@ -11215,6 +11615,9 @@ export const ClaimBotLinkResponse: MessageFns<ClaimBotLinkResponse> = {
     }
     if (message.organizationName !== "") {
       writer.uint32(42).string(message.organizationName);
+    }
+    if (message.staff !== false) {
+      writer.uint32(48).bool(message.staff);
     }
     return writer;
   },
@@ -11272,6 +11675,14 @@ export const ClaimBotLinkResponse: MessageFns<ClaimBotLinkResponse> = {
             message.organizationName = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.staff = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -11303,6 +11714,7 @@ export const ClaimBotLinkResponse: MessageFns<ClaimBotLinkResponse> = {
         : isSet(object.organization_name)
         ? globalThis.String(object.organization_name)
         : "",
+      staff: isSet(object.staff) ? globalThis.Boolean(object.staff) : false,
     };
   },
 
@@ -11323,6 +11735,9 @@ export const ClaimBotLinkResponse: MessageFns<ClaimBotLinkResponse> = {
     if (message.organizationName !== "") {
       obj.organizationName = message.organizationName;
     }
+    if (message.staff !== false) {
+      obj.staff = message.staff;
+    }
     return obj;
   },
 
@@ -11336,6 +11751,7 @@ export const ClaimBotLinkResponse: MessageFns<ClaimBotLinkResponse> = {
     message.recipientId = object.recipientId ?? "";
     message.locale = object.locale ?? "";
     message.organizationName = object.organizationName ?? "";
+    message.staff = object.staff ?? false;
     return message;
   },
 };
@@ -11528,6 +11944,2399 @@ export const RecordBotOptOutResponse: MessageFns<RecordBotOptOutResponse> = {
   fromPartial<I extends Exact<DeepPartial<RecordBotOptOutResponse>, I>>(object: I): RecordBotOptOutResponse {
     const message = createBaseRecordBotOptOutResponse();
     message.suppressed = object.suppressed ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetRatingRequest(): GetRatingRequest {
+  return { organizationId: "", reviewRequestId: "" };
+}
+
+export const GetRatingRequest: MessageFns<GetRatingRequest> = {
+  encode(message: GetRatingRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.reviewRequestId !== "") {
+      writer.uint32(18).string(message.reviewRequestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetRatingRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetRatingRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reviewRequestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetRatingRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      reviewRequestId: isSet(object.reviewRequestId)
+        ? globalThis.String(object.reviewRequestId)
+        : isSet(object.review_request_id)
+        ? globalThis.String(object.review_request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetRatingRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.reviewRequestId !== "") {
+      obj.reviewRequestId = message.reviewRequestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetRatingRequest>, I>>(base?: I): GetRatingRequest {
+    return GetRatingRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetRatingRequest>, I>>(object: I): GetRatingRequest {
+    const message = createBaseGetRatingRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.reviewRequestId = object.reviewRequestId ?? "";
+    return message;
+  },
+};
+
+function createBaseRatingHistoryEntry(): RatingHistoryEntry {
+  return { at: undefined, memberId: "", kind: "", text: "", target: "" };
+}
+
+export const RatingHistoryEntry: MessageFns<RatingHistoryEntry> = {
+  encode(message: RatingHistoryEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.at !== undefined) {
+      Timestamp.encode(toTimestamp(message.at), writer.uint32(10).fork()).join();
+    }
+    if (message.memberId !== "") {
+      writer.uint32(18).string(message.memberId);
+    }
+    if (message.kind !== "") {
+      writer.uint32(26).string(message.kind);
+    }
+    if (message.text !== "") {
+      writer.uint32(34).string(message.text);
+    }
+    if (message.target !== "") {
+      writer.uint32(42).string(message.target);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RatingHistoryEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRatingHistoryEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.at = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.target = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RatingHistoryEntry {
+    return {
+      at: isSet(object.at) ? fromJsonTimestamp(object.at) : undefined,
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      target: isSet(object.target) ? globalThis.String(object.target) : "",
+    };
+  },
+
+  toJSON(message: RatingHistoryEntry): unknown {
+    const obj: any = {};
+    if (message.at !== undefined) {
+      obj.at = message.at.toISOString();
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    if (message.target !== "") {
+      obj.target = message.target;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RatingHistoryEntry>, I>>(base?: I): RatingHistoryEntry {
+    return RatingHistoryEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RatingHistoryEntry>, I>>(object: I): RatingHistoryEntry {
+    const message = createBaseRatingHistoryEntry();
+    message.at = object.at ?? undefined;
+    message.memberId = object.memberId ?? "";
+    message.kind = object.kind ?? "";
+    message.text = object.text ?? "";
+    message.target = object.target ?? "";
+    return message;
+  },
+};
+
+function createBaseGetRatingResponse(): GetRatingResponse {
+  return { rating: undefined, history: [], canReply: false, replyRefusal: "" };
+}
+
+export const GetRatingResponse: MessageFns<GetRatingResponse> = {
+  encode(message: GetRatingResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rating !== undefined) {
+      RatingEntry.encode(message.rating, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.history) {
+      RatingHistoryEntry.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.canReply !== false) {
+      writer.uint32(24).bool(message.canReply);
+    }
+    if (message.replyRefusal !== "") {
+      writer.uint32(34).string(message.replyRefusal);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetRatingResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetRatingResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.rating = RatingEntry.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.history.push(RatingHistoryEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.canReply = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.replyRefusal = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetRatingResponse {
+    return {
+      rating: isSet(object.rating) ? RatingEntry.fromJSON(object.rating) : undefined,
+      history: globalThis.Array.isArray(object?.history)
+        ? object.history.map((e: any) => RatingHistoryEntry.fromJSON(e))
+        : [],
+      canReply: isSet(object.canReply)
+        ? globalThis.Boolean(object.canReply)
+        : isSet(object.can_reply)
+        ? globalThis.Boolean(object.can_reply)
+        : false,
+      replyRefusal: isSet(object.replyRefusal)
+        ? globalThis.String(object.replyRefusal)
+        : isSet(object.reply_refusal)
+        ? globalThis.String(object.reply_refusal)
+        : "",
+    };
+  },
+
+  toJSON(message: GetRatingResponse): unknown {
+    const obj: any = {};
+    if (message.rating !== undefined) {
+      obj.rating = RatingEntry.toJSON(message.rating);
+    }
+    if (message.history?.length) {
+      obj.history = message.history.map((e) => RatingHistoryEntry.toJSON(e));
+    }
+    if (message.canReply !== false) {
+      obj.canReply = message.canReply;
+    }
+    if (message.replyRefusal !== "") {
+      obj.replyRefusal = message.replyRefusal;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetRatingResponse>, I>>(base?: I): GetRatingResponse {
+    return GetRatingResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetRatingResponse>, I>>(object: I): GetRatingResponse {
+    const message = createBaseGetRatingResponse();
+    message.rating = (object.rating !== undefined && object.rating !== null)
+      ? RatingEntry.fromPartial(object.rating)
+      : undefined;
+    message.history = object.history?.map((e) => RatingHistoryEntry.fromPartial(e)) || [];
+    message.canReply = object.canReply ?? false;
+    message.replyRefusal = object.replyRefusal ?? "";
+    return message;
+  },
+};
+
+function createBaseUpdateRatingRequest(): UpdateRatingRequest {
+  return { organizationId: "", reviewRequestId: "", memberId: "", action: "", assigneeId: "", note: "" };
+}
+
+export const UpdateRatingRequest: MessageFns<UpdateRatingRequest> = {
+  encode(message: UpdateRatingRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.reviewRequestId !== "") {
+      writer.uint32(18).string(message.reviewRequestId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(26).string(message.memberId);
+    }
+    if (message.action !== "") {
+      writer.uint32(34).string(message.action);
+    }
+    if (message.assigneeId !== "") {
+      writer.uint32(42).string(message.assigneeId);
+    }
+    if (message.note !== "") {
+      writer.uint32(50).string(message.note);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateRatingRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateRatingRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reviewRequestId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.assigneeId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.note = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateRatingRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      reviewRequestId: isSet(object.reviewRequestId)
+        ? globalThis.String(object.reviewRequestId)
+        : isSet(object.review_request_id)
+        ? globalThis.String(object.review_request_id)
+        : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      action: isSet(object.action) ? globalThis.String(object.action) : "",
+      assigneeId: isSet(object.assigneeId)
+        ? globalThis.String(object.assigneeId)
+        : isSet(object.assignee_id)
+        ? globalThis.String(object.assignee_id)
+        : "",
+      note: isSet(object.note) ? globalThis.String(object.note) : "",
+    };
+  },
+
+  toJSON(message: UpdateRatingRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.reviewRequestId !== "") {
+      obj.reviewRequestId = message.reviewRequestId;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.action !== "") {
+      obj.action = message.action;
+    }
+    if (message.assigneeId !== "") {
+      obj.assigneeId = message.assigneeId;
+    }
+    if (message.note !== "") {
+      obj.note = message.note;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateRatingRequest>, I>>(base?: I): UpdateRatingRequest {
+    return UpdateRatingRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateRatingRequest>, I>>(object: I): UpdateRatingRequest {
+    const message = createBaseUpdateRatingRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.reviewRequestId = object.reviewRequestId ?? "";
+    message.memberId = object.memberId ?? "";
+    message.action = object.action ?? "";
+    message.assigneeId = object.assigneeId ?? "";
+    message.note = object.note ?? "";
+    return message;
+  },
+};
+
+function createBaseUpdateRatingResponse(): UpdateRatingResponse {
+  return { rating: undefined };
+}
+
+export const UpdateRatingResponse: MessageFns<UpdateRatingResponse> = {
+  encode(message: UpdateRatingResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rating !== undefined) {
+      RatingEntry.encode(message.rating, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateRatingResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateRatingResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.rating = RatingEntry.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateRatingResponse {
+    return { rating: isSet(object.rating) ? RatingEntry.fromJSON(object.rating) : undefined };
+  },
+
+  toJSON(message: UpdateRatingResponse): unknown {
+    const obj: any = {};
+    if (message.rating !== undefined) {
+      obj.rating = RatingEntry.toJSON(message.rating);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateRatingResponse>, I>>(base?: I): UpdateRatingResponse {
+    return UpdateRatingResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateRatingResponse>, I>>(object: I): UpdateRatingResponse {
+    const message = createBaseUpdateRatingResponse();
+    message.rating = (object.rating !== undefined && object.rating !== null)
+      ? RatingEntry.fromPartial(object.rating)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseReplyToRatingRequest(): ReplyToRatingRequest {
+  return { organizationId: "", reviewRequestId: "", memberId: "", memberEmail: "", replyId: "", subject: "", text: "" };
+}
+
+export const ReplyToRatingRequest: MessageFns<ReplyToRatingRequest> = {
+  encode(message: ReplyToRatingRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.reviewRequestId !== "") {
+      writer.uint32(18).string(message.reviewRequestId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(26).string(message.memberId);
+    }
+    if (message.memberEmail !== "") {
+      writer.uint32(34).string(message.memberEmail);
+    }
+    if (message.replyId !== "") {
+      writer.uint32(42).string(message.replyId);
+    }
+    if (message.subject !== "") {
+      writer.uint32(50).string(message.subject);
+    }
+    if (message.text !== "") {
+      writer.uint32(58).string(message.text);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReplyToRatingRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReplyToRatingRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reviewRequestId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.memberEmail = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.replyId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.subject = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReplyToRatingRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      reviewRequestId: isSet(object.reviewRequestId)
+        ? globalThis.String(object.reviewRequestId)
+        : isSet(object.review_request_id)
+        ? globalThis.String(object.review_request_id)
+        : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      memberEmail: isSet(object.memberEmail)
+        ? globalThis.String(object.memberEmail)
+        : isSet(object.member_email)
+        ? globalThis.String(object.member_email)
+        : "",
+      replyId: isSet(object.replyId)
+        ? globalThis.String(object.replyId)
+        : isSet(object.reply_id)
+        ? globalThis.String(object.reply_id)
+        : "",
+      subject: isSet(object.subject) ? globalThis.String(object.subject) : "",
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+    };
+  },
+
+  toJSON(message: ReplyToRatingRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.reviewRequestId !== "") {
+      obj.reviewRequestId = message.reviewRequestId;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.memberEmail !== "") {
+      obj.memberEmail = message.memberEmail;
+    }
+    if (message.replyId !== "") {
+      obj.replyId = message.replyId;
+    }
+    if (message.subject !== "") {
+      obj.subject = message.subject;
+    }
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReplyToRatingRequest>, I>>(base?: I): ReplyToRatingRequest {
+    return ReplyToRatingRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReplyToRatingRequest>, I>>(object: I): ReplyToRatingRequest {
+    const message = createBaseReplyToRatingRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.reviewRequestId = object.reviewRequestId ?? "";
+    message.memberId = object.memberId ?? "";
+    message.memberEmail = object.memberEmail ?? "";
+    message.replyId = object.replyId ?? "";
+    message.subject = object.subject ?? "";
+    message.text = object.text ?? "";
+    return message;
+  },
+};
+
+function createBaseReplyToRatingResponse(): ReplyToRatingResponse {
+  return { to: "", sent: false, rating: undefined };
+}
+
+export const ReplyToRatingResponse: MessageFns<ReplyToRatingResponse> = {
+  encode(message: ReplyToRatingResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.to !== "") {
+      writer.uint32(10).string(message.to);
+    }
+    if (message.sent !== false) {
+      writer.uint32(16).bool(message.sent);
+    }
+    if (message.rating !== undefined) {
+      RatingEntry.encode(message.rating, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReplyToRatingResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReplyToRatingResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.to = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.sent = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.rating = RatingEntry.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReplyToRatingResponse {
+    return {
+      to: isSet(object.to) ? globalThis.String(object.to) : "",
+      sent: isSet(object.sent) ? globalThis.Boolean(object.sent) : false,
+      rating: isSet(object.rating) ? RatingEntry.fromJSON(object.rating) : undefined,
+    };
+  },
+
+  toJSON(message: ReplyToRatingResponse): unknown {
+    const obj: any = {};
+    if (message.to !== "") {
+      obj.to = message.to;
+    }
+    if (message.sent !== false) {
+      obj.sent = message.sent;
+    }
+    if (message.rating !== undefined) {
+      obj.rating = RatingEntry.toJSON(message.rating);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReplyToRatingResponse>, I>>(base?: I): ReplyToRatingResponse {
+    return ReplyToRatingResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReplyToRatingResponse>, I>>(object: I): ReplyToRatingResponse {
+    const message = createBaseReplyToRatingResponse();
+    message.to = object.to ?? "";
+    message.sent = object.sent ?? false;
+    message.rating = (object.rating !== undefined && object.rating !== null)
+      ? RatingEntry.fromPartial(object.rating)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseLocationAlertThreshold(): LocationAlertThreshold {
+  return { locationId: "", threshold: 0 };
+}
+
+export const LocationAlertThreshold: MessageFns<LocationAlertThreshold> = {
+  encode(message: LocationAlertThreshold, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.locationId !== "") {
+      writer.uint32(10).string(message.locationId);
+    }
+    if (message.threshold !== 0) {
+      writer.uint32(16).int32(message.threshold);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LocationAlertThreshold {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLocationAlertThreshold();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.threshold = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LocationAlertThreshold {
+    return {
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      threshold: isSet(object.threshold) ? globalThis.Number(object.threshold) : 0,
+    };
+  },
+
+  toJSON(message: LocationAlertThreshold): unknown {
+    const obj: any = {};
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.threshold !== 0) {
+      obj.threshold = Math.round(message.threshold);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LocationAlertThreshold>, I>>(base?: I): LocationAlertThreshold {
+    return LocationAlertThreshold.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LocationAlertThreshold>, I>>(object: I): LocationAlertThreshold {
+    const message = createBaseLocationAlertThreshold();
+    message.locationId = object.locationId ?? "";
+    message.threshold = object.threshold ?? 0;
+    return message;
+  },
+};
+
+function createBaseMemberAlertChoice(): MemberAlertChoice {
+  return { memberId: "", email: "" };
+}
+
+export const MemberAlertChoice: MessageFns<MemberAlertChoice> = {
+  encode(message: MemberAlertChoice, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.memberId !== "") {
+      writer.uint32(10).string(message.memberId);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MemberAlertChoice {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMemberAlertChoice();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MemberAlertChoice {
+    return {
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+    };
+  },
+
+  toJSON(message: MemberAlertChoice): unknown {
+    const obj: any = {};
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MemberAlertChoice>, I>>(base?: I): MemberAlertChoice {
+    return MemberAlertChoice.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MemberAlertChoice>, I>>(object: I): MemberAlertChoice {
+    const message = createBaseMemberAlertChoice();
+    message.memberId = object.memberId ?? "";
+    message.email = object.email ?? "";
+    return message;
+  },
+};
+
+function createBaseAlertSettings(): AlertSettings {
+  return {
+    organizationId: "",
+    threshold: 0,
+    locationThresholds: [],
+    responseTargetMinutes: 0,
+    workStart: "",
+    workEnd: "",
+    workDays: [],
+    replyTo: "",
+    members: [],
+  };
+}
+
+export const AlertSettings: MessageFns<AlertSettings> = {
+  encode(message: AlertSettings, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.threshold !== 0) {
+      writer.uint32(16).int32(message.threshold);
+    }
+    for (const v of message.locationThresholds) {
+      LocationAlertThreshold.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.responseTargetMinutes !== 0) {
+      writer.uint32(32).int32(message.responseTargetMinutes);
+    }
+    if (message.workStart !== "") {
+      writer.uint32(42).string(message.workStart);
+    }
+    if (message.workEnd !== "") {
+      writer.uint32(50).string(message.workEnd);
+    }
+    if (message.workDays.length !== 0) {
+      writer.uint32(58).fork();
+      for (const v of message.workDays) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    if (message.replyTo !== "") {
+      writer.uint32(66).string(message.replyTo);
+    }
+    for (const v of message.members) {
+      MemberAlertChoice.encode(v!, writer.uint32(74).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AlertSettings {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAlertSettings();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.threshold = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.locationThresholds.push(LocationAlertThreshold.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.responseTargetMinutes = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.workStart = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.workEnd = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag === 56) {
+              message.workDays.push(reader.int32());
+
+              continue;
+            }
+
+            if (tag === 58) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.workDays.push(reader.int32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.replyTo = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.members.push(MemberAlertChoice.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AlertSettings {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      threshold: isSet(object.threshold) ? globalThis.Number(object.threshold) : 0,
+      locationThresholds: globalThis.Array.isArray(object?.locationThresholds)
+        ? object.locationThresholds.map((e: any) => LocationAlertThreshold.fromJSON(e))
+        : globalThis.Array.isArray(object?.location_thresholds)
+        ? object.location_thresholds.map((e: any) => LocationAlertThreshold.fromJSON(e))
+        : [],
+      responseTargetMinutes: isSet(object.responseTargetMinutes)
+        ? globalThis.Number(object.responseTargetMinutes)
+        : isSet(object.response_target_minutes)
+        ? globalThis.Number(object.response_target_minutes)
+        : 0,
+      workStart: isSet(object.workStart)
+        ? globalThis.String(object.workStart)
+        : isSet(object.work_start)
+        ? globalThis.String(object.work_start)
+        : "",
+      workEnd: isSet(object.workEnd)
+        ? globalThis.String(object.workEnd)
+        : isSet(object.work_end)
+        ? globalThis.String(object.work_end)
+        : "",
+      workDays: globalThis.Array.isArray(object?.workDays)
+        ? object.workDays.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.work_days)
+        ? object.work_days.map((e: any) => globalThis.Number(e))
+        : [],
+      replyTo: isSet(object.replyTo)
+        ? globalThis.String(object.replyTo)
+        : isSet(object.reply_to)
+        ? globalThis.String(object.reply_to)
+        : "",
+      members: globalThis.Array.isArray(object?.members)
+        ? object.members.map((e: any) => MemberAlertChoice.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AlertSettings): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.threshold !== 0) {
+      obj.threshold = Math.round(message.threshold);
+    }
+    if (message.locationThresholds?.length) {
+      obj.locationThresholds = message.locationThresholds.map((e) => LocationAlertThreshold.toJSON(e));
+    }
+    if (message.responseTargetMinutes !== 0) {
+      obj.responseTargetMinutes = Math.round(message.responseTargetMinutes);
+    }
+    if (message.workStart !== "") {
+      obj.workStart = message.workStart;
+    }
+    if (message.workEnd !== "") {
+      obj.workEnd = message.workEnd;
+    }
+    if (message.workDays?.length) {
+      obj.workDays = message.workDays.map((e) => Math.round(e));
+    }
+    if (message.replyTo !== "") {
+      obj.replyTo = message.replyTo;
+    }
+    if (message.members?.length) {
+      obj.members = message.members.map((e) => MemberAlertChoice.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AlertSettings>, I>>(base?: I): AlertSettings {
+    return AlertSettings.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AlertSettings>, I>>(object: I): AlertSettings {
+    const message = createBaseAlertSettings();
+    message.organizationId = object.organizationId ?? "";
+    message.threshold = object.threshold ?? 0;
+    message.locationThresholds = object.locationThresholds?.map((e) => LocationAlertThreshold.fromPartial(e)) || [];
+    message.responseTargetMinutes = object.responseTargetMinutes ?? 0;
+    message.workStart = object.workStart ?? "";
+    message.workEnd = object.workEnd ?? "";
+    message.workDays = object.workDays?.map((e) => e) || [];
+    message.replyTo = object.replyTo ?? "";
+    message.members = object.members?.map((e) => MemberAlertChoice.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseGetAlertSettingsRequest(): GetAlertSettingsRequest {
+  return { organizationId: "" };
+}
+
+export const GetAlertSettingsRequest: MessageFns<GetAlertSettingsRequest> = {
+  encode(message: GetAlertSettingsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetAlertSettingsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetAlertSettingsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetAlertSettingsRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetAlertSettingsRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetAlertSettingsRequest>, I>>(base?: I): GetAlertSettingsRequest {
+    return GetAlertSettingsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetAlertSettingsRequest>, I>>(object: I): GetAlertSettingsRequest {
+    const message = createBaseGetAlertSettingsRequest();
+    message.organizationId = object.organizationId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetAlertSettingsResponse(): GetAlertSettingsResponse {
+  return { settings: undefined };
+}
+
+export const GetAlertSettingsResponse: MessageFns<GetAlertSettingsResponse> = {
+  encode(message: GetAlertSettingsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.settings !== undefined) {
+      AlertSettings.encode(message.settings, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetAlertSettingsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetAlertSettingsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.settings = AlertSettings.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetAlertSettingsResponse {
+    return { settings: isSet(object.settings) ? AlertSettings.fromJSON(object.settings) : undefined };
+  },
+
+  toJSON(message: GetAlertSettingsResponse): unknown {
+    const obj: any = {};
+    if (message.settings !== undefined) {
+      obj.settings = AlertSettings.toJSON(message.settings);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetAlertSettingsResponse>, I>>(base?: I): GetAlertSettingsResponse {
+    return GetAlertSettingsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetAlertSettingsResponse>, I>>(object: I): GetAlertSettingsResponse {
+    const message = createBaseGetAlertSettingsResponse();
+    message.settings = (object.settings !== undefined && object.settings !== null)
+      ? AlertSettings.fromPartial(object.settings)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSetAlertSettingsRequest(): SetAlertSettingsRequest {
+  return { settings: undefined };
+}
+
+export const SetAlertSettingsRequest: MessageFns<SetAlertSettingsRequest> = {
+  encode(message: SetAlertSettingsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.settings !== undefined) {
+      AlertSettings.encode(message.settings, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetAlertSettingsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetAlertSettingsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.settings = AlertSettings.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetAlertSettingsRequest {
+    return { settings: isSet(object.settings) ? AlertSettings.fromJSON(object.settings) : undefined };
+  },
+
+  toJSON(message: SetAlertSettingsRequest): unknown {
+    const obj: any = {};
+    if (message.settings !== undefined) {
+      obj.settings = AlertSettings.toJSON(message.settings);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetAlertSettingsRequest>, I>>(base?: I): SetAlertSettingsRequest {
+    return SetAlertSettingsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetAlertSettingsRequest>, I>>(object: I): SetAlertSettingsRequest {
+    const message = createBaseSetAlertSettingsRequest();
+    message.settings = (object.settings !== undefined && object.settings !== null)
+      ? AlertSettings.fromPartial(object.settings)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSetAlertSettingsResponse(): SetAlertSettingsResponse {
+  return { settings: undefined };
+}
+
+export const SetAlertSettingsResponse: MessageFns<SetAlertSettingsResponse> = {
+  encode(message: SetAlertSettingsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.settings !== undefined) {
+      AlertSettings.encode(message.settings, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetAlertSettingsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetAlertSettingsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.settings = AlertSettings.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetAlertSettingsResponse {
+    return { settings: isSet(object.settings) ? AlertSettings.fromJSON(object.settings) : undefined };
+  },
+
+  toJSON(message: SetAlertSettingsResponse): unknown {
+    const obj: any = {};
+    if (message.settings !== undefined) {
+      obj.settings = AlertSettings.toJSON(message.settings);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetAlertSettingsResponse>, I>>(base?: I): SetAlertSettingsResponse {
+    return SetAlertSettingsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetAlertSettingsResponse>, I>>(object: I): SetAlertSettingsResponse {
+    const message = createBaseSetAlertSettingsResponse();
+    message.settings = (object.settings !== undefined && object.settings !== null)
+      ? AlertSettings.fromPartial(object.settings)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSetMemberAlertsRequest(): SetMemberAlertsRequest {
+  return { organizationId: "", memberId: "", email: "" };
+}
+
+export const SetMemberAlertsRequest: MessageFns<SetMemberAlertsRequest> = {
+  encode(message: SetMemberAlertsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(18).string(message.memberId);
+    }
+    if (message.email !== "") {
+      writer.uint32(26).string(message.email);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetMemberAlertsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetMemberAlertsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetMemberAlertsRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+    };
+  },
+
+  toJSON(message: SetMemberAlertsRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetMemberAlertsRequest>, I>>(base?: I): SetMemberAlertsRequest {
+    return SetMemberAlertsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetMemberAlertsRequest>, I>>(object: I): SetMemberAlertsRequest {
+    const message = createBaseSetMemberAlertsRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.memberId = object.memberId ?? "";
+    message.email = object.email ?? "";
+    return message;
+  },
+};
+
+function createBaseSetMemberAlertsResponse(): SetMemberAlertsResponse {
+  return { settings: undefined };
+}
+
+export const SetMemberAlertsResponse: MessageFns<SetMemberAlertsResponse> = {
+  encode(message: SetMemberAlertsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.settings !== undefined) {
+      AlertSettings.encode(message.settings, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetMemberAlertsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetMemberAlertsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.settings = AlertSettings.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetMemberAlertsResponse {
+    return { settings: isSet(object.settings) ? AlertSettings.fromJSON(object.settings) : undefined };
+  },
+
+  toJSON(message: SetMemberAlertsResponse): unknown {
+    const obj: any = {};
+    if (message.settings !== undefined) {
+      obj.settings = AlertSettings.toJSON(message.settings);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetMemberAlertsResponse>, I>>(base?: I): SetMemberAlertsResponse {
+    return SetMemberAlertsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetMemberAlertsResponse>, I>>(object: I): SetMemberAlertsResponse {
+    const message = createBaseSetMemberAlertsResponse();
+    message.settings = (object.settings !== undefined && object.settings !== null)
+      ? AlertSettings.fromPartial(object.settings)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCreateStaffLinkCodeRequest(): CreateStaffLinkCodeRequest {
+  return { organizationId: "", channel: "", memberId: "" };
+}
+
+export const CreateStaffLinkCodeRequest: MessageFns<CreateStaffLinkCodeRequest> = {
+  encode(message: CreateStaffLinkCodeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.channel !== "") {
+      writer.uint32(18).string(message.channel);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(26).string(message.memberId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateStaffLinkCodeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateStaffLinkCodeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateStaffLinkCodeRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CreateStaffLinkCodeRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateStaffLinkCodeRequest>, I>>(base?: I): CreateStaffLinkCodeRequest {
+    return CreateStaffLinkCodeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateStaffLinkCodeRequest>, I>>(object: I): CreateStaffLinkCodeRequest {
+    const message = createBaseCreateStaffLinkCodeRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.channel = object.channel ?? "";
+    message.memberId = object.memberId ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateStaffLinkCodeResponse(): CreateStaffLinkCodeResponse {
+  return { code: undefined };
+}
+
+export const CreateStaffLinkCodeResponse: MessageFns<CreateStaffLinkCodeResponse> = {
+  encode(message: CreateStaffLinkCodeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== undefined) {
+      BotLinkCode.encode(message.code, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateStaffLinkCodeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateStaffLinkCodeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.code = BotLinkCode.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateStaffLinkCodeResponse {
+    return { code: isSet(object.code) ? BotLinkCode.fromJSON(object.code) : undefined };
+  },
+
+  toJSON(message: CreateStaffLinkCodeResponse): unknown {
+    const obj: any = {};
+    if (message.code !== undefined) {
+      obj.code = BotLinkCode.toJSON(message.code);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateStaffLinkCodeResponse>, I>>(base?: I): CreateStaffLinkCodeResponse {
+    return CreateStaffLinkCodeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateStaffLinkCodeResponse>, I>>(object: I): CreateStaffLinkCodeResponse {
+    const message = createBaseCreateStaffLinkCodeResponse();
+    message.code = (object.code !== undefined && object.code !== null)
+      ? BotLinkCode.fromPartial(object.code)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseStaffChat(): StaffChat {
+  return { channel: "", chatId: "", linkedBy: "", linkedAt: undefined };
+}
+
+export const StaffChat: MessageFns<StaffChat> = {
+  encode(message: StaffChat, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.channel !== "") {
+      writer.uint32(10).string(message.channel);
+    }
+    if (message.chatId !== "") {
+      writer.uint32(18).string(message.chatId);
+    }
+    if (message.linkedBy !== "") {
+      writer.uint32(26).string(message.linkedBy);
+    }
+    if (message.linkedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.linkedAt), writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StaffChat {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStaffChat();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.chatId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.linkedBy = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.linkedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StaffChat {
+    return {
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      chatId: isSet(object.chatId)
+        ? globalThis.String(object.chatId)
+        : isSet(object.chat_id)
+        ? globalThis.String(object.chat_id)
+        : "",
+      linkedBy: isSet(object.linkedBy)
+        ? globalThis.String(object.linkedBy)
+        : isSet(object.linked_by)
+        ? globalThis.String(object.linked_by)
+        : "",
+      linkedAt: isSet(object.linkedAt)
+        ? fromJsonTimestamp(object.linkedAt)
+        : isSet(object.linked_at)
+        ? fromJsonTimestamp(object.linked_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: StaffChat): unknown {
+    const obj: any = {};
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.chatId !== "") {
+      obj.chatId = message.chatId;
+    }
+    if (message.linkedBy !== "") {
+      obj.linkedBy = message.linkedBy;
+    }
+    if (message.linkedAt !== undefined) {
+      obj.linkedAt = message.linkedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StaffChat>, I>>(base?: I): StaffChat {
+    return StaffChat.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StaffChat>, I>>(object: I): StaffChat {
+    const message = createBaseStaffChat();
+    message.channel = object.channel ?? "";
+    message.chatId = object.chatId ?? "";
+    message.linkedBy = object.linkedBy ?? "";
+    message.linkedAt = object.linkedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseListStaffChatsRequest(): ListStaffChatsRequest {
+  return { organizationId: "" };
+}
+
+export const ListStaffChatsRequest: MessageFns<ListStaffChatsRequest> = {
+  encode(message: ListStaffChatsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListStaffChatsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListStaffChatsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListStaffChatsRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListStaffChatsRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListStaffChatsRequest>, I>>(base?: I): ListStaffChatsRequest {
+    return ListStaffChatsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListStaffChatsRequest>, I>>(object: I): ListStaffChatsRequest {
+    const message = createBaseListStaffChatsRequest();
+    message.organizationId = object.organizationId ?? "";
+    return message;
+  },
+};
+
+function createBaseListStaffChatsResponse(): ListStaffChatsResponse {
+  return { chats: [] };
+}
+
+export const ListStaffChatsResponse: MessageFns<ListStaffChatsResponse> = {
+  encode(message: ListStaffChatsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.chats) {
+      StaffChat.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListStaffChatsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListStaffChatsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.chats.push(StaffChat.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListStaffChatsResponse {
+    return {
+      chats: globalThis.Array.isArray(object?.chats) ? object.chats.map((e: any) => StaffChat.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ListStaffChatsResponse): unknown {
+    const obj: any = {};
+    if (message.chats?.length) {
+      obj.chats = message.chats.map((e) => StaffChat.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListStaffChatsResponse>, I>>(base?: I): ListStaffChatsResponse {
+    return ListStaffChatsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListStaffChatsResponse>, I>>(object: I): ListStaffChatsResponse {
+    const message = createBaseListStaffChatsResponse();
+    message.chats = object.chats?.map((e) => StaffChat.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseUnlinkStaffChatRequest(): UnlinkStaffChatRequest {
+  return { organizationId: "", channel: "", chatId: "" };
+}
+
+export const UnlinkStaffChatRequest: MessageFns<UnlinkStaffChatRequest> = {
+  encode(message: UnlinkStaffChatRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.channel !== "") {
+      writer.uint32(18).string(message.channel);
+    }
+    if (message.chatId !== "") {
+      writer.uint32(26).string(message.chatId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnlinkStaffChatRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnlinkStaffChatRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.chatId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnlinkStaffChatRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      chatId: isSet(object.chatId)
+        ? globalThis.String(object.chatId)
+        : isSet(object.chat_id)
+        ? globalThis.String(object.chat_id)
+        : "",
+    };
+  },
+
+  toJSON(message: UnlinkStaffChatRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.chatId !== "") {
+      obj.chatId = message.chatId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnlinkStaffChatRequest>, I>>(base?: I): UnlinkStaffChatRequest {
+    return UnlinkStaffChatRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnlinkStaffChatRequest>, I>>(object: I): UnlinkStaffChatRequest {
+    const message = createBaseUnlinkStaffChatRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.channel = object.channel ?? "";
+    message.chatId = object.chatId ?? "";
+    return message;
+  },
+};
+
+function createBaseUnlinkStaffChatResponse(): UnlinkStaffChatResponse {
+  return { unlinked: 0 };
+}
+
+export const UnlinkStaffChatResponse: MessageFns<UnlinkStaffChatResponse> = {
+  encode(message: UnlinkStaffChatResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.unlinked !== 0) {
+      writer.uint32(8).int32(message.unlinked);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnlinkStaffChatResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnlinkStaffChatResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.unlinked = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnlinkStaffChatResponse {
+    return { unlinked: isSet(object.unlinked) ? globalThis.Number(object.unlinked) : 0 };
+  },
+
+  toJSON(message: UnlinkStaffChatResponse): unknown {
+    const obj: any = {};
+    if (message.unlinked !== 0) {
+      obj.unlinked = Math.round(message.unlinked);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnlinkStaffChatResponse>, I>>(base?: I): UnlinkStaffChatResponse {
+    return UnlinkStaffChatResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnlinkStaffChatResponse>, I>>(object: I): UnlinkStaffChatResponse {
+    const message = createBaseUnlinkStaffChatResponse();
+    message.unlinked = object.unlinked ?? 0;
     return message;
   },
 };
@@ -11880,6 +14689,116 @@ export const CascadeSchedulerServiceService = {
       Buffer.from(RecordBotOptOutResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RecordBotOptOutResponse => RecordBotOptOutResponse.decode(value),
   },
+  /**
+   * The ratings inbox as a workflow (docs/console.md, "The ratings inbox"): one rating with its history
+   * (workflow changes, alerts, replies). NOT_FOUND for another organization's or an unknown rating.
+   */
+  getRating: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/GetRating" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetRatingRequest): Buffer => Buffer.from(GetRatingRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetRatingRequest => GetRatingRequest.decode(value),
+    responseSerialize: (value: GetRatingResponse): Buffer => Buffer.from(GetRatingResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetRatingResponse => GetRatingResponse.decode(value),
+  },
+  /** A member's action on a rating: assign (in progress), unassign, resolve with a note, reopen, note. */
+  updateRating: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/UpdateRating" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateRatingRequest): Buffer => Buffer.from(UpdateRatingRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateRatingRequest => UpdateRatingRequest.decode(value),
+    responseSerialize: (value: UpdateRatingResponse): Buffer =>
+      Buffer.from(UpdateRatingResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateRatingResponse => UpdateRatingResponse.decode(value),
+  },
+  /**
+   * A reply to the customer by email, from the organization's reply-to; refused when the customer has
+   * no email or opted out. Sent at most once per `reply_id`.
+   */
+  replyToRating: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/ReplyToRating" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReplyToRatingRequest): Buffer => Buffer.from(ReplyToRatingRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReplyToRatingRequest => ReplyToRatingRequest.decode(value),
+    responseSerialize: (value: ReplyToRatingResponse): Buffer =>
+      Buffer.from(ReplyToRatingResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReplyToRatingResponse => ReplyToRatingResponse.decode(value),
+  },
+  /** Rating alerts and the inbox's settings per organization, and each member's choice of alerts. */
+  getAlertSettings: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/GetAlertSettings" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetAlertSettingsRequest): Buffer =>
+      Buffer.from(GetAlertSettingsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetAlertSettingsRequest => GetAlertSettingsRequest.decode(value),
+    responseSerialize: (value: GetAlertSettingsResponse): Buffer =>
+      Buffer.from(GetAlertSettingsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetAlertSettingsResponse => GetAlertSettingsResponse.decode(value),
+  },
+  setAlertSettings: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/SetAlertSettings" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetAlertSettingsRequest): Buffer =>
+      Buffer.from(SetAlertSettingsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetAlertSettingsRequest => SetAlertSettingsRequest.decode(value),
+    responseSerialize: (value: SetAlertSettingsResponse): Buffer =>
+      Buffer.from(SetAlertSettingsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetAlertSettingsResponse => SetAlertSettingsResponse.decode(value),
+  },
+  setMemberAlerts: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/SetMemberAlerts" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetMemberAlertsRequest): Buffer =>
+      Buffer.from(SetMemberAlertsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetMemberAlertsRequest => SetMemberAlertsRequest.decode(value),
+    responseSerialize: (value: SetMemberAlertsResponse): Buffer =>
+      Buffer.from(SetMemberAlertsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetMemberAlertsResponse => SetMemberAlertsResponse.decode(value),
+  },
+  /**
+   * Staff chats that get the alerts through the official bots: a member's link code (the deep link
+   * claimed by ClaimBotLink, answered with `staff`), the linked chats, unlinking one.
+   */
+  createStaffLinkCode: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/CreateStaffLinkCode" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateStaffLinkCodeRequest): Buffer =>
+      Buffer.from(CreateStaffLinkCodeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateStaffLinkCodeRequest => CreateStaffLinkCodeRequest.decode(value),
+    responseSerialize: (value: CreateStaffLinkCodeResponse): Buffer =>
+      Buffer.from(CreateStaffLinkCodeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateStaffLinkCodeResponse => CreateStaffLinkCodeResponse.decode(value),
+  },
+  listStaffChats: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/ListStaffChats" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListStaffChatsRequest): Buffer =>
+      Buffer.from(ListStaffChatsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListStaffChatsRequest => ListStaffChatsRequest.decode(value),
+    responseSerialize: (value: ListStaffChatsResponse): Buffer =>
+      Buffer.from(ListStaffChatsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListStaffChatsResponse => ListStaffChatsResponse.decode(value),
+  },
+  /** An empty `organization_id` unlinks the chat for every organization (the bot was blocked, `/stop`). */
+  unlinkStaffChat: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/UnlinkStaffChat" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UnlinkStaffChatRequest): Buffer =>
+      Buffer.from(UnlinkStaffChatRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UnlinkStaffChatRequest => UnlinkStaffChatRequest.decode(value),
+    responseSerialize: (value: UnlinkStaffChatResponse): Buffer =>
+      Buffer.from(UnlinkStaffChatResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UnlinkStaffChatResponse => UnlinkStaffChatResponse.decode(value),
+  },
 } as const;
 
 export interface CascadeSchedulerServiceServer extends UntypedServiceImplementation {
@@ -11966,6 +14885,30 @@ export interface CascadeSchedulerServiceServer extends UntypedServiceImplementat
    * addresses) enter the organization's opt-out ledger with source `stop_reply`. Idempotent.
    */
   recordBotOptOut: handleUnaryCall<RecordBotOptOutRequest, RecordBotOptOutResponse>;
+  /**
+   * The ratings inbox as a workflow (docs/console.md, "The ratings inbox"): one rating with its history
+   * (workflow changes, alerts, replies). NOT_FOUND for another organization's or an unknown rating.
+   */
+  getRating: handleUnaryCall<GetRatingRequest, GetRatingResponse>;
+  /** A member's action on a rating: assign (in progress), unassign, resolve with a note, reopen, note. */
+  updateRating: handleUnaryCall<UpdateRatingRequest, UpdateRatingResponse>;
+  /**
+   * A reply to the customer by email, from the organization's reply-to; refused when the customer has
+   * no email or opted out. Sent at most once per `reply_id`.
+   */
+  replyToRating: handleUnaryCall<ReplyToRatingRequest, ReplyToRatingResponse>;
+  /** Rating alerts and the inbox's settings per organization, and each member's choice of alerts. */
+  getAlertSettings: handleUnaryCall<GetAlertSettingsRequest, GetAlertSettingsResponse>;
+  setAlertSettings: handleUnaryCall<SetAlertSettingsRequest, SetAlertSettingsResponse>;
+  setMemberAlerts: handleUnaryCall<SetMemberAlertsRequest, SetMemberAlertsResponse>;
+  /**
+   * Staff chats that get the alerts through the official bots: a member's link code (the deep link
+   * claimed by ClaimBotLink, answered with `staff`), the linked chats, unlinking one.
+   */
+  createStaffLinkCode: handleUnaryCall<CreateStaffLinkCodeRequest, CreateStaffLinkCodeResponse>;
+  listStaffChats: handleUnaryCall<ListStaffChatsRequest, ListStaffChatsResponse>;
+  /** An empty `organization_id` unlinks the chat for every organization (the bot was blocked, `/stop`). */
+  unlinkStaffChat: handleUnaryCall<UnlinkStaffChatRequest, UnlinkStaffChatResponse>;
 }
 
 export interface CascadeSchedulerServiceClient extends Client {
@@ -12443,6 +15386,156 @@ export interface CascadeSchedulerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RecordBotOptOutResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The ratings inbox as a workflow (docs/console.md, "The ratings inbox"): one rating with its history
+   * (workflow changes, alerts, replies). NOT_FOUND for another organization's or an unknown rating.
+   */
+  getRating(
+    request: GetRatingRequest,
+    callback: (error: ServiceError | null, response: GetRatingResponse) => void,
+  ): ClientUnaryCall;
+  getRating(
+    request: GetRatingRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetRatingResponse) => void,
+  ): ClientUnaryCall;
+  getRating(
+    request: GetRatingRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetRatingResponse) => void,
+  ): ClientUnaryCall;
+  /** A member's action on a rating: assign (in progress), unassign, resolve with a note, reopen, note. */
+  updateRating(
+    request: UpdateRatingRequest,
+    callback: (error: ServiceError | null, response: UpdateRatingResponse) => void,
+  ): ClientUnaryCall;
+  updateRating(
+    request: UpdateRatingRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateRatingResponse) => void,
+  ): ClientUnaryCall;
+  updateRating(
+    request: UpdateRatingRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateRatingResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A reply to the customer by email, from the organization's reply-to; refused when the customer has
+   * no email or opted out. Sent at most once per `reply_id`.
+   */
+  replyToRating(
+    request: ReplyToRatingRequest,
+    callback: (error: ServiceError | null, response: ReplyToRatingResponse) => void,
+  ): ClientUnaryCall;
+  replyToRating(
+    request: ReplyToRatingRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReplyToRatingResponse) => void,
+  ): ClientUnaryCall;
+  replyToRating(
+    request: ReplyToRatingRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReplyToRatingResponse) => void,
+  ): ClientUnaryCall;
+  /** Rating alerts and the inbox's settings per organization, and each member's choice of alerts. */
+  getAlertSettings(
+    request: GetAlertSettingsRequest,
+    callback: (error: ServiceError | null, response: GetAlertSettingsResponse) => void,
+  ): ClientUnaryCall;
+  getAlertSettings(
+    request: GetAlertSettingsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetAlertSettingsResponse) => void,
+  ): ClientUnaryCall;
+  getAlertSettings(
+    request: GetAlertSettingsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetAlertSettingsResponse) => void,
+  ): ClientUnaryCall;
+  setAlertSettings(
+    request: SetAlertSettingsRequest,
+    callback: (error: ServiceError | null, response: SetAlertSettingsResponse) => void,
+  ): ClientUnaryCall;
+  setAlertSettings(
+    request: SetAlertSettingsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetAlertSettingsResponse) => void,
+  ): ClientUnaryCall;
+  setAlertSettings(
+    request: SetAlertSettingsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetAlertSettingsResponse) => void,
+  ): ClientUnaryCall;
+  setMemberAlerts(
+    request: SetMemberAlertsRequest,
+    callback: (error: ServiceError | null, response: SetMemberAlertsResponse) => void,
+  ): ClientUnaryCall;
+  setMemberAlerts(
+    request: SetMemberAlertsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetMemberAlertsResponse) => void,
+  ): ClientUnaryCall;
+  setMemberAlerts(
+    request: SetMemberAlertsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetMemberAlertsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Staff chats that get the alerts through the official bots: a member's link code (the deep link
+   * claimed by ClaimBotLink, answered with `staff`), the linked chats, unlinking one.
+   */
+  createStaffLinkCode(
+    request: CreateStaffLinkCodeRequest,
+    callback: (error: ServiceError | null, response: CreateStaffLinkCodeResponse) => void,
+  ): ClientUnaryCall;
+  createStaffLinkCode(
+    request: CreateStaffLinkCodeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateStaffLinkCodeResponse) => void,
+  ): ClientUnaryCall;
+  createStaffLinkCode(
+    request: CreateStaffLinkCodeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateStaffLinkCodeResponse) => void,
+  ): ClientUnaryCall;
+  listStaffChats(
+    request: ListStaffChatsRequest,
+    callback: (error: ServiceError | null, response: ListStaffChatsResponse) => void,
+  ): ClientUnaryCall;
+  listStaffChats(
+    request: ListStaffChatsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListStaffChatsResponse) => void,
+  ): ClientUnaryCall;
+  listStaffChats(
+    request: ListStaffChatsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListStaffChatsResponse) => void,
+  ): ClientUnaryCall;
+  /** An empty `organization_id` unlinks the chat for every organization (the bot was blocked, `/stop`). */
+  unlinkStaffChat(
+    request: UnlinkStaffChatRequest,
+    callback: (error: ServiceError | null, response: UnlinkStaffChatResponse) => void,
+  ): ClientUnaryCall;
+  unlinkStaffChat(
+    request: UnlinkStaffChatRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UnlinkStaffChatResponse) => void,
+  ): ClientUnaryCall;
+  unlinkStaffChat(
+    request: UnlinkStaffChatRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UnlinkStaffChatResponse) => void,
   ): ClientUnaryCall;
 }
 
