@@ -440,16 +440,18 @@ before SMS.ru).
 {{- $svc := $v.channelEmail -}}
 {{- $listed := toString (index ($svc.env | default dict) "EMAIL_PROVIDERS" | default "") -}}
 {{- $configured := list -}}
-{{- if or $s.smtpUrl (include "rrs.envSet" (list $svc "SMTP_URL")) -}}{{- $configured = append $configured "smtp" -}}{{- end -}}
-{{- if or $s.postmarkServerToken (include "rrs.envSet" (list $svc "POSTMARK_SERVER_TOKEN")) -}}{{- $configured = append $configured "postmark" -}}{{- end -}}
+{{- $own := not (or $svc.existingSecret $s.existingSecret) -}}
+{{- if or (and $own $s.smtpUrl) (include "rrs.envSet" (list $svc "SMTP_URL")) -}}{{- $configured = append $configured "smtp" -}}{{- end -}}
+{{- if or (and $own $s.postmarkServerToken) (include "rrs.envSet" (list $svc "POSTMARK_SERVER_TOKEN")) -}}{{- $configured = append $configured "postmark" -}}{{- end -}}
 {{- $_ := set $out "Email" (dict "sender" "channel-email" "variable" "EMAIL_PROVIDERS=sink" "needs" "secrets.smtpUrl or secrets.postmarkServerToken" "providers" (ternary (splitList "," $listed) $configured (ne $listed "")) "sink" (eq $listed "sink") "secret" (or $svc.existingSecret $s.existingSecret | default "")) -}}
 {{- end -}}
 {{- if $v.channelSms.enabled -}}
 {{- $svc := $v.channelSms -}}
 {{- $listed := toString (index ($svc.env | default dict) "SMS_PROVIDERS" | default "") -}}
 {{- $configured := list -}}
-{{- if or $s.smscLogin (include "rrs.envSet" (list $svc "SMSC_LOGIN")) -}}{{- $configured = append $configured "smsc" -}}{{- end -}}
-{{- if or $s.smsruApiId (include "rrs.envSet" (list $svc "SMSRU_API_ID")) -}}{{- $configured = append $configured "smsru" -}}{{- end -}}
+{{- $own := not (or $svc.existingSecret $s.existingSecret) -}}
+{{- if or (and $own $s.smscLogin) (include "rrs.envSet" (list $svc "SMSC_LOGIN")) -}}{{- $configured = append $configured "smsc" -}}{{- end -}}
+{{- if or (and $own $s.smsruApiId) (include "rrs.envSet" (list $svc "SMSRU_API_ID")) -}}{{- $configured = append $configured "smsru" -}}{{- end -}}
 {{- $_ := set $out "SMS" (dict "sender" "channel-sms" "variable" "SMS_PROVIDERS=sink" "needs" "secrets.smscLogin and secrets.smscPassword, or secrets.smsruApiId" "providers" (ternary (splitList "," $listed) $configured (ne $listed "")) "sink" (eq $listed "sink") "secret" (or $svc.existingSecret $s.existingSecret | default "")) -}}
 {{- end -}}
 {{- if $v.channelMessenger.enabled -}}
@@ -458,7 +460,7 @@ before SMS.ru).
 {{- $secret := or $svc.existingSecret $s.existingSecret | default "" -}}
 {{- range $messenger := list "max" "telegram" -}}
 {{- $key := upper $messenger -}}
-{{- $account := or (and (index $s (printf "%sIdInstance" $messenger)) (index $s (printf "%sApiToken" $messenger))) (include "rrs.envSet" (list $svc (printf "%s_ID_INSTANCE" $key))) -}}
+{{- $account := or (and (not $secret) (index $s (printf "%sIdInstance" $messenger)) (index $s (printf "%sApiToken" $messenger))) (include "rrs.envSet" (list $svc (printf "%s_ID_INSTANCE" $key))) -}}
 {{- $sink := has $messenger $sinks -}}
 {{- $_ := set $out (ternary "MAX" "Telegram" (eq $messenger "max")) (dict "sender" "channel-messenger" "variable" "MESSENGER_SINK" "needs" (printf "secrets.%sIdInstance and secrets.%sApiToken" $messenger $messenger) "providers" (ternary (list "GREEN-API working account") (ternary (list "sink") list $sink) (not (empty $account))) "sink" $sink "secret" $secret) -}}
 {{- end -}}
