@@ -191,7 +191,8 @@ export async function startMessengerSender(
       entry: { ...ENTRIES[channel], capabilities: capabilities(channel), ...availability(channel), ...(bots[channel] ? { botLink: bots[channel].bot.link } : {}) },
       send: messengerSend(providers[channel], usableOf(channel), routes[channel]),
       provider: providers[channel].name,
-      health: providerHealth[channel],
+      // A messenger without a working account has no provider to announce: its entry says why it is unavailable.
+      ...(withoutAccount[channel] ? {} : { health: providerHealth[channel] }),
     })),
   });
   setAvailability = running.setAvailability;
