@@ -167,9 +167,11 @@ describe('the configuration pages in a browser', () => {
     await page.getByRole('rowheader', { name: 'SMS' }).waitFor();
     const alert = page.getByRole('alert').filter({ hasText: 'Messages are not delivered:' });
     expect(await alert.textContent()).toMatch(/^Messages are not delivered: Email, SMS, MAX, Telegram sends through the sink/);
-    const red = await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--danger').trim());
-    const colorOf = (selector: string) => page.locator(selector).first().evaluate((el) => getComputedStyle(el).color);
-    const probe = await page.evaluate((color) => { const el = document.createElement('span'); el.style.color = color; document.body.append(el); const c = getComputedStyle(el).color; el.remove(); return c; }, red);
+    // The theme's danger colour, as the browser computes it (the page has no DOM types here: a string runs in it).
+    const probe = await page.evaluate<string>(
+      "(() => { const el = document.createElement('span'); el.style.color = getComputedStyle(document.documentElement).getPropertyValue('--danger').trim(); document.body.append(el); const c = getComputedStyle(el).color; el.remove(); return c; })()",
+    );
+    const colorOf = (selector: string) => page.evaluate<string>(`getComputedStyle(document.querySelector(${JSON.stringify(selector)})).color`);
     expect(await colorOf('[data-not-delivered="EMAIL"]')).toBe(probe);
     expect(await colorOf('#sink-warning')).toBe(probe);
     // The providers in failover order, the state in words: npm start's email goes through the sink.
