@@ -185,7 +185,7 @@ export function buildConfig(env: Env): MessengerConfig {
  * "Production never pretends": which messengers use the sink. Outside production, those without a
  * working account (the demo). In production only those MESSENGER_SINK names, and a sender with neither
  * a working account nor a named sink refuses to start, naming the variables; a messenger without either
- * while the other has an account is announced unavailable (`no_working_account`), never as a sink.
+ * while the other has an account is announced unavailable (`account_missing`), never as a sink.
  */
 function messengerSink(listed: string | undefined, accounts: Record<MessengerKey, MessengerAccount | undefined>, production: boolean): MessengerKey[] {
   if (listed === undefined) {

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { schedulerV1, type BotChannel } from '@rrs/proto';
+import { accountUnavailableReason, schedulerV1, type BotChannel } from '@rrs/proto';
 import { join } from 'node:path';
 import { collapseRepeats, createGrpcClient, migrate, reachAtStart, type ServiceContext } from '@rrs/runtime';
 import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, startReceiptEndpoint, type ReceiptRoute, type ChannelSenderConfig, type ChannelSenderDeps, type RunningChannelSender, type SendStep } from '@rrs/sender-kit';
@@ -19,8 +19,8 @@ import { renderMessengerText } from './message';
 import { greenApiProvider, sinkMessengerProvider, type MessengerProvider } from './provider';
 import { createSendRateLimiter } from './rateLimit';
 
-/** Why a messenger without a working account (and not a named sink) can't send: catalog and step reason. */
-export const NO_WORKING_ACCOUNT = 'no_working_account';
+/** Why a messenger without a working account (and not a named sink) can't send: catalog and step reason, `account_missing` (its steps reroute as for a blocked account). */
+export const NO_WORKING_ACCOUNT = accountUnavailableReason('missing');
 
 /** The provider of a messenger without an account: unreachable behind its health, and refusing if ever called. */
 function noAccountProvider(channel: MessengerChannel): MessengerProvider {

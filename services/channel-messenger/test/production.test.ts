@@ -6,7 +6,7 @@ const MAX_INSTANCE = '5505';
 /**
  * "Production never pretends" for the messengers (docs/channels.md, "The sink and production"): with a MAX
  * working account and no TELEGRAM one, as production configures it (no MESSENGER_SINK: `sink: []`),
- * TELEGRAM is in the catalog unavailable (`no_working_account`), never a sink that records and says
+ * TELEGRAM is in the catalog unavailable (`account_missing`), never a sink that records and says
  * "sent"; MAX announces its account as its provider, `open` while the account is blocked.
  */
 describe('channel-messenger with one working account, as in production', () => {
@@ -18,7 +18,7 @@ describe('channel-messenger with one working account, as in production', () => {
   afterAll(() => stack.stop());
 
   it('announces TELEGRAM unavailable for want of an account, and MAX with its account as provider', async () => {
-    expect(await stack.catalogEntry('TELEGRAM')).toMatchObject({ unavailable: true, unavailableReason: 'no_working_account', providers: [] });
+    expect(await stack.catalogEntry('TELEGRAM')).toMatchObject({ unavailable: true, unavailableReason: 'account_missing', providers: [] });
     expect(await stack.catalogEntry('MAX')).toMatchObject({ providers: [expect.objectContaining({ name: 'max', state: 'closed' })] });
     expect(stack.messenger.outbox.list().length).toBe(0);
   });
