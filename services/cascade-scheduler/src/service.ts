@@ -3,7 +3,7 @@ import { contactsV1, DEFAULT_ALERT_HOLD_MS } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { createGrpcClient, Notifier, openBus, openServiceDatabase, SSD_PLANNER_SETTINGS, startGrpcServer, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import { Cascades } from './cascades';
-import { DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, type SchedulerConfig } from './config';
+import { DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL, DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, type SchedulerConfig } from './config';
 import { startDispatcher, type DispatcherOptions, type RunningDispatcher } from './dispatchDueSteps';
 import { Flows } from './flows';
 import { schedulerGrpcService } from './grpcApi';
@@ -47,7 +47,7 @@ export interface SchedulerDeps {
 /** The bus settings are needed only when no bus is handed in (`deps.bus`, as the all-in-one does). */
 export type SchedulerStartConfig = Pick<SchedulerConfig, 'databaseUrl' | 'grpcHost' | 'grpcPort'> &
   Partial<BusConfig> &
-  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts' | 'alertHoldMs'>>;
+  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'dispatchInFlightPerChannel' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts' | 'alertHoldMs'>>;
 
 export interface RunningScheduler {
   grpcPort: number;
@@ -100,6 +100,7 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
       pool, bus, notifier, logger: ctx.logger, minuteMs, publicBaseUrl,
       channels: new ConfiguredChannels(profiles, deps.channelsCacheMs),
       batchSize: config.dispatchBatchSize,
+      inFlightPerChannel: (config.dispatchInFlightPerChannel ?? DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL) || null,
       // Ratings first: a step due for a customer whose rating waits on the RATINGS stream must not go out.
       beforeRound: async () => {
         await ratings.ratingsFirst();

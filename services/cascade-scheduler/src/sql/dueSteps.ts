@@ -6,25 +6,115 @@ export interface ClaimedStep {
   recipientId: string;
 }
 
+export interface ClaimOptions {
+  /** Up to this many steps. */
+  limit: number;
+  /** Steps of one channel dispatched and still without a result, at most (null: no bound). */
+  inFlightPerChannel: number | null;
+  /** The fair path (round-robin over queues) instead of straight due order. */
+  fair: boolean;
+}
+
+export interface Claim {
+  now: Date;
+  claimed: ClaimedStep[];
+  /**
+   * The round could not take a full batch of every channel: some channel's in-flight bound left less
+   * room than `limit` (so due work may wait in PostgreSQL beyond this claim).
+   */
+  limited: boolean;
+}
+
 /**
- * Reads the database clock and claims up to `limit` steps due at that time, in due order straight off
- * the due index, locking each as it is read (SKIP LOCKED: a second claimer reads past them, so
- * replicas share the work and none dispatches a step twice), in one statement. Never waits for a lock.
+ * Steps of each channel in flight (dispatched, no result yet) and the room each channel's bound leaves.
+ * Counted off the in-flight index; at most the bound plus a batch per channel.
  */
-export async function claimDueSteps(client: PoolClient, limit: number): Promise<{ now: Date; claimed: ClaimedStep[] }> {
-  const { rows } = await client.query<{ now: Date; stepId: string | null; recipientId: string | null }>(
-    `WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS now)
-     SELECT clock.now, s.id AS "stepId", s.recipient_id AS "recipientId"
-       FROM clock LEFT JOIN LATERAL (
+const FLIGHT = `flight AS MATERIALIZED (
+       SELECT sent_channel, $2::int - count(*)::int AS room FROM recipient_steps WHERE status = 'dispatched' GROUP BY sent_channel)`;
+
+/**
+ * Straight due order off the due index, locking each as it is read (SKIP LOCKED: a second claimer
+ * reads past them, so replicas share the work and none dispatches a step twice). With an in-flight
+ * bound, at most the room of the fullest channel, so no channel goes over it.
+ */
+function dueOrderClaim(bounded: boolean): string {
+  const room = bounded ? `(SELECT least($1::int, greatest(0, coalesce(min(room), $1::int))) FROM flight)` : '$1::int';
+  return `WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS now)${bounded ? `, ${FLIGHT}` : ''},
+       take AS MATERIALIZED (SELECT ${room} AS n)
+     SELECT clock.now, take.n < $1::int AS limited, s.id AS "stepId", s.recipient_id AS "recipientId"
+       FROM clock CROSS JOIN take LEFT JOIN LATERAL (
          SELECT id, recipient_id FROM recipient_steps
           WHERE status = 'scheduled' AND due_at <= clock.now
-          ORDER BY due_at LIMIT $1
-          FOR UPDATE SKIP LOCKED) s ON true`,
-    [limit],
+          ORDER BY due_at LIMIT take.n
+          FOR UPDATE SKIP LOCKED) s ON true`;
+}
+
+/**
+ * Round-robin over the queues — (organization, channel) pairs with scheduled steps, found by a
+ * skip-scan of the queue index (one probe per queue, not per step) — with each channel's room: every
+ * queue's first due step, then every queue's second, … (oldest first within a turn); within a queue
+ * small requests before bulk, each in due order. The candidates are read unlocked, then locked in
+ * that order (a nested loop over the materialized, sorted candidates: the limit stops the locking)
+ * with SKIP LOCKED (a step another claimer holds is passed over), up to the limit.
+ */
+function fairClaim(bounded: boolean): string {
+  const room = bounded ? `least($1::int, coalesce(f.room, $2::int))` : '$1::int';
+  return `WITH RECURSIVE clock AS MATERIALIZED (SELECT clock_timestamp() AS now)${bounded ? `, ${FLIGHT}` : ''},
+       queues AS (
+         (SELECT organization_id, sent_channel FROM recipient_steps WHERE status = 'scheduled' ORDER BY organization_id, sent_channel LIMIT 1)
+         UNION ALL
+         SELECT n.organization_id, n.sent_channel FROM queues q CROSS JOIN LATERAL (
+           SELECT organization_id, sent_channel FROM recipient_steps
+            WHERE status = 'scheduled' AND (organization_id, sent_channel) > (q.organization_id, q.sent_channel)
+            ORDER BY organization_id, sent_channel LIMIT 1) n),
+       open AS MATERIALIZED (
+         SELECT q.organization_id, q.sent_channel, ${room} AS room
+           FROM queues q${bounded ? ' LEFT JOIN flight f USING (sent_channel)' : ''}),
+       candidates AS (
+         SELECT c.id, c.recipient_id, c.due_at, o.sent_channel, o.room,
+                row_number() OVER (PARTITION BY o.organization_id, o.sent_channel ORDER BY c.bulk, c.due_at) AS turn
+           FROM open o CROSS JOIN clock CROSS JOIN LATERAL (
+             (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
+               WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND NOT bulk
+                 AND status = 'scheduled' AND due_at <= clock.now
+               ORDER BY due_at LIMIT o.room)
+             UNION ALL
+             (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
+               WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND bulk
+                 AND status = 'scheduled' AND due_at <= clock.now
+               ORDER BY due_at LIMIT o.room)
+             LIMIT o.room) c
+          WHERE o.room > 0),
+       ranked AS (
+         SELECT id, turn, due_at, room, row_number() OVER (PARTITION BY sent_channel ORDER BY turn, due_at) AS nth FROM candidates),
+       fair AS MATERIALIZED (
+         SELECT id FROM ranked WHERE nth <= room ORDER BY turn, due_at LIMIT 2 * $1::int)
+     SELECT clock.now, ${bounded ? `EXISTS (SELECT 1 FROM open WHERE room < $1::int)` : 'false'} AS limited, s.id AS "stepId", s.recipient_id AS "recipientId"
+       FROM clock LEFT JOIN LATERAL (
+         SELECT l.id, l.recipient_id FROM fair CROSS JOIN LATERAL (
+           SELECT id, recipient_id FROM recipient_steps WHERE id = fair.id AND status = 'scheduled' FOR UPDATE SKIP LOCKED) l
+          LIMIT $1::int) s ON true`;
+}
+
+const CLAIMS = {
+  dueOrder: { bounded: dueOrderClaim(true), unbounded: dueOrderClaim(false) },
+  fair: { bounded: fairClaim(true), unbounded: fairClaim(false) },
+};
+
+/**
+ * Reads the database clock and claims up to `limit` steps due at that time (see dueOrderClaim and
+ * fairClaim), in one statement. Never waits for a lock.
+ */
+export async function claimDueSteps(client: PoolClient, options: ClaimOptions): Promise<Claim> {
+  const claims = options.fair ? CLAIMS.fair : CLAIMS.dueOrder;
+  const bounded = options.inFlightPerChannel !== null;
+  const { rows } = await client.query<{ now: Date; limited: boolean; stepId: string | null; recipientId: string | null }>(
+    bounded ? claims.bounded : claims.unbounded,
+    bounded ? [options.limit, options.inFlightPerChannel] : [options.limit],
   );
   const claimed: ClaimedStep[] = [];
   for (const row of rows) if (row.stepId !== null && row.recipientId !== null) claimed.push({ stepId: row.stepId, recipientId: row.recipientId });
-  return { now: rows[0].now, claimed };
+  return { now: rows[0].now, claimed, limited: rows[0].limited };
 }
 
 /** Until the nearest scheduled step is due (one `min()` over the due index). */
