@@ -4,7 +4,7 @@ import { fire, type Dispatch, type FireChecks, type Timing } from './engine';
 import { fireChecksFor } from './fireChecks';
 import type { ConfiguredChannels } from './organizationProfiles';
 import { DUE_CHANNEL, readStates, saveStates, type LoadedRecipient } from './recipientStore';
-import { claimDueSteps, msUntilNextDueStep, type ClaimedStep, type ClaimOptions } from './sql/dueSteps';
+import { claimDueSteps, msUntilNextDueStep, type ClaimedStep, type ClaimOptions, type InFlightBound } from './sql/dueSteps';
 import { stepDueMessage } from './stepMessage';
 
 const lateness = histogram({
@@ -25,10 +25,11 @@ export interface DispatcherOptions {
   publicBaseUrl: string;
   batchSize?: number;
   /**
-   * Steps of one channel dispatched and still without a result, at most (null or absent: no bound).
-   * The senders take what is in flight; the rest waits in PostgreSQL, where the claim is fair.
+   * Steps of one channel dispatched and still without a result, at most (null or absent: no bound;
+   * sql/dueSteps.ts, InFlightBound). The senders take what is in flight; the rest waits in PostgreSQL,
+   * where the claim is fair.
    */
-  inFlightPerChannel?: number | null;
+  inFlight?: InFlightBound | null;
   /** Longest sleep with nothing due: a safety net against a lost notification, not the wake mechanism. */
   maxIdleMs?: number;
   /**
@@ -125,7 +126,7 @@ async function dispatchRound(options: DispatcherOptions, claim: ClaimOptions): P
  */
 export async function startDispatcher(options: DispatcherOptions): Promise<RunningDispatcher> {
   const batchSize = options.batchSize ?? 500;
-  const inFlightPerChannel = options.inFlightPerChannel ?? null;
+  const inFlight = options.inFlight ?? null;
   // The claim's path (sql/dueSteps.ts), shared by the loops: straight due order while everything due
   // fits in a round (nothing waits, so there is nothing to share); the fair path at start (a backlog may
   // be waiting) and from a round that found more (a full batch, or a channel's in-flight bound reached)
@@ -142,7 +143,7 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
     beforeRound: options.beforeRound,
     nextDueInMs: () => msUntilNextDueStep(options.pool),
     async round() {
-      const { claimed, full, limited, sent, now } = await dispatchRound(options, { limit: batchSize, inFlightPerChannel, fair });
+      const { claimed, full, limited, sent, now } = await dispatchRound(options, { limit: batchSize, inFlight, fair });
       fair = full || limited;
       for (const dispatch of sent) {
         lateness.observe(Math.max(0, now.getTime() - (dispatch.step.dueAt ?? now).getTime()) / 1000);

@@ -6,11 +6,24 @@ export interface ClaimedStep {
   recipientId: string;
 }
 
+/**
+ * How many steps of a channel may be in flight (dispatched, no result yet): enough for `targetMs` of the
+ * channel's current pace, between `min` and `max`. A channel's pace is read off its steps in flight
+ * (Little's law: n in flight whose median has waited m have a turnaround of about 2m, so n / 2m a
+ * second), so the bound follows the senders and the provider as they speed up or slow down, whatever the
+ * replicas, and a step claimed now waits about `targetMs` behind the ones in flight, not for a backlog.
+ */
+export interface InFlightBound {
+  max: number;
+  min: number;
+  targetMs: number;
+}
+
 export interface ClaimOptions {
   /** Up to this many steps. */
   limit: number;
   /** Steps of one channel dispatched and still without a result, at most (null: no bound). */
-  inFlightPerChannel: number | null;
+  inFlight: InFlightBound | null;
   /** The fair path (round-robin over queues) instead of straight due order. */
   fair: boolean;
 }
@@ -26,11 +39,14 @@ export interface Claim {
 }
 
 /**
- * Steps of each channel in flight (dispatched, no result yet) and the room each channel's bound leaves.
- * Counted off the in-flight index; at most the bound plus a batch per channel.
+ * Each channel's room under its in-flight bound (InFlightBound), counted off the in-flight index: at
+ * most the bound plus a batch per channel. A channel with nothing in flight has the whole `max`.
  */
 const FLIGHT = `flight AS MATERIALIZED (
-       SELECT sent_channel, $2::int - count(*)::int AS room FROM recipient_steps WHERE status = 'dispatched' GROUP BY sent_channel)`;
+       SELECT sent_channel,
+              least($2::int, greatest($3::int, (count(*) * $4::float8 / greatest(2000 * extract(epoch FROM clock.now - percentile_disc(0.5) WITHIN GROUP (ORDER BY dispatched_at)), 1))::int))
+                - count(*)::int AS room
+         FROM recipient_steps CROSS JOIN clock WHERE status = 'dispatched' GROUP BY sent_channel, clock.now)`;
 
 /**
  * Straight due order off the due index, locking each as it is read (SKIP LOCKED: a second claimer
@@ -107,10 +123,10 @@ const CLAIMS = {
  */
 export async function claimDueSteps(client: PoolClient, options: ClaimOptions): Promise<Claim> {
   const claims = options.fair ? CLAIMS.fair : CLAIMS.dueOrder;
-  const bounded = options.inFlightPerChannel !== null;
+  const bound = options.inFlight;
   const { rows } = await client.query<{ now: Date; limited: boolean; stepId: string | null; recipientId: string | null }>(
-    bounded ? claims.bounded : claims.unbounded,
-    bounded ? [options.limit, options.inFlightPerChannel] : [options.limit],
+    bound ? claims.bounded : claims.unbounded,
+    bound ? [options.limit, bound.max, Math.min(bound.min, bound.max), bound.targetMs] : [options.limit],
   );
   const claimed: ClaimedStep[] = [];
   for (const row of rows) if (row.stepId !== null && row.recipientId !== null) claimed.push({ stepId: row.stepId, recipientId: row.recipientId });
