@@ -32,8 +32,8 @@ export interface Claim {
   now: Date;
   claimed: ClaimedStep[];
   /**
-   * The round could not take a full batch of every channel: some channel's in-flight bound left less
-   * room than `limit` (so due work may wait in PostgreSQL beyond this claim).
+   * A channel's in-flight bound cut the claim: more of its steps were due than its room, less than
+   * `limit` (so due work waits in PostgreSQL beyond this claim).
    */
   limited: boolean;
 }
@@ -57,7 +57,7 @@ function dueOrderClaim(bounded: boolean): string {
   const room = bounded ? `(SELECT least($1::int, greatest(0, coalesce(min(room), $1::int))) FROM flight)` : '$1::int';
   return `WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS now)${bounded ? `, ${FLIGHT}` : ''},
        take AS MATERIALIZED (SELECT ${room} AS n)
-     SELECT clock.now, take.n < $1::int AS limited, s.id AS "stepId", s.recipient_id AS "recipientId"
+     SELECT clock.now, take.n AS room, s.id AS "stepId", s.recipient_id AS "recipientId"
        FROM clock CROSS JOIN take LEFT JOIN LATERAL (
          SELECT id, recipient_id FROM recipient_steps
           WHERE status = 'scheduled' AND due_at <= clock.now
@@ -69,7 +69,8 @@ function dueOrderClaim(bounded: boolean): string {
  * Round-robin over the queues — (organization, channel) pairs with scheduled steps, found by a
  * skip-scan of the queue index (one probe per queue, not per step) — with each channel's room: every
  * queue's first due step, then every queue's second, … (oldest first within a turn); within a queue
- * small requests before bulk, each in due order. The candidates are read unlocked, then locked in
+ * small requests before bulk, each in due order. One candidate past each queue's room tells whether
+ * the bound cut the claim (`limited`). The candidates are read unlocked, then locked in
  * that order (a nested loop over the materialized, sorted candidates: the limit stops the locking)
  * with SKIP LOCKED (a step another claimer holds is passed over), up to the limit.
  */
@@ -93,19 +94,18 @@ function fairClaim(bounded: boolean): string {
              (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
                WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND NOT bulk
                  AND status = 'scheduled' AND due_at <= clock.now
-               ORDER BY due_at LIMIT o.room)
+               ORDER BY due_at LIMIT greatest(o.room, 0) + 1)
              UNION ALL
              (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
                WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND bulk
                  AND status = 'scheduled' AND due_at <= clock.now
-               ORDER BY due_at LIMIT o.room)
-             LIMIT o.room) c
-          WHERE o.room > 0),
+               ORDER BY due_at LIMIT greatest(o.room, 0) + 1)
+             LIMIT greatest(o.room, 0) + 1) c),
        ranked AS (
          SELECT id, turn, due_at, room, row_number() OVER (PARTITION BY sent_channel ORDER BY turn, due_at) AS nth FROM candidates),
        fair AS MATERIALIZED (
          SELECT id FROM ranked WHERE nth <= room ORDER BY turn, due_at LIMIT 2 * $1::int)
-     SELECT clock.now, ${bounded ? `EXISTS (SELECT 1 FROM open WHERE room < $1::int)` : 'false'} AS limited, s.id AS "stepId", s.recipient_id AS "recipientId"
+     SELECT clock.now, ${bounded ? `EXISTS (SELECT 1 FROM ranked WHERE nth > room AND room < $1::int)` : 'false'} AS limited, s.id AS "stepId", s.recipient_id AS "recipientId"
        FROM clock LEFT JOIN LATERAL (
          SELECT l.id, l.recipient_id FROM fair CROSS JOIN LATERAL (
            SELECT id, recipient_id FROM recipient_steps WHERE id = fair.id AND status = 'scheduled' FOR UPDATE SKIP LOCKED) l
@@ -124,13 +124,15 @@ const CLAIMS = {
 export async function claimDueSteps(client: PoolClient, options: ClaimOptions): Promise<Claim> {
   const claims = options.fair ? CLAIMS.fair : CLAIMS.dueOrder;
   const bound = options.inFlight;
-  const { rows } = await client.query<{ now: Date; limited: boolean; stepId: string | null; recipientId: string | null }>(
+  const { rows } = await client.query<{ now: Date; limited?: boolean; room?: number; stepId: string | null; recipientId: string | null }>(
     bound ? claims.bounded : claims.unbounded,
     bound ? [options.limit, bound.max, Math.min(bound.min, bound.max), bound.targetMs] : [options.limit],
   );
   const claimed: ClaimedStep[] = [];
   for (const row of rows) if (row.stepId !== null && row.recipientId !== null) claimed.push({ stepId: row.stepId, recipientId: row.recipientId });
-  return { now: rows[0].now, claimed, limited: rows[0].limited };
+  // Due order: the bound cut the claim when it took all the room it had, less than a batch.
+  const { now, limited, room } = rows[0];
+  return { now, claimed, limited: room === undefined ? Boolean(limited) : room < options.limit && claimed.length >= room };
 }
 
 /** Until the nearest scheduled step is due (one `min()` over the due index). */
