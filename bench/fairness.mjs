@@ -120,15 +120,24 @@ try {
   if (!providers) sinkPoller = setInterval(() => pollSink().catch(() => undefined), 50);
 
   let serial = 0;
+  /** One request; a 503 or 429 (a busy backing service on a loaded machine) is asked again with the same Idempotency-Key, up to 5 times. */
   async function post(org, recipients) {
-    const res = await fetch(`${shape.gatewayUrl}/api/v1/cascades`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${org.apiKey}`, 'content-type': 'application/json', 'idempotency-key': `fair-${runId}-${serial++}` },
-      body: JSON.stringify({ locationId: org.locationId, channel: 'EMAIL', externalId: `fair-${runId}`, recipients }),
-    });
-    const json = await res.json();
-    if (res.status !== 202 || json.queued !== recipients.length) throw new Error(`POST /api/v1/cascades answered ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
-    return nowMs();
+    const key = `fair-${runId}-${serial++}`;
+    for (let attempt = 1; ; attempt++) {
+      const res = await fetch(`${shape.gatewayUrl}/api/v1/cascades`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${org.apiKey}`, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ locationId: org.locationId, channel: 'EMAIL', externalId: `fair-${runId}`, recipients }),
+      });
+      const json = await res.json();
+      if ((res.status === 503 || res.status === 429) && attempt < 5) {
+        say(`answered ${res.status}; asking again (${attempt})`);
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+        continue;
+      }
+      if (res.status !== 202 || json.queued !== recipients.length) throw new Error(`POST /api/v1/cascades answered ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
+      return nowMs();
+    }
   }
 
   /** B: one recipient every 200 ms until `until()` is true; resolves with [address, 202 answered at] of each. */
