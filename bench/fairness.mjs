@@ -14,7 +14,10 @@
 //   --shape all-in-one   packages/all-in-one/dist (in-process bus, the sink provider; B's messages read
 //                        from the dev inbox's last 1 000, polled every 50 ms).
 //   --shape distributed  every service its own process on NATS JetStream, channel-email against a local
-//                        SMTP server (bench/send-providers.mjs), which reports every accepted message.
+//                        SMTP server (bench/send-providers.mjs), which reports every accepted message;
+//                        channel-email runs in production mode: give it --env DKIM_SIGNED_BY_RELAY=true.
+// The provider limited to 500 messages/s: --shape distributed --env PROVIDER_RATE_LIMITS=smtp=500
+//   --env REDIS_URL=redis://127.0.0.1:6379 (the senders' shared window; docs/operations.md "Fair share").
 //
 // Usage: npm run build && node bench/fairness.mjs [--shape all-in-one|distributed] [--sizes 20000,100000]
 //   [--b-seconds 10] [--concurrency 4] [--max-wait 600] [--env KEY=VALUE …]
