@@ -52,9 +52,14 @@ export interface RunningDispatcher {
   stop(): Promise<void>;
   /** Steps dispatched by this dispatcher since start. */
   readonly dispatchedCount: number;
+  /** Results were applied here: a channel held at its in-flight bound may have room now. */
+  roomFreed(): void;
 }
 
 type Dispatched = { state: LoadedRecipient; dispatch: Dispatch };
+
+/** How long a dispatcher held at a channel's in-flight bound waits before it looks again, unless woken. */
+const ROOM_POLL_MS = 100;
 
 /**
  * Fires the claimed steps (checking each one's conditions now that it fires). A skip schedules the
@@ -132,6 +137,9 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
   // be waiting) and from a round that found more (a full batch, or a channel's in-flight bound reached)
   // until a fair round finds less than a full batch with room in every channel.
   let fair = true;
+  // A round that claimed nothing because of a channel's bound waits for results applied in this process
+  // (roomFreed) or, for those applied by other replicas, ROOM_POLL_MS — not the 20 ms of contention.
+  let waitingForRoom = false;
   let count = 0;
   const loop = startDueWorkLoop({
     name: 'dispatch',
@@ -141,10 +149,11 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
     channels: [DUE_CHANNEL],
     idleMs: options.maxIdleMs ?? 30_000,
     beforeRound: options.beforeRound,
-    nextDueInMs: () => msUntilNextDueStep(options.pool),
+    nextDueInMs: async () => (waitingForRoom ? ROOM_POLL_MS : msUntilNextDueStep(options.pool)),
     async round() {
       const { claimed, full, limited, sent, now } = await dispatchRound(options, { limit: batchSize, inFlight, fair });
       fair = full || limited;
+      waitingForRoom = limited && claimed === 0;
       for (const dispatch of sent) {
         lateness.observe(Math.max(0, now.getTime() - (dispatch.step.dueAt ?? now).getTime()) / 1000);
         dispatched.inc({ channel: dispatch.channel });
@@ -156,6 +165,9 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
   return {
     get dispatchedCount() {
       return count;
+    },
+    roomFreed() {
+      if (waitingForRoom) loop.wake();
     },
     stop: () => loop.stop(),
   };

@@ -96,13 +96,13 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
 
   // One LISTEN connection for the process: the dispatcher and the relay register their channels on it.
   const notifier = new Notifier(config.databaseUrl, SCHEMA, ctx.logger);
-  const results = await consumeStepResults(bus, pool, ctx.logger, { minuteMs, onApplied: deps.onStepResult });
+  let dispatcher: RunningDispatcher | null = null;
+  const results = await consumeStepResults(bus, pool, ctx.logger, { minuteMs, onApplied: deps.onStepResult, onBatchApplied: () => dispatcher?.roomFreed() });
   ctx.lifecycle.onStop('step results consumer', () => results.drain());
   const recordRating: RecordRating = (token, rating) => reviews.submitRating(token, rating);
   // Before the dispatcher: ratings accepted during an outage are applied before any step is dispatched.
   const ratings = await startRatingIntake({ bus, logger: ctx.logger, record: deps.recordRating ? deps.recordRating(recordRating) : recordRating });
   ctx.lifecycle.onStop('ratings intake', () => ratings.drain());
-  let dispatcher: RunningDispatcher | null = null;
   if (!deps.noDispatcher) {
     dispatcher = await startDispatcher({
       pool, bus, notifier, logger: ctx.logger, minuteMs, publicBaseUrl,
