@@ -23,21 +23,29 @@ export function createProviderRate(options: { provider: string; perSecond: numbe
     ? new RateLimiterRedis({ storeClient: options.redis, keyPrefix, points: options.perSecond, duration: 1 })
     : new RateLimiterMemory({ keyPrefix, points: options.perSecond, duration: 1 });
   const maxWaitMs = options.maxWaitMs ?? 5_000;
-  return {
-    async acquire() {
-      const deadline = Date.now() + maxWaitMs;
-      // Each round waits for the window to roll over: at most maxWaitMs / 1 s + 1 rounds.
-      for (;;) {
-        try {
-          await limiter.consume('calls', 1);
-          return;
-        } catch (err) {
-          if (!(err instanceof RateLimiterRes)) throw new RetryableSendError('rate_limiter_unavailable', 'the provider-rate store (Redis) failed', { cause: err });
-          const wait = Math.max(1, err.msBeforeNext);
-          if (Date.now() + wait > deadline) throw new RetryableSendError('rate_limited', `${options.provider}: send rate of ${options.perSecond}/s reached`, { retryAfterMs: wait });
-          await new Promise((r) => setTimeout(r, wait));
-        }
+  const take = async (deadline: number): Promise<void> => {
+    // Each round waits for the window to roll over: at most maxWaitMs / 1 s + 1 rounds.
+    for (;;) {
+      try {
+        await limiter.consume('calls', 1);
+        return;
+      } catch (err) {
+        if (!(err instanceof RateLimiterRes)) throw new RetryableSendError('rate_limiter_unavailable', 'the provider-rate store (Redis) failed', { cause: err });
+        const wait = Math.max(1, err.msBeforeNext);
+        if (Date.now() + wait > deadline) throw new RetryableSendError('rate_limited', `${options.provider}: send rate of ${options.perSecond}/s reached`, { retryAfterMs: wait });
+        await new Promise((r) => setTimeout(r, wait));
       }
+    }
+  };
+  // The process's calls take tokens one at a time, in the order they asked: a step that came first is
+  // not overtaken by later ones racing for the next window (they arrive in fair order; they leave in it).
+  let line: Promise<void> = Promise.resolve();
+  return {
+    acquire() {
+      const deadline = Date.now() + maxWaitMs;
+      const turn = line.then(() => take(deadline));
+      line = turn.catch(() => undefined);
+      return turn;
     },
   };
 }
