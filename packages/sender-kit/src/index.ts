@@ -11,6 +11,7 @@ export * from './sendLog';
 export * from './sender';
 export * from './providers';
 export * from './providerOrder';
+export * from './providerRate';
 export * from './sink';
 export * from './template';
 export * from './inbox';

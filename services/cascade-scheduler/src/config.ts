@@ -21,6 +21,13 @@ export interface SchedulerConfig {
   /** How long (flow minutes) a low rating's finish event waits for the private feedback. */
   feedbackWindowMinutes: number;
   dispatchBatchSize: number;
+  /**
+   * Steps of one channel dispatched and still without a result, at most (0: no bound): the senders
+   * take this much, the rest waits in PostgreSQL where the claim is fair (docs/operations.md, "Fair share").
+   */
+  dispatchInFlightPerChannel: number;
+  /** How long a step waits behind its channel's steps in flight, about: the bound follows the channel's pace. */
+  dispatchInFlightTargetMs: number;
   /** Flow minutes a dispatched step waits for its sender's result before the watchdog acts. */
   stepResultTimeoutMinutes: number;
   /** Dispatches of a step without a result before it fails `no_result`. */
@@ -36,6 +43,12 @@ export interface SchedulerConfig {
  * results that are really lost.
  */
 export const DEFAULT_STEP_RESULT_TIMEOUT_MINUTES = 30;
+/** Steps of one channel in flight at most, by default: well above the senders' windows (128 per replica). */
+export const DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL = 1000;
+/** A step claimed now waits about this long behind its channel's steps in flight (ms). */
+export const DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS = 250;
+/** However slow a channel, this many of its steps may be in flight (a sender replica's window). */
+export const DISPATCH_IN_FLIGHT_MIN = 128;
 export const DEFAULT_STEP_RESULT_MAX_ATTEMPTS = 3;
 
 export function buildConfig(env: Env): SchedulerConfig {
@@ -54,6 +67,8 @@ export function buildConfig(env: Env): SchedulerConfig {
       DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
       FEEDBACK_WINDOW_MINUTES: envField.int(30, 0),
       DISPATCH_BATCH_SIZE: envField.int(500, 1),
+      DISPATCH_IN_FLIGHT_PER_CHANNEL: envField.int(DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL, 0),
+      DISPATCH_IN_FLIGHT_TARGET_MS: envField.int(DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS, 10),
       STEP_RESULT_TIMEOUT_MINUTES: envField.int(DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, 1),
       STEP_RESULT_MAX_ATTEMPTS: envField.int(DEFAULT_STEP_RESULT_MAX_ATTEMPTS, 1),
       ALERT_HOLD_MS: envField.int(DEFAULT_ALERT_HOLD_MS, 0),
@@ -73,6 +88,8 @@ export function buildConfig(env: Env): SchedulerConfig {
     minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
     feedbackWindowMinutes: vars.FEEDBACK_WINDOW_MINUTES,
     dispatchBatchSize: vars.DISPATCH_BATCH_SIZE,
+    dispatchInFlightPerChannel: vars.DISPATCH_IN_FLIGHT_PER_CHANNEL,
+    dispatchInFlightTargetMs: vars.DISPATCH_IN_FLIGHT_TARGET_MS,
     stepResultTimeoutMinutes: vars.STEP_RESULT_TIMEOUT_MINUTES,
     stepResultMaxAttempts: vars.STEP_RESULT_MAX_ATTEMPTS,
     alertHoldMs: vars.ALERT_HOLD_MS,
