@@ -6,11 +6,13 @@ import { tokenUrl } from './links';
 import type { OrganizationProfiles } from './organizationProfiles';
 import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
 import type { SnapshotWriter } from './snapshots';
+import type { RecipientBudgets } from './recipientBudget';
 
 export interface ReviewRequestDeps {
   pool: Pool;
   profiles: OrganizationProfiles;
   snapshots: SnapshotWriter;
+  budgets: RecipientBudgets;
   publicBaseUrl: string;
 }
 
@@ -26,8 +28,9 @@ const answerCodec = savedAnswerCodec(schedulerV1.CreateReviewRequestResponse);
 
 /**
  * A personal review link on its own (POST /review-requests): the same kind of row as a cascade
- * recipient's link, behaving the same way on `/r/<token>`. A replay with the same Idempotency-Key
- * returns the saved answer and creates nothing.
+ * recipient's link, behaving the same way on `/r/<token>`. It is one recipient of the organization's
+ * budget, taken in the same transaction (429 `recipient_quota_exceeded` creates nothing). A replay with
+ * the same Idempotency-Key returns the saved answer and creates (and takes) nothing.
  */
 export async function createReviewRequest(deps: ReviewRequestDeps, input: ReviewRequestInput, idempotency?: IdempotencyRequest): Promise<{ result: ReviewRequestAnswer; replayed: boolean }> {
   if (!input.locationId) throw InvalidError.field('/locationId', 'required');
@@ -43,7 +46,8 @@ export async function createReviewRequest(deps: ReviewRequestDeps, input: Review
       'INSERT INTO review_requests (id, organization_id, token, location_id, customer_name, contact) VALUES ($1, $2, $3, $4, $5, $6)',
       [id, input.organizationId, token, input.locationId, input.customerName, input.contact],
     );
-    return { reviewRequest: { id, token, url: tokenUrl(deps.publicBaseUrl, 'r', token), status: 'created' } };
+    const recipientBudget = await deps.budgets.take(client, profile.organization, 1);
+    return { reviewRequest: { id, token, url: tokenUrl(deps.publicBaseUrl, 'r', token), status: 'created' }, recipientBudget };
   });
 }
 

@@ -422,7 +422,7 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
         checkSendingAllowed(principal.organization);
         await consumeQuota(principal);
         const r = await startCascade(deps.clients, { ...body, organizationId: principal.organization.id }, metadata);
-        return { body: startCascadeJson(r), replayed: r.idempotentReplayed };
+        return { body: startCascadeJson(r), replayed: r.idempotentReplayed, recipientBudget: r.recipientBudget };
       },
     }),
   ];

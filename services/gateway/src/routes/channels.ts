@@ -98,7 +98,7 @@ function sendRoute(entry: ServedEntry, deps: PublicRouteDeps, catalog: ChannelCa
       // The route list is cached per catalog version; a channel that left between two reads is gone.
       if (!served(catalog.list()).some((e) => e.key === entry.key)) throw notFound(`no channel ${entry.slug}`);
       const r = await startCascade(deps.clients, { organizationId: principal.organization.id, ...body, channel: entry.key }, metadata);
-      return { body: { id: r.id, status: r.status, channel: entry.key, queued: r.queued, skipped: r.skipped }, replayed: r.idempotentReplayed };
+      return { body: { id: r.id, status: r.status, channel: entry.key, queued: r.queued, skipped: r.skipped }, replayed: r.idempotentReplayed, recipientBudget: r.recipientBudget };
     },
   });
 }
