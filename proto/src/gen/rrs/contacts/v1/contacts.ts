@@ -445,9 +445,9 @@ export interface UpsertContactRequest {
     | string
     | undefined;
   /**
-   * Also place the contact in a cascade. Trial plan: 402 `plan_required`; unconfirmed account email:
-   * 409 `email_not_confirmed`. Until the cascade scheduler wires it, a paid organization gets 501
-   * `not_implemented` and nothing is saved.
+   * The contact's cascade is started by the caller next (@rrs/proto contactCascade.ts): the contact must
+   * then have a location (400 `/locationId`). Whether the cascade may start (the sending rule, the flow,
+   * the recipient budget) is the scheduler's one admission decision, asked by the caller's dry run first.
    */
   startCascade: boolean;
   flowId: string;
