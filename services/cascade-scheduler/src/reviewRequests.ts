@@ -3,7 +3,7 @@ import { schedulerV1 } from '@rrs/proto';
 import { InvalidError, NotFoundError, randomBase62, uuidv7, type Pool } from '@rrs/runtime';
 import { isUuid } from './ids';
 import { tokenUrl } from './links';
-import type { OrganizationProfiles } from './organizationProfiles';
+import { profileAt, type OrganizationProfiles } from './organizationProfiles';
 import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
 import type { SnapshotWriter } from './snapshots';
 import type { RecipientBudgets } from './recipientBudget';
@@ -34,11 +34,8 @@ const answerCodec = savedAnswerCodec(schedulerV1.CreateReviewRequestResponse);
  */
 export async function createReviewRequest(deps: ReviewRequestDeps, input: ReviewRequestInput, idempotency?: IdempotencyRequest): Promise<{ result: ReviewRequestAnswer; replayed: boolean }> {
   if (!input.locationId) throw InvalidError.field('/locationId', 'required');
-  const [profile, location] = await Promise.all([
-    deps.profiles.getSendingProfile(input.organizationId),
-    deps.profiles.getLocation(input.organizationId, input.locationId),
-  ]);
-  await deps.snapshots.write(deps.pool, input.organizationId, profile, location);
+  const { profile, location } = await profileAt(deps.profiles, input.organizationId, input.locationId);
+  await deps.snapshots.write(deps.pool, input.organizationId, profile, location!);
   return runIdempotent(deps.pool, idempotency, answerCodec, async (client) => {
     const id = uuidv7();
     const token = randomBase62(22);

@@ -1,11 +1,11 @@
 import { hasSavedAnswer, runIdempotent, type IdempotencyRequest } from '@rrs/idempotency';
 import { CHANNEL_KEY_PATTERN, eventSubject, EVENT_TYPES, MAX_RECIPIENTS_PER_REQUEST, schedulerV1, type IntakeSkip } from '@rrs/proto';
-import { injectTraceContext, InvalidError, type FieldProblem, type Pool, type PoolClient } from '@rrs/runtime';
+import { DomainError, injectTraceContext, InvalidError, type FieldProblem, type Pool, type PoolClient } from '@rrs/runtime';
 import { intakeSkips, refuseSending, refuseStart } from './admission';
 import { finishEventFor } from './finishEvent';
 import type { Flow, Flows } from './flows';
 import { tokenBatch, uuidv7Batch } from './ids';
-import type { LocationInfo, OrganizationProfiles, SendingProfile } from './organizationProfiles';
+import { profileAt, type OrganizationProfiles, type SendingProfile } from './organizationProfiles';
 import { recipientLimit } from './organizationSettings';
 import { writeOutbox } from './outbox';
 import type { RecipientBudgets } from './recipientBudget';
@@ -45,16 +45,19 @@ export async function startCascade(deps: IntakeDeps, input: StartCascadeInput, i
   validateStart(input);
   // The organization's answers are read before the transaction: a replay still answers from the saved
   // record (checked first inside runIdempotent), and no connection is held during the gRPC calls.
-  const answers = await Promise.allSettled([
-    deps.profiles.getSendingProfile(input.organizationId),
-    input.locationId ? deps.profiles.getLocation(input.organizationId, input.locationId) : undefined,
-    resolveFlow(deps.flows, input),
-    recipientLimit(deps.pool, input.organizationId),
-  ] as const);
+  // One question to contacts (the profile, and the location when there is one), beside the scheduler's own reads.
+  const [asked, flowAsked, limitAsked] = await Promise.allSettled([profileAt(deps.profiles, input.organizationId, input.locationId), resolveFlow(deps.flows, input), recipientLimit(deps.pool, input.organizationId)]);
   // The sending rule answers first, whatever else is wrong with the request (402/409 before a 404).
-  if (answers[0].status === 'fulfilled') refuseSending(answers[0].value);
-  for (const answer of answers) if (answer.status === 'rejected') throw answer.reason;
-  const [profile, location, flow, limit] = answers.map((answer) => (answer as PromiseFulfilledResult<unknown>).value) as [SendingProfile, LocationInfo | undefined, Flow, number];
+  if (asked.status === 'rejected') {
+    // An unknown location: the profile alone still says whether the sending rule refuses first.
+    if (input.locationId && asked.reason instanceof DomainError && asked.reason.kind === 'not_found') refuseSending(await deps.profiles.getSendingProfile(input.organizationId));
+    throw asked.reason;
+  }
+  const { profile, location } = asked.value;
+  refuseSending(profile);
+  if (flowAsked.status === 'rejected') throw flowAsked.reason;
+  if (limitAsked.status === 'rejected') throw limitAsked.reason;
+  const [flow, limit] = [flowAsked.value, limitAsked.value];
   if (input.recipients.length > limit) throw InvalidError.field('/recipients', `at most ${limit} recipients per request for this organization`);
   const recipients = normalizeRecipients(input.recipients, profile.organization.defaultRegion);
   const flowAnswer = { id: flow.id, organizationId: input.organizationId, name: flow.name, isDefault: flow.isDefault, steps: flow.steps };

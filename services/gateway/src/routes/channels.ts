@@ -137,7 +137,7 @@ export function channelRoutes(deps: PublicRouteDeps): RouteSource[] {
     },
     handler: async ({ principal, metadata }) => {
       const entries = served(catalog.list());
-      const profile = entries.length > 0 ? await deps.clients.contacts.getSendingProfile({ organizationId: principal.organization.id }, { metadata }) : undefined;
+      const profile = entries.length > 0 ? await deps.clients.contacts.getSendingProfile({ organizationId: principal.organization.id, locationId: '' }, { metadata }) : undefined;
       const configured = new Set((profile?.channels ?? []).filter((c) => c.configured).map((c) => c.channel));
       return {
         body: {
