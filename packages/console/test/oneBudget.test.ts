@@ -51,8 +51,8 @@ describe('one recipient budget for every entry point', () => {
     await Promise.all([amo?.close(), b24?.close()]);
   });
 
-  const api = async (path: string, body: unknown) => {
-    const res = await fetch(`${stack.aio.url}/api/v1${path}`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const api = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${stack.aio.url}/api/v1${path}`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
     return { status: res.status, body: (await res.json()) as any, headers: res.headers };
   };
   const dayLeft = (headers: Headers) => Number(/"recipients-day";r=(\d+)/.exec(headers.get('ratelimit') ?? '')?.[1]);
@@ -93,7 +93,7 @@ describe('one recipient budget for every entry point', () => {
     const cascade = await api('/cascades', { locationId, recipients: [person('api-1')] });
     expect(cascade.status).toBe(202);
     took(1, cascade.headers);
-    const contact = await api('/contacts', { externalId: 'c-1', ...person('api-2'), locationId, startCascade: true });
+    const contact = await api('/contacts', { externalId: 'c-1', ...person('api-2'), locationId, startCascade: true }, { 'idempotency-key': 'contact-1' });
     expect(contact.status).toBe(200);
     took(1, contact.headers);
     const send = await api('/channels/email/send', { locationId, recipients: [person('api-3')] });
@@ -149,6 +149,14 @@ describe('one recipient budget for every entry point', () => {
     // The CSV page's check says it before a part is sent, and the send itself is refused.
     refused(await owner.call('POST', '/cascades/check', { body: { locationId, recipients: [person('over-5')] } }));
     refused(await owner.call('POST', '/cascades', { body: { locationId, recipients: [person('over-5')] }, headers: { 'idempotency-key': 'csv-part-2' } }));
+    expect(await counts()).toEqual(before);
+
+    // A replay is answered from its Idempotency-Key, not refused by the budget it already took (the dry run
+    // of POST /contacts admits a start already saved under its key), and takes nothing.
+    const replayed = await api('/contacts', { externalId: 'c-1', ...person('api-2'), locationId, startCascade: true }, { 'idempotency-key': 'contact-1' });
+    expect([replayed.status, replayed.headers.get('idempotent-replayed')]).toEqual([200, 'true']);
+    const csvAgain = await owner.call('POST', '/cascades', { body: { locationId, recipients: [person('csv-1'), person('csv-2')] }, headers: { 'idempotency-key': 'csv-part-1' } });
+    expect([csvAgain.status, csvAgain.headers.get('idempotent-replayed')]).toEqual([202, 'true']);
     expect(await counts()).toEqual(before);
 
     // Won deals wait in the inbox with the reason (retried when the window ends, never given up), and start nothing.
