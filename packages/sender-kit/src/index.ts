@@ -10,6 +10,7 @@ export * from './registry';
 export * from './sendLog';
 export * from './sender';
 export * from './providers';
+export * from './providerOrder';
 export * from './sink';
 export * from './template';
 export * from './inbox';

@@ -1,6 +1,7 @@
 import { openBus, type Bus, type BusConfig, type Pool, type ServiceContext, type Subscription } from '@rrs/runtime';
 import type { SenderBaseConfig } from './config';
 import type { ProviderHealthSource } from './providers';
+import { SINK_PROVIDER } from './providerOrder';
 import { announceChannels, type AnnouncedEntry, type ChannelAvailability } from './registry';
 import { StepResultPublisher } from './result';
 import { startSender, type SendStep } from './sender';
@@ -74,7 +75,8 @@ export async function startChannelSender(
   const results = new StepResultPublisher(bus);
   const subscriptions: Subscription[] = [];
   for (const channel of options.channels) {
-    if (channel.provider) ctx.logger.info({ channel: channel.entry.key, provider: channel.provider }, 'channel provider');
+    if (channel.provider === SINK_PROVIDER) ctx.logger.warn({ channel: channel.entry.key, provider: channel.provider }, 'channel provider is the sink: messages are not delivered (they are recorded in the dev inbox)');
+    else if (channel.provider) ctx.logger.info({ channel: channel.entry.key, provider: channel.provider }, 'channel provider');
     const sub = await startSender({
       bus,
       channel: channel.entry.key,

@@ -130,7 +130,7 @@ export interface StartCascadeResponse {
   externalId: string;
   /**
    * The organization's recipient budget after this start took its recipients (both windows, minute first);
-   * the gateway turns it into the RateLimit fields. Empty on a dry run.
+   * the gateway turns it into the RateLimit fields. On a dry run: the windows as they are (nothing taken).
    */
   recipientBudget: RecipientWindow[];
 }
