@@ -2,11 +2,11 @@ import { join, resolve } from 'node:path';
 import { readEnv, envField, parseSecretKeys, type Env } from '@rrs/runtime';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '@rrs/proto';
 import { z } from 'zod';
-import { DEFAULT_MINUTE_MS, fastClock } from '@rrs/cascade-scheduler';
+import { DEFAULT_MINUTE_MS, fastClock, recipientQuotaEnvShape, recipientQuotasOf } from '@rrs/cascade-scheduler';
 import { isWellFormedApiKey } from '@rrs/contacts';
 import { amoCrmOAuthEnvShape, amoCrmOAuthOf, type AmoCrmOAuthApp } from '@rrs/connectors';
 import { senderProvidersOf, type SenderProviders } from './senders';
-import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT, recipientQuotaEnvShape, recipientQuotasOf, trustProxyField, dnsResolverField, type TrustProxy } from '@rrs/gateway';
+import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT, trustProxyField, dnsResolverField, type TrustProxy } from '@rrs/gateway';
 
 export interface AllInOneConfig {
   host: string;

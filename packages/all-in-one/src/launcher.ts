@@ -68,7 +68,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
   const contacts = await startContacts({ databaseUrl, ...grpc }, contextOf('contacts'));
   const contactsAddress = loopback(contacts.grpcPort);
   const scheduler = await startScheduler(
-    { databaseUrl, ...grpc, contactsAddress, publicBaseUrl: config.publicBaseUrl, minuteMs: config.minuteMs },
+    { databaseUrl, ...grpc, contactsAddress, publicBaseUrl: config.publicBaseUrl, minuteMs: config.minuteMs, recipientQuotas: config.recipientQuotas },
     contextOf('cascade-scheduler'),
     { bus },
   );
@@ -152,7 +152,6 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       connectorsAddress: loopback(connectors.grpcPort),
       adminTokens: config.adminTokens === 'generate' ? [demo!.adminToken!] : config.adminTokens,
       publicBaseUrl: config.publicBaseUrl,
-      recipientQuotas: config.recipientQuotas,
       trustProxy: config.trustProxy,
       dnsServers: config.dnsServers,
     },

@@ -134,6 +134,8 @@ const en = {
   sentAt: 'Sent or skipped',
   reason: 'Reason',
   error: 'Error',
+  recipientQuotaExceeded:
+    "Nothing was sent: your plan's budget of recipients is used up for now. It counts every send alike (the API, this console, CSV files, CRM deals); won CRM deals wait and go out by themselves when it frees up. Try again later.",
   // Configuration pages: Locations, Flows, Templates, Channels, Settings
   locations: 'Locations',
   flows: 'Flows',
@@ -601,6 +603,8 @@ const ru: Record<MessageKey, string> = {
   sentAt: 'Отправлен или пропущен',
   reason: 'Причина',
   error: 'Ошибка',
+  recipientQuotaExceeded:
+    'Ничего не отправлено: лимит получателей вашего тарифа сейчас исчерпан. Он общий для всех отправок (API, консоль, CSV-файлы, сделки из CRM); выигранные сделки CRM подождут и уйдут сами, когда лимит освободится. Попробуйте позже.',
   // Configuration pages: Locations, Flows, Templates, Channels, Settings
   locations: 'Точки',
   flows: 'Сценарии',

@@ -1,6 +1,7 @@
 import { readEnv, envField, ConfigError, type Env } from '@rrs/runtime';
 import { z } from 'zod';
-import { DEFAULT_ALERT_HOLD_MS } from '@rrs/proto';
+import { DEFAULT_ALERT_HOLD_MS, PLAN_RECIPIENT_QUOTAS, type Plan } from '@rrs/proto';
+import type { RecipientBudgetConfig } from './recipientBudget';
 
 export const DEFAULT_MINUTE_MS = 60_000;
 
@@ -34,6 +35,33 @@ export interface SchedulerConfig {
   stepResultMaxAttempts: number;
   /** How long a low rating's alert waits for the private feedback (ms). */
   alertHoldMs: number;
+  /** Recipients per minute and per day by plan (RECIPIENT_QUOTA_<PLAN>; unset = PLAN_RECIPIENT_QUOTAS of @rrs/proto). */
+  recipientQuotas: RecipientBudgetConfig;
+}
+
+/**
+ * RECIPIENT_QUOTA_TRIAL / _STANDARD / _PRO: `<per minute>/<per day>` recipients, overriding a plan's
+ * budget of PLAN_RECIPIENT_QUOTAS (@rrs/proto, the documented numbers) for this deployment. Read by the
+ * scheduler, which takes the budget for every entry point (recipientBudget.ts).
+ */
+const recipientQuotaField = (plan: Plan) =>
+  z
+    .string()
+    .regex(/^\d{1,9}\/\d{1,10}$/, 'must be <recipients per minute>/<recipients per day>, e.g. 1000/20000')
+    .transform((value) => {
+      const [perMinute, perDay] = value.split('/').map(Number);
+      return { perMinute, perDay };
+    })
+    .default(PLAN_RECIPIENT_QUOTAS[plan]);
+
+export const recipientQuotaEnvShape = () => ({
+  RECIPIENT_QUOTA_TRIAL: recipientQuotaField('trial'),
+  RECIPIENT_QUOTA_STANDARD: recipientQuotaField('standard'),
+  RECIPIENT_QUOTA_PRO: recipientQuotaField('pro'),
+});
+
+export function recipientQuotasOf(vars: { RECIPIENT_QUOTA_TRIAL: RecipientBudgetConfig[Plan]; RECIPIENT_QUOTA_STANDARD: RecipientBudgetConfig[Plan]; RECIPIENT_QUOTA_PRO: RecipientBudgetConfig[Plan] }): RecipientBudgetConfig {
+  return { trial: vars.RECIPIENT_QUOTA_TRIAL, standard: vars.RECIPIENT_QUOTA_STANDARD, pro: vars.RECIPIENT_QUOTA_PRO };
 }
 
 /**
@@ -72,6 +100,7 @@ export function buildConfig(env: Env): SchedulerConfig {
       STEP_RESULT_TIMEOUT_MINUTES: envField.int(DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, 1),
       STEP_RESULT_MAX_ATTEMPTS: envField.int(DEFAULT_STEP_RESULT_MAX_ATTEMPTS, 1),
       ALERT_HOLD_MS: envField.int(DEFAULT_ALERT_HOLD_MS, 0),
+      ...recipientQuotaEnvShape(),
     },
     env,
   );
@@ -93,6 +122,7 @@ export function buildConfig(env: Env): SchedulerConfig {
     stepResultTimeoutMinutes: vars.STEP_RESULT_TIMEOUT_MINUTES,
     stepResultMaxAttempts: vars.STEP_RESULT_MAX_ATTEMPTS,
     alertHoldMs: vars.ALERT_HOLD_MS,
+    recipientQuotas: recipientQuotasOf(vars),
   };
 }
 

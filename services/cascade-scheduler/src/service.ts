@@ -18,6 +18,7 @@ import { startResponseWindowCloser } from './responseWindows';
 import { startResultWatchdog } from './resultWatchdog';
 import { Reviews } from './reviews';
 import { SnapshotWriter } from './snapshots';
+import { RecipientBudgets } from './recipientBudget';
 import { consumeStepResults, type StepResultConsumer, type StepResultHandler } from './stepResultConsumer';
 
 export const SCHEMA = 'scheduler';
@@ -48,7 +49,7 @@ export interface SchedulerDeps {
 /** The bus settings are needed only when no bus is handed in (`deps.bus`, as the all-in-one does). */
 export type SchedulerStartConfig = Pick<SchedulerConfig, 'databaseUrl' | 'grpcHost' | 'grpcPort'> &
   Partial<BusConfig> &
-  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'dispatchInFlightPerChannel' | 'dispatchInFlightTargetMs' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts' | 'alertHoldMs'>>;
+  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'dispatchInFlightPerChannel' | 'dispatchInFlightTargetMs' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts' | 'alertHoldMs' | 'recipientQuotas'>>;
 
 export interface RunningScheduler {
   grpcPort: number;
@@ -91,8 +92,9 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   }
   const snapshots = new SnapshotWriter();
   const flows = new Flows(pool);
-  const cascades = new Cascades({ pool, flows, profiles, snapshots, minuteMs });
-  const reviews = new Reviews({ pool, bus, profiles, snapshots, publicBaseUrl, minuteMs, feedbackWindowMinutes: config.feedbackWindowMinutes ?? 30, alertHoldMs: config.alertHoldMs ?? DEFAULT_ALERT_HOLD_MS });
+  const budgets = new RecipientBudgets(config.recipientQuotas);
+  const cascades = new Cascades({ pool, flows, profiles, snapshots, budgets, minuteMs });
+  const reviews = new Reviews({ pool, bus, profiles, snapshots, budgets, publicBaseUrl, minuteMs, feedbackWindowMinutes: config.feedbackWindowMinutes ?? 30, alertHoldMs: config.alertHoldMs ?? DEFAULT_ALERT_HOLD_MS });
 
   // One LISTEN connection for the process: the dispatcher and the relay register their channels on it.
   const notifier = new Notifier(config.databaseUrl, SCHEMA, ctx.logger);

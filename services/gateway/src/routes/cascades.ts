@@ -216,7 +216,7 @@ export function cascadeRoutes({ clients }: PublicRouteDeps): Route[] {
       example: { body: { locationId: EXAMPLE_IDS.location, externalId: 'order-1042', recipients: [{ name: 'Anna', email: 'anna@example.com', phone: '+7 916 123-45-67' }] } },
       handler: async ({ body, principal, metadata }) => {
         const r = await startCascade(clients, { organizationId: principal.organization.id, ...body }, metadata);
-        return { body: startCascadeJson(r), replayed: r.idempotentReplayed };
+        return { body: startCascadeJson(r), replayed: r.idempotentReplayed, recipientBudget: r.recipientBudget };
       },
     }),
     defineRoute({

@@ -107,7 +107,7 @@ function sendRoute(entry: ServedEntry, deps: PublicRouteDeps, catalog: ChannelCa
       // The route list is cached per catalog version; a channel that left between two reads is gone.
       if (!served(catalog.list()).some((e) => e.key === entry.key)) throw notFound(`no channel ${entry.slug}`);
       const r = await startCascade(deps.clients, { organizationId: principal.organization.id, ...body, channel: entry.key }, metadata);
-      return { body: { id: r.id, status: r.status, channel: entry.key, queued: r.queued, skipped: r.skipped }, replayed: r.idempotentReplayed };
+      return { body: { id: r.id, status: r.status, channel: entry.key, queued: r.queued, skipped: r.skipped }, replayed: r.idempotentReplayed, recipientBudget: r.recipientBudget };
     },
   });
 }
@@ -148,7 +148,7 @@ export function channelRoutes(deps: PublicRouteDeps): RouteSource[] {
     },
     handler: async ({ principal, metadata }) => {
       const entries = served(catalog.list());
-      const profile = entries.length > 0 ? await deps.clients.contacts.getSendingProfile({ organizationId: principal.organization.id }, { metadata }) : undefined;
+      const profile = entries.length > 0 ? await deps.clients.contacts.getSendingProfile({ organizationId: principal.organization.id, locationId: '' }, { metadata }) : undefined;
       const configured = new Set((profile?.channels ?? []).filter((c) => c.configured).map((c) => c.channel));
       return {
         body: {
