@@ -35,7 +35,9 @@ describe('dispatcher replicas and crashes (Postgres + JetStream)', () => {
   const extra: Array<{ pool: Pool; notifier: Notifier; dispatcher?: RunningDispatcher }> = [];
 
   beforeAll(async () => {
-    h = await startHarness({ minuteMs: 40, deps: { noDispatcher: true } });
+    // Thousands of recipients a minute from one organization: the recipient budget is not what this suite tests.
+    const lifted = { perMinute: 1_000_000, perDay: 10_000_000 };
+    h = await startHarness({ minuteMs: 40, deps: { noDispatcher: true }, config: { recipientQuotas: { trial: lifted, standard: lifted, pro: lifted } } });
     sender = await startScriptedSender(h.tb.bus, ['EMAIL']);
   });
   afterAll(async () => {
