@@ -38,7 +38,7 @@ export interface SenderOptions {
   concurrency?: number;
   /** Deliveries before a step is given up (FAILED + dead letter). Default 10. */
   maxDeliver?: number;
-  /** Default 30 000; also the lease of a send in progress. */
+  /** Default 4 000; also the lease of a send in progress. */
   ackWaitMs?: number;
   /** First retry delay; doubles per delivery, capped at `maxBackoffMs`. Default 1 000. */
   baseBackoffMs?: number;
@@ -79,7 +79,7 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
   const channel = options.channel;
   const durable = senderDurable(channel);
   const maxDeliver = options.maxDeliver ?? 10;
-  const ackWaitMs = options.ackWaitMs ?? 30_000;
+  const ackWaitMs = options.ackWaitMs ?? 4_000;
   const stopGraceMs = options.stopGraceMs ?? 10_000;
   const log = options.logger;
   const failures = collapseRepeats(log, { intervalMs: options.logIntervalMs });

@@ -1,5 +1,5 @@
 import { PLAN_RECIPIENT_QUOTAS, type Plan } from '@rrs/proto';
-import { ConfigError, readEnv, envField, type Env } from '@rrs/runtime';
+import { ConfigError, readEnv, envField, grpcTarget, type Env } from '@rrs/runtime';
 import { z } from 'zod';
 import type { RateLimitConfig } from './rateLimit';
 import type { RecipientQuotaConfig } from './recipientQuota';
@@ -35,6 +35,8 @@ export interface GatewayConfig {
   /** The bus holding the channel catalog (KV bucket `channels`) that running senders announce. */
   natsUrl: string;
   busPrefix: string;
+  /** Replicas of the streams when this service creates them (never changed on existing ones). */
+  streamReplicas: number;
   /** TTL of the channel catalog bucket; must match the senders' CHANNEL_TTL_MS. */
   channelTtlMs: number;
   logLevel: string;
@@ -176,7 +178,7 @@ export function adminTokensOf(
   throw new ConfigError('ADMIN_TOKEN', 'is required when ADMIN_API=on');
 }
 
-const address = () => z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port');
+const address = grpcTarget;
 
 export function buildConfig(env: Env): GatewayConfig {
   const e = readEnv(
@@ -200,8 +202,9 @@ export function buildConfig(env: Env): GatewayConfig {
       RATE_LIMIT_STANDARD: envField.int(600, 1),
       RATE_LIMIT_PRO: envField.int(3000, 1),
       ...recipientQuotaEnvShape(),
-      NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
+      NATS_URL: envField.natsUrls().default('nats://127.0.0.1:4222'),
       BUS_PREFIX: envField.busPrefix(),
+      BUS_STREAM_REPLICAS: envField.streamReplicas(),
       CHANNEL_TTL_MS: envField.int(30_000, 1_000),
       LOG_LEVEL: envField.logLevel(),
       TRUST_PROXY: trustProxyField(),
@@ -236,6 +239,7 @@ export function buildConfig(env: Env): GatewayConfig {
     dnsServers: e.DNS_RESOLVER,
     natsUrl: e.NATS_URL,
     busPrefix: e.BUS_PREFIX,
+    streamReplicas: e.BUS_STREAM_REPLICAS,
     channelTtlMs: e.CHANNEL_TTL_MS,
     logLevel: e.LOG_LEVEL,
   };

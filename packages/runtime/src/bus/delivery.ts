@@ -9,7 +9,11 @@ import type { BusMessage, MessageHandler } from './types';
  *   and it does not sit out the ack wait first;
  * - a handler runs outside the call that delivered it (never inside publish or consume), at most
  *   `concurrency` at once; one that throws without settling is reported and nak'ed with
- *   `defaultNakDelayMs`.
+ *   `defaultNakDelayMs`;
+ * - while a handler runs, its message is kept in progress (`working()` every quarter of the ack wait),
+ *   so the ack wait can be short: a message is redelivered after `ackWaitMs` only when its handler
+ *   returned without settling it or its process died (or stalled for most of the ack wait) — which is
+ *   how a dead replica's work moves on to another within the ack wait.
  * The ack-wait redelivery and the delivery count are the server's (JetStream) or the in-process
  * consumer's; see `memoryConsumer.ts`.
  */
@@ -64,7 +68,7 @@ export class HandlerSlots {
 
   constructor(
     private readonly handler: MessageHandler,
-    private readonly options: { concurrency: number; defaultNakDelayMs: number },
+    private readonly options: { concurrency: number; defaultNakDelayMs: number; ackWaitMs: number },
     private readonly onError: BusErrorHandler,
     /** Called when a handler has finished and its slot is free again. */
     private readonly onSlotFreed: () => void,
@@ -90,11 +94,14 @@ export class HandlerSlots {
 
   private async handle(message: BusMessage): Promise<void> {
     await Promise.resolve();
+    const heartbeat = setInterval(() => message.working(), Math.max(25, Math.floor(this.options.ackWaitMs / 4)));
     try {
       await this.handler(message);
     } catch (err) {
       this.onError(toBusError(`handler for ${message.subject} #${message.seq} (delivery ${message.deliveryCount}) failed`, err));
       message.nak(this.options.defaultNakDelayMs);
+    } finally {
+      clearInterval(heartbeat);
     }
   }
 }
