@@ -9,6 +9,7 @@ import { Lifecycle } from './lifecycle';
 import { createLogger } from './logger';
 import { collectProcessMetrics, gauge } from './metrics';
 import { observeBus } from './busObservability';
+import { electLeader, type Leadership } from './leader';
 import { startTracing } from './otel';
 
 /** What a service's start function gets: its logger, the process health and the shutdown sequence. */
@@ -122,6 +123,17 @@ const streamDrift = gauge({
   help: 'Settings of an existing JetStream stream that differ from what this service would create (1 = differs; the stream is not changed)',
   labelNames: ['stream', 'setting'] as const,
 });
+
+/**
+ * The election of this service's housekeeping leader (`<service>-housekeeping`): retention purges and
+ * other periodic jobs that are not claimed row by row run on one replica at a time (see leader.ts).
+ * Released on shutdown, before the pool closes.
+ */
+export function electHousekeepingLeader(ctx: ServiceContext, databaseUrl: string, service: string): Leadership {
+  const leadership = electLeader({ databaseUrl, name: `${service}-housekeeping`, logger: ctx.logger });
+  ctx.lifecycle.onStop('housekeeping leadership', () => leadership.stop());
+  return leadership;
+}
 
 async function connectOwnBus(config: Partial<BusConfig>, ctx: ServiceContext, name: string): Promise<Bus> {
   if (!config.natsUrl) throw new Error(`${name}: no bus was handed in and no NATS URL is configured`);
