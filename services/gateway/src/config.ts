@@ -49,6 +49,12 @@ export interface GatewayConfig {
   trustProxy: TrustProxy;
   /** DNS servers the sender-domain check asks (DNS_RESOLVER); empty = the system's resolver. */
   dnsServers: string[];
+  /**
+   * After SIGTERM, how long the gateway keeps serving, unready and answering `Connection: close`, before
+   * it stops taking connections (SHUTDOWN_DRAIN_MS): the time a load balancer that follows /readyz needs
+   * to stop sending it requests. 0 under Kubernetes, where the chart's preStop delay does this first.
+   */
+  shutdownDrainMs: number;
 }
 
 export type TrustProxy = false | number | string[];
@@ -212,6 +218,7 @@ export function buildConfig(env: Env): GatewayConfig {
       HTTP_REQUEST_TIMEOUT_MS: envField.int(DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1_000),
       HTTP_HEADERS_TIMEOUT_MS: envField.int(DEFAULT_HTTP_LIMITS.headersTimeoutMs, 1_000),
       HTTP_MAX_CONNECTIONS: envField.int(DEFAULT_HTTP_LIMITS.maxConnections, 1),
+      SHUTDOWN_DRAIN_MS: envField.int(0, 0),
     },
     env,
   );
@@ -237,6 +244,7 @@ export function buildConfig(env: Env): GatewayConfig {
     http: { requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS, headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS, maxConnections: e.HTTP_MAX_CONNECTIONS },
     trustProxy: e.TRUST_PROXY,
     dnsServers: e.DNS_RESOLVER,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     natsUrl: e.NATS_URL,
     busPrefix: e.BUS_PREFIX,
     streamReplicas: e.BUS_STREAM_REPLICAS,
