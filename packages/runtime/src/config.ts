@@ -49,9 +49,14 @@ function natsUrlsField() {
   );
 }
 
-/** A gRPC target: `host:port` or `dns:///host:port` (no other scheme, no authority). */
+/**
+ * A gRPC target: `host:port`, `dns:///host:port`, or a fixed list of replicas `ipv4:a:port,b:port`
+ * (outside Kubernetes, e.g. replicas as processes on one host); no other scheme, no authority.
+ */
 export function grpcTarget() {
-  return z.string().regex(/^(dns:\/\/\/)?[^:/\s]+:\d{1,5}$/, 'must be host:port or dns:///host:port');
+  return z
+    .string()
+    .regex(/^((dns:\/\/\/)?[^:/,\s]+:\d{1,5}|ipv4:[\d.]+:\d{1,5}(,[\d.]+:\d{1,5})*)$/, 'must be host:port, dns:///host:port or ipv4:a:port,b:port');
 }
 
 /** Field helpers for env shapes. */
