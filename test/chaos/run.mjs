@@ -7,8 +7,14 @@
 // and checks: 0 lost steps, 0 lost ratings, 0 lost webhooks, 0 duplicate provider sends outside the
 // documented kill -9 window (docs/channels.md "What can still be sent twice"), recovery without help.
 //
-// Env: CHAOS_RECIPIENTS (per run, default 2000), CHAOS_FAULTS (comma list, default all), CHAOS_KEEP=1
-// (keep temp dirs), CHAOS_LOG=1 (service output on failure is always printed).
+// Two shapes: `single` (one of each service over one nats-server and one PostgreSQL) and `cluster`
+// (three nats-server nodes, a PostgreSQL primary and streaming replica behind a proxy, two replicas of
+// each service; see "cluster shape" below and docs/operations.md "Cluster shape").
+//
+// Env: CHAOS_SHAPE (single, cluster or all; default all), CHAOS_RECIPIENTS
+// (per single-shape run, default 2000), CHAOS_FAULTS (comma list, default all), CHAOS_CLUSTER_RECIPIENTS
+// (per cluster run, default 600), CHAOS_CLUSTER_FAULTS, CHAOS_KEEP=1 (keep temp dirs), CHAOS_LOG=1
+// (service output on failure is always printed).
 // Exit code 0 only when every run passed. Every loop is bounded in count and time.
 import { spawn, execFileSync } from 'node:child_process';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
@@ -140,16 +146,16 @@ function pgRun(name, args) {
   execFileSync(cmd, a, { stdio: 'pipe', timeout: 60_000 });
 }
 
-async function startPostgresCluster(dir, port) {
+async function startPostgresCluster(dir, port, extra = '') {
   if (asRoot) execFileSync('chown', ['-R', 'postgres', dir]);
   pgRun('initdb', ['-D', join(dir, 'data'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-  pgCtl(dir, port, 'start');
+  pgCtl(dir, port, 'start', extra);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   await until('postgres', () => query(url, 'SELECT 1').then(() => true), { timeoutMs: 30_000 });
   return url;
 }
-function pgCtl(dir, port, action) {
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off`;
+function pgCtl(dir, port, action, extra = '') {
+  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off ${extra}`.trim();
   const args = ['-D', join(dir, 'data'), '-l', join(dir, 'pg.log'), '-w', '-t', '60', '-m', 'fast', '-o', opts, action];
   pgRun('pg_ctl', action === 'stop' ? ['-D', join(dir, 'data'), '-w', '-m', 'fast', 'stop'] : args);
 }
@@ -631,7 +637,10 @@ async function startPostgresPair(top) {
   const primaryDir = join(top, 'pg-primary');
   const replicaDir = join(top, 'pg-replica');
   execFileSync('mkdir', ['-p', primaryDir, replicaDir]);
-  const primaryUrl = await startPostgresCluster(primaryDir, primaryPort);
+  // A commit is acknowledged once the standby has it (CloudNativePG's minSyncReplicas: 1, Patroni's
+  // synchronous_mode): a failover loses no acknowledged commit. With an asynchronous standby the last
+  // commits before the crash can be lost — a step result lost so shows as a sent step 'canceled'.
+  const primaryUrl = await startPostgresCluster(primaryDir, primaryPort, `-c synchronous_commit=remote_write -c synchronous_standby_names=walreceiver`);
   if (asRoot) execFileSync('chown', ['-R', 'postgres', replicaDir]);
   // An async streaming replica, as a database operator sets one up: a base backup with its recovery settings.
   pgRun('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-D', join(replicaDir, 'data'), '-R', '-X', 'stream', '--no-sync']);
@@ -673,7 +682,7 @@ async function startClusterServices({ databaseUrl, natsUrl, prefix, smtpUrl, sms
     const p = procs[`${name}#${r}`];
     if (!p.alive()) throw new Error(`${name}#${r} exited:\n${p.output().slice(-3000)}`);
     return (await fetch(readyUrl(name, r))).status === 200;
-  }, { timeoutMs: 60_000 });
+  }, { timeoutMs: 120_000 });
   // The balancer in front of the gateways: round robin over those whose /readyz answered 200 last.
   const gatewayReady = Array.from({ length: REPLICAS }, () => false);
   let next = 0;
@@ -697,7 +706,7 @@ async function startClusterServices({ databaseUrl, natsUrl, prefix, smtpUrl, sms
   for (const name of SERVICE_NAMES) {
     spawnService(name, 0);
     await ready(name, 0).catch((err) => {
-      throw new Error(`${name}#0: ${err.message}`);
+      throw new Error(`${name}#0: ${err.message}\n${procs[`${name}#0`].output().slice(-3000)}`);
     });
   }
   await Promise.all(SERVICE_NAMES.map((name) => (spawnService(name, 1), ready(name, 1))));
@@ -808,8 +817,8 @@ function printRows(title, rows) {
   console.log(`\n${title}\n\n| ` + lines[0].join(' | ') + ' |\n|' + lines[0].map(() => '---').join('|') + '|\n' + lines.slice(1).map((l) => '| ' + l.join(' | ') + ' |').join('\n') + '\n');
 }
 
-/** CHAOS_SHAPE: `single` (one of each service, one nats-server, one PostgreSQL), `cluster`, or `all` (both, in sequence). */
-const SHAPE = process.env.CHAOS_SHAPE ?? 'single';
+/** CHAOS_SHAPE: `single` (one of each service, one nats-server, one PostgreSQL), `cluster`, or `all` (both, in sequence; the default). */
+const SHAPE = process.env.CHAOS_SHAPE ?? 'all';
 
 async function main() {
   if (!['single', 'cluster', 'all'].includes(SHAPE)) throw new Error(`CHAOS_SHAPE must be single, cluster or all (got ${SHAPE})`);

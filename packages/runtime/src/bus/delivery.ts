@@ -64,7 +64,10 @@ export abstract class Delivery implements BusMessage {
 
 /** The handlers one subscription runs. */
 export class HandlerSlots {
-  private readonly running = new Set<Promise<void>>();
+  /** The handlers running, with the message each works on. */
+  private readonly running = new Map<Promise<void>, BusMessage>();
+  /** One timer for all of them (not one per message): sends `working()` for every message still handled. */
+  private heartbeat: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly handler: MessageHandler,
@@ -82,26 +85,31 @@ export class HandlerSlots {
   run(message: BusMessage): void {
     const running: Promise<void> = this.handle(message).finally(() => {
       this.running.delete(running);
+      if (this.running.size === 0 && this.heartbeat) {
+        clearInterval(this.heartbeat);
+        this.heartbeat = null;
+      }
       this.onSlotFreed();
     });
-    this.running.add(running);
+    this.running.set(running, message);
+    // Every quarter of the ack wait: a message first beats between a quarter and a half of it after delivery.
+    this.heartbeat ??= setInterval(() => {
+      for (const m of this.running.values()) m.working();
+    }, Math.max(25, Math.floor(this.options.ackWaitMs / 4)));
   }
 
   /** Resolves once no handler runs (including those started while waiting). */
   async idle(): Promise<void> {
-    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+    while (this.running.size > 0) await Promise.allSettled([...this.running.keys()]);
   }
 
   private async handle(message: BusMessage): Promise<void> {
     await Promise.resolve();
-    const heartbeat = setInterval(() => message.working(), Math.max(25, Math.floor(this.options.ackWaitMs / 4)));
     try {
       await this.handler(message);
     } catch (err) {
       this.onError(toBusError(`handler for ${message.subject} #${message.seq} (delivery ${message.deliveryCount}) failed`, err));
       message.nak(this.options.defaultNakDelayMs);
-    } finally {
-      clearInterval(heartbeat);
     }
   }
 }
