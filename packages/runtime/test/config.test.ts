@@ -47,7 +47,7 @@ describe('shared env fields', () => {
   it('reads a gRPC address as dns:///host:port, the headless-Service form clients balance over', () => {
     const shape = { CONTACTS_ADDR: envField.address('127.0.0.1:50051') };
     expect(readEnv(shape, { CONTACTS_ADDR: 'dns:///rrs-contacts-grpc:50051' }).CONTACTS_ADDR).toBe('dns:///rrs-contacts-grpc:50051');
-    expect(() => readEnv(shape, { CONTACTS_ADDR: 'dns://resolver/contacts:50051' })).toThrow(/^CONTACTS_ADDR: must be host:port or dns:\/\/\/host:port/);
+    expect(() => readEnv(shape, { CONTACTS_ADDR: 'dns://resolver/contacts:50051' })).toThrow(/^CONTACTS_ADDR: must be host:port, dns:\/\/\/host:port or ipv4:a:port,b:port/);
     expect(readEnv(shape, { CONTACTS_ADDR: 'ipv4:10.0.0.1:50051,10.0.0.2:50051' }).CONTACTS_ADDR).toBe('ipv4:10.0.0.1:50051,10.0.0.2:50051');
     expect(() => readEnv(shape, { CONTACTS_ADDR: 'a:1,b:2' })).toThrow(/^CONTACTS_ADDR: must be host:port/);
   });
