@@ -336,6 +336,7 @@ async function runOnce(fault, cluster, shape) {
     log(`${fault}: services up in ${((Date.now() - t0) / 1000).toFixed(1)} s; starting ${RECIPIENTS} recipients`);
 
     // Intake: batches of 500, as the API allows.
+    const intakeAt = Date.now();
     const cascades = [];
     const recipients = [];
     for (let i = 0; i < RECIPIENTS; i += 500) {
@@ -409,6 +410,8 @@ async function runOnce(fault, cluster, shape) {
       if (okRead && ratingsDone && states.length === recipients.length && states.every((r) => r.status === 'finished') && states.every((r) => receiver.state.events.has(r.id)) && states.every((r) => r.rating === null || r.finishReason === 'rated' || receiver.state.rated.has(r.id)) && states.every((r) => (r.steps ?? []).every((step) => step.status === 'sent' || !reachedProvider(r, step)))) break;
       await sleep(1_000);
     }
+    // End to end: the first request to everything settled (the fault's run against the undisturbed one).
+    row.e2e = (Date.now() - intakeAt) / 1000;
     raterStop = true;
     await rater;
     const recoveredAt = await Promise.race([recovered, sleep(10).then(() => null)]);
@@ -565,7 +568,8 @@ async function injectFault(fault, { services, cluster, receiver }) {
 // PostgreSQL primary with an async streaming replica behind a TCP proxy (the stable address a `-rw`
 // Service or HAProxy gives), two replicas of every service (gRPC callers balance over both, `ipv4:` list
 // targets), two gateways behind a round-robin TCP balancer that follows /readyz.
-const CLUSTER_FAULTS = ['kill-one-of-each', 'kill-steps-leader', 'rolling-restart', 'postgres-failover'];
+/** `none` is the undisturbed run the others' end-to-end times compare with (a rolling restart: ≤ 1.5 ×). */
+const CLUSTER_FAULTS = ['none', 'kill-one-of-each', 'kill-steps-leader', 'rolling-restart', 'postgres-failover'];
 const CLUSTER_RECIPIENTS = Number(process.env.CHAOS_CLUSTER_RECIPIENTS ?? 600);
 const REPLICAS = 2;
 const { connect: natsConnect } = require('nats');
@@ -735,6 +739,8 @@ async function injectClusterFault(fault, { services, cluster }) {
     await services.ready(name, r);
   };
   switch (fault) {
+    case 'none':
+      return Date.now();
     case 'kill-one-of-each': {
       // kill -9 of one replica of every service at once; each restarted as its Deployment would.
       await Promise.all(SERVICE_NAMES.map((name) => restart(name, 0, 'SIGKILL')));
@@ -812,8 +818,8 @@ async function runClusterShape(top, faults) {
 
 // ---------------------------------------------------------------- main
 function printRows(title, rows) {
-  const header = ['fault', 'recipients', 'steps sent', 'duplicates', 'in-window duplicates', 'lost steps', 'lost ratings', 'lost webhooks', 'late ratings', 'recovery s', 'run s', 'result'];
-  const lines = [header, ...rows.map((r) => [r.fault, r.recipients, r.stepsSent, r.duplicates, r.inWindow, r.lost, r.lostRatings, r.lostWebhooks, r.lateRatings, r.recovery === null ? '—' : r.recovery.toFixed(1), r.seconds.toFixed(0), r.ok ? 'pass' : 'FAIL'])];
+  const header = ['fault', 'recipients', 'steps sent', 'duplicates', 'in-window duplicates', 'lost steps', 'lost ratings', 'lost webhooks', 'late ratings', 'recovery s', 'e2e s', 'run s', 'result'];
+  const lines = [header, ...rows.map((r) => [r.fault, r.recipients, r.stepsSent, r.duplicates, r.inWindow, r.lost, r.lostRatings, r.lostWebhooks, r.lateRatings, r.recovery === null ? '—' : r.recovery.toFixed(1), r.e2e === undefined ? '—' : r.e2e.toFixed(1), r.seconds.toFixed(0), r.ok ? 'pass' : 'FAIL'])];
   console.log(`\n${title}\n\n| ` + lines[0].join(' | ') + ' |\n|' + lines[0].map(() => '---').join('|') + '|\n' + lines.slice(1).map((l) => '| ' + l.join(' | ') + ' |').join('\n') + '\n');
 }
 
