@@ -175,6 +175,23 @@ describe('ports and probes', () => {
   });
 });
 
+describe('rolling restarts: the gateway drains before it stops', () => {
+  it('keeps serving for preStopSeconds (sleep in preStop) while it leaves the endpoints, within the termination grace', () => {
+    const deployment = theOne(main.objects, 'Deployment', 'gateway');
+    expect(mainContainer(deployment).lifecycle).toEqual({ preStop: { exec: { command: ['sleep', String(chartValues.gateway.preStopSeconds)] } } });
+    // preStop, then SIGTERM: the shutdown's steps (25 s at most each, the HTTP server's 5 s grace first) fit in what is left.
+    expect(deployment.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(chartValues.gateway.preStopSeconds + 25);
+  });
+
+  it('sets BUS_STREAM_REPLICAS from nats.streamReplicas on every service that reads NATS_URL, and on the bus provisioning Job', () => {
+    const replicas = template({ values: ['ci/external-values.yaml'], set: ['nats.streamReplicas=3'] });
+    const withBus = [...deployments(replicas), ...ofKind(replicas.objects, 'Job')].filter((d) => envOf(d).some((v) => v.name === 'NATS_URL'));
+    expect(withBus.map((d) => d.kind)).toContain('Job');
+    expect(withBus.length).toBeGreaterThan(6);
+    for (const d of withBus) expect({ service: componentOf(d), value: envOf(d).find((v) => v.name === 'BUS_STREAM_REPLICAS')?.value }).toEqual({ service: componentOf(d), value: '3' });
+  });
+});
+
 describe('env: what the chart gives each service is what the service reads', () => {
   const runtime = runtimeEnv();
   const cases = CI_VALUES.flatMap((file) => deployments(renders.get(file)!).map((d): [string, string] => [file, componentOf(d)!]));
@@ -237,7 +254,13 @@ describe('architecture: the NetworkPolicies are the arrows the services call', (
       expect(admitted.flatMap((rule: any) => rule.from.map((peer: any) => peer.podSelector.matchLabels['app.kubernetes.io/component'])).sort()).toEqual([...from].sort());
       for (const caller of from) {
         const env = envOf(theOne(main.objects, 'Deployment', caller)).find((v) => v.name === variable);
-        expect(env?.value).toBe(`${service.metadata.name}:${port}`);
+        // The headless Service: the caller resolves every ready replica and balances round robin.
+        expect(env?.value).toBe(`dns:///${service.metadata.name}-grpc:${port}`);
+        const headless = theOne(main.objects, 'Service', `${callee}-grpc`);
+        expect(headless.metadata.name).toBe(`${service.metadata.name}-grpc`);
+        expect(headless.spec.clusterIP).toBe('None');
+        expect(headless.spec.selector).toEqual(service.spec.selector);
+        expect(headless.spec.ports).toEqual([{ name: 'grpc', port, targetPort: 'grpc', protocol: 'TCP', appProtocol: 'grpc' }]);
         const egress = policyOf(main, caller).spec.egress.filter((rule: any) => rule.to?.some((peer: any) => peer.podSelector?.matchLabels['app.kubernetes.io/component'] === callee));
         expect({ caller, callee, ports: egress.flatMap((rule: any) => rule.ports) }).toEqual({ caller, callee, ports: [{ protocol: 'TCP', port }] });
       }

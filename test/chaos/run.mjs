@@ -7,8 +7,14 @@
 // and checks: 0 lost steps, 0 lost ratings, 0 lost webhooks, 0 duplicate provider sends outside the
 // documented kill -9 window (docs/channels.md "What can still be sent twice"), recovery without help.
 //
-// Env: CHAOS_RECIPIENTS (per run, default 2000), CHAOS_FAULTS (comma list, default all), CHAOS_KEEP=1
-// (keep temp dirs), CHAOS_LOG=1 (service output on failure is always printed).
+// Two shapes: `single` (one of each service over one nats-server and one PostgreSQL) and `cluster`
+// (three nats-server nodes, a PostgreSQL primary and streaming replica behind a proxy, two replicas of
+// each service; see "cluster shape" below and docs/operations.md "Cluster shape").
+//
+// Env: CHAOS_SHAPE (single, cluster or all; default all), CHAOS_RECIPIENTS
+// (per single-shape run, default 2000), CHAOS_FAULTS (comma list, default all), CHAOS_CLUSTER_RECIPIENTS
+// (per cluster run, default 600), CHAOS_CLUSTER_FAULTS, CHAOS_KEEP=1 (keep temp dirs), CHAOS_LOG=1
+// (service output on failure is always printed).
 // Exit code 0 only when every run passed. Every loop is bounded in count and time.
 import { spawn, execFileSync } from 'node:child_process';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
@@ -140,16 +146,16 @@ function pgRun(name, args) {
   execFileSync(cmd, a, { stdio: 'pipe', timeout: 60_000 });
 }
 
-async function startPostgresCluster(dir, port) {
+async function startPostgresCluster(dir, port, extra = '') {
   if (asRoot) execFileSync('chown', ['-R', 'postgres', dir]);
   pgRun('initdb', ['-D', join(dir, 'data'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-  pgCtl(dir, port, 'start');
+  pgCtl(dir, port, 'start', extra);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   await until('postgres', () => query(url, 'SELECT 1').then(() => true), { timeoutMs: 30_000 });
   return url;
 }
-function pgCtl(dir, port, action) {
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off`;
+function pgCtl(dir, port, action, extra = '') {
+  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off ${extra}`.trim();
   const args = ['-D', join(dir, 'data'), '-l', join(dir, 'pg.log'), '-w', '-t', '60', '-m', 'fast', '-o', opts, action];
   pgRun('pg_ctl', action === 'stop' ? ['-D', join(dir, 'data'), '-w', '-m', 'fast', 'stop'] : args);
 }
@@ -222,9 +228,9 @@ async function startServices({ databaseUrl, natsUrl, prefix, smtpUrl, smscUrl, r
   const env = {
     contacts: { GRPC_PORT: port['contacts.grpc'], OPS_PORT: port['contacts.ops'] },
     'cascade-scheduler': { GRPC_PORT: port['scheduler.grpc'], OPS_PORT: port['scheduler.ops'], CONTACTS_ADDR: `127.0.0.1:${port['contacts.grpc']}`, PUBLIC_BASE_URL: gatewayUrl, DELAY_MINUTE_MS: MINUTE_MS, RECIPIENT_QUOTA_PRO: '1000000/100000000' },
-    'channel-email': { OPS_PORT: port['email.ops'], SMTP_URL: smtpUrl, EMAIL_FROM: 'Reviews <no-reply@chaos.test>', SENDER_ACK_WAIT_MS: 5_000 },
-    'channel-sms': { OPS_PORT: port['sms.ops'], SMS_RECEIPTS_HOST: '127.0.0.1', SMS_RECEIPTS_PORT: port['sms.receipts'], CONTACTS_ADDR: `127.0.0.1:${port['contacts.grpc']}`, SMSC_URL: smscUrl, SMSC_LOGIN: 'bench', SMSC_PASSWORD: 'secret', SMSC_TIMEOUT_MS: 3_000, SENDER_ACK_WAIT_MS: 5_000 },
-    webhooks: { GRPC_PORT: port['webhooks.grpc'], OPS_PORT: port['webhooks.ops'], WEBHOOK_SECRET_KEYS: randomBytes(32).toString('base64'), WEBHOOK_ALLOW_LOOPBACK_HTTP: 'true', WEBHOOK_RETRY_SCHEDULE_MS: '0,500,1000,2000,3000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000', WEBHOOK_TIMEOUT_MS: 3_000, WEBHOOK_CLAIM_LEASE_MARGIN_MS: 1_000 },
+    'channel-email': { OPS_PORT: port['email.ops'], SMTP_URL: smtpUrl, EMAIL_FROM: 'Reviews <no-reply@chaos.test>' },
+    'channel-sms': { OPS_PORT: port['sms.ops'], SMS_RECEIPTS_HOST: '127.0.0.1', SMS_RECEIPTS_PORT: port['sms.receipts'], CONTACTS_ADDR: `127.0.0.1:${port['contacts.grpc']}`, SMSC_URL: smscUrl, SMSC_LOGIN: 'bench', SMSC_PASSWORD: 'secret', SMSC_TIMEOUT_MS: 3_000 },
+    webhooks: { GRPC_PORT: port['webhooks.grpc'], OPS_PORT: port['webhooks.ops'], WEBHOOK_SECRET_KEYS: randomBytes(32).toString('base64'), WEBHOOK_ALLOW_LOOPBACK_HTTP: 'true', WEBHOOK_RETRY_SCHEDULE_MS: '0,500,1000,2000,3000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000', WEBHOOK_TIMEOUT_MS: 3_000 },
     gateway: { PORT: port['gateway.http'], CONTACTS_ADDR: `127.0.0.1:${port['contacts.grpc']}`, SCHEDULER_ADDR: `127.0.0.1:${port['scheduler.grpc']}`, WEBHOOKS_ADDR: `127.0.0.1:${port['webhooks.grpc']}`, PUBLIC_BASE_URL: gatewayUrl, ADMIN_TOKEN, RATE_LIMIT_PRO: 1_000_000, METRICS_PORT: 0 },
   };
   const probes = { contacts: 'contacts.ops', 'cascade-scheduler': 'scheduler.ops', 'channel-email': 'email.ops', 'channel-sms': 'sms.ops', webhooks: 'webhooks.ops', gateway: 'gateway.http' };
@@ -305,7 +311,8 @@ function tokenOf(raw) {
 }
 
 // ---------------------------------------------------------------- one run
-async function runOnce(fault, cluster) {
+async function runOnce(fault, cluster, shape) {
+  const RECIPIENTS = shape.recipients;
   const runDir = mkdtempSync(join(cluster.top, `run-${fault}-`));
   const runCleanups = [];
   const row = { fault, recipients: 0, stepsSent: 0, duplicates: 0, inWindow: 0, lost: 0, lostRatings: 0, lostWebhooks: 0, lateRatings: 0, recovery: null, ok: false, problems: [] };
@@ -322,13 +329,14 @@ async function runOnce(fault, cluster) {
     runCleanups.push(() => smsc.close());
     const receiver = await startReceiver();
     runCleanups.push(() => receiver.close());
-    services = await startServices({ databaseUrl, natsUrl: cluster.natsUrl, prefix, smtpUrl: smtp.url, smscUrl: smsc.url, runDir });
+    services = await shape.startServices({ databaseUrl, natsUrl: cluster.natsUrl, prefix, smtpUrl: smtp.url, smscUrl: smsc.url, runDir, cluster });
     runCleanups.push(() => services.stopAll());
     const s = await seed(services.gatewayUrl, receiver.port);
     receiver.state.secret = s.secret;
     log(`${fault}: services up in ${((Date.now() - t0) / 1000).toFixed(1)} s; starting ${RECIPIENTS} recipients`);
 
     // Intake: batches of 500, as the API allows.
+    const intakeAt = Date.now();
     const cascades = [];
     const recipients = [];
     for (let i = 0; i < RECIPIENTS; i += 500) {
@@ -366,7 +374,7 @@ async function runOnce(fault, cluster) {
     // The fault, once traffic flows: a third of the emails out.
     await until('a third of the emails sent', () => Promise.resolve(smtp.count >= RECIPIENTS / 3), { timeoutMs: 120_000, intervalMs: 100 });
     const faultStart = Date.now();
-    const faultEnd = await injectFault(fault, { services, cluster, receiver });
+    const faultEnd = await shape.injectFault(fault, { services, cluster, receiver });
     const sentAtFaultEnd = smtp.count + smsc.count;
     const hooksAtFaultEnd = receiver.state.events.size;
     log(`${fault}: fault ${((faultEnd - faultStart) / 1000).toFixed(1)} s`);
@@ -402,6 +410,8 @@ async function runOnce(fault, cluster) {
       if (okRead && ratingsDone && states.length === recipients.length && states.every((r) => r.status === 'finished') && states.every((r) => receiver.state.events.has(r.id)) && states.every((r) => r.rating === null || r.finishReason === 'rated' || receiver.state.rated.has(r.id)) && states.every((r) => (r.steps ?? []).every((step) => step.status === 'sent' || !reachedProvider(r, step)))) break;
       await sleep(1_000);
     }
+    // End to end: the first request to everything settled (the fault's run against the undisturbed one).
+    row.e2e = (Date.now() - intakeAt) / 1000;
     raterStop = true;
     await rater;
     const recoveredAt = await Promise.race([recovered, sleep(10).then(() => null)]);
@@ -478,8 +488,8 @@ async function runOnce(fault, cluster) {
     if (receiver.state.bad) row.problems.push(`${receiver.state.bad} webhook requests with a bad signature`);
     // docs/channels.md "What can still be sent twice": an email is sent again on a resumed send after a
     // sender death (W1), the database down under the sender (W1), or its NATS connection lost (W4);
-    // SMS is closed by status.php in every window.
-    const emailWindow = ['kill-email', 'restart-postgres', 'restart-nats'].includes(fault);
+    // SMS is closed by status.php in every window. Which faults open a window is the shape's list.
+    const emailWindow = shape.emailWindow.includes(fault);
     row.inWindow = emailWindow ? dupEmail : 0;
     row.duplicates = dupSms + (emailWindow ? 0 : dupEmail);
     row.stepsSent = stepsSent;
@@ -553,35 +563,317 @@ async function injectFault(fault, { services, cluster, receiver }) {
   }
 }
 
+// ---------------------------------------------------------------- cluster shape
+// Production's shape on one host: a three-node nats-server cluster (routes between all, R3 streams), a
+// PostgreSQL primary with an async streaming replica behind a TCP proxy (the stable address a `-rw`
+// Service or HAProxy gives), two replicas of every service (gRPC callers balance over both, `ipv4:` list
+// targets), two gateways behind a round-robin TCP balancer that follows /readyz.
+/** `none` is the undisturbed run the others' end-to-end times compare with (a rolling restart: ≤ 1.5 ×). */
+const CLUSTER_FAULTS = ['none', 'kill-one-of-each', 'kill-steps-leader', 'rolling-restart', 'postgres-failover'];
+const CLUSTER_RECIPIENTS = Number(process.env.CHAOS_CLUSTER_RECIPIENTS ?? 600);
+const REPLICAS = 2;
+const { connect: natsConnect } = require('nats');
+
+/** A TCP proxy on `port` to the port `pick()` returns per connection; `cutAll` drops every proxied connection. */
+function startTcpProxy(port, pick) {
+  const open = new Set();
+  const server = net.createServer((client) => {
+    const target = pick();
+    if (!target) return client.destroy();
+    const upstream = net.connect(target, '127.0.0.1');
+    const pair = { client, upstream, target };
+    open.add(pair);
+    const end = () => {
+      open.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end);
+    upstream.on('error', end);
+    client.on('close', end);
+    upstream.on('close', end);
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  return new Promise((ok) =>
+    server.listen(port, '127.0.0.1', () =>
+      ok({
+        cutAll: () => {
+          for (const p of [...open]) (p.client.destroy(), p.upstream.destroy());
+        },
+        close: () => new Promise((r) => (server.close(r), [...open].forEach((p) => (p.client.destroy(), p.upstream.destroy())))),
+      }),
+    ),
+  );
+}
+
+async function startNatsNodes(top) {
+  const ports = await freePorts(6);
+  const nodes = [0, 1, 2].map((i) => ({ name: `n${i}`, port: ports[i], routePort: ports[3 + i], dir: join(top, `nats-n${i}`), proc: null }));
+  const routes = nodes.map((n) => `nats-route://127.0.0.1:${n.routePort}`);
+  for (const [i, n] of nodes.entries()) {
+    execFileSync('mkdir', ['-p', n.dir]);
+    const conf = [`server_name: ${n.name}`, `listen: 127.0.0.1:${n.port}`, `jetstream { store_dir: "${n.dir}" }`, `cluster { name: rrs-chaos, listen: 127.0.0.1:${n.routePort}, routes: [${routes.filter((_, j) => j !== i).join(', ')}] }`].join('\n');
+    execFileSync('sh', ['-c', `cat > ${join(n.dir, 'node.conf')}`], { input: conf });
+  }
+  const start = async (i) => {
+    const n = nodes[i];
+    n.proc = startProcess(`nats-${n.name}`, 'nats-server', ['-c', join(n.dir, 'node.conf')]);
+    await until(`nats ${n.name}`, () => new Promise((ok) => {
+      const sock = net.connect(n.port, '127.0.0.1', () => (sock.destroy(), ok(true)));
+      sock.on('error', () => ok(false));
+    }), { timeoutMs: 15_000 });
+  };
+  await Promise.all(nodes.map((_, i) => start(i)));
+  const url = nodes.map((n) => `nats://127.0.0.1:${n.port}`).join(',');
+  // JetStream answers once the nodes have elected a meta leader.
+  const nc = await natsConnect({ servers: url.split(',') });
+  try {
+    await until('JetStream meta leader', async () => !!(await (await nc.jetstreamManager({ timeout: 2_000 })).getAccountInfo()), { timeoutMs: 30_000, intervalMs: 500 });
+  } finally {
+    await nc.close();
+  }
+  return { nodes, url, start, kill: async (i) => (nodes[i].proc.child.kill('SIGKILL'), await nodes[i].proc.exited) };
+}
+
+async function startPostgresPair(top) {
+  const [proxyPort, primaryPort, replicaPort] = await freePorts(3);
+  const primaryDir = join(top, 'pg-primary');
+  const replicaDir = join(top, 'pg-replica');
+  execFileSync('mkdir', ['-p', primaryDir, replicaDir]);
+  // A commit is acknowledged once the standby has it (CloudNativePG's minSyncReplicas: 1, Patroni's
+  // synchronous_mode): a failover loses no acknowledged commit. With an asynchronous standby the last
+  // commits before the crash can be lost — a step result lost so shows as a sent step 'canceled'.
+  const primaryUrl = await startPostgresCluster(primaryDir, primaryPort, `-c synchronous_commit=remote_write -c synchronous_standby_names=walreceiver`);
+  if (asRoot) execFileSync('chown', ['-R', 'postgres', replicaDir]);
+  // An async streaming replica, as a database operator sets one up: a base backup with its recovery settings.
+  pgRun('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-D', join(replicaDir, 'data'), '-R', '-X', 'stream', '--no-sync']);
+  pgCtl(replicaDir, replicaPort, 'start');
+  await until('replica streaming', async () => (await query(primaryUrl, `SELECT count(*)::int AS n FROM pg_stat_replication WHERE state = 'streaming'`)).rows[0].n === 1, { timeoutMs: 30_000 });
+  const pair = { proxyPort, primaryPort, replicaPort, primaryDir, replicaDir, target: primaryPort, primaryAlive: true };
+  pair.proxy = await startTcpProxy(proxyPort, () => pair.target);
+  pair.url = `postgres://postgres@127.0.0.1:${proxyPort}/postgres`;
+  return pair;
+}
+
+async function startClusterServices({ databaseUrl, natsUrl, prefix, smtpUrl, smscUrl, runDir }) {
+  const names = [];
+  for (let r = 0; r < REPLICAS; r++) names.push(`contacts.grpc${r}`, `contacts.ops${r}`, `scheduler.grpc${r}`, `scheduler.ops${r}`, `email.ops${r}`, `sms.ops${r}`, `sms.receipts${r}`, `webhooks.grpc${r}`, `webhooks.ops${r}`, `gateway.http${r}`);
+  names.push('gateway.lb');
+  const picked = await freePorts(names.length);
+  const port = Object.fromEntries(names.map((n, i) => [n, picked[i]]));
+  const list = (key) => `ipv4:${Array.from({ length: REPLICAS }, (_, r) => `127.0.0.1:${port[`${key}${r}`]}`).join(',')}`;
+  const gatewayUrl = `http://127.0.0.1:${port['gateway.lb']}`;
+  const base = { PATH: process.env.PATH, NODE_ENV: 'development', LOG_LEVEL: 'warn', TZ: 'UTC', DATABASE_URL: databaseUrl, NATS_URL: natsUrl, BUS_STREAM_REPLICAS: 3, BUS_PREFIX: prefix, GRPC_HOST: '127.0.0.1', OPS_HOST: '127.0.0.1', HOST: '127.0.0.1', DATA_DIR: runDir };
+  const webhookKeys = randomBytes(32).toString('base64');
+  const envOf = (name, r) => ({
+    contacts: { GRPC_PORT: port[`contacts.grpc${r}`], OPS_PORT: port[`contacts.ops${r}`] },
+    'cascade-scheduler': { GRPC_PORT: port[`scheduler.grpc${r}`], OPS_PORT: port[`scheduler.ops${r}`], CONTACTS_ADDR: list('contacts.grpc'), PUBLIC_BASE_URL: gatewayUrl, DELAY_MINUTE_MS: MINUTE_MS },
+    'channel-email': { OPS_PORT: port[`email.ops${r}`], SMTP_URL: smtpUrl, EMAIL_FROM: 'Reviews <no-reply@chaos.test>' },
+    'channel-sms': { OPS_PORT: port[`sms.ops${r}`], SMS_RECEIPTS_HOST: '127.0.0.1', SMS_RECEIPTS_PORT: port[`sms.receipts${r}`], CONTACTS_ADDR: list('contacts.grpc'), SMSC_URL: smscUrl, SMSC_LOGIN: 'bench', SMSC_PASSWORD: 'secret', SMSC_TIMEOUT_MS: 3_000 },
+    webhooks: { GRPC_PORT: port[`webhooks.grpc${r}`], OPS_PORT: port[`webhooks.ops${r}`], WEBHOOK_SECRET_KEYS: webhookKeys, WEBHOOK_ALLOW_LOOPBACK_HTTP: 'true', WEBHOOK_RETRY_SCHEDULE_MS: '0,500,1000,2000,3000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000', WEBHOOK_TIMEOUT_MS: 3_000 },
+    gateway: { PORT: port[`gateway.http${r}`], CONTACTS_ADDR: list('contacts.grpc'), SCHEDULER_ADDR: list('scheduler.grpc'), WEBHOOKS_ADDR: list('webhooks.grpc'), PUBLIC_BASE_URL: gatewayUrl, ADMIN_TOKEN, RATE_LIMIT_PRO: 1_000_000, RECIPIENT_QUOTA_PRO: '1000000/100000000', METRICS_PORT: 0, SHUTDOWN_DRAIN_MS: 1_000 },
+  })[name];
+  const probeOf = { contacts: 'contacts.ops', 'cascade-scheduler': 'scheduler.ops', 'channel-email': 'email.ops', 'channel-sms': 'sms.ops', webhooks: 'webhooks.ops', gateway: 'gateway.http' };
+  const procs = {};
+  const spawnService = (name, r) => {
+    const p = startProcess(`${name}#${r}`, process.execPath, ['dist/main.js'], { cwd: join(ROOT, 'services', name), env: { ...base, ...Object.fromEntries(Object.entries(envOf(name, r)).map(([k, v]) => [k, String(v)])) } });
+    procs[`${name}#${r}`] = p;
+    return p;
+  };
+  const readyUrl = (name, r) => `http://127.0.0.1:${port[`${probeOf[name]}${r}`]}/readyz`;
+  const ready = (name, r) => until(`${name}#${r} ready`, async () => {
+    const p = procs[`${name}#${r}`];
+    if (!p.alive()) throw new Error(`${name}#${r} exited:\n${p.output().slice(-3000)}`);
+    return (await fetch(readyUrl(name, r))).status === 200;
+  }, { timeoutMs: 120_000 });
+  // The balancer in front of the gateways: round robin over those whose /readyz answered 200 last.
+  const gatewayReady = Array.from({ length: REPLICAS }, () => false);
+  let next = 0;
+  const lb = await startTcpProxy(port['gateway.lb'], () => {
+    for (let i = 0; i < REPLICAS; i++) {
+      const r = (next + i) % REPLICAS;
+      if (gatewayReady[r]) return (next = r + 1), port[`gateway.http${r}`];
+    }
+    return null;
+  });
+  let probing = true;
+  const prober = (async () => {
+    for (let i = 0; i < 100_000 && probing; i++) {
+      await Promise.all(gatewayReady.map(async (_, r) => {
+        gatewayReady[r] = await fetch(readyUrl('gateway', r), { signal: AbortSignal.timeout(1_000) }).then((res) => res.status === 200, () => false);
+      }));
+      await sleep(200);
+    }
+  })();
+  // The first replica of each, one at a time (each migrates its tables), then the second ones together.
+  for (const name of SERVICE_NAMES) {
+    spawnService(name, 0);
+    await ready(name, 0).catch((err) => {
+      throw new Error(`${name}#0: ${err.message}\n${procs[`${name}#0`].output().slice(-3000)}`);
+    });
+  }
+  await Promise.all(SERVICE_NAMES.map((name) => (spawnService(name, 1), ready(name, 1))));
+  await until('both gateways behind the balancer', () => Promise.resolve(gatewayReady.every(Boolean)), { timeoutMs: 10_000 });
+  return {
+    procs, port, gatewayUrl, prefix, spawnService, ready,
+    stopAll: async () => {
+      probing = false;
+      await prober;
+      await lb.close();
+      await Promise.all(Object.values(procs).map((p) => stopProcess(p, 'SIGTERM', 8_000)));
+    },
+  };
+}
+
+async function injectClusterFault(fault, { services, cluster }) {
+  const restart = async (name, r, signal) => {
+    const p = services.procs[`${name}#${r}`];
+    if (signal === 'SIGKILL') {
+      p.child.kill('SIGKILL');
+      await p.exited;
+    } else {
+      await stopProcess(p, 'SIGTERM', 30_000);
+    }
+    services.spawnService(name, r);
+    await services.ready(name, r);
+  };
+  switch (fault) {
+    case 'none':
+      return Date.now();
+    case 'kill-one-of-each': {
+      // kill -9 of one replica of every service at once; each restarted as its Deployment would.
+      await Promise.all(SERVICE_NAMES.map((name) => restart(name, 0, 'SIGKILL')));
+      return Date.now();
+    }
+    case 'kill-steps-leader': {
+      const nc = await natsConnect({ servers: cluster.natsUrl.split(',') });
+      let leader;
+      try {
+        leader = (await (await nc.jetstreamManager()).streams.info(`${services.prefix.toUpperCase()}_STEPS`)).cluster?.leader;
+      } finally {
+        await nc.close();
+      }
+      const i = cluster.natsNodes.nodes.findIndex((n) => n.name === leader);
+      if (i < 0) throw new Error(`STEPS has no leader among the nodes (${leader})`);
+      await cluster.natsNodes.kill(i);
+      const lostAt = Date.now();
+      log(`kill-steps-leader: killed ${leader}; it comes back in 10 s`);
+      // The node is lost now (that is the fault); it comes back later, as a StatefulSet pod would.
+      cluster.pending = sleep(10_000).then(() => cluster.natsNodes.start(i));
+      return lostAt;
+    }
+    case 'rolling-restart': {
+      // Every deployment, one replica at a time: SIGTERM, drain, start, ready; then the next.
+      for (const name of SERVICE_NAMES) for (let r = 0; r < REPLICAS; r++) await restart(name, r, 'SIGTERM');
+      return Date.now();
+    }
+    case 'postgres-failover': {
+      const pair = cluster.pg;
+      // The primary crashes (immediate shutdown: no checkpoint, sessions cut), the replica is promoted,
+      // and the stable address switches to it 2 s later; the services reconnect by themselves.
+      pgRun('pg_ctl', ['-D', join(pair.primaryDir, 'data'), '-w', '-m', 'immediate', 'stop']);
+      pair.proxy.cutAll();
+      pair.target = null;
+      await sleep(2_000);
+      pgRun('pg_ctl', ['-D', join(pair.replicaDir, 'data'), '-w', 'promote']);
+      pair.target = pair.replicaPort;
+      pair.primaryAlive = false;
+      return Date.now();
+    }
+    default:
+      throw new Error(`unknown cluster fault ${fault} (known: ${CLUSTER_FAULTS.join(', ')})`);
+  }
+}
+
+async function runClusterShape(top, faults) {
+  const cluster = { top };
+  cluster.natsNodes = await startNatsNodes(top);
+  cleanups.push(async () => Promise.all(cluster.natsNodes.nodes.map((n) => stopProcess(n.proc, 'SIGKILL'))));
+  cluster.natsUrl = cluster.natsNodes.url;
+  cluster.pg = await startPostgresPair(top);
+  cleanups.push(async () => {
+    await cluster.pg.proxy.close();
+    for (const dir of [cluster.pg.primaryDir, cluster.pg.replicaDir]) {
+      try {
+        pgRun('pg_ctl', ['-D', join(dir, 'data'), '-w', '-m', 'immediate', 'stop']);
+      } catch {
+        /* already down */
+      }
+    }
+  });
+  cluster.pgUrl = cluster.pg.url;
+  log(`cluster: nats ${cluster.natsNodes.nodes.map((n) => n.port).join('/')}, PostgreSQL primary ${cluster.pg.primaryPort} + replica ${cluster.pg.replicaPort} behind ${cluster.pg.proxyPort}`);
+  const shape = { recipients: CLUSTER_RECIPIENTS, startServices: startClusterServices, injectFault: injectClusterFault, emailWindow: ['kill-one-of-each', 'kill-steps-leader', 'postgres-failover'] };
+  const rows = [];
+  // The failover last: after it there is no replica left.
+  for (const fault of [...faults].sort((a, b) => (a === 'postgres-failover') - (b === 'postgres-failover'))) {
+    const row = await runOnce(fault, cluster, shape);
+    await cluster.pending;
+    rows.push(row);
+    log(`cluster ${fault}: ${row.ok ? 'ok' : 'FAIL'} in ${row.seconds.toFixed(0)} s`);
+  }
+  return rows;
+}
+
 // ---------------------------------------------------------------- main
+function printRows(title, rows) {
+  const header = ['fault', 'recipients', 'steps sent', 'duplicates', 'in-window duplicates', 'lost steps', 'lost ratings', 'lost webhooks', 'late ratings', 'recovery s', 'e2e s', 'run s', 'result'];
+  const lines = [header, ...rows.map((r) => [r.fault, r.recipients, r.stepsSent, r.duplicates, r.inWindow, r.lost, r.lostRatings, r.lostWebhooks, r.lateRatings, r.recovery === null ? '—' : r.recovery.toFixed(1), r.e2e === undefined ? '—' : r.e2e.toFixed(1), r.seconds.toFixed(0), r.ok ? 'pass' : 'FAIL'])];
+  console.log(`\n${title}\n\n| ` + lines[0].join(' | ') + ' |\n|' + lines[0].map(() => '---').join('|') + '|\n' + lines.slice(1).map((l) => '| ' + l.join(' | ') + ' |').join('\n') + '\n');
+}
+
+/** CHAOS_SHAPE: `single` (one of each service, one nats-server, one PostgreSQL), `cluster`, or `all` (both, in sequence; the default). */
+const SHAPE = process.env.CHAOS_SHAPE ?? 'all';
+
 async function main() {
+  if (!['single', 'cluster', 'all'].includes(SHAPE)) throw new Error(`CHAOS_SHAPE must be single, cluster or all (got ${SHAPE})`);
+  const clusterFaults = (process.env.CHAOS_CLUSTER_FAULTS ?? CLUSTER_FAULTS.join(',')).split(',').filter(Boolean);
   for (const f of FAULTS) if (!ALL_FAULTS.includes(f)) throw new Error(`unknown fault ${f} (known: ${ALL_FAULTS.join(', ')})`);
+  for (const f of clusterFaults) if (!CLUSTER_FAULTS.includes(f)) throw new Error(`unknown cluster fault ${f} (known: ${CLUSTER_FAULTS.join(', ')})`);
   for (const name of SERVICE_NAMES) if (!existsSync(join(ROOT, 'services', name, 'dist', 'main.js'))) throw new Error(`services/${name}/dist/main.js missing: run npm run build`);
   const top = mkdtempSync(join(tmpdir(), 'rrs-chaos-'));
   chmodSync(top, 0o755);
   cleanups.push(async () => {
     if (!process.env.CHAOS_KEEP) rmSync(top, { recursive: true, force: true });
   });
-  const [natsPort, pgPort] = await freePorts(2);
-  const cluster = { top, natsDir: join(top, 'nats'), natsPort, pgDir: join(top, 'pg'), pgPort };
-  execFileSync('mkdir', ['-p', cluster.natsDir, cluster.pgDir]);
-  cluster.nats = await startNats(cluster.natsDir, natsPort);
-  cleanups.push(() => stopProcess(cluster.nats));
-  cluster.natsUrl = `nats://127.0.0.1:${natsPort}`;
-  cluster.pgUrl = await startPostgresCluster(cluster.pgDir, pgPort);
-  cleanups.push(async () => pgCtl(cluster.pgDir, pgPort, 'stop'));
-  log(`private nats-server on ${natsPort}, PostgreSQL on ${pgPort} (${top})`);
-
-  const rows = [];
-  for (const fault of FAULTS) {
-    const row = await runOnce(fault, cluster);
-    rows.push(row);
-    log(`${fault}: ${row.ok ? 'ok' : 'FAIL'} in ${row.seconds.toFixed(0)} s`);
+  let ok = true;
+  if (SHAPE !== 'cluster') {
+    const [natsPort, pgPort] = await freePorts(2);
+    const cluster = { top, natsDir: join(top, 'nats'), natsPort, pgDir: join(top, 'pg'), pgPort };
+    execFileSync('mkdir', ['-p', cluster.natsDir, cluster.pgDir]);
+    cluster.nats = await startNats(cluster.natsDir, natsPort);
+    const stopNats = () => stopProcess(cluster.nats);
+    cleanups.push(stopNats);
+    cluster.natsUrl = `nats://127.0.0.1:${natsPort}`;
+    cluster.pgUrl = await startPostgresCluster(cluster.pgDir, pgPort);
+    let pgStopped = false;
+    const stopPg = async () => {
+      if (pgStopped) return;
+      pgStopped = true;
+      pgCtl(cluster.pgDir, pgPort, 'stop');
+    };
+    cleanups.push(stopPg);
+    log(`private nats-server on ${natsPort}, PostgreSQL on ${pgPort} (${top})`);
+    const shape = { recipients: RECIPIENTS, startServices, injectFault, emailWindow: ['kill-email', 'restart-postgres', 'restart-nats'] };
+    const rows = [];
+    for (const fault of FAULTS) {
+      const row = await runOnce(fault, cluster, shape);
+      rows.push(row);
+      log(`${fault}: ${row.ok ? 'ok' : 'FAIL'} in ${row.seconds.toFixed(0)} s`);
+    }
+    printRows('Single shape', rows);
+    ok &&= rows.every((r) => r.ok);
+    // Its servers are not needed by the cluster shape: free the CPU.
+    await stopNats();
+    await stopPg();
   }
-  const header = ['fault', 'recipients', 'steps sent', 'duplicates', 'in-window duplicates', 'lost steps', 'lost ratings', 'lost webhooks', 'late ratings', 'recovery s', 'result'];
-  const lines = [header, ...rows.map((r) => [r.fault, r.recipients, r.stepsSent, r.duplicates, r.inWindow, r.lost, r.lostRatings, r.lostWebhooks, r.lateRatings, r.recovery === null ? '—' : r.recovery.toFixed(1), r.ok ? 'pass' : 'FAIL'])];
-  console.log('\n| ' + lines[0].join(' | ') + ' |\n|' + lines[0].map(() => '---').join('|') + '|\n' + lines.slice(1).map((l) => '| ' + l.join(' | ') + ' |').join('\n') + '\n');
-  return rows.every((r) => r.ok);
+  if (SHAPE !== 'single') {
+    const rows = await runClusterShape(top, clusterFaults);
+    printRows('Cluster shape', rows);
+    ok &&= rows.every((r) => r.ok);
+  }
+  return ok;
 }
 
 let ok = false;

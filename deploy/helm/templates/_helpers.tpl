@@ -108,7 +108,8 @@ million or more prints as 1.2e+06: whole numbers are written as digits instead.
 {{- if $svc.externalAddress -}}
 {{- $svc.externalAddress -}}
 {{- else -}}
-{{- printf "%s:%v" (include "rrs.componentName" (list (index . 0) (index . 1))) (index . 3) -}}
+{{- /* The headless Service: every replica's address, balanced round robin by the caller. */ -}}
+{{- printf "dns:///%s-grpc:%v" (include "rrs.componentName" (list (index . 0) (index . 1))) (index . 3) -}}
 {{- end -}}
 {{- end -}}
 

@@ -77,7 +77,7 @@ export function buildConfig(env: Env): AllInOneConfig {
       DATA_DIR: z.string().min(1).default(join(REPO_ROOT, '.data')),
       DATABASE_URL: envField.url(['postgres', 'postgresql']).optional(),
       EMBEDDED_PG_PORT: envField.port(54329),
-      NATS_URL: envField.url(['nats', 'tls']).optional(),
+      NATS_URL: envField.natsUrls().optional(),
       REDIS_URL: envField.url(['redis', 'rediss']).optional(),
       DEMO_API_KEY: z.string().refine(isWellFormedApiKey, 'must be an API key: rrs_ followed by 36 letters and digits, the last 6 a checksum').optional(),
       ...adminEnvShape(),

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Metadata } from '@grpc/grpc-js';
-import { ConflictError, counter, DomainError, inTransaction, type Pool, type PoolClient, type ServiceContext } from '@rrs/runtime';
+import { ConflictError, counter, DomainError, inTransaction, type Leadership, type Pool, type PoolClient, type ServiceContext } from '@rrs/runtime';
 
 export const IDEMPOTENCY_MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 export const IDEMPOTENCY_COMPONENT = 'idempotency';
@@ -117,9 +117,10 @@ export async function purgeExpiredIdempotencyKeys(pool: Pool, batch = 5_000): Pr
   }
 }
 
-/** Purges now and then every `everyMs`; returns the stop function. */
-export function schedulePurge(pool: Pool, everyMs: number, onError: (err: unknown) => void): () => void {
-  const run = () => purgeExpiredIdempotencyKeys(pool).catch(onError);
+/** Purges now and then every `everyMs` (only while `leader` leads, when given); returns the stop function. */
+export function schedulePurge(pool: Pool, everyMs: number, onError: (err: unknown) => void, leader?: Pick<Leadership, 'ifLeader'>): () => void {
+  const purge = () => purgeExpiredIdempotencyKeys(pool);
+  const run = () => (leader ? leader.ifLeader(purge) : purge()).catch(onError);
   const timer = setInterval(run, everyMs);
   timer.unref();
   void run();
@@ -130,6 +131,6 @@ export function schedulePurge(pool: Pool, everyMs: number, onError: (err: unknow
 export const IDEMPOTENCY_MIGRATIONS = { dir: IDEMPOTENCY_MIGRATIONS_DIR, component: IDEMPOTENCY_COMPONENT };
 
 /** Purges expired keys every `everyMs` until the service stops. */
-export function startIdempotencyPurge(pool: Pool, ctx: ServiceContext, everyMs = 3_600_000): void {
-  ctx.lifecycle.onStop('idempotency purge', schedulePurge(pool, everyMs, (err) => ctx.logger.warn({ err }, 'purging expired idempotency keys failed')));
+export function startIdempotencyPurge(pool: Pool, ctx: ServiceContext, everyMs = 3_600_000, leader?: Pick<Leadership, 'ifLeader'>): void {
+  ctx.lifecycle.onStop('idempotency purge', schedulePurge(pool, everyMs, (err) => ctx.logger.warn({ err }, 'purging expired idempotency keys failed'), leader));
 }

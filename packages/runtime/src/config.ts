@@ -37,11 +37,36 @@ function urlField(protocols: string[]) {
   }, `must be a URL with scheme ${protocols.join(' or ')}`);
 }
 
+/**
+ * One NATS server URL or several, comma separated (`nats://a:4222,nats://b:4222`): the client connects
+ * to any that answers and reconnects to the others, so a service starts while one node is down.
+ */
+function natsUrlsField() {
+  const one = urlField(['nats', 'tls']);
+  return z.string().refine(
+    (value) => value.split(',').every((part) => one.safeParse(part.trim()).success),
+    'must be a URL with scheme nats or tls, or several separated by commas',
+  );
+}
+
+/**
+ * A gRPC target: `host:port`, `dns:///host:port`, or a fixed list of replicas `ipv4:a:port,b:port`
+ * (outside Kubernetes, e.g. replicas as processes on one host); no other scheme, no authority.
+ */
+export function grpcTarget() {
+  return z
+    .string()
+    .regex(/^((dns:\/\/\/)?[^:/,\s]+:\d{1,5}|ipv4:[\d.]+:\d{1,5}(,[\d.]+:\d{1,5})*)$/, 'must be host:port, dns:///host:port or ipv4:a:port,b:port');
+}
+
 /** Field helpers for env shapes. */
 export const envField = {
   port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
   int: (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback),
   url: urlField,
+  natsUrls: natsUrlsField,
+  /** Replicas of a JetStream stream the service creates: 1 on a single server, 3 on a three-node cluster. */
+  streamReplicas: () => z.coerce.number().int().min(1).max(5).default(1),
   /** An absolute http(s) base for links (`<base>/r/<token>`), read without trailing slashes. */
   baseUrl: () => urlField(['http', 'https']).transform((url) => url.replace(/\/+$/, '')),
   bool: (fallback: boolean) =>
@@ -50,8 +75,11 @@ export const envField = {
       .default(fallback ? 'true' : 'false')
       .transform((value) => value === 'true' || value === '1' || value === 'yes'),
   host: (fallback = '0.0.0.0') => z.string().min(1).default(fallback),
-  /** Another service's gRPC address, `host:port` (no scheme). */
-  address: (fallback: string) => z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port').default(fallback),
+  /**
+   * Another service's gRPC address: `host:port`, or `dns:///host:port` for a name that resolves to every
+   * replica (a Kubernetes headless Service); clients balance round robin over what it resolves to.
+   */
+  address: (fallback: string) => grpcTarget().default(fallback),
   busPrefix: () => z.string().regex(/^[a-z][a-z0-9]{0,31}$/, 'must be lower-case letters and digits').default(''),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   nodeEnv: () => z.enum(['production', 'development', 'test']).default('development'),
@@ -97,18 +125,21 @@ export function grpcServiceConfig(vars: GrpcServiceEnv): GrpcServiceConfig {
 
 /** The variables of a service that connects to the bus itself; read back with `busConfig`. */
 export const busEnvShape = {
-  NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
+  NATS_URL: envField.natsUrls().default('nats://127.0.0.1:4222'),
   BUS_PREFIX: envField.busPrefix(),
+  BUS_STREAM_REPLICAS: envField.streamReplicas(),
 };
 
 /** Where a service's own bus connection goes: the JetStream server and the prefix of its streams and subjects. */
 export interface BusConfig {
   natsUrl: string;
   busPrefix: string;
+  /** Replicas of the streams and bucket when this service creates them; existing ones are never changed. */
+  streamReplicas: number;
 }
 
 export function busConfig(vars: z.infer<z.ZodObject<typeof busEnvShape>>): BusConfig {
-  return { natsUrl: vars.NATS_URL, busPrefix: vars.BUS_PREFIX };
+  return { natsUrl: vars.NATS_URL, busPrefix: vars.BUS_PREFIX, streamReplicas: vars.BUS_STREAM_REPLICAS };
 }
 
 /** `scheme://host:port` of a URL (several, comma separated, for NATS), without credentials, path or query. */

@@ -67,6 +67,8 @@ export function readMigrateEnv(env: Env): { databaseUrl: string } {
 export interface ProvisionBusConfig {
   natsUrl: string;
   busPrefix: string;
+  /** Replicas of the streams and bucket it creates; existing ones are never changed (a drift is logged). */
+  streamReplicas: number;
   /** TTL of the `channels` KV bucket: the senders' and the gateway's CHANNEL_TTL_MS. */
   channelTtlMs: number;
 }
@@ -74,13 +76,14 @@ export interface ProvisionBusConfig {
 export function readProvisionEnv(env: Env): ProvisionBusConfig {
   const e = readEnv(
     {
-      NATS_URL: envField.url(['nats', 'tls']),
+      NATS_URL: envField.natsUrls(),
       BUS_PREFIX: envField.busPrefix(),
+      BUS_STREAM_REPLICAS: envField.streamReplicas(),
       CHANNEL_TTL_MS: envField.int(30_000, 1_000),
     },
     env,
   );
-  return { natsUrl: e.NATS_URL, busPrefix: e.BUS_PREFIX, channelTtlMs: e.CHANNEL_TTL_MS };
+  return { natsUrl: e.NATS_URL, busPrefix: e.BUS_PREFIX, streamReplicas: e.BUS_STREAM_REPLICAS, channelTtlMs: e.CHANNEL_TTL_MS };
 }
 
 /**
@@ -88,7 +91,13 @@ export function readProvisionEnv(env: Env): ProvisionBusConfig {
  * existing bucket keeps the TTL it was created with (changing it means deleting the bucket).
  */
 export async function provisionBus(config: ProvisionBusConfig): Promise<void> {
-  const bus = await connectJetStreamBus({ url: config.natsUrl, prefix: config.busPrefix, name: 'rrs-provision-bus' });
+  const bus = await connectJetStreamBus({
+    url: config.natsUrl,
+    prefix: config.busPrefix,
+    name: 'rrs-provision-bus',
+    streamReplicas: config.streamReplicas,
+    onStreamDrift: (d) => console.warn(`stream ${d.stream} has ${d.setting} ${d.existing}, configured ${d.configured}; left as it is`),
+  });
   try {
     await bus.ensureStreams();
     await bus.kv('channels', { ttlMs: config.channelTtlMs });

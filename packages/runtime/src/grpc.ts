@@ -130,7 +130,13 @@ export interface RunningGrpcServer {
 
 /** Starts a gRPC server that also answers the standard health service (grpc.health.v1.Health). */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<RunningGrpcServer> {
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': GRPC_MAX_REQUEST_BYTES });
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': GRPC_MAX_REQUEST_BYTES,
+    // Clients reconnect (and so re-resolve a `dns:///` target) at least once a minute, so a replica added
+    // by a scale-up or a rollout gets its share of calls; calls in flight get 10 s to finish on the old one.
+    'grpc.max_connection_age_ms': 60_000,
+    'grpc.max_connection_age_grace_ms': 10_000,
+  });
   const statusMap: Record<string, 'SERVING' | 'NOT_SERVING'> = { '': 'NOT_SERVING' };
   for (const s of options.services) statusMap[s.name] = 'NOT_SERVING';
   const healthImpl = new HealthImplementation(statusMap);
@@ -182,9 +188,15 @@ export interface GrpcClientHandle<C> {
   close(): void;
 }
 
+const ROUND_ROBIN_SERVICE_CONFIG = JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] });
+
 /** Creates a client whose calls carry the trace context and a deadline, and reject with the domain error the server threw. */
 export function createGrpcClient<C extends grpc.Client>(Ctor: GrpcClientCtor<C>, address: string, defaults: { deadlineMs?: number } = {}): GrpcClientHandle<C> {
   const raw = new Ctor(address, grpc.credentials.createInsecure(), {
+    // Round robin over every address the target resolves to: a `dns:///` name of a headless Service
+    // resolves to each replica, so calls spread over all of them rather than riding one long-lived HTTP/2
+    // connection to one pod. A name that resolves to one address (a ClusterIP Service) behaves as before.
+    'grpc.service_config': ROUND_ROBIN_SERVICE_CONFIG,
     'grpc.keepalive_time_ms': 30_000,
     'grpc.enable_retries': 1,
     // A callee that was down is tried again within 5 s once it is back (grpc-js backs off up to 120 s by

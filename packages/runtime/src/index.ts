@@ -21,3 +21,4 @@ export * from './secretBox';
 export * from './httpServer';
 export * from './batcher';
 export * from './coalescedTransaction';
+export * from './leader';

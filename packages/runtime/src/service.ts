@@ -1,4 +1,4 @@
-import { connectJetStreamBus, type Bus } from './bus';
+import { connectJetStreamBus, type Bus, type StreamDrift } from './bus';
 import { createPool, migrate, type Pool, type PoolOptions } from './db';
 import type { Logger } from 'pino';
 import { whereUrlPoints, type BusConfig } from './config';
@@ -7,8 +7,9 @@ import { startGrpcServer, type GrpcServerOptions } from './grpc';
 import { Health, startOpsServer, type CheckOptions } from './health';
 import { Lifecycle } from './lifecycle';
 import { createLogger } from './logger';
-import { collectProcessMetrics } from './metrics';
+import { collectProcessMetrics, gauge } from './metrics';
 import { observeBus } from './busObservability';
+import { electLeader, type Leadership } from './leader';
 import { startTracing } from './otel';
 
 /** What a service's start function gets: its logger, the process health and the shutdown sequence. */
@@ -116,10 +117,36 @@ export async function openBus(config: Partial<BusConfig>, ctx: ServiceContext, n
   return bus;
 }
 
+/** 1 for each setting of an existing stream that differs from this service's configuration (left as the server has it). */
+const streamDrift = gauge({
+  name: 'rrs_bus_stream_config_drift',
+  help: 'Settings of an existing JetStream stream that differ from what this service would create (1 = differs; the stream is not changed)',
+  labelNames: ['stream', 'setting'] as const,
+});
+
+/**
+ * The election of this service's housekeeping leader (`<service>-housekeeping`): retention purges and
+ * other periodic jobs that are not claimed row by row run on one replica at a time (see leader.ts).
+ * Released on shutdown, before the pool closes.
+ */
+export function electHousekeepingLeader(ctx: ServiceContext, databaseUrl: string, service: string): Leadership {
+  const leadership = electLeader({ databaseUrl, name: `${service}-housekeeping`, logger: ctx.logger });
+  ctx.lifecycle.onStop('housekeeping leadership', () => leadership.stop());
+  return leadership;
+}
+
 async function connectOwnBus(config: Partial<BusConfig>, ctx: ServiceContext, name: string): Promise<Bus> {
   if (!config.natsUrl) throw new Error(`${name}: no bus was handed in and no NATS URL is configured`);
   const url = config.natsUrl;
-  const bus = observeBus(await reachAtStart({ variable: 'NATS_URL', url, what: 'NATS' }, () => connectJetStreamBus({ url, prefix: config.busPrefix ?? '', name })));
+  const onStreamDrift = (drift: StreamDrift) => {
+    streamDrift.set({ stream: drift.stream, setting: drift.setting }, 1);
+    ctx.logger.warn({ ...drift }, `stream ${drift.stream} has ${drift.setting} ${drift.existing} where this service would create ${drift.configured}; left as it is`);
+  };
+  const bus = observeBus(
+    await reachAtStart({ variable: 'NATS_URL', url, what: 'NATS' }, () =>
+      connectJetStreamBus({ url, prefix: config.busPrefix ?? '', name, streamReplicas: config.streamReplicas ?? 1, onStreamDrift }),
+    ),
+  );
   ctx.lifecycle.onStop('bus', () => bus.close());
   await reachAtStart({ variable: 'NATS_URL', url, what: 'NATS JetStream' }, () => bus.ensureStreams());
   return bus;

@@ -80,7 +80,7 @@ describe('BusRules', () => {
       filterSubject: 'steps.email',
       wireFilterSubject: 'p.steps.email',
       concurrency: 16,
-      ackWaitMs: 30_000,
+      ackWaitMs: 4_000,
       maxDeliver: 10,
       defaultNakDelayMs: 1_000,
     });

@@ -44,6 +44,14 @@ describe('shared env fields', () => {
     expect(() => readEnv(shape, { CONTACTS_ADDR: 'http://contacts:50051' })).toThrow(/^CONTACTS_ADDR: must be host:port/);
   });
 
+  it('reads a gRPC address as dns:///host:port, the headless-Service form clients balance over', () => {
+    const shape = { CONTACTS_ADDR: envField.address('127.0.0.1:50051') };
+    expect(readEnv(shape, { CONTACTS_ADDR: 'dns:///rrs-contacts-grpc:50051' }).CONTACTS_ADDR).toBe('dns:///rrs-contacts-grpc:50051');
+    expect(() => readEnv(shape, { CONTACTS_ADDR: 'dns://resolver/contacts:50051' })).toThrow(/^CONTACTS_ADDR: must be host:port, dns:\/\/\/host:port or ipv4:a:port,b:port/);
+    expect(readEnv(shape, { CONTACTS_ADDR: 'ipv4:10.0.0.1:50051,10.0.0.2:50051' }).CONTACTS_ADDR).toBe('ipv4:10.0.0.1:50051,10.0.0.2:50051');
+    expect(() => readEnv(shape, { CONTACTS_ADDR: 'a:1,b:2' })).toThrow(/^CONTACTS_ADDR: must be host:port/);
+  });
+
   it('reads a public base URL without its trailing slashes, http or https only', () => {
     const shape = { PUBLIC_BASE_URL: envField.baseUrl().optional() };
     expect(readEnv(shape, { PUBLIC_BASE_URL: 'https://reviews.example.com//' }).PUBLIC_BASE_URL).toBe('https://reviews.example.com');
@@ -58,17 +66,17 @@ describe('grpcServiceEnvShape and busEnvShape', () => {
   it('give every gRPC service the same variables, next to the ports it defaults to', () => {
     const vars = readEnv(shape, { DATABASE_URL: 'postgres://db/x' });
     expect(grpcServiceConfig(vars)).toEqual({ databaseUrl: 'postgres://db/x', grpcHost: '0.0.0.0', grpcPort: 50051, opsHost: '0.0.0.0', opsPort: 9464, logLevel: 'info' });
-    expect(busConfig(vars)).toEqual({ natsUrl: 'nats://127.0.0.1:4222', busPrefix: '' });
+    expect(busConfig(vars)).toEqual({ natsUrl: 'nats://127.0.0.1:4222', busPrefix: '', streamReplicas: 1 });
     expect(vars.OWN).toBe(3);
   });
 
   it('read every variable given', () => {
     const vars = readEnv(shape, {
       DATABASE_URL: 'postgresql://db/y', GRPC_HOST: '127.0.0.1', GRPC_PORT: '6000', OPS_HOST: '127.0.0.2', OPS_PORT: '6001', LOG_LEVEL: 'warn',
-      NATS_URL: 'tls://nats:4222', BUS_PREFIX: 'blue',
+      NATS_URL: 'tls://nats-0:4222,tls://nats-1:4222, tls://nats-2:4222', BUS_PREFIX: 'blue', BUS_STREAM_REPLICAS: '3',
     });
     expect(grpcServiceConfig(vars)).toEqual({ databaseUrl: 'postgresql://db/y', grpcHost: '127.0.0.1', grpcPort: 6000, opsHost: '127.0.0.2', opsPort: 6001, logLevel: 'warn' });
-    expect(busConfig(vars)).toEqual({ natsUrl: 'tls://nats:4222', busPrefix: 'blue' });
+    expect(busConfig(vars)).toEqual({ natsUrl: 'tls://nats-0:4222,tls://nats-1:4222, tls://nats-2:4222', busPrefix: 'blue', streamReplicas: 3 });
   });
 
   it.each([
@@ -77,7 +85,11 @@ describe('grpcServiceEnvShape and busEnvShape', () => {
     [{ DATABASE_URL: 'postgres://db/x', OPS_PORT: 'ops' }, 'OPS_PORT'],
     [{ DATABASE_URL: 'postgres://db/x', LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ DATABASE_URL: 'postgres://db/x', NATS_URL: 'http://nats' }, 'NATS_URL'],
+    [{ DATABASE_URL: 'postgres://db/x', NATS_URL: 'nats://a:4222,http://b:4222' }, 'NATS_URL'],
+    [{ DATABASE_URL: 'postgres://db/x', NATS_URL: 'nats://a:4222,' }, 'NATS_URL'],
     [{ DATABASE_URL: 'postgres://db/x', BUS_PREFIX: 'Blue!' }, 'BUS_PREFIX'],
+    [{ DATABASE_URL: 'postgres://db/x', BUS_STREAM_REPLICAS: '0' }, 'BUS_STREAM_REPLICAS'],
+    [{ DATABASE_URL: 'postgres://db/x', BUS_STREAM_REPLICAS: '6' }, 'BUS_STREAM_REPLICAS'],
   ])('fail naming the variable: %j', (env, variable) => {
     expect(() => readEnv(shape, env)).toThrow(new RegExp(`^${variable}: `));
   });

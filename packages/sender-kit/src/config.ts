@@ -15,8 +15,9 @@ export const DEFAULT_SENDER_CONCURRENCY = 128;
 
 /** Env variables every sender reads; a sender's own config adds its provider's. */
 export const senderEnvShape = {
-  NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
+  NATS_URL: envField.natsUrls().default('nats://127.0.0.1:4222'),
   BUS_PREFIX: envField.busPrefix(),
+  BUS_STREAM_REPLICAS: envField.streamReplicas(),
   /** The sender's send log lives in its own schema of this database. */
   DATABASE_URL: envField.url(['postgres', 'postgresql']),
   OPS_HOST: envField.host(),
@@ -25,8 +26,11 @@ export const senderEnvShape = {
   SENDER_CONCURRENCY: envField.int(DEFAULT_SENDER_CONCURRENCY, 1),
   /** Deliveries of a step before it is dead-lettered. */
   SENDER_MAX_DELIVER: envField.int(10, 1),
-  /** Ack deadline of a step message, and the lease of a send in progress. */
-  SENDER_ACK_WAIT_MS: envField.int(30_000, 1_000),
+  /**
+   * Ack deadline of a step message, and the lease of a send in progress. Short: the bus keeps a step in
+   * progress while it is being sent, so this is how long a dead replica's steps wait for another.
+   */
+  SENDER_ACK_WAIT_MS: envField.int(4_000, 1_000),
   /** TTL of the `channels` KV bucket; entries are refreshed every third of it. */
   CHANNEL_TTL_MS: envField.int(DEFAULT_CHANNEL_TTL_MS, 1_000),
   /** Provider faults in a row that open a provider's circuit (ProviderChain). */
@@ -44,6 +48,8 @@ export type SenderEnv = z.infer<z.ZodObject<typeof senderEnvShape>>;
 export interface SenderBaseConfig {
   natsUrl: string;
   busPrefix: string;
+  /** Replicas of the streams when this service creates them (never changed on existing ones). */
+  streamReplicas: number;
   databaseUrl: string;
   opsHost: string;
   opsPort: number;
@@ -63,6 +69,7 @@ export function senderBaseConfig(vars: SenderEnv): SenderBaseConfig {
   return {
     natsUrl: vars.NATS_URL,
     busPrefix: vars.BUS_PREFIX,
+    streamReplicas: vars.BUS_STREAM_REPLICAS,
     databaseUrl: vars.DATABASE_URL,
     opsHost: vars.OPS_HOST,
     opsPort: vars.OPS_PORT,

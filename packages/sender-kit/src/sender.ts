@@ -38,8 +38,10 @@ export interface SenderOptions {
   concurrency?: number;
   /** Deliveries before a step is given up (FAILED + dead letter). Default 10. */
   maxDeliver?: number;
-  /** Default 30 000; also the lease of a send in progress. */
+  /** Default 4 000; also the lease of a send in progress (at least `minLeaseMs`). */
   ackWaitMs?: number;
+  /** The least lease of a send in progress: a provider call's timeout (SMSC), when longer than the ack wait. */
+  minLeaseMs?: number;
   /** First retry delay; doubles per delivery, capped at `maxBackoffMs`. Default 1 000. */
   baseBackoffMs?: number;
   maxBackoffMs?: number;
@@ -79,11 +81,14 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
   const channel = options.channel;
   const durable = senderDurable(channel);
   const maxDeliver = options.maxDeliver ?? 10;
-  const ackWaitMs = options.ackWaitMs ?? 30_000;
+  const ackWaitMs = options.ackWaitMs ?? 4_000;
   const stopGraceMs = options.stopGraceMs ?? 10_000;
   const log = options.logger;
   const failures = collapseRepeats(log, { intervalMs: options.logIntervalMs });
   const results = options.results ?? new StepResultPublisher(options.bus);
+  // The bus keeps a step in progress while it is handled, so the ack wait is short (a dead replica's steps
+  // move on within it); the send log's lease is at least the provider's call timeout where one is given.
+  const leaseMs = Math.max(ackWaitMs, options.minLeaseMs ?? 0);
   const heartbeatMs = Math.max(50, Math.floor(ackWaitMs / 3));
   const holdRetryCapMs = Math.max(HOLD_RETRY_BASE_MS, Math.min(2_000, heartbeatMs));
 
@@ -173,7 +178,7 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
     // wait for that rather than claim, so its send log row is complete when the claim reads it.
     const pending = held.get(step.stepId);
     if (pending) await holding(msg, () => pending);
-    const claim = await options.sendLog.claim(step, ackWaitMs);
+    const claim = await options.sendLog.claim(step, leaseMs);
     if (claim.kind === 'done') {
       // Sent (or settled) by an earlier delivery whose ack was lost: report again, never resend.
       await finish(msg, step, claim.result, null, 'duplicate', 'ack');

@@ -24,6 +24,12 @@ export type ChannelSpec = {
   provider?: string;
   /** The channel's provider chain: its providers' circuit states go into the catalog entry. */
   health?: ProviderHealthSource;
+  /**
+   * The least lease of a send in progress (default: the ack wait). A provider whose call may still be
+   * processed after the caller died (SMSC, up to its timeout) sets its call timeout here, so a step
+   * redelivered after its sender died waits until that call cannot still land before asking again.
+   */
+  sendLeaseMs?: number;
 } & (
   | { send: SendStep }
   /** A send step made from the sender's pool, send log and result publisher, once they are open. */
@@ -115,6 +121,7 @@ export async function startChannelSender(
       concurrency: config.concurrency,
       maxDeliver: config.maxDeliver,
       ackWaitMs: config.ackWaitMs,
+      minLeaseMs: channel.sendLeaseMs,
     });
     subscriptions.push(sub);
     ctx.lifecycle.onStop(`${channel.entry.slug} steps consumer`, () => sub.drain());

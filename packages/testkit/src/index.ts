@@ -146,3 +146,4 @@ export * from './servers';
 export * from './serviceProcess';
 export * from './allInOne';
 export * from './fakes/dnsServer';
+export * from './natsCluster';

@@ -9,6 +9,8 @@ export interface SchedulerConfig {
   databaseUrl: string;
   natsUrl: string;
   busPrefix: string;
+  /** Replicas of the streams when this service creates them (never changed on existing ones). */
+  streamReplicas: number;
   grpcHost: string;
   grpcPort: number;
   opsPort: number;
@@ -83,14 +85,15 @@ export function buildConfig(env: Env): SchedulerConfig {
   const vars = readEnv(
     {
       DATABASE_URL: envField.url(['postgres', 'postgresql']),
-      NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
+      NATS_URL: envField.natsUrls().default('nats://127.0.0.1:4222'),
       BUS_PREFIX: envField.busPrefix(),
+      BUS_STREAM_REPLICAS: envField.streamReplicas(),
       GRPC_HOST: envField.host(),
       GRPC_PORT: envField.port(50052),
       OPS_PORT: envField.port(9465),
       LOG_LEVEL: envField.logLevel(),
       NODE_ENV: envField.nodeEnv(),
-      CONTACTS_ADDR: z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port').default('127.0.0.1:50051'),
+      CONTACTS_ADDR: envField.address('127.0.0.1:50051'),
       PUBLIC_BASE_URL: envField.url(['http', 'https']).default('http://localhost:8080'),
       DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
       FEEDBACK_WINDOW_MINUTES: envField.int(30, 0),
@@ -108,6 +111,7 @@ export function buildConfig(env: Env): SchedulerConfig {
     databaseUrl: vars.DATABASE_URL,
     natsUrl: vars.NATS_URL,
     busPrefix: vars.BUS_PREFIX,
+    streamReplicas: vars.BUS_STREAM_REPLICAS,
     grpcHost: vars.GRPC_HOST,
     grpcPort: vars.GRPC_PORT,
     opsPort: vars.OPS_PORT,

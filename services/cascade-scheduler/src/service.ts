@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { contactsV1, DEFAULT_ALERT_HOLD_MS } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
-import { createGrpcClient, Notifier, openBus, openServiceDatabase, SSD_PLANNER_SETTINGS, startGrpcServer, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
+import { createGrpcClient, electHousekeepingLeader, Notifier, openBus, openServiceDatabase, SSD_PLANNER_SETTINGS, startGrpcServer, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import { Cascades } from './cascades';
 import { DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL, DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS, DISPATCH_IN_FLIGHT_MIN, DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, type SchedulerConfig } from './config';
 import { startDispatcher, type DispatcherOptions, type RunningDispatcher } from './dispatchDueSteps';
@@ -80,7 +80,7 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
     migrations: [{ dir: MIGRATIONS_DIR }, IDEMPOTENCY_MIGRATIONS],
     settings: SESSION_SETTINGS,
   });
-  startIdempotencyPurge(pool, ctx);
+  startIdempotencyPurge(pool, ctx, undefined, electHousekeepingLeader(ctx, config.databaseUrl, 'cascade-scheduler'));
   // Without NATS the scheduler still takes cascades and ratings over gRPC (they wait in PostgreSQL): degraded, not unready.
   const bus = await openBus(config, ctx, 'cascade-scheduler', deps.bus, { required: false });
 

@@ -31,7 +31,7 @@ export function buildConfig(env: Env): SmsConfig {
       ...senderEnvShape,
       // Each service has its own default ops port, so they can run side by side on one host.
       OPS_PORT: envField.port(9467),
-      CONTACTS_ADDR: z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port').default('127.0.0.1:50051'),
+      CONTACTS_ADDR: envField.address('127.0.0.1:50051'),
       SMS_PROVIDERS: z.string().regex(/^[a-z]+(,[a-z]+)*$/, 'must be a comma-separated list, e.g. smsc,smsru').optional(),
       SMSC_URL: envField.url(['http', 'https']).default('https://smsc.ru'),
       SMSC_LOGIN: z.string().min(1).optional(),

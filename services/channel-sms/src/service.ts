@@ -91,6 +91,8 @@ export async function startSmsSender(
       sendWith: ({ results }) => smsSend(chain, balance, { results }),
       provider: chain.name,
       health: chain,
+      // SMSC may still process a call its caller died during, up to the call's timeout (docs/channels.md).
+      sendLeaseMs: (config.smsc?.timeoutMs ?? 10_000) + 1_000,
     }],
   });
   let inbox: ReturnType<typeof startSmscInbox> | undefined;

@@ -1,4 +1,4 @@
-import { busConfig, busEnvShape, ConfigError, envField, grpcServiceConfig, grpcServiceEnvShape, parseSecretKeys, readEnv, type BusConfig, type Env, type GrpcServiceConfig } from '@rrs/runtime';
+import { busConfig, busEnvShape, ConfigError, envField, grpcServiceConfig, grpcTarget, grpcServiceEnvShape, parseSecretKeys, readEnv, type BusConfig, type Env, type GrpcServiceConfig } from '@rrs/runtime';
 import { z } from 'zod';
 
 /** How the workers pace themselves; tests shorten the delays. */
@@ -94,7 +94,7 @@ export function amoCrmOAuthOf(vars: { AMOCRM_CLIENT_ID?: string; AMOCRM_CLIENT_S
   return { clientId: vars.AMOCRM_CLIENT_ID, clientSecret: vars.AMOCRM_CLIENT_SECRET!, redirectUri: vars.AMOCRM_REDIRECT_URI ?? `${publicBaseUrl.replace(/\/+$/, '')}/app/`, authorizeUrl: vars.AMOCRM_OAUTH_URL };
 }
 
-const hostPort = () => z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port');
+const hostPort = grpcTarget;
 
 export function buildConfig(env: Env): ConnectorsConfig {
   const vars = readEnv(

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { contactsV1, schedulerV1 } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
-import { createGrpcClient, Notifier, openBus, openServiceDatabase, reachAtStart, SecretBox, serveGrpc, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
+import { createGrpcClient, electHousekeepingLeader, Notifier, openBus, openServiceDatabase, reachAtStart, SecretBox, serveGrpc, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import type { ConnectorsConfig } from './config';
 import { Connectors } from './connectors';
 import { createRequestPacer, crmClients } from './crm';
@@ -48,8 +48,12 @@ export async function startConnectors(config: StartConnectorsConfig, ctx: Servic
     max: Math.max(10, policy.concurrency * 2 + 4),
     migrations: [{ dir: MIGRATIONS_DIR }, IDEMPOTENCY_MIGRATIONS],
   });
-  startIdempotencyPurge(pool, ctx);
-  const retention = setInterval(() => void purgeProcessed(pool, policy.eventRetentionMs).catch((err) => ctx.logger.warn({ err }, 'inbox purge failed')), 3_600_000);
+  const housekeeping = electHousekeepingLeader(ctx, config.databaseUrl, 'connectors');
+  startIdempotencyPurge(pool, ctx, undefined, housekeeping);
+  const retention = setInterval(
+    () => void housekeeping.ifLeader(() => purgeProcessed(pool, policy.eventRetentionMs)).catch((err) => ctx.logger.warn({ err }, 'inbox purge failed')),
+    3_600_000,
+  );
   retention.unref();
   ctx.lifecycle.onStop('inbox purge', () => clearInterval(retention));
 

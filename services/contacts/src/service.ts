@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { openServiceDatabase, serveGrpc, type ServiceContext } from '@rrs/runtime';
+import { electHousekeepingLeader, openServiceDatabase, serveGrpc, type ServiceContext } from '@rrs/runtime';
 import { DEFAULT_IDEMPOTENCY_TTL_MS, IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { Directory } from './directory';
 import { ContactBook } from './contactBook';
@@ -28,7 +28,7 @@ export async function startContacts(config: StartContactsConfig, ctx: ServiceCon
     applicationName: 'contacts',
     migrations: [{ dir: MIGRATIONS_DIR }, IDEMPOTENCY_MIGRATIONS],
   });
-  startIdempotencyPurge(pool, ctx, PURGE_EVERY_MS);
+  startIdempotencyPurge(pool, ctx, PURGE_EVERY_MS, electHousekeepingLeader(ctx, config.databaseUrl, 'contacts'));
 
   const directory = new Directory(pool);
   const parts: ContactsParts = {

@@ -1,5 +1,5 @@
 import type { Plan } from '@rrs/proto';
-import { ConfigError, readEnv, envField, type Env } from '@rrs/runtime';
+import { ConfigError, readEnv, envField, grpcTarget, type Env } from '@rrs/runtime';
 import { z } from 'zod';
 import type { RateLimitConfig } from './rateLimit';
 import type { FailureKind, FailureRule } from './addressLimits';
@@ -32,6 +32,8 @@ export interface GatewayConfig {
   /** The bus holding the channel catalog (KV bucket `channels`) that running senders announce. */
   natsUrl: string;
   busPrefix: string;
+  /** Replicas of the streams when this service creates them (never changed on existing ones). */
+  streamReplicas: number;
   /** TTL of the channel catalog bucket; must match the senders' CHANNEL_TTL_MS. */
   channelTtlMs: number;
   logLevel: string;
@@ -44,6 +46,12 @@ export interface GatewayConfig {
   trustProxy: TrustProxy;
   /** DNS servers the sender-domain check asks (DNS_RESOLVER); empty = the system's resolver. */
   dnsServers: string[];
+  /**
+   * After SIGTERM, how long the gateway keeps serving, unready and answering `Connection: close`, before
+   * it stops taking connections (SHUTDOWN_DRAIN_MS): the time a load balancer that follows /readyz needs
+   * to stop sending it requests. 0 under Kubernetes, where the chart's preStop delay does this first.
+   */
+  shutdownDrainMs: number;
 }
 
 export type TrustProxy = false | number | string[];
@@ -148,7 +156,7 @@ export function adminTokensOf(
   throw new ConfigError('ADMIN_TOKEN', 'is required when ADMIN_API=on');
 }
 
-const address = () => z.string().regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port');
+const address = grpcTarget;
 
 export function buildConfig(env: Env): GatewayConfig {
   const e = readEnv(
@@ -171,8 +179,9 @@ export function buildConfig(env: Env): GatewayConfig {
       RATE_LIMIT_TRIAL: envField.int(60, 1),
       RATE_LIMIT_STANDARD: envField.int(600, 1),
       RATE_LIMIT_PRO: envField.int(3000, 1),
-      NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
+      NATS_URL: envField.natsUrls().default('nats://127.0.0.1:4222'),
       BUS_PREFIX: envField.busPrefix(),
+      BUS_STREAM_REPLICAS: envField.streamReplicas(),
       CHANNEL_TTL_MS: envField.int(30_000, 1_000),
       LOG_LEVEL: envField.logLevel(),
       TRUST_PROXY: trustProxyField(),
@@ -180,6 +189,7 @@ export function buildConfig(env: Env): GatewayConfig {
       HTTP_REQUEST_TIMEOUT_MS: envField.int(DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1_000),
       HTTP_HEADERS_TIMEOUT_MS: envField.int(DEFAULT_HTTP_LIMITS.headersTimeoutMs, 1_000),
       HTTP_MAX_CONNECTIONS: envField.int(DEFAULT_HTTP_LIMITS.maxConnections, 1),
+      SHUTDOWN_DRAIN_MS: envField.int(0, 0),
     },
     env,
   );
@@ -204,8 +214,10 @@ export function buildConfig(env: Env): GatewayConfig {
     http: { requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS, headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS, maxConnections: e.HTTP_MAX_CONNECTIONS },
     trustProxy: e.TRUST_PROXY,
     dnsServers: e.DNS_RESOLVER,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     natsUrl: e.NATS_URL,
     busPrefix: e.BUS_PREFIX,
+    streamReplicas: e.BUS_STREAM_REPLICAS,
     channelTtlMs: e.CHANNEL_TTL_MS,
     logLevel: e.LOG_LEVEL,
   };

@@ -25,7 +25,7 @@ export interface RunningGateway {
 }
 
 export type GatewayStartConfig = Pick<GatewayConfig, 'host' | 'port' | 'contactsAddress' | 'schedulerAddress' | 'publicBaseUrl'> &
-  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'connectorsAddress' | 'adminTokens' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy' | 'addressFailureRules' | 'dnsServers'>>;
+  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'connectorsAddress' | 'adminTokens' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy' | 'addressFailureRules' | 'dnsServers' | 'shutdownDrainMs'>>;
 
 export interface GatewayDeps {
   /** gRPC clients to use instead of connecting to the configured addresses (tests wrap them). */
@@ -130,7 +130,7 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
-  ctx.lifecycle.onStop('gateway HTTP server', () => stopHttpServer(server, SHUTDOWN_GRACE_MS));
+  ctx.lifecycle.onStop('gateway HTTP server', () => stopHttpServer(server, SHUTDOWN_GRACE_MS, config.shutdownDrainMs ?? 0));
   const port = (server.address() as AddressInfo).port;
   ctx.logger.info({ port }, 'gateway listening');
   return { port, url: `http://127.0.0.1:${port}`, clients };
@@ -139,14 +139,19 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
 const SHUTDOWN_GRACE_MS = 5_000;
 
 /**
- * Stops taking requests and lets those in flight finish. Keep-alive connections would otherwise hold
- * the server open for their whole idle timeout: idle ones are closed at once and again as busy ones
- * go idle, a request arriving on one is answered with `Connection: close`, and whatever is still open
- * after the grace period is cut.
+ * Stops taking requests and lets those in flight finish. By the time this runs the gateway is unready
+ * (the lifecycle's readiness step comes first). For `drainMs` it keeps serving — new connections too,
+ * for a load balancer still sending some — but answers every request with `Connection: close`, so each
+ * keep-alive client reconnects, through the balancer, to another replica. Then it stops listening.
+ * Keep-alive connections would otherwise hold the server open for their whole idle timeout: idle ones
+ * are closed at once and again as busy ones go idle, and whatever is still open after the grace period
+ * is cut. Every request begun is answered (within the grace), none is reset.
  */
-export function stopHttpServer(server: http.Server, graceMs: number): Promise<void> {
+export async function stopHttpServer(server: http.Server, graceMs: number, drainMs = 0): Promise<void> {
+  // Before the app's handler, so the header is set before anything is written.
+  server.prependListener('request', (_req, res: http.ServerResponse) => res.setHeader('connection', 'close'));
+  if (drainMs > 0) await new Promise((resolve) => setTimeout(resolve, drainMs));
   return new Promise<void>((resolve) => {
-    server.on('request', (_req, res: http.ServerResponse) => res.setHeader('connection', 'close'));
     const idle = setInterval(() => server.closeIdleConnections(), 250);
     const force = setTimeout(() => server.closeAllConnections(), graceMs);
     force.unref();

@@ -22,7 +22,7 @@ export const DEFAULT_DELIVERY_POLICY: DeliveryPolicy = {
   disableAfterMs: 5 * DAY_MS,
   secretGraceMs: DAY_MS,
   logRetentionMs: 30 * DAY_MS,
-  claimLeaseMarginMs: 30_000,
+  claimLeaseMs: 4_000,
 };
 
 /** `0,5000,300000`: the delay before each attempt, in ms. */
@@ -48,7 +48,7 @@ export function buildConfig(env: Env): WebhooksConfig {
       WEBHOOK_DISABLE_AFTER_MS: envField.int(DEFAULT_DELIVERY_POLICY.disableAfterMs, 1),
       WEBHOOK_SECRET_GRACE_MS: envField.int(DEFAULT_DELIVERY_POLICY.secretGraceMs, 0),
       WEBHOOK_LOG_RETENTION_DAYS: envField.int(30, 1),
-      WEBHOOK_CLAIM_LEASE_MARGIN_MS: envField.int(DEFAULT_DELIVERY_POLICY.claimLeaseMarginMs, 1_000),
+      WEBHOOK_CLAIM_LEASE_MS: envField.int(DEFAULT_DELIVERY_POLICY.claimLeaseMs, 300),
       WEBHOOK_SECRET_KEYS: z.string().optional(),
     },
     env,
@@ -68,7 +68,7 @@ export function buildConfig(env: Env): WebhooksConfig {
       disableAfterMs: vars.WEBHOOK_DISABLE_AFTER_MS,
       secretGraceMs: vars.WEBHOOK_SECRET_GRACE_MS,
       logRetentionMs: vars.WEBHOOK_LOG_RETENTION_DAYS * DAY_MS,
-      claimLeaseMarginMs: vars.WEBHOOK_CLAIM_LEASE_MARGIN_MS,
+      claimLeaseMs: vars.WEBHOOK_CLAIM_LEASE_MS,
     },
   };
 }

@@ -15,10 +15,12 @@ export interface DeliveryPolicy {
   /** How long settled deliveries (and their events) stay in the log. */
   logRetentionMs: number;
   /**
-   * A claim holds a delivery for timeoutMs plus this margin (time to record the outcome). Only a worker
-   * that died mid-attempt lets it run out; the delivery is then attempted again.
+   * A claim holds a delivery for this long, and the worker renews it every third of it while the attempt
+   * runs (an attempt may take the whole timeoutMs). Only a worker that died mid-attempt (or lost the
+   * database for longer than this) lets it run out; the delivery is then attempted again by any replica,
+   * so a dead replica's deliveries move on within this time.
    */
-  claimLeaseMarginMs: number;
+  claimLeaseMs: number;
 }
 
 export interface StoredEvent {
@@ -167,6 +169,21 @@ export async function claimDue(pool: Pool, limit: number, leaseMs: number): Prom
     claimToken: row.claim_token,
     traceContext: row.trace_context ?? {},
   }));
+}
+
+/**
+ * Moves the lease of claims still held (same claim token, still pending) `leaseMs` ahead; one statement
+ * for all of a worker's attempts in flight. A claim another worker took over after it lapsed is left alone.
+ */
+export async function renewClaims(pool: Pool, claims: Array<Pick<ClaimedDelivery, 'id' | 'claimToken'>>, leaseMs: number): Promise<number> {
+  if (claims.length === 0) return 0;
+  const { rowCount } = await pool.query(
+    `UPDATE deliveries d SET next_attempt_at = now() + make_interval(secs => $3 / 1000.0)
+     FROM unnest($1::uuid[], $2::uuid[]) AS held(id, claim_token)
+     WHERE d.id = held.id AND d.claim_token = held.claim_token AND d.status = 'pending'`,
+    [claims.map((c) => c.id), claims.map((c) => c.claimToken), leaseMs],
+  );
+  return rowCount ?? 0;
 }
 
 /**

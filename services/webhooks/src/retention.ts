@@ -1,4 +1,4 @@
-import type { Pool } from '@rrs/runtime';
+import type { Leadership, Pool } from '@rrs/runtime';
 
 /**
  * The delivery log is kept for a retention period, then deleted: settled deliveries (with their
@@ -32,8 +32,10 @@ export async function purgeDeliveryLog(pool: Pool, retentionMs: number, options:
 }
 
 /** Purges now and then every `everyMs`; returns the stop function. */
-export function schedulePurgeDeliveryLog(pool: Pool, retentionMs: number, everyMs: number, onError: (err: unknown) => void): () => void {
-  const run = () => purgeDeliveryLog(pool, retentionMs).catch(onError);
+export function schedulePurgeDeliveryLog(pool: Pool, retentionMs: number, everyMs: number, onError: (err: unknown) => void, leader?: Pick<Leadership, 'ifLeader'>): () => void {
+  // One replica purges (the housekeeping leader); the others would only repeat its DELETEs.
+  const purge = () => purgeDeliveryLog(pool, retentionMs);
+  const run = () => (leader ? leader.ifLeader(purge) : purge()).catch(onError);
   const timer = setInterval(run, everyMs);
   timer.unref();
   void run();

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { Notifier, openBus, openServiceDatabase, SecretBox, serveGrpc, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
+import { electHousekeepingLeader, Notifier, openBus, openServiceDatabase, SecretBox, serveGrpc, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { watchDeliveryBacklog } from './backlog';
 import type { WebhooksConfig } from './config';
@@ -43,8 +43,9 @@ export async function startWebhooks(config: StartWebhooksConfig, ctx: ServiceCon
   // Before any delivery is claimed: secrets still stored as they are get sealed, older keys' re-sealed.
   await sealStoredSecrets(pool, box, ctx.logger);
   ctx.lifecycle.onStop('delivery backlog metrics', watchDeliveryBacklog(pool));
-  startIdempotencyPurge(pool, ctx);
-  const stopLogPurge = schedulePurgeDeliveryLog(pool, config.policy.logRetentionMs, 3_600_000, (err) => ctx.logger.warn({ err }, 'delivery log purge failed'));
+  const housekeeping = electHousekeepingLeader(ctx, config.databaseUrl, 'webhooks');
+  startIdempotencyPurge(pool, ctx, undefined, housekeeping);
+  const stopLogPurge = schedulePurgeDeliveryLog(pool, config.policy.logRetentionMs, 3_600_000, (err) => ctx.logger.warn({ err }, 'delivery log purge failed'), housekeeping);
   ctx.lifecycle.onStop('delivery log purge', stopLogPurge);
 
   const guard = new UrlGuard({ allowLoopbackHttp: config.allowLoopbackHttp, resolve: deps.resolve });

@@ -1,6 +1,6 @@
 import { startDueWorkLoop, type Notifier } from '@rrs/runtime';
 import { attemptDelivery, type AttemptDeps } from './attempt';
-import { claimDue, DUE_CHANNEL, msUntilNextDue, type ClaimedDelivery } from './deliveries';
+import { claimDue, DUE_CHANNEL, msUntilNextDue, renewClaims, type ClaimedDelivery } from './deliveries';
 
 export interface WorkerOptions extends AttemptDeps {
   /** Attempts in flight at once in this process. */
@@ -25,8 +25,19 @@ export interface DeliveryWorker {
  */
 export function startDeliveryWorker(options: WorkerOptions): DeliveryWorker {
   const { pool, policy, concurrency } = options;
-  const leaseMs = policy.timeoutMs + policy.claimLeaseMarginMs;
+  const leaseMs = policy.claimLeaseMs;
   const inFlight = new Set<Promise<void>>();
+  /** The claims whose attempts run in this process: their leases are renewed until they are recorded. */
+  const held = new Map<string, ClaimedDelivery>();
+  let renewing = false;
+  const renewal = setInterval(() => {
+    if (renewing || held.size === 0) return;
+    renewing = true;
+    renewClaims(pool, [...held.values()], leaseMs)
+      .catch((err: unknown) => options.logger.warn({ err, held: held.size }, 'renewing webhook claim leases failed; a lease that lapses lets another replica attempt the delivery'))
+      .finally(() => (renewing = false));
+  }, Math.max(100, Math.floor(leaseMs / 3)));
+  renewal.unref();
   let slotFreed: (() => void) | null = null;
 
   const loop = startDueWorkLoop({
@@ -46,12 +57,14 @@ export function startDeliveryWorker(options: WorkerOptions): DeliveryWorker {
   });
 
   function launch(claim: ClaimedDelivery): void {
+    held.set(claim.id, claim);
     const attempt = attemptDelivery(claim, options)
       .catch((err: unknown) => {
         // The claim's lease runs out and the delivery is attempted again: nothing is lost.
         options.logger.error({ err, deliveryId: claim.id }, 'webhook attempt could not be recorded');
       })
       .finally(() => {
+        held.delete(claim.id);
         inFlight.delete(attempt);
         slotFreed?.();
         slotFreed = null;
@@ -66,6 +79,7 @@ export function startDeliveryWorker(options: WorkerOptions): DeliveryWorker {
     async stop() {
       await loop.stop();
       await Promise.allSettled([...inFlight]);
+      clearInterval(renewal);
     },
   };
 }

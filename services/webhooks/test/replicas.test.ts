@@ -11,6 +11,9 @@ import { queueDeliveryElsewhere, testWebhooksConfig } from './support/service';
  * deliveries, and no delivery is sent twice. A delivery queued through one replica (or anywhere in the
  * database) wakes the other's worker through Postgres NOTIFY, not after an idle timeout.
  */
+/** Short claim leases, renewed every third: an attempt may outlast several of them. */
+const LEASE_MS = 600;
+
 describe('webhooks replicas', () => {
   let db: TestDatabase;
   let tb: TestBus;
@@ -26,7 +29,7 @@ describe('webhooks replicas', () => {
     for (const ctx of ctxs) {
       replicas.push(
         await startWebhooks(
-          testWebhooksConfig(db.url, tb.prefix, { concurrency: 3, policy: { retryScheduleMs: [0, 100], timeoutMs: 2000, disableAfterMs: 60_000, secretGraceMs: 60_000 } }),
+          testWebhooksConfig(db.url, tb.prefix, { concurrency: 3, policy: { retryScheduleMs: [0, 100], timeoutMs: 5000, disableAfterMs: 60_000, secretGraceMs: 60_000, claimLeaseMs: LEASE_MS } }),
           ctx,
           { bus: tb.bus },
         ),
@@ -79,5 +82,28 @@ describe('webhooks replicas', () => {
     const [got] = await waitFor(() => receiver.at('/woken').length === 1 && receiver.at('/woken'), { what: 'woken delivery', timeoutMs: 5_000 });
     expect(got.headers['webhook-id']).toBe(eventId);
     expect(got.at - queuedAt).toBeLessThan(2_000);
+  });
+
+  it('keep an attempt that outlasts its claim lease: the lease is renewed while it runs, so the other replica never sends it too', async () => {
+    const org = randomUUID();
+    const { endpoint } = await replicas[0].endpoints.create({ organizationId: org, url: receiver.url('/slow'), events: ['cascade.recipient.finished'], description: '' });
+    receiver.reply = () => ({ hang: true });
+    const eventId = await queueDeliveryElsewhere(sql, { endpointId: endpoint.id, organizationId: org });
+    await waitFor(() => receiver.at('/slow').length === 1, { what: 'attempt in flight' });
+    const { rows: claimed } = await sql.query(`SELECT next_attempt_at FROM deliveries WHERE endpoint_id = $1`, [endpoint.id]);
+    // Renewed until the lease has moved three leases past the claim's: the attempt has outlived the first lease twice over.
+    await waitFor(async () => {
+      const { rows } = await sql.query(`SELECT next_attempt_at > $2::timestamptz + make_interval(secs => $3 / 1000.0) AS renewed FROM deliveries WHERE endpoint_id = $1`, [endpoint.id, claimed[0].next_attempt_at, 2 * LEASE_MS]);
+      return rows[0].renewed;
+    }, { what: 'lease renewed past two leases', timeoutMs: 4_000 });
+    expect(receiver.at('/slow')).toHaveLength(1);
+    expect(receiver.answerHanging({ status: 200 })).toBe(1);
+    await waitFor(async () => {
+      const { rows } = await sql.query(`SELECT status FROM deliveries WHERE endpoint_id = $1`, [endpoint.id]);
+      return rows[0].status === 'delivered';
+    }, { what: 'delivered' });
+    expect(receiver.at('/slow').map((r) => r.headers['webhook-id'])).toEqual([eventId]);
+    const { rows } = await sql.query(`SELECT a.number, a.outcome FROM attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = $1`, [endpoint.id]);
+    expect(rows).toEqual([{ number: 1, outcome: 'delivered' }]);
   });
 });

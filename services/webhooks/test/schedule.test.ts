@@ -9,7 +9,7 @@ const HOUR = 60 * MIN;
 describe('retry schedule', () => {
   it('is, in production: at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', () => {
     expect(PRODUCTION_RETRY_SCHEDULE_MS).toEqual([0, 5 * SECOND, 5 * MIN, 30 * MIN, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR]);
-    expect(buildConfig({ DATABASE_URL: 'postgres://x/y', WEBHOOK_SECRET_KEYS: Buffer.alloc(32, 3).toString('base64') }).policy).toEqual({ retryScheduleMs: PRODUCTION_RETRY_SCHEDULE_MS, timeoutMs: 15_000, disableAfterMs: 5 * 24 * HOUR, secretGraceMs: 24 * HOUR, logRetentionMs: 30 * 24 * HOUR, claimLeaseMarginMs: 30_000 });
+    expect(buildConfig({ DATABASE_URL: 'postgres://x/y', WEBHOOK_SECRET_KEYS: Buffer.alloc(32, 3).toString('base64') }).policy).toEqual({ retryScheduleMs: PRODUCTION_RETRY_SCHEDULE_MS, timeoutMs: 15_000, disableAfterMs: 5 * 24 * HOUR, secretGraceMs: 24 * HOUR, logRetentionMs: 30 * 24 * HOUR, claimLeaseMs: 4_000 });
   });
 
   it('gives each delay with at most ±10 % jitter, then null after the last attempt', () => {

@@ -9,7 +9,11 @@ import type { BusMessage, MessageHandler } from './types';
  *   and it does not sit out the ack wait first;
  * - a handler runs outside the call that delivered it (never inside publish or consume), at most
  *   `concurrency` at once; one that throws without settling is reported and nak'ed with
- *   `defaultNakDelayMs`.
+ *   `defaultNakDelayMs`;
+ * - while a handler runs, its message is kept in progress (`working()` every quarter of the ack wait),
+ *   so the ack wait can be short: a message is redelivered after `ackWaitMs` only when its handler
+ *   returned without settling it or its process died (or stalled for most of the ack wait) — which is
+ *   how a dead replica's work moves on to another within the ack wait.
  * The ack-wait redelivery and the delivery count are the server's (JetStream) or the in-process
  * consumer's; see `memoryConsumer.ts`.
  */
@@ -60,11 +64,14 @@ export abstract class Delivery implements BusMessage {
 
 /** The handlers one subscription runs. */
 export class HandlerSlots {
-  private readonly running = new Set<Promise<void>>();
+  /** The handlers running, with the message each works on. */
+  private readonly running = new Map<Promise<void>, BusMessage>();
+  /** One timer for all of them (not one per message): sends `working()` for every message still handled. */
+  private heartbeat: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly handler: MessageHandler,
-    private readonly options: { concurrency: number; defaultNakDelayMs: number },
+    private readonly options: { concurrency: number; defaultNakDelayMs: number; ackWaitMs: number },
     private readonly onError: BusErrorHandler,
     /** Called when a handler has finished and its slot is free again. */
     private readonly onSlotFreed: () => void,
@@ -78,14 +85,22 @@ export class HandlerSlots {
   run(message: BusMessage): void {
     const running: Promise<void> = this.handle(message).finally(() => {
       this.running.delete(running);
+      if (this.running.size === 0 && this.heartbeat) {
+        clearInterval(this.heartbeat);
+        this.heartbeat = null;
+      }
       this.onSlotFreed();
     });
-    this.running.add(running);
+    this.running.set(running, message);
+    // Every quarter of the ack wait: a message first beats between a quarter and a half of it after delivery.
+    this.heartbeat ??= setInterval(() => {
+      for (const m of this.running.values()) m.working();
+    }, Math.max(25, Math.floor(this.options.ackWaitMs / 4)));
   }
 
   /** Resolves once no handler runs (including those started while waiting). */
   async idle(): Promise<void> {
-    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+    while (this.running.size > 0) await Promise.allSettled([...this.running.keys()]);
   }
 
   private async handle(message: BusMessage): Promise<void> {

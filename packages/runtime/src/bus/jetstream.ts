@@ -15,7 +15,7 @@ import {
 } from 'nats';
 import { whereUrlPoints } from '../config';
 import { BusError, defaultErrorHandler, toBusError, type BusErrorHandler } from './errors';
-import { apiErrorCode, ERR_CONSUMER_ALREADY_EXISTS, ERR_STREAM_NAME_IN_USE, isNoResponders } from './jetstreamApi';
+import { apiErrorCode, ERR_CONSUMER_ALREADY_EXISTS, ERR_STREAM_NAME_IN_USE, isNoResponders, whileElecting } from './jetstreamApi';
 import { JetStreamSubscription } from './jetstreamConsume';
 import { JetStreamKv } from './jetstreamKv';
 import { PubAckRouter, toNatsHeaders, type WireMessage } from './jetstreamPublish';
@@ -41,10 +41,33 @@ export interface JetStreamBusOptions extends BusOptions {
   name?: string;
   /** Failures with no caller to throw to (handler errors, pull loop errors). Default `console.error`. */
   onError?: BusErrorHandler;
+  /**
+   * Replicas of a stream (and of the KV bucket) this process creates: 3 on a three-node cluster, 1 on a
+   * single server. Used only when creating; an existing stream keeps what it has. Default 1.
+   */
+  streamReplicas?: number;
+  /**
+   * Called for each setting of an existing stream that differs from what this process would create it
+   * with (the stream is left as it is). Default: reported through `onError`.
+   */
+  onStreamDrift?: (drift: StreamDrift) => void;
+}
+
+/** One setting of an existing stream that differs from the configuration; the server's value is kept. */
+export interface StreamDrift {
+  stream: string;
+  setting: 'num_replicas' | 'max_age' | 'duplicate_window' | 'subjects' | 'retention' | 'storage';
+  configured: string;
+  existing: string;
 }
 
 /** How long a publish waits for a lost connection to come back before failing. */
 const PUBLISH_RECONNECT_WAIT_MS = 5_000;
+/**
+ * How long connecting and creating streams keep trying while a cluster elects a leader (a node was just
+ * lost: JetStream answers nothing for a few seconds), before the start fails.
+ */
+const ELECTION_WAIT_MS = 20_000;
 /** How long a batch waits for its PubAcks when the JetStream options set no timeout (nats.js's default). */
 const DEFAULT_PUBLISH_TIMEOUT_MS = 5_000;
 
@@ -68,8 +91,14 @@ export async function connectJetStreamBus(options: JetStreamBusOptions): Promise
     throw toBusError(`cannot connect to NATS at ${whereUrlPoints(options.url)}`, err);
   }
   try {
-    const jsm = await nc.jetstreamManager();
-    return new JetStreamBus(nc, jsm, nc.jetstream(), rules, options.onError ?? defaultErrorHandler);
+    const jsm = await whileElecting(() => nc.jetstreamManager(), ELECTION_WAIT_MS);
+    const onError = options.onError ?? defaultErrorHandler;
+    const replicas = options.streamReplicas ?? 1;
+    if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5) throw new BusError(`streamReplicas must be 1 to 5 (got ${replicas})`);
+    const onDrift =
+      options.onStreamDrift ??
+      ((d: StreamDrift) => onError(new BusError(`stream ${d.stream} has ${d.setting} ${d.existing}, configured ${d.configured}; left as it is`)));
+    return new JetStreamBus(nc, jsm, nc.jetstream(), rules, onError, replicas, onDrift);
   } catch (err) {
     await nc.close().catch(() => undefined);
     throw toBusError(`JetStream is not available at ${whereUrlPoints(options.url)}`, err);
@@ -92,6 +121,8 @@ class JetStreamBus implements Bus {
     private readonly js: JetStreamClient,
     private readonly rules: BusRules,
     private readonly onError: BusErrorHandler,
+    private readonly streamReplicas: number,
+    private readonly onStreamDrift: (drift: StreamDrift) => void,
   ) {
     this.pubAcks = new PubAckRouter(nc, js.getOptions().timeout || DEFAULT_PUBLISH_TIMEOUT_MS);
     void nc.closed().then((err) => {
@@ -162,7 +193,7 @@ class JetStreamBus implements Bus {
     await this.upsertConsumer(rule);
     let consumer: Consumer;
     try {
-      consumer = await this.js.consumers.get(rule.streamName, rule.durable);
+      consumer = await whileElecting(() => this.js.consumers.get(rule.streamName, rule.durable), ELECTION_WAIT_MS);
     } catch (err) {
       throw toBusError(`cannot bind consumer ${rule.streamName}/${rule.durable}`, err);
     }
@@ -190,7 +221,8 @@ class JetStreamBus implements Bus {
   async kv(bucket: string, options: KvOptions): Promise<KvStore> {
     const name = this.rules.bucketName(bucket, options);
     try {
-      const kv = await this.js.views.kv(name, { ttl: options.ttlMs, history: 1 });
+      // Created with the stream replica count; an existing bucket keeps its own (nats.js does not rewrite it).
+      const kv = await this.js.views.kv(name, { ttl: options.ttlMs, history: 1, replicas: this.streamReplicas });
       // An existing bucket keeps the TTL it was created with; entries expire by that one.
       const ttlMs = (await kv.status()).ttl || options.ttlMs;
       return new JetStreamKv(this.jsm, kv, name, ttlMs, this.onError, this.watchers);
@@ -288,26 +320,32 @@ class JetStreamBus implements Bus {
   private async createStreams(): Promise<void> {
     for (const stream of Object.keys(STREAMS) as StreamName[]) {
       const { workQueue, maxAgeMs } = STREAMS[stream];
-      await this.upsertStream({
+      await this.createStream({
         name: this.rules.streamName(stream),
         subjects: [this.rules.streamSubjects(stream)],
         retention: workQueue ? RetentionPolicy.Workqueue : RetentionPolicy.Limits,
-        ...(maxAgeMs === null ? {} : { max_age: nanos(maxAgeMs) }),
+        max_age: maxAgeMs === null ? 0 : nanos(maxAgeMs),
         storage: StorageType.File,
         duplicate_window: nanos(this.rules.duplicateWindowMs),
-        num_replicas: 1,
+        num_replicas: this.streamReplicas,
       });
     }
   }
 
-  private async upsertStream(config: Partial<StreamConfig> & { name: string }): Promise<void> {
+  /**
+   * Creates a missing stream. An existing one is never updated: its replicas and limits are the
+   * operator's (a service start with `streamReplicas: 1` must not scale an R3 stream down, nor one
+   * replica's rollout undo another's settings); each difference is reported through `onStreamDrift`.
+   */
+  private async createStream(config: StreamConfigWanted): Promise<void> {
     try {
-      await this.jsm.streams.add(config);
+      await whileElecting(() => this.jsm.streams.add(config), ELECTION_WAIT_MS);
+      return;
     } catch (err) {
       if (apiErrorCode(err) !== ERR_STREAM_NAME_IN_USE) throw err;
-      const { name, ...update } = config;
-      await this.jsm.streams.update(name, update);
     }
+    const existing = (await whileElecting(() => this.jsm.streams.info(config.name), ELECTION_WAIT_MS)).config;
+    for (const drift of streamDrift(config, existing)) this.onStreamDrift(drift);
   }
 
   private async upsertConsumer(rule: ConsumerRule): Promise<void> {
@@ -322,7 +360,7 @@ class JetStreamBus implements Bus {
     try {
       try {
         // NATS 2.9 updates a durable in place on create; 2.10+ answers "already exists" and needs an update.
-        await this.jsm.consumers.add(rule.streamName, config);
+        await whileElecting(() => this.jsm.consumers.add(rule.streamName, config), ELECTION_WAIT_MS);
       } catch (err) {
         if (apiErrorCode(err) !== ERR_CONSUMER_ALREADY_EXISTS) throw err;
         await this.jsm.consumers.update(rule.streamName, rule.durable, {
@@ -335,4 +373,23 @@ class JetStreamBus implements Bus {
       throw toBusError(`cannot create consumer ${rule.streamName}/${rule.durable}`, err);
     }
   }
+}
+
+type StreamConfigWanted = Pick<StreamConfig, 'name' | 'subjects' | 'retention' | 'max_age' | 'storage' | 'duplicate_window' | 'num_replicas'>;
+
+/** The settings of `existing` that differ from `wanted` (durations in nanoseconds, as the server keeps them). */
+export function streamDrift(wanted: StreamConfigWanted, existing: Partial<StreamConfig>): StreamDrift[] {
+  const out: StreamDrift[] = [];
+  const compare = (setting: StreamDrift['setting'], configured: unknown, has: unknown) => {
+    const a = JSON.stringify(configured ?? null);
+    const b = JSON.stringify(has ?? null);
+    if (a !== b) out.push({ stream: wanted.name, setting, configured: a, existing: b });
+  };
+  compare('num_replicas', wanted.num_replicas, existing.num_replicas);
+  compare('max_age', wanted.max_age, existing.max_age ?? 0);
+  compare('duplicate_window', wanted.duplicate_window, existing.duplicate_window);
+  compare('subjects', wanted.subjects, existing.subjects);
+  compare('retention', wanted.retention, existing.retention);
+  compare('storage', wanted.storage, existing.storage);
+  return out;
 }

@@ -26,6 +26,36 @@ export function isMissingResource(err: unknown): boolean {
   return message === 'consumer not found' || message === 'stream not found' || message === 'consumer deleted';
 }
 
+/** JetStream is temporarily unavailable: "JetStream system temporarily unavailable", or no meta leader yet. */
+const ERR_JETSTREAM_UNAVAILABLE = 10008;
+
+/**
+ * The cluster cannot answer right now but will soon: the JetStream API timed out or had no responder
+ * (a node of a cluster was lost and a leader is being elected), or answered "temporarily unavailable".
+ */
+export function isElecting(err: unknown): boolean {
+  if (apiErrorCode(err) === ERR_JETSTREAM_UNAVAILABLE) return true;
+  if (isNoResponders(err)) return true;
+  const code = typeof err === 'object' && err !== null && 'code' in err ? (err as { code: unknown }).code : undefined;
+  return code === 'TIMEOUT' || (err instanceof Error && /timeout|temporarily unavailable/i.test(err.message));
+}
+
+/**
+ * Runs `step` again while the JetStream API is only electing a leader (isElecting), for up to `boundMs`;
+ * any other failure, or the bound reached, rejects as `step` did.
+ */
+export async function whileElecting<T>(step: () => Promise<T>, boundMs: number): Promise<T> {
+  const deadline = Date.now() + boundMs;
+  for (let pauseMs = 250; ; pauseMs = Math.min(2_000, pauseMs * 2)) {
+    try {
+      return await step();
+    } catch (err) {
+      if (!isElecting(err) || Date.now() + pauseMs > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
+  }
+}
+
 export function serverAtLeast(nc: NatsConnection, wanted: [number, number, number]): boolean {
   const version = (nc.info?.version ?? '0.0.0').split(/[.-]/).map((part) => Number.parseInt(part, 10) || 0);
   for (let i = 0; i < 3; i++) {

@@ -11,7 +11,11 @@ import type { BusOptions, ConsumeOptions, KvOptions, OutgoingMessage, StreamName
  */
 
 export const DEFAULT_CONCURRENCY = 16;
-export const DEFAULT_ACK_WAIT_MS = 30_000;
+/**
+ * Short, because a handler's message is kept in progress while it runs (delivery.ts): this is how long
+ * the work a dead process had taken waits before another takes it.
+ */
+export const DEFAULT_ACK_WAIT_MS = 4_000;
 export const DEFAULT_MAX_DELIVER = 10;
 export const DEFAULT_NAK_DELAY_MS = 1_000;
 /** JetStream's default duplicate window. */

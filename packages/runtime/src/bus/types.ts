@@ -16,7 +16,8 @@
  *   answered `{ duplicate: true }`.
  * - Every delivered message is settled exactly once by the handler: `ack()`, `nak(delayMs)` or `term()`.
  *   A handler that throws without settling gets `nak(defaultNakDelayMs)`; a message never settled is
- *   redelivered after `ackWaitMs`.
+ *   redelivered after `ackWaitMs` (a handler still running keeps its message in progress, so that is a
+ *   handler that returned without settling, or a process that died).
  * - After `maxDeliver` deliveries a message is no longer redelivered; `deliveryCount` lets the handler
  *   see its last chance and record a dead letter.
  */
@@ -68,7 +69,10 @@ export interface ConsumeOptions {
   filterSubject: string;
   /** Messages handled at once by this process. Default 16. */
   concurrency?: number;
-  /** Default 30 000. */
+  /**
+   * Default 4 000. A running handler keeps its message in progress, so this bounds how long a message
+   * taken by a process that died waits before another consumer gets it, not how long a handler may run.
+   */
   ackWaitMs?: number;
   /** Default 10. */
   maxDeliver?: number;
