@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { collapseRepeats, counter, createLogger, gauge, type CollapsedLogger, type Logger } from '@rrs/runtime';
 import { PermanentSendError, ProviderRecalledError, RetryableSendError } from './errors';
 import type { SendContext } from './sender';
@@ -173,7 +174,12 @@ export class CircuitBreaker {
 
   /** Aborted at the provider's next fault: calls admitted before it and not yet on the wire give up (unsent). */
   get signal(): AbortSignal {
-    return (this.recall ??= new AbortController()).signal;
+    if (!this.recall) {
+      this.recall = new AbortController();
+      // Every call waiting for a connection listens to it: as many as the sender's concurrency.
+      setMaxListeners(0, this.recall.signal);
+    }
+    return this.recall.signal;
   }
 
   /** Calls waiting for a probe's outcome (tests and metrics). */
