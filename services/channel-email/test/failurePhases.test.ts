@@ -3,7 +3,7 @@ import { createPool, registry as metricsRegistry, type Pool } from '@rrs/runtime
 import { PermanentSendError, ProviderChain, RetryableSendError } from '@rrs/sender-kit';
 import { createTestBus, createTestDatabase, startFakePostmark, startSilentSmtpServer, startSmtpSink, testContext, waitFor, type FakePostmark, type SilentSmtpServer, type SmtpSink, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { collectResults, dueStep, publishStep } from '../../../packages/sender-kit/test/support/steps';
-import { postmarkProvider, renderEmail, smtpProvider, startEmailSender, type EmailMessage, type EmailProvider } from '../src';
+import { buildConfig, postmarkProvider, renderEmail, smtpProvider, startEmailSender, type EmailMessage, type EmailProvider } from '../src';
 
 /**
  * Issue 34, items 1 and 4 for email: which SMTP and Postmark failures are "not sent" (fail over at once),
@@ -172,5 +172,54 @@ describe('a greylisted recipient on the real sender: retried, then failed with i
     const result = await waitFor(() => results.find((r) => r.stepId === step.stepId), { what: 'the result of the greylisted step', timeoutMs: 20_000 });
     expect(result).toMatchObject({ outcome: Outcome.STEP_OUTCOME_FAILED, reason: 'recipient_deferred' });
     expect(sink.timesAccepted('grey-final@example.com')).toBe(0);
+  });
+});
+
+describe('the real email sender with SMTP first, its server never greeting, and Postmark second', () => {
+  let db: TestDatabase;
+  let tb: TestBus;
+  let pool: Pool;
+  let silent: SilentSmtpServer;
+  let postmark: FakePostmark;
+  let results: busV1.StepResult[];
+  const ctx = testContext('email-silent');
+  const SMTP_TIMEOUT_MS = 1_000;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    tb = await createTestBus('memory');
+    pool = createPool({ url: db.url, schema: 'channel_email' });
+    silent = await startSilentSmtpServer();
+    postmark = await startFakePostmark({ serverToken: TOKEN });
+    results = (await collectResults(tb.bus)).results;
+    const config = buildConfig({
+      DATABASE_URL: db.url, EMAIL_FROM: FROM, SMTP_URL: silent.url, SMTP_TIMEOUT_MS: String(SMTP_TIMEOUT_MS),
+      POSTMARK_SERVER_TOKEN: TOKEN, POSTMARK_API_URL: postmark.url,
+    });
+    expect(config.providers).toEqual(['smtp', 'postmark']);
+    await startEmailSender({ ...config, concurrency: 32, ackWaitMs: 10_000 }, ctx, { bus: tb.bus, pool });
+  });
+  afterAll(async () => {
+    await ctx.stop();
+    await silent.close();
+    await postmark.close();
+    await tb.cleanup();
+    await pool.end();
+    await db.drop();
+  });
+
+  it('20 steps: every one SENT through Postmark within one SMTP timeout + 5 s, each once, none left in doubt', async () => {
+    const steps = Array.from({ length: 20 }, (_, i) => dueStep('EMAIL', { recipient: { name: 'S', email: `stack${i}@example.com`, phone: '' } }));
+    const started = Date.now();
+    await Promise.all(steps.map((step) => publishStep(tb.bus, step)));
+    const sent = await waitFor(() => {
+      const done = steps.map((step) => results.find((r) => r.stepId === step.stepId && r.outcome === Outcome.STEP_OUTCOME_SENT));
+      return done.every(Boolean) ? done : undefined;
+    }, { what: 'every step sent', timeoutMs: SMTP_TIMEOUT_MS + 5_000 });
+    expect(Date.now() - started).toBeLessThan(SMTP_TIMEOUT_MS + 5_000);
+    expect(sent.every((r) => r!.provider === 'postmark')).toBe(true);
+    for (const step of steps) expect(postmark.messages.filter((m) => m.Metadata.rrs_step_id === step.stepId)).toHaveLength(1);
+    const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM send_log WHERE cardinality(maybe_with) > 0`);
+    expect(rows[0].n).toBe(0);
   });
 });
