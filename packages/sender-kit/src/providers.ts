@@ -99,9 +99,10 @@ export interface CircuitBreakerOptions {
  * fault opens it again for another `openMs`. A non-fault answer (even a refusal of the message) is a success.
  *
  * Bounded damage under concurrency (`admit`): while closed, the provider is *proven* once it answered
- * (a success, a refusal of the message, a 429), until its next fault or PROVEN_FOR_MS without an answer. Unproven (at start, after a
- * fault) one call at a time goes as a probe and the others wait for its outcome: it answers → they all go;
- * it faults → they move on to the next provider at once, without calling this one. A fault also aborts
+ * (a success, a refusal of the message, a 429), until its next fault or PROVEN_FOR_MS without an answer.
+ * Unproven (at start, after a fault, after a quiet spell) one call at a time goes as a probe and the
+ * others wait for its outcome: it answers → they all go; it faults → they move on to the next provider
+ * at once, without calling this one. A fault also aborts
  * `signal`, recalling the calls admitted before it that still wait for a connection in the adapter. So a
  * failing provider gets the calls already on the wire plus one probe per wave, whatever the concurrency,
  * and a hung one costs a waiting step at most one timeout (the probe's).
@@ -182,11 +183,6 @@ export class CircuitBreaker {
     return this.recall.signal;
   }
 
-  /** Calls waiting for a probe's outcome (tests and metrics). */
-  get waiting(): number {
-    return this.waiters.length;
-  }
-
   success(): void {
     this.faults = 0;
     this.trialInFlight = false;
@@ -211,7 +207,7 @@ export class CircuitBreaker {
     this.settle(false);
   }
 
-  /** A call that ended without saying anything about the provider's health (e.g. a 429): frees the trial slot; the provider answered. */
+  /** A call that ended without saying anything about the provider's health (e.g. a 429): frees the trial slot; the provider did answer. */
   neutral(): void {
     this.trialInFlight = false;
     this.answered();

@@ -177,3 +177,42 @@ describe('SMSC error 9 from a gateway without the status method', () => {
     }
   });
 });
+
+describe('per-number errors are the recipient\'s, never the provider\'s', () => {
+  it('20 invalid numbers at SMSC (error 7) at once: each step fails invalid_phone, SMSC\'s circuit stays closed and SMS.ru gets nothing', async () => {
+    const smsc = await startFakeSmsc({ login: LOGIN, password: PASSWORD });
+    const smsru = await startFakeSmsRu({ apiId: API_ID });
+    const a = smscProvider({ baseUrl: smsc.url, login: LOGIN, password: PASSWORD, timeoutMs: 2_000, maxConnections: SLOTS });
+    const b = smsRuProvider({ baseUrl: smsru.url, apiId: API_ID, timeoutMs: 2_000 });
+    try {
+      const chain = new ProviderChain<SmsSendRequest>('TEST_SMS_PER_NUMBER', [a, b], { failureThreshold: 2 });
+      const bad = Array.from({ length: 20 }, (_, i) => ({ ...request(`6${i}`), phone: `+7${i}` }));
+      const results = await burst(chain, bad);
+      for (const r of results) expect('err' in r && r.err).toMatchObject({ name: 'PermanentSendError', reason: 'invalid_phone' });
+      expect(chain.circuit('smsc')).toBe('closed');
+      expect(smsru.requests).toBe(0);
+      await expect(chain.send(request('699'), { idempotencyKey: 'step-699', resumed: false, maybeWith: [] })).resolves.toMatchObject({ provider: 'smsc' });
+    } finally {
+      await a.close?.();
+      await b.close?.();
+      await smsc.close();
+      await smsru.close();
+    }
+  });
+
+  it('SMS.ru\'s daily limit for one number (230) is retried later for that number, not a provider fault, and fails with its reason at the end', async () => {
+    const smsru = await startFakeSmsRu({ apiId: API_ID, dailyLimitPerNumber: 1 });
+    const b = smsRuProvider({ baseUrl: smsru.url, apiId: API_ID, timeoutMs: 2_000 });
+    try {
+      const chain = new ProviderChain<SmsSendRequest>('TEST_SMSRU_230', [b], { failureThreshold: 1 });
+      const first = request('700');
+      await expect(chain.send(first, { idempotencyKey: first.stepId, resumed: false, maybeWith: [] })).resolves.toMatchObject({ provider: 'smsru' });
+      const again = { ...request('701'), phone: first.phone };
+      await expect(chain.send(again, { idempotencyKey: again.stepId, resumed: false, maybeWith: [] })).rejects.toMatchObject({ name: 'RetryableSendError', reason: 'recipient_daily_limit', recipientLevel: true, maybeDelivered: false });
+      expect(chain.circuit('smsru')).toBe('closed');
+    } finally {
+      await b.close?.();
+      await smsru.close();
+    }
+  });
+});
