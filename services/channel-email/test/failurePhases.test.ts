@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { busV1 } from '@rrs/proto';
 import { createPool, registry as metricsRegistry, type Pool } from '@rrs/runtime';
 import { PermanentSendError, ProviderChain, RetryableSendError } from '@rrs/sender-kit';
@@ -139,6 +141,27 @@ describe('recipient-level SMTP errors never open the provider circuit; our confi
     expect(sink.timesAccepted('pm300-chain@example.com')).toBe(1);
     expect(postmark.messages.filter((m) => m.To.startsWith('pm300'))).toHaveLength(0);
     expect(await alertsOf('TEST_EMAIL_PM300')).toEqual([['postmark', 'provider_request_refused', 1]]);
+  });
+});
+
+describe('Postmark answering HTTP 403 (a token without the right, a blocked server)', () => {
+  it('is a provider error like 401: fails over and alerts, not sent', async () => {
+    const server = http.createServer((_req, res) => res.writeHead(403, { 'content-type': 'application/json' }).end('{"ErrorCode":10,"Message":"Forbidden"}'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const sink = await startSmtpSink();
+    const pm = postmarkProvider({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, serverToken: TOKEN, from: FROM, messageStream: 'outbound', timeoutMs: 2_000 });
+    const smtp = smtpProvider({ smtpUrl: sink.url, from: FROM, timeoutMs: 2_000, maxConnections: 1 });
+    try {
+      const step = email('pm403@example.com');
+      await expect(pm.send(step.message, step.ctx)).rejects.toMatchObject({ name: 'RetryableSendError', reason: 'provider_auth_failed', maybeDelivered: false });
+      const chain = new ProviderChain<EmailMessage>('TEST_EMAIL_PM403', [pm, smtp]);
+      await expect(chain.send(step.message, step.ctx)).resolves.toMatchObject({ provider: 'smtp' });
+      expect(await alertsOf('TEST_EMAIL_PM403')).toEqual([['postmark', 'provider_auth_failed', 1]]);
+    } finally {
+      smtp.close();
+      await sink.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
 
