@@ -9,7 +9,7 @@ const { createServiceContext, createMemoryBus, connectJetStreamBus } = require('
 const { startContacts } = require('@rrs/contacts');
 const { startScheduler } = require('@rrs/cascade-scheduler');
 const { startGateway } = require('@rrs/gateway');
-// Budgets the run cannot use up: the quota does its work on every request but never refuses (RECIPIENT_QUOTA_* in a deployment).
+// Budgets the run cannot use up: the scheduler takes them with every start but never refuses (RECIPIENT_QUOTA_* in a deployment).
 const BENCH_RECIPIENT_QUOTAS = { trial: { perMinute: 1, perDay: 1 }, standard: { perMinute: 1e9, perDay: 1e12 }, pro: { perMinute: 1e9, perDay: 1e12 } };
 
 const databaseUrl = process.env.DATABASE_URL;
@@ -20,11 +20,11 @@ const bus = process.env.BENCH_NATS_URL
 await bus.ensureStreams();
 const contacts = await startContacts({ databaseUrl, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
 const scheduler = await startScheduler(
-  { databaseUrl, busPrefix: process.env.BENCH_PREFIX ?? '', grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://127.0.0.1' },
+  { databaseUrl, busPrefix: process.env.BENCH_PREFIX ?? '', grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://127.0.0.1', recipientQuotas: BENCH_RECIPIENT_QUOTAS },
   ctx,
   { bus, noDispatcher: process.env.BENCH_DISPATCHER !== '1' },
 );
-const gateway = await startGateway({ host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`, publicBaseUrl: 'http://127.0.0.1', rateLimits: { windowSeconds: 60, perPlan: { trial: 1, standard: 1_000_000, pro: 1_000_000 } }, recipientQuotas: BENCH_RECIPIENT_QUOTAS }, ctx);
+const gateway = await startGateway({ host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`, publicBaseUrl: 'http://127.0.0.1', rateLimits: { windowSeconds: 60, perPlan: { trial: 1, standard: 1_000_000, pro: 1_000_000 } } }, ctx);
 ctx.health.setReady(true);
 const org = await contacts.directory.createOrganization({ name: 'Bench', plan: 'pro', emailConfirmed: true, locale: 'en', defaultRegion: 'RU', sendWindow: null });
 for (const channel of ['EMAIL', 'SMS', 'MAX', 'TELEGRAM']) await contacts.channels.set({ organizationId: org.id, channel, configured: true });

@@ -223,6 +223,15 @@ describe('all-in-one (npm start)', () => {
     }
   });
 
+  it('in production (the image) refuses to start without the senders\' providers, naming the variables to set', async () => {
+    const child = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env(), NODE_ENV: 'production', ADMIN_API: 'off', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr!.on('data', (d) => (err += d));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(78);
+    expect(err).toContain('invalid configuration: SMTP_URL: no provider is configured and NODE_ENV=production: set SMTP_URL or POSTMARK_SERVER_TOKEN (or EMAIL_PROVIDERS=sink');
+  });
+
   it('fails at start with a message naming a bad variable', async () => {
     const child = spawn(process.execPath, [MAIN], { env: { ...process.env, PORT: 'eighty' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';

@@ -30,7 +30,9 @@ function valuesOf(file: string): Record<string, any> {
 
 /** What the Secrets named by ci/*-values.yaml's existingSecret hold: only the keys the README says are required. */
 const REQUIRED_ONLY = { DATABASE_URL: 'postgres://rrs:pw@postgres.databases.svc:5432/rrs', NATS_URL: 'nats://nats.messaging.svc:4222', CONNECTOR_SECRET_KEYS: Buffer.alloc(32, 1).toString('base64'), WEBHOOK_SECRET_KEYS: Buffer.alloc(32, 2).toString('base64') };
-const EXTERNAL_SECRETS: Record<string, Record<string, string>> = { 'rrs-credentials': REQUIRED_ONLY, 'rrs-sms-credentials': REQUIRED_ONLY };
+/** And a provider for each sender (deploy/helm/README.md: a sender without one refuses to start in production). */
+const PROVIDER_KEYS = { POSTMARK_SERVER_TOKEN: 'pm-server-token', SMSC_LOGIN: 'reviews', SMSC_PASSWORD: 'smsc-password', MAX_ID_INSTANCE: '1101000001', MAX_API_TOKEN: 'max-api-token' };
+const EXTERNAL_SECRETS: Record<string, Record<string, string>> = { 'rrs-credentials': { ...REQUIRED_ONLY, ...PROVIDER_KEYS }, 'rrs-sms-credentials': { ...REQUIRED_ONLY, ...PROVIDER_KEYS } };
 
 const renders = new Map<string, Render>(CI_VALUES.map((file) => [file, template({ values: [file] })]));
 const main = renders.get('ci/external-values.yaml')!;

@@ -16,7 +16,13 @@ const chartYaml = YAML.parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8'));
 /** Values of the ci files plus the least a real install needs: the chart's defaults, the three URLs and the connectors' credential key. */
 const CONNECTOR_KEY = 'secrets.connectorSecretKeys="' + Buffer.alloc(32, 7).toString('base64') + '"';
 const WEBHOOK_KEY = 'secrets.webhookSecretKeys="' + Buffer.alloc(32, 8).toString('base64') + '"';
-const MINIMAL = ['image.registry="registry.example.com/rrs"', 'postgresql.url="postgres://rrs:pw@postgres:5432/rrs"', 'nats.url="nats://nats:4222"', 'redis.url="redis://redis:6379"', CONNECTOR_KEY, WEBHOOK_KEY];
+/** A provider for each enabled sender (the chart refuses a sender without one, "Production never pretends"). */
+const EMAIL_PROVIDER = 'secrets.postmarkServerToken="pm-server-token"';
+const SMS_PROVIDER = ['secrets.smscLogin="reviews"', 'secrets.smscPassword="smsc-password"'];
+const MESSENGER_PROVIDER = ['secrets.maxIdInstance="1101000001"', 'secrets.maxApiToken="max-api-token"'];
+const PROVIDERS = [EMAIL_PROVIDER, ...SMS_PROVIDER, ...MESSENGER_PROVIDER];
+const MINIMAL = ['image.registry="registry.example.com/rrs"', 'postgresql.url="postgres://rrs:pw@postgres:5432/rrs"', 'nats.url="nats://nats:4222"', 'redis.url="redis://redis:6379"', CONNECTOR_KEY, WEBHOOK_KEY, ...PROVIDERS];
+const without = (settings: readonly string[]) => MINIMAL.filter((s) => !settings.includes(s));
 const DKIM_KEY = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
 const SCENARIOS: Array<[string, { values?: string[]; set?: string[] }]> = [
   ...CI_VALUES.map((file): [string, { values: string[] }] => [file, { values: [file] }]),
@@ -50,7 +56,10 @@ describe('helm lint --strict', () => {
     const out = run.stdout + run.stderr;
     expect(run.status).not.toBe(0);
     expect(out).toContain('1 chart(s) linted, 1 chart(s) failed');
-    for (const refusal of ['image.registry is required', 'postgresql.url is required', 'nats.url is required', 'redis.url is required when the gateway runs more than one replica', 'secrets.connectorSecretKeys is required', 'secrets.webhookSecretKeys is required']) {
+    for (const refusal of [
+      'image.registry is required', 'postgresql.url is required', 'nats.url is required', 'redis.url is required when the gateway runs more than one replica', 'secrets.connectorSecretKeys is required', 'secrets.webhookSecretKeys is required',
+      'channel-email is enabled without a provider', 'channel-sms is enabled without a provider', 'channel-messenger is enabled without a provider',
+    ]) {
       expect(out).toMatch(new RegExp(`\\[ERROR\\] templates/validate\\.yaml: [^\\n]*values refused: ${refusal.replace(/[.]/g, '\\.')}`));
     }
   });
@@ -162,8 +171,68 @@ describe('values: Helm refuses what values.schema.json and the chart refuse', ()
     ['CRM webhooks on an Ingress that is off', [...MINIMAL, 'gateway.ingress.enabled=false'], 'connectors.hooks.ingress needs gateway.ingress'],
     ['SMTP without DKIM keys or the relay opt-out', [...MINIMAL, 'secrets.smtpUrl="smtp://m:p@smtp.example.com:587"'], 'secrets.dkimPrivateKeys is required with secrets.smtpUrl'],
     ['DKIM keys without their selectors', [...MINIMAL, 'secrets.smtpUrl="smtp://m:p@smtp.example.com:587"', `secrets.dkimPrivateKeys=${JSON.stringify(DKIM_KEY)}`], 'channelEmail.env.DKIM_SELECTORS is required with secrets.dkimPrivateKeys'],
+    ['an email sender without a provider', without([EMAIL_PROVIDER]), 'channel-email is enabled without a provider: set secrets.smtpUrl or secrets.postmarkServerToken (Email: no message would be delivered), or channelEmail.env.EMAIL_PROVIDERS=sink for a staging'],
+    ['an SMS sender without a provider', without(SMS_PROVIDER), 'channel-sms is enabled without a provider: set secrets.smscLogin and secrets.smscPassword, or secrets.smsruApiId (SMS: no message would be delivered), or channelSms.env.SMS_PROVIDERS=sink'],
+    ['a messenger sender without a working account', without(MESSENGER_PROVIDER), 'channel-messenger is enabled without a provider: set secrets.maxIdInstance and secrets.maxApiToken, or secrets.telegramIdInstance and secrets.telegramApiToken'],
+    ['a messenger account without its token', [...without(MESSENGER_PROVIDER), 'secrets.maxIdInstance="1101000001"'], 'channel-messenger is enabled without a provider'],
   ])('refuses %s with a message naming the setting', (_what, set, message) => {
     expect(templateRefused({ set })).toContain(message);
+  });
+
+  it.each([
+    ['the sinks named (a staging)', [...without(PROVIDERS), 'channelEmail.env={"EMAIL_FROM":"Reviews <r@example.com>","EMAIL_PROVIDERS":"sink"}', 'channelSms.env={"SMS_PROVIDERS":"sink"}', 'channelMessenger.env={"MESSENGER_SINK":"max,telegram"}']],
+    ['the senders disabled', [...without(PROVIDERS), 'channelEmail.enabled=false', 'channelSms.enabled=false', 'channelMessenger.enabled=false']],
+    ['credentials given through extraEnv (a Secret of your own)', [...without([EMAIL_PROVIDER, ...SMS_PROVIDER]), 'channelEmail.extraEnv=[{"name":"POSTMARK_SERVER_TOKEN","valueFrom":{"secretKeyRef":{"name":"mail","key":"token"}}}]', 'channelSms.extraEnv=[{"name":"SMSRU_API_ID","valueFrom":{"secretKeyRef":{"name":"sms","key":"id"}}}]']],
+    ['SMS.ru alone', [...without(SMS_PROVIDER), 'secrets.smsruApiId="smsru-api-id"']],
+  ])('renders with %s', (_what, set) => {
+    expect(template({ set }).objects.length).toBeGreaterThan(0);
+  });
+});
+
+/**
+ * NOTES.txt as Helm renders it: the chart is copied and its NOTES.txt rendered as a template whose text
+ * is one field (`helm template` leaves NOTES.txt out; `install --dry-run` needs a cluster).
+ */
+describe('NOTES.txt', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rrs-notes-'));
+    cpSync(CHART, dir, { recursive: true });
+    const notes = readFileSync(join(dir, 'templates', 'NOTES.txt'), 'utf8');
+    writeFileSync(join(dir, 'templates', '_notes.tpl'), `{{- define "test.notes" -}}\n${notes}\n{{- end -}}\n`);
+    rmSync(join(dir, 'templates', 'NOTES.txt'));
+    writeFileSync(join(dir, 'templates', 'notes.yaml'), 'kind: Notes\ntext: {{ include "test.notes" . | toJson }}\n');
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const notes = (set: string[]) => template({ chart: dir, values: [join(CHART, 'ci', 'external-values.yaml')], set }).objects.find((o) => o.kind === 'Notes')!.text as string;
+  const channelLines = (text: string) => text.slice(text.indexOf('Channels and their providers')).split('\n\n')[0].split('\n');
+
+  it('lists each channel with its providers in failover order, and says which one does not deliver', () => {
+    expect(channelLines(notes([]))).toEqual([
+      'Channels and their providers (failover order):',
+      '  - Email (channel-email): smtp',
+      '  - SMS (channel-sms): smsc',
+      '  - MAX (channel-messenger): GREEN-API working account',
+      '  - Telegram (channel-messenger): none — unavailable (no working account)',
+    ]);
+    expect(channelLines(notes(['secrets.smscLogin=""', 'secrets.smsruApiId="smsru-api-id"', 'secrets.postmarkServerToken="pm"', 'channelEmail.env={"DKIM_SIGNED_BY_RELAY":"true","EMAIL_PROVIDERS":"postmark,smtp"}', 'channelMessenger.env={"MESSENGER_SINK":"telegram"}']))).toEqual([
+      'Channels and their providers (failover order):',
+      '  - Email (channel-email): postmark, smtp',
+      '  - SMS (channel-sms): smsru',
+      '  - MAX (channel-messenger): GREEN-API working account',
+      '  - Telegram (channel-messenger): sink — MESSAGES ARE NOT DELIVERED (MESSENGER_SINK; the console marks it red)',
+    ]);
+    expect(channelLines(notes(['secrets.smscLogin=""', 'channelSms.env={"SMS_PROVIDERS":"sink"}', 'channelEmail.enabled=false']))).toEqual([
+      'Channels and their providers (failover order):',
+      '  - SMS (channel-sms): sink — MESSAGES ARE NOT DELIVERED (SMS_PROVIDERS=sink; the console marks it red)',
+      '  - MAX (channel-messenger): GREEN-API working account',
+      '  - Telegram (channel-messenger): none — unavailable (no working account)',
+    ]);
+  });
+
+  it('names the Secret when the credentials come from one the chart does not read', () => {
+    const text = notes(['secrets.existingSecret="rrs-credentials"']);
+    expect(channelLines(text)[1]).toBe('  - Email (channel-email): from Secret rrs-credentials (the sender refuses to start without a provider)');
   });
 });
 

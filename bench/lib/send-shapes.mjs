@@ -134,10 +134,10 @@ export async function startDistributedShape({ databaseUrl, natsUrl, busPrefix, r
   const sender = channel === 'SMS' ? 'channel-sms' : 'channel-email';
   const specs = [
     ['contacts', { DATABASE_URL: databaseUrl, GRPC_HOST: '127.0.0.1', GRPC_PORT: contactsGrpc, OPS_PORT: contactsOps }, contactsOps],
-    ['cascade-scheduler', { ...bus, DATABASE_URL: databaseUrl, GRPC_HOST: '127.0.0.1', GRPC_PORT: schedulerGrpc, OPS_PORT: schedulerOps, CONTACTS_ADDR: `127.0.0.1:${contactsGrpc}`, PUBLIC_BASE_URL: gatewayUrl }, schedulerOps],
+    ['cascade-scheduler', { ...bus, DATABASE_URL: databaseUrl, GRPC_HOST: '127.0.0.1', GRPC_PORT: schedulerGrpc, OPS_PORT: schedulerOps, CONTACTS_ADDR: `127.0.0.1:${contactsGrpc}`, PUBLIC_BASE_URL: gatewayUrl, ...BENCH_RECIPIENT_QUOTA }, schedulerOps],
     ['webhooks', { ...bus, DATABASE_URL: databaseUrl, GRPC_HOST: '127.0.0.1', GRPC_PORT: webhooksGrpc, OPS_HOST: '127.0.0.1', OPS_PORT: webhooksOps, WEBHOOK_SECRET_KEYS: randomBytes(32).toString('base64') }, webhooksOps],
     [sender, { ...bus, DATABASE_URL: databaseUrl, OPS_HOST: '127.0.0.1', OPS_PORT: senderOps, CONTACTS_ADDR: `127.0.0.1:${contactsGrpc}`, SMS_RECEIPTS_HOST: '127.0.0.1', SMS_RECEIPTS_PORT: 0, EMAIL_FROM: 'Bench Reviews <reviews@bench.example.com>', ...providerEnv }, senderOps],
-    ['gateway', { ...bus, HOST: '127.0.0.1', PORT: gatewayPort, CONTACTS_ADDR: `127.0.0.1:${contactsGrpc}`, SCHEDULER_ADDR: `127.0.0.1:${schedulerGrpc}`, WEBHOOKS_ADDR: `127.0.0.1:${webhooksGrpc}`, PUBLIC_BASE_URL: gatewayUrl, ADMIN_TOKEN: adminToken, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix, METRICS_PORT: gatewayOps, ...BENCH_RECIPIENT_QUOTA }, gatewayPort],
+    ['gateway', { ...bus, HOST: '127.0.0.1', PORT: gatewayPort, CONTACTS_ADDR: `127.0.0.1:${contactsGrpc}`, SCHEDULER_ADDR: `127.0.0.1:${schedulerGrpc}`, WEBHOOKS_ADDR: `127.0.0.1:${webhooksGrpc}`, PUBLIC_BASE_URL: gatewayUrl, ADMIN_TOKEN: adminToken, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix, METRICS_PORT: gatewayOps }, gatewayPort],
   ];
   const processes = [];
   try {

@@ -23,6 +23,25 @@ export type FinishReason = (typeof FINISH_REASONS)[number];
 export const STEP_STATUSES = ['pending', 'scheduled', 'dispatched', 'sent', 'failed', 'skipped', 'canceled'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
 
+/**
+ * A step's delivery outcome (`delivery`), a field of its own beside `status`: `delivered` (a receipt
+ * confirmed it), `undelivered` (a negative receipt; `reason` says why), `unknown` (it went out, and no
+ * receipt has said either: the channel or provider sends none, or not yet). Null for a step that never
+ * went out. Derived from what the step records (stepDelivery), the same for the API and the events.
+ */
+export const STEP_DELIVERY_OUTCOMES = ['delivered', 'undelivered', 'unknown'] as const;
+export type StepDeliveryOutcome = (typeof STEP_DELIVERY_OUTCOMES)[number];
+
+/** The prefix of a sent step's `reason` once a negative receipt came: `undelivered: <provider reason>`. */
+export const UNDELIVERED_REASON = 'undelivered';
+
+/** A step's delivery outcome from its status, receipt time and reason (null: it never went out). */
+export function stepDelivery(step: { status: string; sentAt?: Date | string | null; deliveredAt?: Date | string | null; reason?: string | null }): StepDeliveryOutcome | null {
+  if (step.deliveredAt) return 'delivered';
+  if (step.status !== 'sent' && !step.sentAt) return null;
+  return step.reason?.startsWith(UNDELIVERED_REASON) ? 'undelivered' : 'unknown';
+}
+
 /** Why a step was skipped: the `reason` of every step whose status is `skipped`. */
 export const SKIP_REASONS = ['no_contact', 'opted_out', 'channel_not_configured', 'cooldown', 'no_consent', 'phone_not_allowed'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];

@@ -221,11 +221,11 @@ async function startServices({ databaseUrl, natsUrl, prefix, smtpUrl, smscUrl, r
   const gatewayUrl = `http://127.0.0.1:${port['gateway.http']}`;
   const env = {
     contacts: { GRPC_PORT: port['contacts.grpc'], OPS_PORT: port['contacts.ops'] },
-    'cascade-scheduler': { GRPC_PORT: port['scheduler.grpc'], OPS_PORT: port['scheduler.ops'], CONTACTS_ADDR: `127.0.0.1:${port['contacts.grpc']}`, PUBLIC_BASE_URL: gatewayUrl, DELAY_MINUTE_MS: MINUTE_MS },
+    'cascade-scheduler': { GRPC_PORT: port['scheduler.grpc'], OPS_PORT: port['scheduler.ops'], CONTACTS_ADDR: `127.0.0.1:${port['contacts.grpc']}`, PUBLIC_BASE_URL: gatewayUrl, DELAY_MINUTE_MS: MINUTE_MS, RECIPIENT_QUOTA_PRO: '1000000/100000000' },
     'channel-email': { OPS_PORT: port['email.ops'], SMTP_URL: smtpUrl, EMAIL_FROM: 'Reviews <no-reply@chaos.test>', SENDER_ACK_WAIT_MS: 5_000 },
     'channel-sms': { OPS_PORT: port['sms.ops'], SMS_RECEIPTS_HOST: '127.0.0.1', SMS_RECEIPTS_PORT: port['sms.receipts'], CONTACTS_ADDR: `127.0.0.1:${port['contacts.grpc']}`, SMSC_URL: smscUrl, SMSC_LOGIN: 'bench', SMSC_PASSWORD: 'secret', SMSC_TIMEOUT_MS: 3_000, SENDER_ACK_WAIT_MS: 5_000 },
     webhooks: { GRPC_PORT: port['webhooks.grpc'], OPS_PORT: port['webhooks.ops'], WEBHOOK_SECRET_KEYS: randomBytes(32).toString('base64'), WEBHOOK_ALLOW_LOOPBACK_HTTP: 'true', WEBHOOK_RETRY_SCHEDULE_MS: '0,500,1000,2000,3000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000,5000', WEBHOOK_TIMEOUT_MS: 3_000, WEBHOOK_CLAIM_LEASE_MARGIN_MS: 1_000 },
-    gateway: { PORT: port['gateway.http'], CONTACTS_ADDR: `127.0.0.1:${port['contacts.grpc']}`, SCHEDULER_ADDR: `127.0.0.1:${port['scheduler.grpc']}`, WEBHOOKS_ADDR: `127.0.0.1:${port['webhooks.grpc']}`, PUBLIC_BASE_URL: gatewayUrl, ADMIN_TOKEN, RATE_LIMIT_PRO: 1_000_000, RECIPIENT_QUOTA_PRO: '1000000/100000000', METRICS_PORT: 0 },
+    gateway: { PORT: port['gateway.http'], CONTACTS_ADDR: `127.0.0.1:${port['contacts.grpc']}`, SCHEDULER_ADDR: `127.0.0.1:${port['scheduler.grpc']}`, WEBHOOKS_ADDR: `127.0.0.1:${port['webhooks.grpc']}`, PUBLIC_BASE_URL: gatewayUrl, ADMIN_TOKEN, RATE_LIMIT_PRO: 1_000_000, METRICS_PORT: 0 },
   };
   const probes = { contacts: 'contacts.ops', 'cascade-scheduler': 'scheduler.ops', 'channel-email': 'email.ops', 'channel-sms': 'sms.ops', webhooks: 'webhooks.ops', gateway: 'gateway.http' };
   const procs = {};

@@ -302,6 +302,7 @@ connectors:
 {{- if $v.secrets.dkimPrivateKeys }}{{ $_ := set $data "DKIM_PRIVATE_KEYS" $v.secrets.dkimPrivateKeys }}{{ end -}}
 {{- if $v.secrets.smscLogin }}{{ $_ := set $data "SMSC_LOGIN" $v.secrets.smscLogin }}{{ end -}}
 {{- if $v.secrets.smscPassword }}{{ $_ := set $data "SMSC_PASSWORD" $v.secrets.smscPassword }}{{ end -}}
+{{- if $v.secrets.smsruApiId }}{{ $_ := set $data "SMSRU_API_ID" $v.secrets.smsruApiId }}{{ end -}}
 {{- if $v.secrets.postmarkServerToken }}{{ $_ := set $data "POSTMARK_SERVER_TOKEN" $v.secrets.postmarkServerToken }}{{ end -}}
 {{- if $v.secrets.postmarkWebhookSecret }}{{ $_ := set $data "POSTMARK_WEBHOOK_SECRET" $v.secrets.postmarkWebhookSecret }}{{ end -}}
 {{- if $v.secrets.maxIdInstance }}{{ $_ := set $data "MAX_ID_INSTANCE" (include "rrs.envString" $v.secrets.maxIdInstance) }}{{ end -}}
@@ -407,5 +408,84 @@ metadata:
 {{- /* Without the gateway the release has no Ingress at all (a split release routes its own paths). */ -}}
 {{- if and $v.connectors.enabled $v.connectors.hooks.ingress.enabled $v.gateway.enabled (not $v.gateway.ingress.enabled) -}}
 {{- include "rrs.refuse" "connectors.hooks.ingress needs gateway.ingress (the /hooks/crm path is added to its host): route /hooks/crm to the connectors Service's hooks port yourself and set connectors.hooks.ingress.enabled=false" -}}
+{{- end -}}
+{{- include "rrs.validateProviders" . -}}
+{{- end -}}
+
+{{- /*
+Whether a sender's env (its `env` map or an `extraEnv` item) sets a variable. Args: (list $svc "SMTP_URL").
+*/ -}}
+{{- define "rrs.envSet" -}}
+{{- $svc := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- $set := hasKey ($svc.env | default dict) $name -}}
+{{- range ($svc.extraEnv | default list) -}}{{- if eq .name $name -}}{{- $set = true -}}{{- end -}}{{- end -}}
+{{- if $set -}}true{{- end -}}
+{{- end -}}
+
+{{- /*
+Each channel's providers as this release configures them ("Production never pretends", docs/channels.md
+"The sink and production"), as YAML: channel → { sender, providers (failover order), sink, secret }.
+`sink`: the sender was asked for the sink by name (EMAIL_PROVIDERS=sink, SMS_PROVIDERS=sink,
+MESSENGER_SINK): nothing is delivered. `secret`: the credentials come from a Secret the chart does not
+read, so it cannot tell (the sender then refuses to start without a provider). The same order rules as the
+senders' providerOrder: the variable's list, else every configured provider (SMTP before Postmark, SMSC
+before SMS.ru).
+*/ -}}
+{{- define "rrs.channelProviders" -}}
+{{- $v := .Values -}}
+{{- $s := $v.secrets -}}
+{{- $out := dict -}}
+{{- if $v.channelEmail.enabled -}}
+{{- $svc := $v.channelEmail -}}
+{{- $listed := toString (index ($svc.env | default dict) "EMAIL_PROVIDERS" | default "") -}}
+{{- $configured := list -}}
+{{- $own := not (or $svc.existingSecret $s.existingSecret) -}}
+{{- if or (and $own $s.smtpUrl) (include "rrs.envSet" (list $svc "SMTP_URL")) -}}{{- $configured = append $configured "smtp" -}}{{- end -}}
+{{- if or (and $own $s.postmarkServerToken) (include "rrs.envSet" (list $svc "POSTMARK_SERVER_TOKEN")) -}}{{- $configured = append $configured "postmark" -}}{{- end -}}
+{{- $_ := set $out "Email" (dict "sender" "channel-email" "variable" "EMAIL_PROVIDERS=sink" "needs" "secrets.smtpUrl or secrets.postmarkServerToken" "providers" (ternary (splitList "," $listed) $configured (ne $listed "")) "sink" (eq $listed "sink") "secret" (or $svc.existingSecret $s.existingSecret | default "")) -}}
+{{- end -}}
+{{- if $v.channelSms.enabled -}}
+{{- $svc := $v.channelSms -}}
+{{- $listed := toString (index ($svc.env | default dict) "SMS_PROVIDERS" | default "") -}}
+{{- $configured := list -}}
+{{- $own := not (or $svc.existingSecret $s.existingSecret) -}}
+{{- if or (and $own $s.smscLogin) (include "rrs.envSet" (list $svc "SMSC_LOGIN")) -}}{{- $configured = append $configured "smsc" -}}{{- end -}}
+{{- if or (and $own $s.smsruApiId) (include "rrs.envSet" (list $svc "SMSRU_API_ID")) -}}{{- $configured = append $configured "smsru" -}}{{- end -}}
+{{- $_ := set $out "SMS" (dict "sender" "channel-sms" "variable" "SMS_PROVIDERS=sink" "needs" "secrets.smscLogin and secrets.smscPassword, or secrets.smsruApiId" "providers" (ternary (splitList "," $listed) $configured (ne $listed "")) "sink" (eq $listed "sink") "secret" (or $svc.existingSecret $s.existingSecret | default "")) -}}
+{{- end -}}
+{{- if $v.channelMessenger.enabled -}}
+{{- $svc := $v.channelMessenger -}}
+{{- $sinks := splitList "," (toString (index ($svc.env | default dict) "MESSENGER_SINK" | default "")) -}}
+{{- $secret := or $svc.existingSecret $s.existingSecret | default "" -}}
+{{- range $messenger := list "max" "telegram" -}}
+{{- $key := upper $messenger -}}
+{{- $account := or (and (not $secret) (index $s (printf "%sIdInstance" $messenger)) (index $s (printf "%sApiToken" $messenger))) (include "rrs.envSet" (list $svc (printf "%s_ID_INSTANCE" $key))) -}}
+{{- $sink := has $messenger $sinks -}}
+{{- $_ := set $out (ternary "MAX" "Telegram" (eq $messenger "max")) (dict "sender" "channel-messenger" "variable" "MESSENGER_SINK" "needs" (printf "secrets.%sIdInstance and secrets.%sApiToken" $messenger $messenger) "providers" (ternary (list "GREEN-API working account") (ternary (list "sink") list $sink) (not (empty $account))) "sink" $sink "secret" $secret) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{- /*
+An enabled sender without a provider does not render: in production (the images' NODE_ENV) it would
+refuse to start, and the sink is taken only when named. The messenger needs one messenger with an
+account (or named in MESSENGER_SINK); the other is then announced unavailable. Credentials in a Secret
+the chart does not read are not checked here: the sender checks them at start.
+*/ -}}
+{{- define "rrs.validateProviders" -}}
+{{- $channels := include "rrs.channelProviders" . | fromYaml -}}
+{{- $services := include "rrs.services" . | fromYaml -}}
+{{- range $label := list "Email" "SMS" -}}
+{{- $c := index $channels $label -}}
+{{- if and $c (not $c.secret) (empty $c.providers) -}}
+{{- include "rrs.refuse" (printf "%s is enabled without a provider: set %s (%s: no message would be delivered), or %s.env.%s for a staging whose messages are not delivered, or disable it" $c.sender $c.needs $label (index $services $c.sender) $c.variable) -}}
+{{- end -}}
+{{- end -}}
+{{- $max := index $channels "MAX" -}}
+{{- $telegram := index $channels "Telegram" -}}
+{{- if and $max (not $max.secret) (empty $max.providers) (empty $telegram.providers) -}}
+{{- include "rrs.refuse" "channel-messenger is enabled without a provider: set secrets.maxIdInstance and secrets.maxApiToken, or secrets.telegramIdInstance and secrets.telegramApiToken (a GREEN-API working account), or channelMessenger.env.MESSENGER_SINK (max,telegram) for a staging whose messages are not delivered, or disable it" -}}
 {{- end -}}
 {{- end -}}

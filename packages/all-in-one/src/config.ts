@@ -2,10 +2,11 @@ import { join, resolve } from 'node:path';
 import { readEnv, envField, parseSecretKeys, type Env } from '@rrs/runtime';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '@rrs/proto';
 import { z } from 'zod';
-import { DEFAULT_MINUTE_MS, fastClock } from '@rrs/cascade-scheduler';
+import { DEFAULT_MINUTE_MS, fastClock, recipientQuotaEnvShape, recipientQuotasOf } from '@rrs/cascade-scheduler';
 import { isWellFormedApiKey } from '@rrs/contacts';
 import { amoCrmOAuthEnvShape, amoCrmOAuthOf, type AmoCrmOAuthApp } from '@rrs/connectors';
-import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT, recipientQuotaEnvShape, recipientQuotasOf, trustProxyField, dnsResolverField, type TrustProxy } from '@rrs/gateway';
+import { senderProvidersOf, type SenderProviders } from './senders';
+import { adminEnvShape, adminTokensOf, DEFAULT_METRICS_PORT, trustProxyField, dnsResolverField, type TrustProxy } from '@rrs/gateway';
 
 export interface AllInOneConfig {
   host: string;
@@ -58,6 +59,11 @@ export interface AllInOneConfig {
   /** The service's own amoCRM integration (`AMOCRM_CLIENT_ID` …): owners connect amoCRM from the console through its consent. */
   amoCrmOAuth?: AmoCrmOAuthApp;
   logLevel: string;
+  /**
+   * The senders' providers, read by their own config functions (senderProvidersOf): unset = the sinks
+   * (tests that build the config by hand).
+   */
+  senders?: SenderProviders;
 }
 
 /** The repository root when run from a checkout (`packages/all-in-one/dist` or `src`). */
@@ -118,5 +124,6 @@ export function buildConfig(env: Env): AllInOneConfig {
     allowHttpCrm: vars.NODE_ENV !== 'production',
     amoCrmOAuth: amoCrmOAuthOf(vars, vars.PUBLIC_BASE_URL ?? `http://localhost:${vars.PORT}`),
     logLevel: vars.LOG_LEVEL,
+    senders: senderProvidersOf(env),
   };
 }

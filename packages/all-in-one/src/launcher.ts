@@ -68,22 +68,33 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
   const contacts = await startContacts({ databaseUrl, ...grpc }, contextOf('contacts'));
   const contactsAddress = loopback(contacts.grpcPort);
   const scheduler = await startScheduler(
-    { databaseUrl, ...grpc, contactsAddress, publicBaseUrl: config.publicBaseUrl, minuteMs: config.minuteMs },
+    { databaseUrl, ...grpc, contactsAddress, publicBaseUrl: config.publicBaseUrl, minuteMs: config.minuteMs, recipientQuotas: config.recipientQuotas },
     contextOf('cascade-scheduler'),
     { bus },
   );
   // Senders keep their send logs in this database and announce themselves in the channel catalog.
   const senderConfig = { databaseUrl, concurrency: DEFAULT_SENDER_CONCURRENCY };
-  await startEmailSender(senderConfig, contextOf('channel-email'), { bus, outbox });
-  await startSmsSender({ ...senderConfig, contactsAddress }, contextOf('channel-sms'), { bus, outbox });
-  // Outside production, stand-ins for the official bots: the thank-you page offers them, their deep links
-  // lead to /dev/bots/<channel>, and what they send shows in the dev inbox (docs/channels.md "Official bots").
-  const standIns = config.production ? undefined : devBots(config.publicBaseUrl, outbox);
+  // Their providers are the senders' own variables (senders.ts); none outside production = the sinks.
+  const senders = config.senders;
+  await startEmailSender({ ...senderConfig, ...senders?.email }, contextOf('channel-email'), { bus, outbox });
+  await startSmsSender({ ...senderConfig, ...senders?.sms, contactsAddress }, contextOf('channel-sms'), { bus, outbox });
+  // Official bots configured (MAX_BOT_*, TELEGRAM_BOT_*), or a working account's receipts: on the senders'
+  // webhook host and port. Otherwise, outside production, stand-ins for the official bots: the thank-you
+  // page offers them, their deep links lead to /dev/bots/<channel>, and what they send shows in the dev
+  // inbox (docs/channels.md "Official bots").
+  const messengerSettings = senders?.messenger;
+  const realBots = messengerSettings?.bots.max !== undefined || messengerSettings?.bots.telegram !== undefined;
+  const receipts = messengerSettings?.max?.webhookToken !== undefined || messengerSettings?.telegram?.webhookToken !== undefined;
+  const standIns = config.production || realBots ? undefined : devBots(config.publicBaseUrl, outbox);
+  const webhook = (realBots || receipts) && messengerSettings ? { webhookHost: messengerSettings.bots.webhookHost, webhookPort: messengerSettings.bots.webhookPort } : { webhookHost: '127.0.0.1', webhookPort: 0 };
   const messenger = await startMessengerSender(
     {
       ...senderConfig,
       concurrency: MESSENGER_SENDER_CONCURRENCY,
-      bots: { webhookHost: '127.0.0.1', webhookPort: 0, schedulerAddress: loopback(scheduler.grpcPort) },
+      max: messengerSettings?.max,
+      telegram: messengerSettings?.telegram,
+      sink: messengerSettings?.sink,
+      bots: { ...messengerSettings?.bots, ...webhook, schedulerAddress: loopback(scheduler.grpcPort) },
     },
     contextOf('channel-messenger'),
     { bus, outbox, bots: standIns?.bots },
@@ -109,7 +120,6 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       secretKeys: connectorSecretKeys({ given: config.connectorSecretKeys, dataDir: config.dataDir, logger: ctx.logger }),
       allowHttpCrm: config.allowHttpCrm,
       amoCrmOAuth: config.amoCrmOAuth,
-      redisUrl: config.redisUrl,
       policy: DEFAULT_CONNECTOR_POLICY,
     },
     contextOf('connectors'),
@@ -141,9 +151,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       webhooksAddress: loopback(webhooks.grpcPort),
       connectorsAddress: loopback(connectors.grpcPort),
       adminTokens: config.adminTokens === 'generate' ? [demo!.adminToken!] : config.adminTokens,
-      redisUrl: config.redisUrl,
       publicBaseUrl: config.publicBaseUrl,
-      recipientQuotas: config.recipientQuotas,
       trustProxy: config.trustProxy,
       dnsServers: config.dnsServers,
     },

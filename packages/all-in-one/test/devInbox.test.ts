@@ -34,15 +34,18 @@ describe('all-in-one channels and dev inbox', () => {
   const api = (path: string, init: RequestInit = {}) =>
     fetch(`${aio.url}/api/v1${path}`, { ...init, headers: { authorization: `Bearer ${aio.demo.apiKey}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
 
+  const SINK = { name: 'sink', state: 'ok', since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) };
+
   it('lists the four channels of the running senders, configured for the demo organization', async () => {
     const res = await api('/channels');
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({
+      // No provider variables outside production: every channel sends through the sink, and says it does not deliver.
       channels: [
-        { key: 'EMAIL', slug: 'email', label: 'Email', contactField: 'email', configured: true, sendEndpoint: '/api/v1/channels/email/send' },
-        { key: 'SMS', slug: 'sms', label: 'SMS', contactField: 'phone', configured: true, sendEndpoint: '/api/v1/channels/sms/send' },
-        { key: 'MAX', slug: 'max', label: 'MAX', contactField: 'phone', configured: true, sendEndpoint: '/api/v1/channels/max/send' },
-        { key: 'TELEGRAM', slug: 'telegram', label: 'Telegram', contactField: 'phone', configured: true, sendEndpoint: '/api/v1/channels/telegram/send' },
+        { key: 'EMAIL', slug: 'email', label: 'Email', contactField: 'email', configured: true, sendEndpoint: '/api/v1/channels/email/send', delivers: false, providers: [SINK] },
+        { key: 'SMS', slug: 'sms', label: 'SMS', contactField: 'phone', configured: true, sendEndpoint: '/api/v1/channels/sms/send', delivers: false, providers: [SINK] },
+        { key: 'MAX', slug: 'max', label: 'MAX', contactField: 'phone', configured: true, sendEndpoint: '/api/v1/channels/max/send', delivers: false, providers: [SINK] },
+        { key: 'TELEGRAM', slug: 'telegram', label: 'Telegram', contactField: 'phone', configured: true, sendEndpoint: '/api/v1/channels/telegram/send', delivers: false, providers: [SINK] },
       ],
     });
   });

@@ -10,6 +10,9 @@ import { banner } from '../src/banner';
 import { buildConfig } from '../src/config';
 import { startAllInOne, type RunningAllInOne } from '../src/launcher';
 
+/** Production with the sinks named (a staging): the senders' provider variables are not the subject here. */
+const STAGING = { EMAIL_PROVIDERS: 'sink', SMS_PROVIDERS: 'sink', MESSENGER_SINK: 'max,telegram' };
+
 // The test gives a DATABASE_URL, so embedded PostgreSQL (an ES module jest cannot load) is never started.
 jest.mock('../src/embeddedPostgres', () => ({
   startEmbeddedPostgres: () => Promise.reject(new Error('embedded PostgreSQL is not used in this test')),
@@ -47,7 +50,7 @@ describe('all-in-one in production', () => {
     receiver = createServer((_req, res) => res.end('ok'));
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    const config = buildConfig({ NODE_ENV: 'production', DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn' });
+    const config = buildConfig({ ...STAGING, NODE_ENV: 'production', DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn' });
     aio = await startAllInOne(config, ctx);
     ctx.health.setReady(true);
   });
@@ -58,7 +61,7 @@ describe('all-in-one in production', () => {
     expect(existsSync(join(dir, 'demo.json'))).toBe(false);
     const signIn = await fetch(`${aio.url}/account/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'demo@example.com', password: 'x'.repeat(12) }) });
     expect(signIn.status).toBe(401);
-    const printed = banner(aio, buildConfig({ NODE_ENV: 'production', ADMIN_TOKEN: TOKEN }), Date.now());
+    const printed = banner(aio, buildConfig({ ...STAGING, NODE_ENV: 'production', ADMIN_TOKEN: TOKEN }), Date.now());
     expect(printed).not.toMatch(/rrs_|API key|password|demo@example\.com/i);
     expect(printed).not.toContain(TOKEN);
     expect(printed).toContain('/admin/v1');
@@ -106,9 +109,9 @@ describe('all-in-one in production', () => {
 describe('all-in-one settings', () => {
   it('refuses to start in production with the admin API on and no ADMIN_TOKEN, naming the variable', () => {
     expect(configError({ NODE_ENV: 'production' })).toMatchObject({ variable: 'ADMIN_TOKEN' });
-    expect(configError({ NODE_ENV: 'production', ADMIN_API: 'off' })).toBeUndefined();
-    expect(buildConfig({ NODE_ENV: 'production', ADMIN_API: 'off' })).toMatchObject({ adminTokens: undefined, production: true });
-    expect(buildConfig({ NODE_ENV: 'production', ADMIN_TOKEN: `${TOKEN},adm_next_token_0123456789` }).adminTokens).toEqual([TOKEN, 'adm_next_token_0123456789']);
+    expect(configError({ ...STAGING, NODE_ENV: 'production', ADMIN_API: 'off' })).toBeUndefined();
+    expect(buildConfig({ ...STAGING, NODE_ENV: 'production', ADMIN_API: 'off' })).toMatchObject({ adminTokens: undefined, production: true });
+    expect(buildConfig({ ...STAGING, NODE_ENV: 'production', ADMIN_TOKEN: `${TOKEN},adm_next_token_0123456789` }).adminTokens).toEqual([TOKEN, 'adm_next_token_0123456789']);
   });
 
   it('in development generates the admin token as today', () => {

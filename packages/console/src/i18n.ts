@@ -134,6 +134,8 @@ const en = {
   sentAt: 'Sent or skipped',
   reason: 'Reason',
   error: 'Error',
+  recipientQuotaExceeded:
+    "Nothing was sent: your plan's budget of recipients is used up for now. It counts every send alike (the API, this console, CSV files, CRM deals); won CRM deals wait and go out by themselves when it frees up. Try again later.",
   // Configuration pages: Locations, Flows, Templates, Channels, Settings
   locations: 'Locations',
   flows: 'Flows',
@@ -219,7 +221,10 @@ const en = {
   circuit_open: 'Down: skipped, steps go to the next provider',
   circuit_half_open: 'Recovering: one trial step',
   circuitReplicas: 'on {n} of {total} sender replicas',
-  providersNone: 'The channels without a table here have no providers in order (messengers send through their own account).',
+  providersNone: 'A channel without a table here has no running sender.',
+  notDelivered: 'messages are not delivered',
+  sinkWarning: 'Messages are not delivered: {channels} sends through the sink, which only records them (a deployment that asked for it, e.g. a staging). Set the provider credentials to deliver.',
+  sinkState: 'Sink: messages are not delivered',
   deliverability: 'Email sender domain',
   deliverabilityHint: 'Whether Gmail, Microsoft and other receivers will accept the email: SPF, the DKIM key of each selector and DMARC of the sender domain, looked up in DNS now. The operator publishes the records.',
   checkDeliverability: 'Check SPF, DKIM and DMARC',
@@ -598,6 +603,8 @@ const ru: Record<MessageKey, string> = {
   sentAt: 'Отправлен или пропущен',
   reason: 'Причина',
   error: 'Ошибка',
+  recipientQuotaExceeded:
+    'Ничего не отправлено: лимит получателей вашего тарифа сейчас исчерпан. Он общий для всех отправок (API, консоль, CSV-файлы, сделки из CRM); выигранные сделки CRM подождут и уйдут сами, когда лимит освободится. Попробуйте позже.',
   // Configuration pages: Locations, Flows, Templates, Channels, Settings
   locations: 'Точки',
   flows: 'Сценарии',
@@ -683,7 +690,10 @@ const ru: Record<MessageKey, string> = {
   circuit_open: 'Недоступен: пропускается, шаги идут к следующему провайдеру',
   circuit_half_open: 'Восстанавливается: пробный шаг',
   circuitReplicas: 'на {n} из {total} реплик отправителя',
-  providersNone: 'У каналов без таблицы здесь нет провайдеров по порядку (мессенджеры отправляют через свою учётную запись).',
+  providersNone: 'У канала без таблицы здесь нет работающего отправителя.',
+  notDelivered: 'сообщения не доставляются',
+  sinkWarning: 'Сообщения не доставляются: {channels} отправляет в заглушку (sink), которая их только записывает (развёртывание, которое её запросило, например тестовое). Задайте учётные данные провайдера, чтобы доставлять.',
+  sinkState: 'Заглушка: сообщения не доставляются',
   deliverability: 'Домен отправителя писем',
   deliverabilityHint: 'Примут ли письма Gmail, Microsoft и другие получатели: SPF, ключ DKIM каждого селектора и DMARC домена отправителя, прямо сейчас из DNS. Записи публикует оператор.',
   checkDeliverability: 'Проверить SPF, DKIM и DMARC',

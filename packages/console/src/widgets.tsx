@@ -14,6 +14,7 @@ export function ErrorNote({ error, t }: { error: unknown; t: Translate }) {
   const e = error instanceof ApiError ? error : new ApiError(0, '', error instanceof Error ? error.message : String(error));
   return (
     <div role="alert" class="error">
+      {e.code === 'recipient_quota_exceeded' && <p>{t('recipientQuotaExceeded')}</p>}
       <strong>{t('error')}:</strong> {e.message} {e.code && <code>{e.code}</code>}
       {e.fields.length > 0 && (
         <ul>

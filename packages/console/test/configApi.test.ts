@@ -132,7 +132,7 @@ describe('account API: configuration', () => {
       });
       try {
         await waitFor(async () => (await statusOf('VIBER')) !== undefined, { what: 'VIBER in the catalog' });
-        expect(await statusOf('VIBER')).toEqual({ channel: 'VIBER', label: 'Viber', configured: false, running: true, available: false, unavailableReason: 'account_blocked', sender: 'channel-viber', capabilities: ['send'], ready: false, providers: [] });
+        expect(await statusOf('VIBER')).toEqual({ channel: 'VIBER', label: 'Viber', configured: false, running: true, available: false, unavailableReason: 'account_blocked', sender: 'channel-viber', capabilities: ['send'], ready: false, providers: [], delivers: true });
         expect((await stack.admin('PUT', `/organizations/${stack.aio.demo.organizationId}/channels/VIBER`, { configured: true })).status).toBe(200);
         await announced.setAvailability('VIBER', { available: true });
         await waitFor(async () => (await statusOf('VIBER') as { ready?: boolean } | undefined)?.ready === true, { what: 'VIBER ready' });
@@ -140,7 +140,7 @@ describe('account API: configuration', () => {
         announced.stop();
       }
       expect((await stack.admin('PUT', `/organizations/${stack.aio.demo.organizationId}/channels/WHATSAPP`, { configured: true })).status).toBe(200);
-      expect(await statusOf('WHATSAPP')).toEqual({ channel: 'WHATSAPP', label: 'WHATSAPP', configured: true, running: false, available: false, unavailableReason: null, sender: null, capabilities: [], ready: false, providers: [] });
+      expect(await statusOf('WHATSAPP')).toEqual({ channel: 'WHATSAPP', label: 'WHATSAPP', configured: true, running: false, available: false, unavailableReason: null, sender: null, capabilities: [], ready: false, providers: [], delivers: false });
     });
 
     it('changes the send window, cooldown, consent, name, locale and time zone; the plan stays the operator’s', async () => {

@@ -162,12 +162,27 @@ describe('the configuration pages in a browser', () => {
     const balance = (await api.call('GET', '/settings')).body.organization.smsBalance as number;
     await page.getByText(`${balance} SMS parts left.`).waitFor();
     const email = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'Email' }) });
-    expect(await email.getByRole('cell').allTextContents()).toEqual(['yes', 'yes', 'yes', 'yes', 'channel-email', expect.stringContaining('send')]);
+    // npm start without provider variables sends through the sink: ready, and said in red that nothing is delivered.
+    expect(await email.getByRole('cell').allTextContents()).toEqual(['yes', 'yes', 'yes', 'yes messages are not delivered', 'channel-email', expect.stringContaining('send')]);
     await page.getByRole('rowheader', { name: 'SMS' }).waitFor();
+    const alert = page.getByRole('alert').filter({ hasText: 'Messages are not delivered:' });
+    expect(await alert.textContent()).toMatch(/^Messages are not delivered: Email, SMS, MAX, Telegram sends through the sink/);
+    // The theme's danger colour, as the browser computes it (the page has no DOM types here: a string runs in it).
+    const probe = await page.evaluate<string>(
+      "(() => { const el = document.createElement('span'); el.style.color = getComputedStyle(document.documentElement).getPropertyValue('--danger').trim(); document.body.append(el); const c = getComputedStyle(el).color; el.remove(); return c; })()",
+    );
+    const colorOf = (selector: string) => page.evaluate<string>(`getComputedStyle(document.querySelector(${JSON.stringify(selector)})).color`);
+    expect(await colorOf('[data-not-delivered="EMAIL"]')).toBe(probe);
+    expect(await colorOf('#sink-warning')).toBe(probe);
     // The providers in failover order, the state in words: npm start's email goes through the sink.
     const emailProviders = page.getByRole('table', { name: 'Email: providers in failover order' });
     const sink = emailProviders.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'sink' }) });
-    expect(await sink.getByRole('cell').allTextContents()).toEqual(['1', 'Working', expect.any(String), '—']);
+    expect(await sink.getByRole('cell').allTextContents()).toEqual(['1', 'Sink: messages are not delivered', expect.any(String), '—']);
+    // "Since" in the organization's time zone (the session's), not the browser's.
+    const { channels } = (await api.call('GET', '/channels')).body as { channels: Array<{ channel: string; providers: Array<{ since: string }> }> };
+    const zone = (await api.call('GET', '/settings')).body.organization.timeZone as string;
+    const since = new Intl.DateTimeFormat('en-GB', { timeZone: zone, dateStyle: 'medium', timeStyle: 'short', hourCycle: 'h23' }).format(new Date(channels.find((c) => c.channel === 'EMAIL')!.providers[0].since));
+    expect(await sink.getByRole('cell').nth(2).textContent()).toBe(since);
     // The sender domain's SPF, DKIM and DMARC, looked up in DNS on request, each in words with why.
     await page.getByRole('button', { name: 'Check SPF, DKIM and DMARC' }).click();
     const checks = page.getByRole('table', { name: 'Sender domain localhost' });

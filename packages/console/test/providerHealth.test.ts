@@ -85,10 +85,35 @@ describe('account API: provider health of a running sender', () => {
     expect(closed[0]).toMatchObject({ name: 'smsc', state: 'closed', lastFailureCode: 'provider_unavailable', replicas: 2, replicasInState: 2 });
   });
 
-  it('does not add provider health to the public channel list', async () => {
-    const res = await fetch(`${stack.aio.url}/api/v1/channels`, { headers: { authorization: `Bearer ${stack.aio.demo.apiKey}` } });
-    expect(res.status).toBe(200);
-    const body = (await res.json()) as { channels: Array<Record<string, unknown>> };
-    for (const channel of body.channels) expect(Object.keys(channel).sort()).toEqual(['configured', 'contactField', 'key', 'label', 'sendEndpoint', 'slug']);
+  it('gives the public channel list each provider\'s name, state (ok / degraded / down) and since, nothing more (no secrets, no replicas)', async () => {
+    const publicProviders = async () => {
+      const res = await fetch(`${stack.aio.url}/api/v1/channels`, { headers: { authorization: `Bearer ${stack.aio.demo.apiKey}` } });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      // Neither the provider's credentials nor its address.
+      expect(text).not.toContain('secret');
+      expect(text).not.toContain(smsc.url);
+      return (JSON.parse(text) as { channels: Array<{ key: string; delivers: boolean; providers: Array<Record<string, string>> }> }).channels;
+    };
+    const podC = await replica('pod-c:1');
+    for (const channel of await publicProviders()) {
+      expect(Object.keys(channel).sort()).toEqual(['configured', 'contactField', 'delivers', 'key', 'label', 'providers', 'sendEndpoint', 'slug']);
+      for (const provider of channel.providers) expect(Object.keys(provider).sort()).toEqual(['name', 'since', 'state']);
+    }
+    smscDown = true;
+    await expect(send(podC, '6f1c8a52-0d4e-4c55-9c43-1b2f7e0a9d03')).resolves.toMatchObject({ provider: 'sink' });
+    const down = await waitFor(async () => {
+      const channel = (await publicProviders()).find((c) => c.key === 'SMSRESERVE');
+      return channel?.providers[0]?.state === 'down' ? channel : undefined;
+    }, { what: 'smsc down in the public catalog' });
+    expect(down.providers).toEqual([
+      { name: 'smsc', state: 'down', since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) },
+      { name: 'sink', state: 'ok', since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) },
+    ]);
+    // A real provider first: the channel delivers, even with the sink behind it.
+    expect(down.delivers).toBe(true);
+    // The all-in-one outside production sends email through the sink alone: not delivered, and said so.
+    expect((await publicProviders()).find((c) => c.key === 'EMAIL')).toMatchObject({ delivers: false, providers: [{ name: 'sink', state: 'ok' }] });
+    smscDown = false;
   });
 });

@@ -91,6 +91,19 @@ async function savedResponse(client: PoolClient, request: IdempotencyRequest): P
   return rows[0].response;
 }
 
+/**
+ * Whether the same request (same key and fingerprint) already has a live saved answer: a pre-check (a dry
+ * run) of a request that will be replayed must not refuse what the replay will answer. Reads only; takes no lock.
+ */
+export async function hasSavedAnswer(pool: Pool | PoolClient, request: IdempotencyRequest): Promise<boolean> {
+  const { rows } = await pool.query('SELECT 1 FROM idempotency_keys WHERE organization_id = $1 AND key = $2 AND fingerprint = $3 AND expires_at > now()', [
+    request.organizationId,
+    request.key,
+    request.fingerprint,
+  ]);
+  return rows.length > 0;
+}
+
 /** Deletes expired keys in bounded batches; returns how many were deleted. */
 export async function purgeExpiredIdempotencyKeys(pool: Pool, batch = 5_000): Promise<number> {
   let total = 0;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { envField } from '@rrs/runtime';
+import { parseProviderRates } from './providerRate';
 import { DEFAULT_CHANNEL_TTL_MS } from './registry';
 
 /**
@@ -32,6 +33,10 @@ export const senderEnvShape = {
   PROVIDER_CIRCUIT_FAILURES: envField.int(5, 1),
   /** How long an open circuit skips its provider before one trial call. */
   PROVIDER_CIRCUIT_OPEN_MS: envField.int(30_000, 100),
+  /** Provider accounts' send rates, `name=perSecond` pairs (`smtp=500,smsc=30`); none by default. */
+  PROVIDER_RATE_LIMITS: z.string().regex(/^[a-z0-9_-]+=[1-9]\d*(,[a-z0-9_-]+=[1-9]\d*)*$/, 'must be name=perSecond pairs, e.g. smtp=500,smsc=30').optional(),
+  /** Where provider rates are shared by the sender's replicas (without it, each replica keeps its own). */
+  REDIS_URL: envField.url(['redis', 'rediss']).optional(),
 };
 
 export type SenderEnv = z.infer<z.ZodObject<typeof senderEnvShape>>;
@@ -49,6 +54,9 @@ export interface SenderBaseConfig {
   channelTtlMs: number;
   /** Circuit breaker of every provider of the sender's channels. */
   circuit: { failureThreshold: number; openMs: number };
+  /** Send rates per provider name (calls a second), shared through Redis when `redisUrl` is set. */
+  providerRates: Record<string, number>;
+  redisUrl?: string;
 }
 
 export function senderBaseConfig(vars: SenderEnv): SenderBaseConfig {
@@ -64,5 +72,7 @@ export function senderBaseConfig(vars: SenderEnv): SenderBaseConfig {
     ackWaitMs: vars.SENDER_ACK_WAIT_MS,
     channelTtlMs: vars.CHANNEL_TTL_MS,
     circuit: { failureThreshold: vars.PROVIDER_CIRCUIT_FAILURES, openMs: vars.PROVIDER_CIRCUIT_OPEN_MS },
+    providerRates: parseProviderRates(vars.PROVIDER_RATE_LIMITS),
+    redisUrl: vars.REDIS_URL,
   };
 }

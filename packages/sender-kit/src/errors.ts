@@ -45,9 +45,12 @@ export class ProviderRecalledError extends RetryableSendError {
 }
 
 export class PermanentSendError extends Error {
-  constructor(readonly reason: string, message: string, options: { cause?: unknown } = {}) {
+  /** The provider that refused the message, when one did (set by a ProviderChain): reported on the failed step. */
+  provider?: string;
+  constructor(readonly reason: string, message: string, options: { cause?: unknown; provider?: string } = {}) {
     super(message, { cause: options.cause });
     this.name = 'PermanentSendError';
+    this.provider = options.provider;
   }
 }
 

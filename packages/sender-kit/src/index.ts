@@ -10,6 +10,8 @@ export * from './registry';
 export * from './sendLog';
 export * from './sender';
 export * from './providers';
+export * from './providerOrder';
+export * from './providerRate';
 export * from './sink';
 export * from './template';
 export * from './inbox';

@@ -452,6 +452,7 @@ export class ProviderChain<Request> implements ProviderHealthSource {
       return { sent: { providerMessageId: sent.providerMessageId, provider: provider.name } };
     } catch (err) {
       if (err instanceof PermanentSendError) {
+        err.provider ??= provider.name;
         breaker.success();
         providerCalls.inc({ channel: this.channel, provider: provider.name, result: 'refused' });
         throw err;

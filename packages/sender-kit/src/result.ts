@@ -10,7 +10,7 @@ export interface SendResult {
   reason?: string;
   providerMessageId?: string;
   parts?: number;
-  /** The provider that took the message, when the channel has a ProviderChain (reported on the step). */
+  /** The provider that took the message, or refused it (FAILED), when the channel has a ProviderChain (reported on the step). */
   provider?: string;
   /** When it happened, for a receipt that carries the provider's event time; default: when published. */
   at?: Date;

@@ -192,7 +192,7 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
       providerLatency.observe({ channel, result: err instanceof PermanentSendError ? 'failed' : 'retry' }, Number(process.hrtime.bigint() - started) / 1e9);
       if (err instanceof PermanentSendError) {
         failures.warn({ err, stepId: step.stepId, reason: err.reason }, 'send failed permanently');
-        const failed: SendResult = { outcome: StepOutcome.STEP_OUTCOME_FAILED, reason: err.reason };
+        const failed: SendResult = { outcome: StepOutcome.STEP_OUTCOME_FAILED, reason: err.reason, ...(err.provider ? { provider: err.provider } : {}) };
         await finish(msg, step, failed, () => options.sendLog.complete(step.stepId, failed), 'failed', 'term');
         return;
       }

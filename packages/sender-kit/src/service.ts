@@ -1,6 +1,9 @@
 import { openBus, type Bus, type BusConfig, type Pool, type ServiceContext, type Subscription } from '@rrs/runtime';
 import type { SenderBaseConfig } from './config';
+import { Redis } from 'ioredis';
+import { createProviderRate, rateLimitedSend, type ProviderRate } from './providerRate';
 import type { ProviderHealthSource } from './providers';
+import { SINK_PROVIDER } from './providerOrder';
 import { announceChannels, type AnnouncedEntry, type ChannelAvailability } from './registry';
 import { StepResultPublisher } from './result';
 import { startSender, type SendStep } from './sender';
@@ -39,7 +42,7 @@ export interface ChannelSenderDeps {
 /** The bus settings are needed only when no bus is handed in (`options.bus`, as the all-in-one does). */
 export type ChannelSenderConfig = Pick<SenderBaseConfig, 'databaseUrl' | 'concurrency'> &
   Partial<BusConfig> &
-  Partial<Pick<SenderBaseConfig, 'maxDeliver' | 'ackWaitMs' | 'channelTtlMs'>>;
+  Partial<Pick<SenderBaseConfig, 'maxDeliver' | 'ackWaitMs' | 'channelTtlMs' | 'providerRates' | 'redisUrl'>>;
 
 export interface RunningChannelSender {
   bus: Bus;
@@ -50,6 +53,29 @@ export interface RunningChannelSender {
   subscriptions: Subscription[];
   /** Marks one of the sender's channels (un)available in the catalog at once (account health). */
   setAvailability(key: string, availability: ChannelAvailability): Promise<void>;
+}
+
+/**
+ * The provider rate of a channel's chain (`smsc>smsru`: its primary, `smsc`), if one is configured;
+ * with REDIS_URL one Redis connection for the process, closed at stop.
+ */
+async function providerRates(config: ChannelSenderConfig, ctx: ServiceContext): Promise<(chain: string) => ProviderRate | undefined> {
+  const rates = config.providerRates ?? {};
+  if (Object.keys(rates).length === 0) return () => undefined;
+  let redis: Redis | undefined;
+  if (config.redisUrl) {
+    redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+    ctx.lifecycle.onStop('provider rates (Redis)', async () => void (await redis?.quit()));
+  }
+  const made = new Map<string, ProviderRate>();
+  return (chain) => {
+    const provider = chain.split('>')[0];
+    const perSecond = rates[provider];
+    if (!perSecond) return undefined;
+    if (!made.has(provider)) made.set(provider, createProviderRate({ provider, perSecond, redis, keyPrefix: config.busPrefix ? `rrs:${config.busPrefix}:provider-rate:` : undefined }));
+    ctx.logger.info({ provider, perSecond, shared: Boolean(redis) }, 'provider send rate');
+    return made.get(provider);
+  };
 }
 
 /**
@@ -72,13 +98,17 @@ export async function startChannelSender(
   const bus = await openBus(config, ctx, options.service, options.bus, { required: true });
   const { log: sendLog, pool } = await openSendLog({ databaseUrl: config.databaseUrl, schema: options.schema, pool: options.pool, migrations: options.migrations }, ctx);
   const results = new StepResultPublisher(bus);
+  const rateOf = await providerRates(config, ctx);
   const subscriptions: Subscription[] = [];
   for (const channel of options.channels) {
-    if (channel.provider) ctx.logger.info({ channel: channel.entry.key, provider: channel.provider }, 'channel provider');
+    if (channel.provider === SINK_PROVIDER) ctx.logger.warn({ channel: channel.entry.key, provider: channel.provider }, 'channel provider is the sink: messages are not delivered (they are recorded in the dev inbox)');
+    else if (channel.provider) ctx.logger.info({ channel: channel.entry.key, provider: channel.provider }, 'channel provider');
+    const send = 'send' in channel ? channel.send : channel.sendWith({ pool, sendLog, results });
+    const rate = channel.provider ? rateOf(channel.provider) : undefined;
     const sub = await startSender({
       bus,
       channel: channel.entry.key,
-      send: 'send' in channel ? channel.send : channel.sendWith({ pool, sendLog, results }),
+      send: rate ? rateLimitedSend(send, rate) : send,
       sendLog,
       results,
       logger: ctx.logger,

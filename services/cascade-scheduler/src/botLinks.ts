@@ -3,7 +3,7 @@ import { BOT_CHANNELS, BOT_LINK_CODE, BOT_LINK_LIFETIME_MS, isOneOf, type schedu
 import { InvalidError, inTransaction, NotFoundError, type Pool } from '@rrs/runtime';
 import { isUuid } from './ids';
 import { recordOptOut, suppressedAmong } from './optOutLedger';
-import type { ReviewLink } from './reviewForm';
+import type { ReviewLink } from './links';
 import { claimStaffLink } from './staffChats';
 
 /*

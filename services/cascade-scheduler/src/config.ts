@@ -1,6 +1,7 @@
 import { readEnv, envField, ConfigError, type Env } from '@rrs/runtime';
 import { z } from 'zod';
-import { DEFAULT_ALERT_HOLD_MS } from '@rrs/proto';
+import { DEFAULT_ALERT_HOLD_MS, PLAN_RECIPIENT_QUOTAS, type Plan } from '@rrs/proto';
+import type { RecipientBudgetConfig } from './recipientBudget';
 
 export const DEFAULT_MINUTE_MS = 60_000;
 
@@ -21,12 +22,46 @@ export interface SchedulerConfig {
   /** How long (flow minutes) a low rating's finish event waits for the private feedback. */
   feedbackWindowMinutes: number;
   dispatchBatchSize: number;
+  /**
+   * Steps of one channel dispatched and still without a result, at most (0: no bound): the senders
+   * take this much, the rest waits in PostgreSQL where the claim is fair (docs/operations.md, "Fair share").
+   */
+  dispatchInFlightPerChannel: number;
+  /** How long a step waits behind its channel's steps in flight, about: the bound follows the channel's pace. */
+  dispatchInFlightTargetMs: number;
   /** Flow minutes a dispatched step waits for its sender's result before the watchdog acts. */
   stepResultTimeoutMinutes: number;
   /** Dispatches of a step without a result before it fails `no_result`. */
   stepResultMaxAttempts: number;
   /** How long a low rating's alert waits for the private feedback (ms). */
   alertHoldMs: number;
+  /** Recipients per minute and per day by plan (RECIPIENT_QUOTA_<PLAN>; unset = PLAN_RECIPIENT_QUOTAS of @rrs/proto). */
+  recipientQuotas: RecipientBudgetConfig;
+}
+
+/**
+ * RECIPIENT_QUOTA_TRIAL / _STANDARD / _PRO: `<per minute>/<per day>` recipients, overriding a plan's
+ * budget of PLAN_RECIPIENT_QUOTAS (@rrs/proto, the documented numbers) for this deployment. Read by the
+ * scheduler, which takes the budget for every entry point (recipientBudget.ts).
+ */
+const recipientQuotaField = (plan: Plan) =>
+  z
+    .string()
+    .regex(/^\d{1,9}\/\d{1,10}$/, 'must be <recipients per minute>/<recipients per day>, e.g. 1000/20000')
+    .transform((value) => {
+      const [perMinute, perDay] = value.split('/').map(Number);
+      return { perMinute, perDay };
+    })
+    .default(PLAN_RECIPIENT_QUOTAS[plan]);
+
+export const recipientQuotaEnvShape = () => ({
+  RECIPIENT_QUOTA_TRIAL: recipientQuotaField('trial'),
+  RECIPIENT_QUOTA_STANDARD: recipientQuotaField('standard'),
+  RECIPIENT_QUOTA_PRO: recipientQuotaField('pro'),
+});
+
+export function recipientQuotasOf(vars: { RECIPIENT_QUOTA_TRIAL: RecipientBudgetConfig[Plan]; RECIPIENT_QUOTA_STANDARD: RecipientBudgetConfig[Plan]; RECIPIENT_QUOTA_PRO: RecipientBudgetConfig[Plan] }): RecipientBudgetConfig {
+  return { trial: vars.RECIPIENT_QUOTA_TRIAL, standard: vars.RECIPIENT_QUOTA_STANDARD, pro: vars.RECIPIENT_QUOTA_PRO };
 }
 
 /**
@@ -36,6 +71,12 @@ export interface SchedulerConfig {
  * results that are really lost.
  */
 export const DEFAULT_STEP_RESULT_TIMEOUT_MINUTES = 30;
+/** Steps of one channel in flight at most, by default: well above the senders' windows (128 per replica). */
+export const DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL = 1000;
+/** A step claimed now waits about this long behind its channel's steps in flight (ms). */
+export const DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS = 250;
+/** However slow a channel, this many of its steps may be in flight (a sender replica's window). */
+export const DISPATCH_IN_FLIGHT_MIN = 128;
 export const DEFAULT_STEP_RESULT_MAX_ATTEMPTS = 3;
 
 export function buildConfig(env: Env): SchedulerConfig {
@@ -54,9 +95,12 @@ export function buildConfig(env: Env): SchedulerConfig {
       DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
       FEEDBACK_WINDOW_MINUTES: envField.int(30, 0),
       DISPATCH_BATCH_SIZE: envField.int(500, 1),
+      DISPATCH_IN_FLIGHT_PER_CHANNEL: envField.int(DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL, 0),
+      DISPATCH_IN_FLIGHT_TARGET_MS: envField.int(DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS, 10),
       STEP_RESULT_TIMEOUT_MINUTES: envField.int(DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, 1),
       STEP_RESULT_MAX_ATTEMPTS: envField.int(DEFAULT_STEP_RESULT_MAX_ATTEMPTS, 1),
       ALERT_HOLD_MS: envField.int(DEFAULT_ALERT_HOLD_MS, 0),
+      ...recipientQuotaEnvShape(),
     },
     env,
   );
@@ -73,9 +117,12 @@ export function buildConfig(env: Env): SchedulerConfig {
     minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
     feedbackWindowMinutes: vars.FEEDBACK_WINDOW_MINUTES,
     dispatchBatchSize: vars.DISPATCH_BATCH_SIZE,
+    dispatchInFlightPerChannel: vars.DISPATCH_IN_FLIGHT_PER_CHANNEL,
+    dispatchInFlightTargetMs: vars.DISPATCH_IN_FLIGHT_TARGET_MS,
     stepResultTimeoutMinutes: vars.STEP_RESULT_TIMEOUT_MINUTES,
     stepResultMaxAttempts: vars.STEP_RESULT_MAX_ATTEMPTS,
     alertHoldMs: vars.ALERT_HOLD_MS,
+    recipientQuotas: recipientQuotasOf(vars),
   };
 }
 

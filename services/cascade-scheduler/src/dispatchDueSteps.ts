@@ -4,7 +4,7 @@ import { fire, type Dispatch, type FireChecks, type Timing } from './engine';
 import { fireChecksFor } from './fireChecks';
 import type { ConfiguredChannels } from './organizationProfiles';
 import { DUE_CHANNEL, readStates, saveStates, type LoadedRecipient } from './recipientStore';
-import { claimDueSteps, msUntilNextDueStep, type ClaimedStep } from './sql/dueSteps';
+import { claimDueSteps, msUntilNextDueStep, type ClaimedStep, type ClaimOptions, type InFlightBound } from './sql/dueSteps';
 import { stepDueMessage } from './stepMessage';
 
 const lateness = histogram({
@@ -24,6 +24,12 @@ export interface DispatcherOptions {
   minuteMs: number;
   publicBaseUrl: string;
   batchSize?: number;
+  /**
+   * Steps of one channel dispatched and still without a result, at most (null or absent: no bound;
+   * sql/dueSteps.ts, InFlightBound). The senders take what is in flight; the rest waits in PostgreSQL,
+   * where the claim is fair.
+   */
+  inFlight?: InFlightBound | null;
   /** Longest sleep with nothing due: a safety net against a lost notification, not the wake mechanism. */
   maxIdleMs?: number;
   /**
@@ -46,9 +52,14 @@ export interface RunningDispatcher {
   stop(): Promise<void>;
   /** Steps dispatched by this dispatcher since start. */
   readonly dispatchedCount: number;
+  /** Results were applied here: a channel held at its in-flight bound may have room now. */
+  roomFreed(): void;
 }
 
 type Dispatched = { state: LoadedRecipient; dispatch: Dispatch };
+
+/** How long a dispatcher held at a channel's in-flight bound waits before it looks again, unless woken. */
+const ROOM_POLL_MS = 100;
 
 /**
  * Fires the claimed steps (checking each one's conditions now that it fires). A skip schedules the
@@ -83,13 +94,14 @@ function fireClaimed(states: Map<string, LoadedRecipient>, claimed: ClaimedStep[
  * Four requests to PostgreSQL (a coalesced transaction): BEGIN with the clock and the claim; the
  * recipients, their cascades and steps; the opt-out ledger; every write, the notification and COMMIT.
  */
-async function dispatchRound(options: DispatcherOptions, batchSize: number): Promise<{ claimed: number; sent: Dispatch[]; now: Date }> {
+async function dispatchRound(options: DispatcherOptions, claim: ClaimOptions): Promise<{ claimed: number; full: boolean; limited: boolean; sent: Dispatch[]; now: Date }> {
   return inCoalescedTransaction(options.pool, async (client) => {
-    const { now, claimed: due } = await claimDueSteps(client, batchSize);
-    if (due.length === 0) return { claimed: 0, sent: [], now };
+    const { now, claimed: due, limited } = await claimDueSteps(client, claim);
+    const full = due.length >= claim.limit;
+    if (due.length === 0) return { claimed: 0, full, limited, sent: [], now };
     const { states } = await readStates(client, { ids: due.map((step) => step.recipientId) }, { lock: 'skip', token: true });
     const claimed = due.filter((step) => states.has(step.recipientId));
-    if (claimed.length === 0) return { claimed: 0, sent: [], now };
+    if (claimed.length === 0) return { claimed: 0, full, limited, sent: [], now };
     const checksOf = await fireChecksFor(client, options.channels, states.values(), now);
     const dispatches = fireClaimed(states, claimed, checksOf, { now, minuteMs: options.minuteMs });
     // One pipelined batch: every message is written before any acknowledgement is awaited. One writer
@@ -107,7 +119,7 @@ async function dispatchRound(options: DispatcherOptions, batchSize: number): Pro
     const sent = dispatches.map((entry) => entry.dispatch);
     if (options.afterPublish) await options.afterPublish(client, sent);
     await saveStates(client, states.values(), now);
-    return { claimed: claimed.length, sent, now };
+    return { claimed: claimed.length, full, limited, sent, now };
   });
 }
 
@@ -119,6 +131,15 @@ async function dispatchRound(options: DispatcherOptions, batchSize: number): Pro
  */
 export async function startDispatcher(options: DispatcherOptions): Promise<RunningDispatcher> {
   const batchSize = options.batchSize ?? 500;
+  const inFlight = options.inFlight ?? null;
+  // The claim's path (sql/dueSteps.ts), shared by the loops: straight due order while everything due
+  // fits in a round (nothing waits, so there is nothing to share); the fair path at start (a backlog may
+  // be waiting) and from a round that found more (a full batch, or a channel's in-flight bound reached)
+  // until a fair round finds less than a full batch with room in every channel.
+  let fair = true;
+  // A round that claimed nothing because of a channel's bound waits for results applied in this process
+  // (roomFreed) or, for those applied by other replicas, ROOM_POLL_MS — not the 20 ms of contention.
+  let waitingForRoom = false;
   let count = 0;
   const loop = startDueWorkLoop({
     name: 'dispatch',
@@ -128,9 +149,11 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
     channels: [DUE_CHANNEL],
     idleMs: options.maxIdleMs ?? 30_000,
     beforeRound: options.beforeRound,
-    nextDueInMs: () => msUntilNextDueStep(options.pool),
+    nextDueInMs: async () => (waitingForRoom ? ROOM_POLL_MS : msUntilNextDueStep(options.pool)),
     async round() {
-      const { claimed, sent, now } = await dispatchRound(options, batchSize);
+      const { claimed, full, limited, sent, now } = await dispatchRound(options, { limit: batchSize, inFlight, fair });
+      fair = full || limited;
+      waitingForRoom = limited && claimed === 0;
       for (const dispatch of sent) {
         lateness.observe(Math.max(0, now.getTime() - (dispatch.step.dueAt ?? now).getTime()) / 1000);
         dispatched.inc({ channel: dispatch.channel });
@@ -142,6 +165,9 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
   return {
     get dispatchedCount() {
       return count;
+    },
+    roomFreed() {
+      if (waitingForRoom) loop.wake();
     },
     stop: () => loop.stop(),
   };

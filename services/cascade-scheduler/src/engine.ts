@@ -3,7 +3,7 @@
  * Callers load a recipient with its steps (holding the recipient's row lock), apply transitions here,
  * and save what was marked dirty. Nothing here reads a clock: `now` comes from the caller's one clock.
  */
-import { rerouteReasonOfUnreachable, type FinishReason, type RecipientStatus, type SkipReason, type StepHoldReason, type StepStatus } from '@rrs/proto';
+import { rerouteReasonOfUnreachable, UNDELIVERED_REASON, type FinishReason, type RecipientStatus, type SkipReason, type StepHoldReason, type StepStatus } from '@rrs/proto';
 
 // The state names are the API's (proto/src/states.ts): the engine and the documents cannot drift apart.
 export type { FinishReason, SkipReason, StepStatus };
@@ -296,7 +296,7 @@ export function applyResult(state: RecipientState, step: StepState, attemptId: s
     return;
   }
   if (outcome === 'UNDELIVERED') {
-    step.reason = `undelivered${reason ? `: ${reason}` : ''}`;
+    step.reason = `${UNDELIVERED_REASON}${reason ? `: ${reason}` : ''}`;
     touch(state, step);
     return;
   }
@@ -349,6 +349,8 @@ export function applyResult(state: RecipientState, step: StepState, attemptId: s
       return;
     case 'FAILED':
     default:
+      // Who refused it, when the sender says (a provider's permanent refusal, the last provider tried).
+      step.provider = provider || null;
       fail(state, step, reason || 'failed', timing);
   }
 }

@@ -1,6 +1,6 @@
 import { eventsV1, EVENT_TYPES } from '@rrs/proto';
 import { uuidv7 } from '@rrs/runtime';
-import type { LoadedRecipient } from './recipientStore';
+import type { LoadedRecipient } from './loadedRecipient';
 
 export interface FinishedRecipientEvent {
   organizationId: string;

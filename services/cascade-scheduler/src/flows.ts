@@ -51,14 +51,14 @@ export class Flows {
   /** The flow; `not_found` when it does not exist or belongs to another organization. */
   async get(organizationId: string, id: string): Promise<Flow> {
     const flow = isUuid(id) ? (await this.list(organizationId, id))[0] : undefined;
-    if (!flow) throw new NotFoundError('flow');
+    if (!flow) throw new NotFoundError('flow', { details: { errors: [{ pointer: '/flowId', detail: 'no such flow in this organization' }] } });
     return flow;
   }
 
   /** The organization's default flow; `not_found` when it has none. */
   async getDefault(organizationId: string): Promise<Flow> {
     const flow = (await this.list(organizationId)).find((candidate) => candidate.isDefault);
-    if (!flow) throw new NotFoundError('default flow', { message: 'the organization has no default flow; pass flowId or channel' });
+    if (!flow) throw new NotFoundError('default flow', { message: 'the organization has no default flow; pass flowId or channel', details: { errors: [{ pointer: '/flowId', detail: 'no default flow; pass flowId' }] } });
     return flow;
   }
 

@@ -1,4 +1,5 @@
-export { buildConfig, fastClock, DEFAULT_MINUTE_MS, type SchedulerConfig } from './config';
+export { buildConfig, fastClock, DEFAULT_MINUTE_MS, recipientQuotaEnvShape, recipientQuotasOf, type SchedulerConfig } from './config';
+export { RecipientBudgets, RECIPIENT_WINDOWS, type RecipientBudgetConfig, type RecipientWindowState } from './recipientBudget';
 export { startScheduler, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, SCHEMA, MIGRATIONS_DIR, SESSION_SETTINGS } from './service';
 export { consumeStepResults, type StepResultConsumer, type StepResultHandler } from './stepResultConsumer';
 export { applyStepResults } from './applyStepResults';

@@ -48,21 +48,44 @@ export interface OrganizationProfiles {
   getSendingProfile(organizationId: string): Promise<SendingProfile>;
   /** `not_found` when the location does not exist or belongs to another organization. */
   getLocation(organizationId: string, id: string): Promise<LocationInfo>;
+  /** Both answers in one question (a start's); without it, `profileAt` asks the two above. */
+  getSendingProfileAt?(organizationId: string, locationId: string): Promise<{ profile: SendingProfile; location: LocationInfo }>;
+}
+
+/** The organization's sending profile and, when `locationId` is given, that location: one call to contacts when it can. */
+export async function profileAt(profiles: OrganizationProfiles, organizationId: string, locationId: string): Promise<{ profile: SendingProfile; location?: LocationInfo }> {
+  if (!locationId) return { profile: await profiles.getSendingProfile(organizationId) };
+  if (profiles.getSendingProfileAt) return profiles.getSendingProfileAt(organizationId, locationId);
+  const [profile, location] = await Promise.all([profiles.getSendingProfile(organizationId), profiles.getLocation(organizationId, locationId)]);
+  return { profile, location };
+}
+
+function sendingProfileOf(response: contactsV1.GetSendingProfileResponse): SendingProfile {
+  const organization = response.organization;
+  if (!organization) throw new NotFoundError('organization');
+  const { id, name, plan, emailConfirmed, locale, timeZone, defaultRegion } = organization;
+  return {
+    organization: { id, name, plan, emailConfirmed, locale, timeZone, defaultRegion, sendWindow: fromProtoWindow(organization.sendWindow), responseWindowMinutes: organization.responseWindowMinutes,
+      cooldownDays: organization.cooldownDays, requireConsent: organization.requireConsent, allowedCountries: organization.allowedCountries },
+    templates: response.templates.map((template) => ({ channel: template.channel, subject: template.subject, body: template.body })),
+    channels: response.channels.map((channel) => ({ channel: channel.channel, configured: channel.configured })),
+  };
+}
+
+function locationOf(location: contactsV1.Location): LocationInfo {
+  const reviewLinks = location.reviewLinks.map((link) => ({ provider: link.provider, url: link.url }));
+  return { id: location.id, name: location.name, address: location.address, city: location.city, reviewLinks, timeZone: location.timeZone, sendWindow: fromProtoWindow(location.sendWindow) };
 }
 
 export function grpcOrganizationProfiles(client: PromiseClient<contactsV1.ContactsServiceClient>): OrganizationProfiles {
   return {
     async getSendingProfile(organizationId) {
-      const response = await client.getSendingProfile({ organizationId });
-      const organization = response.organization;
-      if (!organization) throw new NotFoundError('organization');
-      const { id, name, plan, emailConfirmed, locale, timeZone, defaultRegion } = organization;
-      return {
-        organization: { id, name, plan, emailConfirmed, locale, timeZone, defaultRegion, sendWindow: fromProtoWindow(organization.sendWindow), responseWindowMinutes: organization.responseWindowMinutes,
-          cooldownDays: organization.cooldownDays, requireConsent: organization.requireConsent, allowedCountries: organization.allowedCountries },
-        templates: response.templates.map((template) => ({ channel: template.channel, subject: template.subject, body: template.body })),
-        channels: response.channels.map((channel) => ({ channel: channel.channel, configured: channel.configured })),
-      };
+      return sendingProfileOf(await client.getSendingProfile({ organizationId, locationId: '' }));
+    },
+    async getSendingProfileAt(organizationId, locationId) {
+      const response = await client.getSendingProfile({ organizationId, locationId });
+      if (!response.location) throw new NotFoundError('location');
+      return { profile: sendingProfileOf(response), location: locationOf(response.location) };
     },
     async listMembers(organizationId) {
       const { members } = await client.listMembers({ organizationId });
@@ -71,8 +94,7 @@ export function grpcOrganizationProfiles(client: PromiseClient<contactsV1.Contac
     async getLocation(organizationId, id) {
       const { location } = await client.getLocation({ organizationId, id });
       if (!location) throw new NotFoundError('location');
-      const reviewLinks = location.reviewLinks.map((link) => ({ provider: link.provider, url: link.url }));
-      return { id: location.id, name: location.name, address: location.address, city: location.city, reviewLinks, timeZone: location.timeZone, sendWindow: fromProtoWindow(location.sendWindow) };
+      return locationOf(location);
     },
   };
 }

@@ -1,7 +1,7 @@
 import { eventsV1, EVENT_TYPES } from '@rrs/proto';
 import { execute, type PoolClient } from '@rrs/runtime';
 import { finishEventOf } from './finishEvent';
-import type { LoadedRecipient } from './recipientStore';
+import type { LoadedRecipient } from './loadedRecipient';
 import { insertRows, StatementParams, type ColumnTypes } from './sql/statement';
 
 /** Notified (with the earliest `available_at`, epoch ms) when outbox rows are written; the relay listens. */

@@ -1,6 +1,7 @@
 import { eventSubject, EVENT_TYPES } from '@rrs/proto';
 import { execute, queryEach, sqlArray, type PoolClient, type QueryResult, type Statement } from '@rrs/runtime';
-import type { RecipientFields, RecipientState, StepState } from './engine';
+import type { RecipientFields, StepState } from './engine';
+import type { LoadedRecipient, RecipientMeta } from './loadedRecipient';
 import { finishEventOf } from './finishEvent';
 import { refreshFinishEvent, writeOutbox, type OutboxEvent } from './outbox';
 import { rememberLoaded, timestampColumn, updateChanged, type ChangeColumn } from './sql/updateChanged';
@@ -19,25 +20,7 @@ export const DUE_CHANNEL = 'rrs_scheduler_due';
 /** Notified (with the window's close time, epoch ms) when a recipient starts waiting for a rating; the window closer listens. */
 export const WINDOW_CHANNEL = 'rrs_scheduler_window';
 
-export interface RecipientMeta {
-  cascadeExternalId: string | null;
-  locationId: string;
-  contactExternalId: string;
-  reviewRequestId: string;
-  locale: string;
-  templates: Record<string, { subject: string; body: string }>;
-  /** The personal link's token: loaded for dispatching (the message carries the link), not otherwise. */
-  token?: string;
-  location: { id: string; name: string; address: string; city: string };
-  /** The trace context the cascade was started in (empty when untraced): headers of its messages. */
-  traceContext: Record<string, string>;
-}
-
-export type LoadedRecipient = RecipientState & {
-  meta: RecipientMeta;
-  /** Holds the finish event back until then (the low-rating feedback window). */
-  eventNotBefore?: Date;
-};
+export type { LoadedRecipient, RecipientMeta } from './loadedRecipient';
 
 /** The database clock: the one clock every replica reads. */
 export async function dbNow(client: PoolClient): Promise<Date> {

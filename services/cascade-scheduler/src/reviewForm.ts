@@ -1,38 +1,10 @@
 import { LINK_INACTIVE_CODE, linkExpired, type LinkPurpose, type schedulerV1 } from '@rrs/proto';
 import { DomainError, NotFoundError, type Pool, type PoolClient } from '@rrs/runtime';
 import { issueBotLinkCodes } from './botLinks';
-import { TOKEN_PATTERN } from './links';
+import { TOKEN_PATTERN, type ReviewLink } from './links';
 import { DEFAULT_LOW_RATING_THRESHOLD } from './organizationSettings';
 
-/** A review link with everything its form shows. */
-export interface ReviewLink {
-  id: string;
-  organization_id: string;
-  token: string;
-  status: string;
-  recipient_id: string | null;
-  opened_at: Date | null;
-  location_id: string;
-  customer_name: string;
-  contact: string;
-  rated_at: Date | null;
-  location_name: string | null;
-  review_links: Array<{ provider: string; url: string }> | null;
-  locale: string | null;
-  organization_name: string | null;
-  low_rating_threshold: number | null;
-  rating: number | null;
-  feedback: string | null;
-  email: string | null;
-  /** The recipient's phone (E.164), for cascade links. */
-  phone: string | null;
-  unsubscribed: boolean;
-  /** When the request was canceled (its cascade, or the review request itself); null while active. */
-  canceled_at: Date | null;
-  /** The last message sent to the link's recipient, or when the link was made: what its lifetime counts from. */
-  last_message_at: Date;
-  db_now: Date;
-}
+export type { ReviewLink } from './links';
 
 const REVIEW_LINK_QUERY = `
   SELECT rr.id, rr.organization_id, rr.token, rr.status, rr.recipient_id, rr.opened_at, rr.canceled_at, rr.location_id, rr.customer_name, rr.contact, rr.rated_at, ls.name AS location_name, ls.review_links,

@@ -3,14 +3,16 @@ import { schedulerV1 } from '@rrs/proto';
 import { InvalidError, NotFoundError, randomBase62, uuidv7, type Pool } from '@rrs/runtime';
 import { isUuid } from './ids';
 import { tokenUrl } from './links';
-import type { OrganizationProfiles } from './organizationProfiles';
+import { profileAt, type OrganizationProfiles } from './organizationProfiles';
 import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
 import type { SnapshotWriter } from './snapshots';
+import type { RecipientBudgets } from './recipientBudget';
 
 export interface ReviewRequestDeps {
   pool: Pool;
   profiles: OrganizationProfiles;
   snapshots: SnapshotWriter;
+  budgets: RecipientBudgets;
   publicBaseUrl: string;
 }
 
@@ -26,16 +28,14 @@ const answerCodec = savedAnswerCodec(schedulerV1.CreateReviewRequestResponse);
 
 /**
  * A personal review link on its own (POST /review-requests): the same kind of row as a cascade
- * recipient's link, behaving the same way on `/r/<token>`. A replay with the same Idempotency-Key
- * returns the saved answer and creates nothing.
+ * recipient's link, behaving the same way on `/r/<token>`. It is one recipient of the organization's
+ * budget, taken in the same transaction (429 `recipient_quota_exceeded` creates nothing). A replay with
+ * the same Idempotency-Key returns the saved answer and creates (and takes) nothing.
  */
 export async function createReviewRequest(deps: ReviewRequestDeps, input: ReviewRequestInput, idempotency?: IdempotencyRequest): Promise<{ result: ReviewRequestAnswer; replayed: boolean }> {
   if (!input.locationId) throw InvalidError.field('/locationId', 'required');
-  const [profile, location] = await Promise.all([
-    deps.profiles.getSendingProfile(input.organizationId),
-    deps.profiles.getLocation(input.organizationId, input.locationId),
-  ]);
-  await deps.snapshots.write(deps.pool, input.organizationId, profile, location);
+  const { profile, location } = await profileAt(deps.profiles, input.organizationId, input.locationId);
+  await deps.snapshots.write(deps.pool, input.organizationId, profile, location!);
   return runIdempotent(deps.pool, idempotency, answerCodec, async (client) => {
     const id = uuidv7();
     const token = randomBase62(22);
@@ -43,7 +43,8 @@ export async function createReviewRequest(deps: ReviewRequestDeps, input: Review
       'INSERT INTO review_requests (id, organization_id, token, location_id, customer_name, contact) VALUES ($1, $2, $3, $4, $5, $6)',
       [id, input.organizationId, token, input.locationId, input.customerName, input.contact],
     );
-    return { reviewRequest: { id, token, url: tokenUrl(deps.publicBaseUrl, 'r', token), status: 'created' } };
+    const recipientBudget = await deps.budgets.take(client, profile.organization, 1);
+    return { reviewRequest: { id, token, url: tokenUrl(deps.publicBaseUrl, 'r', token), status: 'created' }, recipientBudget };
   });
 }
 

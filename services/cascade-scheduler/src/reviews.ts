@@ -15,6 +15,7 @@ import { getReviewForm } from './reviewForm';
 import { cancelReviewRequest, createReviewRequest, type ReviewRequestInput } from './reviewRequests';
 import { listRatingFeed } from './ratingFeed';
 import type { SnapshotWriter } from './snapshots';
+import type { RecipientBudgets } from './recipientBudget';
 import { unsubscribe } from './unsubscribe';
 
 export interface ReviewsDeps {
@@ -23,6 +24,8 @@ export interface ReviewsDeps {
   bus?: Bus;
   profiles: OrganizationProfiles;
   snapshots: SnapshotWriter;
+  /** The organizations' recipient budgets: a review request is one recipient. */
+  budgets: RecipientBudgets;
   publicBaseUrl: string;
   minuteMs: number;
   feedbackWindowMinutes: number;

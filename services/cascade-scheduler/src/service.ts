@@ -3,8 +3,9 @@ import { contactsV1, DEFAULT_ALERT_HOLD_MS } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { createGrpcClient, Notifier, openBus, openServiceDatabase, SSD_PLANNER_SETTINGS, startGrpcServer, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import { Cascades } from './cascades';
-import { DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, type SchedulerConfig } from './config';
+import { DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL, DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS, DISPATCH_IN_FLIGHT_MIN, DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, type SchedulerConfig } from './config';
 import { startDispatcher, type DispatcherOptions, type RunningDispatcher } from './dispatchDueSteps';
+import type { InFlightBound } from './sql/dueSteps';
 import { Flows } from './flows';
 import { schedulerGrpcService } from './grpcApi';
 import { People } from './people';
@@ -17,6 +18,7 @@ import { startResponseWindowCloser } from './responseWindows';
 import { startResultWatchdog } from './resultWatchdog';
 import { Reviews } from './reviews';
 import { SnapshotWriter } from './snapshots';
+import { RecipientBudgets } from './recipientBudget';
 import { consumeStepResults, type StepResultConsumer, type StepResultHandler } from './stepResultConsumer';
 
 export const SCHEMA = 'scheduler';
@@ -47,7 +49,7 @@ export interface SchedulerDeps {
 /** The bus settings are needed only when no bus is handed in (`deps.bus`, as the all-in-one does). */
 export type SchedulerStartConfig = Pick<SchedulerConfig, 'databaseUrl' | 'grpcHost' | 'grpcPort'> &
   Partial<BusConfig> &
-  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts' | 'alertHoldMs'>>;
+  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'dispatchInFlightPerChannel' | 'dispatchInFlightTargetMs' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts' | 'alertHoldMs' | 'recipientQuotas'>>;
 
 export interface RunningScheduler {
   grpcPort: number;
@@ -58,6 +60,13 @@ export interface RunningScheduler {
   dispatcher: RunningDispatcher | null;
   results: StepResultConsumer;
   ratings: RatingIntake;
+}
+
+/** The dispatcher's in-flight bound per channel (docs/operations.md, "Fair share"); 0 in-flight: none. */
+function inFlightBound(config: SchedulerStartConfig): InFlightBound | null {
+  const max = config.dispatchInFlightPerChannel ?? DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL;
+  if (max === 0) return null;
+  return { max, min: DISPATCH_IN_FLIGHT_MIN, targetMs: config.dispatchInFlightTargetMs ?? DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS };
 }
 
 export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceContext, deps: SchedulerDeps = {}): Promise<RunningScheduler> {
@@ -83,23 +92,25 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   }
   const snapshots = new SnapshotWriter();
   const flows = new Flows(pool);
-  const cascades = new Cascades({ pool, flows, profiles, snapshots, minuteMs });
-  const reviews = new Reviews({ pool, bus, profiles, snapshots, publicBaseUrl, minuteMs, feedbackWindowMinutes: config.feedbackWindowMinutes ?? 30, alertHoldMs: config.alertHoldMs ?? DEFAULT_ALERT_HOLD_MS });
+  const budgets = new RecipientBudgets(config.recipientQuotas);
+  const cascades = new Cascades({ pool, flows, profiles, snapshots, budgets, minuteMs });
+  const reviews = new Reviews({ pool, bus, profiles, snapshots, budgets, publicBaseUrl, minuteMs, feedbackWindowMinutes: config.feedbackWindowMinutes ?? 30, alertHoldMs: config.alertHoldMs ?? DEFAULT_ALERT_HOLD_MS });
 
   // One LISTEN connection for the process: the dispatcher and the relay register their channels on it.
   const notifier = new Notifier(config.databaseUrl, SCHEMA, ctx.logger);
-  const results = await consumeStepResults(bus, pool, ctx.logger, { minuteMs, onApplied: deps.onStepResult });
+  let dispatcher: RunningDispatcher | null = null;
+  const results = await consumeStepResults(bus, pool, ctx.logger, { minuteMs, onApplied: deps.onStepResult, onBatchApplied: () => dispatcher?.roomFreed() });
   ctx.lifecycle.onStop('step results consumer', () => results.drain());
   const recordRating: RecordRating = (token, rating) => reviews.submitRating(token, rating);
   // Before the dispatcher: ratings accepted during an outage are applied before any step is dispatched.
   const ratings = await startRatingIntake({ bus, logger: ctx.logger, record: deps.recordRating ? deps.recordRating(recordRating) : recordRating });
   ctx.lifecycle.onStop('ratings intake', () => ratings.drain());
-  let dispatcher: RunningDispatcher | null = null;
   if (!deps.noDispatcher) {
     dispatcher = await startDispatcher({
       pool, bus, notifier, logger: ctx.logger, minuteMs, publicBaseUrl,
       channels: new ConfiguredChannels(profiles, deps.channelsCacheMs),
       batchSize: config.dispatchBatchSize,
+      inFlight: inFlightBound(config),
       // Ratings first: a step due for a customer whose rating waits on the RATINGS stream must not go out.
       beforeRound: async () => {
         await ratings.ratingsFirst();

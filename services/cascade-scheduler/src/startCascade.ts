@@ -1,18 +1,16 @@
-import { runIdempotent, type IdempotencyRequest } from '@rrs/idempotency';
-import { CHANNEL_KEY_PATTERN, eventSubject, EVENT_TYPES, INTAKE_SKIPS, MAX_RECIPIENTS_PER_REQUEST, phoneCountries, phoneRefusal, schedulerV1, sendingRefusal, type IntakeSkip } from '@rrs/proto';
-import { ConflictError, injectTraceContext, InvalidError, sendingRefused, type FieldProblem, type Pool, type PoolClient } from '@rrs/runtime';
-import { recentlyAsked } from './cooldown';
-import { canReachAny } from './engine';
+import { hasSavedAnswer, runIdempotent, type IdempotencyRequest } from '@rrs/idempotency';
+import { CHANNEL_KEY_PATTERN, eventSubject, EVENT_TYPES, MAX_RECIPIENTS_PER_REQUEST, schedulerV1, type IntakeSkip } from '@rrs/proto';
+import { DomainError, injectTraceContext, InvalidError, type FieldProblem, type Pool, type PoolClient } from '@rrs/runtime';
+import { intakeSkips, refuseSending, refuseStart } from './admission';
 import { finishEventFor } from './finishEvent';
 import type { Flow, Flows } from './flows';
 import { tokenBatch, uuidv7Batch } from './ids';
-import type { OrganizationProfiles, SendingProfile } from './organizationProfiles';
+import { profileAt, type OrganizationProfiles, type SendingProfile } from './organizationProfiles';
 import { recipientLimit } from './organizationSettings';
 import { writeOutbox } from './outbox';
+import type { RecipientBudgets } from './recipientBudget';
 import { dbNow } from './recipientStore';
 import { normalizeRecipients, type RecipientInput } from './recipientInput';
-import { suppressedAmong } from './optOutLedger';
-import { personAddresses } from './personAddresses';
 import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
 import { templatesByChannel, type SnapshotWriter } from './snapshots';
 import { insertCascade, type CascadeRow, type NewCascade, type RecipientRow, type ReviewLinkRow, type StepRow } from './sql/insertCascade';
@@ -25,51 +23,62 @@ export interface IntakeDeps {
   flows: Flows;
   profiles: OrganizationProfiles;
   snapshots: SnapshotWriter;
+  /** The organizations' recipient budgets, taken by every start (admission.ts). */
+  budgets: RecipientBudgets;
 }
 
 const answerCodec = savedAnswerCodec(schedulerV1.StartCascadeResponse);
 
 /**
  * Starts a cascade: the cascade, its recipients, their review links and steps, and the
- * Idempotency-Key record are written in ONE transaction with one statement; the first steps are due
- * at once and the dispatcher is woken on commit. A replay returns the saved answer and writes nothing.
+ * Idempotency-Key record are written in ONE transaction with one statement, and the recipients are
+ * taken from the organization's budget in that same transaction (last, so its rows are locked only
+ * until the commit); the first steps are due at once and the dispatcher is woken on commit. A replay
+ * returns the saved answer and writes (and takes) nothing.
+ *
+ * A dry run (`dryRun`) is the one pre-check other services call: it answers every refusal a start would
+ * (admission.ts, the budget as it is now) and creates nothing. Its `locationId` may be empty (POST
+ * /contacts: the contact's stored location is known only once it is saved). A dry run under an
+ * Idempotency-Key whose start was already saved is admitted: the replay it precedes takes nothing.
  */
 export async function startCascade(deps: IntakeDeps, input: StartCascadeInput, idempotency?: IdempotencyRequest): Promise<{ result: StartCascadeResult; replayed: boolean }> {
   validateStart(input);
   // The organization's answers are read before the transaction: a replay still answers from the saved
   // record (checked first inside runIdempotent), and no connection is held during the gRPC calls.
-  const [profile, location, flow, limit] = await Promise.all([
-    deps.profiles.getSendingProfile(input.organizationId),
-    deps.profiles.getLocation(input.organizationId, input.locationId),
-    resolveFlow(deps.flows, input),
-    recipientLimit(deps.pool, input.organizationId),
-  ]);
+  // One question to contacts (the profile, and the location when there is one), beside the scheduler's own reads.
+  const [asked, flowAsked, limitAsked] = await Promise.allSettled([profileAt(deps.profiles, input.organizationId, input.locationId), resolveFlow(deps.flows, input), recipientLimit(deps.pool, input.organizationId)]);
+  // The sending rule answers first, whatever else is wrong with the request (402/409 before a 404).
+  if (asked.status === 'rejected') {
+    // An unknown location: the profile alone still says whether the sending rule refuses first.
+    if (input.locationId && asked.reason instanceof DomainError && asked.reason.kind === 'not_found') refuseSending(await deps.profiles.getSendingProfile(input.organizationId));
+    throw asked.reason;
+  }
+  const { profile, location } = asked.value;
+  refuseSending(profile);
+  if (flowAsked.status === 'rejected') throw flowAsked.reason;
+  if (limitAsked.status === 'rejected') throw limitAsked.reason;
+  const [flow, limit] = [flowAsked.value, limitAsked.value];
   if (input.recipients.length > limit) throw InvalidError.field('/recipients', `at most ${limit} recipients per request for this organization`);
   const recipients = normalizeRecipients(input.recipients, profile.organization.defaultRegion);
+  const flowAnswer = { id: flow.id, organizationId: input.organizationId, name: flow.name, isDefault: flow.isDefault, steps: flow.steps };
   if (input.dryRun) {
     // Everything above and the refusals below are what a start would answer; nothing is written or recorded.
+    if (idempotency && (await hasSavedAnswer(deps.pool, idempotency))) return { result: { id: '', status: '', queued: 0, skipped: 0, flow: flowAnswer, channel: input.channel, externalId: input.externalId, recipientBudget: [] }, replayed: true };
     refuseStart(input, profile);
-    return { result: { id: '', status: '', queued: 0, skipped: 0, flow: { id: flow.id, organizationId: input.organizationId, name: flow.name, isDefault: flow.isDefault, steps: flow.steps }, channel: input.channel, externalId: input.externalId }, replayed: false };
+    const recipientBudget = await deps.budgets.check(deps.pool, profile.organization, input.recipients.length);
+    return { result: { id: '', status: '', queued: 0, skipped: 0, flow: flowAnswer, channel: input.channel, externalId: input.externalId, recipientBudget }, replayed: false };
   }
   return runIdempotent(deps.pool, idempotency, answerCodec, async (client) => {
     refuseStart(input, profile);
-    await deps.snapshots.write(deps.pool, input.organizationId, profile, location);
-    return writeCascade(client, { ...input, recipients }, flow, profile);
+    await deps.snapshots.write(deps.pool, input.organizationId, profile, location!);
+    const result = await writeCascade(client, { ...input, recipients }, flow, profile);
+    return { ...result, recipientBudget: await deps.budgets.take(client, profile.organization, input.recipients.length) };
   });
-}
-
-/** The organization's sending rule, and a one-step channel send's channel configured. */
-function refuseStart(input: StartCascadeInput, profile: SendingProfile): void {
-  const refusal = sendingRefusal(profile.organization);
-  if (refusal) throw sendingRefused(refusal);
-  if (input.channel && !profile.channels.some((c) => c.channel === input.channel && c.configured)) {
-    throw new ConflictError('channel_not_configured', `the ${input.channel} channel is not configured for this organization`);
-  }
 }
 
 function validateStart(input: StartCascadeInput): void {
   const problems: FieldProblem[] = [];
-  if (!input.locationId) problems.push({ pointer: '/locationId', detail: 'required' });
+  if (!input.locationId && !input.dryRun) problems.push({ pointer: '/locationId', detail: 'required' });
   if (input.flowId && input.channel) problems.push({ pointer: '/channel', detail: 'flowId and channel are mutually exclusive' });
   if (input.recipients.length < 1 || input.recipients.length > MAX_RECIPIENTS_PER_REQUEST) {
     problems.push({ pointer: '/recipients', detail: `1 to ${MAX_RECIPIENTS_PER_REQUEST} recipients per request` });
@@ -83,35 +92,6 @@ function resolveFlow(flows: Flows, input: StartCascadeInput): Promise<Flow> {
   if (input.channel) return Promise.resolve({ id: '', organizationId: input.organizationId, name: input.channel, isDefault: false, steps: [{ order: 1, channel: input.channel, delayMinutes: 0 }] });
   if (input.flowId) return flows.get(input.organizationId, input.flowId);
   return flows.getDefault(input.organizationId);
-}
-
-const DAY_MS = 86_400_000;
-const [UNREACHABLE, PHONE_NOT_ALLOWED, OPTED_OUT, NO_CONSENT, COOLDOWN] = INTAKE_SKIPS;
-
-/**
- * Why each recipient is skipped at intake, or null when it is queued (INTAKE_SKIPS, in their order):
- * no step has its contact field; only phone steps could reach it and the phone channels refuse its
- * number (proto phones.ts); the person opted out of the organization; the organization requires
- * consent and none was given; the person was asked (or rated) within the organization's cooldown.
- */
-async function intakeSkips(client: PoolClient, input: StartCascadeInput, channels: string[], profile: SendingProfile, now: Date): Promise<Array<IntakeSkip | null>> {
-  const organizationId = input.organizationId;
-  const addresses = input.recipients.flatMap(personAddresses);
-  const cooldownDays = input.ignoreCooldown ? 0 : profile.organization.cooldownDays ?? 0;
-  const [suppressed, asked] = await Promise.all([
-    suppressedAmong(client, [organizationId], addresses),
-    cooldownDays > 0 ? recentlyAsked(client, organizationId, addresses, new Date(now.getTime() - cooldownDays * DAY_MS)) : new Set<string>(),
-  ]);
-  const countries = phoneCountries(profile.organization);
-  return input.recipients.map((recipient) => {
-    const own = personAddresses(recipient);
-    if (!canReachAny(channels, recipient)) return UNREACHABLE;
-    if (recipient.phone && phoneRefusal(recipient.phone, countries) && !canReachAny(channels, { ...recipient, phone: '' })) return PHONE_NOT_ALLOWED;
-    if (own.some((address) => suppressed.has(`${organizationId}|${address}`))) return OPTED_OUT;
-    if (profile.organization.requireConsent && !recipient.consentAt) return NO_CONSENT;
-    if (own.some((address) => asked.has(address))) return COOLDOWN;
-    return null;
-  });
 }
 
 /**
@@ -155,7 +135,7 @@ function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfi
 }
 
 /** Writes the cascade's rows, and the finish events of the recipients skipped at intake. */
-async function writeCascade(client: PoolClient, input: StartCascadeInput, flow: Flow, profile: SendingProfile): Promise<StartCascadeResult> {
+async function writeCascade(client: PoolClient, input: StartCascadeInput, flow: Flow, profile: SendingProfile): Promise<Omit<StartCascadeResult, 'recipientBudget'>> {
   const now = await dbNow(client);
   // The StartCascade span's context: every message of this cascade is published as its child.
   const traceContext = injectTraceContext({});

@@ -56,6 +56,8 @@ export async function consumeStepResults(
     lingerMs?: number;
     concurrency?: number;
     onApplied?: StepResultHandler;
+    /** After each batch is applied (its steps no longer count as in flight): the dispatcher may have room. */
+    onBatchApplied?: () => void;
     /** Tests shorten these; see RESULT_BACKOFF and RESULT_MAX_DELIVER. */
     backoff?: RedeliveryBackoff;
     maxDeliver?: number;
@@ -90,6 +92,7 @@ export async function consumeStepResults(
     try {
       const done = await applyStepResults(pool, batch.map((entry) => entry.result), options.minuteMs);
       if (options.onApplied) for (const result of done) await options.onApplied(result);
+      options.onBatchApplied?.();
       for (const entry of batch) entry.done();
     } catch (err) {
       failures.warn({ err, size: batch.length }, 'applying step results failed; they will be redelivered');

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ConfigError, envField, readEnv, type Env } from '@rrs/runtime';
 import addressparser from 'nodemailer/lib/addressparser';
-import { senderBaseConfig, senderEnvShape, type SenderBaseConfig } from '@rrs/sender-kit';
+import { providerOrder, senderBaseConfig, senderEnvShape, type SenderBaseConfig, type SinkProviderName } from '@rrs/sender-kit';
 import { parseDkimKeys, type DkimSettings } from './dkim';
 
 /** Email providers channel-email has adapters for. */
@@ -44,8 +44,11 @@ export interface EmailConfig extends SenderBaseConfig {
   emailFrom: string;
   smtpTimeoutMs: number;
   postmark?: PostmarkConfig;
-  /** Providers in failover order (`EMAIL_PROVIDERS`); empty = the sink provider (all-in-one mode). */
-  providers: EmailProviderName[];
+  /**
+   * Providers in failover order (`EMAIL_PROVIDERS`, providerOrder): `['sink']` when none is configured
+   * outside production, or when named (`EMAIL_PROVIDERS=sink`, the only way to a sink in production).
+   */
+  providers: (EmailProviderName | SinkProviderName)[];
   receiptsHost: string;
   /** Port of the receipts endpoint (0 = any free port); it runs only when a provider sends receipts. */
   receiptsPort: number;
@@ -99,19 +102,15 @@ export function buildConfig(env: Env): EmailConfig {
     ? { baseUrl: vars.POSTMARK_API_URL, serverToken: vars.POSTMARK_SERVER_TOKEN, messageStream: vars.POSTMARK_MESSAGE_STREAM, timeoutMs: vars.POSTMARK_TIMEOUT_MS, webhookSecret: vars.POSTMARK_WEBHOOK_SECRET }
     : undefined;
   // Default order: every configured provider, SMTP first (today's setups keep their behaviour).
-  const providers: EmailProviderName[] = [];
-  if (vars.EMAIL_PROVIDERS === undefined) {
-    if (vars.SMTP_URL) providers.push('smtp');
-    if (postmark) providers.push('postmark');
-  } else {
-    for (const name of vars.EMAIL_PROVIDERS.split(',')) {
-      if (!(EMAIL_PROVIDER_NAMES as readonly string[]).includes(name)) throw new ConfigError('EMAIL_PROVIDERS', `unknown provider ${JSON.stringify(name)} (known: ${EMAIL_PROVIDER_NAMES.join(', ')})`);
-      if (providers.includes(name as EmailProviderName)) throw new ConfigError('EMAIL_PROVIDERS', `lists ${name} twice`);
-      if (name === 'smtp' && !vars.SMTP_URL) throw new ConfigError('EMAIL_PROVIDERS', 'lists smtp but SMTP_URL is not set');
-      if (name === 'postmark' && !postmark) throw new ConfigError('EMAIL_PROVIDERS', 'lists postmark but POSTMARK_SERVER_TOKEN is not set');
-      providers.push(name as EmailProviderName);
-    }
-  }
+  const providers = providerOrder<EmailProviderName>({
+    variable: 'EMAIL_PROVIDERS',
+    listed: vars.EMAIL_PROVIDERS,
+    adapters: [
+      { name: 'smtp', configured: vars.SMTP_URL !== undefined, needs: 'SMTP_URL' },
+      { name: 'postmark', configured: postmark !== undefined, needs: 'POSTMARK_SERVER_TOKEN' },
+    ],
+    production: vars.NODE_ENV === 'production',
+  });
   return {
     ...senderBaseConfig(vars),
     authentication: senderAuthentication(vars, providers),
@@ -133,7 +132,7 @@ export function buildConfig(env: Env): EmailConfig {
  */
 function senderAuthentication(
   vars: { NODE_ENV: string; EMAIL_FROM: string; SMTP_URL?: string; DKIM_SELECTORS?: string; DKIM_PRIVATE_KEYS?: string; DKIM_DOMAIN?: string; DKIM_SIGNED_BY_RELAY: 'true' | 'false'; EMAIL_SPF?: string },
-  providers: readonly EmailProviderName[],
+  providers: readonly string[],
 ): SenderAuthentication {
   const domain = fromDomain(vars.EMAIL_FROM);
   const relay = vars.DKIM_SIGNED_BY_RELAY === 'true';

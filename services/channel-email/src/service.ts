@@ -40,8 +40,11 @@ export async function startEmailSender(
   const names = config.providers ?? (config.smtpUrl ? ['smtp'] : []);
   const dkim = config.authentication?.dkim;
   const sign = dkim ? dkimSigner(dkim) : undefined;
+  // The config decides the sink (providerOrder: never silently in production); no names = the sink (tests).
   const configured: EmailProvider[] = names.map((name) =>
-    name === 'smtp' ? smtpProvider({ smtpUrl: config.smtpUrl!, from, timeoutMs: config.smtpTimeoutMs ?? 15_000, maxConnections: config.smtpMaxConnections, sign }) : postmarkProvider({ ...config.postmark!, from }),
+    name === 'smtp' ? smtpProvider({ smtpUrl: config.smtpUrl!, from, timeoutMs: config.smtpTimeoutMs ?? 15_000, maxConnections: config.smtpMaxConnections, sign })
+    : name === 'postmark' ? postmarkProvider({ ...config.postmark!, from })
+    : sinkEmailProvider(outbox),
   );
   const given = deps.provider === undefined ? undefined : Array.isArray(deps.provider) ? deps.provider : [deps.provider];
   const providers = given ?? (configured.length > 0 ? configured : [sinkEmailProvider(outbox)]);

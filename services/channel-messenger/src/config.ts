@@ -56,10 +56,20 @@ export interface BotsConfig {
   schedulerAddress: string;
 }
 
+/** The messengers, by their lower-case names in `MESSENGER_SINK`. */
+export const MESSENGER_NAMES = { max: 'MAX', telegram: 'TELEGRAM' } as const;
+export type MessengerKey = (typeof MESSENGER_NAMES)[keyof typeof MESSENGER_NAMES];
+
 export interface MessengerConfig extends SenderBaseConfig {
-  /** Unset = sink provider for that messenger (all-in-one mode). */
+  /** The working accounts; a messenger without one uses the sink when listed in `sink`, else it is unavailable. */
   max?: MessengerAccount;
   telegram?: MessengerAccount;
+  /**
+   * The messengers that use the sink provider: outside production every one without a working account;
+   * in production only those `MESSENGER_SINK` names (docs/channels.md, "The sink and production").
+   * Unset (tests, callers of startMessengerSender) = every one without an account.
+   */
+  sink?: MessengerKey[];
   /** Unset = in-memory rate limits (one replica only). */
   redisUrl?: string;
   bots: BotsConfig;
@@ -144,13 +154,19 @@ export function buildConfig(env: Env): MessengerConfig {
       BOT_WEBHOOK_PORT: envField.port(9474),
       BOT_WEBHOOK_PUBLIC_URL: envField.baseUrl().optional(),
       SCHEDULER_ADDR: envField.address('127.0.0.1:50052'),
+      /** Messengers that use the sink on purpose (`max`, `telegram`): the only way to a sink in production. */
+      MESSENGER_SINK: z.string().regex(/^[a-z]+(,[a-z]+)*$/, 'must be a comma-separated list, e.g. max,telegram').optional(),
+      NODE_ENV: envField.nodeEnv(),
     },
     env,
   );
+  const max = account(vars, 'MAX', { perAccount: vars.MAX_RATE_PER_SECOND });
+  const telegram = account(vars, 'TELEGRAM', { perAccount: vars.TELEGRAM_RATE_PER_SECOND });
   return {
     ...senderBaseConfig(vars),
-    max: account(vars, 'MAX', { perAccount: vars.MAX_RATE_PER_SECOND }),
-    telegram: account(vars, 'TELEGRAM', { perAccount: vars.TELEGRAM_RATE_PER_SECOND }),
+    max,
+    telegram,
+    sink: messengerSink(vars.MESSENGER_SINK, { MAX: max, TELEGRAM: telegram }, vars.NODE_ENV === 'production'),
     redisUrl: vars.REDIS_URL,
     bots: {
       // MAX: at most two messages a second to one dialog (dev.max.ru/docs-api/methods/POST/messages);
@@ -163,4 +179,33 @@ export function buildConfig(env: Env): MessengerConfig {
       schedulerAddress: vars.SCHEDULER_ADDR,
     },
   };
+}
+
+/**
+ * "Production never pretends": which messengers use the sink. Outside production, those without a
+ * working account (the demo). In production only those MESSENGER_SINK names, and a sender with neither
+ * a working account nor a named sink refuses to start, naming the variables; a messenger without either
+ * while the other has an account is announced unavailable (`account_missing`), never as a sink.
+ */
+function messengerSink(listed: string | undefined, accounts: Record<MessengerKey, MessengerAccount | undefined>, production: boolean): MessengerKey[] {
+  if (listed === undefined) {
+    const without = (Object.keys(accounts) as MessengerKey[]).filter((key) => !accounts[key]);
+    if (!production) return without;
+    if (without.length === Object.keys(accounts).length) {
+      throw new ConfigError(
+        'MAX_ID_INSTANCE',
+        `no messenger account is configured and NODE_ENV=production: set MAX_ID_INSTANCE and MAX_API_TOKEN, or TELEGRAM_ID_INSTANCE and TELEGRAM_API_TOKEN (or MESSENGER_SINK=max,telegram for a staging whose messages are not delivered)`,
+      );
+    }
+    return [];
+  }
+  const sink: MessengerKey[] = [];
+  for (const name of listed.split(',')) {
+    const key = (MESSENGER_NAMES as Record<string, MessengerKey | undefined>)[name];
+    if (!key) throw new ConfigError('MESSENGER_SINK', `unknown messenger ${JSON.stringify(name)} (known: ${Object.keys(MESSENGER_NAMES).join(', ')})`);
+    if (sink.includes(key)) throw new ConfigError('MESSENGER_SINK', `lists ${name} twice`);
+    if (accounts[key]) throw new ConfigError('MESSENGER_SINK', `lists ${name}, which has a working account (${key}_ID_INSTANCE): a messenger uses one or the other`);
+    sink.push(key);
+  }
+  return sink;
 }

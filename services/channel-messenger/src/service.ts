@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { schedulerV1, type BotChannel } from '@rrs/proto';
+import { accountUnavailableReason, schedulerV1, type BotChannel } from '@rrs/proto';
 import { join } from 'node:path';
 import { collapseRepeats, createGrpcClient, migrate, reachAtStart, type ServiceContext } from '@rrs/runtime';
 import { PermanentSendError, SinkOutbox, StepOutcome, startChannelSender, startReceiptEndpoint, type ReceiptRoute, type ChannelSenderConfig, type ChannelSenderDeps, type RunningChannelSender, type SendStep } from '@rrs/sender-kit';
@@ -12,11 +12,25 @@ import { greenApiReceiptRoute } from './greenApiReceipts';
 import { ChatLinks } from './chatLinks';
 import type { BotAccount, BotsConfig, MessengerAccount, MessengerConfig } from './config';
 import { AccountHealth } from './health';
+import { MessengerProviderHealth } from './providerHealth';
 import { maxBot } from './maxBot';
 import { telegramBot } from './telegramBot';
 import { renderMessengerText } from './message';
 import { greenApiProvider, sinkMessengerProvider, type MessengerProvider } from './provider';
 import { createSendRateLimiter } from './rateLimit';
+
+/** Why a messenger without a working account (and not a named sink) can't send: catalog and step reason, `account_missing` (its steps reroute as for a blocked account). */
+export const NO_WORKING_ACCOUNT = accountUnavailableReason('missing');
+
+/** The provider of a messenger without an account: unreachable behind its health, and refusing if ever called. */
+function noAccountProvider(channel: MessengerChannel): MessengerProvider {
+  return {
+    name: 'none',
+    async send() {
+      throw new PermanentSendError(NO_WORKING_ACCOUNT, `${channel} has no working account (${channel}_ID_INSTANCE, ${channel}_API_TOKEN)`);
+    },
+  };
+}
 
 /** MAX comes first among the phone channels. */
 export const CHANNELS = ['MAX', 'TELEGRAM'] as const;
@@ -77,7 +91,7 @@ function configuredBots(config: Partial<BotsConfig> | undefined, deps: Messenger
 }
 
 export async function startMessengerSender(
-  config: ChannelSenderConfig & Partial<Pick<MessengerConfig, 'max' | 'telegram' | 'redisUrl' | 'bots'>>,
+  config: ChannelSenderConfig & Partial<Pick<MessengerConfig, 'max' | 'telegram' | 'sink' | 'redisUrl' | 'bots'>>,
   ctx: ServiceContext,
   deps: MessengerDeps = {},
 ) {
@@ -101,17 +115,25 @@ export async function startMessengerSender(
   }
   const accounts: Record<MessengerChannel, MessengerAccount | undefined> = { MAX: config.max, TELEGRAM: config.telegram };
   const providers = {} as Record<MessengerChannel, MessengerProvider>;
+  // A messenger with neither a working account nor the sink (production without MESSENGER_SINK naming
+  // it): never called, its steps are UNREACHABLE and its catalog entry unavailable.
+  const withoutAccount: Partial<Record<MessengerChannel, Pick<AccountHealth, 'usable'>>> = {};
   for (const channel of CHANNELS) {
     const account = accounts[channel];
+    const sink = config.sink === undefined || config.sink.includes(channel);
+    if (!deps.providers?.[channel] && !account && !sink) withoutAccount[channel] = { usable: { usable: false, reason: NO_WORKING_ACCOUNT } };
     providers[channel] =
       deps.providers?.[channel] ??
       (account
         ? greenApiProvider(channel.toLowerCase(), account, createSendRateLimiter({ redis, keyPrefix: `${deps.rateKeyPrefix ?? 'rrs'}:msg-rate:${channel.toLowerCase()}:${account.idInstance}`, perAccountPerSecond: account.perAccountPerSecond, perChatPerSecond: account.perChatPerSecond }))
-        : sinkMessengerProvider(channel, outbox));
+        : sink ? sinkMessengerProvider(channel, outbox) : noAccountProvider(channel));
   }
+  const providerHealth = Object.fromEntries(CHANNELS.map((channel) => [channel, new MessengerProviderHealth(providers[channel].name, !withoutAccount[channel])])) as Record<MessengerChannel, MessengerProviderHealth>;
   // Account health: asked before announcing, so a blocked account never enters the catalog as usable.
   let setAvailability: RunningChannelSender['setAvailability'] | undefined;
   const health: Partial<Record<MessengerChannel, AccountHealth>> = {};
+  /** What decides whether the channel can send: its account's health, or the lack of an account. */
+  const usableOf = (channel: MessengerChannel) => health[channel] ?? withoutAccount[channel];
   for (const channel of CHANNELS) {
     const account = accounts[channel];
     if (!account || deps.providers?.[channel]) continue;
@@ -121,6 +143,7 @@ export async function startMessengerSender(
       intervalMs: account.healthIntervalMs ?? 60_000,
       logger: ctx.logger,
       onChange: async (usable, reason) => {
+        providerHealth[channel].set(usable, reason);
         await setAvailability?.(channel, { available: usable, reason });
       },
     });
@@ -153,7 +176,7 @@ export async function startMessengerSender(
     routes[channel] = { bot: configured.bot, links: chatLinks, unlink: async (chatId) => unlinkChat({ ...linking, links: await chatLinks }, chatId, 'bot_blocked') };
   }
   const availability = (channel: MessengerChannel) => {
-    const usable = health[channel]?.usable;
+    const usable = usableOf(channel)?.usable;
     return usable && !usable.usable ? { unavailable: true, unavailableReason: usable.reason } : {};
   };
   // Receipts come only from a real working account whose webhook token is set (the sink has none).
@@ -166,8 +189,10 @@ export async function startMessengerSender(
     pool: deps.pool,
     channels: CHANNELS.map((channel) => ({
       entry: { ...ENTRIES[channel], capabilities: capabilities(channel), ...availability(channel), ...(bots[channel] ? { botLink: bots[channel].bot.link } : {}) },
-      send: messengerSend(providers[channel], health[channel], routes[channel]),
+      send: messengerSend(providers[channel], usableOf(channel), routes[channel]),
       provider: providers[channel].name,
+      // A messenger without a working account has no provider to announce: its entry says why it is unavailable.
+      ...(withoutAccount[channel] ? {} : { health: providerHealth[channel] }),
     })),
   });
   setAvailability = running.setAvailability;
@@ -211,7 +236,7 @@ export async function startMessengerSender(
   }
   // A change while the sender was starting: put the state as it is now.
   for (const channel of CHANNELS) {
-    const usable = health[channel]?.usable;
+    const usable = usableOf(channel)?.usable;
     if (usable && !usable.usable) await running.setAvailability(channel, { available: false, reason: usable.reason });
   }
   return { ...running, outbox, providers, health, chatLinks: links, botWebhookPort, bots };

@@ -20,7 +20,22 @@ describe('channel-messenger config', () => {
     expect(buildConfig({ ...base, MAX_ID_INSTANCE: '1', MAX_API_TOKEN: 'tok-123456789' }).max?.webhookToken).toBeUndefined();
   });
 
+  it('uses the sink for a messenger without an account only outside production, or when MESSENGER_SINK names it', () => {
+    const max = { MAX_ID_INSTANCE: '1', MAX_API_TOKEN: 'tok-123456789' };
+    expect(buildConfig(base).sink).toEqual(['MAX', 'TELEGRAM']);
+    expect(buildConfig({ ...base, ...max }).sink).toEqual(['TELEGRAM']);
+    // Production: the messenger without an account is unavailable, never a silent sink.
+    expect(buildConfig({ ...base, ...max, NODE_ENV: 'production' }).sink).toEqual([]);
+    expect(buildConfig({ ...base, NODE_ENV: 'production', MESSENGER_SINK: 'max,telegram' }).sink).toEqual(['MAX', 'TELEGRAM']);
+    expect(buildConfig({ ...base, ...max, NODE_ENV: 'production', MESSENGER_SINK: 'telegram' }).sink).toEqual(['TELEGRAM']);
+    expect(() => buildConfig({ ...base, NODE_ENV: 'production' })).toThrow(/^MAX_ID_INSTANCE: no messenger account is configured and NODE_ENV=production: set MAX_ID_INSTANCE and MAX_API_TOKEN, or TELEGRAM_ID_INSTANCE and TELEGRAM_API_TOKEN \(or MESSENGER_SINK=max,telegram/);
+  });
+
   it.each([
+    ['MAX_ID_INSTANCE', { ...base, NODE_ENV: 'production' }],
+    ['MESSENGER_SINK', { ...base, MESSENGER_SINK: 'whatsapp' }],
+    ['MESSENGER_SINK', { ...base, MESSENGER_SINK: 'max,max' }],
+    ['MESSENGER_SINK', { ...base, MAX_ID_INSTANCE: '1', MAX_API_TOKEN: 'tok-123456789', MESSENGER_SINK: 'max' }],
     ['MAX_API_TOKEN', { ...base, MAX_ID_INSTANCE: '1' }],
     ['TELEGRAM_ID_INSTANCE', { ...base, TELEGRAM_API_TOKEN: 'tok-123456789' }],
     ['MAX_ID_INSTANCE', { ...base, MAX_ID_INSTANCE: 'abc', MAX_API_TOKEN: 'tok-123456789' }],

@@ -2,7 +2,7 @@ import { startContacts, type RunningContacts } from '@rrs/contacts';
 import { startScheduler, type RunningScheduler } from '@rrs/cascade-scheduler';
 import { openChannelsBucket, readChannelCatalog } from '@rrs/sender-kit';
 import { createTestBus, createTestDatabase, startFakeGreenApi, testContext, waitFor, type FakeGreenApi, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { startMessengerSender, type MessengerAccount } from '../src';
+import { startMessengerSender, type MessengerAccount, type MessengerConfig } from '../src';
 
 export interface MessengerStack {
   db: TestDatabase;
@@ -28,7 +28,9 @@ export interface MessengerStack {
  */
 export async function startMessengerStack(options: {
   name: string;
-  accounts: { max: { idInstance: string; webhookToken?: string }; telegram: { idInstance: string; webhookToken?: string } };
+  accounts: { max: { idInstance: string; webhookToken?: string }; telegram?: { idInstance: string; webhookToken?: string } };
+  /** The messengers on the sink (MessengerConfig.sink); unset = every one without an account. */
+  sink?: MessengerConfig['sink'];
   prepare?: (gateway: FakeGreenApi) => void;
   webhookPort?: boolean;
 }): Promise<MessengerStack> {
@@ -48,7 +50,7 @@ export async function startMessengerStack(options: {
   });
   const messenger = await startMessengerSender(
     {
-      databaseUrl: db.url, concurrency: 4, max: account(options.accounts.max), telegram: account(options.accounts.telegram),
+      databaseUrl: db.url, concurrency: 4, max: account(options.accounts.max), telegram: options.accounts.telegram && account(options.accounts.telegram), sink: options.sink,
       ...(options.webhookPort ? { bots: { webhookHost: '127.0.0.1', webhookPort: 0, schedulerAddress: '127.0.0.1:1' } } : {}),
     },
     ctx,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConfigError, envField, readEnv, type Env } from '@rrs/runtime';
-import { senderBaseConfig, senderEnvShape, type SenderBaseConfig } from '@rrs/sender-kit';
+import { providerOrder, senderBaseConfig, senderEnvShape, type SenderBaseConfig, type SinkProviderName } from '@rrs/sender-kit';
 import { SMSC_MAX_CONNECTIONS_DEFAULT } from './provider';
 
 /** SMS providers channel-sms has adapters for. */
@@ -10,8 +10,11 @@ export type SmsProviderName = (typeof SMS_PROVIDER_NAMES)[number];
 export interface SmsConfig extends SenderBaseConfig {
   /** contacts gRPC address: the SMS balance is debited there. */
   contactsAddress: string;
-  /** Providers in failover order (`SMS_PROVIDERS`); empty = the sink provider (all-in-one mode). */
-  providers: SmsProviderName[];
+  /**
+   * Providers in failover order (`SMS_PROVIDERS`, providerOrder): `['sink']` when none is configured
+   * outside production, or when named (`SMS_PROVIDERS=sink`, the only way to a sink in production).
+   */
+  providers: (SmsProviderName | SinkProviderName)[];
   /** `maxConnections` unset = SMSC_MAX_CONNECTIONS_DEFAULT. */
   smsc?: { baseUrl: string; login: string; password: string; sender?: string; timeoutMs: number; maxConnections?: number };
   /** How often SMSC's inbox is read for STOP replies (`SMSC_INBOX_POLL_MS`); 0 = never. */
@@ -46,6 +49,7 @@ export function buildConfig(env: Env): SmsConfig {
       SMSRU_CALLBACK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'must be 16–128 letters, digits, _ or -').optional(),
       SMS_RECEIPTS_HOST: envField.host(),
       SMS_RECEIPTS_PORT: envField.port(9470),
+      NODE_ENV: envField.nodeEnv(),
     },
     env,
   );
@@ -55,19 +59,15 @@ export function buildConfig(env: Env): SmsConfig {
     ? { baseUrl: vars.SMSRU_URL, apiId: vars.SMSRU_API_ID, sender: vars.SMSRU_SENDER, test: vars.SMSRU_TEST === 'true' || vars.SMSRU_TEST === '1', timeoutMs: vars.SMSRU_TIMEOUT_MS, receiptsSecret: vars.SMSRU_CALLBACK_SECRET }
     : undefined;
   // Default order: every configured provider, SMSC first (it can be asked whether it has a message).
-  const providers: SmsProviderName[] = [];
-  if (vars.SMS_PROVIDERS === undefined) {
-    if (smsc) providers.push('smsc');
-    if (smsru) providers.push('smsru');
-  } else {
-    for (const name of vars.SMS_PROVIDERS.split(',')) {
-      if (!(SMS_PROVIDER_NAMES as readonly string[]).includes(name)) throw new ConfigError('SMS_PROVIDERS', `unknown provider ${JSON.stringify(name)} (known: ${SMS_PROVIDER_NAMES.join(', ')})`);
-      if (providers.includes(name as SmsProviderName)) throw new ConfigError('SMS_PROVIDERS', `lists ${name} twice`);
-      if (name === 'smsc' && !smsc) throw new ConfigError('SMS_PROVIDERS', 'lists smsc but SMSC_LOGIN is not set');
-      if (name === 'smsru' && !smsru) throw new ConfigError('SMS_PROVIDERS', 'lists smsru but SMSRU_API_ID is not set');
-      providers.push(name as SmsProviderName);
-    }
-  }
+  const providers = providerOrder<SmsProviderName>({
+    variable: 'SMS_PROVIDERS',
+    listed: vars.SMS_PROVIDERS,
+    adapters: [
+      { name: 'smsc', configured: smsc !== undefined, needs: 'SMSC_LOGIN' },
+      { name: 'smsru', configured: smsru !== undefined, needs: 'SMSRU_API_ID' },
+    ],
+    production: vars.NODE_ENV === 'production',
+  });
   return {
     ...senderBaseConfig(vars),
     contactsAddress: vars.CONTACTS_ADDR,

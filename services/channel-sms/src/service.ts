@@ -63,11 +63,12 @@ export async function startSmsSender(
   deps: SmsDeps = {},
 ) {
   const outbox = deps.outbox ?? new SinkOutbox();
+  // The config decides the sink (providerOrder: never silently in production); no names = the sink (tests).
   const configured: SmsProvider[] = (config.providers ?? (config.smsc ? ['smsc'] : [])).map((name) =>
-    name === 'smsc' ? smscProvider(config.smsc!) : smsRuProvider(config.smsru!),
+    name === 'smsc' ? smscProvider(config.smsc!) : name === 'smsru' ? smsRuProvider(config.smsru!) : sinkSmsProvider(outbox),
   );
   // Stops run last registered first: the connections close after the sender has drained its steps.
-  if (configured.length > 0) ctx.lifecycle.onStop('SMS provider connections', async () => void (await Promise.all(configured.map((p) => p.close?.()))));
+  if (configured.some((p) => p.close)) ctx.lifecycle.onStop('SMS provider connections', async () => void (await Promise.all(configured.map((p) => p.close?.()))));
   const given = deps.provider === undefined ? undefined : Array.isArray(deps.provider) ? deps.provider : [deps.provider];
   const providers = given ?? (configured.length > 0 ? configured : [sinkSmsProvider(outbox)]);
   const chain = new ProviderChain<SmsSendRequest>(CHANNEL, providers, config.circuit satisfies ProviderChainOptions | undefined);

@@ -30,11 +30,20 @@ describe('channel-sms config', () => {
     expect(buildConfig(both).providers).toEqual(['smsc', 'smsru']);
     expect(buildConfig({ ...both, SMS_PROVIDERS: 'smsru,smsc' }).providers).toEqual(['smsru', 'smsc']);
     expect(buildConfig({ ...base, SMSRU_API_ID: 'id-1', SMSRU_TEST: 'true' })).toMatchObject({ providers: ['smsru'], smsru: { baseUrl: 'https://sms.ru', apiId: 'id-1', test: true, timeoutMs: 10_000 } });
-    expect(buildConfig(base).providers).toEqual([]);
+    expect(buildConfig(base).providers).toEqual(['sink']);
     expect(buildConfig({ ...base, PROVIDER_CIRCUIT_FAILURES: '3', PROVIDER_CIRCUIT_OPEN_MS: '5000' }).circuit).toEqual({ failureThreshold: 3, openMs: 5_000 });
   });
 
+  it('takes the sink only when none is configured outside production, or when SMS_PROVIDERS names it (alone)', () => {
+    expect(buildConfig({ ...base, NODE_ENV: 'test' }).providers).toEqual(['sink']);
+    expect(buildConfig({ ...base, NODE_ENV: 'production', SMS_PROVIDERS: 'sink' }).providers).toEqual(['sink']);
+    expect(buildConfig({ ...base, NODE_ENV: 'production', SMSRU_API_ID: 'id-1' }).providers).toEqual(['smsru']);
+    expect(() => buildConfig({ ...base, NODE_ENV: 'production' })).toThrow(/^SMSC_LOGIN: no provider is configured and NODE_ENV=production: set SMSC_LOGIN or SMSRU_API_ID \(or SMS_PROVIDERS=sink/);
+  });
+
   it.each([
+    ['SMSC_LOGIN', { ...base, NODE_ENV: 'production' }],
+    ['SMS_PROVIDERS', { ...base, SMS_PROVIDERS: 'sink,smsc', SMSC_LOGIN: 'acme', SMSC_PASSWORD: 'pw' }],
     ['SMS_PROVIDERS', { ...base, SMS_PROVIDERS: 'smsc,nexmo', SMSC_LOGIN: 'acme', SMSC_PASSWORD: 'pw' }],
     ['SMS_PROVIDERS', { ...base, SMS_PROVIDERS: 'smsc,smsc', SMSC_LOGIN: 'acme', SMSC_PASSWORD: 'pw' }],
     ['SMS_PROVIDERS', { ...base, SMS_PROVIDERS: 'smsru' }],

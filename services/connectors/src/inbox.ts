@@ -50,12 +50,18 @@ export function backoffMs(policy: ConnectorPolicy, attempts: number, retryAfterM
 }
 
 /** How a failure is handled: retried later (with its code for the status), or final. */
-export function judgeFailure(err: unknown): { retry: boolean; code: string; message: string; retryAfterMs?: number } {
+export function judgeFailure(err: unknown): { retry: boolean; code: string; message: string; retryAfterMs?: number; keep?: boolean } {
   if (err instanceof CrmError) {
     // A refused token is retried too: an admin may fix the credentials within the retry window.
     return { retry: err.kind !== 'rejected', code: err.code, message: err.message, retryAfterMs: err.retryAfterMs };
   }
   if (err instanceof SecretBoxError) return { retry: false, code: 'credentials_unreadable', message: `the stored credentials do not open (${err.code}); is the key that sealed them in CONNECTOR_SECRET_KEYS?` };
+  if (err instanceof DomainError && err.code === 'recipient_quota_exceeded') {
+    // The organization's recipient budget is spent for now: the won deal waits for the window the
+    // scheduler names and is never given up (docs/connectors.md), however many times it has waited.
+    const seconds = Number(err.details?.retryAfterSeconds ?? 60);
+    return { retry: true, keep: true, code: err.code, message: err.message, retryAfterMs: seconds * 1000 };
+  }
   if (err instanceof DomainError) {
     const transient = err.kind === 'unavailable' || err.kind === 'internal' || err.kind === 'rate_limited' || err.code === 'idempotency_key_in_use';
     return { retry: transient, code: transient ? 'directory_unavailable' : err.code, message: err.message };
@@ -105,12 +111,12 @@ export function startInboxWorker(o: InboxWorkerOptions): DueWorkLoop {
       const failure = judgeFailure(err);
       const attempts = Math.max(...group.map((e) => e.attempts));
       await o.connectors.recordError(connector.id, failure.code, failure.message);
-      if (!failure.retry || attempts >= policy.maxAttempts) {
+      if (!failure.retry || (attempts >= policy.maxAttempts && !failure.keep)) {
         o.logger.warn({ err, connectorId: connector.id, dealId: group[0].deal_id, attempts }, 'deal event given up');
         await finish(group, { status: 'failed', outcome: failure.retry ? 'gave_up' : `refused:${failure.code}` }, `${failure.code}: ${failure.message}`);
         return;
       }
-      const delay = backoffMs(policy, attempts, failure.retryAfterMs);
+      const delay = failure.keep ? failure.retryAfterMs! : backoffMs(policy, attempts, failure.retryAfterMs);
       o.logger.info({ connectorId: connector.id, dealId: group[0].deal_id, code: failure.code, retryInMs: delay }, 'deal event will be retried');
       await pool.query(`UPDATE crm_events SET next_attempt_at = now() + make_interval(secs => $2 / 1000.0), last_error = $3 WHERE id = ANY($1::bigint[]) AND status = 'pending'`, [
         group.map((e) => e.id),

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY } from '@rrs/idempotency';
-import type { contactsV1, schedulerV1 } from '@rrs/proto';
+import { saveContactAndStartCascade, type contactsV1, type schedulerV1 } from '@rrs/proto';
 import { DomainError, NotFoundError, type PromiseClient } from '@rrs/runtime';
 
 /**
@@ -15,8 +15,12 @@ export interface ReviewServices {
   /** 404 naming `/flowId` when the flow is not the organization's. */
   checkFlow(organizationId: string, flowId: string): Promise<void>;
   organizationLocale(organizationId: string): Promise<string>;
-  upsertContact(input: ContactInput, idempotencyKey: string): Promise<StoredContact>;
-  startCascade(input: CascadeInput, idempotencyKey: string): Promise<{ id: string; replayed: boolean }>;
+  /**
+   * Saves the contact and starts its cascade (@rrs/proto `saveContactAndStartCascade`, the same sequence
+   * as POST /contacts with `startCascade`): refused before the contact is saved, by the scheduler's one
+   * admission decision (its recipient budget included: 429 `recipient_quota_exceeded`, retried later).
+   */
+  saveContactAndStart(contact: ContactInput, cascade: CascadeInput, keys: { contact: string; cascade: string }): Promise<{ contact: StoredContact; cascadeId: string; replayed: boolean }>;
   /** Cancels a cascade (its recipients not finished yet finish `canceled`); how many it finished. */
   cancelCascade(organizationId: string, cascadeId: string, idempotencyKey: string): Promise<number>;
   /** Whether the cascade has finished (every recipient finished). */
@@ -41,13 +45,10 @@ export interface StoredContact {
 }
 
 export interface CascadeInput {
-  organizationId: string;
-  locationId: string;
   flowId: string;
   /** The cascade's externalId (`amocrm:lead:<id>`, `bitrix24:deal:<id>`). */
   externalId: string;
   name: string;
-  contact: StoredContact;
 }
 
 function idempotencyMetadata(key: string): Record<string, string> {
@@ -84,44 +85,34 @@ export function grpcReviewServices(
       const { organization } = await contacts.getOrganization({ id: organizationId });
       return organization?.locale ?? 'en';
     },
-    async upsertContact(input, idempotencyKey) {
+    async saveContactAndStart(input, cascade, keys) {
       // Presence matters to UpsertContact: a field left out keeps what is stored, so an empty CRM field
-      // never clears what the directory knows.
-      const answer = await contacts.upsertContact(
+      // never clears what the directory knows. A won deal obeys the organization's cooldown like any
+      // request (docs/customer-respect.md).
+      const { contact, cascade: started } = await saveContactAndStartCascade(
+        { contacts, scheduler },
         {
-          organizationId: input.organizationId,
-          externalId: input.externalId,
-          name: input.name || undefined,
-          email: input.email || undefined,
-          phone: input.phone || undefined,
-          locationId: input.locationId,
-          consentAt: undefined,
-          attributesJson: undefined,
-          startCascade: false,
-          flowId: '',
+          contact: {
+            organizationId: input.organizationId,
+            externalId: input.externalId,
+            name: input.name || undefined,
+            email: input.email || undefined,
+            phone: input.phone || undefined,
+            locationId: input.locationId,
+            consentAt: undefined,
+            attributesJson: undefined,
+            flowId: cascade.flowId,
+          },
+          cascade: { flowId: cascade.flowId, name: cascade.name, externalId: cascade.externalId, ignoreCooldown: false },
+          contactMetadata: idempotencyMetadata(keys.contact),
+          cascadeMetadata: idempotencyMetadata(keys.cascade),
         },
-        { metadata: idempotencyMetadata(idempotencyKey) },
       );
-      const contact = answer.contact!;
-      return { id: contact.id, externalId: contact.externalId ?? input.externalId, name: contact.name ?? '', email: contact.email ?? '', phone: contact.phone ?? '' };
-    },
-    async startCascade(input, idempotencyKey) {
-      const started = await scheduler.startCascade(
-        {
-          organizationId: input.organizationId,
-          locationId: input.locationId,
-          name: input.name,
-          flowId: input.flowId,
-          channel: '',
-          externalId: input.externalId,
-          recipients: [{ name: input.contact.name, email: input.contact.email, phone: input.contact.phone, contactId: input.contact.id, contactExternalId: input.contact.externalId }],
-          // A won deal obeys the organization's cooldown like any request (docs/customer-respect.md).
-          ignoreCooldown: false,
-          dryRun: false,
-        },
-        { metadata: idempotencyMetadata(idempotencyKey) },
-      );
-      return { id: started.id, replayed: started.idempotentReplayed };
+      return {
+        contact: { id: contact.id, externalId: contact.externalId ?? input.externalId, name: contact.name ?? '', email: contact.email ?? '', phone: contact.phone ?? '' },
+        cascadeId: started.id,
+        replayed: started.idempotentReplayed,
+      };
     },
     async cancelCascade(organizationId, cascadeId, idempotencyKey) {
       const answer = await scheduler.cancelCascade({ organizationId, id: cascadeId }, { metadata: idempotencyMetadata(idempotencyKey) });

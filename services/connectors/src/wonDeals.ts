@@ -1,7 +1,7 @@
 import type { Pool } from '@rrs/runtime';
 import type { CrmClients } from './crm';
 import { wonKeyOf, type CrmContact, type CrmDeal, type CrmKind } from './crm/types';
-import { invalidPointers, type ReviewServices, type StoredContact } from './reviewServices';
+import { invalidPointers, type CascadeInput, type ContactInput, type ReviewServices } from './reviewServices';
 import { locationOfDeal, type Connector } from './model';
 
 /** What became of a deal's events. */
@@ -85,36 +85,38 @@ export async function startCascadeForDeal(deps: WonDealDeps, connector: Connecto
   if (!crmContact) return { status: 'failed', outcome: 'deal_without_contact', problem: { code: 'deal_without_contact', message: `${noun} has no contact (nor a company) to ask` } };
 
   const key = dealCascadeKey(connector.id, deal.id, wonKey);
-  const contact = await upsertContact(deps.reviewServices, {
-    organizationId: connector.organizationId,
-    externalId: contactExternalId(connector.kind, crmContact.id, crmContact.kind),
-    name: crmContact.name,
-    email: crmContact.email,
-    phone: crmContact.phone,
-    locationId,
-  }, `${key}:contact`);
-  const cascade = await deps.reviewServices.startCascade(
-    { organizationId: connector.organizationId, locationId, flowId: connector.settings.flowId, externalId: cascadeExternalId(connector.kind, deal.id), name: noun, contact },
+  const { contact, cascadeId, replayed } = await saveContactAndStart(
+    deps.reviewServices,
+    {
+      organizationId: connector.organizationId,
+      externalId: contactExternalId(connector.kind, crmContact.id, crmContact.kind),
+      name: crmContact.name,
+      email: crmContact.email,
+      phone: crmContact.phone,
+      locationId,
+    },
+    { flowId: connector.settings.flowId, externalId: cascadeExternalId(connector.kind, deal.id), name: noun },
     key,
   );
   await deps.pool.query(
     `INSERT INTO deal_cascades (connector_id, deal_id, won_key, organization_id, cascade_id, contact_id, crm_contact_id)
      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-    [connector.id, deal.id, wonKey, connector.organizationId, cascade.id, contact.id, crmContact.kind === 'contact' ? crmContact.id : `company:${crmContact.id}`],
+    [connector.id, deal.id, wonKey, connector.organizationId, cascadeId, contact.id, crmContact.kind === 'contact' ? crmContact.id : `company:${crmContact.id}`],
   );
-  return { status: 'done', outcome: cascade.replayed ? 'duplicate' : 'started', cascadeId: cascade.id };
+  return { status: 'done', outcome: replayed ? 'duplicate' : 'started', cascadeId };
 }
 
 /**
- * The contact, as the directory stores it. A phone or email the directory refuses (a CRM field holding
+ * The contact saved and its cascade started. A phone or email the directory refuses (a CRM field holding
  * "call the office") is left out rather than losing the deal: the other one may still reach the customer.
  */
-async function upsertContact(reviewServices: ReviewServices, input: Parameters<ReviewServices['upsertContact']>[0], key: string): Promise<StoredContact> {
+async function saveContactAndStart(reviewServices: ReviewServices, contact: ContactInput, cascade: CascadeInput, key: string): ReturnType<ReviewServices['saveContactAndStart']> {
   try {
-    return await reviewServices.upsertContact(input, key);
+    return await reviewServices.saveContactAndStart(contact, cascade, { contact: `${key}:contact`, cascade: key });
   } catch (err) {
     const pointers = invalidPointers(err);
     if (pointers.length === 0 || !pointers.every((p) => p === '/phone' || p === '/email')) throw err;
-    return reviewServices.upsertContact({ ...input, phone: pointers.includes('/phone') ? '' : input.phone, email: pointers.includes('/email') ? '' : input.email }, `${key}:retry`);
+    const usable = { ...contact, phone: pointers.includes('/phone') ? '' : contact.phone, email: pointers.includes('/email') ? '' : contact.email };
+    return reviewServices.saveContactAndStart(usable, cascade, { contact: `${key}:contact:retry`, cascade: key });
   }
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
-import { InvalidError, NotFoundError, sendingRefused, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
-import { describePhoneRefusal, phoneCountries, phoneRefusal, sendingRefusal } from '@rrs/proto';
+import { InvalidError, NotFoundError, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
+import { describePhoneRefusal, phoneCountries, phoneRefusal } from '@rrs/proto';
 import { runIdempotent, type Codec, type IdempotencyRequest } from '@rrs/idempotency';
 import { asUuid, checkText, FieldErrors, found, isUuid } from './validation';
 
@@ -79,10 +79,10 @@ export class ContactBook {
 
   /**
    * Creates or updates a contact (POST /contacts). Checks run in this order, all before any write:
-   * fields (invalid), the sending rule when `startCascade` (payment_required `plan_required`, conflict
-   * `email_not_confirmed`), the location (not_found), and with `startCascade` a location at all (invalid
-   * `/locationId`). The cascade itself is started by the caller (the gateway) with the cascade
-   * scheduler once this returns. With an Idempotency-Key the answer is saved in the same transaction
+   * fields (invalid), the location (not_found), and with `startCascade` a location at all (invalid
+   * `/locationId`). Whether the cascade may start (the sending rule, the flow, the recipient budget) is
+   * not this service's to say: the caller asked the scheduler's dry run before (@rrs/proto
+   * contactCascade.ts) and starts the cascade once this returns. With an Idempotency-Key the answer is saved in the same transaction
    * as the write.
    */
   async upsert(input: ContactSubmission, idempotency?: IdempotencyRequest): Promise<UpsertResult & { replayed: boolean }> {
@@ -95,8 +95,6 @@ export class ContactBook {
       const organization = found(orgs[0], `organization ${input.organizationId}`);
       const normalized = normalize(input, organization.defaultRegion);
       if (normalized.fields.phone) refusePhone(normalized.fields.phone, phoneCountries(organization));
-      const refusal = input.startCascade ? sendingRefusal(organization) : null;
-      if (refusal) throw sendingRefused(refusal);
       if (normalized.fields.locationId) await requireLocation(client, input.organizationId, normalized.fields.locationId);
       // The cascade of `startCascade` runs at the contact's location; without one the request is refused
       // before the write, so a refusal never leaves a saved contact behind.

@@ -114,8 +114,8 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         return { channel: await channels.set(req) };
       },
       async getSendingProfile(req) {
-        const profile = await sendingProfile(parts, req.organizationId);
-        return { organization: toOrganization(profile.organization), templates: profile.templates, channels: profile.channels };
+        const [profile, location] = await Promise.all([sendingProfile(parts, req.organizationId), req.locationId ? directory.getLocation(req.organizationId, req.locationId) : undefined]);
+        return { organization: toOrganization(profile.organization), templates: profile.templates, channels: profile.channels, location: location && toLocation(location) };
       },
       async debitSmsBalance(req) {
         return smsBalance.debit(req);

@@ -96,13 +96,13 @@ describe('sending setup over gRPC', () => {
     const organization = await newOrg({ locale: 'ru', smsBalance: 7 });
     await harness.client.setTemplate({ organizationId: organization.id, channel: 'SMS', subject: '', body: 'Оцените: {{link}}' });
     await harness.client.setChannelConfiguration({ organizationId: organization.id, channel: 'SMS', configured: true });
-    const profile = await harness.client.getSendingProfile({ organizationId: organization.id });
+    const profile = await harness.client.getSendingProfile({ organizationId: organization.id, locationId: '' });
     expect(profile.organization).toMatchObject({ id: organization.id, plan: 'standard', emailConfirmed: true, smsBalance: 7, locale: 'ru' });
     expect(profile.templates.find((template) => template.channel === 'SMS')).toEqual({ channel: 'SMS', subject: '', body: 'Оцените: {{link}}', isDefault: false });
     expect(profile.templates.find((template) => template.channel === 'EMAIL')!.isDefault).toBe(true);
     expect(profile.channels).toContainEqual({ channel: 'SMS', configured: true });
     expect(profile.channels).toContainEqual({ channel: 'EMAIL', configured: false });
-    expect(await failure(harness.client.getSendingProfile({ organizationId: '0190c3c4-0000-7000-8000-000000000000' }))).toMatchObject({ status: 404, code: 'not_found' });
+    expect(await failure(harness.client.getSendingProfile({ organizationId: '0190c3c4-0000-7000-8000-000000000000', locationId: '' }))).toMatchObject({ status: 404, code: 'not_found' });
   });
 
   describe('SMS balance', () => {

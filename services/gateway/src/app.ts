@@ -19,15 +19,12 @@ import { notFound, statusOf } from './http/errors';
 import { sendProblem } from './http/problem';
 import type { RouteSource } from './http/route';
 import type { RateLimiter } from './rateLimit';
-import { createRecipientQuota, type RecipientQuota } from './recipientQuota';
 import { publicApi } from './routes/api';
 import { txtLookup } from './useCases/deliverability';
 
 export interface AppDeps {
   authenticate: Authenticator;
   rateLimiter: RateLimiter;
-  /** The organizations' recipient budgets (per minute, per day, by plan); unset = in memory with the plans' numbers. */
-  recipientQuota?: RecipientQuota;
   /** The public `/api/v1` routes (normally `publicRoutes(...)` from ./routes). */
   routes: readonly RouteSource[];
   clients: GatewayClients;
@@ -102,7 +99,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(hostGuard(deps.publicBaseUrl));
 
   const failureLimiters = deps.failureLimiters ?? createFailureLimiters({ keyPrefix: '' });
-  const publicApiServed = serveApi(publicApi({ ...deps, recipientQuota: deps.recipientQuota ?? createRecipientQuota({ keyPrefix: '' }), failures: failureLimiters.apiKeyAuth }));
+  const publicApiServed = serveApi(publicApi({ ...deps, failures: failureLimiters.apiKeyAuth }));
   app.get(['/docs', '/api/v1/docs'], (_req, res) => {
     res.locals.route = '/docs';
     res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");

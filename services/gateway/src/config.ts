@@ -1,8 +1,7 @@
-import { PLAN_RECIPIENT_QUOTAS, type Plan } from '@rrs/proto';
+import type { Plan } from '@rrs/proto';
 import { ConfigError, readEnv, envField, type Env } from '@rrs/runtime';
 import { z } from 'zod';
 import type { RateLimitConfig } from './rateLimit';
-import type { RecipientQuotaConfig } from './recipientQuota';
 import type { FailureKind, FailureRule } from './addressLimits';
 
 export interface GatewayConfig {
@@ -28,8 +27,6 @@ export interface GatewayConfig {
   /** How long a key → organization lookup is cached; at most 5000 (a revoked key stops within 5 s). */
   authCacheTtlMs: number;
   rateLimits: RateLimitConfig;
-  /** Recipients per minute and per day by plan; unset = PLAN_RECIPIENT_QUOTAS of @rrs/proto (the documented numbers). */
-  recipientQuotas?: RecipientQuotaConfig;
   /** Per-address failure limits; unset = ADDRESS_FAILURE_RULES (the documented numbers). Tests that send many bad keys on purpose raise them. */
   addressFailureRules?: Partial<Record<FailureKind, FailureRule>>;
   /** The bus holding the channel catalog (KV bucket `channels`) that running senders announce. */
@@ -127,31 +124,6 @@ export const adminTokensField = () =>
     })
     .optional();
 
-/**
- * RECIPIENT_QUOTA_TRIAL / _STANDARD / _PRO: `<per minute>/<per day>` recipients, overriding a plan's
- * budget of PLAN_RECIPIENT_QUOTAS (@rrs/proto, the documented numbers) for this deployment.
- */
-const recipientQuotaField = (plan: Plan) =>
-  z
-    .string()
-    .regex(/^\d{1,9}\/\d{1,10}$/, 'must be <recipients per minute>/<recipients per day>, e.g. 1000/20000')
-    .transform((value) => {
-      const [perMinute, perDay] = value.split('/').map(Number);
-      return { perMinute, perDay };
-    })
-    .default(PLAN_RECIPIENT_QUOTAS[plan]);
-
-/** The recipient budgets' variables, read the same way by the gateway and the all-in-one. */
-export const recipientQuotaEnvShape = () => ({
-  RECIPIENT_QUOTA_TRIAL: recipientQuotaField('trial'),
-  RECIPIENT_QUOTA_STANDARD: recipientQuotaField('standard'),
-  RECIPIENT_QUOTA_PRO: recipientQuotaField('pro'),
-});
-
-export function recipientQuotasOf(vars: { RECIPIENT_QUOTA_TRIAL: RecipientQuotaConfig[Plan]; RECIPIENT_QUOTA_STANDARD: RecipientQuotaConfig[Plan]; RECIPIENT_QUOTA_PRO: RecipientQuotaConfig[Plan] }): RecipientQuotaConfig {
-  return { trial: vars.RECIPIENT_QUOTA_TRIAL, standard: vars.RECIPIENT_QUOTA_STANDARD, pro: vars.RECIPIENT_QUOTA_PRO };
-}
-
 /** The admin API's two variables, read the same way by the gateway and the all-in-one. */
 export const adminEnvShape = () => ({
   ADMIN_TOKEN: adminTokensField(),
@@ -199,7 +171,6 @@ export function buildConfig(env: Env): GatewayConfig {
       RATE_LIMIT_TRIAL: envField.int(60, 1),
       RATE_LIMIT_STANDARD: envField.int(600, 1),
       RATE_LIMIT_PRO: envField.int(3000, 1),
-      ...recipientQuotaEnvShape(),
       NATS_URL: envField.url(['nats', 'tls']).default('nats://127.0.0.1:4222'),
       BUS_PREFIX: envField.busPrefix(),
       CHANNEL_TTL_MS: envField.int(30_000, 1_000),
@@ -230,7 +201,6 @@ export function buildConfig(env: Env): GatewayConfig {
       windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
       perPlan: { trial: e.RATE_LIMIT_TRIAL, standard: e.RATE_LIMIT_STANDARD, pro: e.RATE_LIMIT_PRO },
     },
-    recipientQuotas: recipientQuotasOf(e),
     http: { requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS, headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS, maxConnections: e.HTTP_MAX_CONNECTIONS },
     trustProxy: e.TRUST_PROXY,
     dnsServers: e.DNS_RESOLVER,

@@ -1,4 +1,4 @@
-export { adminEnvShape, adminTokensOf, buildConfig, DEFAULT_METRICS_PORT, recipientQuotaEnvShape, recipientQuotasOf, trustProxyField, dnsResolverField, type GatewayConfig, type TrustProxy } from './config';
+export { adminEnvShape, adminTokensOf, buildConfig, DEFAULT_METRICS_PORT, trustProxyField, dnsResolverField, type GatewayConfig, type TrustProxy } from './config';
 export { startGateway, type RunningGateway, type GatewayStartConfig, type GatewayDeps } from './service';
 export { createApp, type AppDeps } from './app';
 export { renderDocsPage } from './docsPage';

@@ -14,7 +14,6 @@ import { busSystemEmails } from './account/systemEmails';
 import { createSignInThrottle } from './account/signInThrottle';
 import { createRateLimiter, DEFAULT_RATE_LIMITS } from './rateLimit';
 import { createFailureLimiters } from './addressLimits';
-import { createRecipientQuota } from './recipientQuota';
 import { publicRoutes } from './routes';
 import type { GatewayClients } from './clients';
 import type { ChannelCatalogSource } from './catalog/channelCatalog';
@@ -26,7 +25,7 @@ export interface RunningGateway {
 }
 
 export type GatewayStartConfig = Pick<GatewayConfig, 'host' | 'port' | 'contactsAddress' | 'schedulerAddress' | 'publicBaseUrl'> &
-  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'connectorsAddress' | 'adminTokens' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy' | 'recipientQuotas' | 'addressFailureRules' | 'dnsServers'>>;
+  Partial<Pick<GatewayConfig, 'webhooksAddress' | 'connectorsAddress' | 'adminTokens' | 'redisUrl' | 'redisKeyPrefix' | 'authCacheTtlMs' | 'rateLimits' | 'http' | 'trustProxy' | 'addressFailureRules' | 'dnsServers'>>;
 
 export interface GatewayDeps {
   /** gRPC clients to use instead of connecting to the configured addresses (tests wrap them). */
@@ -94,12 +93,10 @@ export async function startGateway(config: GatewayStartConfig, ctx: ServiceConte
   const authenticate = cachedAuthenticator(lookup, { ttlMs: config.authCacheTtlMs ?? 4000, redis, keyPrefix, logger: ctx.logger });
   const rateLimiter = createRateLimiter({ config: config.rateLimits ?? DEFAULT_RATE_LIMITS, redis, keyPrefix, logger: ctx.logger });
   const failureLimiters = createFailureLimiters({ redis, keyPrefix, logger: ctx.logger, rules: config.addressFailureRules });
-  const recipientQuota = createRecipientQuota({ config: config.recipientQuotas, redis, keyPrefix, logger: ctx.logger });
 
   const app = createApp({
     authenticate,
     rateLimiter,
-    recipientQuota,
     signInThrottle: createSignInThrottle({ redis, keyPrefix, logger: ctx.logger }),
     routes: publicRoutes({ clients, publicBaseUrl: config.publicBaseUrl, channelCatalog: deps.channelCatalog }),
     clients,

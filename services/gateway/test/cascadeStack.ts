@@ -1,5 +1,5 @@
 import { startContacts, type RunningContacts } from '@rrs/contacts';
-import { startScheduler, type RunningScheduler } from '@rrs/cascade-scheduler';
+import { startScheduler, type RunningScheduler, type SchedulerStartConfig } from '@rrs/cascade-scheduler';
 import { createPool, type Pool } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
 import { startGateway, type GatewayStartConfig } from '../src';
@@ -35,7 +35,7 @@ export interface CascadeStack {
  * scripted sender answering every step SENT. Organizations: a paid one with a location and a default
  * flow (EMAIL, then SMS 1440 flow minutes later), another paid one, a trial one and an unconfirmed one.
  */
-export async function startCascadeStack(options: { locale?: 'ru' | 'en'; gateway?: Partial<GatewayStartConfig>; replicas?: number } = {}): Promise<CascadeStack> {
+export async function startCascadeStack(options: { locale?: 'ru' | 'en'; gateway?: Partial<GatewayStartConfig>; scheduler?: Partial<SchedulerStartConfig>; replicas?: number } = {}): Promise<CascadeStack> {
   const db: TestDatabase = await createTestDatabase();
   const tb: TestBus = await createTestBus('jetstream');
   await tb.bus.ensureStreams();
@@ -43,7 +43,7 @@ export async function startCascadeStack(options: { locale?: 'ru' | 'en'; gateway
   const contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
   const gatewayPort = 0;
   const scheduler = await startScheduler(
-    { databaseUrl: db.url, busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40 },
+    { databaseUrl: db.url, busPrefix: tb.prefix, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, publicBaseUrl: 'http://reviews.test', minuteMs: 40, ...options.scheduler },
     ctx,
     { bus: tb.bus, channelsCacheMs: 0 },
   );

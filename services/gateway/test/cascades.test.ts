@@ -1,8 +1,8 @@
 import { openApiChecker, waitFor, type OpenApiChecker } from '@rrs/testkit';
-import { schedulerV1 } from '@rrs/proto';
+import { contactsV1, saveContactAndStartCascade, schedulerV1 } from '@rrs/proto';
 import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY } from '@rrs/idempotency';
 import { createGrpcClient } from '@rrs/runtime';
-import { startContactCascade } from '../src/useCases/cascades';
+import { cascadeMetadataOf } from '../src/useCases/cascades';
 import { startCascadeStack, type CascadeStack } from './cascadeStack';
 
 /** Flows, cascades and review requests over real HTTP → gateway → gRPC → contacts + cascade-scheduler → Postgres + JetStream. */
@@ -165,25 +165,33 @@ describe('cascades through the gateway', () => {
     expect(pointers(bad.body)).toEqual(['/locationId']);
   });
 
-  it('startContactCascade (POST /contacts with startCascade): one recipient from the contact; a retry with the same key starts nothing new', async () => {
+  it('saveContactAndStartCascade (POST /contacts with startCascade): one recipient from the contact; a retry with the same key saves and starts nothing new', async () => {
     const grpc = createGrpcClient(schedulerV1.CascadeSchedulerServiceClient, `127.0.0.1:${stack.scheduler.grpcPort}`);
+    const directory = createGrpcClient(contactsV1.ContactsServiceClient, `127.0.0.1:${stack.contacts.grpcPort}`);
     try {
-      const clients = { scheduler: grpc.client } as unknown as Parameters<typeof startContactCascade>[0];
+      const clients = { scheduler: grpc.client, contacts: directory.client };
       const md = { [MD_IDEMPOTENCY_KEY]: 'crm-contact-9', [MD_IDEMPOTENCY_FINGERPRINT]: 'fp-contact-9' };
-      const input = { organizationId: stack.orgIds.paid, locationId, contact: { id: 'contact-1', externalId: 'crm-9', name: 'Olga', email: 'olga@example.com', phone: '+79161234567' } };
-      const first = await startContactCascade(clients, input, md);
-      expect(first).toMatchObject({ status: 'running', queued: 1, skipped: 0, replayed: false });
+      const input = {
+        contact: { organizationId: stack.orgIds.paid, externalId: 'crm-9', name: 'Olga', email: 'olga@example.com', phone: '+79161234567', locationId, consentAt: undefined, attributesJson: undefined, flowId: '' },
+        cascade: { flowId: '', name: '', externalId: 'crm-9', ignoreCooldown: false },
+        contactMetadata: md,
+        cascadeMetadata: cascadeMetadataOf(md),
+      };
+      const first = await saveContactAndStartCascade(clients, input);
+      expect(first.cascade).toMatchObject({ status: 'running', queued: 1, skipped: 0, idempotentReplayed: false });
       const before = await cascadeCount();
-      const again = await startContactCascade(clients, input, md);
-      expect(again).toEqual({ ...first, replayed: true });
+      const again = await saveContactAndStartCascade(clients, input);
+      expect(again.contactReplayed).toBe(true);
+      expect(again.cascade).toEqual({ ...first.cascade, idempotentReplayed: true });
       expect(await cascadeCount()).toBe(before);
-      const c = await stack.scheduler.cascades.get(stack.orgIds.paid, first.id);
+      const c = await stack.scheduler.cascades.get(stack.orgIds.paid, first.cascade.id);
       expect(c.recipients[0]).toMatchObject({ name: 'Olga', contactExternalId: 'crm-9' });
       expect(c.externalId).toBe('crm-9');
       const { rows } = await schedulerPool.query('SELECT key FROM idempotency_keys');
       expect(rows.map((r) => r.key)).toContain('crm-contact-9:cascade');
     } finally {
       grpc.close();
+      directory.close();
     }
   });
 });

@@ -76,7 +76,11 @@ describe('channel catalog and send endpoints built from running senders', () => 
   it('GET /channels lists the running senders with per-organization configured and sendEndpoint', async () => {
     const res = await call('GET', '/channels');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ channels: [{ key: 'EMAIL', slug: 'email', label: 'Email', contactField: 'email', configured: true, sendEndpoint: '/api/v1/channels/email/send' }] });
+    // The sender runs the sink (outside production, no provider configured): the catalog says nothing is delivered.
+    expect(res.body).toEqual({ channels: [{
+      key: 'EMAIL', slug: 'email', label: 'Email', contactField: 'email', configured: true, sendEndpoint: '/api/v1/channels/email/send',
+      delivers: false, providers: [{ name: 'sink', state: 'ok', since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) }],
+    }] });
     expect((await call('GET', '/channels', undefined, 'bare')).body).toEqual({ channels: [expect.objectContaining({ key: 'EMAIL', configured: false })] });
   });
 
@@ -111,7 +115,8 @@ describe('channel catalog and send endpoints built from running senders', () => 
     }, { what: 'VIBER in the catalog' });
     expect((listed as { channels: unknown[] }).channels).toEqual([
       expect.objectContaining({ key: 'EMAIL' }),
-      { key: 'VIBER', slug: 'viber', label: 'Viber', contactField: 'phone', configured: true, sendEndpoint: '/api/v1/channels/viber/send' },
+      // A sender that announces no provider health: nothing known against it.
+      { key: 'VIBER', slug: 'viber', label: 'Viber', contactField: 'phone', configured: true, sendEndpoint: '/api/v1/channels/viber/send', delivers: true, providers: [] },
     ]);
     // A sender that reports it cannot send now (its working account blocked) shows as not configured, and back.
     const viberConfigured = async () => ((await call('GET', '/channels')).body as { channels: Array<{ key: string; configured: boolean }> }).channels.find((c) => c.key === 'VIBER')?.configured;

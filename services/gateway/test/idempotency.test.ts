@@ -1,6 +1,7 @@
+import { startScheduler } from '@rrs/cascade-scheduler';
 import { startContacts, type RunningContacts } from '@rrs/contacts';
 import { SCOPES } from '@rrs/proto';
-import { createTestDatabase, openApiChecker, testContext, type OpenApiChecker, type TestDatabase } from '@rrs/testkit';
+import { createTestBus, createTestDatabase, openApiChecker, testContext, type OpenApiChecker, type TestDatabase } from '@rrs/testkit';
 import { startGateway } from '../src';
 
 /**
@@ -25,7 +26,10 @@ describe('Idempotency-Key through the gateway', () => {
   async function startStack(): Promise<Stack> {
     const ctx = testContext('idempotency-test');
     const contacts = await startContacts({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0 }, ctx);
-    const gateway = await startGateway({ host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: '127.0.0.1:1', publicBaseUrl: 'http://localhost', authCacheTtlMs: 200 }, ctx);
+    // The scheduler answers the start's admission (the sending rule included) before contacts saves anything.
+    const bus = (await createTestBus('memory')).bus;
+    const scheduler = await startScheduler({ databaseUrl: db.url, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}` }, ctx, { bus, noDispatcher: true });
+    const gateway = await startGateway({ host: '127.0.0.1', port: 0, contactsAddress: `127.0.0.1:${contacts.grpcPort}`, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}`, publicBaseUrl: 'http://localhost', authCacheTtlMs: 200 }, ctx);
     return { ctx, contacts, base: gateway.url, api: await openApiChecker(`${gateway.url}/api/v1/openapi.json`) };
   }
 

@@ -1,5 +1,5 @@
 import { busV1 } from '@rrs/proto';
-import { ProviderHealthBoard } from '../src/catalog/providerHealth';
+import { deliversMessages, ProviderHealthBoard, publicProviderState } from '../src/catalog/providerHealth';
 
 const ttlMs = 30_000;
 const t0 = Date.parse('2026-03-01T10:00:00Z');
@@ -44,5 +44,13 @@ describe('provider health over a sender\'s replicas (ProviderHealthBoard)', () =
     board.record(put('pod-b', t0 + 6_000, [['smsc', 'melting']]), t0 + 6_000);
     board.record(put('pod-c', t0 + 6_000, []), t0 + 6_000);
     expect(board.of('SMS', t0 + 6_000)).toEqual([expect.objectContaining({ name: 'smsc', state: 'closed', replicas: 2, replicasInState: 2 })]);
+  });
+
+  it('says the public state in words (closed ok, half_open degraded, open down), and that a sink alone delivers nothing', () => {
+    expect(['closed', 'half_open', 'open'].map((state) => publicProviderState(state as 'closed'))).toEqual(['ok', 'degraded', 'down']);
+    expect(deliversMessages([{ name: 'sink' }])).toBe(false);
+    expect(deliversMessages([{ name: 'smsc' }, { name: 'sink' }])).toBe(true);
+    // Nothing announced (a sender of an earlier version): nothing known against it.
+    expect(deliversMessages([])).toBe(true);
   });
 });

@@ -1,8 +1,7 @@
-import { Redis } from 'ioredis';
 import { PLAN_RECIPIENT_QUOTAS } from '@rrs/proto';
+import { inTransaction } from '@rrs/runtime';
+import { buildConfig, RecipientBudgets } from '@rrs/cascade-scheduler';
 import { openApiChecker, TEST_REDIS_URL, uniqueName, type OpenApiChecker } from '@rrs/testkit';
-import { createRecipientQuota } from '../src/recipientQuota';
-import { buildConfig } from '../src';
 import { startCascadeStack, type CascadeStack } from './cascadeStack';
 
 /** Small budgets so a test reaches them: standard runs out by the minute, pro by the day. */
@@ -10,27 +9,23 @@ const QUOTAS = { trial: { perMinute: 2, perDay: 2 }, standard: { perMinute: 5, p
 
 /**
  * Quotas count work: every route that creates recipients takes them from the organization's budgets
- * (per minute and per day, by plan) in Redis shared by the replicas, atomically with the request;
- * over budget it is 429 `recipient_quota_exceeded` with RateLimit fields in recipients, and nothing is created.
+ * (per minute and per day, by plan), which the scheduler keeps in PostgreSQL and takes in the start's own
+ * transaction, so every gateway replica draws from one budget; over budget it is 429
+ * `recipient_quota_exceeded` with RateLimit fields in recipients, and nothing is created.
  */
 describe('recipient quotas', () => {
   let stack: CascadeStack;
-  let redis: Redis;
   let api: OpenApiChecker;
   const prefix = `${uniqueName('gwrq')}:`;
   let otherLocation: string;
 
   beforeAll(async () => {
-    stack = await startCascadeStack({ gateway: { redisUrl: TEST_REDIS_URL, redisKeyPrefix: prefix, recipientQuotas: QUOTAS }, replicas: 2 });
+    stack = await startCascadeStack({ gateway: { redisUrl: TEST_REDIS_URL, redisKeyPrefix: prefix }, scheduler: { recipientQuotas: QUOTAS }, replicas: 2 });
     api = await openApiChecker(`${stack.base}/api/v1/openapi.json`);
-    redis = new Redis(TEST_REDIS_URL);
     otherLocation = (await stack.contacts.directory.createLocation({ organizationId: stack.orgIds.other, name: 'Arbat', address: 'Arbat 1', city: 'Moscow', timeZone: 'Europe/Moscow', reviewLinks: [] })).id;
     await stack.scheduler.flows.create({ organizationId: stack.orgIds.other, name: 'Email', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }] });
   });
   afterAll(async () => {
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
-    await redis.quit();
     await stack.close();
   });
 
@@ -102,18 +97,12 @@ describe('recipient quotas', () => {
     expect(await count('cascades', stack.orgIds.other)).toBe(cascadesBefore);
   });
 
-  it('lets concurrent requests on several replicas never pass a budget together (one Redis script per request)', async () => {
-    const quota = createRecipientQuota({ redis, keyPrefix: `${prefix}race:`, config: { ...QUOTAS, standard: { perMinute: 7, perDay: 100 } } });
-    const holder = { organization: { id: 'race-org', plan: 'standard' } };
-    const decisions = await Promise.all(Array.from({ length: 25 }, () => quota.consume(holder, 1)));
-    expect(decisions.filter((d) => d.allowed)).toHaveLength(7);
-  });
-
-  it('counts in memory without Redis (the all-in-one), as strictly', async () => {
-    const quota = createRecipientQuota({ keyPrefix: '' });
-    const holder = { organization: { id: 'memory-org', plan: 'trial' } };
-    const decisions = await Promise.all(Array.from({ length: 40 }, () => quota.consume(holder, 1)));
-    expect(decisions.filter((d) => d.allowed)).toHaveLength(PLAN_RECIPIENT_QUOTAS.trial.perMinute);
+  it('lets concurrent starts never pass a budget together (the budget rows are taken in each start’s transaction)', async () => {
+    const budgets = new RecipientBudgets({ ...QUOTAS, standard: { perMinute: 7, perDay: 100 } });
+    const organization = { id: '0190c3c4-0000-7000-8000-00000000abcd', plan: 'standard' };
+    const outcomes = await Promise.allSettled(Array.from({ length: 25 }, () => inTransaction(stack.pool, (client) => budgets.take(client, organization, 1))));
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(7);
+    expect(outcomes.filter((o) => o.status === 'rejected').map((o) => (o as PromiseRejectedResult).reason.code)).toEqual(Array(18).fill('recipient_quota_exceeded'));
   });
 
   it('documents 429 recipient_quota_exceeded on every operation that creates recipients', () => {
@@ -124,9 +113,10 @@ describe('recipient quotas', () => {
     }
   });
 
-  it('takes the plans’ numbers from @rrs/proto unless RECIPIENT_QUOTA_<PLAN> overrides one', () => {
-    expect(buildConfig({}).recipientQuotas).toEqual(PLAN_RECIPIENT_QUOTAS);
-    expect(buildConfig({ RECIPIENT_QUOTA_PRO: '100000/5000000' }).recipientQuotas).toEqual({ ...PLAN_RECIPIENT_QUOTAS, pro: { perMinute: 100_000, perDay: 5_000_000 } });
-    expect(() => buildConfig({ RECIPIENT_QUOTA_STANDARD: '1000' })).toThrow(/^RECIPIENT_QUOTA_STANDARD: /);
+  it('takes the plans’ numbers from @rrs/proto unless RECIPIENT_QUOTA_<PLAN> overrides one (the scheduler reads them)', () => {
+    const env = { DATABASE_URL: 'postgres://localhost/x' };
+    expect(buildConfig(env).recipientQuotas).toEqual(PLAN_RECIPIENT_QUOTAS);
+    expect(buildConfig({ ...env, RECIPIENT_QUOTA_PRO: '100000/5000000' }).recipientQuotas).toEqual({ ...PLAN_RECIPIENT_QUOTAS, pro: { perMinute: 100_000, perDay: 5_000_000 } });
+    expect(() => buildConfig({ ...env, RECIPIENT_QUOTA_STANDARD: '1000' })).toThrow(/^RECIPIENT_QUOTA_STANDARD: /);
   });
 });

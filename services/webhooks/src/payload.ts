@@ -1,4 +1,4 @@
-import { eventsV1 } from '@rrs/proto';
+import { eventsV1, stepDelivery } from '@rrs/proto';
 
 /**
  * The JSON body of a webhook: `{type, timestamp, data}`, `timestamp` being when the event happened and
@@ -41,6 +41,7 @@ export function cascadeRecipientFinishedData(finished: eventsV1.CascadeRecipient
       reroutedTo: orNull(step.reroutedTo),
       deliveredAt: iso(step.deliveredAt),
       provider: orNull(step.provider),
+      delivery: stepDelivery(step),
     })),
     finishedAt: iso(finished.finishedAt),
   };

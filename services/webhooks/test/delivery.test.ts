@@ -121,7 +121,7 @@ describe('webhook delivery', () => {
         rating: 5,
         feedback: 'Great',
         reason: 'rated',
-        steps: [{ order: 1, channel: 'EMAIL', status: 'sent', reason: null, sentAt: '2026-11-21T09:00:00.000Z', reroutedTo: null, deliveredAt: '2026-11-21T09:00:05.000Z', provider: 'postmark' }],
+        steps: [{ order: 1, channel: 'EMAIL', status: 'sent', reason: null, sentAt: '2026-11-21T09:00:00.000Z', reroutedTo: null, deliveredAt: '2026-11-21T09:00:05.000Z', provider: 'postmark', delivery: 'delivered' }],
         finishedAt: '2026-11-21T10:00:00.000Z',
       },
     });

@@ -96,7 +96,7 @@ export interface paths {
         };
         /**
          * The channel catalog
-         * @description The channels whose senders are running, with their readiness for your organization and their send method. Read it instead of hard-coding a list: a channel deployed later appears here with its send method.
+         * @description The channels whose senders are running, with their readiness for your organization, their send method and their providers' health. Read it instead of hard-coding a list: a channel deployed later appears here with its send method.
          */
         get: operations["listChannels"];
         put?: never;
@@ -570,8 +570,9 @@ export interface components {
             skippedAt: string | null;
             /** @description When a delivery receipt said the message reached the recipient (channels with receipts: SMS, Postmark email); null otherwise. A negative receipt leaves `reason` `undelivered: <reason>` instead. */
             deliveredAt: string | null;
-            /** @description The provider that took the message once sent (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, or `telegram_bot` / `max_bot` for a customer who linked the official bot), when the channel has several in order with failover; null before or when unknown. */
+            /** @description The provider that took the message once sent, or that refused it for a failed step (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, or `telegram_bot` / `max_bot` for a customer who linked the official bot); null before or when unknown. */
             provider: string | null;
+            delivery: components["schemas"]["StepDelivery"];
             /** @description How the step was rerouted; null when it stayed in its channel. */
             reroute: components["schemas"]["Reroute"] | null;
             /** @constant */
@@ -586,8 +587,9 @@ export interface components {
             skippedAt: string | null;
             /** @description When a delivery receipt said the message reached the recipient (channels with receipts: SMS, Postmark email); null otherwise. A negative receipt leaves `reason` `undelivered: <reason>` instead. */
             deliveredAt: string | null;
-            /** @description The provider that took the message once sent (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, or `telegram_bot` / `max_bot` for a customer who linked the official bot), when the channel has several in order with failover; null before or when unknown. */
+            /** @description The provider that took the message once sent, or that refused it for a failed step (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, or `telegram_bot` / `max_bot` for a customer who linked the official bot); null before or when unknown. */
             provider: string | null;
+            delivery: components["schemas"]["StepDelivery"];
             /** @description How the step was rerouted; null when it stayed in its channel. */
             reroute: components["schemas"]["Reroute"] | null;
             /** @enum {string} */
@@ -631,6 +633,20 @@ export interface components {
         };
         /** @description A channel key: one of the known channels, or a channel added at run time (upper-case letters, digits and `_`); GET /channels lists the live ones. */
         ChannelKey: components["schemas"]["KnownChannelKey"] | string;
+        ChannelProviderHealth: {
+            /** @description The provider, e.g. `smtp`, `postmark`, `smsc`, `smsru`, `max`, `telegram`, `sink`. */
+            name: string;
+            /**
+             * @description `ok`: steps go to it; `degraded`: it failed and a trial step is testing it; `down`: skipped after provider faults (steps go to the next provider), or the messenger account can't send. The worst over the sender's replicas.
+             * @enum {string}
+             */
+            state: "ok" | "degraded" | "down";
+            /**
+             * Format: date-time
+             * @description Since when it has been in `state`.
+             */
+            since: string;
+        };
         /**
          * @description The recipient field a channel needs: `email` for EMAIL, `phone` for SMS, MAX and TELEGRAM.
          * @enum {string}
@@ -713,8 +729,9 @@ export interface components {
                 reroutedTo: components["schemas"]["ChannelKey"] | null;
                 /** @description When a delivery receipt confirmed the message; null without one (a negative receipt leaves `reason` `undelivered: <reason>`). */
                 deliveredAt: string | null;
-                /** @description The provider that took the message (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, `telegram_bot`, `max_bot`); null before or when unknown. */
+                /** @description The provider that took the message, or that refused it for a failed step (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, `telegram_bot`, `max_bot`); null before or when unknown. */
                 provider: string | null;
+                delivery: components["schemas"]["StepDelivery"];
             }[];
             finishedAt: string | null;
         };
@@ -770,6 +787,8 @@ export interface components {
          * @enum {string}
          */
         SkipReason: "no_contact" | "opted_out" | "channel_not_configured" | "cooldown" | "no_consent" | "phone_not_allowed";
+        /** @description The step's delivery outcome, beside its `status`: `delivered` (a delivery receipt confirmed it: `deliveredAt`), `undelivered` (a negative receipt: `reason` says why, e.g. `undelivered: expired`), `unknown` (it went out and no receipt has said either, yet or ever: channels without receipts); null while or when it never went out. */
+        StepDelivery: ("delivered" | "undelivered" | "unknown") | null;
         /**
          * @description `pending` (waiting for earlier steps) → `scheduled` (has `dueAt`) → `dispatched` (handed to the sender) → `sent` or `failed`; or `skipped` (see `reason`) or `canceled` (a rating, an unsubscribe or a cancel came first).
          * @enum {string}
@@ -1695,6 +1714,7 @@ export interface operations {
                      *               "skippedAt": null,
                      *               "deliveredAt": null,
                      *               "provider": "smtp",
+                     *               "delivery": "unknown",
                      *               "reason": null,
                      *               "reroute": null
                      *             },
@@ -1707,6 +1727,7 @@ export interface operations {
                      *               "skippedAt": null,
                      *               "deliveredAt": null,
                      *               "provider": null,
+                     *               "delivery": null,
                      *               "reason": null,
                      *               "reroute": null
                      *             }
@@ -1735,6 +1756,7 @@ export interface operations {
                      *               "skippedAt": "2026-05-01T12:00:00.000Z",
                      *               "deliveredAt": null,
                      *               "provider": null,
+                     *               "delivery": null,
                      *               "reason": "no_contact",
                      *               "reroute": null
                      *             },
@@ -1747,6 +1769,7 @@ export interface operations {
                      *               "skippedAt": "2026-05-01T12:00:00.000Z",
                      *               "deliveredAt": null,
                      *               "provider": null,
+                     *               "delivery": null,
                      *               "reason": "no_contact",
                      *               "reroute": null
                      *             }
@@ -2055,6 +2078,7 @@ export interface operations {
                      *               "skippedAt": null,
                      *               "deliveredAt": null,
                      *               "provider": "smtp",
+                     *               "delivery": "unknown",
                      *               "reason": null,
                      *               "reroute": null
                      *             },
@@ -2067,6 +2091,7 @@ export interface operations {
                      *               "skippedAt": null,
                      *               "deliveredAt": null,
                      *               "provider": null,
+                     *               "delivery": null,
                      *               "reason": null,
                      *               "reroute": null
                      *             }
@@ -2095,6 +2120,7 @@ export interface operations {
                      *               "skippedAt": "2026-05-01T12:00:00.000Z",
                      *               "deliveredAt": null,
                      *               "provider": null,
+                     *               "delivery": null,
                      *               "reason": "no_contact",
                      *               "reroute": null
                      *             },
@@ -2107,6 +2133,7 @@ export interface operations {
                      *               "skippedAt": "2026-05-01T12:00:00.000Z",
                      *               "deliveredAt": null,
                      *               "provider": null,
+                     *               "delivery": null,
                      *               "reason": "no_contact",
                      *               "reroute": null
                      *             }
@@ -2759,7 +2786,20 @@ export interface operations {
                      *           "label": "Email",
                      *           "contactField": "email",
                      *           "configured": true,
-                     *           "sendEndpoint": "/api/v1/channels/email/send"
+                     *           "sendEndpoint": "/api/v1/channels/email/send",
+                     *           "delivers": true,
+                     *           "providers": [
+                     *             {
+                     *               "name": "smtp",
+                     *               "state": "down",
+                     *               "since": "2026-03-02T09:14:05.000Z"
+                     *             },
+                     *             {
+                     *               "name": "postmark",
+                     *               "state": "ok",
+                     *               "since": "2026-03-01T08:00:00.000Z"
+                     *             }
+                     *           ]
                      *         },
                      *         {
                      *           "key": "SMS",
@@ -2767,7 +2807,15 @@ export interface operations {
                      *           "label": "SMS",
                      *           "contactField": "phone",
                      *           "configured": false,
-                     *           "sendEndpoint": "/api/v1/channels/sms/send"
+                     *           "sendEndpoint": "/api/v1/channels/sms/send",
+                     *           "delivers": true,
+                     *           "providers": [
+                     *             {
+                     *               "name": "smsc",
+                     *               "state": "ok",
+                     *               "since": "2026-03-01T08:00:00.000Z"
+                     *             }
+                     *           ]
                      *         }
                      *       ]
                      *     }
@@ -2783,6 +2831,10 @@ export interface operations {
                             configured: boolean;
                             /** @description Path of the send method, e.g. `/api/v1/channels/email/send`. */
                             sendEndpoint: string;
+                            /** @description False when the channel's sender uses the `sink` provider (a staging deployment that asked for it by name): messages are recorded, not delivered. Production never uses the sink otherwise. */
+                            delivers: boolean;
+                            /** @description The channel's providers in failover order, with their health over the sender's running replicas (no credentials). Empty from a sender that does not announce them. */
+                            providers: components["schemas"]["ChannelProviderHealth"][];
                         }[];
                     };
                 };
@@ -9119,7 +9171,8 @@ export interface operations {
                  *             "sentAt": "2026-05-01T12:00:01.200Z",
                  *             "reroutedTo": null,
                  *             "deliveredAt": null,
-                 *             "provider": "smtp"
+                 *             "provider": "smtp",
+                 *             "delivery": "unknown"
                  *           },
                  *           {
                  *             "order": 2,
@@ -9129,7 +9182,8 @@ export interface operations {
                  *             "sentAt": null,
                  *             "reroutedTo": null,
                  *             "deliveredAt": null,
-                 *             "provider": null
+                 *             "provider": null,
+                 *             "delivery": null
                  *           }
                  *         ],
                  *         "finishedAt": "2026-05-01T12:30:00.000Z"
@@ -9209,7 +9263,8 @@ export interface operations {
                  *             "sentAt": "2026-05-01T12:00:01.200Z",
                  *             "reroutedTo": null,
                  *             "deliveredAt": null,
-                 *             "provider": "smtp"
+                 *             "provider": "smtp",
+                 *             "delivery": "unknown"
                  *           }
                  *         ],
                  *         "finishedAt": "2026-05-01T12:00:01.300Z"

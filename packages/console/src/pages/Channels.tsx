@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { call } from '../api';
 import { ErrorNote, type PageProps, Scroll } from '../widgets';
 import { useAction } from '../parts';
+import { formatWhen } from '../time';
 
 type CircuitState = 'closed' | 'open' | 'half_open';
 
@@ -26,10 +27,12 @@ interface ChannelStatus {
   capabilities: string[];
   ready: boolean;
   providers: ProviderHealth[];
+  /** False when no sender runs it, or its sender uses the sink: messages are recorded, not delivered. */
+  delivers: boolean;
 }
 
 /** One channel's providers in failover order: the state in words (not colour alone), since when, the last fault. */
-function ProvidersTable({ channel, t }: { channel: ChannelStatus; t: PageProps['t'] }) {
+function ProvidersTable({ channel, t, session }: { channel: ChannelStatus } & PageProps) {
   const caption = t('providersOf', { channel: channel.label });
   return (
     <Scroll label={caption}>
@@ -52,15 +55,19 @@ function ProvidersTable({ channel, t }: { channel: ChannelStatus; t: PageProps['
                 <code>{p.name}</code>
               </th>
               <td>
-                <span class={`circuit circuit-${p.state}`}>{t(`circuit_${p.state}`)}</span>
+                {p.name === 'sink' ? (
+                  <strong class="not-delivered">{t('sinkState')}</strong>
+                ) : (
+                  <span class={`circuit circuit-${p.state}`}>{t(`circuit_${p.state}`)}</span>
+                )}
                 {p.replicas > 1 && <> ({t('circuitReplicas', { n: p.replicasInState, total: p.replicas })})</>}
               </td>
-              <td>{new Date(p.since).toLocaleString()}</td>
+              <td>{formatWhen(session, p.since)}</td>
               <td>
                 {p.lastFailureCode ? (
                   <>
                     <code>{p.lastFailureCode}</code>
-                    {p.lastFailureAt && <>, {new Date(p.lastFailureAt).toLocaleString()}</>}
+                    {p.lastFailureAt && <>, {formatWhen(session, p.lastFailureAt)}</>}
                   </>
                 ) : (
                   '—'
@@ -151,7 +158,7 @@ function DeliverabilityCheck({ t }: { t: PageProps['t'] }) {
 }
 
 /** Channels as the organization has them: configured (by the operator), the sender running and able to send, and the SMS balance. Read-only for every role. */
-export function ChannelsPage({ t }: PageProps) {
+export function ChannelsPage({ t, session }: PageProps) {
   const [status, setStatus] = useState<{ channels: ChannelStatus[]; smsBalance: number } | null>(null);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
@@ -168,6 +175,11 @@ export function ChannelsPage({ t }: PageProps) {
         <p role="status">{t('loading')}</p>
       ) : (
         <>
+          {status.channels.some((c) => c.running && !c.delivers) && (
+            <p role="alert" class="error" id="sink-warning">
+              {t('sinkWarning', { channels: status.channels.filter((c) => c.running && !c.delivers).map((c) => c.label).join(', ') })}
+            </p>
+          )}
           <h2>{t('smsBalance')}</h2>
           <p id="sms-balance">{t('smsBalanceParts', { n: status.smsBalance })}</p>
           <Scroll label={t('channelStatus')}>
@@ -201,6 +213,12 @@ export function ChannelsPage({ t }: PageProps) {
                     </td>
                     <td>
                       <strong>{yesNo(c.ready)}</strong>
+                      {c.running && !c.delivers && (
+                        <>
+                          {' '}
+                          <strong class="not-delivered" data-not-delivered={c.channel}>{t('notDelivered')}</strong>
+                        </>
+                      )}
                     </td>
                     <td>{c.sender ?? '—'}</td>
                     <td>{c.capabilities.join(', ') || '—'}</td>
@@ -211,7 +229,7 @@ export function ChannelsPage({ t }: PageProps) {
           </Scroll>
           <h2>{t('providersTitle')}</h2>
           {status.channels.filter((c) => c.providers.length > 0).map((c) => (
-            <ProvidersTable key={c.channel} channel={c} t={t} />
+            <ProvidersTable key={c.channel} channel={c} t={t} session={session} />
           ))}
           <p class="hint">{t('providersNone')}</p>
           <DeliverabilityCheck t={t} />

@@ -1,8 +1,21 @@
 import { Delivery, HandlerSlots } from './delivery';
 import type { BusErrorHandler } from './errors';
-import type { MemoryStream, Timers } from './memory';
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, subjectMatches, type ConsumerRule } from './rules';
 import type { MessageHandler, Subscription } from './types';
+
+/** What a consumer reads of its stream (memory.ts's MemoryStream), named here so this module imports nothing of memory.ts. */
+export interface ConsumedStream {
+  readonly messages: ReadonlyMap<number, StoredMessage>;
+  readonly workQueue: boolean;
+  readonly lastSeq: number;
+  remove(seq: number): void;
+}
+
+/** The bus's timers as a consumer sets them (memory.ts's Timers: every one cancelled on close). */
+export interface ConsumerTimers {
+  after(ms: number, fn: () => void): NodeJS.Timeout | null;
+  cancel(timer: NodeJS.Timeout | null | undefined): void;
+}
 
 export interface StoredMessage {
   seq: number;
@@ -46,9 +59,9 @@ export class MemoryConsumer {
   private dispatching = false;
 
   constructor(
-    private readonly stream: MemoryStream,
+    private readonly stream: ConsumedStream,
     readonly durable: string,
-    private readonly timers: Timers,
+    private readonly timers: ConsumerTimers,
   ) {}
 
   configure(filterSubject: string, ackWaitMs: number, maxDeliver: number): void {

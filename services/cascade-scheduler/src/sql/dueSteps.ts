@@ -7,24 +7,132 @@ export interface ClaimedStep {
 }
 
 /**
- * Reads the database clock and claims up to `limit` steps due at that time, in due order straight off
- * the due index, locking each as it is read (SKIP LOCKED: a second claimer reads past them, so
- * replicas share the work and none dispatches a step twice), in one statement. Never waits for a lock.
+ * How many steps of a channel may be in flight (dispatched, no result yet): enough for `targetMs` of the
+ * channel's current pace, between `min` and `max`. A channel's pace is read off its steps in flight
+ * (Little's law: n in flight whose median has waited m have a turnaround of about 2m, so n / 2m a
+ * second), so the bound follows the senders and the provider as they speed up or slow down, whatever the
+ * replicas, and a step claimed now waits about `targetMs` behind the ones in flight, not for a backlog.
  */
-export async function claimDueSteps(client: PoolClient, limit: number): Promise<{ now: Date; claimed: ClaimedStep[] }> {
-  const { rows } = await client.query<{ now: Date; stepId: string | null; recipientId: string | null }>(
-    `WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS now)
-     SELECT clock.now, s.id AS "stepId", s.recipient_id AS "recipientId"
-       FROM clock LEFT JOIN LATERAL (
+export interface InFlightBound {
+  max: number;
+  min: number;
+  targetMs: number;
+}
+
+export interface ClaimOptions {
+  /** Up to this many steps. */
+  limit: number;
+  /** Steps of one channel dispatched and still without a result, at most (null: no bound). */
+  inFlight: InFlightBound | null;
+  /** The fair path (round-robin over queues) instead of straight due order. */
+  fair: boolean;
+}
+
+export interface Claim {
+  now: Date;
+  claimed: ClaimedStep[];
+  /**
+   * A channel's in-flight bound cut the claim: more of its steps were due than its room, less than
+   * `limit` (so due work waits in PostgreSQL beyond this claim).
+   */
+  limited: boolean;
+}
+
+/**
+ * Each channel's room under its in-flight bound (InFlightBound), counted off the in-flight index: at
+ * most the bound plus a batch per channel. A channel with nothing in flight has the whole `max`.
+ */
+const FLIGHT = `flight AS MATERIALIZED (
+       SELECT sent_channel,
+              least($2::int, greatest($3::int, (count(*) * $4::float8 / greatest(2000 * extract(epoch FROM clock.now - percentile_disc(0.5) WITHIN GROUP (ORDER BY dispatched_at)), 1))::int))
+                - count(*)::int AS room
+         FROM recipient_steps CROSS JOIN clock WHERE status = 'dispatched' GROUP BY sent_channel, clock.now)`;
+
+/**
+ * Straight due order off the due index, locking each as it is read (SKIP LOCKED: a second claimer
+ * reads past them, so replicas share the work and none dispatches a step twice). With an in-flight
+ * bound, at most the room of the fullest channel, so no channel goes over it.
+ */
+function dueOrderClaim(bounded: boolean): string {
+  const room = bounded ? `(SELECT least($1::int, greatest(0, coalesce(min(room), $1::int))) FROM flight)` : '$1::int';
+  return `WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS now)${bounded ? `, ${FLIGHT}` : ''},
+       take AS MATERIALIZED (SELECT ${room} AS n)
+     SELECT clock.now, take.n AS room, s.id AS "stepId", s.recipient_id AS "recipientId"
+       FROM clock CROSS JOIN take LEFT JOIN LATERAL (
          SELECT id, recipient_id FROM recipient_steps
           WHERE status = 'scheduled' AND due_at <= clock.now
-          ORDER BY due_at LIMIT $1
-          FOR UPDATE SKIP LOCKED) s ON true`,
-    [limit],
+          ORDER BY due_at LIMIT take.n
+          FOR UPDATE SKIP LOCKED) s ON true`;
+}
+
+/**
+ * Round-robin over the queues — (organization, channel) pairs with scheduled steps, found by a
+ * skip-scan of the queue index (one probe per queue, not per step) — with each channel's room: every
+ * queue's first due step, then every queue's second, … (oldest first within a turn); within a queue
+ * small requests before bulk, each in due order. One candidate past each queue's room tells whether
+ * the bound cut the claim (`limited`). The candidates are read unlocked, then locked in
+ * that order (a nested loop over the materialized, sorted candidates: the limit stops the locking)
+ * with SKIP LOCKED (a step another claimer holds is passed over), up to the limit.
+ */
+function fairClaim(bounded: boolean): string {
+  const room = bounded ? `least($1::int, coalesce(f.room, $2::int))` : '$1::int';
+  return `WITH RECURSIVE clock AS MATERIALIZED (SELECT clock_timestamp() AS now)${bounded ? `, ${FLIGHT}` : ''},
+       queues AS (
+         (SELECT organization_id, sent_channel FROM recipient_steps WHERE status = 'scheduled' ORDER BY organization_id, sent_channel LIMIT 1)
+         UNION ALL
+         SELECT n.organization_id, n.sent_channel FROM queues q CROSS JOIN LATERAL (
+           SELECT organization_id, sent_channel FROM recipient_steps
+            WHERE status = 'scheduled' AND (organization_id, sent_channel) > (q.organization_id, q.sent_channel)
+            ORDER BY organization_id, sent_channel LIMIT 1) n),
+       open AS MATERIALIZED (
+         SELECT q.organization_id, q.sent_channel, ${room} AS room
+           FROM queues q${bounded ? ' LEFT JOIN flight f USING (sent_channel)' : ''}),
+       candidates AS (
+         SELECT c.id, c.recipient_id, c.due_at, o.sent_channel, o.room,
+                row_number() OVER (PARTITION BY o.organization_id, o.sent_channel ORDER BY c.bulk, c.due_at) AS turn
+           FROM open o CROSS JOIN clock CROSS JOIN LATERAL (
+             (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
+               WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND NOT bulk
+                 AND status = 'scheduled' AND due_at <= clock.now
+               ORDER BY due_at LIMIT greatest(o.room, 0) + 1)
+             UNION ALL
+             (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
+               WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND bulk
+                 AND status = 'scheduled' AND due_at <= clock.now
+               ORDER BY due_at LIMIT greatest(o.room, 0) + 1)
+             LIMIT greatest(o.room, 0) + 1) c),
+       ranked AS (
+         SELECT id, turn, due_at, room, row_number() OVER (PARTITION BY sent_channel ORDER BY turn, due_at) AS nth FROM candidates),
+       fair AS MATERIALIZED (
+         SELECT id FROM ranked WHERE nth <= room ORDER BY turn, due_at LIMIT 2 * $1::int)
+     SELECT clock.now, ${bounded ? `EXISTS (SELECT 1 FROM ranked WHERE nth > room AND room < $1::int)` : 'false'} AS limited, s.id AS "stepId", s.recipient_id AS "recipientId"
+       FROM clock LEFT JOIN LATERAL (
+         SELECT l.id, l.recipient_id FROM fair CROSS JOIN LATERAL (
+           SELECT id, recipient_id FROM recipient_steps WHERE id = fair.id AND status = 'scheduled' FOR UPDATE SKIP LOCKED) l
+          LIMIT $1::int) s ON true`;
+}
+
+const CLAIMS = {
+  dueOrder: { bounded: dueOrderClaim(true), unbounded: dueOrderClaim(false) },
+  fair: { bounded: fairClaim(true), unbounded: fairClaim(false) },
+};
+
+/**
+ * Reads the database clock and claims up to `limit` steps due at that time (see dueOrderClaim and
+ * fairClaim), in one statement. Never waits for a lock.
+ */
+export async function claimDueSteps(client: PoolClient, options: ClaimOptions): Promise<Claim> {
+  const claims = options.fair ? CLAIMS.fair : CLAIMS.dueOrder;
+  const bound = options.inFlight;
+  const { rows } = await client.query<{ now: Date; limited?: boolean; room?: number; stepId: string | null; recipientId: string | null }>(
+    bound ? claims.bounded : claims.unbounded,
+    bound ? [options.limit, bound.max, Math.min(bound.min, bound.max), bound.targetMs] : [options.limit],
   );
   const claimed: ClaimedStep[] = [];
   for (const row of rows) if (row.stepId !== null && row.recipientId !== null) claimed.push({ stepId: row.stepId, recipientId: row.recipientId });
-  return { now: rows[0].now, claimed };
+  // Due order: the bound cut the claim when it took all the room it had, less than a batch.
+  const { now, limited, room } = rows[0];
+  return { now, claimed, limited: room === undefined ? Boolean(limited) : room < options.limit && claimed.length >= room };
 }
 
 /** Until the nearest scheduled step is due (one `min()` over the due index). */

@@ -1,5 +1,6 @@
 import type { FinishReason, SkipReason } from '@rrs/proto';
 import type { PoolClient } from '@rrs/runtime';
+import { isBulk } from '../fairShare';
 import { DUE_CHANNEL } from '../recipientStore';
 import { insertRows, insertValues, StatementParams, type ColumnTypes } from './statement';
 
@@ -103,6 +104,7 @@ export async function insertCascade(client: PoolClient, rows: NewCascade): Promi
         cascade_id: shared.cascade_id,
         organization_id: shared.organization_id,
         sent_channel: 'u.channel',
+        bulk: params.add(isBulk(cascade.recipients_total), 'boolean'),
         due_at: `CASE WHEN u.status = 'scheduled' THEN ${at} END`,
         skipped_at: `CASE WHEN u.status = 'skipped' THEN ${at} END`,
       })}

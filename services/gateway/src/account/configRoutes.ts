@@ -6,6 +6,7 @@ import {
   UpdateLocationBody, updateLocationRequest, UpdateOrganizationBody, updateOrganizationRequest,
 } from '../admin/routes';
 import type { ChannelCatalogSource } from '../catalog/channelCatalog';
+import { deliversMessages } from '../catalog/providerHealth';
 import type { GatewayClients } from '../clients';
 import { defineRoute, type Route } from '../http/route';
 import { ChannelKey } from '../routes/enums';
@@ -46,7 +47,8 @@ const ChannelStatus = ChannelConfiguration.extend({
   sender: z.string().nullable().meta({ description: 'The service that announced it, e.g. `channel-sms`.' }),
   capabilities: z.array(z.string()),
   ready: z.boolean().meta({ description: 'Configured, running and available: steps in this channel go out (the catalog’s `configured`).' }),
-  providers: z.array(ProviderHealth).meta({ description: "The channel's providers in failover order, with their circuit state; empty for a sender without providers in order (the messengers) or not running." }),
+  providers: z.array(ProviderHealth).meta({ description: "The channel's providers in failover order, with their circuit state (a messenger's working account: `open` while it can't send); empty when not running." }),
+  delivers: z.boolean().meta({ description: 'Whether the channel\'s messages reach anyone: false when no sender runs it, or when the running sender uses the `sink` provider (asked for by name, e.g. a staging): messages are recorded, not delivered.' }),
 }).meta({ id: 'ChannelStatus' });
 
 const LocationParams = z.object({ locationId: idOf(EXAMPLE_IDS.location) });
@@ -145,8 +147,10 @@ export function configRoutes(deps: ConfigRouteDeps): Route[] {
               { channel: 'SMS', label: 'SMS', configured: true, running: true, available: true, unavailableReason: null, sender: 'channel-sms', capabilities: ['send', 'balance'], ready: true, providers: [
                 { name: 'smsc', state: 'open', since: '2026-03-01T10:05:00.000Z', lastFailureCode: 'provider_unavailable', lastFailureAt: '2026-03-01T10:05:00.000Z', replicas: 2, replicasInState: 1 },
                 { name: 'smsru', state: 'closed', since: '2026-03-01T09:00:00.000Z', lastFailureCode: null, lastFailureAt: null, replicas: 2, replicasInState: 2 },
-              ] },
-              { channel: 'MAX', label: 'MAX', configured: true, running: true, available: false, unavailableReason: 'account_blocked', sender: 'channel-messenger', capabilities: ['send', 'reachability'], ready: false, providers: [] },
+              ], delivers: true },
+              { channel: 'MAX', label: 'MAX', configured: true, running: true, available: false, unavailableReason: 'account_blocked', sender: 'channel-messenger', capabilities: ['send', 'reachability'], ready: false, providers: [
+                { name: 'max', state: 'open', since: '2026-03-01T11:20:00.000Z', lastFailureCode: 'account_blocked', lastFailureAt: '2026-03-01T11:20:00.000Z', replicas: 1, replicasInState: 1 },
+              ], delivers: true },
             ],
             smsBalance: 500,
           },
@@ -162,17 +166,19 @@ export function configRoutes(deps: ConfigRouteDeps): Route[] {
         const entries = catalog();
         const running = entries.map((e) => {
           const isConfigured = configured.get(e.key) ?? false;
+          const providers = deps.channelCatalog?.providerHealth?.(e.key) ?? [];
           return {
             channel: e.key, label: e.label, configured: isConfigured, running: true, available: !e.unavailable, unavailableReason: e.unavailable ? e.unavailableReason || null : null,
             sender: e.sender || null, capabilities: e.capabilities, ready: isConfigured && !e.unavailable,
-            providers: (deps.channelCatalog?.providerHealth?.(e.key) ?? []).map((p) => ({
+            providers: providers.map((p) => ({
               ...p, since: p.since.toISOString(), lastFailureAt: p.lastFailureAt?.toISOString() ?? null,
             })),
+            delivers: deliversMessages(providers),
           };
         });
         const notRunning = configurations.channels
           .filter((c) => !entries.some((e) => e.key === c.channel))
-          .map((c) => ({ channel: c.channel, label: c.channel, configured: c.configured, running: false, available: false, unavailableReason: null, sender: null, capabilities: [], ready: false, providers: [] }));
+          .map((c) => ({ channel: c.channel, label: c.channel, configured: c.configured, running: false, available: false, unavailableReason: null, sender: null, capabilities: [], ready: false, providers: [], delivers: false }));
         return { body: { channels: [...running, ...notRunning], smsBalance: organization.organization!.smsBalance } };
       },
     }),

@@ -9,7 +9,7 @@ import { ApiKey, apiKeyJson, EXAMPLE_API_KEY, EXAMPLE_FLOW, EXAMPLE_LOCATION, Fl
 import { sessionCookie, type SessionPrincipal } from '../http/auth';
 import type { RouteError } from '../http/errorCodes';
 import { defineRoute, type Route } from '../http/route';
-import { checkSendingAllowed, SENDING_ERRORS } from '../http/sending';
+import { SENDING_ERRORS } from '../http/sending';
 import type { RateLimiter } from '../rateLimit';
 import { cascadeJson, EXAMPLE_CASCADE, EXAMPLE_START_RESPONSE, GetCascadeResponse, RecipientJson, StartCascadeBody, startCascadeJson, StartCascadeResponse } from '../routes/cascades';
 import { CascadeStatus, Scope } from '../routes/enums';
@@ -399,13 +399,12 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
     defineRoute({
       method: 'POST', path: '/cascades/check', operationId: 'checkCascade', summary: 'Check a send by hand without sending', tags: ['cascades'], auth: 'session',
       description:
-        "Checks a body of POST /cascades as a start would (the recipients' addresses, the location, the flow, the sending rule) and answers without creating or sending anything, nor counting against the quota. The console checks every part of a large CSV file with it before it sends the first part.",
+        "Checks a body of POST /cascades as a start would (the scheduler's dry run: the recipients' addresses, the location, the flow, the sending rule, the organization's recipient budget as it is now) and answers without creating or sending anything, nor taking from the budget. The console checks every part of a large CSV file with it before it sends the first part.",
       request: { body: StartCascadeBody },
       responses: { 200: { description: 'Every recipient is right; nothing was sent.', body: z.object({ recipients: z.number().int() }), example: { recipients: 1 } } },
-      errors: [...SENDING_ERRORS, 'channel_not_configured'],
+      errors: [...SENDING_ERRORS, 'channel_not_configured', 'recipient_quota_exceeded'],
       example: { body: { locationId: EXAMPLE_IDS.location, externalId: 'order-1042', recipients: [{ name: 'Anna', email: 'anna@example.com' }] } },
       handler: async ({ body, principal, metadata }) => {
-        checkSendingAllowed(principal.organization);
         await startCascade(deps.clients, { ...body, organizationId: principal.organization.id, dryRun: true }, metadata);
         return { body: { recipients: body.recipients.length } };
       },
@@ -413,16 +412,15 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
     defineRoute({
       method: 'POST', path: '/cascades', operationId: 'startCascade', summary: 'Send review requests by hand', tags: ['cascades'], auth: 'session',
       description:
-        'The body and the rules of POST /api/v1/cascades: the sending rule (402/409), the plan quota (counted per organization), skips (opted out, cooldown, consent) and an optional `Idempotency-Key` (the console sends one per submitted form, so a double submit starts one cascade).',
+        "The body and the rules of POST /api/v1/cascades: the sending rule (402/409), the plan's request quota (counted per organization), the organization's recipient budget (429 `recipient_quota_exceeded`, the same budget as the API's and the CRM connectors'), skips (opted out, cooldown, consent) and an optional `Idempotency-Key` (the console sends one per submitted form, so a double submit starts one cascade).",
       request: { body: StartCascadeBody },
       responses: { 202: { description: 'Accepted; the steps run in the background.', body: StartCascadeResponse, example: EXAMPLE_START_RESPONSE } },
-      errors: [...SENDING_ERRORS, CONSOLE_QUOTA, 'channel_not_configured', 'invalid_idempotency_key', 'idempotency_key_reused', 'idempotency_key_in_use'],
+      errors: [...SENDING_ERRORS, CONSOLE_QUOTA, 'recipient_quota_exceeded', 'channel_not_configured', 'invalid_idempotency_key', 'idempotency_key_reused', 'idempotency_key_in_use'],
       example: { body: { locationId: EXAMPLE_IDS.location, externalId: 'order-1042', recipients: [{ name: 'Anna', email: 'anna@example.com' }] } },
       handler: async ({ body, principal, metadata }) => {
-        checkSendingAllowed(principal.organization);
         await consumeQuota(principal);
         const r = await startCascade(deps.clients, { ...body, organizationId: principal.organization.id }, metadata);
-        return { body: startCascadeJson(r), replayed: r.idempotentReplayed };
+        return { body: startCascadeJson(r), replayed: r.idempotentReplayed, recipientBudget: r.recipientBudget };
       },
     }),
   ];

@@ -1,6 +1,11 @@
 import { SYSTEM_EMAIL_SUBJECT, systemEmailBusV1, systemEmailMsgId, type contactsV1, type SystemEmailKind } from '@rrs/proto';
 import { uuidv7, type Bus, type Logger } from '@rrs/runtime';
-import { acceptUrl, resetUrl } from '../admin/memberRoutes';
+
+/** Where an invited person sets their password: the console's accept page. The token travels in the fragment, so it stays out of logs and Referer headers. */
+export const acceptUrl = (publicBaseUrl: string, token: string) => `${publicBaseUrl.replace(/\/$/, '')}/app/#/accept/${encodeURIComponent(token)}`;
+
+/** The console's page that sets a new password; the token travels in the fragment as for invitations. */
+export const resetUrl = (publicBaseUrl: string, token: string) => `${publicBaseUrl.replace(/\/$/, '')}/app/#/reset/${encodeURIComponent(token)}`;
 
 /**
  * The gateway's side of system emails (docs/channels.md, "System emails"): an invitation or a password

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MEMBER_ROLES, type contactsV1 } from '@rrs/proto';
 import type { GatewayClients } from '../clients';
-import type { SystemEmails } from '../account/systemEmails';
+import { acceptUrl, resetUrl, type SystemEmails } from '../account/systemEmails';
 import { defineRoute, type Route } from '../http/route';
 import { EXAMPLE_IDS } from '../routes/shapes';
 import { OrgParams } from './routes';
@@ -10,12 +10,6 @@ export const Invitation = z.object({
   id: z.string(), email: z.string(), role: z.enum(MEMBER_ROLES), expiresAt: z.string(), createdAt: z.string(),
 });
 const EXAMPLE_INVITATION = { id: '0190e0e0-aaaa-7000-8000-00000000000a', email: 'owner@example.com', role: 'owner', expiresAt: '2026-05-08T09:00:00.000Z', createdAt: '2026-05-01T09:00:00.000Z' };
-
-/** Where an invited person sets their password: the console's accept page. The token travels in the fragment, so it stays out of logs and Referer headers. */
-export const acceptUrl = (publicBaseUrl: string, token: string) => `${publicBaseUrl.replace(/\/$/, '')}/app/#/accept/${encodeURIComponent(token)}`;
-
-/** The console's page that sets a new password; the token travels in the fragment as for invitations. */
-export const resetUrl = (publicBaseUrl: string, token: string) => `${publicBaseUrl.replace(/\/$/, '')}/app/#/reset/${encodeURIComponent(token)}`;
 
 export const invitationJson = (i: contactsV1.Invitation) => ({
   id: i.id, email: i.email, role: i.role as (typeof MEMBER_ROLES)[number], expiresAt: i.expiresAt ? i.expiresAt.toISOString() : '', createdAt: i.createdAt ? i.createdAt.toISOString() : '',

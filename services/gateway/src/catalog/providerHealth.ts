@@ -1,5 +1,5 @@
 import { isOneOf } from '@rrs/proto';
-import { CIRCUIT_STATES, type ChannelCatalogEntry, type CircuitState } from '@rrs/sender-kit';
+import { CIRCUIT_STATES, SINK_PROVIDER, type ChannelCatalogEntry, type CircuitState } from '@rrs/sender-kit';
 
 /**
  * One provider of a channel across the sender's live replicas. Each replica keeps its own circuit
@@ -80,3 +80,16 @@ export class ProviderHealthBoard {
     for (const [replica, view] of byReplica) if (view.seenAt + this.ttlMs <= now) byReplica.delete(replica);
   }
 }
+
+/** A provider's health in the public catalog (GET /api/v1/channels), in words rather than breaker states. */
+export const PROVIDER_STATES = ['ok', 'degraded', 'down'] as const;
+export type ProviderState = (typeof PROVIDER_STATES)[number];
+const PUBLIC_STATE: Record<CircuitState, ProviderState> = { closed: 'ok', half_open: 'degraded', open: 'down' };
+export const publicProviderState = (state: CircuitState): ProviderState => PUBLIC_STATE[state];
+
+/**
+ * Whether a channel's messages reach anyone: false when its sender sends through the sink alone (a
+ * staging that named it, "Production never pretends"); senders never list the sink beside real ones.
+ * No provider health announced (an older sender) = nothing known against it.
+ */
+export const deliversMessages = (providers: readonly { name: string }[]): boolean => !(providers.length > 0 && providers.every((p) => p.name === SINK_PROVIDER));

@@ -1,5 +1,4 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { DomainError } from '@rrs/runtime';
 import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY, requestFingerprint } from '@rrs/idempotency';
 import type { AuthGate, AuthGates, Principal } from './auth';
 import { readJsonBody } from './body';
@@ -7,8 +6,7 @@ import { parseIdempotencyKey } from './idempotencyKey';
 import { currentRoutes, type IdempotencyInput, type Route, type RouteResult, type RouteSource } from './route';
 import { resolveRoute } from './router';
 import { checkSendingAllowed, requestSends } from './sending';
-import { statusOf } from './errors';
-import { applyRecipientQuota, type RecipientQuota } from '../recipientQuota';
+import { setRecipientHeaders, showRecipientRefusal } from './recipientBudgetFields';
 import { validateRequest } from './validation';
 
 export interface PipelineOptions {
@@ -19,15 +17,14 @@ export interface PipelineOptions {
   gates: AuthGates;
   /** POSTs take an Idempotency-Key, handed to the owning service with the request's fingerprint. */
   idempotencyKeys: boolean;
-  /** The organizations' recipient budgets, for routes that create recipients; unset = not counted. */
-  recipientQuota?: RecipientQuota;
 }
 
 /**
  * Runs an API: route match (404/405) → the route's auth gate (401, 429, 403) → body (415/413/400) →
- * Idempotency-Key (400) → validation (400; 404 for a path parameter) → sending rule (402/409) →
- * recipient budgets (429 `recipient_quota_exceeded`) → handler. Every refusal before the handler happens before any effect, so nothing is created, sent or
- * saved under an Idempotency-Key.
+ * Idempotency-Key (400) → validation (400; 404 for a path parameter) → sending rule (402/409) → handler.
+ * Every refusal before the handler happens before any effect, so nothing is created, sent or saved under
+ * an Idempotency-Key. The recipient budget is taken by the scheduler with the start (429
+ * `recipient_quota_exceeded`, nothing created); its windows become the RateLimit fields either way.
  */
 export function pipeline(options: PipelineOptions): RequestHandler {
   // Without run-time providers the route list never changes: flatten it once, not per request.
@@ -63,24 +60,14 @@ async function handle(options: PipelineOptions, routes: readonly Route[], req: R
     metadata[MD_IDEMPOTENCY_KEY] = idempotency.key;
     metadata[MD_IDEMPOTENCY_FINGERPRINT] = idempotency.fingerprint;
   }
-  let taken = 0;
-  const holder = principal as Principal;
-  if (route.recipients && options.recipientQuota) {
-    const count = route.recipients(input);
-    if (count > 0) {
-      await applyRecipientQuota(options.recipientQuota, holder, count, res);
-      taken = count;
-    }
-  }
   let result: RouteResult;
   try {
     result = await route.handler({ ...input, principal, idempotency, metadata, requestId });
   } catch (err) {
-    // Refused downstream (4xx): nothing was created. After a 5xx the outcome is unknown, so the budget stays taken.
-    if (taken > 0 && err instanceof DomainError && statusOf(err) < 500) await options.recipientQuota!.refund(holder, taken);
+    showRecipientRefusal(res, err);
     throw err;
   }
-  if (taken > 0 && result.replayed) await options.recipientQuota!.refund(holder, taken);
+  if (result.recipientBudget) setRecipientHeaders(res, result.recipientBudget);
   writeResult(res, route, result);
 }
 

@@ -10,6 +10,7 @@ import type { z } from 'zod';
 import type { Scope } from '@rrs/proto';
 import type { AuthKind, AuthRequirement, PrincipalOfKind } from './auth';
 import { ERROR_CODES, type RouteError } from './errorCodes';
+import type { RecipientWindow } from './recipientBudgetFields';
 
 export interface RouteExample {
   body?: unknown;
@@ -37,6 +38,8 @@ export interface RouteResult {
    * (its gRPC response's `idempotent_replayed`); the gateway then sets `Idempotent-Replayed: true`.
    */
   replayed?: boolean;
+  /** The organization's recipient budget as the scheduler answered it with the start: the RateLimit fields in recipients. */
+  recipientBudget?: readonly RecipientWindow[];
 }
 
 /** The Idempotency-Key of a POST, with the fingerprint of the request it was sent with. */
@@ -101,9 +104,9 @@ interface ApiKeyFields<B extends Schema, P extends Schema, Q extends Schema> {
   /** With a `sends` function: a valid request that sends, when `example` does not (the matrix test needs one). */
   sendingExample?: RouteExample;
   /**
-   * How many recipients the request creates (0 = none). Taken from the organization's recipient budgets
-   * before the handler (429 `recipient_quota_exceeded`, nothing created), given back when the handler
-   * is refused or replays an idempotent answer.
+   * How many recipients the request creates (0 = none): the route documents 429 `recipient_quota_exceeded`.
+   * The scheduler takes them from the organization's budget with the start (one budget for every entry
+   * point); the handler hands back the windows it answered (`RouteResult.recipientBudget`).
    */
   recipients?: (input: { body: Out<B>; params: Out<P>; query: Out<Q> }) => number;
 }

@@ -4,7 +4,6 @@ import { ERROR_CODES } from '../http/errorCodes';
 import { serverUrlFor } from '../http/openapi';
 import type { RouteSource } from '../http/route';
 import type { RateLimiter } from '../rateLimit';
-import type { RecipientQuota } from '../recipientQuota';
 import type { FailureLimiter } from '../addressLimits';
 import { PUBLIC_WEBHOOKS } from './events';
 
@@ -27,13 +26,12 @@ export const PUBLIC_TAG_DESCRIPTIONS: Record<string, string> = {
 };
 
 /** The public API `/api/v1`: integrators' API keys, every POST idempotent, the public error catalog. */
-export function publicApi(deps: { routes: readonly RouteSource[]; authenticate: Authenticator; rateLimiter: RateLimiter; recipientQuota?: RecipientQuota; failures?: FailureLimiter; publicBaseUrl: string }): HttpApi {
+export function publicApi(deps: { routes: readonly RouteSource[]; authenticate: Authenticator; rateLimiter: RateLimiter; failures?: FailureLimiter; publicBaseUrl: string }): HttpApi {
   return {
     basePath: '/api/v1',
     routes: deps.routes,
     gates: { apiKey: apiKeyGate(deps) },
     idempotencyKeys: true,
-    recipientQuota: deps.recipientQuota,
     document: {
       title: 'Review-Request API',
       version: '1.0.0',

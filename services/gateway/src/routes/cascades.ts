@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { CASCADE_COUNT_KEYS, MAX_CASCADE_PAGE, MAX_RECIPIENTS_PER_REQUEST, STEP_STATUSES, type CascadeCountKey, type schedulerV1 } from '@rrs/proto';
+import { CASCADE_COUNT_KEYS, MAX_CASCADE_PAGE, MAX_RECIPIENTS_PER_REQUEST, STEP_STATUSES, stepDelivery, type CascadeCountKey, type schedulerV1 } from '@rrs/proto';
 import { defineRoute, type Route } from '../http/route';
 import { startCascade } from '../useCases/cascades';
 import type { PublicRouteDeps } from './deps';
-import { CascadeStatus, ChannelKey, FinishReason, RecipientStatus, RerouteReason, SkipReason } from './enums';
+import { CascadeStatus, ChannelKey, FinishReason, RecipientStatus, RerouteReason, SkipReason, StepDelivery } from './enums';
 import { ConsentAt, cursorParameter, encodeCursor, EXAMPLE_FLOW_STEPS, EXAMPLE_IDS, FlowStepJson, flowStepJson, IgnoreCooldown, isoOrNull, orNull } from './shapes';
 
 const Recipient = z.strictObject({
@@ -57,7 +57,8 @@ const stepFields = {
   sentAt: z.string().nullable(),
   skippedAt: z.string().nullable(),
   deliveredAt: z.string().nullable().meta({ description: 'When a delivery receipt said the message reached the recipient (channels with receipts: SMS, Postmark email); null otherwise. A negative receipt leaves `reason` `undelivered: <reason>` instead.' }),
-  provider: z.string().nullable().meta({ description: 'The provider that took the message once sent (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, or `telegram_bot` / `max_bot` for a customer who linked the official bot), when the channel has several in order with failover; null before or when unknown.' }),
+  provider: z.string().nullable().meta({ description: 'The provider that took the message once sent, or that refused it for a failed step (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, or `telegram_bot` / `max_bot` for a customer who linked the official bot); null before or when unknown.' }),
+  delivery: StepDelivery,
   reroute: Reroute,
 };
 
@@ -125,16 +126,16 @@ export const EXAMPLE_CASCADE = {
       id: EXAMPLE_IDS.recipient, name: 'Anna', email: 'anna@example.com', phone: '+79161234567', externalId: 'crm-1042', status: 'running', finishReason: null,
       rating: null, feedback: null, ratedAt: null, finishedAt: null, windowClosesAt: null,
       steps: [
-        { order: 1, channel: 'EMAIL', status: 'sent', dueAt: '2026-05-01T12:00:00.000Z', sentAt: '2026-05-01T12:00:01.200Z', skippedAt: null, deliveredAt: null, provider: 'smtp', reason: null, reroute: null },
-        { order: 2, channel: 'SMS', status: 'scheduled', dueAt: '2026-05-02T12:00:01.200Z', sentAt: null, skippedAt: null, deliveredAt: null, provider: null, reason: null, reroute: null },
+        { order: 1, channel: 'EMAIL', status: 'sent', dueAt: '2026-05-01T12:00:00.000Z', sentAt: '2026-05-01T12:00:01.200Z', skippedAt: null, deliveredAt: null, provider: 'smtp', delivery: 'unknown', reason: null, reroute: null },
+        { order: 2, channel: 'SMS', status: 'scheduled', dueAt: '2026-05-02T12:00:01.200Z', sentAt: null, skippedAt: null, deliveredAt: null, provider: null, delivery: null, reason: null, reroute: null },
       ],
     },
     {
       id: '0190e0e0-5555-7000-8000-000000000006', name: 'Boris', email: null, phone: null, externalId: null, status: 'finished', finishReason: 'unreachable',
       rating: null, feedback: null, ratedAt: null, finishedAt: '2026-05-01T12:00:00.000Z', windowClosesAt: null,
       steps: [
-        { order: 1, channel: 'EMAIL', status: 'skipped', dueAt: null, sentAt: null, skippedAt: '2026-05-01T12:00:00.000Z', deliveredAt: null, provider: null, reason: 'no_contact', reroute: null },
-        { order: 2, channel: 'SMS', status: 'skipped', dueAt: null, sentAt: null, skippedAt: '2026-05-01T12:00:00.000Z', deliveredAt: null, provider: null, reason: 'no_contact', reroute: null },
+        { order: 1, channel: 'EMAIL', status: 'skipped', dueAt: null, sentAt: null, skippedAt: '2026-05-01T12:00:00.000Z', deliveredAt: null, provider: null, delivery: null, reason: 'no_contact', reroute: null },
+        { order: 2, channel: 'SMS', status: 'skipped', dueAt: null, sentAt: null, skippedAt: '2026-05-01T12:00:00.000Z', deliveredAt: null, provider: null, delivery: null, reason: 'no_contact', reroute: null },
       ],
     },
   ],
@@ -181,6 +182,7 @@ export function cascadeJson(c: schedulerV1.Cascade) {
         skippedAt: isoOrNull(s.skippedAt),
         deliveredAt: isoOrNull(s.deliveredAt),
         provider: orNull(s.provider),
+        delivery: stepDelivery(s),
         reason: orNull(s.reason),
         reroute: s.reroutes.length
           ? { to: s.sentChannel, hops: s.reroutes.map((x) => ({ from: x.fromChannel, to: x.toChannel, reason: x.reason })) }
@@ -214,7 +216,7 @@ export function cascadeRoutes({ clients }: PublicRouteDeps): Route[] {
       example: { body: { locationId: EXAMPLE_IDS.location, externalId: 'order-1042', recipients: [{ name: 'Anna', email: 'anna@example.com', phone: '+7 916 123-45-67' }] } },
       handler: async ({ body, principal, metadata }) => {
         const r = await startCascade(clients, { organizationId: principal.organization.id, ...body }, metadata);
-        return { body: startCascadeJson(r), replayed: r.idempotentReplayed };
+        return { body: startCascadeJson(r), replayed: r.idempotentReplayed, recipientBudget: r.recipientBudget };
       },
     }),
     defineRoute({

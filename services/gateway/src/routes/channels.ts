@@ -2,12 +2,19 @@ import { z } from 'zod';
 import { CONTACT_FIELDS, MAX_RECIPIENTS_PER_REQUEST, isOneOf, type ContactField as ContactFieldName } from '@rrs/proto';
 import type { ChannelCatalogEntry } from '@rrs/sender-kit';
 import type { ChannelCatalogSource } from '../catalog/channelCatalog';
+import { deliversMessages, PROVIDER_STATES, publicProviderState } from '../catalog/providerHealth';
 import { notFound } from '../http/errors';
 import { defineRoute, type Route, type RouteProvider, type RouteSource } from '../http/route';
 import { startCascade } from '../useCases/cascades';
 import type { PublicRouteDeps } from './deps';
 import { CascadeStatus, ChannelKey, ContactField } from './enums';
 import { ConsentAt, EXAMPLE_IDS, IgnoreCooldown } from './shapes';
+
+const PublicProviderHealth = z.object({
+  name: z.string().meta({ description: 'The provider, e.g. `smtp`, `postmark`, `smsc`, `smsru`, `max`, `telegram`, `sink`.' }),
+  state: z.enum(PROVIDER_STATES).meta({ description: '`ok`: steps go to it; `degraded`: it failed and a trial step is testing it; `down`: skipped after provider faults (steps go to the next provider), or the messenger account can\'t send. The worst over the sender\'s replicas.' }),
+  since: z.iso.datetime().meta({ description: 'Since when it has been in `state`.' }),
+}).meta({ id: 'ChannelProviderHealth' });
 
 const CatalogEntryJson = z.object({
   key: ChannelKey,
@@ -16,6 +23,8 @@ const CatalogEntryJson = z.object({
   contactField: ContactField,
   configured: z.boolean().meta({ description: 'The channel is ready to send for your organization: configured for it, and its sender reports it can send now (false while, e.g., the working messenger account is blocked).' }),
   sendEndpoint: z.string().meta({ description: 'Path of the send method, e.g. `/api/v1/channels/email/send`.' }),
+  delivers: z.boolean().meta({ description: 'False when the channel\'s sender uses the `sink` provider (a staging deployment that asked for it by name): messages are recorded, not delivered. Production never uses the sink otherwise.' }),
+  providers: z.array(PublicProviderHealth).meta({ description: "The channel's providers in failover order, with their health over the sender's running replicas (no credentials). Empty from a sender that does not announce them." }),
 });
 
 const ChannelsResponse = z.object({ channels: z.array(CatalogEntryJson) });
@@ -98,7 +107,7 @@ function sendRoute(entry: ServedEntry, deps: PublicRouteDeps, catalog: ChannelCa
       // The route list is cached per catalog version; a channel that left between two reads is gone.
       if (!served(catalog.list()).some((e) => e.key === entry.key)) throw notFound(`no channel ${entry.slug}`);
       const r = await startCascade(deps.clients, { organizationId: principal.organization.id, ...body, channel: entry.key }, metadata);
-      return { body: { id: r.id, status: r.status, channel: entry.key, queued: r.queued, skipped: r.skipped }, replayed: r.idempotentReplayed };
+      return { body: { id: r.id, status: r.status, channel: entry.key, queued: r.queued, skipped: r.skipped }, replayed: r.idempotentReplayed, recipientBudget: r.recipientBudget };
     },
   });
 }
@@ -118,7 +127,7 @@ export function channelRoutes(deps: PublicRouteDeps): RouteSource[] {
     operationId: 'listChannels',
     summary: 'The channel catalog',
     description:
-      'The channels whose senders are running, with their readiness for your organization and their send method. Read it instead of hard-coding a list: a channel deployed later appears here with its send method.',
+      'The channels whose senders are running, with their readiness for your organization, their send method and their providers\' health. Read it instead of hard-coding a list: a channel deployed later appears here with its send method.',
     tags: ['channels'],
     auth: 'apiKey',
     scope: null,
@@ -129,19 +138,28 @@ export function channelRoutes(deps: PublicRouteDeps): RouteSource[] {
         body: ChannelsResponse,
         example: {
           channels: [
-            { key: 'EMAIL', slug: 'email', label: 'Email', contactField: 'email', configured: true, sendEndpoint: '/api/v1/channels/email/send' },
-            { key: 'SMS', slug: 'sms', label: 'SMS', contactField: 'phone', configured: false, sendEndpoint: '/api/v1/channels/sms/send' },
+            { key: 'EMAIL', slug: 'email', label: 'Email', contactField: 'email', configured: true, sendEndpoint: '/api/v1/channels/email/send', delivers: true, providers: [
+              { name: 'smtp', state: 'down', since: '2026-03-02T09:14:05.000Z' }, { name: 'postmark', state: 'ok', since: '2026-03-01T08:00:00.000Z' },
+            ] },
+            { key: 'SMS', slug: 'sms', label: 'SMS', contactField: 'phone', configured: false, sendEndpoint: '/api/v1/channels/sms/send', delivers: true, providers: [{ name: 'smsc', state: 'ok', since: '2026-03-01T08:00:00.000Z' }] },
           ],
         },
       },
     },
     handler: async ({ principal, metadata }) => {
       const entries = served(catalog.list());
-      const profile = entries.length > 0 ? await deps.clients.contacts.getSendingProfile({ organizationId: principal.organization.id }, { metadata }) : undefined;
+      const profile = entries.length > 0 ? await deps.clients.contacts.getSendingProfile({ organizationId: principal.organization.id, locationId: '' }, { metadata }) : undefined;
       const configured = new Set((profile?.channels ?? []).filter((c) => c.configured).map((c) => c.channel));
       return {
         body: {
-          channels: entries.map((e) => ({ key: e.key, slug: e.slug, label: e.label, contactField: e.contactField, configured: configured.has(e.key) && !e.unavailable, sendEndpoint: sendEndpointOf(e.slug) })),
+          channels: entries.map((e) => {
+            const providers = catalog.providerHealth?.(e.key) ?? [];
+            return {
+              key: e.key, slug: e.slug, label: e.label, contactField: e.contactField, configured: configured.has(e.key) && !e.unavailable, sendEndpoint: sendEndpointOf(e.slug),
+              delivers: deliversMessages(providers),
+              providers: providers.map((p) => ({ name: p.name, state: publicProviderState(p.state), since: p.since.toISOString() })),
+            };
+          }),
         },
       };
     },

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { contactsV1 } from '@rrs/proto';
+import { saveContactAndStartCascade, type contactsV1 } from '@rrs/proto';
 import { defineRoute, type Route } from '../http/route';
-import { checkContactCascade, startContactCascade } from '../useCases/cascades';
+import { cascadeMetadataOf } from '../useCases/cascades';
 import type { PublicRouteDeps } from './deps';
 import { CascadeStatus } from './enums';
 import { EXAMPLE_IDS, IgnoreCooldown } from './shapes';
@@ -113,41 +113,34 @@ export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
       },
       handler: async ({ body, principal, metadata }) => {
         const organizationId = principal.organization.id;
-        // Refused before the contact is saved: an unknown flow saves nothing (the location is checked by contacts).
-        if (body.startCascade) await checkContactCascade(clients, organizationId, body.flowId, metadata);
-        const r = await clients.contacts.upsertContact(
-          {
-            organizationId,
-            externalId: body.externalId ?? undefined,
-            name: presence(body.name),
-            email: presence(body.email),
-            phone: presence(body.phone),
-            locationId: presence(body.locationId),
-            consentAt: presence(body.consentAt),
-            attributesJson: body.attributes === undefined ? undefined : JSON.stringify(body.attributes ?? {}),
-            startCascade: body.startCascade,
-            // Without startCascade a flowId is ignored (docs/directory.md): contacts never sees it.
-            flowId: body.startCascade ? body.flowId ?? '' : '',
-          },
-          { metadata },
-        );
-        const contact = r.contact!;
-        if (!body.startCascade) return { body: { contact: contactJson(contact), cascade: null }, replayed: r.idempotentReplayed };
-        const cascade = await startContactCascade(
-          clients,
-          {
-            organizationId,
-            // contacts refuses startCascade without a location (400 /locationId) before writing.
-            locationId: contact.locationId!,
-            flowId: body.flowId,
-            ignoreCooldown: body.ignoreCooldown,
-            contact: { id: contact.id, externalId: contact.externalId, name: contact.name, email: contact.email, phone: contact.phone, consentAt: contact.consentAt },
-          },
-          metadata,
-        );
+        const contact: Omit<contactsV1.UpsertContactRequest, 'startCascade'> = {
+          organizationId,
+          externalId: body.externalId ?? undefined,
+          name: presence(body.name),
+          email: presence(body.email),
+          phone: presence(body.phone),
+          locationId: presence(body.locationId),
+          consentAt: presence(body.consentAt),
+          attributesJson: body.attributes === undefined ? undefined : JSON.stringify(body.attributes ?? {}),
+          // Without startCascade a flowId is ignored (docs/directory.md): contacts never sees it.
+          flowId: body.startCascade ? body.flowId ?? '' : '',
+        };
+        if (!body.startCascade) {
+          const r = await clients.contacts.upsertContact({ ...contact, startCascade: false }, { metadata });
+          return { body: { contact: contactJson(r.contact!), cascade: null }, replayed: r.idempotentReplayed };
+        }
+        // The one "save the contact and start its cascade" (@rrs/proto contactCascade.ts): refused before the contact is saved.
+        const r = await saveContactAndStartCascade(clients, {
+          contact,
+          cascade: { flowId: body.flowId ?? '', name: '', externalId: body.externalId ?? '', ignoreCooldown: body.ignoreCooldown ?? false },
+          contactMetadata: metadata,
+          cascadeMetadata: cascadeMetadataOf(metadata),
+        });
+        const cascade = r.cascade;
         return {
-          body: { contact: contactJson(contact), cascade: { id: cascade.id, status: cascade.status, queued: cascade.queued, skipped: cascade.skipped } },
-          replayed: r.idempotentReplayed && cascade.replayed,
+          body: { contact: contactJson(r.contact), cascade: { id: cascade.id, status: cascade.status, queued: cascade.queued, skipped: cascade.skipped } },
+          replayed: r.contactReplayed && cascade.idempotentReplayed,
+          recipientBudget: cascade.recipientBudget,
         };
       },
     }),

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import {
   CASCADE_STATUSES, CHANNEL_KEY_PATTERN, CONTACT_FIELDS, CRM_AUTH_MODES, CRM_KINDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, MAX_CHANNEL_KEY_LENGTH, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS,
-  RATING_SOURCES, REVIEW_REQUEST_STATUSES, SCOPES, SKIP_REASONS, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, SUPPRESSION_SOURCES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES,
+  RATING_SOURCES, REVIEW_REQUEST_STATUSES, SCOPES, SKIP_REASONS, STEP_DELIVERY_OUTCOMES, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, SUPPRESSION_SOURCES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES,
   WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENT_TYPES,
 } from '@rrs/proto';
 
@@ -29,6 +29,12 @@ export const FinishReason = z.enum(FINISH_REASONS).meta({
 export const StepStatus = z.enum(STEP_STATUSES).meta({
   id: 'StepStatus',
   description: '`pending` (waiting for earlier steps) → `scheduled` (has `dueAt`) → `dispatched` (handed to the sender) → `sent` or `failed`; or `skipped` (see `reason`) or `canceled` (a rating, an unsubscribe or a cancel came first).',
+});
+
+export const StepDelivery = z.enum(STEP_DELIVERY_OUTCOMES).nullable().meta({
+  id: 'StepDelivery',
+  description: "The step's delivery outcome, beside its `status`: `delivered` (a delivery receipt confirmed it: `deliveredAt`), `undelivered` (a negative receipt: `reason` says why, e.g. `undelivered: expired`), " +
+    '`unknown` (it went out and no receipt has said either, yet or ever: channels without receipts); null while or when it never went out.',
 });
 
 export const SkipReason = z.enum(SKIP_REASONS).meta({

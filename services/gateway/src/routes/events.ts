@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { EVENT_TYPES, type WebhookEventType as WebhookEventTypeName } from '@rrs/proto';
 import type { WebhookDefinition } from '../http/openapi';
-import { ChannelKey, FinishReason, StepStatus } from './enums';
+import { ChannelKey, FinishReason, StepDelivery, StepStatus } from './enums';
 import { EXAMPLE_IDS } from './shapes';
 
 const timestamp = z.string().meta({ description: 'When the event happened (ISO 8601); the `webhook-timestamp` header is when this attempt was signed.' });
@@ -39,7 +39,8 @@ const RecipientOutcome = z
           sentAt: z.string().nullable(),
           reroutedTo: ChannelKey.nullable().meta({ description: 'The channel a rerouted phone step finally went through; null when not rerouted.' }),
           deliveredAt: z.string().nullable().meta({ description: 'When a delivery receipt confirmed the message; null without one (a negative receipt leaves `reason` `undelivered: <reason>`).' }),
-          provider: z.string().nullable().meta({ description: 'The provider that took the message (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, `telegram_bot`, `max_bot`); null before or when unknown.' }),
+          provider: z.string().nullable().meta({ description: 'The provider that took the message, or that refused it for a failed step (e.g. `smtp`, `postmark`, `smsc`, `smsru`, `greenapi`, `telegram_bot`, `max_bot`); null before or when unknown.' }),
+          delivery: StepDelivery,
         }),
       ),
       finishedAt: z.string().nullable(),
@@ -105,8 +106,8 @@ const EVENTS: Record<WebhookEventTypeName, Omit<WebhookDefinition, 'type'>> = {
         feedback: null,
         reason: 'rated',
         steps: [
-          { order: 1, channel: 'EMAIL', status: 'sent', reason: null, sentAt: '2026-05-01T12:00:01.200Z', reroutedTo: null, deliveredAt: null, provider: 'smtp' },
-          { order: 2, channel: 'SMS', status: 'canceled', reason: null, sentAt: null, reroutedTo: null, deliveredAt: null, provider: null },
+          { order: 1, channel: 'EMAIL', status: 'sent', reason: null, sentAt: '2026-05-01T12:00:01.200Z', reroutedTo: null, deliveredAt: null, provider: 'smtp', delivery: 'unknown' },
+          { order: 2, channel: 'SMS', status: 'canceled', reason: null, sentAt: null, reroutedTo: null, deliveredAt: null, provider: null, delivery: null },
         ],
         finishedAt: '2026-05-01T12:30:00.000Z',
       },
@@ -127,7 +128,7 @@ const EVENTS: Record<WebhookEventTypeName, Omit<WebhookDefinition, 'type'>> = {
         rating: 4,
         feedback: null,
         reason: 'exhausted',
-        steps: [{ order: 1, channel: 'EMAIL', status: 'sent', reason: null, sentAt: '2026-05-01T12:00:01.200Z', reroutedTo: null, deliveredAt: null, provider: 'smtp' }],
+        steps: [{ order: 1, channel: 'EMAIL', status: 'sent', reason: null, sentAt: '2026-05-01T12:00:01.200Z', reroutedTo: null, deliveredAt: null, provider: 'smtp', delivery: 'unknown' }],
         finishedAt: '2026-05-01T12:00:01.300Z',
       },
     },

@@ -47,7 +47,7 @@ export function reviewRequestRoutes({ clients }: PublicRouteDeps): Route[] {
           { metadata },
         );
         const rr = r.reviewRequest!;
-        return { body: { id: rr.id, token: rr.token, url: rr.url, status: rr.status }, replayed: r.idempotentReplayed };
+        return { body: { id: rr.id, token: rr.token, url: rr.url, status: rr.status }, replayed: r.idempotentReplayed, recipientBudget: r.recipientBudget };
       },
     }),
   ];

@@ -181,8 +181,9 @@ export interface StepResult {
    */
   traceContext: { [key: string]: string };
   /**
-   * The provider that took the message (e.g. `smsc`, `smsru`, `greenapi`, `sink`) when a channel has
-   * several in order with failover (docs/channels.md); empty when unknown (senders of earlier versions).
+   * The provider that took the message (e.g. `smsc`, `smsru`, `greenapi`, `sink`), or that refused it
+   * (FAILED), when a channel has several in order with failover (docs/channels.md); empty when unknown
+   * (senders of earlier versions).
    */
   provider?: string | undefined;
 }
@@ -246,8 +247,9 @@ export interface ChannelCatalogEntry {
   /**
    * The channel's providers in failover order (ProviderChain), each with the circuit breaker of the
    * announcing replica: refreshed with every announcement and put again (at most about once a second)
-   * when a breaker changes state. Empty from senders without a provider chain (the messengers) and from
-   * senders of earlier versions.
+   * when a breaker changes state. The messengers announce their working account as their one provider
+   * (`open` while it can't send), none for a messenger without an account. Empty from senders of
+   * earlier versions.
    */
   providers: ProviderHealth[];
   /**

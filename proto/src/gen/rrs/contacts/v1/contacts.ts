@@ -445,9 +445,9 @@ export interface UpsertContactRequest {
     | string
     | undefined;
   /**
-   * Also place the contact in a cascade. Trial plan: 402 `plan_required`; unconfirmed account email:
-   * 409 `email_not_confirmed`. Until the cascade scheduler wires it, a paid organization gets 501
-   * `not_implemented` and nothing is saved.
+   * The contact's cascade is started by the caller next (@rrs/proto contactCascade.ts): the contact must
+   * then have a location (400 `/locationId`). Whether the cascade may start (the sending rule, the flow,
+   * the recipient budget) is the scheduler's one admission decision, asked by the caller's dry run first.
    */
   startCascade: boolean;
   flowId: string;
@@ -537,6 +537,11 @@ export interface SetChannelConfigurationResponse {
 
 export interface GetSendingProfileRequest {
   organizationId: string;
+  /**
+   * Also answer this location (`location`): a start's one question to the directory. Empty: none;
+   * unknown or another organization's: not_found, as GetLocation.
+   */
+  locationId: string;
 }
 
 export interface GetSendingProfileResponse {
@@ -547,6 +552,8 @@ export interface GetSendingProfileResponse {
   templates: MessageTemplate[];
   /** One per known channel and per channel with a configuration row. */
   channels: ChannelConfiguration[];
+  /** Set when the request named a location_id. */
+  location: Location | undefined;
 }
 
 export interface DebitSmsBalanceRequest {
@@ -7960,13 +7967,16 @@ export const SetChannelConfigurationResponse: MessageFns<SetChannelConfiguration
 };
 
 function createBaseGetSendingProfileRequest(): GetSendingProfileRequest {
-  return { organizationId: "" };
+  return { organizationId: "", locationId: "" };
 }
 
 export const GetSendingProfileRequest: MessageFns<GetSendingProfileRequest> = {
   encode(message: GetSendingProfileRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.organizationId !== "") {
       writer.uint32(10).string(message.organizationId);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(18).string(message.locationId);
     }
     return writer;
   },
@@ -7992,6 +8002,14 @@ export const GetSendingProfileRequest: MessageFns<GetSendingProfileRequest> = {
             message.organizationId = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8011,6 +8029,11 @@ export const GetSendingProfileRequest: MessageFns<GetSendingProfileRequest> = {
         : isSet(object.organization_id)
         ? globalThis.String(object.organization_id)
         : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
     };
   },
 
@@ -8018,6 +8041,9 @@ export const GetSendingProfileRequest: MessageFns<GetSendingProfileRequest> = {
     const obj: any = {};
     if (message.organizationId !== "") {
       obj.organizationId = message.organizationId;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
     }
     return obj;
   },
@@ -8028,12 +8054,13 @@ export const GetSendingProfileRequest: MessageFns<GetSendingProfileRequest> = {
   fromPartial<I extends Exact<DeepPartial<GetSendingProfileRequest>, I>>(object: I): GetSendingProfileRequest {
     const message = createBaseGetSendingProfileRequest();
     message.organizationId = object.organizationId ?? "";
+    message.locationId = object.locationId ?? "";
     return message;
   },
 };
 
 function createBaseGetSendingProfileResponse(): GetSendingProfileResponse {
-  return { organization: undefined, templates: [], channels: [] };
+  return { organization: undefined, templates: [], channels: [], location: undefined };
 }
 
 export const GetSendingProfileResponse: MessageFns<GetSendingProfileResponse> = {
@@ -8046,6 +8073,9 @@ export const GetSendingProfileResponse: MessageFns<GetSendingProfileResponse> = 
     }
     for (const v of message.channels) {
       ChannelConfiguration.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.location !== undefined) {
+      Location.encode(message.location, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -8087,6 +8117,14 @@ export const GetSendingProfileResponse: MessageFns<GetSendingProfileResponse> = 
             message.channels.push(ChannelConfiguration.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.location = Location.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8108,6 +8146,7 @@ export const GetSendingProfileResponse: MessageFns<GetSendingProfileResponse> = 
       channels: globalThis.Array.isArray(object?.channels)
         ? object.channels.map((e: any) => ChannelConfiguration.fromJSON(e))
         : [],
+      location: isSet(object.location) ? Location.fromJSON(object.location) : undefined,
     };
   },
 
@@ -8122,6 +8161,9 @@ export const GetSendingProfileResponse: MessageFns<GetSendingProfileResponse> = 
     if (message.channels?.length) {
       obj.channels = message.channels.map((e) => ChannelConfiguration.toJSON(e));
     }
+    if (message.location !== undefined) {
+      obj.location = Location.toJSON(message.location);
+    }
     return obj;
   },
 
@@ -8135,6 +8177,9 @@ export const GetSendingProfileResponse: MessageFns<GetSendingProfileResponse> = 
       : undefined;
     message.templates = object.templates?.map((e) => MessageTemplate.fromPartial(e)) || [];
     message.channels = object.channels?.map((e) => ChannelConfiguration.fromPartial(e)) || [];
+    message.location = (object.location !== undefined && object.location !== null)
+      ? Location.fromPartial(object.location)
+      : undefined;
     return message;
   },
 };

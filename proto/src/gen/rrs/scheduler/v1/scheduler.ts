@@ -128,6 +128,21 @@ export interface StartCascadeResponse {
   channel: string;
   idempotentReplayed: boolean;
   externalId: string;
+  /**
+   * The organization's recipient budget after this start took its recipients (both windows, minute first);
+   * the gateway turns it into the RateLimit fields. On a dry run: the windows as they are (nothing taken).
+   */
+  recipientBudget: RecipientWindow[];
+}
+
+/** One window of an organization's recipient budget (docs/security.md, "Quotas count work"). */
+export interface RecipientWindow {
+  /** recipients-minute | recipients-day */
+  name: string;
+  limit: number;
+  windowSeconds: number;
+  remaining: number;
+  resetSeconds: number;
 }
 
 export interface GetCascadeRequest {
@@ -271,6 +286,8 @@ export interface CreateReviewRequestRequest {
 export interface CreateReviewRequestResponse {
   reviewRequest: ReviewRequest | undefined;
   idempotentReplayed: boolean;
+  /** As StartCascadeResponse.recipient_budget: a review request is one recipient. */
+  recipientBudget: RecipientWindow[];
 }
 
 export interface PublicReviewLink {
@@ -2387,6 +2404,7 @@ function createBaseStartCascadeResponse(): StartCascadeResponse {
     channel: "",
     idempotentReplayed: false,
     externalId: "",
+    recipientBudget: [],
   };
 }
 
@@ -2415,6 +2433,9 @@ export const StartCascadeResponse: MessageFns<StartCascadeResponse> = {
     }
     if (message.externalId !== "") {
       writer.uint32(66).string(message.externalId);
+    }
+    for (const v of message.recipientBudget) {
+      RecipientWindow.encode(v!, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -2496,6 +2517,14 @@ export const StartCascadeResponse: MessageFns<StartCascadeResponse> = {
             message.externalId = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.recipientBudget.push(RecipientWindow.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2526,6 +2555,11 @@ export const StartCascadeResponse: MessageFns<StartCascadeResponse> = {
         : isSet(object.external_id)
         ? globalThis.String(object.external_id)
         : "",
+      recipientBudget: globalThis.Array.isArray(object?.recipientBudget)
+        ? object.recipientBudget.map((e: any) => RecipientWindow.fromJSON(e))
+        : globalThis.Array.isArray(object?.recipient_budget)
+        ? object.recipient_budget.map((e: any) => RecipientWindow.fromJSON(e))
+        : [],
     };
   },
 
@@ -2555,6 +2589,9 @@ export const StartCascadeResponse: MessageFns<StartCascadeResponse> = {
     if (message.externalId !== "") {
       obj.externalId = message.externalId;
     }
+    if (message.recipientBudget?.length) {
+      obj.recipientBudget = message.recipientBudget.map((e) => RecipientWindow.toJSON(e));
+    }
     return obj;
   },
 
@@ -2571,6 +2608,148 @@ export const StartCascadeResponse: MessageFns<StartCascadeResponse> = {
     message.channel = object.channel ?? "";
     message.idempotentReplayed = object.idempotentReplayed ?? false;
     message.externalId = object.externalId ?? "";
+    message.recipientBudget = object.recipientBudget?.map((e) => RecipientWindow.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRecipientWindow(): RecipientWindow {
+  return { name: "", limit: 0, windowSeconds: 0, remaining: 0, resetSeconds: 0 };
+}
+
+export const RecipientWindow: MessageFns<RecipientWindow> = {
+  encode(message: RecipientWindow, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int64(message.limit);
+    }
+    if (message.windowSeconds !== 0) {
+      writer.uint32(24).int32(message.windowSeconds);
+    }
+    if (message.remaining !== 0) {
+      writer.uint32(32).int64(message.remaining);
+    }
+    if (message.resetSeconds !== 0) {
+      writer.uint32(40).int32(message.resetSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecipientWindow {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecipientWindow();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.windowSeconds = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.remaining = longToNumber(reader.int64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.resetSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecipientWindow {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      windowSeconds: isSet(object.windowSeconds)
+        ? globalThis.Number(object.windowSeconds)
+        : isSet(object.window_seconds)
+        ? globalThis.Number(object.window_seconds)
+        : 0,
+      remaining: isSet(object.remaining) ? globalThis.Number(object.remaining) : 0,
+      resetSeconds: isSet(object.resetSeconds)
+        ? globalThis.Number(object.resetSeconds)
+        : isSet(object.reset_seconds)
+        ? globalThis.Number(object.reset_seconds)
+        : 0,
+    };
+  },
+
+  toJSON(message: RecipientWindow): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.windowSeconds !== 0) {
+      obj.windowSeconds = Math.round(message.windowSeconds);
+    }
+    if (message.remaining !== 0) {
+      obj.remaining = Math.round(message.remaining);
+    }
+    if (message.resetSeconds !== 0) {
+      obj.resetSeconds = Math.round(message.resetSeconds);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RecipientWindow>, I>>(base?: I): RecipientWindow {
+    return RecipientWindow.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecipientWindow>, I>>(object: I): RecipientWindow {
+    const message = createBaseRecipientWindow();
+    message.name = object.name ?? "";
+    message.limit = object.limit ?? 0;
+    message.windowSeconds = object.windowSeconds ?? 0;
+    message.remaining = object.remaining ?? 0;
+    message.resetSeconds = object.resetSeconds ?? 0;
     return message;
   },
 };
@@ -4674,7 +4853,7 @@ export const CreateReviewRequestRequest: MessageFns<CreateReviewRequestRequest> 
 };
 
 function createBaseCreateReviewRequestResponse(): CreateReviewRequestResponse {
-  return { reviewRequest: undefined, idempotentReplayed: false };
+  return { reviewRequest: undefined, idempotentReplayed: false, recipientBudget: [] };
 }
 
 export const CreateReviewRequestResponse: MessageFns<CreateReviewRequestResponse> = {
@@ -4684,6 +4863,9 @@ export const CreateReviewRequestResponse: MessageFns<CreateReviewRequestResponse
     }
     if (message.idempotentReplayed !== false) {
       writer.uint32(16).bool(message.idempotentReplayed);
+    }
+    for (const v of message.recipientBudget) {
+      RecipientWindow.encode(v!, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -4717,6 +4899,14 @@ export const CreateReviewRequestResponse: MessageFns<CreateReviewRequestResponse
             message.idempotentReplayed = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.recipientBudget.push(RecipientWindow.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4741,6 +4931,11 @@ export const CreateReviewRequestResponse: MessageFns<CreateReviewRequestResponse
         : isSet(object.idempotent_replayed)
         ? globalThis.Boolean(object.idempotent_replayed)
         : false,
+      recipientBudget: globalThis.Array.isArray(object?.recipientBudget)
+        ? object.recipientBudget.map((e: any) => RecipientWindow.fromJSON(e))
+        : globalThis.Array.isArray(object?.recipient_budget)
+        ? object.recipient_budget.map((e: any) => RecipientWindow.fromJSON(e))
+        : [],
     };
   },
 
@@ -4751,6 +4946,9 @@ export const CreateReviewRequestResponse: MessageFns<CreateReviewRequestResponse
     }
     if (message.idempotentReplayed !== false) {
       obj.idempotentReplayed = message.idempotentReplayed;
+    }
+    if (message.recipientBudget?.length) {
+      obj.recipientBudget = message.recipientBudget.map((e) => RecipientWindow.toJSON(e));
     }
     return obj;
   },
@@ -4764,6 +4962,7 @@ export const CreateReviewRequestResponse: MessageFns<CreateReviewRequestResponse
       ? ReviewRequest.fromPartial(object.reviewRequest)
       : undefined;
     message.idempotentReplayed = object.idempotentReplayed ?? false;
+    message.recipientBudget = object.recipientBudget?.map((e) => RecipientWindow.fromPartial(e)) || [];
     return message;
   },
 };

@@ -1,0 +1,233 @@
+#!/usr/bin/env node
+// Fair share (issue 30, docs/operations.md "Fair share"): does one organization's bulk send delay another
+// organization's order-closed message? Through the real gateway (`POST /api/v1/cascades`, channel EMAIL):
+//
+//   organization B  one recipient every 200 ms (a shop closing orders), each its own request;
+//   organization A  a bulk of N recipients (requests of 500, --concurrency at a time, as fast as answered).
+//
+// Phases, in one run on one database: B alone (--b-seconds); A alone (the first size); then A beside B at
+// each of --sizes (B posting from A's first request until A's last message is accepted).
+// Printed: B's first-message latency (202 answer → provider accepted) p50/p99/max alone and beside A at
+// each size, against the bound p99 ≤ 1.25 × alone + 250 ms; A's sends/s (first request → last message
+// accepted) alone and beside B, against ≥ 0.9 × alone. The same-run reference is the alone figures.
+//
+//   --shape all-in-one   packages/all-in-one/dist (in-process bus, the sink provider; B's messages read
+//                        from the dev inbox's last 1 000, polled every 50 ms).
+//   --shape distributed  every service its own process on NATS JetStream, channel-email against a local
+//                        SMTP server (bench/send-providers.mjs), which reports every accepted message;
+//                        channel-email runs in production mode: give it --env DKIM_SIGNED_BY_RELAY=true.
+// The provider limited to 500 messages/s: --shape distributed --env PROVIDER_RATE_LIMITS=smtp=500
+//   --env REDIS_URL=redis://127.0.0.1:6379 (the senders' shared window; docs/operations.md "Fair share").
+//
+// Usage: npm run build && node bench/fairness.mjs [--shape all-in-one|distributed] [--sizes 20000,100000]
+//   [--b-seconds 10] [--concurrency 4] [--max-wait 600] [--env KEY=VALUE …]
+// Loopback PostgreSQL, NATS and Redis only; bounded: sizes ≤ 200 000, B alone ≤ 60 s, ≤ 900 s waiting.
+import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { cpus, loadavg } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { nowMs, percentiles, readCounter, waitUntil } from './lib/send-measure.mjs';
+import { seedOrganization, startAllInOneShape, startDistributedShape } from './lib/send-shapes.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+const { createTestDatabase, deleteJetStreamPrefix, uniqueName, TEST_NATS_URL, TEST_REDIS_URL } = require('../packages/testkit/dist/index.js');
+
+const { values } = parseArgs({
+  options: {
+    shape: { type: 'string', default: 'all-in-one' }, sizes: { type: 'string', default: '20000,100000' }, 'b-seconds': { type: 'string', default: '10' },
+    concurrency: { type: 'string', default: '4' }, 'max-wait': { type: 'string', default: '600' }, env: { type: 'string', multiple: true, default: [] },
+  },
+});
+const bounded = (value, min, max) => Math.min(max, Math.max(min, Math.round(Number(value)) || min));
+if (!['all-in-one', 'distributed'].includes(values.shape)) throw new Error('--shape must be all-in-one or distributed');
+const SHAPE = values.shape;
+const SIZES = values.sizes.split(',').map((s) => Math.round(bounded(s, 500, 200_000) / 500) * 500);
+const B_SECONDS = bounded(values['b-seconds'], 2, 60);
+const CONCURRENCY = bounded(values.concurrency, 1, 32);
+const MAX_WAIT_MS = bounded(values['max-wait'], 10, 900) * 1000;
+const B_EVERY_MS = 200;
+const PER_REQUEST = 500;
+const extraEnv = Object.fromEntries(values.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+for (const u of [pgUrl, TEST_NATS_URL, TEST_REDIS_URL]) if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(new URL(u).hostname)) throw new Error(`loopback only: ${u}`);
+
+const runId = randomBytes(4).toString('hex');
+const say = (line) => process.stderr.write(`[fairness bench] ${line}\n`);
+const adminToken = `adm_${randomBytes(16).toString('hex')}`;
+const busPrefix = uniqueName('bench');
+const redisPrefix = `rrs:${busPrefix}:`;
+const db = await createTestDatabase('rrs_bench_');
+let shape;
+let providers;
+let cleaned;
+function cleanup() {
+  cleaned ??= (async () => {
+    if (shape) await shape.stop().catch((err) => say(`stopping: ${err.message}`));
+    if (providers?.connected) {
+      providers.send('stop');
+      await new Promise((r) => providers.once('exit', r));
+    }
+    await db.drop();
+    if (SHAPE === 'distributed') {
+      await deleteJetStreamPrefix(busPrefix);
+      const Redis = require('ioredis');
+      const redis = new Redis(TEST_REDIS_URL, { lazyConnect: true });
+      await redis.connect();
+      for await (const keys of redis.scanStream({ match: `${redisPrefix}*`, count: 500 })) if (keys.length) await redis.del(...keys);
+      await redis.quit();
+    }
+  })();
+  return cleaned;
+}
+process.once('SIGINT', () => cleanup().finally(() => process.exit(130)));
+
+try {
+  if (SHAPE === 'distributed') {
+    providers = fork(join(here, 'send-providers.mjs'), [], { env: { ...process.env, BENCH_CHANNEL: 'EMAIL' }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const ready = await new Promise((resolve, reject) => {
+      providers.once('message', resolve);
+      providers.once('exit', (code) => reject(new Error(`providers exited with ${code}`)));
+    });
+    shape = await startDistributedShape({ databaseUrl: db.url, natsUrl: TEST_NATS_URL, busPrefix, redisUrl: TEST_REDIS_URL, redisPrefix, adminToken, channel: 'EMAIL', providerEnv: ready.env, extraEnv });
+  } else {
+    shape = await startAllInOneShape({ databaseUrl: db.url, adminToken, extraEnv });
+  }
+  say(`${SHAPE} up`);
+  const orgA = await seedOrganization(shape.gatewayUrl, adminToken, { smsBalance: 0 });
+  const orgB = await seedOrganization(shape.gatewayUrl, adminToken, { smsBalance: 0 });
+
+  const ask = (message) => new Promise((resolve) => {
+    providers.once('message', resolve);
+    providers.send(message);
+  });
+  /** Messages the provider accepted so far, both organizations. */
+  const providerCount = async () => (providers ? (await ask('count')).count : readCounter(shape.sendsMetricsUrl, 'sender_sends_total', { channel: 'EMAIL', result: 'sent' }));
+  /** B's messages as the provider accepted them: address → first accepted (epoch ms). */
+  const bAccepted = new Map();
+  const noteB = (to, at) => {
+    if (to.startsWith('b') && !bAccepted.has(to)) bAccepted.set(to, at);
+  };
+  const pollSink = async () => {
+    const { messages } = await (await fetch(shape.devMessagesUrl)).json();
+    for (const m of messages) if (m.channel === 'EMAIL') noteB(m.to, Date.parse(m.sentAt));
+  };
+  const readB = async () => {
+    if (providers) for (const [to, at] of (await ask('report')).accepted) noteB(to, at);
+    else await pollSink();
+  };
+  let sinkPoller;
+  if (!providers) sinkPoller = setInterval(() => pollSink().catch(() => undefined), 50);
+
+  let serial = 0;
+  /** One request; a 503 or 429 (a busy backing service on a loaded machine) is asked again with the same Idempotency-Key, up to 5 times. */
+  async function post(org, recipients) {
+    const key = `fair-${runId}-${serial++}`;
+    for (let attempt = 1; ; attempt++) {
+      const res = await fetch(`${shape.gatewayUrl}/api/v1/cascades`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${org.apiKey}`, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ locationId: org.locationId, channel: 'EMAIL', externalId: `fair-${runId}`, recipients }),
+      });
+      const json = await res.json();
+      if ((res.status === 503 || res.status === 429) && attempt < 5) {
+        say(`answered ${res.status}; asking again (${attempt})`);
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+        continue;
+      }
+      if (res.status !== 202 || json.queued !== recipients.length) throw new Error(`POST /api/v1/cascades answered ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
+      return nowMs();
+    }
+  }
+
+  /** B: one recipient every 200 ms until `until()` is true; resolves with [address, 202 answered at] of each. */
+  let bSerial = 0;
+  let bAnswered = 0;
+  async function runB(until) {
+    const answered = [];
+    const pending = [];
+    const t0 = nowMs();
+    for (let i = 0; !until(); i++) {
+      const wait = t0 + i * B_EVERY_MS - nowMs();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const to = `b${bSerial++}.${runId}@example.com`;
+      pending.push(post(orgB, [{ name: 'Order', email: to }]).then((at) => {
+        answered.push([to, at]);
+        bAnswered++;
+      }));
+    }
+    await Promise.all(pending);
+    return answered;
+  }
+  async function bLatency(answered) {
+    await waitUntil(async () => {
+      await readB();
+      return answered.every(([to]) => bAccepted.has(to));
+    }, MAX_WAIT_MS, `B's ${answered.length} messages accepted`, 100);
+    return percentiles(answered.map(([to, at]) => bAccepted.get(to) - at));
+  }
+  /** When the provider accepted A's latest message (epoch ms): the SMTP server's report, or the sink's last 1 000. */
+  async function lastOfA() {
+    const seen = providers ? (await ask('report')).accepted : (await (await fetch(shape.devMessagesUrl)).json()).messages.map((m) => [m.to, Date.parse(m.sentAt)]);
+    let last = -Infinity;
+    for (const [to, at] of seen) if (to.startsWith('a')) last = Math.max(last, at);
+    return last;
+  }
+  /**
+   * A: `n` recipients, PER_REQUEST a request, CONCURRENCY at a time; sends/s from the first request to
+   * the provider accepting A's last message (every message counted: A's and B's answered meanwhile).
+   */
+  let aSerial = 0;
+  async function runA(n) {
+    const before = await providerCount();
+    const bBefore = bAnswered;
+    const t0 = nowMs();
+    let next = 0;
+    const requests = n / PER_REQUEST;
+    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+      while (next < requests) {
+        next++;
+        await post(orgA, Array.from({ length: PER_REQUEST }, () => ({ name: 'Customer', email: `a${aSerial++}.${runId}@example.com` })));
+      }
+    }));
+    await waitUntil(async () => (await providerCount()) - before >= n + bAnswered - bBefore, MAX_WAIT_MS, `A's ${n} messages accepted`, 50);
+    return n / (((await lastOfA()) - t0) / 1000);
+  }
+
+  // Warm-up: JIT, pools, prepared statements.
+  await runA(1000);
+  say(`B alone, ${B_SECONDS} s`);
+  const bEnd = nowMs() + B_SECONDS * 1000;
+  const alone = await bLatency(await runB(() => nowMs() >= bEnd));
+  say(`A alone, ${SIZES[0]}`);
+  const aAlone = await runA(SIZES[0]);
+  const beside = [];
+  for (const n of SIZES) {
+    say(`A (${n}) beside B`);
+    let aDone = false;
+    const bRun = runB(() => aDone);
+    const aRate = await runA(n);
+    aDone = true;
+    beside.push({ n, aRate, b: await bLatency(await bRun) });
+  }
+  if (sinkPoller) clearInterval(sinkPoller);
+
+  const [l1] = loadavg();
+  const bound = 1.25 * alone.p99 + 250;
+  const ms = (p) => `p50 ${p.p50.toFixed(0)} ms, p99 ${p.p99.toFixed(0)} ms, max ${p.max.toFixed(0)} ms (n=${p.n})`;
+  const lines = [];
+  lines.push(`fairness: ${SHAPE}, EMAIL via ${providers ? 'a local SMTP server' : 'the sink provider'}; B one recipient every ${B_EVERY_MS} ms, A requests of ${PER_REQUEST}, ${CONCURRENCY} at a time${Object.keys(extraEnv).length ? `; env ${JSON.stringify(extraEnv)}` : ''}`);
+  lines.push(`machine: ${cpus().length} cores, load average ${l1.toFixed(2)} at the end (shared machine unless stated otherwise), node ${process.version}`);
+  lines.push(`  B alone (${B_SECONDS} s)            : ${ms(alone)}`);
+  lines.push(`  A alone (${SIZES[0]})             : ${Math.round(aAlone)} sends/s`);
+  for (const { n, aRate, b } of beside) {
+    lines.push(`  B beside A (${n}) : ${ms(b)} → p99 ×${(b.p99 / alone.p99).toFixed(2)} of alone; bound ${bound.toFixed(0)} ms ${b.p99 <= bound ? 'MET' : 'NOT MET'}`);
+    lines.push(`  A beside B (${n}) : ${Math.round(aRate)} sends/s → ×${(aRate / aAlone).toFixed(2)} of A alone${n === SIZES[0] ? ` (≥ 0.9: ${aRate >= 0.9 * aAlone ? 'MET' : 'NOT MET'})` : ''}`);
+  }
+  console.log(lines.join('\n'));
+} finally {
+  await cleanup();
+}

@@ -1,0 +1,76 @@
+import { INTAKE_SKIPS, phoneCountries, phoneRefusal, sendingRefusal, type IntakeSkip } from '@rrs/proto';
+import { ConflictError, sendingRefused, type PoolClient } from '@rrs/runtime';
+import { recentlyAsked } from './cooldown';
+import { canReachAny } from './engine';
+import type { SendingProfile } from './organizationProfiles';
+import { suppressedAmong } from './optOutLedger';
+import { personAddresses } from './personAddresses';
+import type { RecipientInput } from './recipientInput';
+
+/*
+ * The admission decision: whether a start may happen at all, and which of its recipients are admitted
+ * or skipped (and why). Every entry point reaches it through the scheduler's StartCascade (the public
+ * API, the console by hand and by CSV, the CRM connectors) or its dry run, which is the only pre-check
+ * anyone else calls; nobody re-checks these rules elsewhere. In order:
+ *   1. the sending rule (proto `sendingRefusal`: 402 `plan_required`, 409 `email_not_confirmed`), and a
+ *      one-step channel send's channel configured (409 `channel_not_configured`): `refuseStart`;
+ *   2. each recipient's intake skip (no usable contact, phone not allowed, opted out, no consent,
+ *      cooldown): `intakeSkips`;
+ *   3. the organization's recipient budget (429 `recipient_quota_exceeded`): `recipientBudget.ts`,
+ *      taken last in the start's transaction.
+ * The send windows and the SMS balance are decided when a step fires (fireChecks.ts, the SMS sender),
+ * not at intake: a start inside a closed window is admitted and its steps wait.
+ * A new admission rule goes here (docs/architecture.md, "Where a change goes").
+ */
+
+/** What a start asks to be admitted. */
+export interface AdmissionRequest {
+  organizationId: string;
+  /** Set for a one-step channel send. */
+  channel?: string;
+  recipients: RecipientInput[];
+  ignoreCooldown?: boolean;
+}
+
+/** The organization's sending rule (402 `plan_required`, 409 `email_not_confirmed`): answered before anything else about a start. */
+export function refuseSending(profile: SendingProfile): void {
+  const refusal = sendingRefusal(profile.organization);
+  if (refusal) throw sendingRefused(refusal);
+}
+
+/** The organization's sending rule, and a one-step channel send's channel configured. */
+export function refuseStart(request: Pick<AdmissionRequest, 'channel'>, profile: SendingProfile): void {
+  refuseSending(profile);
+  if (request.channel && !profile.channels.some((c) => c.channel === request.channel && c.configured)) {
+    throw new ConflictError('channel_not_configured', `the ${request.channel} channel is not configured for this organization`);
+  }
+}
+
+const DAY_MS = 86_400_000;
+const [UNREACHABLE, PHONE_NOT_ALLOWED, OPTED_OUT, NO_CONSENT, COOLDOWN] = INTAKE_SKIPS;
+
+/**
+ * Why each recipient is skipped at intake, or null when it is queued (INTAKE_SKIPS, in their order):
+ * no step has its contact field; only phone steps could reach it and the phone channels refuse its
+ * number (proto phones.ts); the person opted out of the organization; the organization requires
+ * consent and none was given; the person was asked (or rated) within the organization's cooldown.
+ */
+export async function intakeSkips(client: PoolClient, request: AdmissionRequest, channels: string[], profile: SendingProfile, now: Date): Promise<Array<IntakeSkip | null>> {
+  const organizationId = request.organizationId;
+  const addresses = request.recipients.flatMap(personAddresses);
+  const cooldownDays = request.ignoreCooldown ? 0 : profile.organization.cooldownDays ?? 0;
+  const [suppressed, asked] = await Promise.all([
+    suppressedAmong(client, [organizationId], addresses),
+    cooldownDays > 0 ? recentlyAsked(client, organizationId, addresses, new Date(now.getTime() - cooldownDays * DAY_MS)) : new Set<string>(),
+  ]);
+  const countries = phoneCountries(profile.organization);
+  return request.recipients.map((recipient) => {
+    const own = personAddresses(recipient);
+    if (!canReachAny(channels, recipient)) return UNREACHABLE;
+    if (recipient.phone && phoneRefusal(recipient.phone, countries) && !canReachAny(channels, { ...recipient, phone: '' })) return PHONE_NOT_ALLOWED;
+    if (own.some((address) => suppressed.has(`${organizationId}|${address}`))) return OPTED_OUT;
+    if (profile.organization.requireConsent && !recipient.consentAt) return NO_CONSENT;
+    if (own.some((address) => asked.has(address))) return COOLDOWN;
+    return null;
+  });
+}

@@ -1,0 +1,130 @@
+import { createPool, Notifier, type Pool } from '@rrs/runtime';
+import { testLogger, waitFor } from '@rrs/testkit';
+import { ConfiguredChannels, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
+import { LOCATION, ORG, OTHER_ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
+
+/** Time-ordered ids, as the service's UUIDv7s. */
+const V7 = `(lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || substr(md5(random()::text || i::text), 1, 20))::uuid`;
+
+/** `n` one-step EMAIL recipients of one bulk cascade of `org`, every step due a minute ago (older than anything started now). */
+async function seedBulkDue(pool: Pool, org: string, n: number): Promise<string> {
+  const { rows } = await pool.query<{ id: string }>(
+    `WITH c AS (INSERT INTO cascades (id, organization_id, location_id, status, recipients_total, active_recipients) VALUES (gen_random_uuid(), $1, 'loc', 'running', $2, $2) RETURNING id),
+          g AS (SELECT i, ${V7} AS rid, ${V7} AS rrid FROM generate_series(0, $2 - 1) AS i),
+          rr AS (INSERT INTO review_requests (id, organization_id, token, location_id, recipient_id) SELECT rrid, $1, md5(rrid::text), 'loc', rid FROM g),
+          r AS (INSERT INTO recipients (id, cascade_id, organization_id, position, email, status, review_request_id) SELECT rid, (SELECT id FROM c), $1, i, 'bulk' || i || '@example.com', 'running', rrid FROM g),
+          s AS (INSERT INTO recipient_steps (id, recipient_id, cascade_id, organization_id, step_order, channel, delay_minutes, status, sent_channel, bulk, due_at)
+                SELECT ${V7}, rid, (SELECT id FROM c), $1, 1, 'EMAIL', 0, 'scheduled', 'EMAIL', true, now() - interval '1 minute' + make_interval(secs => i / 1000000.0) FROM g)
+     SELECT id FROM c`,
+    [org, n],
+  );
+  await pool.query('ANALYZE recipient_steps');
+  return rows[0].id;
+}
+
+describe('fair share (Postgres + JetStream)', () => {
+  let h: Harness;
+  const extra: Array<{ pool: Pool; notifier: Notifier; dispatcher?: RunningDispatcher }> = [];
+
+  beforeAll(async () => {
+    h = await startHarness({ minuteMs: 40, deps: { noDispatcher: true } });
+  });
+  afterAll(async () => {
+    for (const e of extra) {
+      await e.dispatcher?.stop();
+      await e.notifier.stop();
+      await e.pool.end();
+    }
+    await h.close();
+  });
+
+  async function dispatcher(options: { batchSize: number; inFlight: { max: number; min: number; targetMs: number } | null; loops?: number; onRound?: () => void }): Promise<RunningDispatcher> {
+    const pool = createPool({ url: h.db.url, schema: SCHEMA, logger: testLogger() });
+    const notifier = new Notifier(h.db.url, SCHEMA, testLogger());
+    const entry: (typeof extra)[number] = { pool, notifier };
+    extra.push(entry);
+    entry.dispatcher = await startDispatcher({
+      pool, bus: h.tb.bus, notifier, logger: testLogger(), minuteMs: 40, publicBaseUrl: 'http://reviews.test',
+      channels: new ConfiguredChannels(h.profiles), batchSize: options.batchSize, inFlight: options.inFlight, loops: options.loops,
+      beforeRound: async () => options.onRound?.(),
+    });
+    await notifier.start();
+    return entry.dispatcher;
+  }
+
+  const startSmall = async (tag: string, channel = 'EMAIL', recipients = 1) =>
+    (await h.scheduler.cascades.start({
+      organizationId: ORG, locationId: LOCATION, name: tag, flowId: '', channel, externalId: tag,
+      recipients: recipientsInput(recipients, (k) => ({ email: `${tag}-${k}@example.com`, phone: `+7900100${String(k).padStart(4, '0')}` })),
+    })).result.id;
+
+  const stepOf = async (cascadeId: string) =>
+    (await h.pool.query<{ status: string; dispatched_at: Date | null }>('SELECT status, dispatched_at FROM recipient_steps WHERE cascade_id = $1', [cascadeId])).rows;
+
+  it("a small organization's step is dispatched while another organization has 100 000 due", async () => {
+    const bulk = await seedBulkDue(h.pool, OTHER_ORG, 100_000);
+    const small = await startSmall('order-closed');
+    const sender = await startScriptedSender(h.tb.bus, ['EMAIL']);
+    const d = await dispatcher({ batchSize: 500, inFlight: { max: 1000, min: 128, targetMs: 250 } });
+    await waitFor(async () => (await stepOf(small))[0].dispatched_at !== null, { what: "the small organization's step dispatched", timeoutMs: 20_000 });
+    await d.stop();
+    await sender.stop();
+    const [{ dispatched_at: at }] = await stepOf(small);
+    const { rows } = await h.pool.query<{ before: number; sent: number; scheduled: number }>(
+      `SELECT count(*) FILTER (WHERE dispatched_at <= $2)::int AS before, count(*) FILTER (WHERE status IN ('dispatched', 'sent'))::int AS sent,
+              count(*) FILTER (WHERE status = 'scheduled')::int AS scheduled
+         FROM recipient_steps WHERE cascade_id = $1`,
+      [bulk, at],
+    );
+    // Ahead of it: at most the first round of each claim loop (2 × 500), never the other's backlog.
+    expect(rows[0].before).toBeLessThanOrEqual(1000);
+    expect(rows[0].sent + rows[0].scheduled).toBe(100_000);
+    expect(rows[0].scheduled).toBeGreaterThan(90_000);
+  });
+
+  it("within an organization, a small request's step goes ahead of a bulk one's", async () => {
+    const bulk = await h.scheduler.cascades.start({
+      organizationId: ORG, locationId: LOCATION, name: 'csv', flowId: '', channel: 'EMAIL', externalId: 'csv',
+      recipients: recipientsInput(40, (k) => ({ email: `csv-${k}@example.com` })),
+    });
+    const small = await startSmall('review-request');
+    const sender = await startScriptedSender(h.tb.bus, ['EMAIL']);
+    const d = await dispatcher({ batchSize: 10, inFlight: null, loops: 1 });
+    await waitFor(async () => (await stepOf(bulk.result.id)).every((s) => s.status === 'sent'), { what: 'the bulk cascade sent', timeoutMs: 20_000 });
+    await d.stop();
+    await sender.stop();
+    const [{ dispatched_at: smallAt }] = await stepOf(small);
+    const bulkAt = (await stepOf(bulk.result.id)).map((s) => s.dispatched_at!.getTime());
+    // The bulk cascade's steps were due first; the small one's went in the first round all the same.
+    expect(smallAt!.getTime()).toBeLessThanOrEqual(Math.min(...bulkAt));
+  });
+
+  it('dispatches at most the in-flight bound of a channel (following its pace); the rest waits in PostgreSQL and goes out, once each, as results come back', async () => {
+    const cascade = await startSmall('bounded', 'SMS', 400);
+    let rounds = 0;
+    const d = await dispatcher({ batchSize: 100, inFlight: { max: 150, min: 128, targetMs: 250 }, onRound: () => void rounds++ });
+    const count = async () =>
+      (await h.pool.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM recipient_steps WHERE cascade_id = $1 GROUP BY status', [cascade])).rows.reduce(
+        (m: Record<string, number>, r) => ({ ...m, [r.status]: r.n }),
+        {},
+      );
+    // No sender answers: the channel looks stalled, so its bound falls to the minimum (128) — never over the maximum (150).
+    await waitFor(async () => ((await count()).dispatched ?? 0) >= 128, { what: 'the minimum in flight' });
+    const after = rounds;
+    await waitFor(() => rounds >= after + 6, { what: 'more dispatch rounds' });
+    const held = await count();
+    expect(held.dispatched).toBeGreaterThanOrEqual(128);
+    expect(held.dispatched).toBeLessThanOrEqual(150);
+    expect(held.dispatched + held.scheduled).toBe(400);
+    const later = rounds;
+    await waitFor(() => rounds >= later + 6, { what: 'more dispatch rounds' });
+    expect(await count()).toEqual(held);
+    const sender = await startScriptedSender(h.tb.bus, ['SMS']);
+    await waitFor(async () => (await count()).sent === 400, { what: 'every SMS sent', timeoutMs: 20_000 });
+    await d.stop();
+    await sender.stop();
+    const bounded = sender.received.filter((s) => s.recipient?.email.startsWith('bounded-') || s.recipient?.phone.startsWith('+7900100'));
+    expect(bounded).toHaveLength(400);
+    expect(new Set(bounded.map((s) => s.stepId)).size).toBe(400);
+  });
+});
