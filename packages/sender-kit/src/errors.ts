@@ -16,12 +16,31 @@ export class RetryableSendError extends Error {
    * keeps it, so the next delivery asks that provider first and never fails over past it blindly.
    */
   readonly provider?: string;
-  constructor(readonly reason: string, message: string, options: { retryAfterMs?: number; cause?: unknown; maybeDelivered?: boolean; provider?: string } = {}) {
+  /**
+   * The failure is about this recipient, not the provider (an SMTP 4xx at RCPT: greylisting, a full
+   * mailbox): it never counts against the provider's circuit, and on the last delivery the step fails
+   * with this reason rather than `max_deliveries`.
+   */
+  readonly recipientLevel: boolean;
+  constructor(readonly reason: string, message: string, options: { retryAfterMs?: number; cause?: unknown; maybeDelivered?: boolean; provider?: string; recipientLevel?: boolean } = {}) {
     super(message, { cause: options.cause });
     this.name = 'RetryableSendError';
     this.retryAfterMs = options.retryAfterMs;
     this.maybeDelivered = options.maybeDelivered ?? false;
     this.provider = options.provider;
+    this.recipientLevel = options.recipientLevel ?? false;
+  }
+}
+
+/**
+ * A call given up before it reached the provider, because the provider failed meanwhile (its circuit
+ * breaker recalled the calls still waiting for a connection: `ProviderCallContext.signal`). Nothing was
+ * sent: the chain moves the step on to the next provider at once, and it says nothing about the provider.
+ */
+export class ProviderRecalledError extends RetryableSendError {
+  constructor(provider: string) {
+    super('provider_recalled', `${provider}: the call was given up before it reached the provider (the provider failed meanwhile)`);
+    this.name = 'ProviderRecalledError';
   }
 }
 

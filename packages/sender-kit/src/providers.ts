@@ -1,5 +1,6 @@
-import { counter, gauge } from '@rrs/runtime';
-import { PermanentSendError, RetryableSendError } from './errors';
+import { setMaxListeners } from 'node:events';
+import { collapseRepeats, counter, createLogger, gauge, type CollapsedLogger, type Logger } from '@rrs/runtime';
+import { PermanentSendError, ProviderRecalledError, RetryableSendError } from './errors';
 import type { SendContext } from './sender';
 
 /** What a provider adapter is told about the call beside the request itself. */
@@ -8,6 +9,12 @@ export interface ProviderCallContext {
   idempotencyKey: string;
   /** An earlier call to this provider may have taken the message: an adapter that can look, looks first. */
   resumed: boolean;
+  /**
+   * Aborted when the provider fails while this call waits for a connection (a slot of the adapter's own
+   * pool): the adapter then gives up with ProviderRecalledError instead of sending, since the call has
+   * not reached the provider. A call already on the wire is never cut by it. Set by the ProviderChain.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -45,7 +52,31 @@ export const PROVIDER_FAULTS: ReadonlySet<string> = new Set([
   'provider_account_balance',
   'provider_ip_blocked',
   'provider_account_limit',
+  'provider_request_refused',
 ]);
+
+/**
+ * Of the provider faults, those that say our account or our request is wrong (a refused token or
+ * sender, no money, a blocked IP, Postmark's "invalid email request"): nothing will change until someone
+ * fixes the configuration, so besides failing over each one raises an alert (an error log line, collapsed
+ * while it repeats, and `sender_provider_alerts_total`). None of them fails the customer's step for good.
+ */
+export const PROVIDER_ALERTS: ReadonlySet<string> = new Set([
+  'provider_auth_failed',
+  'provider_account_balance',
+  'provider_ip_blocked',
+  'provider_account_limit',
+  'provider_request_refused',
+]);
+
+/**
+ * How long a provider stays proven after its last answer (ms): a burst after a quiet spell goes out behind
+ * one probe, so a provider that died while nobody called it gets one call, not the whole burst.
+ */
+export const PROVEN_FOR_MS = 5_000;
+
+/** The wait suggested to a step none of whose providers could take it because a probe failed (ms). */
+const PROBE_FAILED_RETRY_MS = 1_000;
 
 /** A provider's circuit breaker states, as the channel catalog and the account API name them. */
 export const CIRCUIT_STATES = ['closed', 'open', 'half_open'] as const;
@@ -66,6 +97,15 @@ export interface CircuitBreakerOptions {
  * Closed: calls go through; `failureThreshold` provider faults in a row open it. Open: the provider is
  * skipped until `openMs` passed. Half-open: one trial call at a time; its success closes the circuit, its
  * fault opens it again for another `openMs`. A non-fault answer (even a refusal of the message) is a success.
+ *
+ * Bounded damage under concurrency (`admit`): while closed, the provider is *proven* once it answered
+ * (a success, a refusal of the message, a 429), until its next fault or PROVEN_FOR_MS without an answer.
+ * Unproven (at start, after a fault, after a quiet spell) one call at a time goes as a probe and the
+ * others wait for its outcome: it answers → they all go; it faults → they move on to the next provider
+ * at once, without calling this one. A fault also aborts
+ * `signal`, recalling the calls admitted before it that still wait for a connection in the adapter. So a
+ * failing provider gets the calls already on the wire plus one probe per wave, whatever the concurrency,
+ * and a hung one costs a waiting step at most one timeout (the probe's).
  */
 export class CircuitBreaker {
   private current: CircuitState = 'closed';
@@ -73,6 +113,11 @@ export class CircuitBreaker {
   private faults = 0;
   private openedAt = 0;
   private trialInFlight = false;
+  private proven = false;
+  private answeredAt = 0;
+  private probeOut = false;
+  private waiters: Array<(go: boolean) => void> = [];
+  private recall?: AbortController;
   private readonly threshold: number;
   private readonly openMs: number;
   private readonly now: () => number;
@@ -110,24 +155,76 @@ export class CircuitBreaker {
     return true;
   }
 
+  /**
+   * Whether a call may go now (the ProviderChain's gate): true; false = skip this provider (its circuit is
+   * open, its half-open trial is out, or the probe this call waited for failed); or, while an unproven
+   * provider's probe is out, a promise of one of those once the probe's outcome is known.
+   */
+  admit(): boolean | Promise<boolean> {
+    if (this.current === 'closed' && this.proven) {
+      if (this.now() - this.answeredAt < PROVEN_FOR_MS) return true;
+      this.proven = false;
+    }
+    if (this.state !== 'closed') return this.tryAcquire();
+    if (!this.probeOut) {
+      this.probeOut = true;
+      return true;
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Aborted at the provider's next fault: calls admitted before it and not yet on the wire give up (unsent). */
+  get signal(): AbortSignal {
+    if (!this.recall) {
+      this.recall = new AbortController();
+      // Every call waiting for a connection listens to it: as many as the sender's concurrency.
+      setMaxListeners(0, this.recall.signal);
+    }
+    return this.recall.signal;
+  }
+
   success(): void {
     this.faults = 0;
     this.trialInFlight = false;
     if (this.current !== 'closed') this.set('closed');
+    this.answered();
   }
 
   fault(): void {
     this.trialInFlight = false;
     this.faults++;
+    this.proven = false;
+    this.probeOut = false;
     if (this.current === 'half_open' || (this.current === 'closed' && this.faults >= this.threshold)) {
       this.openedAt = this.now();
       this.set('open');
     }
+    if (this.recall) {
+      const recall = this.recall;
+      this.recall = undefined;
+      recall.abort();
+    }
+    this.settle(false);
   }
 
-  /** A call that ended without saying anything about the provider (e.g. a 429): frees the trial slot. */
+  /** A call that ended without saying anything about the provider's health (e.g. a 429): frees the trial slot; the provider did answer. */
   neutral(): void {
     this.trialInFlight = false;
+    this.answered();
+  }
+
+  private answered(): void {
+    this.proven = true;
+    this.answeredAt = this.now();
+    this.probeOut = false;
+    this.settle(true);
+  }
+
+  private settle(go: boolean): void {
+    if (this.waiters.length === 0) return;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const resolve of waiters) resolve(go);
   }
 
   private set(state: CircuitState): void {
@@ -138,10 +235,16 @@ export class CircuitBreaker {
 }
 
 const circuitState = gauge({ name: 'sender_provider_circuit_state', help: 'Circuit breaker state per channel provider: 0 closed, 1 open, 2 half-open.', labelNames: ['channel', 'provider'] });
-const providerCalls = counter({ name: 'sender_provider_calls_total', help: 'Provider calls by channel, provider and result (sent, refused, fault, retry, found, skipped).', labelNames: ['channel', 'provider', 'result'] });
+const providerCalls = counter({ name: 'sender_provider_calls_total', help: 'Provider calls by channel, provider and result (sent, refused, fault, retry, found, skipped, recalled).', labelNames: ['channel', 'provider', 'result'] });
 const failovers = counter({ name: 'sender_provider_failovers_total', help: 'Steps moved on from a provider to the next one, by channel, provider left and reason.', labelNames: ['channel', 'provider', 'reason'] });
+const alerts = counter({ name: 'sender_provider_alerts_total', help: 'Provider faults that say our account or request is wrong (PROVIDER_ALERTS: a refused token or sender, no money, an invalid request), by channel, provider and reason: fix the configuration.', labelNames: ['channel', 'provider', 'reason'] });
 
-export interface ProviderChainOptions extends Omit<CircuitBreakerOptions, 'onChange'> {}
+export interface ProviderChainOptions extends Omit<CircuitBreakerOptions, 'onChange'> {
+  /** Where the alerts (PROVIDER_ALERTS) are logged; default a `sender-kit` logger on stdout. */
+  log?: Logger;
+}
+
+let defaultAlertLog: Logger | undefined;
 
 /** One provider of a chain as this process sees it: what the channel catalog announces (no secrets). */
 export interface ProviderHealthView {
@@ -187,12 +290,14 @@ export class ProviderChain<Request> implements ProviderHealthSource {
   private readonly breakers: CircuitBreaker[];
   private readonly lastFaults: ({ code: string; at: Date } | undefined)[];
   private readonly listeners = new Set<() => void>();
+  private readonly alertLog: CollapsedLogger;
 
   constructor(
     readonly channel: string,
     readonly providers: readonly ChannelProvider<Request>[],
     options: ProviderChainOptions = {},
   ) {
+    this.alertLog = collapseRepeats(options.log ?? (defaultAlertLog ??= createLogger({ service: 'sender-kit' })));
     if (providers.length === 0) throw new Error(`channel ${channel} has no provider`);
     const names = new Set(providers.map((p) => p.name));
     if (names.size !== providers.length) throw new Error(`channel ${channel} lists a provider twice: ${providers.map((p) => p.name).join(', ')}`);
@@ -200,7 +305,9 @@ export class ProviderChain<Request> implements ProviderHealthSource {
     this.breakers = providers.map((provider) => {
       circuitState.set({ channel, provider: provider.name }, 0);
       return new CircuitBreaker({
-        ...options,
+        failureThreshold: options.failureThreshold,
+        openMs: options.openMs,
+        now: options.now,
         onChange: (state) => {
           circuitState.set({ channel, provider: provider.name }, STATE_VALUE[state]);
           for (const listener of this.listeners) listener();
@@ -268,15 +375,26 @@ export class ProviderChain<Request> implements ProviderHealthSource {
     for (let index = 0; index < this.providers.length; index++) {
       const provider = this.providers[index];
       const breaker = this.breakers[index];
-      if (!breaker.tryAcquire()) {
+      const admitted = breaker.admit();
+      if (!(admitted === true || (admitted !== false && (await admitted)))) {
+        // Never called: its circuit is open, or the probe this step waited for failed.
+        const open = breaker.state !== 'closed';
         providerCalls.inc({ channel: this.channel, provider: provider.name, result: 'skipped' });
-        failovers.inc({ channel: this.channel, provider: provider.name, reason: 'circuit_open' });
-        const wait = breaker.retryInMs();
+        failovers.inc({ channel: this.channel, provider: provider.name, reason: open ? 'circuit_open' : 'probe_failed' });
+        const wait = open ? breaker.retryInMs() : PROBE_FAILED_RETRY_MS;
         retryAfterMs = retryAfterMs === undefined ? wait : Math.min(retryAfterMs, wait);
         continue;
       }
+      call.signal = breaker.signal;
       const tried = await this.attempt(index, request, call);
+      call.signal = undefined;
       if ('sent' in tried) return tried.sent;
+      if ('recalled' in tried) {
+        // It never reached the provider, which failed meanwhile: not sent, on to the next one at once.
+        failovers.inc({ channel: this.channel, provider: provider.name, reason: 'recalled' });
+        retryAfterMs = retryAfterMs === undefined ? PROBE_FAILED_RETRY_MS : Math.min(retryAfterMs, PROBE_FAILED_RETRY_MS);
+        continue;
+      }
       const { err, fault, maybeDelivered } = tried;
       if (!fault) throw this.tagged(provider, err, maybeDelivered);
       if (maybeDelivered) {
@@ -307,11 +425,15 @@ export class ProviderChain<Request> implements ProviderHealthSource {
   private async pinned(provider: ChannelProvider<Request>, request: Request, call: ProviderCallContext): Promise<ChainSent> {
     const index = this.providers.indexOf(provider);
     const breaker = this.breakers[index];
-    if (!breaker.tryAcquire()) {
-      throw new RetryableSendError('provider_pending', `${this.channel}: ${provider.name} may have the message and its circuit is open`, { retryAfterMs: breaker.retryInMs(), maybeDelivered: true, provider: provider.name });
+    const admitted = breaker.admit();
+    if (!(admitted === true || (admitted !== false && (await admitted)))) {
+      throw new RetryableSendError('provider_pending', `${this.channel}: ${provider.name} may have the message and cannot take it now`, { retryAfterMs: Math.max(breaker.retryInMs(), PROBE_FAILED_RETRY_MS), maybeDelivered: true, provider: provider.name });
     }
-    const tried = await this.attempt(index, request, { ...call, resumed: true });
+    const tried = await this.attempt(index, request, { ...call, resumed: true, signal: breaker.signal });
     if ('sent' in tried) return tried.sent;
+    if ('recalled' in tried) {
+      throw new RetryableSendError('provider_pending', `${this.channel}: ${provider.name} may have the message and failed meanwhile`, { retryAfterMs: PROBE_FAILED_RETRY_MS, maybeDelivered: true, provider: provider.name });
+    }
     // Refused for sure: the provider does not have it, so the next delivery may fail over.
     throw this.tagged(provider, tried.err, tried.maybeDelivered);
   }
@@ -320,7 +442,7 @@ export class ProviderChain<Request> implements ProviderHealthSource {
    * One call to the provider at `index`, its circuit told how it went. A permanent refusal (the message's
    * fault, not the provider's) is thrown; any other failure is returned, sorted.
    */
-  private async attempt(index: number, request: Request, call: ProviderCallContext): Promise<{ sent: ChainSent } | { err: unknown; fault: boolean; maybeDelivered: boolean }> {
+  private async attempt(index: number, request: Request, call: ProviderCallContext): Promise<{ sent: ChainSent } | { recalled: true } | { err: unknown; fault: boolean; maybeDelivered: boolean }> {
     const provider = this.providers[index];
     const breaker = this.breakers[index];
     try {
@@ -335,10 +457,21 @@ export class ProviderChain<Request> implements ProviderHealthSource {
         providerCalls.inc({ channel: this.channel, provider: provider.name, result: 'refused' });
         throw err;
       }
-      const fault = err instanceof RetryableSendError && PROVIDER_FAULTS.has(err.reason);
+      if (err instanceof ProviderRecalledError) {
+        providerCalls.inc({ channel: this.channel, provider: provider.name, result: 'recalled' });
+        return { recalled: true };
+      }
+      // A recipient's own trouble (a 4xx at RCPT) never counts for or against the provider.
+      const fault = err instanceof RetryableSendError && !err.recipientLevel && PROVIDER_FAULTS.has(err.reason);
       if (fault) {
-        this.lastFaults[index] = { code: (err as RetryableSendError).reason, at: new Date() };
+        const reason = (err as RetryableSendError).reason;
+        this.lastFaults[index] = { code: reason, at: new Date() };
         breaker.fault();
+        if (PROVIDER_ALERTS.has(reason)) {
+          alerts.inc({ channel: this.channel, provider: provider.name, reason });
+          // One line per provider and reason per interval while it lasts (the provider's own words, no stack).
+          this.alertLog.error({ channel: this.channel, provider: provider.name, reason, detail: (err as Error).message }, `${this.channel} ${provider.name}: ${reason}: the provider refused our account or request; fix its configuration (steps fail over)`);
+        }
       } else breaker.neutral();
       providerCalls.inc({ channel: this.channel, provider: provider.name, result: fault ? 'fault' : 'retry' });
       return { err, fault, maybeDelivered: !(err instanceof RetryableSendError) || err.maybeDelivered };
@@ -351,7 +484,7 @@ export class ProviderChain<Request> implements ProviderHealthSource {
 
   private tagged(provider: ChannelProvider<Request>, err: unknown, maybeDelivered: boolean): RetryableSendError {
     if (err instanceof RetryableSendError) {
-      return new RetryableSendError(err.reason, err.message, { cause: err.cause ?? err, retryAfterMs: err.retryAfterMs, maybeDelivered, provider: maybeDelivered ? provider.name : undefined });
+      return new RetryableSendError(err.reason, err.message, { cause: err.cause ?? err, retryAfterMs: err.retryAfterMs, maybeDelivered, provider: maybeDelivered ? provider.name : undefined, recipientLevel: err.recipientLevel });
     }
     return new RetryableSendError('sender_error', `${provider.name}: ${(err as Error)?.message ?? String(err)}`, { cause: err, maybeDelivered: true, provider: provider.name });
   }

@@ -204,7 +204,8 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
       const reason = err instanceof RetryableSendError ? err.reason : 'sender_error';
       if (msg.deliveryCount >= maxDeliver) {
         failures.error({ err, stepId: step.stepId, deliveries: msg.deliveryCount, reason }, 'send failed on the last delivery; dead-lettered');
-        const failed: SendResult = { outcome: StepOutcome.STEP_OUTCOME_FAILED, reason: 'max_deliveries' };
+        // A recipient's own temporary refusal (an SMTP 4xx at RCPT) that outlasted every try fails with its reason.
+        const failed: SendResult = { outcome: StepOutcome.STEP_OUTCOME_FAILED, reason: err instanceof RetryableSendError && err.recipientLevel ? err.reason : 'max_deliveries' };
         await finish(msg, step, failed, () => options.sendLog.failDeadLettered(step, failed, reason, msg.deliveryCount), 'dead_letter', 'term');
         return;
       }

@@ -28,17 +28,21 @@ type Sorted = { kind: 'permanent'; reason: string } | { kind: 'retryable'; reaso
 /**
  * Postmark's API error codes (https://postmarkapp.com/developer/api/overview#error-codes), sorted. Codes
  * about our account or setup (10 token, 400/401 sender signature, 405/412/413 the account may not send,
- * 100 maintenance) are provider faults: the chain moves the step on to the next provider. 406 is a
- * recipient Postmark has deactivated after a hard bounce or a complaint; 300 an address or message it
- * will not take: both end the step.
+ * 100 maintenance) are provider faults: the chain moves the step on to the next provider. 300 is "Invalid
+ * email request", which Postmark answers for any invalid request — a From with unquoted punctuation in
+ * its name, a From that is not a verified sender signature, a message without a body, an illegal
+ * mailbox (https://postmarkapp.com/support/article/1180-what-does-errorcode-300-mean): mostly our own
+ * configuration, so it is a provider fault that alerts (`provider_request_refused`) and never fails the
+ * customer's step for good; a really bad address is refused by the next provider too. 406 is a recipient
+ * Postmark has deactivated after a hard bounce or a complaint: it ends the step.
  */
 export function sortPostmarkCode(code: number): Sorted {
   switch (code) {
     case 10: case 400: case 401: return { kind: 'retryable', reason: 'provider_auth_failed', retryAfterMs: 60_000 };
     case 405: case 412: case 413: return { kind: 'retryable', reason: 'provider_account_limit', retryAfterMs: 60_000 };
     case 100: return { kind: 'retryable', reason: 'provider_unavailable', retryAfterMs: 30_000 };
+    case 300: return { kind: 'retryable', reason: 'provider_request_refused', retryAfterMs: 60_000 };
     case 406: return { kind: 'permanent', reason: 'recipient_inactive' };
-    case 300: return { kind: 'permanent', reason: 'recipient_rejected' };
     default: return { kind: 'permanent', reason: 'provider_rejected' };
   }
 }
@@ -80,9 +84,9 @@ export function postmarkProvider(options: PostmarkOptions): EmailProvider {
         TrackLinks: 'None',
       };
       const res = await providerFetch(`${base}/email`, { method: 'POST', headers: headers(options.serverToken), body: JSON.stringify(body) }, { provider: 'postmark', timeoutMs: options.timeoutMs });
-      if (res.status === 401) {
+      if (res.status === 401 || res.status === 403) {
         await res.body?.cancel();
-        throw new RetryableSendError('provider_auth_failed', 'postmark: HTTP 401, the server token was refused', { retryAfterMs: 60_000 });
+        throw new RetryableSendError('provider_auth_failed', `postmark: HTTP ${res.status}, the server token was refused`, { retryAfterMs: 60_000 });
       }
       const answer = await providerJson<PostmarkAnswer>(res, 'postmark');
       if (res.ok && answer.ErrorCode === 0 && typeof answer.MessageID === 'string' && answer.MessageID !== '') return { providerMessageId: answer.MessageID };

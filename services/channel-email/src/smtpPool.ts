@@ -16,10 +16,15 @@ export interface SmtpPoolOptions {
 export type SmtpSendInfo = SentMessageInfo;
 
 /**
- * An error of a send: `dataSent` says the message data went out on the socket before the session
- * failed, so the server may have the message even without its reply.
+ * An error of a send: `dataSent` says the message data went out on the socket (the server had accepted
+ * DATA with its 354) before the session failed, so the server may have the message even without its
+ * reply. Every error the pool throws carries it: false for a failure to open a session (no connection,
+ * no greeting, TLS, AUTH), for the envelope refused, and for a send recalled while it waited for a session.
  */
-export type SmtpSendError = Error & { code?: string; responseCode?: number; dataSent?: boolean };
+export type SmtpSendError = Error & { code?: string; responseCode?: number; dataSent?: boolean; recalled?: boolean };
+
+/** Code of a send recalled while waiting for a session (`signal` aborted): it never reached the server. */
+export const SEND_RECALLED = 'ERECALLED';
 
 interface Session {
   connection: SMTPConnection;
@@ -52,6 +57,10 @@ function messageData(connection: SMTPConnection, raw: Buffer): Readable {
 /** Code the pool's own refusal carries once it is closed. */
 const POOL_CLOSED = 'ECONNECTION';
 
+function recalledError(): SmtpSendError {
+  return Object.assign(new Error('recalled while waiting for an SMTP session'), { code: SEND_RECALLED, recalled: true });
+}
+
 /** Errors of a session as a whole (nodemailer's isTransientError): another session may well succeed. */
 function isTransient(err: SmtpSendError): boolean {
   return err.responseCode === 421 || err.code === 'ECONNECTION' || err.code === 'ESOCKET' || err.code === 'ETIMEDOUT';
@@ -83,10 +92,21 @@ export class SmtpPool {
     this.maxMessages = options.maxMessages ?? 100;
   }
 
-  /** Sends one message; rejects with nodemailer's SMTP error (code, responseCode) plus `dataSent`. */
-  async send(envelope: { from: string; to: string[] }, raw: Buffer): Promise<SmtpSendInfo> {
+  /**
+   * Sends one message; rejects with nodemailer's SMTP error (code, responseCode) plus `dataSent`. An
+   * aborted `signal` recalls the send while it waits for a session (code SEND_RECALLED); once it has its
+   * session the signal no longer matters.
+   */
+  async send(envelope: { from: string; to: string[] }, raw: Buffer, signal?: AbortSignal): Promise<SmtpSendInfo> {
     for (let attempt = 1; ; attempt++) {
-      const session = await this.acquire();
+      let session: Session;
+      try {
+        session = await this.acquire(signal);
+      } catch (caught) {
+        // No session: nothing of this message reached a server.
+        (caught as SmtpSendError).dataSent = false;
+        throw caught;
+      }
       const reused = session.messages > 0;
       const data = messageData(session.connection, raw);
       try {
@@ -129,7 +149,7 @@ export class SmtpPool {
     return new Promise((resolve, reject) => session.connection.send(fresh, data, (err, info) => (err ? reject(err) : resolve(info))));
   }
 
-  private acquire(): Promise<Session> {
+  private acquire(signal?: AbortSignal): Promise<Session> {
     if (this.closed) return Promise.reject(Object.assign(new Error('the SMTP pool is closed'), { code: POOL_CLOSED }));
     const session = this.idle.pop();
     if (session) return Promise.resolve(session);
@@ -137,13 +157,32 @@ export class SmtpPool {
       this.open++;
       return this.connect();
     }
+    if (signal?.aborted) return Promise.reject(recalledError());
     return new Promise((resolve, reject) => {
       // Handed a session, or (undefined) a slot already counted in `open`, or told the pool closed.
-      this.waiting.push((handed) => {
+      const waiter = (handed: Session | undefined) => {
+        signal?.removeEventListener('abort', onAbort);
         if (handed) resolve(handed);
         else if (this.closed) reject(Object.assign(new Error('the SMTP pool is closed'), { code: POOL_CLOSED }));
-        else this.connect().then(resolve, reject);
-      });
+        else {
+          // A slot freed by a session that just failed: let that failure reach the provider's breaker
+          // first (its promise chain runs before setImmediate), which may recall this send.
+          setImmediate(() => {
+            if (signal?.aborted) {
+              this.freeSlot();
+              reject(recalledError());
+            } else this.connect().then(resolve, reject);
+          });
+        }
+      };
+      // Recalled while waiting (the provider failed meanwhile): it leaves the queue, unsent.
+      const onAbort = () => {
+        const at = this.waiting.indexOf(waiter);
+        if (at >= 0) this.waiting.splice(at, 1);
+        reject(recalledError());
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiting.push(waiter);
     });
   }
 

@@ -34,13 +34,13 @@ describe('Postmark adapter against the fake Postmark API', () => {
     expect(taken.Headers).toEqual(expect.arrayContaining([{ Name: 'List-Unsubscribe', Value: `<${step.unsubscribeUrl}>` }, { Name: 'List-Unsubscribe-Post', Value: 'List-Unsubscribe=One-Click' }]));
   });
 
-  it('sorts the answers: a refused token is a provider fault (fail over), an inactive recipient and a bad address end the step, a 500 may have been delivered', async () => {
+  it('sorts the answers: a refused token and an invalid request (300) are provider faults (fail over), an inactive recipient ends the step, a 500 may have been delivered', async () => {
     await expect(provider('wrong').send(message('a@example.com').message, message('a@example.com').ctx)).rejects.toMatchObject({ name: 'RetryableSendError', reason: 'provider_auth_failed', maybeDelivered: false });
     postmark.deactivate('gone@example.com');
     const gone = message('gone@example.com');
     await expect(provider().send(gone.message, gone.ctx)).rejects.toMatchObject({ name: 'PermanentSendError', reason: 'recipient_inactive' });
     const bad = message('not-an-address');
-    await expect(provider().send(bad.message, bad.ctx)).rejects.toMatchObject({ name: 'PermanentSendError', reason: 'recipient_rejected' });
+    await expect(provider().send(bad.message, bad.ctx)).rejects.toMatchObject({ name: 'RetryableSendError', reason: 'provider_request_refused', maybeDelivered: false });
     await postmark.outage('http500');
     const later = message('b@example.com');
     await expect(provider().send(later.message, later.ctx)).rejects.toMatchObject({ name: 'RetryableSendError', reason: 'provider_unavailable', maybeDelivered: true });

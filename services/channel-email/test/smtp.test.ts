@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { busV1 } from '@rrs/proto';
 import { createPool, type Pool } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, waitFor, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { SinkOutbox } from '@rrs/sender-kit';
+import { PROVIDER_ALERTS, PROVIDER_FAULTS, SinkOutbox } from '@rrs/sender-kit';
 import { collectResults, dueStep, publishStep } from '../../../packages/sender-kit/test/support/steps';
 import { classifySmtpError, startEmailSender } from '../src';
 
@@ -233,20 +233,39 @@ describe('channel-email over smtps:// (TLS from the start)', () => {
 
 describe('classifySmtpError', () => {
   it.each([
-    [{ responseCode: 550, code: 'EENVELOPE', message: 'no such user' }, 'PermanentSendError', 'recipient_rejected'],
-    [{ responseCode: 554, code: 'EMESSAGE', message: 'spam' }, 'PermanentSendError', 'provider_rejected'],
-    [{ responseCode: 451, code: 'EENVELOPE', message: 'later' }, 'RetryableSendError', 'provider_unavailable'],
+    [{ responseCode: 550, code: 'EENVELOPE', command: 'RCPT TO', message: 'no such user' }, 'PermanentSendError', 'recipient_rejected'],
+    [{ responseCode: 554, code: 'EMESSAGE', command: 'DATA', message: 'spam' }, 'PermanentSendError', 'provider_rejected'],
+    [{ responseCode: 451, code: 'EENVELOPE', command: 'RCPT TO', message: 'greylisted, later' }, 'RetryableSendError', 'recipient_deferred'],
+    [{ responseCode: 452, code: 'EENVELOPE', command: 'RCPT TO', message: 'mailbox full' }, 'RetryableSendError', 'recipient_deferred'],
+    [{ responseCode: 553, code: 'EENVELOPE', command: 'MAIL FROM', message: 'sender not allowed' }, 'RetryableSendError', 'provider_request_refused'],
+    [{ responseCode: 451, code: 'EENVELOPE', command: 'MAIL FROM', message: 'local error' }, 'RetryableSendError', 'provider_unavailable'],
+    [{ responseCode: 421, code: 'ECONNECTION', command: 'CONN', message: 'closing' }, 'RetryableSendError', 'provider_unavailable'],
+    [{ responseCode: 554, code: 'EPROTOCOL', command: 'CONN', message: 'no SMTP service here' }, 'RetryableSendError', 'provider_unavailable'],
     [{ code: 'ECONNECTION', message: 'refused' }, 'RetryableSendError', 'provider_unreachable'],
-    [{ code: 'EAUTH', responseCode: 535, message: 'bad credentials' }, 'RetryableSendError', 'smtp_auth_failed'],
+    [{ code: 'ETIMEDOUT', command: 'CONN', message: 'Greeting never received', dataSent: false }, 'RetryableSendError', 'provider_timeout'],
+    [{ code: 'EAUTH', responseCode: 535, message: 'bad credentials' }, 'RetryableSendError', 'provider_auth_failed'],
   ])('sorts %j', (err, name, reason) => {
     const sorted = classifySmtpError(Object.assign(new Error(err.message), err));
     expect(sorted.name).toBe(name);
     expect(sorted.reason).toBe(reason);
   });
 
+  it('a temporary refusal at RCPT is the recipient\'s (never the provider\'s fault); MAIL FROM refused and AUTH refused are our configuration (provider faults that alert)', () => {
+    const rcpt = classifySmtpError(Object.assign(new Error('x'), { responseCode: 451, code: 'EENVELOPE', command: 'RCPT TO', dataSent: false }));
+    expect(rcpt).toMatchObject({ recipientLevel: true, maybeDelivered: false });
+    expect(PROVIDER_FAULTS.has(rcpt.reason)).toBe(false);
+    for (const err of [{ responseCode: 553, code: 'EENVELOPE', command: 'MAIL FROM' }, { code: 'EAUTH', responseCode: 535 }]) {
+      const sorted = classifySmtpError(Object.assign(new Error('x'), err));
+      expect(PROVIDER_FAULTS.has(sorted.reason) && PROVIDER_ALERTS.has(sorted.reason)).toBe(true);
+    }
+  });
+
   it('marks a session cut after it began as maybe delivered (the next try is resumed), a refusal or no connection as not', () => {
     const maybe = (err: Record<string, unknown>) => (classifySmtpError(Object.assign(new Error('x'), err)) as { maybeDelivered?: boolean }).maybeDelivered;
     expect(maybe({ code: 'ETIMEDOUT' })).toBe(true);
+    // From SmtpPool, which says whether the data went out: only then.
+    expect(maybe({ code: 'ETIMEDOUT', dataSent: false })).toBe(false);
+    expect(maybe({ code: 'ECONNECTION', dataSent: true })).toBe(true);
     expect(maybe({ code: 'ECONNRESET' })).toBe(true);
     expect(maybe({})).toBe(true);
     expect(maybe({ code: 'ECONNECTION' })).toBe(false);

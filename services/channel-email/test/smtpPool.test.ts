@@ -243,7 +243,7 @@ describe('SmtpPool', () => {
     try {
       const err = await wrong.send({ from: 'r@acme.test', to: ['x@example.com'] }, raw('x@example.com')).catch((e: SmtpSendError) => e);
       expect(err).toMatchObject({ code: 'EAUTH' });
-      expect(classifySmtpError(err)).toMatchObject({ reason: 'smtp_auth_failed' });
+      expect(classifySmtpError(err)).toMatchObject({ reason: 'provider_auth_failed', maybeDelivered: false });
       wrong.close();
       await expect(wrong.send({ from: 'r@acme.test', to: ['y@example.com'] }, raw('y@example.com'))).rejects.toMatchObject({ code: 'ECONNECTION' });
       expect(server.accepted).toHaveLength(0);

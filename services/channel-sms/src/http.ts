@@ -1,5 +1,5 @@
 import { Pool } from 'undici';
-import { parseRetryAfter, RetryableSendError, type ProviderRequestOptions } from '@rrs/sender-kit';
+import { parseRetryAfter, ProviderRecalledError, RetryableSendError, type ProviderRequestOptions } from '@rrs/sender-kit';
 
 /** A provider's answer, read whole: the adapters read their own error codes from the body. */
 export interface ProviderAnswer {
@@ -18,6 +18,15 @@ export interface ProviderHttpOptions extends ProviderRequestOptions {
   maxConnections?: number;
 }
 
+/** A call waiting for one of the `maxConnections` slots: nothing of it has left this process. */
+interface SlotWaiter {
+  resolve: () => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+}
+
 /**
  * One provider's HTTP API over a pool of kept-alive connections (undici's Pool), for the calls made
  * once per SMS. It sorts failures exactly as sender-kit's `providerFetch` does, without what fetch
@@ -32,20 +41,100 @@ export interface ProviderHttpOptions extends ProviderRequestOptions {
 export class ProviderHttp {
   private readonly pool: Pool;
   private readonly basePath: string;
+  /** Requests out (holding a slot) when `maxConnections` is set. */
+  private active = 0;
+  private readonly slotQueue: SlotWaiter[] = [];
 
   constructor(baseUrl: string, private readonly options: ProviderHttpOptions) {
     const url = new URL(baseUrl);
     this.basePath = url.pathname.replace(/\/$/, '');
     this.pool = new Pool(url.origin, { connect: { timeout: options.timeoutMs }, connections: options.maxConnections ?? null });
+    if (options.maxConnections !== undefined && !(options.maxConnections >= 1)) throw new Error(`${options.provider}: maxConnections must be at least 1`);
   }
 
   /**
    * `POST {base}{path}`, form-encoded. Resolves with any answer below 500 but 429, whole; a timeout, a
    * network error, 429 and 5xx reject with RetryableSendError (429 and 503 with the provider's
    * Retry-After). A timeout, a connection lost after connecting and a 5xx are `maybeDelivered`.
+   *
+   * With `maxConnections`, a call first waits for a slot (our own queue, so undici never holds a request
+   * back): one that gets none within the timeout is "not sent" (`provider_timeout`, not maybe delivered),
+   * and an aborted `signal` (ProviderCallContext.signal: the provider failed meanwhile) recalls it from
+   * the queue (ProviderRecalledError). Once it holds a slot it is on the wire, and the signal is ignored.
    */
-  async postForm(path: string, form: URLSearchParams): Promise<ProviderAnswer> {
+  async postForm(path: string, form: URLSearchParams, signal?: AbortSignal): Promise<ProviderAnswer> {
+    const limit = this.options.maxConnections;
+    if (limit === undefined) return this.post(path, form, this.options.timeoutMs);
+    const startedAt = Date.now();
+    if (this.active < limit) this.active++;
+    else {
+      await this.waitForSlot(signal);
+      // Handed a slot by a call that just ended: if that call's failure recalled this one, or this one's
+      // time is up meanwhile, it goes no further (not sent).
+      if (signal?.aborted || Date.now() - startedAt >= this.options.timeoutMs) {
+        this.releaseSlot();
+        throw signal?.aborted ? new ProviderRecalledError(this.options.provider) : new RetryableSendError('provider_timeout', `${this.options.provider}: no connection free within ${this.options.timeoutMs} ms (not sent)`);
+      }
+    }
+    let answered = false;
+    try {
+      const answer = await this.post(path, form, Math.max(1, this.options.timeoutMs - (Date.now() - startedAt)));
+      answered = true;
+      return answer;
+    } finally {
+      // After a failure the slot passes on only once the failure has reached the provider's breaker
+      // (its promise chain runs before setImmediate), which recalls the calls still waiting.
+      if (answered) this.releaseSlot();
+      else setImmediate(() => this.releaseSlot());
+    }
+  }
+
+  private waitForSlot(signal: AbortSignal | undefined): Promise<void> {
     const { provider, timeoutMs } = this.options;
+    if (signal?.aborted) return Promise.reject(new ProviderRecalledError(provider));
+    return new Promise<void>((resolve, reject) => {
+      const waiter: SlotWaiter = {
+        resolve,
+        reject,
+        signal,
+        timer: setTimeout(() => {
+          this.leaveQueue(waiter);
+          reject(new RetryableSendError('provider_timeout', `${provider}: no connection free within ${timeoutMs} ms (not sent)`));
+        }, timeoutMs),
+      };
+      if (signal) {
+        waiter.onAbort = () => {
+          this.leaveQueue(waiter);
+          reject(new ProviderRecalledError(provider));
+        };
+        signal.addEventListener('abort', waiter.onAbort, { once: true });
+      }
+      this.slotQueue.push(waiter);
+    });
+  }
+
+  private leaveQueue(waiter: SlotWaiter): void {
+    clearTimeout(waiter.timer);
+    if (waiter.onAbort) waiter.signal?.removeEventListener('abort', waiter.onAbort);
+    const at = this.slotQueue.indexOf(waiter);
+    if (at >= 0) this.slotQueue.splice(at, 1);
+  }
+
+  /** Hands the slot to the next waiting call, or frees it. */
+  private releaseSlot(): void {
+    const next = this.slotQueue.shift();
+    if (!next) {
+      this.active--;
+      return;
+    }
+    clearTimeout(next.timer);
+    if (next.onAbort) next.signal?.removeEventListener('abort', next.onAbort);
+    next.resolve();
+  }
+
+  /** One request on the wire, bounded by `timeoutMs`. */
+  private async post(path: string, form: URLSearchParams, timeoutMs: number): Promise<ProviderAnswer> {
+    const { provider } = this.options;
     const abort = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_resolve, reject) => {

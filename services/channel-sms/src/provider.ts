@@ -90,7 +90,10 @@ const SMSC_STATUS_NOT_FOUND = -3;
 export function smscProvider(options: SmscOptions): SmsProvider {
   const http = new ProviderHttp(options.baseUrl, { provider: 'smsc', timeoutMs: options.timeoutMs, maxConnections: options.maxConnections ?? SMSC_MAX_CONNECTIONS_DEFAULT });
 
-  /** Whether SMSC has a message with this id for this phone; null when the gateway has no status method. */
+  /**
+   * Whether SMSC has a message with this id for this phone; null when the gateway has no status method
+   * (an unknown: never read as "sent" nor as "not sent").
+   */
   const hasMessage = async (req: SmsSendRequest): Promise<boolean | null> => {
     const form = new URLSearchParams({ login: options.login, psw: options.password, phone: req.phone, id: req.stepId, fmt: '3', charset: 'utf-8' });
     const res = await http.postForm('/sys/status.php', form);
@@ -113,7 +116,8 @@ export function smscProvider(options: SmscOptions): SmsProvider {
       return has ? { found: true, providerMessageId: req.stepId } : { found: false };
     },
     async send(req, ctx) {
-      if ((ctx?.resumed ?? req.resumed) && (await hasMessage(req))) return { providerMessageId: req.stepId };
+      const resumed = ctx?.resumed ?? req.resumed ?? false;
+      if (resumed && (await hasMessage(req)) === true) return { providerMessageId: req.stepId };
       const form = new URLSearchParams({
         login: options.login,
         psw: options.password,
@@ -124,7 +128,7 @@ export function smscProvider(options: SmscOptions): SmsProvider {
         charset: 'utf-8',
       });
       if (options.sender) form.set('sender', options.sender);
-      const res = await http.postForm('/sys/send.php', form);
+      const res = await http.postForm('/sys/send.php', form, ctx?.signal);
       if (res.status < 200 || res.status >= 300) throw new RetryableSendError('provider_bad_response', `smsc: HTTP ${res.status}`, { maybeDelivered: true });
       const answer = answerJson<SmscAnswer>(res, 'smsc');
       if (answer.error_code === undefined && answer.error === undefined) {
@@ -133,8 +137,21 @@ export function smscProvider(options: SmscOptions): SmsProvider {
       }
       const code = Number(answer.error_code);
       if (code === SMSC_DUPLICATE_OR_BUSY) {
-        if ((await hasMessage(req)) !== false) return { providerMessageId: req.stepId };
-        throw new RetryableSendError('provider_busy', `smsc error 9 without a message for this id: ${answer.error ?? ''}`, { retryAfterMs: 5_000 });
+        const has = await hasMessage(req);
+        // Sent only on SMSC's word that it has the message, never on a guess.
+        if (has === true) return { providerMessageId: req.stepId };
+        if (has === false) throw new RetryableSendError('provider_busy', `smsc error 9 without a message for this id: ${answer.error ?? ''}`, { retryAfterMs: 5_000 });
+        // No status method (a compatible gateway): SMSC cannot say which error 9 this is.
+        if (!resumed) {
+          // "The same request within a minute" needs an earlier request for this step, and no earlier
+          // call for it may have reached SMSC (not resumed): so it was "too many requests at once". Not sent.
+          throw new RetryableSendError('provider_busy', `smsc error 9 (no status method; no earlier call for this step): ${answer.error ?? ''}`, { retryAfterMs: 5_000 });
+        }
+        // An earlier call may have been taken, within the minute, or SMSC was busy: the step stays in
+        // doubt with SMSC (the chain pins it there, never another provider) and is sent again through
+        // SMSC alone, as resumed. SMSC then accepts it (sent on its word) or refuses it again; past the
+        // minute, a repeat of a message SMSC had taken is a second SMS (docs/channels.md), never a lost one.
+        throw new RetryableSendError('provider_busy', `smsc error 9 on a resumed send and no status method to tell a repeat from a busy SMSC: ${answer.error ?? ''}`, { retryAfterMs: 20_000, maybeDelivered: true });
       }
       const known = SMSC_ERRORS[code];
       const message = `smsc error ${code}: ${answer.error ?? ''}`;

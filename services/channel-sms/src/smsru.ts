@@ -35,7 +35,7 @@ interface SmsRuAnswer {
  */
 export const PROVIDER_STOP_LIST = 'recipient_opted_out';
 
-type Sorted = { kind: 'permanent'; reason: string } | { kind: 'retryable'; reason: string; retryAfterMs?: number; maybeSent?: boolean };
+type Sorted = { kind: 'permanent'; reason: string } | { kind: 'retryable'; reason: string; retryAfterMs?: number; maybeSent?: boolean; recipientLevel?: boolean };
 
 /**
  * SMS.ru status codes of `sms/send` (request-level and per number, https://sms.ru/api/send and the code
@@ -53,7 +53,8 @@ export function sortSmsRuCode(code: number, resumed: boolean): Sorted {
     case 202: return { kind: 'permanent', reason: 'invalid_phone' };
     case 207: return { kind: 'permanent', reason: 'undeliverable' };
     case 209: return { kind: 'permanent', reason: PROVIDER_STOP_LIST };
-    case 230: return { kind: 'retryable', reason: 'recipient_daily_limit', retryAfterMs: 3_600_000 };
+    // This number's own daily limit: never the provider's fault; fails with this reason if it outlasts every try.
+    case 230: return { kind: 'retryable', reason: 'recipient_daily_limit', retryAfterMs: 3_600_000, recipientLevel: true };
     // The same text to the same number within a minute / a day: after a call that may have gone through,
     // that is our own message (sent); otherwise another step's identical message.
     case 231: return resumed ? { kind: 'retryable', reason: 'duplicate', maybeSent: true } : { kind: 'retryable', reason: 'provider_busy', retryAfterMs: 60_000 };
@@ -104,5 +105,5 @@ function fail(code: number, text: string | undefined, resumed: boolean, req: Sms
   if (sorted.kind === 'permanent') throw new PermanentSendError(sorted.reason, message);
   // Our earlier call went through: its sms_id is not known, so its receipts cannot be matched.
   if (sorted.maybeSent) return { providerMessageId: `smsru-unknown:${req.stepId}` };
-  throw new RetryableSendError(sorted.reason, message, { retryAfterMs: sorted.retryAfterMs });
+  throw new RetryableSendError(sorted.reason, message, { retryAfterMs: sorted.retryAfterMs, recipientLevel: sorted.recipientLevel });
 }

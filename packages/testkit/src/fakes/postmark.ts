@@ -3,8 +3,10 @@
  * channel-email (services/channel-email/src/postmark.ts), for tests:
  *
  * - `POST /email` with `X-Postmark-Server-Token`: a wrong token is HTTP 401 `{"ErrorCode": 10}`; a body
- *   that is not JSON 422 `402`; a `To` that is no address 422 `300`; a recipient marked inactive
- *   (`deactivate`) 422 `406`. Otherwise 200 `{"To", "SubmittedAt", "MessageID", "ErrorCode": 0,
+ *   that is not JSON 422 `402`; 422 `300` "Invalid email request" for what Postmark's support article
+ *   lists (https://postmarkapp.com/support/article/1180-what-does-errorcode-300-mean): a `From` or `To`
+ *   that is no address, a `From` whose name has punctuation without quotes (`Acme, Inc <a@b.c>`), no
+ *   `TextBody` nor `HtmlBody`; a recipient marked inactive (`deactivate`) 422 `406`. Otherwise 200 `{"To", "SubmittedAt", "MessageID", "ErrorCode": 0,
  *   "Message": "OK"}`, and the message (with its `Metadata`, `Headers`, `MessageStream`) is kept.
  * - `GET /messages/outbound?count&offset[&recipient][&metadata_<key>=<value>]` (the outbound message
  *   search): `{"TotalCount", "Messages": [{"MessageID", "Recipients", "Subject", "Metadata", "Status"}]}`.
@@ -57,6 +59,18 @@ export interface FakePostmark {
 
 const ADDRESS = /^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/;
 
+/** A sender address as the fake checks it (a local domain such as `localhost` is let through). */
+const FROM_ADDRESS = /^[^\s@<>,;:"]+@[^\s@<>,;:"]+$/;
+
+/** `addr` or `Name <addr>`; a name with the specials `,;:@()[]\"<>` must be quoted (the support article's `Joe Sender, jr`). */
+function fromIsValid(from: string): boolean {
+  const named = /^(.*)<([^<>]+)>$/.exec(from.trim());
+  if (!named) return FROM_ADDRESS.test(from.trim());
+  const name = named[1].trim();
+  const quoted = /^".*"$/.test(name);
+  return FROM_ADDRESS.test(named[2].trim()) && (quoted || !/[,;:@()[\]\\"<>]/.test(name));
+}
+
 export async function startFakePostmark(options: { serverToken?: string; webhookUrl?: string } = {}): Promise<FakePostmark> {
   const token = options.serverToken ?? 'postmark-test-server-token';
   let mode: PostmarkOutage = 'none';
@@ -73,7 +87,10 @@ export async function startFakePostmark(options: { serverToken?: string; webhook
       return { status: 422, body: { ErrorCode: 402, Message: 'Received invalid JSON input.' } };
     }
     const to = String(input.To ?? '');
+    const from = String(input.From ?? '');
+    if (!fromIsValid(from)) return { status: 422, body: { ErrorCode: 300, Message: `Error parsing 'From': Illegal email address '${from}'. It must contain the '@' symbol, and a name with punctuation must be quoted.` } };
     if (!ADDRESS.test(to)) return { status: 422, body: { ErrorCode: 300, Message: `Error parsing 'To': Illegal email address '${to}'.` } };
+    if (!input.TextBody && !input.HtmlBody) return { status: 422, body: { ErrorCode: 300, Message: 'Provide either email TextBody or HtmlBody or both.' } };
     if (inactive.has(to.toLowerCase())) return { status: 422, body: { ErrorCode: 406, Message: `You tried to send to recipient(s) that have been marked as inactive. Found inactive addresses: ${to}.` } };
     const message: PostmarkMessage = {
       MessageID: randomUUID(),

@@ -10,7 +10,9 @@
  *   "duplicate request" rule). Like SMSC, a second message with the same `id` is accepted ("не обязательно
  *   уникален"): ids are not deduplicated.
  * - `/sys/status.php`: `phone` + `id` → `{"status": 0, …}` for the last message with that id to that
- *   phone, `{"status": -3}` when there is none (what a resumed send of channel-sms asks first).
+ *   phone, `{"status": -3}` when there is none (what a resumed send of channel-sms asks first). With
+ *   `statusMethod: false` it is 404, as on an SMSC-compatible gateway without the status method;
+ *   `respondStatus` answers it first (e.g. `{hang: true}`: a hung SMSC whose status hangs too).
  * - `/sys/balance.php`: `{"balance": "<n.nn>"}` (plus `"currency": "RUR"` with `cur=1`), or error 2.
  * - `/sys/get.php?get_answers=1` (https://smsc.ru/api/http/get_data/inbox): the SMS people sent to the
  *   account's numbers, oldest first, as `[{"id", "phone", "to_phone", "sent": "dd.mm.yyyy hh:mm:ss",
@@ -73,6 +75,10 @@ export interface FakeSmscOptions {
   duplicateWindowMs?: number;
   /** Consulted first for every send request; undefined = the fake's own handling. */
   respond?: (request: SmscSendRequest) => SmscAnswer | undefined | Promise<SmscAnswer | undefined>;
+  /** Consulted first for every status request (`id`, `phone`, …); undefined = the fake's own handling. */
+  respondStatus?: (fields: URLSearchParams) => SmscAnswer | undefined | Promise<SmscAnswer | undefined>;
+  /** Whether `/sys/status.php` exists (default true); false = 404, a compatible gateway without it. */
+  statusMethod?: boolean;
   /** Called once per accepted message. */
   onMessage?: (message: SmscMessage) => void;
 }
@@ -83,6 +89,8 @@ export interface FakeSmsc {
   port: number;
   /** Send requests received (accepted or not). */
   readonly requests: number;
+  /** Status requests received (answered or not). */
+  readonly statusRequests: number;
   /** Messages accepted. */
   readonly count: number;
   /** Accepted messages, oldest first (empty with `keepMessages: false`). */
@@ -123,6 +131,7 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
   const duplicateWindowMs = options.duplicateWindowMs ?? 60_000;
   let balance = options.balance ?? 1_000_000;
   let requests = 0;
+  let statusRequests = 0;
   let count = 0;
   let nextId = 1;
   const messages: SmscMessage[] = [];
@@ -181,6 +190,19 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
     return { status: 200, body: { id: /^\d+$/.test(message.id) ? Number(message.id) : message.id, cnt } };
   }
 
+  /** Answers with what `respond`/`respondStatus` gave: an error code, an HTTP status, or never (a hang). */
+  function answered(answer: SmscAnswer, res: http.ServerResponse): true {
+    if ('hang' in answer) {
+      hanging.add(res);
+      res.on('close', () => hanging.delete(res));
+    } else if ('httpStatus' in answer) {
+      res.writeHead(answer.httpStatus, { 'content-type': 'application/json', ...answer.headers }).end(answer.body ?? '{}');
+    } else {
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify({ error: answer.error, error_code: answer.errorCode }));
+    }
+    return true;
+  }
+
   async function handle(path: string, fields: URLSearchParams, res: http.ServerResponse): Promise<void> {
     const json = (status: number, body: unknown): void => {
       res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
@@ -193,7 +215,10 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
       if (!authorized(fields)) return json(200, { error: 'authorise error', error_code: 2 });
       return json(200, { balance: balance.toFixed(2), ...(fields.get('cur') === '1' ? { currency: 'RUR' } : {}) });
     }
-    if (path === '/sys/status.php') {
+    if (path === '/sys/status.php' && options.statusMethod !== false) {
+      statusRequests++;
+      const answer = await options.respondStatus?.(fields);
+      if (answer && answered(answer, res)) return;
       if (!authorized(fields)) return json(200, { error: 'authorise error', error_code: 2 });
       const at = lastByIdAndPhone.get(`${fields.get('id') ?? ''}|${fields.get('phone') ?? ''}`);
       return json(200, at === undefined ? { status: -3 } : { status: 0, last_timestamp: Math.floor(at / 1000), err: 0 });
@@ -216,19 +241,7 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
       fields,
     };
     const answer = await options.respond?.(request);
-    if (answer && 'hang' in answer) {
-      hanging.add(res);
-      res.on('close', () => hanging.delete(res));
-      return;
-    }
-    if (answer && 'httpStatus' in answer) {
-      res.writeHead(answer.httpStatus, { 'content-type': 'application/json', ...answer.headers }).end(answer.body ?? '{}');
-      return;
-    }
-    if (answer) {
-      json(200, { error: answer.error, error_code: answer.errorCode });
-      return;
-    }
+    if (answer && answered(answer, res)) return;
     const result = sendMessage(request);
     json(result.status, result.body);
   }
@@ -256,6 +269,9 @@ export async function startFakeSmsc(options: FakeSmscOptions = {}): Promise<Fake
     port,
     get requests() {
       return requests;
+    },
+    get statusRequests() {
+      return statusRequests;
     },
     get count() {
       return count;

@@ -3,7 +3,7 @@
  * counts it: what channel-email's tests, the chaos suite and `bench/send.mjs` send to. It speaks real
  * SMTP (EHLO, AUTH PLAIN/LOGIN, MAIL, RCPT, DATA), so the sender's own SMTP client is what is exercised.
  */
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
 
 /** A message the server accepted (its 250 answer to DATA). */
@@ -37,7 +37,9 @@ export interface SmtpSinkOptions {
   keepMessages?: boolean;
   /** Also keep each message's bytes in `raw` (default true; needs `keepMessages`). */
   keepRaw?: boolean;
-  /** Answers RCPT TO for an address; a refusal makes the server reply with it. Default: accept. */
+  /** Answers MAIL FROM for the sender address; a refusal (e.g. 553 "sender not allowed") makes the server reply with it. Default: accept. */
+  onMailFrom?: (address: string) => SmtpRefusal | undefined;
+  /** Answers RCPT TO for an address; a refusal makes the server reply with it (450/451/452 temporary, 550 permanent). Default: accept. */
   onRcptTo?: (address: string) => SmtpRefusal | undefined;
   /** Called once per accepted message, after it is counted. */
   onMessage?: (message: SmtpSinkMessage) => void;
@@ -96,6 +98,10 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
       if (options.auth && auth.username === options.auth.user && auth.password === options.auth.pass) cb(null, { user: auth.username });
       else cb(refusal({ code: 535, message: '5.7.8 Authentication credentials invalid' }));
     },
+    onMailFrom(from, _session, cb) {
+      const refused = options.onMailFrom?.(from.address);
+      cb(refused ? refusal(refused) : undefined);
+    },
     onRcptTo(rcpt, _session, cb) {
       const refused = options.onRcptTo?.(rcpt.address);
       cb(refused ? refusal(refused) : undefined);
@@ -146,5 +152,55 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     acceptedAtOf: (recipient) => firstAccepted.get(recipient),
     timesAccepted: (recipient) => times.get(recipient) ?? 0,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** A server that takes TCP connections and never says a word (see `startSilentSmtpServer`). */
+export interface SilentSmtpServer {
+  /** `smtp://127.0.0.1:<port>`, as channel-email's `SMTP_URL` takes it. */
+  url: string;
+  port: number;
+  /** Connections accepted so far. */
+  readonly connections: number;
+  /** Connections open now. */
+  readonly open: number;
+  close(): Promise<void>;
+}
+
+/**
+ * An SMTP server that hangs before its greeting: it accepts the TCP connection and never sends the 220
+ * (RFC 5321 §3.1: the client waits for it before any command), as an overloaded or wedged MTA does. A
+ * client can have sent nothing of a message to it: the whole session is "not sent".
+ */
+export async function startSilentSmtpServer(): Promise<SilentSmtpServer> {
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  const server = createServer((socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+    // Reads whatever the client writes (nothing, if it follows the protocol) and never answers.
+    socket.resume();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    port,
+    get connections() {
+      return connections;
+    },
+    get open() {
+      return sockets.size;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
   };
 }
