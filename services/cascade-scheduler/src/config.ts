@@ -1,6 +1,7 @@
 import { readEnv, envField, ConfigError, type Env } from '@rrs/runtime';
 import { z } from 'zod';
 import { DEFAULT_ALERT_HOLD_MS } from '@rrs/proto';
+import { DEVELOPMENT_PERSON_HASH_KEY } from './personHash';
 
 export const DEFAULT_MINUTE_MS = 60_000;
 
@@ -27,6 +28,14 @@ export interface SchedulerConfig {
   stepResultMaxAttempts: number;
   /** How long a low rating's alert waits for the private feedback (ms). */
   alertHoldMs: number;
+  /** The key of the keyed hashes the opt-out ledger keeps of erased addresses (personHash.ts). */
+  personHashKey: string;
+  /** Production without PERSON_HASH_KEY: warned about at start (personHashKey below). */
+  personHashKeyMissing: boolean;
+  /** Wait between retention rounds that found nothing more (ms). */
+  retentionIntervalMs: number;
+  /** Rows per retention transaction. */
+  retentionBatchSize: number;
 }
 
 /**
@@ -57,6 +66,9 @@ export function buildConfig(env: Env): SchedulerConfig {
       STEP_RESULT_TIMEOUT_MINUTES: envField.int(DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, 1),
       STEP_RESULT_MAX_ATTEMPTS: envField.int(DEFAULT_STEP_RESULT_MAX_ATTEMPTS, 1),
       ALERT_HOLD_MS: envField.int(DEFAULT_ALERT_HOLD_MS, 0),
+      PERSON_HASH_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+      RETENTION_INTERVAL_MS: envField.int(3_600_000, 1_000),
+      RETENTION_BATCH_SIZE: envField.int(500, 1),
     },
     env,
   );
@@ -76,6 +88,10 @@ export function buildConfig(env: Env): SchedulerConfig {
     stepResultTimeoutMinutes: vars.STEP_RESULT_TIMEOUT_MINUTES,
     stepResultMaxAttempts: vars.STEP_RESULT_MAX_ATTEMPTS,
     alertHoldMs: vars.ALERT_HOLD_MS,
+    personHashKey: personHashKey(vars.PERSON_HASH_KEY),
+    personHashKeyMissing: vars.NODE_ENV === 'production' && vars.PERSON_HASH_KEY === undefined,
+    retentionIntervalMs: vars.RETENTION_INTERVAL_MS,
+    retentionBatchSize: vars.RETENTION_BATCH_SIZE,
   };
 }
 
@@ -84,4 +100,14 @@ export function fastClock(value: number | undefined, nodeEnv: string): number {
   if (value === undefined || value === DEFAULT_MINUTE_MS) return DEFAULT_MINUTE_MS;
   if (nodeEnv === 'production') throw new ConfigError('DELAY_MINUTE_MS', 'the fast clock is refused when NODE_ENV=production');
   return value;
+}
+
+/**
+ * The person hash key. A hash made with the development key could be reversed by hashing candidate
+ * addresses, so production must set its own (and keep it: a new key forgets the hashed opt-outs). For
+ * now a production start without one is warned about (startScheduler), not refused: the chart does
+ * not yet carry the variable (docs/operations.md, "Data lifecycle").
+ */
+export function personHashKey(value: string | undefined): string {
+  return value ?? DEVELOPMENT_PERSON_HASH_KEY;
 }

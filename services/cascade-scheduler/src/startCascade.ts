@@ -16,6 +16,7 @@ import { personAddresses } from './personAddresses';
 import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
 import { templatesByChannel, type SnapshotWriter } from './snapshots';
 import { insertCascade, type CascadeRow, type NewCascade, type RecipientRow, type ReviewLinkRow, type StepRow } from './sql/insertCascade';
+import type { AddressHasher } from './personHash';
 
 export type StartCascadeInput = Omit<schedulerV1.StartCascadeRequest, 'recipients' | 'ignoreCooldown' | 'dryRun'> & { recipients: RecipientInput[]; ignoreCooldown?: boolean; dryRun?: boolean };
 export type StartCascadeResult = SavedAnswer<schedulerV1.StartCascadeResponse>;
@@ -25,6 +26,8 @@ export interface IntakeDeps {
   flows: Flows;
   profiles: OrganizationProfiles;
   snapshots: SnapshotWriter;
+  /** The opt-out check looks up addresses and their keyed hashes (personHash.ts). */
+  hasher: AddressHasher;
 }
 
 const answerCodec = savedAnswerCodec(schedulerV1.StartCascadeResponse);
@@ -54,7 +57,7 @@ export async function startCascade(deps: IntakeDeps, input: StartCascadeInput, i
   return runIdempotent(deps.pool, idempotency, answerCodec, async (client) => {
     refuseStart(input, profile);
     await deps.snapshots.write(deps.pool, input.organizationId, profile, location);
-    return writeCascade(client, { ...input, recipients }, flow, profile);
+    return writeCascade(client, deps.hasher, { ...input, recipients }, flow, profile);
   });
 }
 
@@ -94,12 +97,12 @@ const [UNREACHABLE, PHONE_NOT_ALLOWED, OPTED_OUT, NO_CONSENT, COOLDOWN] = INTAKE
  * number (proto phones.ts); the person opted out of the organization; the organization requires
  * consent and none was given; the person was asked (or rated) within the organization's cooldown.
  */
-async function intakeSkips(client: PoolClient, input: StartCascadeInput, channels: string[], profile: SendingProfile, now: Date): Promise<Array<IntakeSkip | null>> {
+async function intakeSkips(client: PoolClient, hasher: AddressHasher, input: StartCascadeInput, channels: string[], profile: SendingProfile, now: Date): Promise<Array<IntakeSkip | null>> {
   const organizationId = input.organizationId;
   const addresses = input.recipients.flatMap(personAddresses);
   const cooldownDays = input.ignoreCooldown ? 0 : profile.organization.cooldownDays ?? 0;
   const [suppressed, asked] = await Promise.all([
-    suppressedAmong(client, [organizationId], addresses),
+    suppressedAmong(client, hasher, [organizationId], addresses),
     cooldownDays > 0 ? recentlyAsked(client, organizationId, addresses, new Date(now.getTime() - cooldownDays * DAY_MS)) : new Set<string>(),
   ]);
   const countries = phoneCountries(profile.organization);
@@ -155,11 +158,11 @@ function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfi
 }
 
 /** Writes the cascade's rows, and the finish events of the recipients skipped at intake. */
-async function writeCascade(client: PoolClient, input: StartCascadeInput, flow: Flow, profile: SendingProfile): Promise<StartCascadeResult> {
+async function writeCascade(client: PoolClient, hasher: AddressHasher, input: StartCascadeInput, flow: Flow, profile: SendingProfile): Promise<StartCascadeResult> {
   const now = await dbNow(client);
   // The StartCascade span's context: every message of this cascade is published as its child.
   const traceContext = injectTraceContext({});
-  const skips = await intakeSkips(client, input, flow.steps.map((step) => step.channel), profile, now);
+  const skips = await intakeSkips(client, hasher, input, flow.steps.map((step) => step.channel), profile, now);
   const rows = planCascade(input, flow, profile, skips, now, traceContext);
   await insertCascade(client, rows);
   const { cascade } = rows;
