@@ -92,7 +92,9 @@ describe('canceling cascades and review requests', () => {
   it('after the finish: the rated recipient keeps its outcome, nothing is written, the answer is the cascade as it is', async () => {
     const flowId = await flow([{ channel: 'EMAIL', delayMinutes: 0 }], 600);
     const { id } = await start(flowId, 'rated-first');
-    await waitFor(() => sentTo(id).length === 1, { what: 'the email' });
+    // The sender records the step before it publishes its result: wait for the result itself (the step sent),
+    // or it could land between the two reads below and change the counts (stepsSent) under the comparison.
+    await waitFor(async () => (await grpc.client.getCascade({ organizationId: ORG, id })).cascade!.recipients[0].steps[0].status === 'sent', { what: 'the email sent' });
     await h.scheduler.reviews.submitRating(await tokenOf(id), 5);
     await waitFor(() => finishEvents(id).length === 1, { what: 'the rated finish event' });
     const before = (await grpc.client.getCascade({ organizationId: ORG, id })).cascade!;
