@@ -141,7 +141,7 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   const server = await startGrpcServer({
     host: config.grpcHost,
     port: config.grpcPort,
-    services: [schedulerGrpcService({ flows, cascades, reviews, people: new People({ pool, profiles }) }, ctx.logger)],
+    services: [schedulerGrpcService({ flows, cascades, reviews, people: new People({ pool, profiles }), pool }, ctx.logger)],
     health: ctx.health,
     logger: ctx.logger,
   });
