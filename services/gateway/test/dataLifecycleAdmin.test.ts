@@ -54,4 +54,31 @@ describe('admin API: data retention and the evidence of erasures', () => {
     expect((await admin('GET', `/organizations/${stack.orgIds.trial}/lifecycle-actions`)).body).toEqual({ actions: [], nextAfter: null });
     expect((await admin('GET', `/organizations/${org}/lifecycle-actions?limit=0`))).toMatchObject({ status: 400, body: { code: 'invalid_request' } });
   });
+
+  it('the console: every member reads the retention, an owner or admin sets it, a viewer is refused 403 and nothing changes', async () => {
+    const org = stack.orgIds.other;
+    const signIn = async (role: 'owner' | 'admin' | 'viewer') => {
+      const email = `${role}@lifecycle.example`;
+      await stack.contacts.members.ensureMember({ organizationId: org, email, role, password: `${role}-password-1` });
+      const res = await fetch(`${stack.base}/account/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: `${role}-password-1` }) });
+      expect(res.status).toBe(200);
+      return { cookie: res.headers.get('set-cookie')!.split(';')[0], csrf: ((await res.json()) as { csrfToken: string }).csrfToken };
+    };
+    const account = async (session: { cookie: string; csrf: string }, method: string, body?: unknown): Promise<Answer> => {
+      const res = await fetch(`${stack.base}/account/v1/data-retention`, {
+        method, headers: { cookie: session.cookie, 'x-csrf-token': session.csrf, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: res.status, body: (await res.json()) as Record<string, any> };
+    };
+    const viewer = await signIn('viewer');
+    const owner = await signIn('owner');
+    const adminMember = await signIn('admin');
+    expect(await account(viewer, 'GET')).toEqual({ status: 200, body: { personalDataRetentionDays: 365 } });
+    const refused = await account(viewer, 'PUT', { personalDataRetentionDays: 60 });
+    expect(refused.status).toBe(403);
+    expect(await account(owner, 'GET')).toEqual({ status: 200, body: { personalDataRetentionDays: 365 } });
+    expect(await account(owner, 'PUT', { personalDataRetentionDays: 60 })).toEqual({ status: 200, body: { personalDataRetentionDays: 60 } });
+    expect(await account(adminMember, 'PUT', { personalDataRetentionDays: 20 })).toMatchObject({ status: 400, body: { code: 'invalid_request' } });
+    expect(await account(viewer, 'GET')).toEqual({ status: 200, body: { personalDataRetentionDays: 60 } });
+  });
 });

@@ -31,6 +31,32 @@ const actionJson = (a: schedulerV1.LifecycleAction): z.infer<typeof LifecycleAct
   id: a.id, kind: a.kind as 'erasure' | 'retention', requestId: a.requestId || null, subjectHashes: a.subjectHashes, actor: a.actor, counts: a.counts, at: a.at ? a.at.toISOString() : '',
 });
 
+/** The console's privacy settings (account API, the session's organization): read by every member, changed by an owner or admin (the session gate refuses a viewer). */
+export function accountLifecycleRoutes(clients: Pick<GatewayClients, 'scheduler'>): Route[] {
+  const { scheduler } = clients;
+  return [
+    defineRoute({
+      method: 'GET', path: '/data-retention', operationId: 'getDataRetention', summary: 'How long personal data is kept', tags: ['settings'], auth: 'session',
+      responses: { 200: { description: 'The retention.', body: DataRetention, example: { personalDataRetentionDays: 365 } } },
+      handler: async ({ principal, metadata }) => {
+        const r = await scheduler.getDataRetention({ organizationId: principal.organization.id }, { metadata });
+        return { body: { personalDataRetentionDays: r.retention!.personalDataRetentionDays } };
+      },
+    }),
+    defineRoute({
+      method: 'PUT', path: '/data-retention', operationId: 'setDataRetention', summary: 'Set how long personal data is kept', tags: ['settings'], auth: 'session',
+      description: 'Recipients finished longer ago than this are anonymized by the next retention rounds (their ratings and the statistics stay). Owners and admins only.',
+      request: { body: z.strictObject({ personalDataRetentionDays: RetentionDays }) },
+      responses: { 200: { description: 'The retention now in effect.', body: DataRetention, example: { personalDataRetentionDays: 180 } } },
+      example: { body: { personalDataRetentionDays: 180 } },
+      handler: async ({ principal, body, metadata }) => {
+        const r = await scheduler.setDataRetention({ organizationId: principal.organization.id, personalDataRetentionDays: body.personalDataRetentionDays }, { metadata });
+        return { body: { personalDataRetentionDays: r.retention!.personalDataRetentionDays } };
+      },
+    }),
+  ];
+}
+
 export function lifecycleRoutes(clients: Pick<GatewayClients, 'scheduler'>): Route[] {
   const { scheduler } = clients;
   return [
