@@ -71,6 +71,7 @@ export async function hashLedgers(client: PoolClient, hasher: AddressHasher, org
      ON CONFLICT DO NOTHING`,
     [organizationId, sqlArray(addresses), sqlArray(hashes), before ?? null],
   );
+  if (suppressions) await client.query('INSERT INTO hashed_ledger_organizations (organization_id) VALUES ($1) ON CONFLICT DO NOTHING', [organizationId]);
   const { rowCount: activity } = await client.query(
     `DELETE FROM person_activity WHERE organization_id = $1 AND address = ANY($2::text[])
         AND ($3::timestamptz IS NULL OR (coalesce(last_sent_at, '-infinity') < $3 AND coalesce(last_rated_at, '-infinity') < $3))`,

@@ -81,6 +81,8 @@ describe('data lifecycle in the scheduler: erasure and retention', () => {
     const cascade = await h.scheduler.cascades.get(ORG, erased.cascadeId);
     expect(cascade.recipients[0]).toMatchObject({ name: '', email: '', phone: '', contactExternalId: '', rating: 2 });
 
+    // Only this organization's opt-out checks hash the addresses they look up from now on.
+    expect((await h.pool.query('SELECT organization_id FROM hashed_ledger_organizations')).rows).toEqual([{ organization_id: ORG }]);
     // The opt-out still holds, by either address: a new request for her is skipped, nothing is sent.
     const again = await h.scheduler.cascades.start({ organizationId: ORG, locationId: LOCATION, name: '', flowId: '', channel: '', externalId: 'order-again',
       recipients: [{ name: 'Annushka', email: '', phone: '+79160000031', contactId: '', contactExternalId: '' }] });
