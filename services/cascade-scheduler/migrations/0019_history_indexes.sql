@@ -23,6 +23,8 @@ ALTER TABLE recipients ADD COLUMN anonymized_at timestamptz;
 CREATE INDEX recipients_to_retain ON recipients (organization_id, finished_at) WHERE anonymized_at IS NULL AND finished_at IS NOT NULL;
 -- A review request made without a cascade (POST /review-requests) holds its own name and contact.
 ALTER TABLE review_requests ADD COLUMN anonymized_at timestamptz;
+-- The claimed bot link codes of a review request, emptied with it.
+CREATE INDEX bot_link_codes_of_request ON bot_link_codes (review_request_id);
 CREATE INDEX review_requests_to_retain ON review_requests (organization_id, created_at) WHERE anonymized_at IS NULL AND recipient_id IS NULL;
 
 -- Organizations whose opt-out ledger holds keyed hashes: only their opt-out checks hash the addresses

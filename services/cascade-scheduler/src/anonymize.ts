@@ -18,7 +18,12 @@ export function addCounts(into: LifecycleCounts, more: LifecycleCounts): Lifecyc
  * outbox events about them. Ratings, steps (channels, times, outcomes) and counts stay: the
  * organization's statistics do not change. Returns the addresses they had (for the ledgers) and counts.
  */
-export async function anonymizeRecipients(client: PoolClient, organizationId: string, recipientIds: string[]): Promise<{ addresses: string[]; counts: LifecycleCounts }> {
+export async function anonymizeRecipients(
+  client: PoolClient,
+  organizationId: string,
+  recipientIds: string[],
+  options: { outbox: boolean } = { outbox: true },
+): Promise<{ addresses: string[]; counts: LifecycleCounts }> {
   if (recipientIds.length === 0) return { addresses: [], counts: {} };
   const { rows } = await client.query<{ id: string; email: string; phone: string; review_request_id: string }>(
     `WITH old AS (SELECT id, email, phone, review_request_id FROM recipients WHERE organization_id = $1 AND id = ANY($2::uuid[]) FOR UPDATE)
@@ -30,10 +35,12 @@ export async function anonymizeRecipients(client: PoolClient, organizationId: st
   );
   const addresses = [...new Set(rows.flatMap((row) => personAddresses(row)))];
   const counts = await anonymizeReviewRequests(client, organizationId, rows.map((row) => row.review_request_id));
-  // A finish event names the recipient; one about a review request made alone names the request.
-  const { rowCount: outbox } = await client.query('DELETE FROM outbox WHERE recipient_id = ANY($1::uuid[]) AND published_at IS NOT NULL', [
-    sqlArray([...rows.map((row) => row.id), ...rows.map((row) => row.review_request_id)]),
-  ]);
+  // A finish event names the recipient; one about a review request made alone names the request. Found
+  // by a scan of the outbox (a day of rows: the relay purges older ones), so only an erasure looks;
+  // retention's recipients finished long after their events were purged (`outbox: false`).
+  const { rowCount: outbox } = options.outbox
+    ? await client.query('DELETE FROM outbox WHERE recipient_id = ANY($1::uuid[]) AND published_at IS NOT NULL', [sqlArray([...rows.map((row) => row.id), ...rows.map((row) => row.review_request_id)])])
+    : { rowCount: 0 };
   return { addresses, counts: addCounts({ recipients: rows.length, outbox: outbox ?? 0 }, counts) };
 }
 

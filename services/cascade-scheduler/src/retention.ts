@@ -51,7 +51,7 @@ export async function retentionRound(options: RetentionOptions): Promise<{ count
           ORDER BY finished_at LIMIT $3 FOR UPDATE SKIP LOCKED`,
         [organizationId, cutoff, batchSize],
       );
-      const { addresses, counts: recipients } = await anonymizeRecipients(client, organizationId, due.map((row) => row.id));
+      const { addresses, counts: recipients } = await anonymizeRecipients(client, organizationId, due.map((row) => row.id), { outbox: false });
       const { rows: alone } = await client.query<{ id: string }>(
         `SELECT id FROM review_requests WHERE organization_id = $1 AND anonymized_at IS NULL AND recipient_id IS NULL AND created_at < $2
           ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED`,

@@ -115,6 +115,9 @@ describe('data lifecycle in the scheduler: erasure and retention', () => {
     // Their cooldown rows are as old as their last message and rating.
     await h.pool.query(`UPDATE person_activity SET last_sent_at = now() - $1 * interval '1 millisecond', last_rated_at = now() - $1 * interval '1 millisecond'
                          WHERE address IN ('olga.oldova@example.com', '+79160000041', 'oleg.oldov@example.com', '+79160000042')`, [31 * DAY_MS]);
+    // Their events went out a month ago: the relay purged them after a day (outboxRelay.ts), as it does here.
+    await waitFor(async () => (await h.pool.query('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL')).rows[0].n === 0, { what: 'events published' });
+    await h.pool.query('DELETE FROM outbox WHERE published_at IS NOT NULL');
     const before = await stats();
 
     // A round takes at most one batch per organization: the oldest first.

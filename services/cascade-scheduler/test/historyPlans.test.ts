@@ -1,11 +1,12 @@
 import pg from 'pg';
-import { waitFor } from '@rrs/testkit';
+import { testLogger, waitFor } from '@rrs/testkit';
+import { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY, retentionRound } from '../src';
 import { LOCATION, ORG, OTHER_ORG, startHarness, type Harness } from './harness';
 
 /**
  * Costs that do not grow with history (issue 35): every statement the scheduler ran while serving the
  * API and the console (start, the send path, results, a rating and feedback, a click, GET
- * /cascades/{id}, the lists, the ratings inbox and feed, the overview) is EXPLAINed on a database
+ * /cascades/{id}, the lists, the ratings inbox and feed, the overview, a retention round) is EXPLAINed on a database
  * seeded with a year of history; none may read a history table whole (a sequential scan, or an index
  * scanned without a condition).
  */
@@ -107,6 +108,9 @@ describe('history plans: no statement of the API or the console reads a history 
     await h.scheduler.reviews.ratingFeed({ organizationId: ORG, after: 0, limit: 100 });
     await h.scheduler.reviews.getRating({ organizationId: ORG, reviewRequestId: rows[0].id });
     await h.scheduler.cascades.cancel(ORG, result.id);
+    // A retention round (with a recipient due, so every statement of a batch runs): rounds must not scan history either.
+    await h.pool.query(`UPDATE recipients SET finished_at = now() - interval '400 days' WHERE cascade_id = $1`, [result.id]);
+    expect((await retentionRound({ pool: h.pool, hasher: new AddressHasher(DEVELOPMENT_PERSON_HASH_KEY), logger: testLogger() })).counts).toMatchObject({ recipients: 1 });
     expect(recorded.size).toBeGreaterThan(20);
 
     recording = false;
