@@ -1,10 +1,10 @@
--- Costs that do not grow with history (issue 35). Without these, GET /cascades/{id} scanned every
--- step ever made (recipient_steps had no index on cascade_id) and each of the console overview's
+-- Costs that do not grow with history (issue 35). GET /cascades/{id} scanned every step ever made
+-- (it asked recipient_steps by cascade_id, which no index covers) and each of the console overview's
 -- queries scanned every review request of every organization. Invariant: every query the API and the
 -- console run reaches a history table through an index (test/historyPlans.test.ts checks it).
 
--- GET /cascades/{id}: the cascade's steps in the order the read wants them.
-CREATE INDEX recipient_steps_cascade ON recipient_steps (cascade_id, recipient_id, step_order);
+-- GET /cascades/{id} reads its steps through its recipients (readCascade.ts), with no index on
+-- recipient_steps (cascade_id): that would cost intake a third index entry per step.
 -- The console overview and the review requests of a range: an organization's requests by when made.
 CREATE INDEX review_requests_org_created ON review_requests (organization_id, created_at);
 -- The outbox purge (published rows older than the relay's retention, in chunks of 5 000) found them
