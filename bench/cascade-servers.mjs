@@ -31,7 +31,7 @@ for (const channel of ['EMAIL', 'SMS', 'MAX', 'TELEGRAM']) await contacts.channe
 const key = (await contacts.directory.issueApiKey({ organizationId: org.id })).secret;
 const location = await contacts.directory.createLocation({ organizationId: org.id, name: 'Bench cafe', address: 'a', city: 'c', timeZone: 'UTC', reviewLinks: [] });
 const flow = await scheduler.flows.create({ organizationId: org.id, name: 'Three steps', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 60 }, { channel: 'EMAIL', delayMinutes: 1440 }] });
-process.send({ base: gateway.url, key, organizationId: org.id, locationId: location.id, flowId: flow.id });
+process.send({ base: gateway.url, key, organizationId: org.id, locationId: location.id, flowId: flow.id, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}` });
 process.on('message', async (m) => {
   if (m === 'stop') {
     await ctx.lifecycle.shutdown('bench done');

@@ -42,6 +42,8 @@ export interface AllInOneConfig {
   publicBaseUrl: string;
   /** Length of one flow minute (`DELAY_MINUTE_MS`); below 60000 only outside production. */
   minuteMs: number;
+  /** The key of the keyed hashes kept of erased people's opt-outs (`PERSON_HASH_KEY`); unset = one generated and kept in `dataDir`. */
+  personHashKey?: string;
   /** Keys sealing the CRM connectors' credentials (`CONNECTOR_SECRET_KEYS`); unset = one generated and kept in `dataDir`. */
   connectorSecretKeys?: Buffer[];
   /** Keys sealing the webhook signing secrets (`WEBHOOK_SECRET_KEYS`); unset = one generated and kept in `dataDir`. */
@@ -88,6 +90,7 @@ export function buildConfig(env: Env): AllInOneConfig {
       DEMO_PASSWORD: z.string().min(PASSWORD_MIN_LENGTH, `must be at least ${PASSWORD_MIN_LENGTH} characters`).max(PASSWORD_MAX_LENGTH).optional(),
       PUBLIC_BASE_URL: envField.baseUrl().optional(),
       DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
+      PERSON_HASH_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
       CONNECTOR_SECRET_KEYS: z.string().optional(),
       WEBHOOK_SECRET_KEYS: z.string().optional(),
       ...amoCrmOAuthEnvShape,
@@ -117,6 +120,7 @@ export function buildConfig(env: Env): AllInOneConfig {
     recipientQuotas: recipientQuotasOf(vars),
     publicBaseUrl: vars.PUBLIC_BASE_URL ?? `http://localhost:${vars.PORT}`,
     minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
+    personHashKey: vars.PERSON_HASH_KEY,
     connectorSecretKeys: vars.CONNECTOR_SECRET_KEYS === undefined ? undefined : parseSecretKeys(vars.CONNECTOR_SECRET_KEYS, 'CONNECTOR_SECRET_KEYS'),
     webhookSecretKeys: vars.WEBHOOK_SECRET_KEYS === undefined ? undefined : parseSecretKeys(vars.WEBHOOK_SECRET_KEYS, 'WEBHOOK_SECRET_KEYS'),
     trustProxy: vars.TRUST_PROXY,

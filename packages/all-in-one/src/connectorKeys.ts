@@ -4,6 +4,8 @@ import { generateSecretKey, parseSecretKeys, type Logger } from '@rrs/runtime';
 
 /** Where the all-in-one keeps its generated connector key when CONNECTOR_SECRET_KEYS is not set. */
 export const CONNECTOR_KEY_FILE = 'connector-secret-keys';
+/** Where the all-in-one keeps its generated person hash key when PERSON_HASH_KEY is not set. */
+export const PERSON_HASH_KEY_FILE = 'person-hash-key';
 /** Where the all-in-one keeps its generated webhook-secret key when WEBHOOK_SECRET_KEYS is not set. */
 export const WEBHOOK_KEY_FILE = 'webhook-secret-keys';
 
@@ -53,4 +55,14 @@ export function connectorSecretKeys(options: { given?: Buffer[]; dataDir: string
 /** The keys that seal the webhook signing secrets (WEBHOOK_SECRET_KEYS or `webhook-secret-keys`). */
 export function webhookSecretKeys(options: { given?: Buffer[]; dataDir: string; logger: Logger }): Buffer[] {
   return keptSecretKeys({ file: WEBHOOK_KEY_FILE, variable: 'WEBHOOK_SECRET_KEYS', sealing: 'webhook signing secrets' }, options);
+}
+
+/**
+ * The key of the keyed hashes the opt-out ledger keeps of erased people (PERSON_HASH_KEY or
+ * `person-hash-key`, made on first start): a new key would forget every hashed opt-out.
+ */
+export function personHashKey(options: { given?: string; dataDir: string; logger: Logger }): string {
+  if (options.given) return options.given;
+  const [key] = keptSecretKeys({ file: PERSON_HASH_KEY_FILE, variable: 'PERSON_HASH_KEY', sealing: "the hashes kept of erased people's opt-outs" }, { dataDir: options.dataDir, logger: options.logger });
+  return key.toString('base64');
 }

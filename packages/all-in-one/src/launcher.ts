@@ -10,7 +10,7 @@ import { DEFAULT_CONNECTOR_POLICY, startConnectors } from '@rrs/connectors';
 import { startChannelCatalog, startGateway } from '@rrs/gateway';
 import { DEFAULT_SENDER_CONCURRENCY, devInboxRouter, SinkOutbox } from '@rrs/sender-kit';
 import type { AllInOneConfig } from './config';
-import { connectorSecretKeys, webhookSecretKeys } from './connectorKeys';
+import { connectorSecretKeys, personHashKey, webhookSecretKeys } from './connectorKeys';
 import { crmHooksRouter } from './crmHooks';
 import { devBots, devBotsRouter } from './devBots';
 import { startEmbeddedPostgres } from './embeddedPostgres';
@@ -68,7 +68,8 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
   const contacts = await startContacts({ databaseUrl, ...grpc }, contextOf('contacts'));
   const contactsAddress = loopback(contacts.grpcPort);
   const scheduler = await startScheduler(
-    { databaseUrl, ...grpc, contactsAddress, publicBaseUrl: config.publicBaseUrl, minuteMs: config.minuteMs, recipientQuotas: config.recipientQuotas },
+    { databaseUrl, ...grpc, contactsAddress, publicBaseUrl: config.publicBaseUrl, minuteMs: config.minuteMs, recipientQuotas: config.recipientQuotas,
+      personHashKey: personHashKey({ given: config.personHashKey, dataDir: config.dataDir, logger: ctx.logger }) },
     contextOf('cascade-scheduler'),
     { bus },
   );

@@ -214,6 +214,16 @@ describe('the configuration pages in a browser', () => {
     await page.getByRole('alert').filter({ hasText: 'invalid_request' }).waitFor();
     expect((await api.call('GET', '/settings')).body.organization.cooldownDays).toBe(14);
     expect(await page.getByRole('link', { name: "The organization's people: Members" }).getAttribute('href')).toBe('#/members');
+    // Privacy: how long personal data is kept (docs/customer-respect.md, "Data lifecycle").
+    const privacy = page.getByRole('region', { name: 'Privacy' });
+    await privacy.getByLabel('Keep personal data, days').fill('180');
+    await privacy.getByRole('button', { name: 'Save' }).click();
+    await privacy.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    expect((await api.call('GET', '/data-retention')).body).toEqual({ personalDataRetentionDays: 180 });
+    await privacy.getByLabel('Keep personal data, days').fill('10');
+    await privacy.getByRole('button', { name: 'Save' }).click();
+    await privacy.getByRole('alert').filter({ hasText: 'invalid_request' }).waitFor();
+    expect((await api.call('GET', '/data-retention')).body).toEqual({ personalDataRetentionDays: 180 });
     await expectAccessible('settings');
   });
 

@@ -4,6 +4,7 @@ import { recentlyAsked } from './cooldown';
 import { canReachAny } from './engine';
 import type { SendingProfile } from './organizationProfiles';
 import { suppressedAmong } from './optOutLedger';
+import type { AddressHasher } from './personHash';
 import { personAddresses } from './personAddresses';
 import type { RecipientInput } from './recipientInput';
 
@@ -55,12 +56,12 @@ const [UNREACHABLE, PHONE_NOT_ALLOWED, OPTED_OUT, NO_CONSENT, COOLDOWN] = INTAKE
  * number (proto phones.ts); the person opted out of the organization; the organization requires
  * consent and none was given; the person was asked (or rated) within the organization's cooldown.
  */
-export async function intakeSkips(client: PoolClient, request: AdmissionRequest, channels: string[], profile: SendingProfile, now: Date): Promise<Array<IntakeSkip | null>> {
+export async function intakeSkips(client: PoolClient, hasher: AddressHasher, request: AdmissionRequest, channels: string[], profile: SendingProfile, now: Date): Promise<Array<IntakeSkip | null>> {
   const organizationId = request.organizationId;
   const addresses = request.recipients.flatMap(personAddresses);
   const cooldownDays = request.ignoreCooldown ? 0 : profile.organization.cooldownDays ?? 0;
   const [suppressed, asked] = await Promise.all([
-    suppressedAmong(client, [organizationId], addresses),
+    suppressedAmong(client, hasher, [organizationId], addresses),
     cooldownDays > 0 ? recentlyAsked(client, organizationId, addresses, new Date(now.getTime() - cooldownDays * DAY_MS)) : new Set<string>(),
   ]);
   const countries = phoneCountries(profile.organization);

@@ -5,6 +5,7 @@ import { isUuid } from './ids';
 import { recordOptOut, suppressedAmong } from './optOutLedger';
 import type { ReviewLink } from './links';
 import { claimStaffLink } from './staffChats';
+import type { AddressHasher } from './personHash';
 
 /*
  * Link codes of the official messenger bots (docs/channels.md "Official bots"). The thank-you page of a
@@ -27,12 +28,12 @@ function personPhone(link: ReviewLink): string {
  * record of the link (the person's export); the page then gets a new open one. None for a link
  * not yet rated, without a phone, or whose person opted out.
  */
-export async function issueBotLinkCodes(pool: Pool, link: ReviewLink, channels: readonly string[]): Promise<schedulerV1.BotLinkCode[]> {
+export async function issueBotLinkCodes(pool: Pool, hasher: AddressHasher, link: ReviewLink, channels: readonly string[]): Promise<schedulerV1.BotLinkCode[]> {
   const wanted = [...new Set(channels)].filter((channel) => isOneOf(BOT_CHANNELS, channel));
   if (wanted.length === 0 || link.rating === null || link.unsubscribed) return [];
   const phone = personPhone(link);
   if (!phone) return [];
-  if ((await suppressedAmong(pool, [link.organization_id], [phone])).size > 0) return [];
+  if ((await suppressedAmong(pool, hasher, [link.organization_id], [phone])).size > 0) return [];
   const codes: schedulerV1.BotLinkCode[] = [];
   for (const channel of wanted) {
     const { rows } = await pool.query<{ code: string; expires_at: Date }>(

@@ -2,6 +2,7 @@ import { readEnv, envField, ConfigError, type Env } from '@rrs/runtime';
 import { z } from 'zod';
 import { DEFAULT_ALERT_HOLD_MS, PLAN_RECIPIENT_QUOTAS, type Plan } from '@rrs/proto';
 import type { RecipientBudgetConfig } from './recipientBudget';
+import { DEVELOPMENT_PERSON_HASH_KEY } from './personHash';
 
 export const DEFAULT_MINUTE_MS = 60_000;
 
@@ -39,6 +40,14 @@ export interface SchedulerConfig {
   alertHoldMs: number;
   /** Recipients per minute and per day by plan (RECIPIENT_QUOTA_<PLAN>; unset = PLAN_RECIPIENT_QUOTAS of @rrs/proto). */
   recipientQuotas: RecipientBudgetConfig;
+  /** The key of the keyed hashes the opt-out ledger keeps of erased addresses (personHash.ts). */
+  personHashKey: string;
+  /** Production without PERSON_HASH_KEY: warned about at start (personHashKey below). */
+  personHashKeyMissing: boolean;
+  /** Wait between retention rounds that found nothing more (ms). */
+  retentionIntervalMs: number;
+  /** Rows per retention transaction. */
+  retentionBatchSize: number;
 }
 
 /**
@@ -68,7 +77,7 @@ export function recipientQuotasOf(vars: { RECIPIENT_QUOTA_TRIAL: RecipientBudget
 
 /**
  * A sender retries a step for at most SENDER_MAX_DELIVER (10) deliveries, backing off 1 s doubling to
- * 60 s (243 s of waits) with up to SENDER_ACK_WAIT_MS (30 s) per delivery: about 9 minutes. Twice
+ * 60 s (243 s of waits) with up to SENDER_ACK_WAIT_MS (4 s, kept alive while a step is worked on) per delivery: a few minutes. Twice
  * that and more covers a provider's Retry-After and a short backlog, so the watchdog acts only on
  * results that are really lost.
  */
@@ -104,6 +113,9 @@ export function buildConfig(env: Env): SchedulerConfig {
       STEP_RESULT_MAX_ATTEMPTS: envField.int(DEFAULT_STEP_RESULT_MAX_ATTEMPTS, 1),
       ALERT_HOLD_MS: envField.int(DEFAULT_ALERT_HOLD_MS, 0),
       ...recipientQuotaEnvShape(),
+      PERSON_HASH_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+      RETENTION_INTERVAL_MS: envField.int(3_600_000, 1_000),
+      RETENTION_BATCH_SIZE: envField.int(500, 1),
     },
     env,
   );
@@ -127,6 +139,10 @@ export function buildConfig(env: Env): SchedulerConfig {
     stepResultMaxAttempts: vars.STEP_RESULT_MAX_ATTEMPTS,
     alertHoldMs: vars.ALERT_HOLD_MS,
     recipientQuotas: recipientQuotasOf(vars),
+    personHashKey: personHashKey(vars.PERSON_HASH_KEY),
+    personHashKeyMissing: vars.NODE_ENV === 'production' && vars.PERSON_HASH_KEY === undefined,
+    retentionIntervalMs: vars.RETENTION_INTERVAL_MS,
+    retentionBatchSize: vars.RETENTION_BATCH_SIZE,
   };
 }
 
@@ -135,4 +151,14 @@ export function fastClock(value: number | undefined, nodeEnv: string): number {
   if (value === undefined || value === DEFAULT_MINUTE_MS) return DEFAULT_MINUTE_MS;
   if (nodeEnv === 'production') throw new ConfigError('DELAY_MINUTE_MS', 'the fast clock is refused when NODE_ENV=production');
   return value;
+}
+
+/**
+ * The person hash key. A hash made with the development key could be reversed by hashing candidate
+ * addresses, so production must set its own (and keep it: a new key forgets the hashed opt-outs). For
+ * now a production start without one is warned about (startScheduler), not refused: the chart does
+ * not yet carry the variable (docs/operations.md, "Data lifecycle").
+ */
+export function personHashKey(value: string | undefined): string {
+  return value ?? DEVELOPMENT_PERSON_HASH_KEY;
 }

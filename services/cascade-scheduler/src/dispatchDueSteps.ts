@@ -6,6 +6,7 @@ import type { ConfiguredChannels } from './organizationProfiles';
 import { DUE_CHANNEL, readStates, saveStates, type LoadedRecipient } from './recipientStore';
 import { claimDueSteps, msUntilNextDueStep, type ClaimedStep, type ClaimOptions, type InFlightBound } from './sql/dueSteps';
 import { stepDueMessage } from './stepMessage';
+import type { AddressHasher } from './personHash';
 
 const lateness = histogram({
   name: 'scheduler_step_lateness_seconds',
@@ -20,6 +21,8 @@ export interface DispatcherOptions {
   bus: Bus;
   notifier: Notifier;
   channels: ConfiguredChannels;
+  /** The opt-out check looks up addresses and their keyed hashes (personHash.ts). */
+  hasher: AddressHasher;
   logger: Logger;
   minuteMs: number;
   publicBaseUrl: string;
@@ -102,7 +105,7 @@ async function dispatchRound(options: DispatcherOptions, claim: ClaimOptions): P
     const { states } = await readStates(client, { ids: due.map((step) => step.recipientId) }, { lock: 'skip', token: true });
     const claimed = due.filter((step) => states.has(step.recipientId));
     if (claimed.length === 0) return { claimed: 0, full, limited, sent: [], now };
-    const checksOf = await fireChecksFor(client, options.channels, states.values(), now);
+    const checksOf = await fireChecksFor(client, options.channels, options.hasher, states.values(), now);
     const dispatches = fireClaimed(states, claimed, checksOf, { now, minuteMs: options.minuteMs });
     // One pipelined batch: every message is written before any acknowledgement is awaited. One writer
     // encodes them all: it keeps the buffer it grew for the first (a fresh one doubled its way up to each

@@ -5,17 +5,18 @@ import { suppressedAmong } from './optOutLedger';
 import type { ConfiguredChannels } from './organizationProfiles';
 import { personAddresses } from './personAddresses';
 import type { LoadedRecipient } from './recipientStore';
+import type { AddressHasher } from './personHash';
 
 /**
  * What the steps of these recipients may use when they fire, read once for the whole batch: the
  * channels each organization has configured and the send windows of their locations (cached), and
  * the opt-out ledger's entries for their addresses.
  */
-export async function fireChecksFor(client: PoolClient, channels: ConfiguredChannels, states: Iterable<LoadedRecipient>, now: Date): Promise<(state: LoadedRecipient) => FireChecks> {
+export async function fireChecksFor(client: PoolClient, channels: ConfiguredChannels, hasher: AddressHasher, states: Iterable<LoadedRecipient>, now: Date): Promise<(state: LoadedRecipient) => FireChecks> {
   const list = [...states];
   const configured = await channels.forOrganizations(list.map((state) => state.recipient.organizationId));
   const hours = await channels.sendingHours(list.map((state) => ({ organizationId: state.recipient.organizationId, locationId: state.meta.locationId })));
-  const suppressed = await suppressedAmong(client, list.map((state) => state.recipient.organizationId), list.flatMap((state) => personAddresses(state.recipient)));
+  const suppressed = await suppressedAmong(client, hasher, list.map((state) => state.recipient.organizationId), list.flatMap((state) => personAddresses(state.recipient)));
   return (state) => {
     const organizationId = state.recipient.organizationId;
     const sendingHours = hours.get(`${organizationId}|${state.meta.locationId}`);

@@ -1,9 +1,10 @@
 import type { Metadata } from '@grpc/grpc-js';
 import { idempotencyFromMetadata } from '@rrs/idempotency';
-import { unaryService, type Logger } from '@rrs/runtime';
+import { unaryService, type Logger, type Pool } from '@rrs/runtime';
 import { schedulerV1 } from '@rrs/proto';
 import type { Cascades } from './cascades';
 import type { Flows } from './flows';
+import { getDataRetention, listLifecycleActions, setDataRetention } from './lifecycleSettings';
 import type { People } from './people';
 import type { Reviews } from './reviews';
 
@@ -18,8 +19,8 @@ function answered<Answer>({ result, replayed }: { result: Answer; replayed: bool
  * gRPC transport of the scheduler: maps messages to use cases and back, nothing else. Domain errors
  * reach the caller as the gRPC status of their kind (the runtime's unaryService maps them).
  */
-export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; reviews: Reviews; people: People }, logger: Logger) {
-  const { flows, cascades, reviews, people } = parts;
+export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; reviews: Reviews; people: People; pool: Pool }, logger: Logger) {
+  const { flows, cascades, reviews, people, pool } = parts;
   const idempotency = (metadata: Metadata, organizationId: string) => idempotencyFromMetadata(metadata, organizationId);
   return {
     name: SERVICE_NAME,
@@ -49,6 +50,9 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       addSuppression: (req) => people.addSuppression(req),
       removeSuppression: (req) => people.removeSuppression(req),
       exportPerson: (req) => people.exportPerson(req),
+      getDataRetention: async (req) => ({ retention: await getDataRetention(pool, req.organizationId) }),
+      setDataRetention: async (req) => ({ retention: await setDataRetention(pool, req) }),
+      listLifecycleActions: (req) => listLifecycleActions(pool, req),
       recordPublicLinkClick: (req) => reviews.recordPublicLinkClick(req),
       setRatingHandled: (req) => reviews.setRatingHandled(req),
       claimBotLink: (req) => reviews.claimBotLink(req),

@@ -7,6 +7,7 @@ import { isUuid } from './ids';
 import { ratingEntry } from './listRatings';
 import { suppressedAmong } from './optOutLedger';
 import type { OrganizationProfiles } from './organizationProfiles';
+import type { AddressHasher } from './personHash';
 
 /*
  * The ratings inbox as a workflow (docs/console.md, "The ratings inbox"): a member takes a rating (in
@@ -18,6 +19,7 @@ export interface InboxDeps {
   pool: Pool;
   bus?: Bus;
   profiles: OrganizationProfiles;
+  hasher: AddressHasher;
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -38,19 +40,19 @@ async function customerOf(db: Pool | PoolClient, reviewRequestId: string): Promi
 }
 
 /** Why a reply by email is not possible now ('' when it is): no email, or the person is in the opt-out ledger (one opt-out covers every channel). */
-async function replyRefusal(db: Pool | PoolClient, customer: { email: string; phone: string; organizationId: string }): Promise<'' | 'customer_has_no_email' | 'customer_opted_out'> {
+async function replyRefusal(db: Pool | PoolClient, hasher: AddressHasher, customer: { email: string; phone: string; organizationId: string }): Promise<'' | 'customer_has_no_email' | 'customer_opted_out'> {
   if (!customer.email) return 'customer_has_no_email';
-  const suppressed = await suppressedAmong(db, [customer.organizationId], [customer.email, customer.phone].filter(Boolean));
+  const suppressed = await suppressedAmong(db, hasher, [customer.organizationId], [customer.email, customer.phone].filter(Boolean));
   return suppressed.size > 0 ? 'customer_opted_out' : '';
 }
 
-export async function getRating(pool: Pool, request: schedulerV1.GetRatingRequest): Promise<schedulerV1.GetRatingResponse> {
+export async function getRating({ pool, hasher }: Pick<InboxDeps, 'pool' | 'hasher'>, request: schedulerV1.GetRatingRequest): Promise<schedulerV1.GetRatingResponse> {
   const rating = await ratingEntry(pool, request.organizationId, request.reviewRequestId);
   const { rows } = await pool.query<{ at: Date; member_id: string; kind: string; text: string; target: string }>(
     'SELECT at, member_id, kind, text, target FROM rating_history WHERE review_request_id = $1 ORDER BY at, id',
     [request.reviewRequestId],
   );
-  const refusal = await replyRefusal(pool, await customerOf(pool, request.reviewRequestId));
+  const refusal = await replyRefusal(pool, hasher, await customerOf(pool, request.reviewRequestId));
   return { rating, history: rows.map((r) => ({ at: r.at, memberId: r.member_id, kind: r.kind, text: r.text, target: r.target })), canReply: refusal === '', replyRefusal: refusal };
 }
 
@@ -129,7 +131,7 @@ export async function replyToRating(deps: InboxDeps, request: schedulerV1.ReplyT
   if (problems.length > 0) throw new InvalidError(problems, { message: problems.map((p) => `${p.pointer} ${p.detail}`).join('; ') });
   await ratingEntry(deps.pool, request.organizationId, request.reviewRequestId);
   const customer = await customerOf(deps.pool, request.reviewRequestId);
-  const refusal = await replyRefusal(deps.pool, customer);
+  const refusal = await replyRefusal(deps.pool, deps.hasher, customer);
   if (refusal === 'customer_has_no_email') throw new ConflictError(refusal, 'the customer left no email address: there is nowhere to reply');
   if (refusal === 'customer_opted_out') throw new ConflictError(refusal, 'the customer opted out: nothing more is sent to them');
   // The bus is away: nothing is recorded, so the member can send the reply again.

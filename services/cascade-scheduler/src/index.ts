@@ -1,5 +1,8 @@
-export { buildConfig, fastClock, DEFAULT_MINUTE_MS, recipientQuotaEnvShape, recipientQuotasOf, type SchedulerConfig } from './config';
+export { buildConfig, fastClock, personHashKey, DEFAULT_MINUTE_MS, recipientQuotaEnvShape, recipientQuotasOf, type SchedulerConfig } from './config';
 export { RecipientBudgets, RECIPIENT_WINDOWS, type RecipientBudgetConfig, type RecipientWindowState } from './recipientBudget';
+export { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY } from './personHash';
+export { retentionRound, startRetention } from './retention';
+export { erasePerson, type PersonErasure } from './personErasure';
 export { startScheduler, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, SCHEMA, MIGRATIONS_DIR, SESSION_SETTINGS } from './service';
 export { consumeStepResults, type StepResultConsumer, type StepResultHandler } from './stepResultConsumer';
 export { applyStepResults } from './applyStepResults';

@@ -2,6 +2,7 @@ import type { schedulerV1, SuppressionSource } from '@rrs/proto';
 import { InvalidError, NotFoundError, sqlArray, type Pool, type PoolClient } from '@rrs/runtime';
 import { isUuid } from './ids';
 import { personAddresses } from './personAddresses';
+import type { AddressHasher } from './personHash';
 
 /*
  * The organization's opt-out ledger (docs/customer-respect.md): an address in it receives nothing more
@@ -48,17 +49,33 @@ export async function recordOptOut(client: PoolClient, optOut: OptOut): Promise<
   return rowCount ?? 0;
 }
 
-/** `organization|address` of each given address that is suppressed. */
-export async function suppressedAmong(client: Pool | PoolClient, organizationIds: Iterable<string>, addresses: Iterable<string>): Promise<Set<string>> {
+/**
+ * `organization|address` of each given address that is suppressed: by the address, or by its keyed
+ * hash (an opt-out whose person was erased or retained past its time, anonymize.ts). Addresses are
+ * hashed only for organizations whose ledger holds hashes (hashed_ledger_organizations), found by the
+ * same request; a second one looks the hashes up.
+ */
+export async function suppressedAmong(client: Pool | PoolClient, hasher: AddressHasher, organizationIds: Iterable<string>, addresses: Iterable<string>): Promise<Set<string>> {
   const wanted = [...new Set(addresses)];
   if (wanted.length === 0) return new Set();
+  const organizations = sqlArray([...new Set(organizationIds)]);
   // Organizations × addresses may pair an address with another organization than its recipient's;
   // callers look up by the recipient's own organization, so such a row is never consulted.
-  const { rows } = await client.query<{ organization_id: string; address: string }>(
-    'SELECT organization_id, address FROM suppressions WHERE organization_id = ANY($1::uuid[]) AND address = ANY($2::text[])',
-    [sqlArray([...new Set(organizationIds)]), sqlArray(wanted)],
+  const { rows } = await client.query<{ organization_id: string; address: string | null }>(
+    `SELECT organization_id, address FROM suppressions WHERE organization_id = ANY($1::uuid[]) AND address = ANY($2::text[])
+     UNION ALL SELECT organization_id, NULL FROM hashed_ledger_organizations WHERE organization_id = ANY($1::uuid[])`,
+    [organizations, sqlArray(wanted)],
   );
-  return new Set(rows.map((row) => `${row.organization_id}|${row.address}`));
+  const found = new Set(rows.flatMap((row) => (row.address === null ? [] : [`${row.organization_id}|${row.address}`])));
+  const hashedOrganizations = rows.flatMap((row) => (row.address === null ? [row.organization_id] : []));
+  if (hashedOrganizations.length === 0) return found;
+  const byHash = new Map(wanted.map((address) => [hasher.hash(address), address]));
+  const { rows: hashed } = await client.query<{ organization_id: string; address: string }>(
+    'SELECT organization_id, address FROM suppressions WHERE organization_id = ANY($1::uuid[]) AND address = ANY($2::text[])',
+    [sqlArray(hashedOrganizations), sqlArray([...byHash.keys()])],
+  );
+  for (const row of hashed) found.add(`${row.organization_id}|${byHash.get(row.address)}`);
+  return found;
 }
 
 const MAX_PAGE = 500;

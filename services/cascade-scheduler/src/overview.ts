@@ -32,15 +32,17 @@ export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequ
                           (SELECT min(c.clicked_at) FROM public_link_clicks c WHERE c.review_request_id = rr.id) AS clicked_at
                      FROM review_requests rr
                     WHERE rr.organization_id = $1 AND rr.created_at >= ($2::date)::timestamp AT TIME ZONE $4 AND rr.created_at < ($3::date + 1)::timestamp AT TIME ZONE $4`;
+  // The steps are looked up per request in range (LATERAL, by recipient_steps' (recipient_id,
+  // step_order) key): joined as a set, the planner hash-joined every step the organization ever had.
   const params = [input.organizationId, input.fromDay, input.toDay, input.timeZone || 'UTC'];
   const [funnel, channels, ratings, events, items] = await Promise.all([
     pool.query(
       `WITH rr AS (${inRange}),
             staged AS (
               SELECT rr.location_id, rr.opened_at IS NOT NULL AS opened, rr.rated_at IS NOT NULL AS rated, rr.public_links_shown_at IS NOT NULL AS shown, rr.clicked_at IS NOT NULL AS clicked,
-                     coalesce(bool_or(s.sent_at IS NOT NULL), false) AS sent, coalesce(bool_or(s.delivered_at IS NOT NULL), false) AS delivered
-                FROM rr LEFT JOIN recipient_steps s ON s.recipient_id = rr.recipient_id
-               GROUP BY rr.id, rr.location_id, rr.opened_at, rr.rated_at, rr.public_links_shown_at, rr.clicked_at)
+                     coalesce(st.sent, false) AS sent, coalesce(st.delivered, false) AS delivered
+                FROM rr LEFT JOIN LATERAL (SELECT bool_or(s.sent_at IS NOT NULL) AS sent, bool_or(s.delivered_at IS NOT NULL) AS delivered
+                                             FROM recipient_steps s WHERE s.recipient_id = rr.recipient_id) st ON true)
        SELECT location_id, count(*)::int AS requests, count(*) FILTER (WHERE sent)::int AS sent, count(*) FILTER (WHERE delivered)::int AS delivered,
               count(*) FILTER (WHERE opened)::int AS opened, count(*) FILTER (WHERE rated)::int AS rated, count(*) FILTER (WHERE shown)::int AS shown,
               count(*) FILTER (WHERE clicked)::int AS clicked
@@ -49,9 +51,10 @@ export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequ
     ),
     pool.query(
       `WITH rr AS (${inRange})
-       SELECT s.sent_channel AS channel, count(*) FILTER (WHERE s.sent_at IS NOT NULL)::int AS sent, count(*) FILTER (WHERE s.delivered_at IS NOT NULL)::int AS delivered
-         FROM rr JOIN recipient_steps s ON s.recipient_id = rr.recipient_id
-        WHERE s.sent_at IS NOT NULL GROUP BY s.sent_channel ORDER BY s.sent_channel`,
+       SELECT s.channel, sum(s.sent)::int AS sent, sum(s.delivered)::int AS delivered
+         FROM rr CROSS JOIN LATERAL (SELECT s.sent_channel AS channel, count(*) AS sent, count(*) FILTER (WHERE s.delivered_at IS NOT NULL) AS delivered
+                                       FROM recipient_steps s WHERE s.recipient_id = rr.recipient_id AND s.sent_at IS NOT NULL GROUP BY s.sent_channel) s
+        GROUP BY s.channel ORDER BY s.channel`,
       params,
     ),
     pool.query(

@@ -46,9 +46,12 @@ async function readRows(client: PoolClient, organizationId: string, id: string) 
       WHERE r.cascade_id = $1 ORDER BY r.position`,
     [id],
   );
+  // The steps by their recipients (recipients_cascade, then recipient_steps' (recipient_id, step_order)
+  // key): by `cascade_id`, which no index covers, it read every step ever made. An index on it would
+  // cost every intake a third index entry per step (docs/operations.md, "Data lifecycle").
   const { rows: steps } = await client.query<StepRow>(
     `SELECT recipient_id, step_order, channel, status, due_at, sent_at, skipped_at, dispatched_at, delivered_at, reason, reroutes, sent_channel, provider
-       FROM recipient_steps WHERE cascade_id = $1 ORDER BY recipient_id, step_order`,
+       FROM recipient_steps WHERE recipient_id = ANY (ARRAY(SELECT id FROM recipients WHERE cascade_id = $1)) ORDER BY recipient_id, step_order`,
     [id],
   );
   const counts = (await countCascades(client, [id])).get(id)!;

@@ -3,6 +3,7 @@ import { DomainError, NotFoundError, type Pool, type PoolClient } from '@rrs/run
 import { issueBotLinkCodes } from './botLinks';
 import { TOKEN_PATTERN, type ReviewLink } from './links';
 import { DEFAULT_LOW_RATING_THRESHOLD } from './organizationSettings';
+import type { AddressHasher } from './personHash';
 
 export type { ReviewLink } from './links';
 
@@ -71,9 +72,9 @@ export async function currentForm(pool: Pool, token: string, purpose: LinkPurpos
 }
 
 /** The form's data; with `recordOpen`, the first view is recorded as `opened`. */
-export async function getReviewForm(pool: Pool, token: string, recordOpen: boolean, purpose: LinkPurpose = 'review', botChannels: readonly string[] = []): Promise<schedulerV1.ReviewForm> {
+export async function getReviewForm(pool: Pool, hasher: AddressHasher, token: string, recordOpen: boolean, purpose: LinkPurpose = 'review', botChannels: readonly string[] = []): Promise<schedulerV1.ReviewForm> {
   const link = await loadReviewLink(pool, token, purpose);
-  const botLinks = await issueBotLinkCodes(pool, link, botChannels);
+  const botLinks = await issueBotLinkCodes(pool, hasher, link, botChannels);
   if (recordOpen && link.opened_at === null) {
     await pool.query(
       `UPDATE review_requests SET opened_at = coalesce(opened_at, clock_timestamp()), status = CASE WHEN status = 'created' THEN 'opened' ELSE status END WHERE id = $1`,

@@ -17,6 +17,7 @@ import { listRatingFeed } from './ratingFeed';
 import type { SnapshotWriter } from './snapshots';
 import type { RecipientBudgets } from './recipientBudget';
 import { unsubscribe } from './unsubscribe';
+import type { AddressHasher } from './personHash';
 
 export interface ReviewsDeps {
   pool: Pool;
@@ -30,6 +31,8 @@ export interface ReviewsDeps {
   minuteMs: number;
   feedbackWindowMinutes: number;
   alertHoldMs: number;
+  /** Keyed hashes of addresses: the opt-out ledger keeps those of erased people (personHash.ts). */
+  hasher: AddressHasher;
 }
 
 /**
@@ -63,7 +66,7 @@ export class Reviews {
 
   /** One rating of the inbox with its history, and whether a reply is possible. */
   getRating(input: schedulerV1.GetRatingRequest): Promise<schedulerV1.GetRatingResponse> {
-    return getRating(this.deps.pool, input);
+    return getRating(this.deps, input);
   }
 
   /** A member's action on a rating of the inbox (assign, unassign, resolve, reopen, note). */
@@ -116,7 +119,7 @@ export class Reviews {
 
   /** The form's data; with `recordOpen`, the first view is recorded as `opened`. */
   getForm(token: string, recordOpen: boolean, purpose: LinkPurpose = 'review', botChannels: readonly string[] = []): Promise<schedulerV1.ReviewForm> {
-    return getReviewForm(this.deps.pool, token, recordOpen, purpose, botChannels);
+    return getReviewForm(this.deps.pool, this.deps.hasher, token, recordOpen, purpose, botChannels);
   }
 
   /** A bot chat claims the code of a thank-you page's deep link (botLinks.ts). */

@@ -20,6 +20,8 @@ import { Reviews } from './reviews';
 import { SnapshotWriter } from './snapshots';
 import { RecipientBudgets } from './recipientBudget';
 import { consumeStepResults, type StepResultConsumer, type StepResultHandler } from './stepResultConsumer';
+import { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY } from './personHash';
+import { startRetention } from './retention';
 
 export const SCHEMA = 'scheduler';
 /**
@@ -49,7 +51,7 @@ export interface SchedulerDeps {
 /** The bus settings are needed only when no bus is handed in (`deps.bus`, as the all-in-one does). */
 export type SchedulerStartConfig = Pick<SchedulerConfig, 'databaseUrl' | 'grpcHost' | 'grpcPort'> &
   Partial<BusConfig> &
-  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'dispatchInFlightPerChannel' | 'dispatchInFlightTargetMs' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts' | 'alertHoldMs' | 'recipientQuotas'>>;
+  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'dispatchInFlightPerChannel' | 'dispatchInFlightTargetMs' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts' | 'alertHoldMs' | 'recipientQuotas' | 'personHashKey' | 'personHashKeyMissing' | 'retentionIntervalMs' | 'retentionBatchSize'>>;
 
 export interface RunningScheduler {
   grpcPort: number;
@@ -92,9 +94,13 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   }
   const snapshots = new SnapshotWriter();
   const flows = new Flows(pool);
+  const hasher = new AddressHasher(config.personHashKey ?? DEVELOPMENT_PERSON_HASH_KEY);
+  if (config.personHashKeyMissing) {
+    ctx.logger.warn('PERSON_HASH_KEY is not set: the opt-outs of erased people are hashed with the development key; set a key of your own and keep it');
+  }
   const budgets = new RecipientBudgets(config.recipientQuotas);
-  const cascades = new Cascades({ pool, flows, profiles, snapshots, budgets, minuteMs });
-  const reviews = new Reviews({ pool, bus, profiles, snapshots, budgets, publicBaseUrl, minuteMs, feedbackWindowMinutes: config.feedbackWindowMinutes ?? 30, alertHoldMs: config.alertHoldMs ?? DEFAULT_ALERT_HOLD_MS });
+  const cascades = new Cascades({ pool, flows, profiles, snapshots, budgets, minuteMs, hasher });
+  const reviews = new Reviews({ pool, bus, profiles, snapshots, budgets, publicBaseUrl, minuteMs, feedbackWindowMinutes: config.feedbackWindowMinutes ?? 30, alertHoldMs: config.alertHoldMs ?? DEFAULT_ALERT_HOLD_MS, hasher });
 
   // One LISTEN connection for the process: the dispatcher and the relay register their channels on it.
   const notifier = new Notifier(config.databaseUrl, SCHEMA, ctx.logger);
@@ -109,6 +115,7 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
     dispatcher = await startDispatcher({
       pool, bus, notifier, logger: ctx.logger, minuteMs, publicBaseUrl,
       channels: new ConfiguredChannels(profiles, deps.channelsCacheMs),
+      hasher,
       batchSize: config.dispatchBatchSize,
       inFlight: inFlightBound(config),
       // Ratings first: a step due for a customer whose rating waits on the RATINGS stream must not go out.
@@ -134,6 +141,9 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   // Rating alerts and digests go to the organization's people (docs/console.md, "Rating alerts").
   const alerts = startRatingAlerts({ pool, bus, notifier, logger: ctx.logger, profiles, publicBaseUrl });
   ctx.lifecycle.onStop('rating alerts', () => alerts.stop());
+  // Personal data past each organization's retention is anonymized in the background (retention.ts).
+  const retention = startRetention({ pool, hasher, logger: ctx.logger, dayMs: minuteMs * 1440, intervalMs: config.retentionIntervalMs, batchSize: config.retentionBatchSize });
+  ctx.lifecycle.onStop('retention', () => retention.stop());
   const digests = startRatingDigests({ pool, bus, logger: ctx.logger, profiles, publicBaseUrl });
   ctx.lifecycle.onStop('rating digests', () => digests.stop());
   await notifier.start();
@@ -142,7 +152,7 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   const server = await startGrpcServer({
     host: config.grpcHost,
     port: config.grpcPort,
-    services: [schedulerGrpcService({ flows, cascades, reviews, people: new People({ pool, profiles }) }, ctx.logger)],
+    services: [schedulerGrpcService({ flows, cascades, reviews, people: new People({ pool, profiles }), pool }, ctx.logger)],
     health: ctx.health,
     logger: ctx.logger,
   });

@@ -14,6 +14,7 @@ import { normalizeRecipients, type RecipientInput } from './recipientInput';
 import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
 import { templatesByChannel, type SnapshotWriter } from './snapshots';
 import { insertCascade, type CascadeRow, type NewCascade, type RecipientRow, type ReviewLinkRow, type StepRow } from './sql/insertCascade';
+import type { AddressHasher } from './personHash';
 
 export type StartCascadeInput = Omit<schedulerV1.StartCascadeRequest, 'recipients' | 'ignoreCooldown' | 'dryRun'> & { recipients: RecipientInput[]; ignoreCooldown?: boolean; dryRun?: boolean };
 export type StartCascadeResult = SavedAnswer<schedulerV1.StartCascadeResponse>;
@@ -25,6 +26,8 @@ export interface IntakeDeps {
   snapshots: SnapshotWriter;
   /** The organizations' recipient budgets, taken by every start (admission.ts). */
   budgets: RecipientBudgets;
+  /** The opt-out check looks up addresses and their keyed hashes (personHash.ts). */
+  hasher: AddressHasher;
 }
 
 const answerCodec = savedAnswerCodec(schedulerV1.StartCascadeResponse);
@@ -71,7 +74,7 @@ export async function startCascade(deps: IntakeDeps, input: StartCascadeInput, i
   return runIdempotent(deps.pool, idempotency, answerCodec, async (client) => {
     refuseStart(input, profile);
     await deps.snapshots.write(deps.pool, input.organizationId, profile, location!);
-    const result = await writeCascade(client, { ...input, recipients }, flow, profile);
+    const result = await writeCascade(client, deps.hasher, { ...input, recipients }, flow, profile);
     return { ...result, recipientBudget: await deps.budgets.take(client, profile.organization, input.recipients.length) };
   });
 }
@@ -135,11 +138,11 @@ function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfi
 }
 
 /** Writes the cascade's rows, and the finish events of the recipients skipped at intake. */
-async function writeCascade(client: PoolClient, input: StartCascadeInput, flow: Flow, profile: SendingProfile): Promise<Omit<StartCascadeResult, 'recipientBudget'>> {
+async function writeCascade(client: PoolClient, hasher: AddressHasher, input: StartCascadeInput, flow: Flow, profile: SendingProfile): Promise<Omit<StartCascadeResult, 'recipientBudget'>> {
   const now = await dbNow(client);
   // The StartCascade span's context: every message of this cascade is published as its child.
   const traceContext = injectTraceContext({});
-  const skips = await intakeSkips(client, input, flow.steps.map((step) => step.channel), profile, now);
+  const skips = await intakeSkips(client, hasher, input, flow.steps.map((step) => step.channel), profile, now);
   const rows = planCascade(input, flow, profile, skips, now, traceContext);
   await insertCascade(client, rows);
   const { cascade } = rows;

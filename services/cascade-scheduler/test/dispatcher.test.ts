@@ -2,6 +2,7 @@ import { createPool, Notifier, type Bus, type OutgoingMessage, type Pool, type P
 import { testLogger, waitFor } from '@rrs/testkit';
 import { ConfiguredChannels, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
 import { LOCATION, ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
+import { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY } from '../src/personHash';
 
 /** A bus that counts what each dispatcher publishes (the stream would hide a double publish). */
 function countingBus(bus: Bus, log: Array<{ msgId: string; duplicate: boolean }>): Bus {
@@ -57,7 +58,7 @@ describe('dispatcher replicas and crashes (Postgres + JetStream)', () => {
     extra.push(entry);
     entry.dispatcher = await startDispatcher({
       pool, bus, notifier, logger: testLogger(), minuteMs: 40, publicBaseUrl: 'http://reviews.test',
-      channels: new ConfiguredChannels(h.profiles), batchSize: options.batchSize, loops: options.loops, afterPublish: options.afterPublish, beforeRound: options.beforeRound,
+      channels: new ConfiguredChannels(h.profiles), hasher: new AddressHasher(DEVELOPMENT_PERSON_HASH_KEY), batchSize: options.batchSize, loops: options.loops, afterPublish: options.afterPublish, beforeRound: options.beforeRound,
     });
     await notifier.start();
     return entry.dispatcher;

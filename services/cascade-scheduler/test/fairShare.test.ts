@@ -1,6 +1,6 @@
 import { createPool, Notifier, type Pool } from '@rrs/runtime';
 import { testLogger, waitFor } from '@rrs/testkit';
-import { ConfiguredChannels, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
+import { AddressHasher, ConfiguredChannels, DEVELOPMENT_PERSON_HASH_KEY, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
 import { LOCATION, ORG, OTHER_ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
 
 /** Time-ordered ids, as the service's UUIDv7s. */
@@ -45,7 +45,7 @@ describe('fair share (Postgres + JetStream)', () => {
     extra.push(entry);
     entry.dispatcher = await startDispatcher({
       pool, bus: h.tb.bus, notifier, logger: testLogger(), minuteMs: 40, publicBaseUrl: 'http://reviews.test',
-      channels: new ConfiguredChannels(h.profiles), batchSize: options.batchSize, inFlight: options.inFlight, loops: options.loops,
+      channels: new ConfiguredChannels(h.profiles), hasher: new AddressHasher(DEVELOPMENT_PERSON_HASH_KEY), batchSize: options.batchSize, inFlight: options.inFlight, loops: options.loops,
       beforeRound: async () => options.onRound?.(),
     });
     await notifier.start();

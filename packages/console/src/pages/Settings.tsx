@@ -5,6 +5,7 @@ import { canChange, type PageProps } from '../widgets';
 import { ConfigHeader, numberOf } from '../configParts';
 import { useAction } from '../parts';
 import { MAX_COOLDOWN_DAYS } from '../rules';
+import { PrivacySettings } from './Privacy';
 
 interface SendWindow {
   start: string;
@@ -147,6 +148,7 @@ export function SettingsPage({ t, session }: PageProps) {
           )}
         </>
       )}
+      {organization !== null && <PrivacySettings t={t} session={session} />}
       <p>
         <a href="#/members">{t('membersLink')}</a>
       </p>

@@ -9,6 +9,7 @@ import { accountMemberRoutes } from './memberRoutes';
 import { accountRoutes, type AccountRouteDeps } from './routes';
 import { deliverabilityRoute, type DeliverabilityDeps } from '../admin/deliverabilityRoutes';
 import { txtLookup } from '../useCases/deliverability';
+import { accountLifecycleRoutes } from '../admin/lifecycleRoutes';
 
 const TAGS: Record<string, string> = {
   session: 'Signing in and out, and invitations.',
@@ -45,6 +46,7 @@ export function accountApi(deps: AccountRouteDeps & ConfigRouteDeps & { resolveS
       ...accountRoutes(deps),
       ...inboxRoutes(deps),
       ...configRoutes(deps),
+      ...accountLifecycleRoutes(deps.clients),
       ...accountMemberRoutes(deps),
       ...developerRoutes(deps),
       ...accountConnectorRoutes(deps),

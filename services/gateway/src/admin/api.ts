@@ -9,6 +9,7 @@ import type { GatewayClients } from '../clients';
 import { connectorRoutes } from './connectorRoutes';
 import { memberRoutes } from './memberRoutes';
 import { busSystemEmails, type SystemEmails } from '../account/systemEmails';
+import { lifecycleRoutes } from './lifecycleRoutes';
 import { peopleRoutes } from './peopleRoutes';
 import { adminRoutes } from './routes';
 import { deliverabilityRoute, type DeliverabilityDeps } from './deliverabilityRoutes';
@@ -36,6 +37,7 @@ export function adminApi(
     routes: [
       ...adminRoutes(clients),
       ...peopleRoutes(clients),
+      ...lifecycleRoutes(clients),
       ...connectorRoutes(clients),
       ...memberRoutes(clients, access.publicBaseUrl, access.systemEmails ?? busSystemEmails(undefined, access.publicBaseUrl, access.logger)),
       deliverabilityRoute(access.deliverability ?? { lookup: txtLookup() }, 'adminToken', '/deliverability'),

@@ -1018,6 +1018,64 @@ export interface UnlinkStaffChatResponse {
   unlinked: number;
 }
 
+export interface DataRetention {
+  organizationId: string;
+  personalDataRetentionDays: number;
+}
+
+export interface GetDataRetentionRequest {
+  organizationId: string;
+}
+
+export interface GetDataRetentionResponse {
+  retention: DataRetention | undefined;
+}
+
+export interface SetDataRetentionRequest {
+  organizationId: string;
+  /** 30..3650. */
+  personalDataRetentionDays: number;
+}
+
+export interface SetDataRetentionResponse {
+  retention: DataRetention | undefined;
+}
+
+/** What one erasure or one retention round did in the organization. */
+export interface LifecycleAction {
+  id: number;
+  /** erasure | retention */
+  kind: string;
+  /** The erasure request's id; empty for retention. */
+  requestId: string;
+  /** Keyed hashes (`hmac1:…`) of the erased person's addresses and external id; none for retention. */
+  subjectHashes: string[];
+  /** `api:<key id>`, `member:<id>`, `admin`, or `retention`. */
+  actor: string;
+  /** Rows anonymized or deleted, by table. */
+  counts: { [key: string]: number };
+  at: Date | undefined;
+}
+
+export interface LifecycleAction_CountsEntry {
+  key: string;
+  value: number;
+}
+
+export interface ListLifecycleActionsRequest {
+  organizationId: string;
+  /** 1..500; 0 = 100. */
+  limit: number;
+  /** The last id of the previous page; 0 = from the first. */
+  after: number;
+}
+
+export interface ListLifecycleActionsResponse {
+  actions: LifecycleAction[];
+  /** The id to pass as `after` for the next page; 0 when this was the last. */
+  nextAfter: number;
+}
+
 function createBaseFlowStep(): FlowStep {
   return { order: 0, channel: "", delayMinutes: 0 };
 }
@@ -14540,6 +14598,887 @@ export const UnlinkStaffChatResponse: MessageFns<UnlinkStaffChatResponse> = {
   },
 };
 
+function createBaseDataRetention(): DataRetention {
+  return { organizationId: "", personalDataRetentionDays: 0 };
+}
+
+export const DataRetention: MessageFns<DataRetention> = {
+  encode(message: DataRetention, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.personalDataRetentionDays !== 0) {
+      writer.uint32(16).int32(message.personalDataRetentionDays);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DataRetention {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDataRetention();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.personalDataRetentionDays = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DataRetention {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      personalDataRetentionDays: isSet(object.personalDataRetentionDays)
+        ? globalThis.Number(object.personalDataRetentionDays)
+        : isSet(object.personal_data_retention_days)
+        ? globalThis.Number(object.personal_data_retention_days)
+        : 0,
+    };
+  },
+
+  toJSON(message: DataRetention): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.personalDataRetentionDays !== 0) {
+      obj.personalDataRetentionDays = Math.round(message.personalDataRetentionDays);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DataRetention>, I>>(base?: I): DataRetention {
+    return DataRetention.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DataRetention>, I>>(object: I): DataRetention {
+    const message = createBaseDataRetention();
+    message.organizationId = object.organizationId ?? "";
+    message.personalDataRetentionDays = object.personalDataRetentionDays ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetDataRetentionRequest(): GetDataRetentionRequest {
+  return { organizationId: "" };
+}
+
+export const GetDataRetentionRequest: MessageFns<GetDataRetentionRequest> = {
+  encode(message: GetDataRetentionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetDataRetentionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetDataRetentionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetDataRetentionRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetDataRetentionRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetDataRetentionRequest>, I>>(base?: I): GetDataRetentionRequest {
+    return GetDataRetentionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetDataRetentionRequest>, I>>(object: I): GetDataRetentionRequest {
+    const message = createBaseGetDataRetentionRequest();
+    message.organizationId = object.organizationId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetDataRetentionResponse(): GetDataRetentionResponse {
+  return { retention: undefined };
+}
+
+export const GetDataRetentionResponse: MessageFns<GetDataRetentionResponse> = {
+  encode(message: GetDataRetentionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.retention !== undefined) {
+      DataRetention.encode(message.retention, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetDataRetentionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetDataRetentionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.retention = DataRetention.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetDataRetentionResponse {
+    return { retention: isSet(object.retention) ? DataRetention.fromJSON(object.retention) : undefined };
+  },
+
+  toJSON(message: GetDataRetentionResponse): unknown {
+    const obj: any = {};
+    if (message.retention !== undefined) {
+      obj.retention = DataRetention.toJSON(message.retention);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetDataRetentionResponse>, I>>(base?: I): GetDataRetentionResponse {
+    return GetDataRetentionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetDataRetentionResponse>, I>>(object: I): GetDataRetentionResponse {
+    const message = createBaseGetDataRetentionResponse();
+    message.retention = (object.retention !== undefined && object.retention !== null)
+      ? DataRetention.fromPartial(object.retention)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSetDataRetentionRequest(): SetDataRetentionRequest {
+  return { organizationId: "", personalDataRetentionDays: 0 };
+}
+
+export const SetDataRetentionRequest: MessageFns<SetDataRetentionRequest> = {
+  encode(message: SetDataRetentionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.personalDataRetentionDays !== 0) {
+      writer.uint32(16).int32(message.personalDataRetentionDays);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetDataRetentionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetDataRetentionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.personalDataRetentionDays = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetDataRetentionRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      personalDataRetentionDays: isSet(object.personalDataRetentionDays)
+        ? globalThis.Number(object.personalDataRetentionDays)
+        : isSet(object.personal_data_retention_days)
+        ? globalThis.Number(object.personal_data_retention_days)
+        : 0,
+    };
+  },
+
+  toJSON(message: SetDataRetentionRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.personalDataRetentionDays !== 0) {
+      obj.personalDataRetentionDays = Math.round(message.personalDataRetentionDays);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetDataRetentionRequest>, I>>(base?: I): SetDataRetentionRequest {
+    return SetDataRetentionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetDataRetentionRequest>, I>>(object: I): SetDataRetentionRequest {
+    const message = createBaseSetDataRetentionRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.personalDataRetentionDays = object.personalDataRetentionDays ?? 0;
+    return message;
+  },
+};
+
+function createBaseSetDataRetentionResponse(): SetDataRetentionResponse {
+  return { retention: undefined };
+}
+
+export const SetDataRetentionResponse: MessageFns<SetDataRetentionResponse> = {
+  encode(message: SetDataRetentionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.retention !== undefined) {
+      DataRetention.encode(message.retention, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetDataRetentionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetDataRetentionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.retention = DataRetention.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetDataRetentionResponse {
+    return { retention: isSet(object.retention) ? DataRetention.fromJSON(object.retention) : undefined };
+  },
+
+  toJSON(message: SetDataRetentionResponse): unknown {
+    const obj: any = {};
+    if (message.retention !== undefined) {
+      obj.retention = DataRetention.toJSON(message.retention);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetDataRetentionResponse>, I>>(base?: I): SetDataRetentionResponse {
+    return SetDataRetentionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetDataRetentionResponse>, I>>(object: I): SetDataRetentionResponse {
+    const message = createBaseSetDataRetentionResponse();
+    message.retention = (object.retention !== undefined && object.retention !== null)
+      ? DataRetention.fromPartial(object.retention)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseLifecycleAction(): LifecycleAction {
+  return { id: 0, kind: "", requestId: "", subjectHashes: [], actor: "", counts: {}, at: undefined };
+}
+
+export const LifecycleAction: MessageFns<LifecycleAction> = {
+  encode(message: LifecycleAction, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0) {
+      writer.uint32(8).int64(message.id);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(26).string(message.requestId);
+    }
+    for (const v of message.subjectHashes) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.actor !== "") {
+      writer.uint32(42).string(message.actor);
+    }
+    globalThis.Object.entries(message.counts).forEach(([key, value]: [string, number]) => {
+      LifecycleAction_CountsEntry.encode({ key: key as any, value }, writer.uint32(50).fork()).join();
+    });
+    if (message.at !== undefined) {
+      Timestamp.encode(toTimestamp(message.at), writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LifecycleAction {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLifecycleAction();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.subjectHashes.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            const entry6 = LifecycleAction_CountsEntry.decode(reader, reader.uint32());
+            if (entry6.value !== undefined) {
+              message.counts[entry6.key] = entry6.value;
+            }
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.at = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LifecycleAction {
+    return {
+      id: isSet(object.id) ? globalThis.Number(object.id) : 0,
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      subjectHashes: globalThis.Array.isArray(object?.subjectHashes)
+        ? object.subjectHashes.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.subject_hashes)
+        ? object.subject_hashes.map((e: any) => globalThis.String(e))
+        : [],
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+      counts: isObject(object.counts)
+        ? (globalThis.Object.entries(object.counts) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      at: isSet(object.at) ? fromJsonTimestamp(object.at) : undefined,
+    };
+  },
+
+  toJSON(message: LifecycleAction): unknown {
+    const obj: any = {};
+    if (message.id !== 0) {
+      obj.id = Math.round(message.id);
+    }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.subjectHashes?.length) {
+      obj.subjectHashes = message.subjectHashes;
+    }
+    if (message.actor !== "") {
+      obj.actor = message.actor;
+    }
+    if (message.counts) {
+      const entries = globalThis.Object.entries(message.counts) as [string, number][];
+      if (entries.length > 0) {
+        obj.counts = {};
+        entries.forEach(([k, v]) => {
+          obj.counts[k] = Math.round(v);
+        });
+      }
+    }
+    if (message.at !== undefined) {
+      obj.at = message.at.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LifecycleAction>, I>>(base?: I): LifecycleAction {
+    return LifecycleAction.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LifecycleAction>, I>>(object: I): LifecycleAction {
+    const message = createBaseLifecycleAction();
+    message.id = object.id ?? 0;
+    message.kind = object.kind ?? "";
+    message.requestId = object.requestId ?? "";
+    message.subjectHashes = object.subjectHashes?.map((e) => e) || [];
+    message.actor = object.actor ?? "";
+    message.counts = (globalThis.Object.entries(object.counts ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.at = object.at ?? undefined;
+    return message;
+  },
+};
+
+function createBaseLifecycleAction_CountsEntry(): LifecycleAction_CountsEntry {
+  return { key: "", value: 0 };
+}
+
+export const LifecycleAction_CountsEntry: MessageFns<LifecycleAction_CountsEntry> = {
+  encode(message: LifecycleAction_CountsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(16).int64(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LifecycleAction_CountsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLifecycleAction_CountsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.value = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LifecycleAction_CountsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: LifecycleAction_CountsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = Math.round(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LifecycleAction_CountsEntry>, I>>(base?: I): LifecycleAction_CountsEntry {
+    return LifecycleAction_CountsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LifecycleAction_CountsEntry>, I>>(object: I): LifecycleAction_CountsEntry {
+    const message = createBaseLifecycleAction_CountsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBaseListLifecycleActionsRequest(): ListLifecycleActionsRequest {
+  return { organizationId: "", limit: 0, after: 0 };
+}
+
+export const ListLifecycleActionsRequest: MessageFns<ListLifecycleActionsRequest> = {
+  encode(message: ListLifecycleActionsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    if (message.after !== 0) {
+      writer.uint32(24).int64(message.after);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListLifecycleActionsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListLifecycleActionsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.after = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListLifecycleActionsRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      after: isSet(object.after) ? globalThis.Number(object.after) : 0,
+    };
+  },
+
+  toJSON(message: ListLifecycleActionsRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.after !== 0) {
+      obj.after = Math.round(message.after);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListLifecycleActionsRequest>, I>>(base?: I): ListLifecycleActionsRequest {
+    return ListLifecycleActionsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListLifecycleActionsRequest>, I>>(object: I): ListLifecycleActionsRequest {
+    const message = createBaseListLifecycleActionsRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.limit = object.limit ?? 0;
+    message.after = object.after ?? 0;
+    return message;
+  },
+};
+
+function createBaseListLifecycleActionsResponse(): ListLifecycleActionsResponse {
+  return { actions: [], nextAfter: 0 };
+}
+
+export const ListLifecycleActionsResponse: MessageFns<ListLifecycleActionsResponse> = {
+  encode(message: ListLifecycleActionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.actions) {
+      LifecycleAction.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextAfter !== 0) {
+      writer.uint32(16).int64(message.nextAfter);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListLifecycleActionsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListLifecycleActionsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.actions.push(LifecycleAction.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.nextAfter = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListLifecycleActionsResponse {
+    return {
+      actions: globalThis.Array.isArray(object?.actions)
+        ? object.actions.map((e: any) => LifecycleAction.fromJSON(e))
+        : [],
+      nextAfter: isSet(object.nextAfter)
+        ? globalThis.Number(object.nextAfter)
+        : isSet(object.next_after)
+        ? globalThis.Number(object.next_after)
+        : 0,
+    };
+  },
+
+  toJSON(message: ListLifecycleActionsResponse): unknown {
+    const obj: any = {};
+    if (message.actions?.length) {
+      obj.actions = message.actions.map((e) => LifecycleAction.toJSON(e));
+    }
+    if (message.nextAfter !== 0) {
+      obj.nextAfter = Math.round(message.nextAfter);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListLifecycleActionsResponse>, I>>(base?: I): ListLifecycleActionsResponse {
+    return ListLifecycleActionsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListLifecycleActionsResponse>, I>>(object: I): ListLifecycleActionsResponse {
+    const message = createBaseListLifecycleActionsResponse();
+    message.actions = object.actions?.map((e) => LifecycleAction.fromPartial(e)) || [];
+    message.nextAfter = object.nextAfter ?? 0;
+    return message;
+  },
+};
+
 export type CascadeSchedulerServiceService = typeof CascadeSchedulerServiceService;
 export const CascadeSchedulerServiceService = {
   createFlow: {
@@ -14828,6 +15767,44 @@ export const CascadeSchedulerServiceService = {
     responseDeserialize: (value: Buffer): ExportPersonResponse => ExportPersonResponse.decode(value),
   },
   /**
+   * Data lifecycle (docs/customer-respect.md, "Data lifecycle"): how long the organization keeps the
+   * personal data of finished recipients (days, 30..3650, default 365), and the evidence of what
+   * erasures and retention rounds did (by keyed hash, when, by whom, rows by table), oldest first.
+   */
+  getDataRetention: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/GetDataRetention" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetDataRetentionRequest): Buffer =>
+      Buffer.from(GetDataRetentionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetDataRetentionRequest => GetDataRetentionRequest.decode(value),
+    responseSerialize: (value: GetDataRetentionResponse): Buffer =>
+      Buffer.from(GetDataRetentionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetDataRetentionResponse => GetDataRetentionResponse.decode(value),
+  },
+  setDataRetention: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/SetDataRetention" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetDataRetentionRequest): Buffer =>
+      Buffer.from(SetDataRetentionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetDataRetentionRequest => SetDataRetentionRequest.decode(value),
+    responseSerialize: (value: SetDataRetentionResponse): Buffer =>
+      Buffer.from(SetDataRetentionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetDataRetentionResponse => SetDataRetentionResponse.decode(value),
+  },
+  listLifecycleActions: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/ListLifecycleActions" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListLifecycleActionsRequest): Buffer =>
+      Buffer.from(ListLifecycleActionsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListLifecycleActionsRequest => ListLifecycleActionsRequest.decode(value),
+    responseSerialize: (value: ListLifecycleActionsResponse): Buffer =>
+      Buffer.from(ListLifecycleActionsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListLifecycleActionsResponse => ListLifecycleActionsResponse.decode(value),
+  },
+  /**
    * A click on a public review link of the thank-you page (`/r/<token>/go/<index>`): recorded once per
    * review request and site, answered with the site's URL. Unknown token or index: NOT_FOUND (an expired
    * link: `link_expired`), nothing recorded.
@@ -15062,6 +16039,14 @@ export interface CascadeSchedulerServiceServer extends UntypedServiceImplementat
   removeSuppression: handleUnaryCall<RemoveSuppressionRequest, RemoveSuppressionResponse>;
   /** What the organization holds about one person (by email and/or phone): consent, opt-outs, messages, ratings. */
   exportPerson: handleUnaryCall<ExportPersonRequest, ExportPersonResponse>;
+  /**
+   * Data lifecycle (docs/customer-respect.md, "Data lifecycle"): how long the organization keeps the
+   * personal data of finished recipients (days, 30..3650, default 365), and the evidence of what
+   * erasures and retention rounds did (by keyed hash, when, by whom, rows by table), oldest first.
+   */
+  getDataRetention: handleUnaryCall<GetDataRetentionRequest, GetDataRetentionResponse>;
+  setDataRetention: handleUnaryCall<SetDataRetentionRequest, SetDataRetentionResponse>;
+  listLifecycleActions: handleUnaryCall<ListLifecycleActionsRequest, ListLifecycleActionsResponse>;
   /**
    * A click on a public review link of the thank-you page (`/r/<token>/go/<index>`): recorded once per
    * review request and site, answered with the site's URL. Unknown token or index: NOT_FOUND (an expired
@@ -15509,6 +16494,56 @@ export interface CascadeSchedulerServiceClient extends Client {
     callback: (error: ServiceError | null, response: ExportPersonResponse) => void,
   ): ClientUnaryCall;
   /**
+   * Data lifecycle (docs/customer-respect.md, "Data lifecycle"): how long the organization keeps the
+   * personal data of finished recipients (days, 30..3650, default 365), and the evidence of what
+   * erasures and retention rounds did (by keyed hash, when, by whom, rows by table), oldest first.
+   */
+  getDataRetention(
+    request: GetDataRetentionRequest,
+    callback: (error: ServiceError | null, response: GetDataRetentionResponse) => void,
+  ): ClientUnaryCall;
+  getDataRetention(
+    request: GetDataRetentionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetDataRetentionResponse) => void,
+  ): ClientUnaryCall;
+  getDataRetention(
+    request: GetDataRetentionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetDataRetentionResponse) => void,
+  ): ClientUnaryCall;
+  setDataRetention(
+    request: SetDataRetentionRequest,
+    callback: (error: ServiceError | null, response: SetDataRetentionResponse) => void,
+  ): ClientUnaryCall;
+  setDataRetention(
+    request: SetDataRetentionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetDataRetentionResponse) => void,
+  ): ClientUnaryCall;
+  setDataRetention(
+    request: SetDataRetentionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetDataRetentionResponse) => void,
+  ): ClientUnaryCall;
+  listLifecycleActions(
+    request: ListLifecycleActionsRequest,
+    callback: (error: ServiceError | null, response: ListLifecycleActionsResponse) => void,
+  ): ClientUnaryCall;
+  listLifecycleActions(
+    request: ListLifecycleActionsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListLifecycleActionsResponse) => void,
+  ): ClientUnaryCall;
+  listLifecycleActions(
+    request: ListLifecycleActionsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListLifecycleActionsResponse) => void,
+  ): ClientUnaryCall;
+  /**
    * A click on a public review link of the thank-you page (`/r/<token>/go/<index>`): recorded once per
    * review request and site, answered with the site's URL. Unknown token or index: NOT_FOUND (an expired
    * link: `link_expired`), nothing recorded.
@@ -15799,6 +16834,10 @@ function longToNumber(int64: { toString(): string }): number {
     throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
   }
   return num;
+}
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
 }
 
 function isSet(value: any): boolean {

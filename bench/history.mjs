@@ -1,0 +1,163 @@
+#!/usr/bin/env node
+// History: do the service's costs grow with its history? (issue 35, docs/operations.md "Data
+// lifecycle"). Runs the real gateway → contacts + cascade-scheduler (bench/cascade-servers.mjs, no
+// dispatcher) twice in the same run: on an empty database, and on one seeded with --recipients
+// finished recipients spread over a year and two weeks (cascades of 3, 3 sent steps each, 20 % rated,
+// written with INSERT … SELECT generate_series in chunks). Measures on each: intake (POST /cascades,
+// 100 recipients a request), GET /cascades/{id} of a 500-recipient cascade, the console's overview for
+// 30 days (GetOverview, what the console's page asks), and on the seeded one a retention round (the
+// recipients past the default 365 days) and the disk per million recipients before and after it.
+// Not measured here: the send path (bench/send.mjs measures it; it reads no history table whole —
+// test/historyPlans.test.ts) and the senders' send logs (not seeded).
+// Usage: npm run build && flock /tmp/rrs-bench.lock node bench/history.mjs [--recipients 5000000] [--requests 40] [--reads 200]
+// Targets: intake ≥ 0.9 × empty; GET /cascades/{id} ≤ 1.2 × empty and p99 < 50 ms; overview p95 < 250 ms.
+import { fork } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { adminSql } from './lib/pg-admin.mjs';
+
+const require = createRequire(import.meta.url);
+const pg = require('pg');
+const { createGrpcClient, createPool, createServiceContext } = require('@rrs/runtime');
+const { schedulerV1 } = require('@rrs/proto');
+const { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY, retentionRound } = require('@rrs/cascade-scheduler');
+const here = dirname(fileURLToPath(import.meta.url));
+
+const { values } = parseArgs({ options: { recipients: { type: 'string', default: '5000000' }, requests: { type: 'string', default: '40' }, reads: { type: 'string', default: '200' } } });
+const RECIPIENTS = Math.max(3, Number(values.recipients));
+const REQUESTS = Math.max(1, Number(values.requests));
+const READS = Math.max(10, Number(values.reads));
+const CHUNK = 300_000;
+
+const pgUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+if (!['127.0.0.1', 'localhost', '::1'].includes(new URL(pgUrl).hostname)) throw new Error('loopback PostgreSQL only');
+
+function percentiles(latencies) {
+  latencies.sort((a, b) => a - b);
+  const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))];
+  return { p50: pct(0.5), p95: pct(0.95), p99: pct(0.99) };
+}
+
+async function timed(n, task) {
+  const latencies = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = process.hrtime.bigint();
+    await task(i);
+    latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  return percentiles(latencies);
+}
+
+/** The finished history of one year and two weeks for `organizationId`: cascades of 3 recipients, 3 sent steps each, 20 % rated. */
+async function seed(db, organizationId, locationId, total) {
+  const cascades = Math.ceil(total / 3);
+  for (let from = 0; from < cascades; from += CHUNK / 3) {
+    const to = Math.min(cascades, from + CHUNK / 3) - 1;
+    await db.query(
+      `WITH c AS (
+         INSERT INTO cascades (id, organization_id, location_id, status, recipients_total, active_recipients, created_at, finished_at)
+         SELECT gen_random_uuid(), $1::uuid, $2, 'finished', 3, 0, t, t + interval '2 days'
+           FROM (SELECT g, now() - interval '380 days' + g * (interval '378 days' / $5) AS t FROM generate_series($3::int, $4::int) g) s RETURNING id, created_at),
+       r AS (
+         INSERT INTO recipients (id, cascade_id, organization_id, position, name, email, phone, status, finish_reason, finished_at, review_request_id, rating)
+         SELECT gen_random_uuid(), c.id, $1::uuid, p, 'Seeded Person', 'seed' || md5(c.id::text || p) || '@example.com', '+7900' || lpad((abs(hashtext(c.id::text || p)) % 10000000)::text, 7, '0'),
+                'finished', CASE WHEN random() < 0.2 THEN 'rated' ELSE 'exhausted' END, c.created_at + interval '2 days', gen_random_uuid(), NULL
+           FROM c, generate_series(0, 2) p RETURNING id, cascade_id, review_request_id, finish_reason, finished_at),
+       rr AS (
+         INSERT INTO review_requests (id, organization_id, token, location_id, recipient_id, status, rated_at, created_at)
+         SELECT r.review_request_id, $1::uuid, replace(r.review_request_id::text, '-', ''), $2, r.id, CASE WHEN r.finish_reason = 'rated' THEN 'rated' ELSE 'created' END,
+                CASE WHEN r.finish_reason = 'rated' THEN r.finished_at END, r.finished_at - interval '2 days' FROM r RETURNING id, rated_at),
+       ra AS (
+         INSERT INTO ratings (review_request_id, organization_id, rating, created_at)
+         SELECT id, $1::uuid, 1 + (abs(hashtext(id::text)) % 5), rated_at FROM rr WHERE rated_at IS NOT NULL RETURNING 1)
+       INSERT INTO recipient_steps (id, recipient_id, cascade_id, organization_id, step_order, channel, delay_minutes, status, sent_channel, sent_at, delivered_at)
+       SELECT gen_random_uuid(), r.id, r.cascade_id, $1::uuid, s, CASE WHEN s = 1 THEN 'SMS' ELSE 'EMAIL' END, s * 60, 'sent', CASE WHEN s = 1 THEN 'SMS' ELSE 'EMAIL' END,
+              r.finished_at - interval '2 days' + s * interval '1 hour', r.finished_at - interval '2 days' + s * interval '1 hour'
+         FROM r, generate_series(0, 2) s`,
+      [organizationId, locationId, from, to, cascades],
+    );
+    process.stdout.write(`  seeded ${Math.min(total, (to + 1) * 3)} / ${total} recipients\r`);
+  }
+  // Feed positions are not needed by anything measured; the counters table starts after them.
+  await db.query('ANALYZE');
+  process.stdout.write('\n');
+}
+
+async function measure(label, withHistory) {
+  const dbName = `rrs_bench_history_${randomBytes(4).toString('hex')}`;
+  await adminSql(pgUrl, `CREATE DATABASE ${dbName}`);
+  const url = new URL(pgUrl);
+  url.pathname = `/${dbName}`;
+  const child = fork(join(here, 'cascade-servers.mjs'), [], { env: { ...process.env, DATABASE_URL: url.toString(), BENCH_DISPATCHER: '0' }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const server = await new Promise((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`servers exited ${code}`)));
+  });
+  const db = new pg.Client({ connectionString: url.toString(), options: '-c search_path=scheduler' });
+  await db.connect();
+  const out = { label };
+  try {
+    const size = async () => Number((await db.query('SELECT pg_database_size(current_database()) AS n')).rows[0].n);
+    if (withHistory) {
+      const t0 = Date.now();
+      await seed(db, server.organizationId, server.locationId, RECIPIENTS);
+      out.seedSeconds = (Date.now() - t0) / 1000;
+      out.bytesPerMillion = (await size()) / (RECIPIENTS / 1e6);
+    }
+    const headers = { authorization: `Bearer ${server.key}`, 'content-type': 'application/json' };
+    const post = async (recipients, i) => {
+      const res = await fetch(`${server.base}/api/v1/cascades`, {
+        method: 'POST',
+        headers: { ...headers, 'idempotency-key': randomUUID() },
+        body: JSON.stringify({ locationId: server.locationId, externalId: `history-${label}-${i}`, recipients: Array.from({ length: recipients }, (_, j) => ({ name: `R ${j}`, email: `h${i}-${j}-${randomBytes(3).toString('hex')}@example.com` })) }),
+      });
+      if (res.status !== 202 && res.status !== 201) throw new Error(`POST /cascades ${res.status}: ${await res.text()}`);
+      return (await res.json()).id;
+    };
+    // Intake: REQUESTS requests of 100 recipients, one at a time.
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < REQUESTS; i++) await post(100, i);
+    out.intakeRecipientsPerSecond = (REQUESTS * 100) / (Number(process.hrtime.bigint() - t0) / 1e9);
+    // GET /cascades/{id}: a cascade of 500 recipients.
+    const big = await post(500, 'big');
+    out.getCascade = await timed(READS, async () => {
+      const res = await fetch(`${server.base}/api/v1/cascades/${big}`, { headers });
+      if (res.status !== 200) throw new Error(`GET /cascades/{id} ${res.status}`);
+      await res.arrayBuffer();
+    });
+    // The console's overview of the last 30 days (what GET /account/overview asks the scheduler).
+    const grpc = createGrpcClient(schedulerV1.CascadeSchedulerServiceClient, server.schedulerAddress);
+    const day = (ms) => new Date(ms).toISOString().slice(0, 10);
+    const request = { organizationId: server.organizationId, fromDay: day(Date.now() - 29 * 86_400_000), toDay: day(Date.now()), timeZone: 'UTC' };
+    out.overview30 = await timed(Math.max(10, READS / 4), () => grpc.client.getOverview(request));
+    grpc.close();
+    if (withHistory) {
+      const ctx = createServiceContext('bench-history', 'warn');
+      const pool = createPool({ url: url.toString(), schema: 'scheduler', max: 2 });
+      const started = Date.now();
+      const round = await retentionRound({ pool, hasher: new AddressHasher(DEVELOPMENT_PERSON_HASH_KEY), logger: ctx.logger, batchSize: 500 });
+      out.retentionRound = { ms: Date.now() - started, counts: round.counts, more: round.more };
+      await pool.end();
+      out.bytesPerMillionAfterRound = (await size()) / (RECIPIENTS / 1e6);
+    }
+  } finally {
+    await db.end();
+    child.send('stop');
+    await new Promise((resolve) => child.once('exit', resolve));
+    await adminSql(pgUrl, `DROP DATABASE IF EXISTS ${dbName}`);
+  }
+  return out;
+}
+
+const empty = await measure('empty', false);
+const seeded = await measure('history', true);
+const ratio = (a, b) => (a / b).toFixed(2);
+console.log(JSON.stringify({ recipients: RECIPIENTS, empty, seeded }, null, 2));
+console.log(`history of ${RECIPIENTS} finished recipients (seeded in ${seeded.seedSeconds} s, ${(seeded.bytesPerMillion / 2 ** 30).toFixed(2)} GiB per million):`);
+console.log(`  intake ${Math.round(seeded.intakeRecipientsPerSecond)} vs ${Math.round(empty.intakeRecipientsPerSecond)} recipients/s: ${ratio(seeded.intakeRecipientsPerSecond, empty.intakeRecipientsPerSecond)} × empty (target ≥ 0.9)`);
+console.log(`  GET /cascades/{id} p50 ${seeded.getCascade.p50.toFixed(1)} vs ${empty.getCascade.p50.toFixed(1)} ms: ${ratio(seeded.getCascade.p50, empty.getCascade.p50)} × empty (target ≤ 1.2), p99 ${seeded.getCascade.p99.toFixed(1)} ms (target < 50)`);
+console.log(`  overview 30 days p95 ${seeded.overview30.p95.toFixed(1)} vs ${empty.overview30.p95.toFixed(1)} ms (target < 250)`);
+console.log(`  retention round ${seeded.retentionRound.ms} ms: ${JSON.stringify(seeded.retentionRound.counts)}; disk per million ${(seeded.bytesPerMillionAfterRound / 2 ** 30).toFixed(2)} GiB after it`);

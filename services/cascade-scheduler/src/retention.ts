@@ -1,0 +1,128 @@
+import { counter, histogram, inTransaction, startDueWorkLoop, type Logger, type Pool } from '@rrs/runtime';
+import { addCounts, anonymizeRecipients, anonymizeReviewRequests, hashLedgers, recordLifecycleAction, type LifecycleCounts } from './anonymize';
+import type { AddressHasher } from './personHash';
+
+export const DEFAULT_RETENTION_DAYS = 365;
+export const MIN_RETENTION_DAYS = 30;
+export const MAX_RETENTION_DAYS = 3650;
+/** A result can be redelivered for ~9 minutes (config.ts); a week past that no row of step_results matters. */
+export const STEP_RESULTS_KEEP_DAYS = 7;
+const DAY_MS = 86_400_000;
+
+const anonymized = counter({ name: 'scheduler_retention_rows_total', help: 'Rows anonymized or pruned by retention rounds, by table.', labelNames: ['table'] });
+const rounds = counter({ name: 'scheduler_retention_rounds_total', help: 'Retention rounds run.' });
+const roundSeconds = histogram({ name: 'scheduler_retention_round_seconds', help: 'Duration of one retention round.', buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30] });
+
+export interface RetentionOptions {
+  pool: Pool;
+  hasher: AddressHasher;
+  logger: Logger;
+  /** Length of a day for the cutoffs (ms): 86 400 000, less with the fast clock. */
+  dayMs?: number;
+  /** Rows per transaction (default 500): a transaction never holds more locks than that. */
+  batchSize?: number;
+  /** Wait between rounds that found nothing more (default one hour). */
+  intervalMs?: number;
+}
+
+/**
+ * One retention round (docs/customer-respect.md, "Data lifecycle"): for each organization with
+ * finished recipients still holding personal data, anonymizes (anonymize.ts) at most `batchSize` of
+ * those finished longer ago than its `personal_data_retention_days`, and the review requests made
+ * alone as long ago; their opt-outs older than the cutoff are kept as keyed hashes, their cooldown
+ * rows dropped; one evidence row per organization. Then prunes step_results past the redelivery
+ * window. Each batch is its own short transaction that locks only finished recipients (SKIP LOCKED),
+ * which the dispatcher never waits on: it locks recipients with scheduled steps, SKIP LOCKED too.
+ * Resolves whether a batch was full (more is due now).
+ */
+export async function retentionRound(options: RetentionOptions): Promise<{ counts: LifecycleCounts; organizations: number; more: boolean }> {
+  const batchSize = options.batchSize ?? 500;
+  const dayMs = options.dayMs ?? DAY_MS;
+  const started = process.hrtime.bigint();
+  const counts: LifecycleCounts = {};
+  let more = false;
+  let organizations = 0;
+  for (const { organization_id: organizationId, days } of await organizationsToRetain(options.pool)) {
+    const done = await inTransaction(options.pool, async (client) => {
+      const { rows: now } = await client.query<{ now: Date }>('SELECT now()');
+      const cutoff = new Date(now[0].now.getTime() - days * dayMs);
+      const { rows: due } = await client.query<{ id: string }>(
+        `SELECT id FROM recipients WHERE organization_id = $1 AND anonymized_at IS NULL AND finished_at IS NOT NULL AND finished_at < $2
+          ORDER BY finished_at LIMIT $3 FOR UPDATE SKIP LOCKED`,
+        [organizationId, cutoff, batchSize],
+      );
+      const { addresses, counts: recipients } = await anonymizeRecipients(client, organizationId, due.map((row) => row.id), { outbox: false });
+      const { rows: alone } = await client.query<{ id: string }>(
+        `SELECT id FROM review_requests WHERE organization_id = $1 AND anonymized_at IS NULL AND recipient_id IS NULL AND created_at < $2
+          ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED`,
+        [organizationId, cutoff, batchSize],
+      );
+      const requests = await anonymizeReviewRequests(client, organizationId, alone.map((row) => row.id));
+      const ledgers = await hashLedgers(client, options.hasher, organizationId, addresses, cutoff);
+      const mine = addCounts(addCounts(addCounts({}, recipients), requests), ledgers);
+      if (Object.keys(mine).length > 0) await recordLifecycleAction(client, { organizationId, kind: 'retention', actor: 'retention', counts: mine });
+      return { counts: mine, full: due.length >= batchSize || alone.length >= batchSize };
+    });
+    if (Object.keys(done.counts).length > 0) organizations++;
+    addCounts(counts, done.counts);
+    more ||= done.full;
+  }
+  const { rowCount: results } = await options.pool.query(
+    `DELETE FROM step_results WHERE ctid = ANY (ARRAY(SELECT ctid FROM step_results WHERE received_at < now() - make_interval(secs => $1 / 1000.0) ORDER BY received_at LIMIT $2))`,
+    [STEP_RESULTS_KEEP_DAYS * dayMs, batchSize * 10],
+  );
+  addCounts(counts, { step_results: results ?? 0 });
+  more ||= (results ?? 0) >= batchSize * 10;
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  rounds.inc();
+  roundSeconds.observe(seconds);
+  for (const [table, n] of Object.entries(counts)) anonymized.inc({ table }, n);
+  options.logger.info({ counts, organizations, more, ms: Math.round(seconds * 1000) }, 'retention round');
+  return { counts, organizations, more };
+}
+
+/**
+ * Organizations with finished recipients or lone review requests still holding personal data, with
+ * their retention: a skip scan of the retention indexes (one index probe per organization).
+ */
+async function organizationsToRetain(pool: Pool): Promise<Array<{ organization_id: string; days: number }>> {
+  const { rows } = await pool.query<{ organization_id: string; days: number }>(
+    `WITH RECURSIVE held AS (
+        (SELECT organization_id FROM recipients WHERE anonymized_at IS NULL AND finished_at IS NOT NULL ORDER BY organization_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT r.organization_id FROM recipients r WHERE r.anonymized_at IS NULL AND r.finished_at IS NOT NULL AND r.organization_id > held.organization_id
+                 ORDER BY r.organization_id LIMIT 1)
+          FROM held WHERE held.organization_id IS NOT NULL),
+      alone AS (
+        (SELECT organization_id FROM review_requests WHERE anonymized_at IS NULL AND recipient_id IS NULL ORDER BY organization_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT rr.organization_id FROM review_requests rr WHERE rr.anonymized_at IS NULL AND rr.recipient_id IS NULL AND rr.organization_id > alone.organization_id
+                 ORDER BY rr.organization_id LIMIT 1)
+          FROM alone WHERE alone.organization_id IS NOT NULL)
+     SELECT o.organization_id, coalesce(os.personal_data_retention_days, $1)::int AS days
+       FROM (SELECT organization_id FROM held UNION SELECT organization_id FROM alone) o
+       LEFT JOIN organization_settings os ON os.organization_id = o.organization_id
+      WHERE o.organization_id IS NOT NULL ORDER BY o.organization_id`,
+    [DEFAULT_RETENTION_DAYS],
+  );
+  return rows;
+}
+
+/** Pause after a full batch before the next one (ms): the rounds stay in the background. */
+const PAUSE_AFTER_FULL_BATCH_MS = 100;
+
+/** The retention rounds, on the due-work loop: every `intervalMs`, sooner while batches come back full. */
+export function startRetention(options: RetentionOptions): { stop(): Promise<void> } {
+  let more = false;
+  const loop = startDueWorkLoop({
+    name: 'retention',
+    logger: options.logger,
+    idleMs: options.intervalMs ?? 3_600_000,
+    nextDueInMs: async () => (more ? PAUSE_AFTER_FULL_BATCH_MS : null),
+    async round() {
+      more = (await retentionRound(options)).more;
+      return false;
+    },
+  });
+  return { stop: () => loop.stop() };
+}

@@ -1,0 +1,137 @@
+import pg from 'pg';
+import { testLogger, waitFor } from '@rrs/testkit';
+import { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY, retentionRound } from '../src';
+import { LOCATION, ORG, OTHER_ORG, startHarness, type Harness } from './harness';
+
+/**
+ * Costs that do not grow with history (issue 35): every statement the scheduler ran while serving the
+ * API and the console (start, the send path, results, a rating and feedback, a click, GET
+ * /cascades/{id}, the lists, the ratings inbox and feed, the overview, a retention round) is EXPLAINed on a database
+ * seeded with a year of history; none may read a history table whole (a sequential scan, or an index
+ * scanned without a condition).
+ */
+const HISTORY_TABLES = new Set([
+  'cascades', 'recipients', 'recipient_steps', 'review_requests', 'ratings', 'feedback', 'outbox', 'person_activity',
+  'public_link_clicks', 'rating_history', 'rating_alerts', 'bot_link_codes', 'suppressions',
+]);
+const SEEDED = 30_000;
+
+interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; 'Index Cond'?: string; Plans?: PlanNode[] }
+
+/** The plan's nodes that read a history table whole. */
+function wholeTableReads(node: PlanNode, partialIndexes: Set<string>, found: string[] = []): string[] {
+  const table = node['Relation Name'];
+  if (table && HISTORY_TABLES.has(table)) {
+    if (node['Node Type'] === 'Seq Scan') found.push(`Seq Scan on ${table}`);
+    if (/^Index (Only )?Scan$/.test(node['Node Type']) && !node['Index Cond'] && !partialIndexes.has(node['Index Name'] ?? '')) found.push(`${node['Node Type']} of ${node['Index Name']} without a condition`);
+  }
+  if (node['Node Type'] === 'Bitmap Index Scan' && !node['Index Cond']) found.push(`Bitmap Index Scan of ${node['Index Name']} without a condition`);
+  for (const child of node.Plans ?? []) wholeTableReads(child, partialIndexes, found);
+  return found;
+}
+
+describe('history plans: no statement of the API or the console reads a history table whole', () => {
+  let h: Harness;
+  const recorded = new Map<string, unknown[]>();
+  const original = pg.Client.prototype.query;
+  // Off while the schema is made (the migrations are not statements of the service).
+  let recording = false;
+
+  beforeAll(async () => {
+    // Every statement any client of this process sends (the scheduler's pool included), with its parameters.
+    (pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function (this: pg.Client, ...args: unknown[]) {
+      const [config, values] = args as [string | { text?: string; values?: unknown[] }, unknown];
+      const text = typeof config === 'string' ? config : config?.text;
+      const params = Array.isArray(values) ? values : typeof config === 'object' ? config?.values : undefined;
+      // A coalesced transaction sends several statements in one (without parameters): each is its own.
+      const statements = !recording || !text ? [] : params?.length ? [text] : text.split(/;\s*(?=(?:BEGIN|COMMIT|ROLLBACK|SET|SELECT|WITH|UPDATE|INSERT|DELETE)\b)/i);
+      for (const statement of statements) {
+        if (/^\s*(WITH|SELECT|UPDATE|DELETE|INSERT)\b/i.test(statement) && !recorded.has(statement)) recorded.set(statement, params ?? []);
+      }
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    };
+    h = await startHarness({ sender: { channels: ['EMAIL'] }, feedbackWindowMinutes: 1 });
+    recording = true;
+    await h.scheduler.flows.create({ organizationId: ORG, name: 'email', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }] });
+  });
+  afterAll(async () => {
+    pg.Client.prototype.query = original;
+    await h.close();
+  });
+
+  /** A year of finished history for both organizations: cascades of 3 recipients, 3 sent steps each, a rating in 5. */
+  async function seedHistory(): Promise<void> {
+    await h.pool.query(`
+      WITH c AS (
+        INSERT INTO cascades (id, organization_id, location_id, status, recipients_total, active_recipients, created_at, finished_at)
+        SELECT gen_random_uuid(), CASE WHEN g % 2 = 0 THEN $1::uuid ELSE $2::uuid END, $3, 'finished', 3, 0,
+               now() - interval '1 year' + g * (interval '1 year' / $4), now() - interval '1 year' + g * (interval '1 year' / $4) + interval '1 day'
+          FROM generate_series(1, $4 / 3) g RETURNING id, organization_id, created_at),
+      r AS (
+        INSERT INTO recipients (id, cascade_id, organization_id, position, name, email, status, finish_reason, finished_at, review_request_id)
+        SELECT gen_random_uuid(), c.id, c.organization_id, p, 'Seed', 'seed' || p || '@example.com', 'finished', 'exhausted', c.created_at + interval '1 day', gen_random_uuid()
+          FROM c, generate_series(0, 2) p RETURNING id, cascade_id, organization_id, review_request_id, finished_at),
+      rr AS (
+        INSERT INTO review_requests (id, organization_id, token, location_id, recipient_id, created_at)
+        SELECT r.review_request_id, r.organization_id, replace(r.review_request_id::text, '-', ''), $3, r.id, r.finished_at - interval '1 day' FROM r RETURNING 1)
+      INSERT INTO recipient_steps (id, recipient_id, cascade_id, organization_id, step_order, channel, delay_minutes, status, sent_channel, sent_at)
+      SELECT gen_random_uuid(), r.id, r.cascade_id, r.organization_id, s, 'EMAIL', 0, 'sent', 'EMAIL', r.finished_at - interval '1 day'
+        FROM r, generate_series(0, 2) s`,
+      [ORG, OTHER_ORG, LOCATION, SEEDED],
+    );
+    await h.pool.query(`INSERT INTO ratings (review_request_id, organization_id, rating, created_at, feed_position)
+                        SELECT id, organization_id, 1 + (row_number() OVER ())::int % 5, created_at, 1000000 + row_number() OVER () FROM review_requests WHERE token NOT LIKE '%-%' AND random() < 0.2`);
+    await h.pool.query(`INSERT INTO feedback (review_request_id, organization_id, text, created_at)
+                        SELECT review_request_id, organization_id, 'seeded feedback', created_at FROM ratings WHERE rating <= 2 ON CONFLICT DO NOTHING`);
+    await h.pool.query('ANALYZE');
+  }
+
+  it('every statement recorded while serving reads history through an index', async () => {
+    // The recorded scenario: a cascade sent, rated with feedback, clicked; then what the API and console read.
+    const { result } = await h.scheduler.cascades.start({ organizationId: ORG, locationId: LOCATION, name: '', flowId: '', channel: '', externalId: 'plan-1', recipients: [{ name: 'Plan', email: 'plan@example.com', phone: '' }] });
+    await waitFor(async () => (await h.scheduler.cascades.get(ORG, result.id)).recipients[0].steps[0].status === 'sent', { what: 'step sent' });
+    const { rows } = await h.pool.query('SELECT rr.token, rr.id FROM recipients r JOIN review_requests rr ON rr.id = r.review_request_id WHERE r.cascade_id = $1', [result.id]);
+    await h.scheduler.reviews.getForm(rows[0].token, true);
+    await h.scheduler.reviews.submitRating(rows[0].token, 2);
+    await h.scheduler.reviews.submitFeedback(rows[0].token, 'cold coffee');
+    await h.scheduler.reviews.recordPublicLinkClick({ token: rows[0].token, index: 0 }).catch(() => undefined);
+    const day = new Date().toISOString().slice(0, 10);
+    const monthAgo = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
+    await h.scheduler.cascades.get(ORG, result.id);
+    await h.scheduler.cascades.list({ organizationId: ORG, limit: 0, after: '', externalId: '', status: '' });
+    await h.scheduler.cascades.list({ organizationId: ORG, limit: 0, after: '', externalId: 'plan-1', status: '' });
+    await h.scheduler.cascades.list({ organizationId: ORG, limit: 0, after: '', externalId: '', status: '', locationId: LOCATION, fromDay: monthAgo, toDay: day });
+    await h.scheduler.reviews.overview({ organizationId: ORG, fromDay: monthAgo, toDay: day, timeZone: 'UTC' });
+    const ratingsQuery = { organizationId: ORG, maxRating: 0, withFeedback: false, locationId: '', limit: 0, after: '', handled: '', fromDay: '', toDay: '', timeZone: 'UTC', status: '', assignedTo: '' };
+    await h.scheduler.reviews.listRatings(ratingsQuery);
+    await h.scheduler.reviews.listRatings({ ...ratingsQuery, maxRating: 3, withFeedback: true, fromDay: monthAgo, toDay: day });
+    await h.scheduler.reviews.ratingFeed({ organizationId: ORG, after: 0, limit: 100 });
+    await h.scheduler.reviews.getRating({ organizationId: ORG, reviewRequestId: rows[0].id });
+    await h.scheduler.cascades.cancel(ORG, result.id);
+    // A retention round (with a recipient due, so every statement of a batch runs): rounds must not scan history either.
+    await h.pool.query(`UPDATE recipients SET finished_at = now() - interval '400 days' WHERE cascade_id = $1`, [result.id]);
+    expect((await retentionRound({ pool: h.pool, hasher: new AddressHasher(DEVELOPMENT_PERSON_HASH_KEY), logger: testLogger() })).counts).toMatchObject({ recipients: 1 });
+    expect(recorded.size).toBeGreaterThan(20);
+
+    recording = false;
+    await seedHistory();
+    // Partial indexes (the timer wheels: scheduled steps, unpublished outbox rows) hold only what is
+    // due, however long the history: reading one whole is the point of it.
+    const { rows: partial } = await h.pool.query(`SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexdef LIKE '% WHERE %'`);
+    const partialIndexes = new Set(partial.map((r) => r.indexname as string));
+    const failures: string[] = [];
+    // Planned with sequential scans disabled: one that remains means no index can serve the statement
+    // (the small tables of a test database would otherwise be scanned because that is cheaper there).
+    const client = await h.pool.connect();
+    await client.query('SET enable_seqscan = off');
+    for (const [text, params] of recorded) {
+      // Statements of the schema's bookkeeping (migrations, idempotency purge) are not history reads.
+      if (/schema_migrations|pg_advisory|information_schema|pg_catalog/.test(text)) continue;
+      const result = await client.query(`EXPLAIN (FORMAT JSON) ${text}`, params);
+      const reads = wholeTableReads(result.rows[0]['QUERY PLAN'][0].Plan, partialIndexes);
+      if (reads.length > 0) failures.push(`${reads.join(', ')}\n  in: ${text.replace(/\s+/g, ' ').slice(0, 300)}`);
+    }
+    client.release();
+    expect(failures).toEqual([]);
+  });
+});
