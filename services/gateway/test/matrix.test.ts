@@ -1,10 +1,11 @@
 import { startScheduler } from '@rrs/cascade-scheduler';
 import { generateApiKey, type RunningContacts } from '@rrs/contacts';
-import { busV1, contactsV1, schedulerV1, SCOPES } from '@rrs/proto';
+import { busV1, contactsV1, schedulerV1, SCOPES, sendingRefusal } from '@rrs/proto';
 import { UnavailableError, createGrpcClient, createPool, type Pool } from '@rrs/runtime';
 import { createTestBus, openApiChecker, type OpenApiChecker, type TestBus } from '@rrs/testkit';
 import type { GatewayClients } from '../src/clients';
 import { publicRoutes } from '../src/routes';
+import { STATUS_TITLES } from '../src/http/errorCodes';
 import { currentRoutes, type Route, type RouteExample } from '../src/http/route';
 import { startDirectoryStack, type DirectoryStack } from './directoryStack';
 
@@ -240,14 +241,26 @@ describe('auth and plan matrix over every public route', () => {
     }
 
     if (route.sends) {
-      // The gateway does not re-check: its one call is the scheduler's admission, which refuses.
-      it('a trial plan → 402 plan_required, answered by the scheduler\'s admission alone', async () => {
+      // The gateway does not re-check: its one call is the scheduler's admission, which refuses with the
+      // problem the gateway answered itself before (the same status, code, title and detail, no other member).
+      const refused = async (key: string, account: { plan: string; emailConfirmed: boolean }) => {
         allowedCalls = ['scheduler.startCascade'];
-        expect(await send(route, `Bearer ${keys.trial}`, sendingExample(route))).toMatchObject({ status: 402, body: { code: 'plan_required' } });
+        const res = await send(route, `Bearer ${key}`, sendingExample(route));
+        const rule = sendingRefusal(account)!;
+        const status = rule.kind === 'payment_required' ? 402 : 409;
+        expect(res).toEqual({
+          status,
+          body: {
+            type: `http://localhost/docs#error-${rule.code}`, title: STATUS_TITLES[status], status, code: rule.code,
+            detail: rule.message, instance: requestOf(route, sendingExample(route)).path.split('?')[0], requestId: expect.any(String),
+          },
+        });
+      };
+      it('a trial plan → 402 plan_required, answered by the scheduler\'s admission alone', async () => {
+        await refused(keys.trial, { plan: 'trial', emailConfirmed: true });
       });
       it('an unconfirmed account email → 409 email_not_confirmed, answered by the scheduler\'s admission alone', async () => {
-        allowedCalls = ['scheduler.startCascade'];
-        expect(await send(route, `Bearer ${keys.unconfirmed}`, sendingExample(route))).toMatchObject({ status: 409, body: { code: 'email_not_confirmed' } });
+        await refused(keys.unconfirmed, { plan: 'standard', emailConfirmed: false });
       });
     }
   });
