@@ -111,7 +111,9 @@ export function CsvUpload({ t, target }: { t: Translate; target: Target }) {
         for (const [i, part] of parts.entries()) {
           setProgress(t('csvChecking', { part: i + 1, parts: parts.length }));
           try {
-            await call('POST', '/cascades/check', { body: bodyOf(part) });
+            // With the part's own key: a part already sent is a replay, which its budget must not refuse.
+            const body = bodyOf(part);
+            await call('POST', '/cascades/check', { body, idempotencyKey: await keyOf(body) });
           } catch (err) {
             const perRow = rowErrorsOf(err, part);
             if (perRow.length === 0) throw err;

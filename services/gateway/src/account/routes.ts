@@ -398,8 +398,9 @@ export function accountRoutes(deps: AccountRouteDeps): Route[] {
     }),
     defineRoute({
       method: 'POST', path: '/cascades/check', operationId: 'checkCascade', summary: 'Check a send by hand without sending', tags: ['cascades'], auth: 'session',
+      dryRunOf: '/cascades',
       description:
-        "Checks a body of POST /cascades as a start would (the scheduler's dry run: the recipients' addresses, the location, the flow, the sending rule, the organization's recipient budget as it is now) and answers without creating or sending anything, nor taking from the budget. The console checks every part of a large CSV file with it before it sends the first part.",
+        "Checks a body of POST /cascades as a start would (the scheduler's dry run: the recipients' addresses, the location, the flow, the sending rule, the organization's recipient budget as it is now) and answers without creating or sending anything, nor taking from the budget. With the `Idempotency-Key` of a send already made (the same body to POST /cascades), it answers 200 as that send's replay would, whatever the budget now. The console checks every part of a large CSV file with it, under the part's key, before it sends the first part.",
       request: { body: StartCascadeBody },
       responses: { 200: { description: 'Every recipient is right; nothing was sent.', body: z.object({ recipients: z.number().int() }), example: { recipients: 1 } } },
       errors: [...SENDING_ERRORS, 'channel_not_configured', 'recipient_quota_exceeded'],

@@ -48,7 +48,9 @@ async function handle(options: PipelineOptions, routes: readonly Route[], req: R
   let idempotency: IdempotencyInput | undefined;
   if (options.idempotencyKeys && route.method === 'POST') {
     const key = parseIdempotencyKey(req.headers['idempotency-key']);
-    if (key !== undefined) idempotency = { key, fingerprint: requestFingerprint(route.method, req.path.replace(/(.)\/$/, '$1'), rawBody ?? null) };
+    const path = req.path.replace(/(.)\/$/, '$1');
+    const fingerprintPath = route.dryRunOf ? path.slice(0, path.length - route.path.length) + route.dryRunOf : path;
+    if (key !== undefined) idempotency = { key, fingerprint: requestFingerprint(route.method, fingerprintPath, rawBody ?? null) };
   }
 
   const input = validateRequest(route.request, route.path, { params: rawParams, query: req.query, body: rawBody });

@@ -88,6 +88,12 @@ interface CommonDefinition<B extends Schema, P extends Schema, Q extends Schema,
   errors?: RouteError[];
   /** A valid request, shown in the docs and used by the auth/plan matrix test. */
   example?: RouteExample;
+  /**
+   * The route is the dry run of the POST at this path (below the same base, no path parameters): its
+   * Idempotency-Key is fingerprinted as that POST's, so the check of a send already made under the key
+   * is answered as the replay it would be (never refused by the budget that send already took).
+   */
+  dryRunOf?: string;
   handler: (ctx: HandlerContext<Out<B>, Out<P>, Out<Q>, PrincipalOfKind[K]>) => Promise<RouteResult>;
 }
 
@@ -131,6 +137,7 @@ export interface Route extends AuthRequirement {
   readonly recipients?: (input: { body: unknown; params: unknown; query: unknown }) => number;
   readonly example?: RouteExample;
   readonly sendingExample?: RouteExample;
+  readonly dryRunOf?: string;
   readonly successStatus: number;
   /** Path split into segments; `{name}` segments are parameters. */
   readonly segments: readonly string[];
@@ -192,6 +199,7 @@ export function defineRoute<B extends Schema = undefined, P extends Schema = und
     recipients: apiKey.recipients as Route['recipients'],
     example: def.example,
     sendingExample: apiKey.sendingExample,
+    dryRunOf: def.dryRunOf,
     successStatus: successes[0],
     segments: def.path.split('/').slice(1),
     handler: def.handler as Route['handler'],
