@@ -26,6 +26,7 @@ export const EXAMPLE_IDS = {
   recipient: '0190e0e0-5555-7000-8000-000000000005',
   contact: '0190e0e0-6666-7000-8000-000000000006',
   reviewRequest: '0190e0e0-7777-7000-8000-000000000007',
+  erasure: '0190e0e0-8888-7000-8000-000000000008',
 } as const;
 
 /** A time as ISO 8601, null when unset. */
