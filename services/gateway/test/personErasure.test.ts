@@ -1,5 +1,5 @@
 import { openApiChecker, type OpenApiChecker } from '@rrs/testkit';
-import { startCascadeStack, type CascadeStack } from './cascadeStack';
+import { startCascadeStack, STACK_ADMIN_TOKEN, type CascadeStack } from './cascadeStack';
 
 /*
  * Erasure per person through the public API on the real stack (issue 35; docs/customer-respect.md,
@@ -99,5 +99,74 @@ describe('public API: erasing a person', () => {
     expect({ status: theirs.status, code: theirs.body.code }).toEqual({ status: 404, code: 'not_found' });
     expect((await call('POST', '/people/erase', { body: { email: 'stay.here@example.com' }, key: stack.keys.other })).status).toBe(202);
     expect(await traces('stay.here')).toBe(before.traces);
+  });
+
+  it('the admin API erases in any organization, as `admin`; 400, 401 and 404 change nothing', async () => {
+    const org = stack.orgIds.paid;
+    const adminApi = await openApiChecker(`${stack.base}/admin/v1/openapi.json`);
+    const admin = async (method: string, path: string, body?: unknown, token = STACK_ADMIN_TOKEN) => {
+      const res = await adminApi.fetch(`${stack.base}/admin/v1${path}`, {
+        method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: res.status, body: res.body as Record<string, any> };
+    };
+    await addContact({ externalId: 'crm-adminerased', name: 'Petr Adminerased', phone: '+79160000043' });
+    const before = { erasures: await erasures(), traces: await traces('Adminerased') };
+    const refused = [
+      ['no identifier', await admin('POST', `/organizations/${org}/people/erase`, {}), 400, 'invalid_request'],
+      ['malformed phone', await admin('POST', `/organizations/${org}/people/erase`, { phone: 'call me' }), 400, 'invalid_request'],
+      ['bad token', await admin('POST', `/organizations/${org}/people/erase`, { phone: '+79160000043' }, 'adm_wrong_token_0123456789'), 401, 'invalid_admin_token'],
+      ['unknown organization', await admin('POST', '/organizations/0190e0e0-1111-7000-8000-0000000000ff/people/erase', { phone: '+79160000043' }), 404, 'not_found'],
+      ['unknown erasure', await admin('GET', `/organizations/${org}/people/erasures/0190e0e0-8888-7000-8000-000000000008`), 404, 'not_found'],
+    ] as const;
+    for (const [what, answer, status, code] of refused) expect({ what, status: answer.status, code: answer.body.code }).toEqual({ what, status, code });
+    expect({ erasures: await erasures(), traces: await traces('Adminerased') }).toEqual(before);
+
+    const erased = await admin('POST', `/organizations/${org}/people/erase`, { phone: '8 916 000-00-43' });
+    expect(erased).toMatchObject({ status: 202, body: { status: 'done' } });
+    expect(await traces('Adminerased')).toBe(0);
+    expect(await admin('GET', `/organizations/${org}/people/erasures/${erased.body.id}`)).toMatchObject({ status: 200, body: { id: erased.body.id, status: 'done' } });
+    expect((await admin('GET', `/organizations/${stack.orgIds.other}/people/erasures/${erased.body.id}`)).status).toBe(404);
+    const evidence = await stack.pool.query('SELECT actor FROM scheduler.lifecycle_actions WHERE request_id = $1', [erased.body.id]);
+    expect(evidence.rows).toEqual([{ actor: 'admin' }]);
+  });
+
+  it('the console: an owner or admin erases (CSRF checked), a viewer is 403 and nothing changes; every member reads the status', async () => {
+    const org = stack.orgIds.paid;
+    const accountApi = await openApiChecker(`${stack.base}/account/v1/openapi.json`);
+    const signIn = async (role: 'owner' | 'admin' | 'viewer') => {
+      const email = `${role}@erasure.example`;
+      await stack.contacts.members.ensureMember({ organizationId: org, email, role, password: `${role}-password-1` });
+      const res = await fetch(`${stack.base}/account/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: `${role}-password-1` }) });
+      expect(res.status).toBe(200);
+      return { cookie: res.headers.get('set-cookie')!.split(';')[0], csrf: ((await res.json()) as { csrfToken: string }).csrfToken };
+    };
+    const account = async (session: { cookie: string; csrf: string }, method: string, path: string, body?: unknown) => {
+      const res = await accountApi.fetch(`${stack.base}/account/v1${path}`, {
+        method, headers: { cookie: session.cookie, 'x-csrf-token': session.csrf, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: res.status, body: res.body as Record<string, any> };
+    };
+    const [owner, adminMember, viewer] = [await signIn('owner'), await signIn('admin'), await signIn('viewer')];
+    await addContact({ externalId: 'crm-consoleerased', name: 'Vera Consoleerased', email: 'vera.consoleerased@example.com' });
+    await addContact({ externalId: 'crm-consoleerased-2', name: 'Ivan Consoleerased', email: 'ivan.consoleerased@example.com' });
+    const before = { erasures: await erasures(), vera: await traces('vera.consoleerased') };
+    const refused = [
+      ['viewer', await account(viewer, 'POST', '/people/erase', { email: 'vera.consoleerased@example.com' }), 403, 'read_only_role'],
+      ['no CSRF token', await account({ ...owner, csrf: 'wrong' }, 'POST', '/people/erase', { email: 'vera.consoleerased@example.com' }), 403, 'invalid_csrf_token'],
+      ['malformed email', await account(owner, 'POST', '/people/erase', { email: 'vera.consoleerased(at)example.com' }), 400, 'invalid_request'],
+    ] as const;
+    for (const [what, answer, status, code] of refused) expect({ what, status: answer.status, code: answer.body.code }).toEqual({ what, status, code });
+    expect({ erasures: await erasures(), vera: await traces('vera.consoleerased') }).toEqual(before);
+
+    const byOwner = await account(owner, 'POST', '/people/erase', { email: 'vera.consoleerased@example.com' });
+    expect(byOwner).toMatchObject({ status: 202, body: { status: 'done' } });
+    expect(await traces('vera.consoleerased')).toBe(0);
+    const byAdmin = await account(adminMember, 'POST', '/people/erase', { contactExternalId: 'crm-consoleerased-2' });
+    expect(byAdmin).toMatchObject({ status: 202, body: { status: 'done' } });
+    expect(await traces('ivan.consoleerased')).toBe(0);
+    expect(await account(viewer, 'GET', `/people/erasures/${byOwner.body.id}`)).toMatchObject({ status: 200, body: { id: byOwner.body.id, status: 'done' } });
+    const evidence = await stack.pool.query('SELECT actor FROM scheduler.lifecycle_actions WHERE request_id = $1', [byOwner.body.id]);
+    expect(evidence.rows).toEqual([{ actor: expect.stringMatching(/^member:/) }]);
   });
 });
