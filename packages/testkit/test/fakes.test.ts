@@ -40,7 +40,7 @@ describe('the SMTP sink', () => {
       const bounce = dueStep('EMAIL', { recipient: { name: 'B', email: 'bounce@example.com', phone: '' } });
       await expect(provider.send(renderEmail(bounce, 'reviews@acme.test'), { idempotencyKey: bounce.stepId, resumed: false })).rejects.toMatchObject({ name: 'PermanentSendError', reason: 'recipient_rejected' });
       const later = dueStep('EMAIL', { recipient: { name: 'L', email: 'later@example.com', phone: '' } });
-      await expect(provider.send(renderEmail(later, 'reviews@acme.test'), { idempotencyKey: later.stepId, resumed: false })).rejects.toMatchObject({ name: 'RetryableSendError', reason: 'provider_unavailable' });
+      await expect(provider.send(renderEmail(later, 'reviews@acme.test'), { idempotencyKey: later.stepId, resumed: false })).rejects.toMatchObject({ name: 'RetryableSendError', reason: 'recipient_deferred' });
       expect(sink.count).toBe(before);
       expect(sink.timesAccepted('bounce@example.com')).toBe(0);
     } finally {

@@ -13,8 +13,10 @@ import type { RecipientInput } from './recipientInput';
  * or skipped (and why). Every entry point reaches it through the scheduler's StartCascade (the public
  * API, the console by hand and by CSV, the CRM connectors) or its dry run, which is the only pre-check
  * anyone else calls; nobody re-checks these rules elsewhere. In order:
- *   1. the sending rule (proto `sendingRefusal`: 402 `plan_required`, 409 `email_not_confirmed`), and a
- *      one-step channel send's channel configured (409 `channel_not_configured`): `refuseStart`;
+ *   1. the sending rule (proto `sendingRefusal`: 402 `plan_required`, 409 `email_not_confirmed`):
+ *      `refuseSending`, the only place it is checked (the gateway, the account API, the connectors and
+ *      contacts never check it), before any other answer about the start; then a one-step channel
+ *      send's channel configured (409 `channel_not_configured`): `refuseChannel`;
  *   2. each recipient's intake skip (no usable contact, phone not allowed, opted out, no consent,
  *      cooldown): `intakeSkips`;
  *   3. the organization's recipient budget (429 `recipient_quota_exceeded`): `recipientBudget.ts`,
@@ -39,9 +41,8 @@ export function refuseSending(profile: SendingProfile): void {
   if (refusal) throw sendingRefused(refusal);
 }
 
-/** The organization's sending rule, and a one-step channel send's channel configured. */
-export function refuseStart(request: Pick<AdmissionRequest, 'channel'>, profile: SendingProfile): void {
-  refuseSending(profile);
+/** A one-step channel send's channel configured (409 `channel_not_configured`); asked after `refuseSending`. */
+export function refuseChannel(request: Pick<AdmissionRequest, 'channel'>, profile: SendingProfile): void {
   if (request.channel && !profile.channels.some((c) => c.channel === request.channel && c.configured)) {
     throw new ConflictError('channel_not_configured', `the ${request.channel} channel is not configured for this organization`);
   }

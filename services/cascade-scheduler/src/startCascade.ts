@@ -1,7 +1,7 @@
 import { hasSavedAnswer, runIdempotent, type IdempotencyRequest } from '@rrs/idempotency';
 import { CHANNEL_KEY_PATTERN, eventSubject, EVENT_TYPES, MAX_RECIPIENTS_PER_REQUEST, schedulerV1, type IntakeSkip } from '@rrs/proto';
 import { DomainError, injectTraceContext, InvalidError, type FieldProblem, type Pool, type PoolClient } from '@rrs/runtime';
-import { intakeSkips, refuseSending, refuseStart } from './admission';
+import { intakeSkips, refuseChannel, refuseSending } from './admission';
 import { finishEventFor } from './finishEvent';
 import type { Flow, Flows } from './flows';
 import { tokenBatch, uuidv7Batch } from './ids';
@@ -67,12 +67,12 @@ export async function startCascade(deps: IntakeDeps, input: StartCascadeInput, i
   if (input.dryRun) {
     // Everything above and the refusals below are what a start would answer; nothing is written or recorded.
     if (idempotency && (await hasSavedAnswer(deps.pool, idempotency))) return { result: { id: '', status: '', queued: 0, skipped: 0, flow: flowAnswer, channel: input.channel, externalId: input.externalId, recipientBudget: [] }, replayed: true };
-    refuseStart(input, profile);
+    refuseChannel(input, profile);
     const recipientBudget = await deps.budgets.check(deps.pool, profile.organization, input.recipients.length);
     return { result: { id: '', status: '', queued: 0, skipped: 0, flow: flowAnswer, channel: input.channel, externalId: input.externalId, recipientBudget }, replayed: false };
   }
   return runIdempotent(deps.pool, idempotency, answerCodec, async (client) => {
-    refuseStart(input, profile);
+    refuseChannel(input, profile);
     await deps.snapshots.write(deps.pool, input.organizationId, profile, location!);
     const result = await writeCascade(client, deps.hasher, { ...input, recipients }, flow, profile);
     return { ...result, recipientBudget: await deps.budgets.take(client, profile.organization, input.recipients.length) };

@@ -80,7 +80,10 @@ describe('history plans: no statement of the API or the console reads a history 
       [ORG, OTHER_ORG, LOCATION, SEEDED],
     );
     await h.pool.query(`INSERT INTO ratings (review_request_id, organization_id, rating, created_at, feed_position)
-                        SELECT id, organization_id, 1 + (row_number() OVER ())::int % 5, created_at, 1000000 + row_number() OVER () FROM review_requests WHERE token NOT LIKE '%-%' AND random() < 0.2`);
+                        SELECT id, organization_id, 1 + (row_number() OVER ())::int % 5, created_at, 1000000 + row_number() OVER () FROM review_requests
+                         -- The seeded requests only (their token is the id's 32 hex digits): a real token may be
+                         -- free of dashes too, and the scenario's own requests already have their rating.
+                         WHERE token ~ '^[0-9a-f]{32}$' AND NOT EXISTS (SELECT 1 FROM ratings WHERE ratings.review_request_id = review_requests.id) AND random() < 0.2`);
     await h.pool.query(`INSERT INTO feedback (review_request_id, organization_id, text, created_at)
                         SELECT review_request_id, organization_id, 'seeded feedback', created_at FROM ratings WHERE rating <= 2 ON CONFLICT DO NOTHING`);
     await h.pool.query('ANALYZE');

@@ -89,15 +89,19 @@ describe('POST /contacts with startCascade', () => {
     expect(await cascadesOf()).toBe(cascadesBefore + 1);
   });
 
-  it('a trial plan gets 402 plan_required and nothing is created in either service', async () => {
-    const res = await post({ externalId: 't-1', email: 'a@example.com', locationId: stack.locationId, startCascade: true }, 'trial', { 'idempotency-key': 'trial-1' });
-    expect(res.status).toBe(402);
-    expect(res.body).toMatchObject({ code: 'plan_required' });
-    expect(await contactsOf('trial')).toBe(0);
-    expect(await cascadesOf('trial')).toBe(0);
+  // The gateway does not check the sending rule (issue 28): the scheduler's dry run refuses before contacts saves anything.
+  it.each([
+    ['a trial plan', 'trial', 402, 'plan_required'],
+    ['an unconfirmed account email', 'unconfirmed', 409, 'email_not_confirmed'],
+  ] as const)('%s (%s) gets %d %s and nothing is created in either service', async (_label, who, status, code) => {
+    const res = await post({ externalId: `${who}-1`, email: 'a@example.com', locationId: stack.locationId, startCascade: true }, who, { 'idempotency-key': `${who}-1` });
+    expect(res.status).toBe(status);
+    expect(res.body).toMatchObject({ code });
+    expect(await contactsOf(who)).toBe(0);
+    expect(await cascadesOf(who)).toBe(0);
   });
 
-  it('a plan set to trial while the key is still in the auth cache is 402 too, before the scheduler is asked', async () => {
+  it('a plan set to trial while the key is still in the auth cache is 402 too: the scheduler reads the plan as it is now', async () => {
     const org = await stack.contacts.directory.createOrganization({ name: 'Downgraded', plan: 'standard', emailConfirmed: true, defaultRegion: 'RU', sendWindow: null, cooldownDays: 0 });
     const key = (await stack.contacts.directory.issueApiKey({ organizationId: org.id })).secret;
     const location = await stack.contacts.directory.createLocation({ organizationId: org.id, name: 'L', address: '', city: '' });

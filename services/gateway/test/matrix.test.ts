@@ -1,17 +1,22 @@
+import { startScheduler } from '@rrs/cascade-scheduler';
 import { generateApiKey, type RunningContacts } from '@rrs/contacts';
-import { busV1, contactsV1, SCOPES } from '@rrs/proto';
-import { UnavailableError, createGrpcClient } from '@rrs/runtime';
-import { openApiChecker, type OpenApiChecker } from '@rrs/testkit';
+import { busV1, contactsV1, schedulerV1, SCOPES, sendingRefusal } from '@rrs/proto';
+import { UnavailableError, createGrpcClient, createPool, type Pool } from '@rrs/runtime';
+import { createTestBus, openApiChecker, type OpenApiChecker, type TestBus } from '@rrs/testkit';
 import type { GatewayClients } from '../src/clients';
 import { publicRoutes } from '../src/routes';
+import { STATUS_TITLES } from '../src/http/errorCodes';
 import { currentRoutes, type Route, type RouteExample } from '../src/http/route';
 import { startDirectoryStack, type DirectoryStack } from './directoryStack';
 
 /**
  * Every public route in the registry × every way a request can be refused before it does anything:
  * no key, a bad key, a revoked key, a key without the route's scope, a trial plan (sending routes), an
- * unconfirmed account email (sending routes). Each must give its exact status and code, and make no
- * call to any service behind the gateway (other than the key lookup) — so nothing is created or sent.
+ * unconfirmed account email (sending routes). Each must give its exact status and code, and nothing may
+ * be created or sent. The gateway's own refusals (401, 403) make no call to any service behind it (other
+ * than the key lookup). The sending rule is not the gateway's (issue 28, "one door"): a sending route's
+ * only call is the scheduler's admission (StartCascade, or its dry run for POST /contacts), which refuses
+ * (402/409) before anything is written — the last test finds no row in either service.
  * New routes are covered as soon as they are in `publicRoutes`.
  */
 
@@ -43,20 +48,28 @@ const SPEC: Record<string, { scope: string | null; rateLimited: boolean; sends: 
 
 type CallLog = string[];
 
+/** The real services a call may reach: the key lookup (contacts) and the admission (the scheduler's StartCascade). */
+interface RealClients {
+  contacts?: GatewayClients['contacts'];
+  scheduler?: GatewayClients['scheduler'];
+}
+
 /**
- * Clients that log every call except the key lookup. The key lookup goes to the real contacts service;
- * any other call fails with 503 after being logged (a refused request must not make one). Covers every
- * client GatewayClients has, including ones added later.
+ * Clients that log every call except the key lookup. The key lookup goes to the real contacts service
+ * and StartCascade (the one admission decision) to the real scheduler; any other call fails with 503
+ * after being logged (a refused request must not make one). Covers every client GatewayClients has,
+ * including ones added later.
  */
-function recordingClients(directory: { current?: GatewayClients['contacts'] }, log: CallLog): GatewayClients {
+function recordingClients(real: RealClients, log: CallLog): GatewayClients {
   const wrap = (service: string) =>
     new Proxy({} as never, {
       get(_t, method: string) {
         return async (...args: unknown[]) => {
           if (service === 'contacts' && method === 'authenticate') {
-            return (directory.current!.authenticate as (...a: unknown[]) => unknown)(...args);
+            return (real.contacts!.authenticate as (...a: unknown[]) => unknown)(...args);
           }
           log.push(`${service}.${method}`);
+          if (service === 'scheduler' && method === 'startCascade') return (real.scheduler!.startCascade as (...a: unknown[]) => unknown)(...args);
           throw new UnavailableError(`${service}.${method} is not reachable in the matrix test`);
         };
       },
@@ -65,8 +78,8 @@ function recordingClients(directory: { current?: GatewayClients['contacts'] }, l
 }
 
 const calls: CallLog = [];
-const directoryClient: { current?: GatewayClients['contacts'] } = {};
-const clients = recordingClients(directoryClient, calls);
+const realClients: RealClients = {};
+const clients = recordingClients(realClients, calls);
 /** A fixed catalog of the spec's four channels, so their run-time send routes are in the matrix too. */
 const channelEntry = (key: string, contactField: string, position: number): busV1.ChannelCatalogEntry => ({
   key,
@@ -105,20 +118,32 @@ function sendingExample(route: Route): Route['example'] | undefined {
 describe('auth and plan matrix over every public route', () => {
   let stack: DirectoryStack;
   let contacts: RunningContacts;
+  let tb: TestBus;
+  let schedulerPool: Pool;
   let base: string;
   let api: OpenApiChecker;
   const keys: Record<string, string> = {};
   const orgIds: string[] = [];
+  /** The calls the current test's request may make (none, or the scheduler's admission). */
+  let allowedCalls: string[] = [];
 
   beforeAll(async () => {
-    // No scheduler listens behind this gateway: a refused request must never get that far.
+    // Behind this gateway only the key lookup and the scheduler's admission answer (recordingClients).
     // Every route gets bad keys from this one address: the per-address limit (addressLimits.test.ts) is raised out of the way.
     const lenient = { failures: 100_000, windowSeconds: 60, blockSeconds: 1 };
     stack = await startDirectoryStack('matrix-test', { rateLimits: { windowSeconds: 60, perPlan: { trial: 100_000, standard: 100_000, pro: 100_000 } }, addressFailureRules: { apiKeyAuth: lenient, linkToken: lenient } }, { clients, channelCatalog });
     ({ contacts, base } = stack);
-    const c = createGrpcClient(contactsV1.ContactsServiceClient, `127.0.0.1:${contacts.grpcPort}`);
+    const contactsAddress = `127.0.0.1:${contacts.grpcPort}`;
+    const c = createGrpcClient(contactsV1.ContactsServiceClient, contactsAddress);
     stack.ctx.lifecycle.onStop('matrix directory client', () => c.close());
-    directoryClient.current = c.client;
+    realClients.contacts = c.client;
+    // The real scheduler (no dispatcher: nothing could be sent anyway), on the stack's database.
+    tb = await createTestBus('memory');
+    const scheduler = await startScheduler({ databaseUrl: stack.db.url, grpcHost: '127.0.0.1', grpcPort: 0, contactsAddress }, stack.ctx, { bus: tb.bus, noDispatcher: true });
+    const s = createGrpcClient(schedulerV1.CascadeSchedulerServiceClient, `127.0.0.1:${scheduler.grpcPort}`);
+    stack.ctx.lifecycle.onStop('matrix scheduler client', () => s.close());
+    realClients.scheduler = s.client;
+    schedulerPool = createPool({ url: stack.db.url, schema: 'scheduler' });
     api = await openApiChecker(`${base}/api/v1/openapi.json`);
 
     const d = contacts.directory;
@@ -136,14 +161,19 @@ describe('auth and plan matrix over every public route', () => {
     }
   });
 
-  afterAll(() => stack.close());
+  afterAll(async () => {
+    await schedulerPool.end();
+    await stack.close();
+    await tb.cleanup();
+  });
 
   beforeEach(() => {
     calls.length = 0;
+    allowedCalls = [];
   });
 
   afterEach(async () => {
-    expect(calls).toEqual([]);
+    expect(calls).toEqual(allowedCalls);
   });
 
   const send = async (route: Route, authorization: string | undefined, example = route.example) => {
@@ -211,16 +241,34 @@ describe('auth and plan matrix over every public route', () => {
     }
 
     if (route.sends) {
-      it('a trial plan → 402 plan_required', async () => {
-        expect(await send(route, `Bearer ${keys.trial}`, sendingExample(route))).toMatchObject({ status: 402, body: { code: 'plan_required' } });
+      // The gateway does not re-check: its one call is the scheduler's admission, which refuses with the
+      // problem the gateway answered itself before (the same status, code, title and detail, no other member).
+      const refused = async (key: string, account: { plan: string; emailConfirmed: boolean }) => {
+        allowedCalls = ['scheduler.startCascade'];
+        const res = await send(route, `Bearer ${key}`, sendingExample(route));
+        const rule = sendingRefusal(account)!;
+        const status = rule.kind === 'payment_required' ? 402 : 409;
+        expect(res).toEqual({
+          status,
+          body: {
+            type: `http://localhost/docs#error-${rule.code}`, title: STATUS_TITLES[status], status, code: rule.code,
+            detail: rule.message, instance: requestOf(route, sendingExample(route)).path.split('?')[0], requestId: expect.any(String),
+          },
+        });
+      };
+      it('a trial plan → 402 plan_required, answered by the scheduler\'s admission alone', async () => {
+        await refused(keys.trial, { plan: 'trial', emailConfirmed: true });
       });
-      it('an unconfirmed account email → 409 email_not_confirmed', async () => {
-        expect(await send(route, `Bearer ${keys.unconfirmed}`, sendingExample(route))).toMatchObject({ status: 409, body: { code: 'email_not_confirmed' } });
+      it('an unconfirmed account email → 409 email_not_confirmed, answered by the scheduler\'s admission alone', async () => {
+        await refused(keys.unconfirmed, { plan: 'standard', emailConfirmed: false });
       });
     }
   });
 
-  it('created nothing in the directory', async () => {
+  it('created nothing in the directory, nor in the scheduler (no cascade, step, message, budget or Idempotency-Key record)', async () => {
     for (const id of orgIds) expect(await contacts.contacts.count(id)).toBe(0);
+    const tables = ['cascades', 'recipients', 'recipient_steps', 'review_requests', 'outbox', 'recipient_budgets', 'idempotency_keys'];
+    const counts = Object.fromEntries(await Promise.all(tables.map(async (t) => [t, Number((await schedulerPool.query<{ n: string }>(`SELECT count(*) AS n FROM ${t}`)).rows[0].n)] as const)));
+    expect(counts).toEqual(Object.fromEntries(tables.map((t) => [t, 0])));
   });
 });

@@ -1,11 +1,10 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY, requestFingerprint } from '@rrs/idempotency';
-import type { AuthGate, AuthGates, Principal } from './auth';
+import type { AuthGate, AuthGates } from './auth';
 import { readJsonBody } from './body';
 import { parseIdempotencyKey } from './idempotencyKey';
 import { currentRoutes, type IdempotencyInput, type Route, type RouteResult, type RouteSource } from './route';
 import { resolveRoute } from './router';
-import { checkSendingAllowed, requestSends } from './sending';
 import { setRecipientHeaders, showRecipientRefusal } from './recipientBudgetFields';
 import { validateRequest } from './validation';
 
@@ -21,10 +20,12 @@ export interface PipelineOptions {
 
 /**
  * Runs an API: route match (404/405) → the route's auth gate (401, 429, 403) → body (415/413/400) →
- * Idempotency-Key (400) → validation (400; 404 for a path parameter) → sending rule (402/409) → handler.
+ * Idempotency-Key (400) → validation (400; 404 for a path parameter) → handler.
  * Every refusal before the handler happens before any effect, so nothing is created, sent or saved under
- * an Idempotency-Key. The recipient budget is taken by the scheduler with the start (429
- * `recipient_quota_exceeded`, nothing created); its windows become the RateLimit fields either way.
+ * an Idempotency-Key. Whether a cascade may start is not the gateway's to say (issue 28, "one door"):
+ * the sending rule (402 `plan_required`, 409 `email_not_confirmed`) and the recipient budget (429
+ * `recipient_quota_exceeded`) are answered by the scheduler's admission, through StartCascade or its dry
+ * run, before anything is created; the budget's windows become the RateLimit fields either way.
  */
 export function pipeline(options: PipelineOptions): RequestHandler {
   // Without run-time providers the route list never changes: flatten it once, not per request.
@@ -51,8 +52,6 @@ async function handle(options: PipelineOptions, routes: readonly Route[], req: R
   }
 
   const input = validateRequest(route.request, route.path, { params: rawParams, query: req.query, body: rawBody });
-  // Only API-key routes send (route.ts): their principal carries the organization's plan and email state.
-  if (route.sends && requestSends(route, input)) checkSendingAllowed((principal as Principal).organization);
 
   const requestId = String(res.locals.requestId ?? '');
   const metadata: Record<string, string> = { 'x-request-id': requestId };

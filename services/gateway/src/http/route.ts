@@ -91,14 +91,16 @@ interface CommonDefinition<B extends Schema, P extends Schema, Q extends Schema,
   handler: (ctx: HandlerContext<Out<B>, Out<P>, Out<Q>, PrincipalOfKind[K]>) => Promise<RouteResult>;
 }
 
-/** What only API-key routes have: the key's scope and quota, and the sending rule. */
+/** What only API-key routes have: the key's scope and quota, and whether the route sends (documented refusals). */
 interface ApiKeyFields<B extends Schema, P extends Schema, Q extends Schema> {
   scope: Scope | null;
   rateLimited: boolean;
   /**
-   * The operation sends messages: a trial plan gets 402 `plan_required` and an unconfirmed account email
-   * 409 `email_not_confirmed` before the handler runs. A function decides from the validated request
-   * (e.g. POST /contacts sends only with `startCascade`). The owning service enforces the same rule.
+   * The operation sends messages: it documents 402 `plan_required` (trial plan) and 409
+   * `email_not_confirmed` (unconfirmed account email). The gateway does not check them: the handler's
+   * StartCascade (or its dry run, before anything is saved) answers them from the scheduler's admission,
+   * the one place the sending rule is checked. A function says which requests send (e.g. POST /contacts
+   * with `startCascade`); the matrix test sends such a request with a refused plan.
    */
   sends?: boolean | ((input: { body: Out<B>; params: Out<P>; query: Out<Q> }) => boolean);
   /** With a `sends` function: a valid request that sends, when `example` does not (the matrix test needs one). */

@@ -4,7 +4,7 @@ import type { FailureLimiter } from '../../addressLimits';
 import { applyRateLimit, type RateLimiter } from '../../rateLimit';
 import { bearerCredential, type AuthDescription, type AuthGate, type AuthRequirement } from './kinds';
 
-/** Who an API key speaks for: its organization (with what the sending rule looks at), the key and its scopes. */
+/** Who an API key speaks for: its organization (its plan sets the request quota; the sending rule is the scheduler's), the key and its scopes. */
 export interface Principal {
   organization: { id: string; name: string; plan: string; emailConfirmed: boolean; locale: string; defaultRegion: string; timeZone: string };
   keyId: string;

@@ -4,7 +4,7 @@
  * body is read; the kind's description gives the OpenAPI security scheme and the refusals it documents.
  *
  * - `apiKey`: an integrator's API key (`Authorization: Bearer rrs_…`), with a scope, the plan's request
- *   quota and the sending rule (the public API, ./apiKey.ts).
+ *   quota, and the documented refusals of sending routes (the public API, ./apiKey.ts).
  * - `adminToken`: the ADMIN_TOKEN (the account admin API, ./adminToken.ts).
  * - `session`: a member of the organization signed in to the account console: a cookie session, with
  *   the CSRF token and a writing role on state-changing calls (the account API, ./session.ts).

@@ -15,7 +15,7 @@ import type { Principal } from './apiKey';
 export const SESSION_COOKIE = 'rrs_session';
 export const CSRF_HEADER = 'x-csrf-token';
 
-/** Who a session speaks for: the member and their organization (as an API key's principal has it, for quotas and the sending rule). */
+/** Who a session speaks for: the member and their organization (as an API key's principal has it, for quotas). */
 export interface SessionPrincipal {
   member: { id: string; email: string; name: string; role: string };
   organization: Principal['organization'];
