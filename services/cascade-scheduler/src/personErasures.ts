@@ -1,6 +1,6 @@
 import { schedulerV1 } from '@rrs/proto';
 import { runIdempotent, type IdempotencyRequest } from '@rrs/idempotency';
-import { InvalidError, NotFoundError, uuidv7, type FieldProblem, type Pool } from '@rrs/runtime';
+import { inTransaction, InvalidError, NotFoundError, uuidv7, type FieldProblem, type Pool } from '@rrs/runtime';
 import { isUuid } from './ids';
 import type { OrganizationProfiles } from './organizationProfiles';
 import { erasePerson } from './personErasure';
@@ -40,18 +40,18 @@ export class PersonErasures {
   }
 
   async complete(request: schedulerV1.CompletePersonErasureRequest): Promise<schedulerV1.CompletePersonErasureResponse> {
-    const row = await this.find(request.organizationId, request.id);
-    // Completed once: a replay of the request (its saved answer says `pending`) finds it done.
-    if (row.status === 'done') return { erasure: toProto(row) };
-    const { rows: actors } = await this.deps.pool.query<{ actor: string }>('SELECT actor FROM person_erasures WHERE id = $1', [row.id]);
-    await erasePerson(this.deps.pool, this.deps.hasher, {
-      organizationId: request.organizationId, requestId: row.id, actor: actors[0].actor, email: request.email, phone: request.phone, contactExternalId: request.contactExternalId, addresses: request.addresses,
+    const { id } = await this.find(request.organizationId, request.id);
+    // The request's row stays locked while the erasure runs (erasePerson never touches it), so two
+    // completions of one request erase once: the second finds it done, as a replay does.
+    return inTransaction(this.deps.pool, async (client) => {
+      const { rows: locked } = await client.query<ErasureRow & { actor: string }>('SELECT id, status, requested_at, done_at, actor FROM person_erasures WHERE id = $1 FOR UPDATE', [id]);
+      if (locked[0].status === 'done') return { erasure: toProto(locked[0]) };
+      await erasePerson(this.deps.pool, this.deps.hasher, {
+        organizationId: request.organizationId, requestId: id, actor: locked[0].actor, email: request.email, phone: request.phone, contactExternalId: request.contactExternalId, addresses: request.addresses,
+      });
+      const { rows } = await client.query<ErasureRow>(`UPDATE person_erasures SET status = 'done', done_at = now() WHERE id = $1 RETURNING id, status, requested_at, done_at`, [id]);
+      return { erasure: toProto(rows[0]) };
     });
-    const { rows } = await this.deps.pool.query<ErasureRow>(
-      `UPDATE person_erasures SET status = 'done', done_at = coalesce(done_at, now()) WHERE id = $1 RETURNING id, status, requested_at, done_at`,
-      [row.id],
-    );
-    return { erasure: toProto(rows[0]) };
   }
 
   async get(request: schedulerV1.GetPersonErasureRequest): Promise<schedulerV1.GetPersonErasureResponse> {

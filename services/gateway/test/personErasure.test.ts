@@ -71,6 +71,18 @@ describe('public API: erasing a person', () => {
     expect(await traces('kept.person')).toBe(0);
   });
 
+  it('erases once when the same request comes several times at once (replays complete it under a lock)', async () => {
+    await addContact({ externalId: 'crm-twice', name: 'Tanya Twice', email: 'tanya.twice@example.com' });
+    const answers = await Promise.all(Array.from({ length: 4 }, () => call('POST', '/people/erase', { body: { email: 'tanya.twice@example.com' }, idempotencyKey: 'erase-tanya' })));
+    const accepted = answers.filter((a) => a.status === 202);
+    for (const refused of answers.filter((a) => a.status !== 202)) expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 409, code: 'idempotency_key_in_use' });
+    expect(new Set(accepted.map((a) => a.body.id)).size).toBe(1);
+    expect(accepted.every((a) => a.body.status === 'done')).toBe(true);
+    const evidence = await stack.pool.query('SELECT count(*)::int AS n FROM scheduler.lifecycle_actions WHERE request_id = $1', [accepted[0].body.id]);
+    expect(evidence.rows[0].n).toBe(1);
+    expect(await traces('tanya.twice')).toBe(0);
+  });
+
   it('refuses no identifier, a malformed email or phone (400), a key without contacts:write (403), an unknown erasure (404): nothing changes', async () => {
     await addContact({ externalId: 'crm-stay', name: 'Stay Here', email: 'stay.here@example.com', phone: '+79160000042' });
     const before = { erasures: await erasures(), traces: await traces('stay.here') };
