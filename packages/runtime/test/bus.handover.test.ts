@@ -12,13 +12,15 @@ import { deleteStreams, describeEachBus, enc, NATS_URL, sleep, unique, waitFor }
 describeEachBus(({ bus, collect, pending }) => {
   test('a handler that runs for several ack waits keeps its message: it is delivered once', async () => {
     const name = unique('longrun');
-    const ackWaitMs = 300;
+    // Long enough that a loaded machine's event-loop stalls stay under the three quarters of it between
+    // two keep-alives (every quarter); the handler still outlives it four times.
+    const ackWaitMs = 1_000;
     const got = await collect({ stream: 'STEPS', durable: name, filterSubject: `steps.${name}`, ackWaitMs }, async (m) => {
       await sleep(ackWaitMs * 4);
       m.ack();
     });
     await bus().publish(`steps.${name}`, enc('x'));
-    await waitFor('pending 0', async () => (await pending(name)) === 0, 5_000);
+    await waitFor('pending 0', async () => (await pending(name)) === 0, 10_000);
     expect(got).toHaveLength(1);
   });
 });

@@ -104,9 +104,10 @@ export function startInboxWorker(o: InboxWorkerOptions): DueWorkLoop {
       // A deal whose cascade may still run is first checked for having left won (lostDeals.ts); any other goes the start path.
       const hint = hintOf(newest);
       const result = (await stopCascadesOfLostDeal(o, connector, group[0].deal_id, hint)) ?? (await startCascadeForDeal(o, connector, group[0].deal_id, hint));
-      await finish(group, result, result.problem?.message ?? null);
+      // The status first: once the inbox shows the deal processed, its status says how (no window between).
       if (result.problem) await o.connectors.recordError(connector.id, result.problem.code, result.problem.message);
       else await o.connectors.recordSuccess(connector.id);
+      await finish(group, result, result.problem?.message ?? null);
     } catch (err) {
       const failure = judgeFailure(err);
       const attempts = Math.max(...group.map((e) => e.attempts));
