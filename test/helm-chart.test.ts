@@ -29,7 +29,7 @@ function valuesOf(file: string): Record<string, any> {
 }
 
 /** What the Secrets named by ci/*-values.yaml's existingSecret hold: only the keys the README says are required. */
-const REQUIRED_ONLY = { DATABASE_URL: 'postgres://rrs:pw@postgres.databases.svc:5432/rrs', NATS_URL: 'nats://nats.messaging.svc:4222', CONNECTOR_SECRET_KEYS: Buffer.alloc(32, 1).toString('base64'), WEBHOOK_SECRET_KEYS: Buffer.alloc(32, 2).toString('base64') };
+const REQUIRED_ONLY = { DATABASE_URL: 'postgres://rrs:pw@postgres.databases.svc:5432/rrs', NATS_URL: 'nats://nats.messaging.svc:4222', CONNECTOR_SECRET_KEYS: Buffer.alloc(32, 1).toString('base64'), WEBHOOK_SECRET_KEYS: Buffer.alloc(32, 2).toString('base64'), PERSON_HASH_KEY: Buffer.alloc(32, 3).toString('base64') };
 /** And a provider for each sender (deploy/helm/README.md: a sender without one refuses to start in production). */
 const PROVIDER_KEYS = { POSTMARK_SERVER_TOKEN: 'pm-server-token', SMSC_LOGIN: 'reviews', SMSC_PASSWORD: 'smsc-password', MAX_ID_INSTANCE: '1101000001', MAX_API_TOKEN: 'max-api-token' };
 const EXTERNAL_SECRETS: Record<string, Record<string, string>> = { 'rrs-credentials': { ...REQUIRED_ONLY, ...PROVIDER_KEYS }, 'rrs-sms-credentials': { ...REQUIRED_ONLY, ...PROVIDER_KEYS } };

@@ -16,12 +16,13 @@ const chartYaml = YAML.parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8'));
 /** Values of the ci files plus the least a real install needs: the chart's defaults, the three URLs and the connectors' credential key. */
 const CONNECTOR_KEY = 'secrets.connectorSecretKeys="' + Buffer.alloc(32, 7).toString('base64') + '"';
 const WEBHOOK_KEY = 'secrets.webhookSecretKeys="' + Buffer.alloc(32, 8).toString('base64') + '"';
+const PERSON_HASH_KEY = 'secrets.personHashKey="' + Buffer.alloc(32, 9).toString('base64') + '"';
 /** A provider for each enabled sender (the chart refuses a sender without one, "Production never pretends"). */
 const EMAIL_PROVIDER = 'secrets.postmarkServerToken="pm-server-token"';
 const SMS_PROVIDER = ['secrets.smscLogin="reviews"', 'secrets.smscPassword="smsc-password"'];
 const MESSENGER_PROVIDER = ['secrets.maxIdInstance="1101000001"', 'secrets.maxApiToken="max-api-token"'];
 const PROVIDERS = [EMAIL_PROVIDER, ...SMS_PROVIDER, ...MESSENGER_PROVIDER];
-const MINIMAL = ['image.registry="registry.example.com/rrs"', 'postgresql.url="postgres://rrs:pw@postgres:5432/rrs"', 'nats.url="nats://nats:4222"', 'redis.url="redis://redis:6379"', CONNECTOR_KEY, WEBHOOK_KEY, ...PROVIDERS];
+const MINIMAL = ['image.registry="registry.example.com/rrs"', 'postgresql.url="postgres://rrs:pw@postgres:5432/rrs"', 'nats.url="nats://nats:4222"', 'redis.url="redis://redis:6379"', CONNECTOR_KEY, WEBHOOK_KEY, PERSON_HASH_KEY, ...PROVIDERS];
 const without = (settings: readonly string[]) => MINIMAL.filter((s) => !settings.includes(s));
 const DKIM_KEY = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
 const SCENARIOS: Array<[string, { values?: string[]; set?: string[] }]> = [
@@ -57,7 +58,7 @@ describe('helm lint --strict', () => {
     expect(run.status).not.toBe(0);
     expect(out).toContain('1 chart(s) linted, 1 chart(s) failed');
     for (const refusal of [
-      'image.registry is required', 'postgresql.url is required', 'nats.url is required', 'redis.url is required when the gateway runs more than one replica', 'secrets.connectorSecretKeys is required', 'secrets.webhookSecretKeys is required',
+      'image.registry is required', 'postgresql.url is required', 'nats.url is required', 'redis.url is required when the gateway runs more than one replica', 'secrets.connectorSecretKeys is required', 'secrets.webhookSecretKeys is required', 'secrets.personHashKey is required',
       'channel-email is enabled without a provider', 'channel-sms is enabled without a provider', 'channel-messenger is enabled without a provider',
     ]) {
       expect(out).toMatch(new RegExp(`\\[ERROR\\] templates/validate\\.yaml: [^\\n]*values refused: ${refusal.replace(/[.]/g, '\\.')}`));
@@ -151,6 +152,7 @@ describe('values: Helm refuses what values.schema.json and the chart refuse', ()
     ['an unknown service setting', 'contacts.replica=2', 'contacts: Additional property replica is not allowed'],
     ['a memory quantity with a typo', 'gateway.resources.requests={"cpu":"100m","memory":"128MB"}', 'gateway.resources.requests.memory: Does not match pattern'],
     ['a connector key that is not base64 of 32 bytes', 'secrets.connectorSecretKeys="c2hvcnQ="', 'secrets.connectorSecretKeys: Does not match pattern'],
+    ['a person hash key shorter than the scheduler accepts', 'secrets.personHashKey="short"', 'secrets.personHashKey: Does not match pattern'],
   ])('rejects %s', (_what, setting, message) => {
     expect(templateRefused({ values: ['ci/external-values.yaml'], set: [setting] })).toContain(message);
   });
@@ -167,6 +169,7 @@ describe('values: Helm refuses what values.schema.json and the chart refuse', ()
     ['a disabled scheduler that the gateway cannot reach', [...MINIMAL, 'cascadeScheduler.enabled=false'], 'cascadeScheduler is disabled: set cascadeScheduler.externalAddress'],
     ['connectors without the keys that seal CRM credentials', MINIMAL.filter((s) => s !== CONNECTOR_KEY), 'secrets.connectorSecretKeys is required while connectors is enabled'],
     ['webhooks without the keys that seal signing secrets', MINIMAL.filter((s) => s !== WEBHOOK_KEY), 'secrets.webhookSecretKeys is required while webhooks is enabled'],
+    ['a scheduler without the key of the opt-out hashes', MINIMAL.filter((s) => s !== PERSON_HASH_KEY), 'secrets.personHashKey is required while cascadeScheduler is enabled'],
     ['several connectors replicas without Redis', [...MINIMAL.filter((s) => !s.startsWith('redis.')), 'gateway.autoscaling.enabled=false', 'gateway.replicaCount=1'], 'redis.url is required when connectors runs more than one replica'],
     ['CRM webhooks on an Ingress that is off', [...MINIMAL, 'gateway.ingress.enabled=false'], 'connectors.hooks.ingress needs gateway.ingress'],
     ['SMTP without DKIM keys or the relay opt-out', [...MINIMAL, 'secrets.smtpUrl="smtp://m:p@smtp.example.com:587"'], 'secrets.dkimPrivateKeys is required with secrets.smtpUrl'],

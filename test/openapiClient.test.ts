@@ -73,6 +73,6 @@ describe('a client generated from the served OpenAPI document', () => {
       const documented = Object.keys(successes[path][method.toLowerCase()].responses).filter((s) => s.startsWith('2'));
       expect([call, documented]).toEqual([call, [String(status)]]);
     }
-    expect(said).toEqual(expect.arrayContaining(['cascade running', 'channel email', 'channel SMS', 'channel MAX', 'channel Telegram', 'review request created', 'review request canceled', 'canceled', 'feed up to date', 'event: test', 'delivery delivered', 'attempt delivered', 'disabled by hand', 'skipped: no contact']));
+    expect(said).toEqual(expect.arrayContaining(['cascade running', 'channel email', 'channel SMS', 'channel MAX', 'channel Telegram', 'review request created', 'review request canceled', 'canceled', 'feed up to date', 'erasure done', 'event: test', 'delivery delivered', 'attempt delivered', 'disabled by hand', 'skipped: no contact']));
   }, 60_000);
 });

@@ -61,6 +61,10 @@ export const INTAKE_SKIPS = [
 export type IntakeSkip = (typeof INTAKE_SKIPS)[number];
 
 /** Where an entry of the opt-out ledger came from (`source`; docs/customer-respect.md). */
+/** An erasure request per person (docs/customer-respect.md, "Erasure"): `done` once every service it covers erased. */
+export const PERSON_ERASURE_STATUSES = ['pending', 'done'] as const;
+export type PersonErasureStatus = (typeof PERSON_ERASURE_STATUSES)[number];
+
 export const SUPPRESSION_SOURCES = ['unsubscribe_page', 'one_click', 'stop_reply', 'complaint', 'hard_bounce', 'admin'] as const;
 export type SuppressionSource = (typeof SUPPRESSION_SOURCES)[number];
 

@@ -51,6 +51,13 @@ function finishReason(reason: Schemas['FinishReason']): string {
     default: return unhandled(reason);
   }
 }
+function erasureStatus(status: Schemas['PersonErasureStatus']): string {
+  switch (status) {
+    case 'pending': return 'erasure pending';
+    case 'done': return 'erasure done';
+    default: return unhandled(status);
+  }
+}
 function skipReason(reason: Schemas['SkipReason']): string {
   switch (reason) {
     case 'no_contact': return 'skipped: no contact';
@@ -239,6 +246,10 @@ async function main(): Promise<void> {
   say(reviewRequestStatus(ok('POST /review-requests/{id}/cancel', await client.POST('/review-requests/{id}/cancel', { params: { path: { id: reviewRequest.id } } })).status));
   const feed = ok('GET /ratings', await client.GET('/ratings', { params: { query: { limit: 10 } } }));
   say(...feed.ratings.map((r) => ratingSource(r.source)), feed.hasMore ? 'feed continues' : 'feed up to date');
+
+  // A customer asks to be forgotten: erase them and read the erasure's status.
+  const erasure = ok('POST /people/erase', await client.POST('/people/erase', { body: { email: 'dina@example.com' } }));
+  say(erasureStatus(erasure.status), erasureStatus(ok('GET /people/erasures/{id}', await client.GET('/people/erasures/{id}', { params: { path: { id: erasure.id } } })).status));
 
   const recipients = { email: [{ name: 'Egor', email: 'egor@example.com' }], phone: [{ name: 'Egor', phone: '+7 916 555-01-02' }] };
   say(channelKey(ok('POST /channels/email/send', await client.POST('/channels/email/send', { body: { locationId, recipients: recipients.email } })).channel));

@@ -318,6 +318,7 @@ connectors:
 {{- if $v.secrets.telegramBotWebhookSecret }}{{ $_ := set $data "TELEGRAM_BOT_WEBHOOK_SECRET" $v.secrets.telegramBotWebhookSecret }}{{ end -}}
 {{- if $v.secrets.connectorSecretKeys }}{{ $_ := set $data "CONNECTOR_SECRET_KEYS" $v.secrets.connectorSecretKeys }}{{ end -}}
 {{- if $v.secrets.webhookSecretKeys }}{{ $_ := set $data "WEBHOOK_SECRET_KEYS" $v.secrets.webhookSecretKeys }}{{ end -}}
+{{- if $v.secrets.personHashKey }}{{ $_ := set $data "PERSON_HASH_KEY" $v.secrets.personHashKey }}{{ end -}}
 {{- toYaml $data -}}
 {{- end -}}
 
@@ -381,6 +382,9 @@ metadata:
 {{- end -}}
 {{- if and $v.webhooks.enabled (not $v.webhooks.existingSecret) (not $v.secrets.webhookSecretKeys) -}}
 {{- include "rrs.refuse" "secrets.webhookSecretKeys is required while webhooks is enabled: the key(s) that seal the webhook signing secrets (make one with: openssl rand -base64 32)" -}}
+{{- end -}}
+{{- if and $v.cascadeScheduler.enabled (not $v.cascadeScheduler.existingSecret) (not $v.secrets.personHashKey) -}}
+{{- include "rrs.refuse" "secrets.personHashKey is required while cascadeScheduler is enabled: the key of the keyed hashes that keep an erased person's opt-out (make one with: openssl rand -base64 32; keep it: a new key forgets every hashed opt-out)" -}}
 {{- end -}}
 {{- end -}}
 {{- /* A gRPC service left out of this release must be reachable elsewhere by those that call it. */ -}}

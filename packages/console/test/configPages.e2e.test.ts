@@ -224,7 +224,15 @@ describe('the configuration pages in a browser', () => {
     await privacy.getByRole('button', { name: 'Save' }).click();
     await privacy.getByRole('alert').filter({ hasText: 'invalid_request' }).waitFor();
     expect((await api.call('GET', '/data-retention')).body).toEqual({ personalDataRetentionDays: 180 });
+    // Erasing a person: a confirming second click, then the answer (docs/customer-respect.md, "Erasure of a person").
+    const erase = page.getByRole('form', { name: 'Erase a person' });
+    await erase.getByLabel('Email').fill('gone.person@example.com');
+    await erase.getByRole('button', { name: 'Erase a person' }).click();
+    await erase.getByText('Erase everything about this person? This cannot be undone.').waitFor();
     await expectAccessible('settings');
+    await erase.getByRole('button', { name: 'Yes, erase' }).click();
+    await erase.getByRole('status').filter({ hasText: 'The person is erased.' }).waitFor();
+    expect(await erase.getByLabel('Email').inputValue()).toBe('');
   });
 
   it('shows a viewer every configuration page without a form', async () => {

@@ -6,6 +6,7 @@ import type { Cascades } from './cascades';
 import type { Flows } from './flows';
 import { getDataRetention, listLifecycleActions, setDataRetention } from './lifecycleSettings';
 import type { People } from './people';
+import type { PersonErasures } from './personErasures';
 import type { Reviews } from './reviews';
 
 export const SERVICE_NAME = 'rrs.scheduler.v1.CascadeSchedulerService';
@@ -19,8 +20,8 @@ function answered<Answer>({ result, replayed }: { result: Answer; replayed: bool
  * gRPC transport of the scheduler: maps messages to use cases and back, nothing else. Domain errors
  * reach the caller as the gRPC status of their kind (the runtime's unaryService maps them).
  */
-export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; reviews: Reviews; people: People; pool: Pool }, logger: Logger) {
-  const { flows, cascades, reviews, people, pool } = parts;
+export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; reviews: Reviews; people: People; erasures: PersonErasures; pool: Pool }, logger: Logger) {
+  const { flows, cascades, reviews, people, erasures, pool } = parts;
   const idempotency = (metadata: Metadata, organizationId: string) => idempotencyFromMetadata(metadata, organizationId);
   return {
     name: SERVICE_NAME,
@@ -53,6 +54,9 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       getDataRetention: async (req) => ({ retention: await getDataRetention(pool, req.organizationId) }),
       setDataRetention: async (req) => ({ retention: await setDataRetention(pool, req) }),
       listLifecycleActions: (req) => listLifecycleActions(pool, req),
+      requestPersonErasure: (req, metadata) => erasures.request(req, idempotency(metadata, req.organizationId)),
+      completePersonErasure: (req) => erasures.complete(req),
+      getPersonErasure: (req) => erasures.get(req),
       recordPublicLinkClick: (req) => reviews.recordPublicLinkClick(req),
       setRatingHandled: (req) => reviews.setRatingHandled(req),
       claimBotLink: (req) => reviews.claimBotLink(req),

@@ -13,6 +13,8 @@ export interface PersonErasure {
   email: string;
   phone: string;
   contactExternalId: string;
+  /** More addresses of the same person (lower-case emails, E.164 phones), e.g. of the contacts erased. */
+  addresses?: string[];
 }
 
 const BATCH = 500;
@@ -30,10 +32,10 @@ export async function erasePerson(pool: Pool, hasher: AddressHasher, erasure: Pe
   const email = erasure.email.trim().toLowerCase();
   const phone = erasure.phone.trim();
   const externalId = erasure.contactExternalId.trim();
-  if (!email && !phone && !externalId) throw InvalidError.field('/email', 'an email, a phone or a contactExternalId (one or more)');
+  if (!email && !phone && !externalId && !erasure.addresses?.length) throw InvalidError.field('/email', 'an email, a phone or a contactExternalId (one or more)');
   if (!isUuid(erasure.organizationId)) return {};
   const counts: LifecycleCounts = {};
-  const addresses = new Set(personAddresses({ email, phone }));
+  const addresses = new Set([...personAddresses({ email, phone }), ...(erasure.addresses ?? []).map((address) => address.trim()).filter(Boolean)]);
   // The person's recipients, found by any identifier, then by the addresses those recipients had.
   const found = new Set<string>();
   for (let pass = 0; pass < 2; pass++) {

@@ -7,10 +7,10 @@ export type RecipientInput = Pick<schedulerV1.RecipientInput, 'name' | 'email' |
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-const isEmail = (email: string) => EMAIL.test(email) && email.length <= 254;
+export const isEmail = (email: string) => EMAIL.test(email) && email.length <= 254;
 
 /** A phone in E.164 (a number without a country code read in `defaultRegion`); null when it is not a valid number. */
-function e164(phone: string, defaultRegion: string): string | null {
+export function e164(phone: string, defaultRegion: string): string | null {
   const parsed = parsePhoneNumberFromString(phone, (defaultRegion || 'RU') as CountryCode);
   return parsed && parsed.isValid() ? parsed.number : null;
 }

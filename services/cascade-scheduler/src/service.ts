@@ -21,6 +21,7 @@ import { SnapshotWriter } from './snapshots';
 import { RecipientBudgets } from './recipientBudget';
 import { consumeStepResults, type StepResultConsumer, type StepResultHandler } from './stepResultConsumer';
 import { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY } from './personHash';
+import { PersonErasures } from './personErasures';
 import { startRetention } from './retention';
 
 export const SCHEMA = 'scheduler';
@@ -152,7 +153,7 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   const server = await startGrpcServer({
     host: config.grpcHost,
     port: config.grpcPort,
-    services: [schedulerGrpcService({ flows, cascades, reviews, people: new People({ pool, profiles }), pool }, ctx.logger)],
+    services: [schedulerGrpcService({ flows, cascades, reviews, people: new People({ pool, profiles }), erasures: new PersonErasures({ pool, profiles, hasher }), pool }, ctx.logger)],
     health: ctx.health,
     logger: ctx.logger,
   });

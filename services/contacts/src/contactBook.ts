@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
-import { InvalidError, NotFoundError, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
+import { inTransaction, InvalidError, NotFoundError, sqlArray, uuidv7, type Pool, type PoolClient } from '@rrs/runtime';
 import { describePhoneRefusal, phoneCountries, phoneRefusal } from '@rrs/proto';
 import { runIdempotent, type Codec, type IdempotencyRequest } from '@rrs/idempotency';
 import { asUuid, checkText, FieldErrors, found, isUuid } from './validation';
@@ -112,6 +112,33 @@ export class ContactBook {
       [asUuid(organizationId, 'organization'), asUuid(id, 'contact')],
     );
     return found(rows[0], `contact ${id}`);
+  }
+
+  /**
+   * Erasure per person (docs/customer-respect.md, "Erasure"): deletes the organization's contacts with
+   * that lower-case email, E.164 phone (as the scheduler read them) or external id — their consent
+   * (`consent_at`) and attributes with them — and the saved idempotent responses of POST /contacts
+   * that hold one of the identifiers (a retry with their key would hand the person back). Idempotent.
+   */
+  async erasePerson(input: { organizationId: string; email: string; phone: string; contactExternalId: string }): Promise<{ contacts: number; idempotencyKeys: number; addresses: string[] }> {
+    if (!isUuid(input.organizationId)) return { contacts: 0, idempotencyKeys: 0, addresses: [] };
+    const identifiers = [input.email, input.phone, input.contactExternalId].map((value) => value.trim()).filter(Boolean);
+    if (identifiers.length === 0) return { contacts: 0, idempotencyKeys: 0, addresses: [] };
+    return inTransaction(this.pool, async (client) => {
+      const deleted = await client.query<{ email: string | null; phone: string | null }>(
+        `DELETE FROM contacts WHERE organization_id = $1
+            AND (($2 <> '' AND lower(email) = $2) OR ($3 <> '' AND phone = $3) OR ($4 <> '' AND external_id = $4))
+         RETURNING lower(email) AS email, phone`,
+        [input.organizationId, input.email.trim().toLowerCase(), input.phone.trim(), input.contactExternalId.trim()],
+      );
+      const forgotten = await client.query(
+        `DELETE FROM idempotency_keys k WHERE k.organization_id = $1
+            AND EXISTS (SELECT 1 FROM unnest($2::text[]) i WHERE position(convert_to(i, 'UTF8') IN k.response) > 0)`,
+        [input.organizationId, sqlArray([...identifiers, ...deleted.rows.flatMap((row) => [row.email ?? '', row.phone ?? '']).filter(Boolean)])],
+      );
+      const addresses = [...new Set(deleted.rows.flatMap((row) => [row.email ?? '', row.phone ?? '']).filter(Boolean))];
+      return { contacts: deleted.rowCount ?? 0, idempotencyKeys: forgotten.rowCount ?? 0, addresses };
+    });
   }
 
   async count(organizationId: string): Promise<number> {

@@ -98,6 +98,9 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
       async getContact(req) {
         return { contact: toContact(await contacts.get(req.organizationId, req.id)) };
       },
+      async erasePersonContacts(req) {
+        return contacts.erasePerson(req);
+      },
       async listTemplates(req) {
         return { templates: await templates.list(req.organizationId) };
       },

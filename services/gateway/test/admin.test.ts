@@ -326,9 +326,9 @@ describe('admin API /admin/v1', () => {
     // The CRM connectors' operations are listed by adminConnectors.test.ts.
     const ops = Object.entries(doc.paths).filter(([path]) => !path.includes('/connectors')).flatMap(([, p]) => Object.values(p).map((o) => o.operationId)).sort();
     expect(ops).toEqual([
-      'addSuppression', 'checkDeliverability', 'createFlow', 'createLocation', 'createOrganization', 'creditSmsBalance', 'deleteLocation', 'exportPerson', 'getDataRetention', 'getLocation', 'getOrganization', 'inviteMember', 'issueApiKey',
-      'listApiKeys', 'listChannelConfigurations', 'listFlows', 'listLifecycleActions', 'listLocations', 'listMembers', 'listOrganizations', 'listSuppressions', 'listTemplates', 'removeSuppression', 'resetTemplate', 'revokeApiKey',
-      'setChannelConfiguration', 'setDataRetention', 'setDefaultFlow', 'setTemplate', 'startPasswordReset', 'updateFlow', 'updateLocation', 'updateOrganization',
+      'addSuppression', 'checkDeliverability', 'createFlow', 'createLocation', 'createOrganization', 'creditSmsBalance', 'deleteLocation', 'erasePerson', 'exportPerson', 'getDataRetention', 'getLocation', 'getOrganization',
+      'getPersonErasure', 'inviteMember', 'issueApiKey', 'listApiKeys', 'listChannelConfigurations', 'listFlows', 'listLifecycleActions', 'listLocations', 'listMembers', 'listOrganizations', 'listSuppressions', 'listTemplates',
+      'removeSuppression', 'resetTemplate', 'revokeApiKey', 'setChannelConfiguration', 'setDataRetention', 'setDefaultFlow', 'setTemplate', 'startPasswordReset', 'updateFlow', 'updateLocation', 'updateOrganization',
     ]);
   });
   describe('send windows', () => {

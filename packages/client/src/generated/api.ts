@@ -247,6 +247,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/people/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a person
+         * @description Erases one person from the organization: their contacts (with the consent they carried), cascade recipients, step addresses, review requests and private feedback are deleted or irreversibly anonymized; ratings stay as anonymous numbers, so counts and statistics do not change; an opt-out stays as a keyed hash and still holds. Not yet covered: the senders' send logs, webhook deliveries, the CRM inbox, bot chats, stop replies and the development inbox (docs/customer-respect.md, "Erasure"). The erasure runs while the request waits: the answer is normally `done`; a `pending` one is finished by a retry.
+         */
+        post: operations["erasePerson"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/people/erasures/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An erasure's status
+         * @description Whether the erasure is done, and when. Another organization's or an unknown id is 404.
+         */
+        get: operations["getPersonErasure"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ping": {
         parameters: {
             query?: never;
@@ -662,6 +702,27 @@ export interface components {
          * @enum {string}
          */
         KnownChannelKey: "EMAIL" | "SMS" | "MAX" | "TELEGRAM";
+        PersonErasure: {
+            id: string;
+            status: components["schemas"]["PersonErasureStatus"];
+            requestedAt: string;
+            /** @description When every service the erasure covers had erased the person; null while pending. */
+            doneAt: string | null;
+        };
+        /** @description One or more of `email`, `phone`, `contactExternalId`: every record of the organization matching any of them, and every record sharing an address with those, is erased. */
+        PersonErasureRequest: {
+            /** @description The person's email (any case). */
+            email?: string;
+            /** @description The person's phone, any format; numbers without a country code are read in the organization's default region. */
+            phone?: string;
+            /** @description The CRM id of the contact (`externalId` of POST /contacts, `contactExternalId` of a recipient). */
+            contactExternalId?: string;
+        };
+        /**
+         * @description `pending` (recorded; some service has not erased yet), `done` (every service the erasure covers has erased the person: docs/customer-respect.md).
+         * @enum {string}
+         */
+        PersonErasureStatus: "pending" | "done";
         /** @description A rating as the rating events carry it, with the public links its thank-you page showed. */
         Rating: {
             reviewRequestId: string;
@@ -5484,6 +5545,530 @@ export interface operations {
                      *       "code": "service_unavailable",
                      *       "detail": "A service behind the gateway is unavailable; retry later.",
                      *       "instance": "/api/v1/locations",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    erasePerson: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: a repeat with the same key and body returns the saved response with `Idempotent-Replayed: true` and creates or sends nothing; the same key with another body gives 409 `idempotency_key_reused`. 1–255 printable ASCII characters, quoted (`"abc"`) or not. Kept 24 h per organization.
+                 * @example crm-deal-1042-won
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "anna@example.com",
+                 *       "phone": "+7 916 123-45-67"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PersonErasureRequest"];
+            };
+        };
+        responses: {
+            /** @description The erasure, recorded (and normally done). */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description Present, with the value `true`, only when the response is a saved one replayed for a repeated Idempotency-Key; absent otherwise.
+                     * @example true
+                     */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0190e0e0-8888-7000-8000-000000000008",
+                     *       "status": "done"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        status: components["schemas"]["PersonErasureStatus"];
+                    };
+                };
+            };
+            /**
+             * @description Bad Request. Codes:
+             *     - `invalid_request`: The request does not match the schema; `errors` lists each offending field as a JSON pointer.
+             *     - `malformed_json`: The body is not valid JSON, or nests deeper than 32 levels.
+             *     - `invalid_idempotency_key`: The Idempotency-Key header is not 1 to 255 printable ASCII characters.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-invalid_request",
+                     *       "title": "Bad Request",
+                     *       "status": 400,
+                     *       "code": "invalid_request",
+                     *       "detail": "The request does not match the schema; errors lists each offending field as a JSON pointer.",
+                     *       "instance": "/api/v1/people/erase",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "",
+                     *           "detail": "a JSON body is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "invalid_request" | "malformed_json" | "invalid_idempotency_key";
+                    };
+                };
+            };
+            /**
+             * @description Unauthorized. Codes:
+             *     - `missing_api_key`: No `Authorization: Bearer <key>` header was sent.
+             *     - `invalid_api_key`: The key is malformed, unknown or revoked, or the request carries more than one Authorization header; one answer for all of them.
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-missing_api_key",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "code": "missing_api_key",
+                     *       "detail": "No Authorization: Bearer <key> header was sent.",
+                     *       "instance": "/api/v1/people/erase",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "missing_api_key" | "invalid_api_key";
+                    };
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *     - `insufficient_scope`: The key lacks the scope the operation needs; `requiredScope` names it.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-insufficient_scope",
+                     *       "title": "Forbidden",
+                     *       "status": 403,
+                     *       "code": "insufficient_scope",
+                     *       "detail": "The key lacks the scope the operation needs; requiredScope names it.",
+                     *       "instance": "/api/v1/people/erase",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "requiredScope": "contacts:write"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "insufficient_scope";
+                    };
+                };
+            };
+            /**
+             * @description Conflict. Codes:
+             *     - `idempotency_key_reused`: This Idempotency-Key was already used with a different request.
+             *     - `idempotency_key_in_use`: A request with this Idempotency-Key is still running; retry after `Retry-After` seconds.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description With `idempotency_key_in_use` only: seconds to wait before retrying.
+                     * @example 1
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-idempotency_key_reused",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "code": "idempotency_key_reused",
+                     *       "detail": "This Idempotency-Key was already used with a different request.",
+                     *       "instance": "/api/v1/people/erase",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 409;
+                        /** @enum {string} */
+                        code: "idempotency_key_reused" | "idempotency_key_in_use";
+                    };
+                };
+            };
+            /**
+             * @description Content Too Large. Codes:
+             *     - `payload_too_large`: The body is larger than the limit (1 MB).
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-payload_too_large",
+                     *       "title": "Content Too Large",
+                     *       "status": 413,
+                     *       "code": "payload_too_large",
+                     *       "detail": "The body is larger than the limit (1 MB).",
+                     *       "instance": "/api/v1/people/erase",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    };
+                };
+            };
+            /**
+             * @description Unsupported Media Type. Codes:
+             *     - `unsupported_media_type`: A body was sent with a Content-Type other than `application/json` (UTF-8).
+             */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-unsupported_media_type",
+                     *       "title": "Unsupported Media Type",
+                     *       "status": 415,
+                     *       "code": "unsupported_media_type",
+                     *       "detail": "A body was sent with a Content-Type other than application/json (UTF-8).",
+                     *       "instance": "/api/v1/people/erase",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "unsupported_media_type";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
+             *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
+                     *       "title": "Too Many Requests",
+                     *       "status": 429,
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
+                     *       "instance": "/api/v1/people/erase",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_auth_failures" | "rate_limited";
+                    };
+                };
+            };
+            /**
+             * @description Service Unavailable. Codes:
+             *     - `service_unavailable`: A service behind the gateway is unavailable; retry later.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-service_unavailable",
+                     *       "title": "Service Unavailable",
+                     *       "status": 503,
+                     *       "code": "service_unavailable",
+                     *       "detail": "A service behind the gateway is unavailable; retry later.",
+                     *       "instance": "/api/v1/people/erase",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getPersonErasure: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 0190e0e0-8888-7000-8000-000000000008 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The erasure. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0190e0e0-8888-7000-8000-000000000008",
+                     *       "status": "done",
+                     *       "requestedAt": "2026-05-02T09:00:00.000Z",
+                     *       "doneAt": "2026-05-02T09:00:00.350Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PersonErasure"];
+                };
+            };
+            /**
+             * @description Unauthorized. Codes:
+             *     - `missing_api_key`: No `Authorization: Bearer <key>` header was sent.
+             *     - `invalid_api_key`: The key is malformed, unknown or revoked, or the request carries more than one Authorization header; one answer for all of them.
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-missing_api_key",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "code": "missing_api_key",
+                     *       "detail": "No Authorization: Bearer <key> header was sent.",
+                     *       "instance": "/api/v1/people/erasures/{id}",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "missing_api_key" | "invalid_api_key";
+                    };
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *     - `insufficient_scope`: The key lacks the scope the operation needs; `requiredScope` names it.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-insufficient_scope",
+                     *       "title": "Forbidden",
+                     *       "status": 403,
+                     *       "code": "insufficient_scope",
+                     *       "detail": "The key lacks the scope the operation needs; requiredScope names it.",
+                     *       "instance": "/api/v1/people/erasures/{id}",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *       "requiredScope": "contacts:write"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "insufficient_scope";
+                    };
+                };
+            };
+            /**
+             * @description Not Found. Codes:
+             *     - `not_found`: The object (or route) does not exist, or belongs to another organization.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-not_found",
+                     *       "title": "Not Found",
+                     *       "status": 404,
+                     *       "code": "not_found",
+                     *       "detail": "The object (or route) does not exist, or belongs to another organization.",
+                     *       "instance": "/api/v1/people/erasures/{id}",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "not_found";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests. Codes:
+             *     - `too_many_auth_failures`: Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until `Retry-After` seconds have passed.
+             *     - `rate_limited`: The key's request quota for the current window is used up; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /**
+                     * @description The IETF RateLimit field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";r=599;t=42, "recipients-minute";r=998;t=42, "recipients-day";r=19998;t=86342
+                     */
+                    RateLimit?: string;
+                    /**
+                     * @description The IETF RateLimit-Policy field, as on the other answers; absent when the request was refused before its key was known (`too_many_auth_failures`).
+                     * @example "standard";q=600;w=60, "recipients-minute";q=1000;w=60, "recipients-day";q=20000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-too_many_auth_failures",
+                     *       "title": "Too Many Requests",
+                     *       "status": 429,
+                     *       "code": "too_many_auth_failures",
+                     *       "detail": "Too many invalid API keys came from this client address; every request from it is refused, whatever its key, until Retry-After seconds have passed.",
+                     *       "instance": "/api/v1/people/erasures/{id}",
+                     *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_auth_failures" | "rate_limited";
+                    };
+                };
+            };
+            /**
+             * @description Service Unavailable. Codes:
+             *     - `service_unavailable`: A service behind the gateway is unavailable; retry later.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://reviews.example.com/docs#error-service_unavailable",
+                     *       "title": "Service Unavailable",
+                     *       "status": 503,
+                     *       "code": "service_unavailable",
+                     *       "detail": "A service behind the gateway is unavailable; retry later.",
+                     *       "instance": "/api/v1/people/erasures/{id}",
                      *       "requestId": "0190e0e0-7a2b-7c3d-8e4f-5a6b7c8d9e0f"
                      *     }
                      */

@@ -55,6 +55,68 @@ export function PrivacySettings({ t, session }: PageProps) {
           <dd id="retention-days">{days}</dd>
         </dl>
       )}
+      {writable && <ErasePerson t={t} session={session} />}
     </section>
+  );
+}
+
+interface Erasure {
+  id: string;
+  status: 'pending' | 'done';
+}
+
+/**
+ * Erasing one person (POST /account/v1/people/erase; docs/customer-respect.md, "Erasure of a person"),
+ * for owners and admins: by email, phone and/or CRM id, after a confirmation. What it does not yet reach
+ * is said on the page, as in the docs.
+ */
+function ErasePerson({ t }: PageProps) {
+  const [fields, setFields] = useState({ email: '', phone: '', contactExternalId: '' });
+  const [erasure, setErasure] = useState<Erasure | null>(null);
+  const [confirming, setConfirming] = useState(false);
+  const action = useAction();
+  const set = (field: keyof typeof fields) => (e: Event) => setFields({ ...fields, [field]: (e.currentTarget as HTMLInputElement).value });
+  const submit = (e: Event) => {
+    e.preventDefault();
+    setErasure(null);
+    if (!confirming) {
+      setConfirming(true);
+      return;
+    }
+    setConfirming(false);
+    const body = Object.fromEntries(Object.entries(fields).filter(([, value]) => value.trim() !== ''));
+    void action.run(async () => {
+      setErasure(await call<Erasure>('POST', '/people/erase', { body }));
+      setFields({ email: '', phone: '', contactExternalId: '' });
+    });
+  };
+  return (
+    <form onSubmit={submit} class="card" aria-label={t('erasePerson')}>
+      <h3>{t('erasePerson')}</h3>
+      <p class="hint" id="erase-hint">{t('eraseHint')}</p>
+      <ErrorNote error={action.error} t={t} />
+      {erasure && <p role="status">{erasure.status === 'done' ? t('erasureDone') : t('erasurePending')}</p>}
+      <label for="erase-email">{t('email')}</label>
+      <input id="erase-email" type="email" value={fields.email} onInput={set('email')} aria-describedby="erase-hint" />
+      <label for="erase-phone">{t('phone')}</label>
+      <input id="erase-phone" type="tel" value={fields.phone} onInput={set('phone')} />
+      <label for="erase-external-id">{t('contactExternalId')}</label>
+      <input id="erase-external-id" value={fields.contactExternalId} onInput={set('contactExternalId')} />
+      {confirming ? (
+        <p class="inline">
+          <span>{t('eraseConfirm')}</span>
+          <button type="submit" class="danger" disabled={action.busy}>
+            {t('eraseConfirmButton')}
+          </button>
+          <button type="button" class="link" onClick={() => setConfirming(false)}>
+            {t('cancel')}
+          </button>
+        </p>
+      ) : (
+        <button type="submit" class="danger" disabled={action.busy}>
+          {t('erasePerson')}
+        </button>
+      )}
+    </form>
   );
 }

@@ -10,6 +10,7 @@ import { accountRoutes, type AccountRouteDeps } from './routes';
 import { deliverabilityRoute, type DeliverabilityDeps } from '../admin/deliverabilityRoutes';
 import { txtLookup } from '../useCases/deliverability';
 import { accountLifecycleRoutes } from '../admin/lifecycleRoutes';
+import { accountErasureRoutes } from '../admin/erasureRoutes';
 
 const TAGS: Record<string, string> = {
   session: 'Signing in and out, and invitations.',
@@ -47,6 +48,7 @@ export function accountApi(deps: AccountRouteDeps & ConfigRouteDeps & { resolveS
       ...inboxRoutes(deps),
       ...configRoutes(deps),
       ...accountLifecycleRoutes(deps.clients),
+      ...accountErasureRoutes(deps.clients),
       ...accountMemberRoutes(deps),
       ...developerRoutes(deps),
       ...accountConnectorRoutes(deps),

@@ -11,6 +11,7 @@ import { memberRoutes } from './memberRoutes';
 import { busSystemEmails, type SystemEmails } from '../account/systemEmails';
 import { lifecycleRoutes } from './lifecycleRoutes';
 import { peopleRoutes } from './peopleRoutes';
+import { adminErasureRoutes } from './erasureRoutes';
 import { adminRoutes } from './routes';
 import { deliverabilityRoute, type DeliverabilityDeps } from './deliverabilityRoutes';
 import { txtLookup } from '../useCases/deliverability';
@@ -37,6 +38,7 @@ export function adminApi(
     routes: [
       ...adminRoutes(clients),
       ...peopleRoutes(clients),
+      ...adminErasureRoutes(clients),
       ...lifecycleRoutes(clients),
       ...connectorRoutes(clients),
       ...memberRoutes(clients, access.publicBaseUrl, access.systemEmails ?? busSystemEmails(undefined, access.publicBaseUrl, access.logger)),

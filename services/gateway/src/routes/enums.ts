@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import {
   CASCADE_STATUSES, CHANNEL_KEY_PATTERN, CONTACT_FIELDS, CRM_AUTH_MODES, CRM_KINDS, FINISH_REASONS, KNOWN_CHANNEL_KEYS, LOCALES, MAX_CHANNEL_KEY_LENGTH, PLANS, RECIPIENT_STATUSES, REROUTE_REASONS,
-  RATING_SOURCES, REVIEW_REQUEST_STATUSES, SCOPES, SKIP_REASONS, STEP_DELIVERY_OUTCOMES, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, SUPPRESSION_SOURCES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES,
+  PERSON_ERASURE_STATUSES, RATING_SOURCES, REVIEW_REQUEST_STATUSES, SCOPES, SKIP_REASONS, STEP_DELIVERY_OUTCOMES, STEP_STATUSES, SUBSCRIBABLE_EVENT_TYPES, SUPPRESSION_SOURCES, WEBHOOK_ATTEMPT_OUTCOMES, WEBHOOK_DELIVERY_STATUSES,
   WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENT_TYPES,
 } from '@rrs/proto';
 
@@ -74,6 +74,7 @@ export const SubscribableEventType = z.enum(SUBSCRIBABLE_EVENT_TYPES).meta({ id:
 
 export const WebhookEventType = z.enum(WEBHOOK_EVENT_TYPES).meta({ id: 'WebhookEventType', description: 'The type of a delivered event: a subscribable one, or `webhook.test` (POST /webhooks/{id}/test).' });
 
+export const PersonErasureStatus = z.enum(PERSON_ERASURE_STATUSES).meta({ id: 'PersonErasureStatus', description: '`pending` (recorded; some service has not erased yet), `done` (every service the erasure covers has erased the person: docs/customer-respect.md).' });
 export const WebhookDeliveryStatus = z.enum(WEBHOOK_DELIVERY_STATUSES).meta({ id: 'WebhookDeliveryStatus', description: '`pending` (an attempt is due), `delivered` (a 2xx came back), `failed` (retries exhausted, or the endpoint is gone or disabled).' });
 
 export const WebhookAttemptOutcome = z.enum(WEBHOOK_ATTEMPT_OUTCOMES).meta({ id: 'WebhookAttemptOutcome', description: '`delivered` (2xx), `retry` (another attempt is scheduled), `failed` (the last attempt).' });

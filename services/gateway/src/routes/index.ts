@@ -9,6 +9,7 @@ import { cascadeLookupRoutes, cascadeRoutes } from './cascades';
 import { reviewRequestCancelRoutes, reviewRequestRoutes } from './reviewRequests';
 import { ratingRoutes } from './ratings';
 import { channelRoutes } from './channels';
+import { peopleRoutes } from './people';
 
 export type { PublicRouteDeps } from './deps';
 
@@ -18,5 +19,5 @@ export type { PublicRouteDeps } from './deps';
  * (see docs/gateway-routes.md).
  */
 export function publicRoutes(deps: PublicRouteDeps): RouteSource[] {
-  return [...pingRoutes(), ...locationRoutes(deps), ...contactRoutes(deps), ...webhookRoutes(deps), ...flowRoutes(deps), ...cascadeRoutes(deps), ...cascadeLookupRoutes(deps), ...reviewRequestRoutes(deps), ...reviewRequestCancelRoutes(deps), ...ratingRoutes(deps), ...channelRoutes(deps)];
+  return [...pingRoutes(), ...locationRoutes(deps), ...contactRoutes(deps), ...webhookRoutes(deps), ...flowRoutes(deps), ...cascadeRoutes(deps), ...cascadeLookupRoutes(deps), ...reviewRequestRoutes(deps), ...reviewRequestCancelRoutes(deps), ...ratingRoutes(deps), ...channelRoutes(deps), ...peopleRoutes(deps)];
 }

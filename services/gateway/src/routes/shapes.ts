@@ -1,7 +1,7 @@
 /** JSON shapes more than one public resource answers with, and the conversions from gRPC values they share. */
 import { z } from 'zod';
 import type { schedulerV1 } from '@rrs/proto';
-import { ChannelKey } from './enums';
+import { ChannelKey, PersonErasureStatus } from './enums';
 
 export const FlowStepJson = z.object({
   order: z.number().int().meta({ description: '1-based position in the flow.' }),
@@ -26,6 +26,7 @@ export const EXAMPLE_IDS = {
   recipient: '0190e0e0-5555-7000-8000-000000000005',
   contact: '0190e0e0-6666-7000-8000-000000000006',
   reviewRequest: '0190e0e0-7777-7000-8000-000000000007',
+  erasure: '0190e0e0-8888-7000-8000-000000000008',
 } as const;
 
 /** A time as ISO 8601, null when unset. */
@@ -81,3 +82,29 @@ export function cursorParameter(kind: CursorKind, description: string, example: 
     .optional()
     .meta({ description, examples: [example] });
 }
+
+/* Erasure per person: the public API's, the admin API's and the console's routes answer alike (docs/customer-respect.md, "Erasure of a person"). */
+
+/** The identifiers a person is erased by; the schema of the admin and console routes too. */
+export const PersonErasureBody = z.strictObject({
+  email: z.string().max(254).optional().meta({ description: 'The person\'s email (any case).' }),
+  phone: z.string().max(64).optional().meta({ description: "The person's phone, any format; numbers without a country code are read in the organization's default region." }),
+  contactExternalId: z.string().max(200).optional().meta({ description: 'The CRM id of the contact (`externalId` of POST /contacts, `contactExternalId` of a recipient).' }),
+}).meta({ id: 'PersonErasureRequest', description: 'One or more of `email`, `phone`, `contactExternalId`: every record of the organization matching any of them, and every record sharing an address with those, is erased.' });
+
+/** The 202 of an erasure request. */
+export const PersonErasureAccepted = z.object({ id: z.string(), status: PersonErasureStatus });
+
+export const PersonErasureJson = z.object({
+  id: z.string(),
+  status: PersonErasureStatus,
+  requestedAt: z.string(),
+  doneAt: z.string().nullable().meta({ description: 'When every service the erasure covers had erased the person; null while pending.' }),
+}).meta({ id: 'PersonErasure' });
+
+export const EXAMPLE_ERASURE: z.infer<typeof PersonErasureJson> = { id: EXAMPLE_IDS.erasure, status: 'done', requestedAt: '2026-05-02T09:00:00.000Z', doneAt: '2026-05-02T09:00:00.350Z' };
+export const EXAMPLE_ERASURE_BODY: z.infer<typeof PersonErasureBody> = { email: 'anna@example.com', phone: '+7 916 123-45-67' };
+export const ERASURE_DESCRIPTION =
+  'Erases one person from the organization: their contacts (with the consent they carried), cascade recipients, step addresses, review requests and private feedback are deleted or irreversibly anonymized; ratings stay as anonymous numbers, so counts and statistics do not change; an opt-out stays as a keyed hash and still holds. ' +
+  'Not yet covered: the senders\' send logs, webhook deliveries, the CRM inbox, bot chats, stop replies and the development inbox (docs/customer-respect.md, "Erasure"). ' +
+  'The erasure runs while the request waits: the answer is normally `done`; a `pending` one is finished by a retry.';

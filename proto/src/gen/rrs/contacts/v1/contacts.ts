@@ -682,6 +682,22 @@ export interface RequestPasswordResetResponse {
   member: Member | undefined;
 }
 
+export interface ErasePersonContactsRequest {
+  organizationId: string;
+  /** Lower-case. */
+  email: string;
+  /** E.164. */
+  phone: string;
+  contactExternalId: string;
+}
+
+export interface ErasePersonContactsResponse {
+  contacts: number;
+  idempotencyKeys: number;
+  /** The deleted contacts' addresses (lower-case emails, E.164 phones), for the scheduler's erasure. */
+  addresses: string[];
+}
+
 function createBaseMember(): Member {
   return { id: "", organizationId: "", email: "", name: "", role: "", createdAt: undefined };
 }
@@ -10126,6 +10142,238 @@ export const RequestPasswordResetResponse: MessageFns<RequestPasswordResetRespon
   },
 };
 
+function createBaseErasePersonContactsRequest(): ErasePersonContactsRequest {
+  return { organizationId: "", email: "", phone: "", contactExternalId: "" };
+}
+
+export const ErasePersonContactsRequest: MessageFns<ErasePersonContactsRequest> = {
+  encode(message: ErasePersonContactsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    if (message.phone !== "") {
+      writer.uint32(26).string(message.phone);
+    }
+    if (message.contactExternalId !== "") {
+      writer.uint32(34).string(message.contactExternalId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ErasePersonContactsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseErasePersonContactsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.phone = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.contactExternalId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ErasePersonContactsRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      phone: isSet(object.phone) ? globalThis.String(object.phone) : "",
+      contactExternalId: isSet(object.contactExternalId)
+        ? globalThis.String(object.contactExternalId)
+        : isSet(object.contact_external_id)
+        ? globalThis.String(object.contact_external_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ErasePersonContactsRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.phone !== "") {
+      obj.phone = message.phone;
+    }
+    if (message.contactExternalId !== "") {
+      obj.contactExternalId = message.contactExternalId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ErasePersonContactsRequest>, I>>(base?: I): ErasePersonContactsRequest {
+    return ErasePersonContactsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ErasePersonContactsRequest>, I>>(object: I): ErasePersonContactsRequest {
+    const message = createBaseErasePersonContactsRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.email = object.email ?? "";
+    message.phone = object.phone ?? "";
+    message.contactExternalId = object.contactExternalId ?? "";
+    return message;
+  },
+};
+
+function createBaseErasePersonContactsResponse(): ErasePersonContactsResponse {
+  return { contacts: 0, idempotencyKeys: 0, addresses: [] };
+}
+
+export const ErasePersonContactsResponse: MessageFns<ErasePersonContactsResponse> = {
+  encode(message: ErasePersonContactsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.contacts !== 0) {
+      writer.uint32(8).int32(message.contacts);
+    }
+    if (message.idempotencyKeys !== 0) {
+      writer.uint32(16).int32(message.idempotencyKeys);
+    }
+    for (const v of message.addresses) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ErasePersonContactsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseErasePersonContactsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.contacts = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.idempotencyKeys = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.addresses.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ErasePersonContactsResponse {
+    return {
+      contacts: isSet(object.contacts) ? globalThis.Number(object.contacts) : 0,
+      idempotencyKeys: isSet(object.idempotencyKeys)
+        ? globalThis.Number(object.idempotencyKeys)
+        : isSet(object.idempotency_keys)
+        ? globalThis.Number(object.idempotency_keys)
+        : 0,
+      addresses: globalThis.Array.isArray(object?.addresses)
+        ? object.addresses.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ErasePersonContactsResponse): unknown {
+    const obj: any = {};
+    if (message.contacts !== 0) {
+      obj.contacts = Math.round(message.contacts);
+    }
+    if (message.idempotencyKeys !== 0) {
+      obj.idempotencyKeys = Math.round(message.idempotencyKeys);
+    }
+    if (message.addresses?.length) {
+      obj.addresses = message.addresses;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ErasePersonContactsResponse>, I>>(base?: I): ErasePersonContactsResponse {
+    return ErasePersonContactsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ErasePersonContactsResponse>, I>>(object: I): ErasePersonContactsResponse {
+    const message = createBaseErasePersonContactsResponse();
+    message.contacts = object.contacts ?? 0;
+    message.idempotencyKeys = object.idempotencyKeys ?? 0;
+    message.addresses = object.addresses?.map((e) => e) || [];
+    return message;
+  },
+};
+
 export type ContactsServiceService = typeof ContactsServiceService;
 export const ContactsServiceService = {
   /**
@@ -10297,6 +10545,22 @@ export const ContactsServiceService = {
     requestDeserialize: (value: Buffer): GetContactRequest => GetContactRequest.decode(value),
     responseSerialize: (value: GetContactResponse): Buffer => Buffer.from(GetContactResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetContactResponse => GetContactResponse.decode(value),
+  },
+  /**
+   * Erasure per person (docs/customer-respect.md, "Erasure"): deletes the organization's contacts with
+   * that lower-case email, E.164 phone or external id (their consent records with them) and the saved
+   * idempotent responses that hold one of those. Idempotent.
+   */
+  erasePersonContacts: {
+    path: "/rrs.contacts.v1.ContactsService/ErasePersonContacts" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ErasePersonContactsRequest): Buffer =>
+      Buffer.from(ErasePersonContactsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ErasePersonContactsRequest => ErasePersonContactsRequest.decode(value),
+    responseSerialize: (value: ErasePersonContactsResponse): Buffer =>
+      Buffer.from(ErasePersonContactsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ErasePersonContactsResponse => ErasePersonContactsResponse.decode(value),
   },
   /** The organization's templates: its own where set, else the default of its locale. */
   listTemplates: {
@@ -10623,6 +10887,12 @@ export interface ContactsServiceServer extends UntypedServiceImplementation {
    */
   upsertContact: handleUnaryCall<UpsertContactRequest, UpsertContactResponse>;
   getContact: handleUnaryCall<GetContactRequest, GetContactResponse>;
+  /**
+   * Erasure per person (docs/customer-respect.md, "Erasure"): deletes the organization's contacts with
+   * that lower-case email, E.164 phone or external id (their consent records with them) and the saved
+   * idempotent responses that hold one of those. Idempotent.
+   */
+  erasePersonContacts: handleUnaryCall<ErasePersonContactsRequest, ErasePersonContactsResponse>;
   /** The organization's templates: its own where set, else the default of its locale. */
   listTemplates: handleUnaryCall<ListTemplatesRequest, ListTemplatesResponse>;
   setTemplate: handleUnaryCall<SetTemplateRequest, SetTemplateResponse>;
@@ -10946,6 +11216,26 @@ export interface ContactsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetContactResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Erasure per person (docs/customer-respect.md, "Erasure"): deletes the organization's contacts with
+   * that lower-case email, E.164 phone or external id (their consent records with them) and the saved
+   * idempotent responses that hold one of those. Idempotent.
+   */
+  erasePersonContacts(
+    request: ErasePersonContactsRequest,
+    callback: (error: ServiceError | null, response: ErasePersonContactsResponse) => void,
+  ): ClientUnaryCall;
+  erasePersonContacts(
+    request: ErasePersonContactsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ErasePersonContactsResponse) => void,
+  ): ClientUnaryCall;
+  erasePersonContacts(
+    request: ErasePersonContactsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ErasePersonContactsResponse) => void,
   ): ClientUnaryCall;
   /** The organization's templates: its own where set, else the default of its locale. */
   listTemplates(

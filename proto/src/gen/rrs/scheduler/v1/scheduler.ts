@@ -1076,6 +1076,67 @@ export interface ListLifecycleActionsResponse {
   nextAfter: number;
 }
 
+/**
+ * One erasure request. It holds no identifier of the person (the evidence in `lifecycle_actions`
+ * names them by keyed hash).
+ */
+export interface PersonErasure {
+  id: string;
+  /** pending | done */
+  status: string;
+  requestedAt:
+    | Date
+    | undefined;
+  /** Absent while pending. */
+  doneAt: Date | undefined;
+}
+
+export interface RequestPersonErasureRequest {
+  organizationId: string;
+  email: string;
+  phone: string;
+  contactExternalId: string;
+  /** `api:<key id>`, `member:<id>`, `admin`. */
+  actor: string;
+}
+
+export interface RequestPersonErasureResponse {
+  erasure: PersonErasure | undefined;
+  idempotentReplayed: boolean;
+  /**
+   * The identifiers as this service read them (lower-case email, E.164 phone), for the other services'
+   * erasure; never saved with the idempotent response.
+   */
+  email: string;
+  phone: string;
+}
+
+export interface CompletePersonErasureRequest {
+  organizationId: string;
+  id: string;
+  email: string;
+  phone: string;
+  contactExternalId: string;
+  /**
+   * The addresses of the person's contacts the contacts service erased (lower-case emails, E.164
+   * phones): the person reached by another identifier.
+   */
+  addresses: string[];
+}
+
+export interface CompletePersonErasureResponse {
+  erasure: PersonErasure | undefined;
+}
+
+export interface GetPersonErasureRequest {
+  organizationId: string;
+  id: string;
+}
+
+export interface GetPersonErasureResponse {
+  erasure: PersonErasure | undefined;
+}
+
 function createBaseFlowStep(): FlowStep {
   return { order: 0, channel: "", delayMinutes: 0 };
 }
@@ -15479,6 +15540,783 @@ export const ListLifecycleActionsResponse: MessageFns<ListLifecycleActionsRespon
   },
 };
 
+function createBasePersonErasure(): PersonErasure {
+  return { id: "", status: "", requestedAt: undefined, doneAt: undefined };
+}
+
+export const PersonErasure: MessageFns<PersonErasure> = {
+  encode(message: PersonErasure, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.status !== "") {
+      writer.uint32(18).string(message.status);
+    }
+    if (message.requestedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.requestedAt), writer.uint32(26).fork()).join();
+    }
+    if (message.doneAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.doneAt), writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PersonErasure {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePersonErasure();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.requestedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.doneAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PersonErasure {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      requestedAt: isSet(object.requestedAt)
+        ? fromJsonTimestamp(object.requestedAt)
+        : isSet(object.requested_at)
+        ? fromJsonTimestamp(object.requested_at)
+        : undefined,
+      doneAt: isSet(object.doneAt)
+        ? fromJsonTimestamp(object.doneAt)
+        : isSet(object.done_at)
+        ? fromJsonTimestamp(object.done_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: PersonErasure): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.requestedAt !== undefined) {
+      obj.requestedAt = message.requestedAt.toISOString();
+    }
+    if (message.doneAt !== undefined) {
+      obj.doneAt = message.doneAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PersonErasure>, I>>(base?: I): PersonErasure {
+    return PersonErasure.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PersonErasure>, I>>(object: I): PersonErasure {
+    const message = createBasePersonErasure();
+    message.id = object.id ?? "";
+    message.status = object.status ?? "";
+    message.requestedAt = object.requestedAt ?? undefined;
+    message.doneAt = object.doneAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseRequestPersonErasureRequest(): RequestPersonErasureRequest {
+  return { organizationId: "", email: "", phone: "", contactExternalId: "", actor: "" };
+}
+
+export const RequestPersonErasureRequest: MessageFns<RequestPersonErasureRequest> = {
+  encode(message: RequestPersonErasureRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    if (message.phone !== "") {
+      writer.uint32(26).string(message.phone);
+    }
+    if (message.contactExternalId !== "") {
+      writer.uint32(34).string(message.contactExternalId);
+    }
+    if (message.actor !== "") {
+      writer.uint32(42).string(message.actor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RequestPersonErasureRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRequestPersonErasureRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.phone = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.contactExternalId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RequestPersonErasureRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      phone: isSet(object.phone) ? globalThis.String(object.phone) : "",
+      contactExternalId: isSet(object.contactExternalId)
+        ? globalThis.String(object.contactExternalId)
+        : isSet(object.contact_external_id)
+        ? globalThis.String(object.contact_external_id)
+        : "",
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+    };
+  },
+
+  toJSON(message: RequestPersonErasureRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.phone !== "") {
+      obj.phone = message.phone;
+    }
+    if (message.contactExternalId !== "") {
+      obj.contactExternalId = message.contactExternalId;
+    }
+    if (message.actor !== "") {
+      obj.actor = message.actor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RequestPersonErasureRequest>, I>>(base?: I): RequestPersonErasureRequest {
+    return RequestPersonErasureRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RequestPersonErasureRequest>, I>>(object: I): RequestPersonErasureRequest {
+    const message = createBaseRequestPersonErasureRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.email = object.email ?? "";
+    message.phone = object.phone ?? "";
+    message.contactExternalId = object.contactExternalId ?? "";
+    message.actor = object.actor ?? "";
+    return message;
+  },
+};
+
+function createBaseRequestPersonErasureResponse(): RequestPersonErasureResponse {
+  return { erasure: undefined, idempotentReplayed: false, email: "", phone: "" };
+}
+
+export const RequestPersonErasureResponse: MessageFns<RequestPersonErasureResponse> = {
+  encode(message: RequestPersonErasureResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.erasure !== undefined) {
+      PersonErasure.encode(message.erasure, writer.uint32(10).fork()).join();
+    }
+    if (message.idempotentReplayed !== false) {
+      writer.uint32(16).bool(message.idempotentReplayed);
+    }
+    if (message.email !== "") {
+      writer.uint32(26).string(message.email);
+    }
+    if (message.phone !== "") {
+      writer.uint32(34).string(message.phone);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RequestPersonErasureResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRequestPersonErasureResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.erasure = PersonErasure.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.idempotentReplayed = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.phone = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RequestPersonErasureResponse {
+    return {
+      erasure: isSet(object.erasure) ? PersonErasure.fromJSON(object.erasure) : undefined,
+      idempotentReplayed: isSet(object.idempotentReplayed)
+        ? globalThis.Boolean(object.idempotentReplayed)
+        : isSet(object.idempotent_replayed)
+        ? globalThis.Boolean(object.idempotent_replayed)
+        : false,
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      phone: isSet(object.phone) ? globalThis.String(object.phone) : "",
+    };
+  },
+
+  toJSON(message: RequestPersonErasureResponse): unknown {
+    const obj: any = {};
+    if (message.erasure !== undefined) {
+      obj.erasure = PersonErasure.toJSON(message.erasure);
+    }
+    if (message.idempotentReplayed !== false) {
+      obj.idempotentReplayed = message.idempotentReplayed;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.phone !== "") {
+      obj.phone = message.phone;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RequestPersonErasureResponse>, I>>(base?: I): RequestPersonErasureResponse {
+    return RequestPersonErasureResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RequestPersonErasureResponse>, I>>(object: I): RequestPersonErasureResponse {
+    const message = createBaseRequestPersonErasureResponse();
+    message.erasure = (object.erasure !== undefined && object.erasure !== null)
+      ? PersonErasure.fromPartial(object.erasure)
+      : undefined;
+    message.idempotentReplayed = object.idempotentReplayed ?? false;
+    message.email = object.email ?? "";
+    message.phone = object.phone ?? "";
+    return message;
+  },
+};
+
+function createBaseCompletePersonErasureRequest(): CompletePersonErasureRequest {
+  return { organizationId: "", id: "", email: "", phone: "", contactExternalId: "", addresses: [] };
+}
+
+export const CompletePersonErasureRequest: MessageFns<CompletePersonErasureRequest> = {
+  encode(message: CompletePersonErasureRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.email !== "") {
+      writer.uint32(26).string(message.email);
+    }
+    if (message.phone !== "") {
+      writer.uint32(34).string(message.phone);
+    }
+    if (message.contactExternalId !== "") {
+      writer.uint32(42).string(message.contactExternalId);
+    }
+    for (const v of message.addresses) {
+      writer.uint32(50).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompletePersonErasureRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompletePersonErasureRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.phone = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.contactExternalId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.addresses.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompletePersonErasureRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      phone: isSet(object.phone) ? globalThis.String(object.phone) : "",
+      contactExternalId: isSet(object.contactExternalId)
+        ? globalThis.String(object.contactExternalId)
+        : isSet(object.contact_external_id)
+        ? globalThis.String(object.contact_external_id)
+        : "",
+      addresses: globalThis.Array.isArray(object?.addresses)
+        ? object.addresses.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: CompletePersonErasureRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.phone !== "") {
+      obj.phone = message.phone;
+    }
+    if (message.contactExternalId !== "") {
+      obj.contactExternalId = message.contactExternalId;
+    }
+    if (message.addresses?.length) {
+      obj.addresses = message.addresses;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompletePersonErasureRequest>, I>>(base?: I): CompletePersonErasureRequest {
+    return CompletePersonErasureRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompletePersonErasureRequest>, I>>(object: I): CompletePersonErasureRequest {
+    const message = createBaseCompletePersonErasureRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.id = object.id ?? "";
+    message.email = object.email ?? "";
+    message.phone = object.phone ?? "";
+    message.contactExternalId = object.contactExternalId ?? "";
+    message.addresses = object.addresses?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseCompletePersonErasureResponse(): CompletePersonErasureResponse {
+  return { erasure: undefined };
+}
+
+export const CompletePersonErasureResponse: MessageFns<CompletePersonErasureResponse> = {
+  encode(message: CompletePersonErasureResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.erasure !== undefined) {
+      PersonErasure.encode(message.erasure, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompletePersonErasureResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompletePersonErasureResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.erasure = PersonErasure.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompletePersonErasureResponse {
+    return { erasure: isSet(object.erasure) ? PersonErasure.fromJSON(object.erasure) : undefined };
+  },
+
+  toJSON(message: CompletePersonErasureResponse): unknown {
+    const obj: any = {};
+    if (message.erasure !== undefined) {
+      obj.erasure = PersonErasure.toJSON(message.erasure);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompletePersonErasureResponse>, I>>(base?: I): CompletePersonErasureResponse {
+    return CompletePersonErasureResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompletePersonErasureResponse>, I>>(
+    object: I,
+  ): CompletePersonErasureResponse {
+    const message = createBaseCompletePersonErasureResponse();
+    message.erasure = (object.erasure !== undefined && object.erasure !== null)
+      ? PersonErasure.fromPartial(object.erasure)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseGetPersonErasureRequest(): GetPersonErasureRequest {
+  return { organizationId: "", id: "" };
+}
+
+export const GetPersonErasureRequest: MessageFns<GetPersonErasureRequest> = {
+  encode(message: GetPersonErasureRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organizationId !== "") {
+      writer.uint32(10).string(message.organizationId);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPersonErasureRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPersonErasureRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organizationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPersonErasureRequest {
+    return {
+      organizationId: isSet(object.organizationId)
+        ? globalThis.String(object.organizationId)
+        : isSet(object.organization_id)
+        ? globalThis.String(object.organization_id)
+        : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: GetPersonErasureRequest): unknown {
+    const obj: any = {};
+    if (message.organizationId !== "") {
+      obj.organizationId = message.organizationId;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetPersonErasureRequest>, I>>(base?: I): GetPersonErasureRequest {
+    return GetPersonErasureRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetPersonErasureRequest>, I>>(object: I): GetPersonErasureRequest {
+    const message = createBaseGetPersonErasureRequest();
+    message.organizationId = object.organizationId ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseGetPersonErasureResponse(): GetPersonErasureResponse {
+  return { erasure: undefined };
+}
+
+export const GetPersonErasureResponse: MessageFns<GetPersonErasureResponse> = {
+  encode(message: GetPersonErasureResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.erasure !== undefined) {
+      PersonErasure.encode(message.erasure, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPersonErasureResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPersonErasureResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.erasure = PersonErasure.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPersonErasureResponse {
+    return { erasure: isSet(object.erasure) ? PersonErasure.fromJSON(object.erasure) : undefined };
+  },
+
+  toJSON(message: GetPersonErasureResponse): unknown {
+    const obj: any = {};
+    if (message.erasure !== undefined) {
+      obj.erasure = PersonErasure.toJSON(message.erasure);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetPersonErasureResponse>, I>>(base?: I): GetPersonErasureResponse {
+    return GetPersonErasureResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetPersonErasureResponse>, I>>(object: I): GetPersonErasureResponse {
+    const message = createBaseGetPersonErasureResponse();
+    message.erasure = (object.erasure !== undefined && object.erasure !== null)
+      ? PersonErasure.fromPartial(object.erasure)
+      : undefined;
+    return message;
+  },
+};
+
 export type CascadeSchedulerServiceService = typeof CascadeSchedulerServiceService;
 export const CascadeSchedulerServiceService = {
   createFlow: {
@@ -15805,6 +16643,47 @@ export const CascadeSchedulerServiceService = {
     responseDeserialize: (value: Buffer): ListLifecycleActionsResponse => ListLifecycleActionsResponse.decode(value),
   },
   /**
+   * Erasure per person (docs/customer-respect.md, "Erasure"). RequestPersonErasure reads the identifiers
+   * (an email, a phone in the organization's region, an external id: one or more; `invalid` otherwise)
+   * and records the request as `pending`, under the caller's Idempotency-Key; the caller then erases the
+   * other services' rows and calls CompletePersonErasure, which erases this service's rows and marks
+   * the request `done`. Completing again is harmless. GetPersonErasure: `not_found` for another
+   * organization's or an unknown id.
+   */
+  requestPersonErasure: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/RequestPersonErasure" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RequestPersonErasureRequest): Buffer =>
+      Buffer.from(RequestPersonErasureRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RequestPersonErasureRequest => RequestPersonErasureRequest.decode(value),
+    responseSerialize: (value: RequestPersonErasureResponse): Buffer =>
+      Buffer.from(RequestPersonErasureResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RequestPersonErasureResponse => RequestPersonErasureResponse.decode(value),
+  },
+  completePersonErasure: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/CompletePersonErasure" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CompletePersonErasureRequest): Buffer =>
+      Buffer.from(CompletePersonErasureRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CompletePersonErasureRequest => CompletePersonErasureRequest.decode(value),
+    responseSerialize: (value: CompletePersonErasureResponse): Buffer =>
+      Buffer.from(CompletePersonErasureResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CompletePersonErasureResponse => CompletePersonErasureResponse.decode(value),
+  },
+  getPersonErasure: {
+    path: "/rrs.scheduler.v1.CascadeSchedulerService/GetPersonErasure" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetPersonErasureRequest): Buffer =>
+      Buffer.from(GetPersonErasureRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetPersonErasureRequest => GetPersonErasureRequest.decode(value),
+    responseSerialize: (value: GetPersonErasureResponse): Buffer =>
+      Buffer.from(GetPersonErasureResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetPersonErasureResponse => GetPersonErasureResponse.decode(value),
+  },
+  /**
    * A click on a public review link of the thank-you page (`/r/<token>/go/<index>`): recorded once per
    * review request and site, answered with the site's URL. Unknown token or index: NOT_FOUND (an expired
    * link: `link_expired`), nothing recorded.
@@ -16047,6 +16926,17 @@ export interface CascadeSchedulerServiceServer extends UntypedServiceImplementat
   getDataRetention: handleUnaryCall<GetDataRetentionRequest, GetDataRetentionResponse>;
   setDataRetention: handleUnaryCall<SetDataRetentionRequest, SetDataRetentionResponse>;
   listLifecycleActions: handleUnaryCall<ListLifecycleActionsRequest, ListLifecycleActionsResponse>;
+  /**
+   * Erasure per person (docs/customer-respect.md, "Erasure"). RequestPersonErasure reads the identifiers
+   * (an email, a phone in the organization's region, an external id: one or more; `invalid` otherwise)
+   * and records the request as `pending`, under the caller's Idempotency-Key; the caller then erases the
+   * other services' rows and calls CompletePersonErasure, which erases this service's rows and marks
+   * the request `done`. Completing again is harmless. GetPersonErasure: `not_found` for another
+   * organization's or an unknown id.
+   */
+  requestPersonErasure: handleUnaryCall<RequestPersonErasureRequest, RequestPersonErasureResponse>;
+  completePersonErasure: handleUnaryCall<CompletePersonErasureRequest, CompletePersonErasureResponse>;
+  getPersonErasure: handleUnaryCall<GetPersonErasureRequest, GetPersonErasureResponse>;
   /**
    * A click on a public review link of the thank-you page (`/r/<token>/go/<index>`): recorded once per
    * review request and site, answered with the site's URL. Unknown token or index: NOT_FOUND (an expired
@@ -16542,6 +17432,59 @@ export interface CascadeSchedulerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListLifecycleActionsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Erasure per person (docs/customer-respect.md, "Erasure"). RequestPersonErasure reads the identifiers
+   * (an email, a phone in the organization's region, an external id: one or more; `invalid` otherwise)
+   * and records the request as `pending`, under the caller's Idempotency-Key; the caller then erases the
+   * other services' rows and calls CompletePersonErasure, which erases this service's rows and marks
+   * the request `done`. Completing again is harmless. GetPersonErasure: `not_found` for another
+   * organization's or an unknown id.
+   */
+  requestPersonErasure(
+    request: RequestPersonErasureRequest,
+    callback: (error: ServiceError | null, response: RequestPersonErasureResponse) => void,
+  ): ClientUnaryCall;
+  requestPersonErasure(
+    request: RequestPersonErasureRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RequestPersonErasureResponse) => void,
+  ): ClientUnaryCall;
+  requestPersonErasure(
+    request: RequestPersonErasureRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RequestPersonErasureResponse) => void,
+  ): ClientUnaryCall;
+  completePersonErasure(
+    request: CompletePersonErasureRequest,
+    callback: (error: ServiceError | null, response: CompletePersonErasureResponse) => void,
+  ): ClientUnaryCall;
+  completePersonErasure(
+    request: CompletePersonErasureRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CompletePersonErasureResponse) => void,
+  ): ClientUnaryCall;
+  completePersonErasure(
+    request: CompletePersonErasureRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CompletePersonErasureResponse) => void,
+  ): ClientUnaryCall;
+  getPersonErasure(
+    request: GetPersonErasureRequest,
+    callback: (error: ServiceError | null, response: GetPersonErasureResponse) => void,
+  ): ClientUnaryCall;
+  getPersonErasure(
+    request: GetPersonErasureRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetPersonErasureResponse) => void,
+  ): ClientUnaryCall;
+  getPersonErasure(
+    request: GetPersonErasureRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetPersonErasureResponse) => void,
   ): ClientUnaryCall;
   /**
    * A click on a public review link of the thank-you page (`/r/<token>/go/<index>`): recorded once per
