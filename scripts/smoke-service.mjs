@@ -147,6 +147,9 @@ export async function smokeService(outDirArg, service, { log = console.log } = {
   env.WEBHOOK_SECRET_KEYS = randomBytes(32).toString('base64');
   // In production an admin token is never generated: the all-in-one refuses to start without one.
   env.ADMIN_TOKEN = `adm_smoke_${randomBytes(16).toString('hex')}`;
+  // A production sender without a provider refuses to start: the smoke start names the sink, as a staging does
+  // (docs/channels.md "The sink and production"); no message leaves the machine.
+  Object.assign(env, { EMAIL_PROVIDERS: 'sink', SMS_PROVIDERS: 'sink', MESSENGER_SINK: 'max,telegram' });
 
   const cleanups = [() => rmSync(dataDir, { recursive: true, force: true })];
   let child;
