@@ -44,7 +44,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { chartMemoryLimits, cpuSnapshot, nowMs, peakRssMb, percentiles, pgCount, processMatchers, readCounter, waitUntil } from './lib/send-measure.mjs';
-import { seedOrganization, startAllInOneShape, startDistributedShape } from './lib/send-shapes.mjs';
+import { cleanupOnce, seedOrganization, startAllInOneShape, startDistributedShape } from './lib/send-shapes.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -103,27 +103,8 @@ const addressOf = (r) => r.email ?? r.phone;
 const db = await createTestDatabase('rrs_bench_');
 let shape;
 let providers;
-let cleaned;
 /** Stops every process this run started and removes its database, bus streams and Redis keys; once. */
-function cleanup() {
-  cleaned ??= (async () => {
-    if (shape) await shape.stop().catch((err) => say(`stopping: ${err.message}`));
-    if (providers?.connected) {
-      providers.send('stop');
-      await new Promise((r) => providers.once('exit', r));
-    }
-    await db.drop();
-    if (SHAPE === 'distributed') {
-      await deleteJetStreamPrefix(busPrefix);
-      const Redis = require('ioredis');
-      const redis = new Redis(TEST_REDIS_URL, { lazyConnect: true });
-      await redis.connect();
-      for await (const keys of redis.scanStream({ match: `${redisPrefix}*`, count: 500 })) if (keys.length) await redis.del(...keys);
-      await redis.quit();
-    }
-  })();
-  return cleaned;
-}
+const cleanup = cleanupOnce({ db, distributed: SHAPE === 'distributed', busPrefix, redisPrefix, redisUrl: TEST_REDIS_URL, deleteJetStreamPrefix, running: () => ({ shape, providers }), say });
 process.once('SIGINT', () => {
   say('interrupted: cleaning up');
   cleanup().finally(() => process.exit(130));

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePorts } from '../../scripts/smoke-service.mjs';
@@ -182,4 +183,31 @@ export async function seedOrganization(base, adminToken, { smsBalance }) {
   await admin(base, adminToken, 'PUT', `${org}/templates/SMS`, { body: 'Bench Coffee: rate your visit {{link}}' });
   const { secret } = await admin(base, adminToken, 'POST', `${org}/api-keys`, { name: 'bench' });
   return { organizationId: organization.id, apiKey: secret, locationId: location.id };
+}
+
+/**
+ * The end of a bench run, whichever comes first (its end, an error, SIGINT), done once: stops the shape
+ * and the fake providers `running()` names, drops the database, and in the distributed shape removes the
+ * run's bus streams and Redis keys.
+ */
+export function cleanupOnce({ db, distributed, busPrefix, redisPrefix, redisUrl, deleteJetStreamPrefix, running, say }) {
+  let cleaned;
+  return () =>
+    (cleaned ??= (async () => {
+      const { shape, providers } = running();
+      if (shape) await shape.stop().catch((err) => say(`stopping: ${err.message}`));
+      if (providers?.connected) {
+        providers.send('stop');
+        await new Promise((r) => providers.once('exit', r));
+      }
+      await db.drop();
+      if (distributed) {
+        await deleteJetStreamPrefix(busPrefix);
+        const Redis = createRequire(import.meta.url)('ioredis');
+        const redis = new Redis(redisUrl, { lazyConnect: true });
+        await redis.connect();
+        for await (const keys of redis.scanStream({ match: `${redisPrefix}*`, count: 500 })) if (keys.length) await redis.del(...keys);
+        await redis.quit();
+      }
+    })());
 }
