@@ -36,7 +36,10 @@ describe('CRM request pace', () => {
     }
     const starts = [0, ...(await Promise.all(pending))].sort((a, b) => a - b);
     const gaps = starts.slice(1).map((at, i) => at - starts[i]);
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(150);
+    // The pacer keeps 158 ms between real starts; the test sees each start a little later (the budget's
+    // promise, then this callback), by a jitter that a loaded CI machine stretches to ~10 ms. A burst
+    // puts the late turns within a millisecond of each other, so two thirds of the spacing tells them apart.
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(105);
   });
 
   it('in one process, turns of an account start apart: never more than the limit in any second', async () => {
