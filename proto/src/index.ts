@@ -22,4 +22,3 @@ export * from './stopReplies';
 export * from './reviewLinks';
 export * from './botLinks';
 export * from './inbox';
-export * from './contactCascade';

@@ -15,5 +15,5 @@ export { type StartCascadeInput, type StartCascadeResult } from './startCascade'
 export { type RecipientInput } from './recipientInput';
 export { Reviews } from './reviews';
 export { TOKEN_PATTERN } from './links';
-export { ConfiguredChannels, grpcOrganizationProfiles, type OrganizationProfiles, type SendingProfile, type LocationInfo, type MemberInfo } from './organizationProfiles';
+export { ConfiguredChannels, grpcOrganizationProfiles, type OrganizationProfiles, type SavedContact, type SendingProfile, type LocationInfo, type MemberInfo } from './organizationProfiles';
 export * as engine from './engine';
