@@ -1,4 +1,4 @@
-export { buildConfig, fastClock, personHashKey, DEFAULT_MINUTE_MS, recipientQuotaEnvShape, recipientQuotasOf, type SchedulerConfig } from './config';
+export { buildConfig, fastClock, personHashKey, DEFAULT_MINUTE_MS, recipientQuotaEnvShape, recipientQuotasOf, dispatchBoundEnvShape, dispatchBoundOf, type SchedulerConfig } from './config';
 export { RecipientBudgets, RECIPIENT_WINDOWS, type RecipientBudgetConfig, type RecipientWindowState } from './recipientBudget';
 export { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY } from './personHash';
 export { retentionRound, startRetention } from './retention';
