@@ -23,3 +23,4 @@ export * from './reviewLinks';
 export * from './botLinks';
 export * from './inbox';
 export * from './contactCascade';
+export * from './personErased';
