@@ -1,4 +1,4 @@
-import { PERSON_ERASED_SUBJECT, personErasedEvent } from '@rrs/proto';
+import { eventsV1, PERSON_ERASED_SUBJECT, personErasedEvent } from '@rrs/proto';
 import { inTransaction, InvalidError, sqlArray, type Pool, type PoolClient } from '@rrs/runtime';
 import { addCounts, anonymizeRecipients, anonymizeReviewRequests, hashLedgers, recordLifecycleAction, type LifecycleCounts } from './anonymize';
 import { isUuid } from './ids';
@@ -56,7 +56,7 @@ export async function erasePerson(pool: Pool, hasher: AddressHasher, erasure: Pe
   for (let i = 0; i < ids.length; i += BATCH) {
     await inTransaction(pool, async (client) => {
       const batch = ids.slice(i, i + BATCH);
-      await announceErasure(client, erasure, `${batch[0]}`, await erasedIds(client, erasure.organizationId, batch));
+      await announceErasure(client, erasure, batch[0], await erasedIds(client, erasure.organizationId, batch));
       addCounts(counts, (await anonymizeRecipients(client, erasure.organizationId, batch)).counts);
     });
   }
@@ -76,7 +76,7 @@ export async function erasePerson(pool: Pool, hasher: AddressHasher, erasure: Pe
   return counts;
 }
 
-interface ErasedIds { recipientIds: string[]; stepIds: string[]; cascadeIds: string[]; reviewRequestIds: string[] }
+type ErasedIds = Omit<eventsV1.PersonErased, 'erasureId'>;
 
 /**
  * What the other services key the recipients' data by: the recipients, their cascades and review
@@ -104,8 +104,8 @@ async function erasedIds(client: PoolClient, organizationId: string, recipientId
  * batch's, so a batch announced twice is delivered once.
  */
 async function announceErasure(client: PoolClient, erasure: PersonErasure, batch: string, ids: ErasedIds): Promise<void> {
-  const payload = personErasedEvent(`person-erased:${erasure.requestId}:${batch}`, erasure.organizationId, { erasureId: erasure.requestId, ...ids }, new Date());
-  await writeOutbox(client, PERSON_ERASED_SUBJECT, [{ msgId: `person-erased:${erasure.requestId}:${batch}`, payload }]);
+  const id = `person-erased:${erasure.requestId}:${batch}`;
+  await writeOutbox(client, PERSON_ERASED_SUBJECT, [{ msgId: id, payload: personErasedEvent(id, erasure.organizationId, { erasureId: erasure.requestId, ...ids }, new Date()) }]);
 }
 
 /**
