@@ -22,3 +22,4 @@ export * from './stopReplies';
 export * from './reviewLinks';
 export * from './botLinks';
 export * from './inbox';
+export * from './personErased';
