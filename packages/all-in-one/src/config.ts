@@ -40,8 +40,8 @@ export interface AllInOneConfig {
   /** Recipients per minute and per day by plan (RECIPIENT_QUOTA_*; default PLAN_RECIPIENT_QUOTAS of @rrs/proto). */
   recipientQuotas?: Record<'trial' | 'standard' | 'pro', { perMinute: number; perDay: number }>;
   /** The dispatcher's in-flight bound per channel (`DISPATCH_IN_FLIGHT_PER_CHANNEL`, `DISPATCH_IN_FLIGHT_TARGET_MS`), as in the scheduler. */
-  dispatchInFlightPerChannel: number;
-  dispatchInFlightTargetMs: number;
+  dispatchInFlightPerChannel?: number;
+  dispatchInFlightTargetMs?: number;
   publicBaseUrl: string;
   /** Length of one flow minute (`DELAY_MINUTE_MS`); below 60000 only outside production. */
   minuteMs: number;
