@@ -1,4 +1,4 @@
-import { Event, PersonErased } from './gen/rrs/events/v1/events';
+import { ErasureReason, Event, PersonErased } from './gen/rrs/events/v1/events';
 
 /*
  * A person's erasure reaching every service (docs/customer-respect.md, "Erasure in every service"). The
@@ -7,6 +7,10 @@ import { Event, PersonErased } from './gen/rrs/events/v1/events';
  * EVENTS stream. Each service that holds the person's rows reads it with a durable consumer of its own
  * (`personErasedDurable`) and deletes or anonymizes them by the ids it carries; a service not deployed
  * has no durable and reads nothing. The event carries ids only, never a name, address or external id.
+ *
+ * A retention round (the scheduler's retention.ts) announces the finished recipients it anonymizes with
+ * the same event, `reason` ERASURE_REASON_RETENTION (docs/customer-respect.md, "Retention in every
+ * service"): the services remove exactly what an erasure removes, with the same code.
  */
 
 export const PERSON_ERASED_TYPE = 'lifecycle.person_erased';
@@ -20,6 +24,16 @@ export function personErasedDurable(service: string): string {
 /** The erasure as a consumer sees it: the organization and the ids of what was erased. */
 export interface ErasedPerson extends PersonErased {
   organizationId: string;
+}
+
+/** Why the ids were erased, for a consumer's log line: `request` (an erasure request) or `retention`. */
+export function erasedBecause(erased: Pick<PersonErased, 'reason'>): 'request' | 'retention' {
+  return erased.reason === ErasureReason.ERASURE_REASON_RETENTION ? 'retention' : 'request';
+}
+
+/** What a consumer logs about an erasure it applied (ids only). */
+export function erasureLogFields(erased: ErasedPerson): { organizationId: string; reason: 'request' | 'retention'; erasureId?: string; recipients: number } {
+  return { organizationId: erased.organizationId, reason: erasedBecause(erased), ...(erased.erasureId ? { erasureId: erased.erasureId } : {}), recipients: erased.recipientIds.length };
 }
 
 /** The envelope the outbox relays. `id` deduplicates it on the bus: one per erasure and batch. */

@@ -1,4 +1,4 @@
-import { consumePersonErasures, type ErasedPerson } from '@rrs/proto';
+import { consumePersonErasures, erasureLogFields, type ErasedPerson } from '@rrs/proto';
 import { sqlArray, type Bus, type Logger, type Pool, type Subscription } from '@rrs/runtime';
 import type { SinkOutbox } from './sink';
 
@@ -32,6 +32,6 @@ export function consumeSenderErasures(options: {
   return consumePersonErasures(options.bus, { service: options.service, logger: options.logger }, async (erased) => {
     const counts = await eraseSends(options.pool, erased, options.outbox);
     await options.eraseMore?.(erased, options.pool);
-    options.logger.info({ erasureId: erased.erasureId, organizationId: erased.organizationId, ...counts }, 'person erased from the send log');
+    options.logger.info({ ...erasureLogFields(erased), ...counts }, 'person erased from the send log');
   });
 }

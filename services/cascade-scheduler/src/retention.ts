@@ -1,5 +1,7 @@
-import { counter, histogram, inTransaction, startDueWorkLoop, type Logger, type Pool } from '@rrs/runtime';
+import { eventsV1 } from '@rrs/proto';
+import { counter, histogram, inTransaction, startDueWorkLoop, type Logger, type Pool, type PoolClient } from '@rrs/runtime';
 import { addCounts, anonymizeRecipients, anonymizeReviewRequests, hashLedgers, recordLifecycleAction, type LifecycleCounts } from './anonymize';
+import { announceErased, erasedIds, type ErasedIds } from './erasedAnnouncement';
 import type { AddressHasher } from './personHash';
 
 export const DEFAULT_RETENTION_DAYS = 365;
@@ -30,7 +32,8 @@ export interface RetentionOptions {
  * finished recipients still holding personal data, anonymizes (anonymize.ts) at most `batchSize` of
  * those finished longer ago than its `personal_data_retention_days`, and the review requests made
  * alone as long ago; their opt-outs older than the cutoff are kept as keyed hashes, their cooldown
- * rows dropped; one evidence row per organization. Then prunes step_results past the redelivery
+ * rows dropped; one evidence row per organization; one PersonErased event (reason retention) per batch,
+ * so the other services forget those recipients as they forget an erased person. Then prunes step_results past the redelivery
  * window. Each batch is its own short transaction that locks only finished recipients (SKIP LOCKED),
  * which the dispatcher never waits on: it locks recipients with scheduled steps, SKIP LOCKED too.
  * Resolves whether a batch was full (more is due now).
@@ -58,6 +61,7 @@ export async function retentionRound(options: RetentionOptions): Promise<{ count
         [organizationId, cutoff, batchSize],
       );
       const requests = await anonymizeReviewRequests(client, organizationId, alone.map((row) => row.id));
+      await announceRetention(client, organizationId, await erasedIds(client, organizationId, due.map((row) => row.id)), alone.map((row) => row.id));
       const ledgers = await hashLedgers(client, options.hasher, organizationId, addresses, cutoff);
       const mine = addCounts(addCounts(addCounts({}, recipients), requests), ledgers);
       if (Object.keys(mine).length > 0) await recordLifecycleAction(client, { organizationId, kind: 'retention', actor: 'retention', counts: mine });
@@ -79,6 +83,22 @@ export async function retentionRound(options: RetentionOptions): Promise<{ count
   for (const [table, n] of Object.entries(counts)) anonymized.inc({ table }, n);
   options.logger.info({ counts, organizations, more, ms: Math.round(seconds * 1000) }, 'retention round');
   return { counts, organizations, more };
+}
+
+/**
+ * The batch's ids for the other services (docs/customer-respect.md, "Retention in every service"):
+ * the PersonErased event an erasure writes, reason retention, in the batch's transaction. Its id is the
+ * organization's and the batch's first row's: a recipient or request is anonymized by one batch only.
+ */
+async function announceRetention(client: PoolClient, organizationId: string, ids: ErasedIds, alone: string[]): Promise<void> {
+  const first = ids.recipientIds[0] ?? alone[0];
+  if (!first) return;
+  await announceErased(client, {
+    id: `person-erased:retention:${organizationId}:${first}`,
+    organizationId,
+    reason: eventsV1.ErasureReason.ERASURE_REASON_RETENTION,
+    ids: { ...ids, reviewRequestIds: [...ids.reviewRequestIds, ...alone] },
+  });
 }
 
 /**

@@ -98,7 +98,7 @@ describe('data lifecycle in the scheduler: erasure and retention', () => {
     const decoded = eventsV1.Event.decode(event.payload);
     expect(decoded).toMatchObject({ type: PERSON_ERASED_TYPE, organizationId: ORG });
     expect(decoded.payload).toEqual({ $case: 'personErased', personErased: {
-      erasureId: 'erasure-1', recipientIds: [erased.recipientId], stepIds: expect.arrayContaining(steps.map((step) => step.id)), cascadeIds: [erased.cascadeId], reviewRequestIds: [expect.any(String)],
+      erasureId: 'erasure-1', reason: eventsV1.ErasureReason.ERASURE_REASON_REQUEST, recipientIds: [erased.recipientId], stepIds: expect.arrayContaining(steps.map((step) => step.id)), cascadeIds: [erased.cascadeId], reviewRequestIds: [expect.any(String)],
     } });
     // Erasing again finds nothing more, and announces nothing more.
     expect(await erasePerson(h.pool, hasher, { organizationId: ORG, requestId: 'erasure-2', actor: 'admin', email: anna.email, phone: '', contactExternalId: '' })).toEqual({});
@@ -144,6 +144,15 @@ describe('data lifecycle in the scheduler: erasure and retention', () => {
     const { rows: evidence } = await h.pool.query(`SELECT actor, counts FROM lifecycle_actions WHERE kind = 'retention' ORDER BY id`);
     expect(evidence.length).toBeGreaterThanOrEqual(2);
     expect(evidence.every((row) => row.actor === 'retention' && row.counts.recipients >= 1)).toBe(true);
+    // Each batch told the other services, by ids only, as an erasure does (reason retention): the oldest first.
+    const { rows: announced } = await h.pool.query<{ msg_id: string; payload: Buffer }>(`SELECT msg_id, payload FROM outbox WHERE subject = $1 ORDER BY id`, [PERSON_ERASED_SUBJECT]);
+    expect(announced.map((row) => row.msg_id)).toEqual([`person-erased:retention:${ORG}:${old2.recipientId}`, `person-erased:retention:${ORG}:${old1.recipientId}`]);
+    const { rows: steps } = await h.pool.query<{ id: string }>('SELECT id FROM recipient_steps WHERE recipient_id = $1', [old1.recipientId]);
+    expect(eventsV1.Event.decode(announced[1].payload)).toMatchObject({ type: PERSON_ERASED_TYPE, organizationId: ORG, payload: { $case: 'personErased', personErased: {
+      erasureId: '', reason: eventsV1.ErasureReason.ERASURE_REASON_RETENTION, recipientIds: [old1.recipientId], stepIds: expect.arrayContaining(steps.map((step) => step.id)),
+      cascadeIds: [old1.cascadeId], reviewRequestIds: [expect.any(String)],
+    } } });
+    for (const row of announced) for (const needle of ['Olga', 'Oleg', 'oldov', '7916']) expect(row.payload.toString('latin1')).not.toContain(needle);
   });
 });
 

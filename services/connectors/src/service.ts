@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { consumePersonErasures, contactsV1, schedulerV1 } from '@rrs/proto';
+import { consumePersonErasures, contactsV1, erasureLogFields, schedulerV1 } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { createGrpcClient, electHousekeepingLeader, Notifier, openBus, openServiceDatabase, reachAtStart, SecretBox, serveGrpc, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import type { ConnectorsConfig } from './config';
@@ -108,7 +108,7 @@ export async function startConnectors(config: StartConnectorsConfig, ctx: Servic
   const sub = await consumeOutcomeEvents(bus, { pool, logger: ctx.logger }, () => writeBack.wake());
   ctx.lifecycle.onStop('outcome events consumer', () => sub.drain());
   const erasures = await consumePersonErasures(bus, { service: 'connectors', logger: ctx.logger }, async (erased) => {
-    ctx.logger.info({ erasureId: erased.erasureId, organizationId: erased.organizationId, ...(await eraseConnectorRows(pool, erased)) }, 'person erased from the CRM inbox and write-backs');
+    ctx.logger.info({ ...erasureLogFields(erased), ...(await eraseConnectorRows(pool, erased)) }, 'person erased from the CRM inbox and write-backs');
   });
   ctx.lifecycle.onStop('erasures consumer', () => erasures.drain());
 

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { consumePersonErasures } from '@rrs/proto';
+import { consumePersonErasures, erasureLogFields } from '@rrs/proto';
 import { electHousekeepingLeader, Notifier, openBus, openServiceDatabase, SecretBox, serveGrpc, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { watchDeliveryBacklog } from './backlog';
@@ -66,7 +66,7 @@ export async function startWebhooks(config: StartWebhooksConfig, ctx: ServiceCon
   const events = await consumeEvents(bus, pool, ctx.logger, () => worker.wake());
   ctx.lifecycle.onStop('events consumer', () => events.drain());
   const erasures = await consumePersonErasures(bus, { service: 'webhooks', logger: ctx.logger }, async (erased) => {
-    ctx.logger.info({ erasureId: erased.erasureId, organizationId: erased.organizationId, ...(await eraseDeliveries(pool, erased)) }, 'person erased from the delivery log');
+    ctx.logger.info({ ...erasureLogFields(erased), ...(await eraseDeliveries(pool, erased)) }, 'person erased from the delivery log');
   });
   ctx.lifecycle.onStop('erasures consumer', () => erasures.drain());
 

@@ -8,6 +8,63 @@
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { Timestamp } from "../../../google/protobuf/timestamp";
 
+/** Why a PersonErased was written (docs/customer-respect.md, "Retention in every service"). */
+export enum ErasureReason {
+  /** ERASURE_REASON_UNSPECIFIED - Written before the reason existed: an erasure request. */
+  ERASURE_REASON_UNSPECIFIED = "ERASURE_REASON_UNSPECIFIED",
+  /** ERASURE_REASON_REQUEST - A person's erasure request (`erasure_id` names it). */
+  ERASURE_REASON_REQUEST = "ERASURE_REASON_REQUEST",
+  /** ERASURE_REASON_RETENTION - A retention round of the organization's `personalDataRetentionDays` (`erasure_id` is empty). */
+  ERASURE_REASON_RETENTION = "ERASURE_REASON_RETENTION",
+  UNRECOGNIZED = "UNRECOGNIZED",
+}
+
+export function erasureReasonFromJSON(object: any): ErasureReason {
+  switch (object) {
+    case 0:
+    case "ERASURE_REASON_UNSPECIFIED":
+      return ErasureReason.ERASURE_REASON_UNSPECIFIED;
+    case 1:
+    case "ERASURE_REASON_REQUEST":
+      return ErasureReason.ERASURE_REASON_REQUEST;
+    case 2:
+    case "ERASURE_REASON_RETENTION":
+      return ErasureReason.ERASURE_REASON_RETENTION;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ErasureReason.UNRECOGNIZED;
+  }
+}
+
+export function erasureReasonToJSON(object: ErasureReason): string {
+  switch (object) {
+    case ErasureReason.ERASURE_REASON_UNSPECIFIED:
+      return "ERASURE_REASON_UNSPECIFIED";
+    case ErasureReason.ERASURE_REASON_REQUEST:
+      return "ERASURE_REASON_REQUEST";
+    case ErasureReason.ERASURE_REASON_RETENTION:
+      return "ERASURE_REASON_RETENTION";
+    case ErasureReason.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+export function erasureReasonToNumber(object: ErasureReason): number {
+  switch (object) {
+    case ErasureReason.ERASURE_REASON_UNSPECIFIED:
+      return 0;
+    case ErasureReason.ERASURE_REASON_REQUEST:
+      return 1;
+    case ErasureReason.ERASURE_REASON_RETENTION:
+      return 2;
+    case ErasureReason.UNRECOGNIZED:
+    default:
+      return -1;
+  }
+}
+
 export interface Event {
   /** Unique per event; the webhook-id of every delivery of it. */
   id: string;
@@ -28,12 +85,13 @@ export interface Event {
 }
 
 /**
- * A person's erasure in the scheduler (docs/customer-respect.md, "Erasure in every service"), on
+ * A person's erasure in the scheduler (docs/customer-respect.md, "Erasure in every service"), or a
+ * retention round's anonymization of finished recipients ("Retention in every service"), on
  * `events.lifecycle.person_erased`: what each other service needs to find the person's rows, by id only.
  * It names nobody: no name, address or external id, so the stream may keep it like any event.
  */
 export interface PersonErased {
-  /** The erasure request's id (person_erasures). */
+  /** The erasure request's id (person_erasures); empty for a retention round. */
   erasureId: string;
   /** The recipients anonymized (bot chats linked by them; webhook events about them). */
   recipientIds: string[];
@@ -43,6 +101,8 @@ export interface PersonErased {
   cascadeIds: string[];
   /** Their review requests, and those made alone for the person (webhook events about them). */
   reviewRequestIds: string[];
+  /** Why they were anonymized; every service removes the same rows either way. */
+  reason: ErasureReason;
 }
 
 /** `review_request.rated`: a rating through a personal link made by POST /review-requests. */
@@ -350,7 +410,14 @@ export const Event: MessageFns<Event> = {
 };
 
 function createBasePersonErased(): PersonErased {
-  return { erasureId: "", recipientIds: [], stepIds: [], cascadeIds: [], reviewRequestIds: [] };
+  return {
+    erasureId: "",
+    recipientIds: [],
+    stepIds: [],
+    cascadeIds: [],
+    reviewRequestIds: [],
+    reason: ErasureReason.ERASURE_REASON_UNSPECIFIED,
+  };
 }
 
 export const PersonErased: MessageFns<PersonErased> = {
@@ -369,6 +436,9 @@ export const PersonErased: MessageFns<PersonErased> = {
     }
     for (const v of message.reviewRequestIds) {
       writer.uint32(42).string(v!);
+    }
+    if (message.reason !== ErasureReason.ERASURE_REASON_UNSPECIFIED) {
+      writer.uint32(48).int32(erasureReasonToNumber(message.reason));
     }
     return writer;
   },
@@ -426,6 +496,14 @@ export const PersonErased: MessageFns<PersonErased> = {
             message.reviewRequestIds.push(reader.string());
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.reason = erasureReasonFromJSON(reader.int32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -465,6 +543,7 @@ export const PersonErased: MessageFns<PersonErased> = {
         : globalThis.Array.isArray(object?.review_request_ids)
         ? object.review_request_ids.map((e: any) => globalThis.String(e))
         : [],
+      reason: isSet(object.reason) ? erasureReasonFromJSON(object.reason) : ErasureReason.ERASURE_REASON_UNSPECIFIED,
     };
   },
 
@@ -485,6 +564,9 @@ export const PersonErased: MessageFns<PersonErased> = {
     if (message.reviewRequestIds?.length) {
       obj.reviewRequestIds = message.reviewRequestIds;
     }
+    if (message.reason !== ErasureReason.ERASURE_REASON_UNSPECIFIED) {
+      obj.reason = erasureReasonToJSON(message.reason);
+    }
     return obj;
   },
 
@@ -498,6 +580,7 @@ export const PersonErased: MessageFns<PersonErased> = {
     message.stepIds = object.stepIds?.map((e) => e) || [];
     message.cascadeIds = object.cascadeIds?.map((e) => e) || [];
     message.reviewRequestIds = object.reviewRequestIds?.map((e) => e) || [];
+    message.reason = object.reason ?? ErasureReason.ERASURE_REASON_UNSPECIFIED;
     return message;
   },
 };
