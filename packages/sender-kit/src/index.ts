@@ -24,3 +24,4 @@ export * from './smsText';
 export * from './messengerText';
 export * from './alertText';
 export * from './personErasure';
+export * from './sendHistory';

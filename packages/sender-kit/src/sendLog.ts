@@ -129,7 +129,8 @@ export class SendLog {
     }
     return items.map((item) => {
       const answer = answers.get(item.step.stepId);
-      // Rows are never deleted, so a conflict that returned nothing means the row is there.
+      // Rows are deleted only SEND_LOG_KEEP_DAYS after their claim (sendHistory.ts), long after any delivery of
+      // their step, so a conflict that returned nothing means the row is there.
       if (!answer) throw new Error(`send log row of step ${item.step.stepId} not found after a conflicting insert`);
       return answer;
     });

@@ -1,5 +1,5 @@
 import type { ErasedPerson } from '@rrs/proto';
-import { openBus, type Bus, type BusConfig, type Pool, type ServiceContext, type Subscription } from '@rrs/runtime';
+import { electHousekeepingLeader, openBus, type Bus, type BusConfig, type Pool, type ServiceContext, type Subscription } from '@rrs/runtime';
 import type { SenderBaseConfig } from './config';
 import { Redis } from 'ioredis';
 import { createProviderRate, rateLimitedSend, type ProviderRate } from './providerRate';
@@ -9,6 +9,7 @@ import { announceChannels, type AnnouncedEntry, type ChannelAvailability } from 
 import { StepResultPublisher } from './result';
 import { startSender, type SendStep } from './sender';
 import { consumeSenderErasures } from './personErasure';
+import { startSendHistoryPruning } from './sendHistory';
 import { openSendLog, type SenderMigrations, type SendLog } from './sendLog';
 import type { SinkOutbox } from './sink';
 
@@ -110,6 +111,8 @@ export async function startChannelSender(
   const bus = await openBus(config, ctx, options.service, options.bus, { required: true });
   const { log: sendLog, pool } = await openSendLog({ databaseUrl: config.databaseUrl, schema: options.schema, pool: options.pool, migrations: options.migrations }, ctx);
   const results = new StepResultPublisher(bus);
+  const history = startSendHistoryPruning({ pool, logger: ctx.logger, leader: electHousekeepingLeader(ctx, config.databaseUrl, options.service) });
+  ctx.lifecycle.onStop('send history pruning', () => history.stop());
   const rateOf = await providerRates(config, ctx);
   const subscriptions: Subscription[] = [];
   const erasures = await consumeSenderErasures({ bus, pool, service: options.service, logger: ctx.logger, outbox: options.outbox, eraseMore: options.eraseMore });
