@@ -3,8 +3,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AddressHasher, retentionRound } from '@rrs/cascade-scheduler';
 import { createPool, type Pool } from '@rrs/runtime';
-import { createTestDatabase, FakeAmoCrm, testContext, waitFor, type TestDatabase } from '@rrs/testkit';
+import { createTestDatabase, FakeAmoCrm, testContext, testLogger, waitFor, type TestDatabase } from '@rrs/testkit';
 import { startAllInOne, type DevelopmentAllInOne } from '../src/launcher';
 
 // The test gives a DATABASE_URL, so embedded PostgreSQL (an ES module jest cannot load) is never started.
@@ -15,6 +16,7 @@ jest.mock('../src/embeddedPostgres', () => ({
 const PUBLIC_BASE = 'http://localhost:8080';
 /** One flow minute: the demo flow's "SMS an hour later" comes 1.2 s after the email. */
 const MINUTE_MS = 20;
+const PERSON_HASH_KEY = 'all-in-one-erasure-test-person-hash-key';
 
 /**
  * Issue 35, "Done when": a person goes through everything the service does with people (a won CRM deal,
@@ -23,7 +25,8 @@ const MINUTE_MS = 20;
  * and afterwards their email, phone and name are in no text, varchar, jsonb, bytea or array column of
  * any table of any schema of the database every service shares here, while the organization's counts
  * and ratings are the same and the opt-out still holds (docs/customer-respect.md, "Erasure in every
- * service").
+ * service"). And the same reach for retention: recipients the scheduler's retention anonymizes are
+ * forgotten by every other service too ("Retention in every service").
  */
 describe('all-in-one: erasing a person reaches every service', () => {
   let db: TestDatabase;
@@ -48,7 +51,7 @@ describe('all-in-one: erasing a person reaches every service', () => {
       });
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    aio = await startAllInOne({ host: '127.0.0.1', port: 0, dataDir: dir, databaseUrl: db.url, embeddedPostgresPort: 0, publicBaseUrl: PUBLIC_BASE, minuteMs: MINUTE_MS, allowHttpCrm: true, production: false, adminTokens: 'generate', opsHost: '127.0.0.1', opsPort: 0, logLevel: 'warn' }, ctx);
+    aio = await startAllInOne({ host: '127.0.0.1', port: 0, dataDir: dir, databaseUrl: db.url, embeddedPostgresPort: 0, publicBaseUrl: PUBLIC_BASE, minuteMs: MINUTE_MS, personHashKey: PERSON_HASH_KEY, allowHttpCrm: true, production: false, adminTokens: 'generate', opsHost: '127.0.0.1', opsPort: 0, logLevel: 'warn' }, ctx);
     ctx.health.setReady(true);
     pool = createPool({ url: db.url, schema: 'public' });
   });
@@ -95,30 +98,37 @@ describe('all-in-one: erasing a person reaches every service', () => {
     return rows[0];
   }
 
-  it('a person through a full cascade, erased, is in no column of any schema; the numbers stay and the opt-out holds', async () => {
-    const person = { name: 'Zinaida Stiraemova', email: 'zinaida.stiraemova@example.com', phone: '+7 916 555-71-93' };
-    const e164 = '+79165557193';
-    const { locations } = (await (await api('/locations')).json()) as { locations: Array<{ id: string }> };
+  let connected: Promise<{ inboundUrl: string; locationId: string }> | undefined;
+  /** The integrator's endpoint (on this test's receiver) and an amoCRM connector, made once for the file. */
+  function connect(): Promise<{ inboundUrl: string; locationId: string }> {
+    connected ??= (async () => {
+      const { locations } = (await (await api('/locations')).json()) as { locations: Array<{ id: string }> };
+      // The integrator's endpoint, on this test's receiver (loopback http outside production).
+      const hook = await api('/webhooks', { method: 'POST', headers: { 'idempotency-key': 'erase-hook' }, body: JSON.stringify({ url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, events: ['cascade.recipient.finished', 'cascade.recipient.rated'] }) });
+      expect(hook.status).toBe(201);
+      // The CRM: a connector whose won deals start cascades.
+      const created = await admin('/connectors', { method: 'POST', body: JSON.stringify({ kind: 'amocrm', name: 'Sales', amocrm: { baseUrl: amo.url, longLivedToken: amo.issueLongLivedToken() }, locationId: locations[0].id }) });
+      expect(created.status).toBe(201);
+      const { connector, inboundUrl } = (await created.json()) as { connector: { id: string }; inboundUrl: string };
+      await waitFor(async () => ((await (await admin(`/connectors/${connector.id}/status`)).json()) as { status: { lastSyncAt: string | null } }).status.lastSyncAt !== null, { what: "the connector's first reconciliation" });
+      return { inboundUrl, locationId: locations[0].id };
+    })();
+    return connected;
+  }
 
-    // The integrator's endpoint, on this test's receiver (loopback http outside production).
-    const hook = await api('/webhooks', { method: 'POST', headers: { 'idempotency-key': 'erase-hook' }, body: JSON.stringify({ url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, events: ['cascade.recipient.finished', 'cascade.recipient.rated'] }) });
-    expect(hook.status).toBe(201);
-
-    // The CRM: a connector, and the person's deal won in amoCRM.
-    const created = await admin('/connectors', { method: 'POST', body: JSON.stringify({ kind: 'amocrm', name: 'Sales', amocrm: { baseUrl: amo.url, longLivedToken: amo.issueLongLivedToken() }, locationId: locations[0].id }) });
-    expect(created.status).toBe(201);
-    const { connector, inboundUrl } = (await created.json()) as { connector: { id: string }; inboundUrl: string };
-    await waitFor(async () => ((await (await admin(`/connectors/${connector.id}/status`)).json()) as { status: { lastSyncAt: string | null } }).status.lastSyncAt !== null, { what: "the connector's first reconciliation" });
+  /**
+   * The person's deal won in amoCRM, the email, then the SMS an hour (of the fast clock) later, a low
+   * rating with `feedback` on the form as a browser sends it; resolves once the finish event reached the
+   * integrator and the CRM. Returns what the bot link needs.
+   */
+  async function throughCascade(person: { name: string; email: string; phone: string }, e164: string, feedback: string) {
+    const { inboundUrl } = await connect();
     const contact = amo.addContact(person);
     const lead = amo.addLead({ contactId: contact.id });
     const hooked = await fetch(`${aio.url}${inboundUrl.slice(PUBLIC_BASE.length)}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: amo.moveLead(lead.id, 142) });
     expect(hooked.status).toBe(200);
-
-    // The email, then the SMS an hour (of the fast clock) later, both in the dev inbox.
     const email = await waitFor(async () => (await inbox()).find((m) => m.channel === 'EMAIL' && m.to === person.email), { what: 'the email', timeoutMs: 30_000 });
     await waitFor(async () => (await inbox()).find((m) => m.channel === 'SMS' && m.to === e164), { what: 'the SMS', timeoutMs: 30_000 });
-
-    // A low rating with feedback, on the form as a browser sends it.
     const formPath = localPath(email.link);
     const page = await fetch(`${aio.url}${formPath}`);
     const cookie = page.headers.get('set-cookie')!.split(';')[0];
@@ -126,7 +136,20 @@ describe('all-in-one: erasing a person reaches every service', () => {
     const form = (path: string, fields: Record<string, string>) =>
       fetch(`${aio.url}${path}`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, ...fields }) });
     expect((await form(`${formPath}/rating`, { rating: '2' })).status).toBe(303);
-    expect((await form(`${formPath}/feedback`, { text: 'Zinaida found the coffee cold' })).status).toBe(303);
+    expect((await form(`${formPath}/feedback`, { text: feedback })).status).toBe(303);
+    await waitFor(() => received.some((body) => body.includes(person.email) && body.includes(feedback)), { what: 'the webhook delivered', timeoutMs: 30_000 });
+    await waitFor(() => amo.notesOf(lead.id).some((note) => String(note.params.text).includes(feedback)), { what: 'the write-back to the lead', timeoutMs: 30_000 });
+    await waitFor(async () => (await pool.query(`SELECT count(*)::int AS n FROM connectors.write_backs WHERE status = 'pending'`)).rows[0].n === 0, { what: 'the write-back settled' });
+    await waitFor(async () => (await pool.query(`SELECT count(*)::int AS n FROM webhooks.deliveries WHERE status = 'pending'`)).rows[0].n === 0, { what: 'the delivery settled' });
+    return { formPath, cookie };
+  }
+
+  it('a person through a full cascade, erased, is in no column of any schema; the numbers stay and the opt-out holds', async () => {
+    const person = { name: 'Zinaida Stiraemova', email: 'zinaida.stiraemova@example.com', phone: '+7 916 555-71-93' };
+    const e164 = '+79165557193';
+    const { locationId } = await connect();
+    // The CRM deal, the email and the SMS, a low rating with feedback, the webhook and the write-back.
+    const { formPath, cookie } = await throughCascade(person, e164, 'Zinaida found the coffee cold');
 
     // The Telegram bot linked from the thank-you page, then /stop: the opt-out.
     const thanks = await (await fetch(`${aio.url}${formPath}`, { headers: { cookie } })).text();
@@ -134,12 +157,6 @@ describe('all-in-one: erasing a person reaches every service', () => {
     const code = new URL(botLink).searchParams.get('start')!;
     expect((await fetch(`${aio.url}/dev/bots/telegram/start`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ code }) })).status).toBe(303);
     expect((await fetch(`${aio.url}/dev/bots/telegram/stop`, { method: 'POST', redirect: 'manual' })).status).toBe(303);
-
-    // The finish event with the feedback reached the integrator and the CRM.
-    await waitFor(() => received.some((body) => body.includes(person.email) && body.includes('coffee cold')), { what: 'the webhook delivered', timeoutMs: 30_000 });
-    await waitFor(() => amo.notesOf(lead.id).some((note) => String(note.params.text).includes('coffee cold')), { what: 'the write-back to the lead', timeoutMs: 30_000 });
-    await waitFor(async () => (await pool.query(`SELECT count(*)::int AS n FROM connectors.write_backs WHERE status = 'pending'`)).rows[0].n === 0, { what: 'the write-back settled' });
-    await waitFor(async () => (await pool.query(`SELECT count(*)::int AS n FROM webhooks.deliveries WHERE status = 'pending'`)).rows[0].n === 0, { what: 'the delivery settled' });
 
     // Before: the person is in every service's tables (so the search below can find them).
     const before = await whereFound(person.email);
@@ -165,7 +182,7 @@ describe('all-in-one: erasing a person reaches every service', () => {
 
     // The numbers are the same; the opt-out holds: a new request to her phone is skipped, nothing sent.
     expect(await statistics()).toEqual(numbers);
-    const again = await api('/channels/telegram/send', { method: 'POST', body: JSON.stringify({ locationId: locations[0].id, recipients: [{ name: 'Z', phone: person.phone }] }) });
+    const again = await api('/channels/telegram/send', { method: 'POST', body: JSON.stringify({ locationId, recipients: [{ name: 'Z', phone: person.phone }] }) });
     expect(again.status).toBe(202);
     const againId = ((await again.json()) as { id: string }).id;
     const skipped = await waitFor(async () => {
@@ -173,5 +190,49 @@ describe('all-in-one: erasing a person reaches every service', () => {
       return body.recipients[0].steps[0].status === 'skipped' ? body.recipients[0].steps[0] : undefined;
     }, { what: 'the new request skipped' });
     expect(skipped.reason).toBe('opted_out');
+  });
+
+  it("retention in the scheduler reaches every service: a recipient finished past it is forgotten by the senders, webhooks, connectors and dev inbox; a recent one is kept", async () => {
+    const old = { name: 'Varvara Davnova', email: 'varvara.davnova@example.com', phone: '+7 916 555-72-01' };
+    const oldE164 = '+79165557201';
+    const recent = { name: 'Kira Svezheva', email: 'kira.svezheva@example.com', phone: '+7 916 555-72-02' };
+    const recentE164 = '+79165557202';
+    await throughCascade(old, oldE164, 'Varvara waited too long');
+    await throughCascade(recent, recentE164, 'Kira waited a little');
+    const finished = async (email: string) => (await pool.query(`SELECT finished_at IS NOT NULL AS done FROM scheduler.recipients WHERE email = $1`, [email])).rows[0]?.done === true;
+    await waitFor(async () => (await finished(old.email)) && (await finished(recent.email)), { what: 'both recipients finished', timeoutMs: 30_000 });
+    // Varvara finished more than the default 365 days ago; her events went out as long ago, and the
+    // relay purged them after a day (outboxRelay.ts).
+    await pool.query(`UPDATE scheduler.recipients SET finished_at = now() - interval '400 days' WHERE email = $1`, [old.email]);
+    await pool.query(`UPDATE scheduler.person_activity SET last_sent_at = now() - interval '400 days', last_rated_at = now() - interval '400 days' WHERE address IN ($1, $2)`, [old.email, oldE164]);
+    await pool.query('DELETE FROM scheduler.outbox WHERE published_at IS NOT NULL');
+    const oldNeedles = [old.email, oldE164, 'Varvara', 'Davnova', 'waited too long'];
+    for (const where of [await whereFound(oldE164), await whereFound('waited too long'), await whereFound(old.email)]) expect(where.length).toBeGreaterThan(0);
+    expect(await whereFound(oldE164)).toContain('channel_sms.send_log.address');
+    expect(await whereFound('waited too long')).toEqual(expect.arrayContaining(['connectors.write_backs.feedback', 'webhooks.events.body']));
+    const recentBefore = { address: await whereFound(recentE164), feedback: await whereFound('waited a little'), email: await whereFound(recent.email) };
+
+    const schedulerPool = createPool({ url: db.url, schema: 'scheduler' });
+    try {
+      const round = await retentionRound({ pool: schedulerPool, hasher: new AddressHasher(PERSON_HASH_KEY), logger: testLogger() });
+      expect(round.counts.recipients).toBe(1);
+    } finally {
+      await schedulerPool.end();
+    }
+
+    // The other services read the retention's event and forget her rows. The contacts service is not
+    // retention's: a contact is the customer's own directory, and its saved POST answers expire in a day
+    // (docs/customer-respect.md "Per table").
+    const left = async () => {
+      const found: Record<string, string[]> = {};
+      for (const needle of oldNeedles) found[needle] = (await whereFound(needle)).filter((where) => !where.startsWith('contacts.'));
+      return found;
+    };
+    await waitFor(async () => Object.values(await left()).every((where) => where.length === 0), { what: 'her rows gone from every service', timeoutMs: 30_000, intervalMs: 500 }).catch(() => undefined);
+    expect(await left()).toEqual(Object.fromEntries(oldNeedles.map((needle) => [needle, []])));
+    expect((await inbox()).filter((m) => m.to === old.email || m.to === oldE164 || m.text.includes('Varvara'))).toEqual([]);
+    // Kira, finished just now, is untouched everywhere.
+    expect({ address: await whereFound(recentE164), feedback: await whereFound('waited a little'), email: await whereFound(recent.email) }).toEqual(recentBefore);
+    expect((await inbox()).filter((m) => m.to === recent.email || m.to === recentE164)).toHaveLength(2);
   });
 });
