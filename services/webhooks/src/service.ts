@@ -47,7 +47,7 @@ export async function startWebhooks(config: StartWebhooksConfig, ctx: ServiceCon
   ctx.lifecycle.onStop('delivery backlog metrics', watchDeliveryBacklog(pool));
   const housekeeping = electHousekeepingLeader(ctx, config.databaseUrl, 'webhooks');
   startIdempotencyPurge(pool, ctx, undefined, housekeeping);
-  const stopLogPurge = schedulePurgeDeliveryLog(pool, config.policy.logRetentionMs, 3_600_000, (err) => ctx.logger.warn({ err }, 'delivery log purge failed'), housekeeping);
+  const stopLogPurge = schedulePurgeDeliveryLog(pool, config.policy.logRetentionMs, 3_600_000, ctx.logger, housekeeping);
   ctx.lifecycle.onStop('delivery log purge', stopLogPurge);
 
   const guard = new UrlGuard({ allowLoopbackHttp: config.allowLoopbackHttp, resolve: deps.resolve });

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createPool, migrate, type Pool } from '@rrs/runtime';
-import { createTestDatabase, type TestDatabase } from '@rrs/testkit';
+import { createTestDatabase, wholeTableReadsOf, type TestDatabase } from '@rrs/testkit';
 import { MIGRATIONS_DIR, SCHEMA } from '../src';
-import { purgeDeliveryLog } from '../src/retention';
+import { purgeDeliveryLog, PURGE_DELIVERIES_SQL, PURGE_EVENTS_SQL } from '../src/retention';
 
 describe('delivery log retention', () => {
   let db: TestDatabase;
@@ -55,5 +55,25 @@ describe('delivery log retention', () => {
     for (let i = 0; i < 5; i++) await delivery('delivered', 40, endpointId, org);
     expect((await purgeDeliveryLog(pool, 30 * DAY, { batch: 2, maxBatches: 2 })).deliveries).toBe(4);
     expect((await purgeDeliveryLog(pool, 30 * DAY, { batch: 2, maxBatches: 2 })).deliveries).toBe(1);
+  });
+
+  it('reads what to purge by an index, never the whole delivery log', async () => {
+    const org = randomUUID();
+    const endpointId = randomUUID();
+    await pool.query(`INSERT INTO endpoints (id, organization_id, url, events) VALUES ($1, $2, 'https://hooks.example.com/', '{cascade.recipient.finished}')`, [endpointId, org]);
+    await pool.query(`INSERT INTO events (id, type, organization_id, occurred_at, payload, body, received_at)
+                      SELECT 'e-' || n, 'cascade.recipient.finished', $1, now(), '{}', '{}', now() - n * interval '1 hour' FROM generate_series(1, 5000) n`, [org]);
+    await pool.query(`INSERT INTO deliveries (id, event_id, endpoint_id, organization_id, status, next_attempt_at, updated_at)
+                      SELECT gen_random_uuid(), 'e-' || n, $1, $2, CASE WHEN n % 10 = 0 THEN 'pending' ELSE 'delivered' END,
+                             CASE WHEN n % 10 = 0 THEN now() END, now() - n * interval '1 hour' FROM generate_series(1, 5000) n`, [endpointId, org]);
+    await pool.query('ANALYZE events; ANALYZE deliveries; ANALYZE attempts');
+    const client = await pool.connect();
+    try {
+      for (const sql of [PURGE_DELIVERIES_SQL, PURGE_EVENTS_SQL]) {
+        expect({ sql, reads: await wholeTableReadsOf(client, sql, [30 * DAY, 1_000], ['events', 'deliveries', 'attempts']) }).toEqual({ sql, reads: [] });
+      }
+    } finally {
+      client.release();
+    }
   });
 });
