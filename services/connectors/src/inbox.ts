@@ -154,10 +154,3 @@ export function startInboxWorker(o: InboxWorkerOptions): DueWorkLoop {
     },
   });
 }
-
-/** Deletes processed inbox events and finished write-backs older than the retention. */
-export async function purgeProcessed(pool: Pool, retentionMs: number): Promise<number> {
-  const events = await pool.query(`DELETE FROM crm_events WHERE status <> 'pending' AND processed_at < now() - make_interval(secs => $1 / 1000.0)`, [retentionMs]);
-  const writeBacks = await pool.query(`DELETE FROM write_backs WHERE status <> 'pending' AND coalesce(done_at, created_at) < now() - make_interval(secs => $1 / 1000.0)`, [retentionMs]);
-  return (events.rowCount ?? 0) + (writeBacks.rowCount ?? 0);
-}

@@ -9,7 +9,8 @@ import { Connectors } from './connectors';
 import { createRequestPacer, crmClients } from './crm';
 import { grpcReviewServices, type ReviewServices } from './reviewServices';
 import { hooksRequestListener, startHooksServer } from './inbound';
-import { purgeProcessed, startInboxWorker } from './inbox';
+import { schedulePurgeConnectorHistory } from './history';
+import { startInboxWorker } from './inbox';
 import { eraseConnectorRows } from './personErasure';
 import { startReconciler } from './reconcile';
 import { connectorsGrpcService } from './grpcApi';
@@ -51,12 +52,7 @@ export async function startConnectors(config: StartConnectorsConfig, ctx: Servic
   });
   const housekeeping = electHousekeepingLeader(ctx, config.databaseUrl, 'connectors');
   startIdempotencyPurge(pool, ctx, undefined, housekeeping);
-  const retention = setInterval(
-    () => void housekeeping.ifLeader(() => purgeProcessed(pool, policy.eventRetentionMs)).catch((err) => ctx.logger.warn({ err }, 'inbox purge failed')),
-    3_600_000,
-  );
-  retention.unref();
-  ctx.lifecycle.onStop('inbox purge', () => clearInterval(retention));
+  ctx.lifecycle.onStop('history purge', schedulePurgeConnectorHistory(pool, policy.eventRetentionMs, ctx.logger, housekeeping));
 
   let reviewServices = deps.reviewServices;
   if (!reviewServices) {
