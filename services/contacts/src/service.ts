@@ -7,6 +7,7 @@ import { Templates } from './templates';
 import { ChannelSettings } from './channels';
 import { SmsBalance } from './smsBalance';
 import { Members } from './members';
+import { schedulePurgeExpiredMemberTokens } from './memberTokenPurge';
 import { contactsGrpcService, type ContactsParts } from './grpcApi';
 import type { ContactsConfig } from './config';
 
@@ -28,7 +29,9 @@ export async function startContacts(config: StartContactsConfig, ctx: ServiceCon
     applicationName: 'contacts',
     migrations: [{ dir: MIGRATIONS_DIR }, IDEMPOTENCY_MIGRATIONS],
   });
-  startIdempotencyPurge(pool, ctx, PURGE_EVERY_MS, electHousekeepingLeader(ctx, config.databaseUrl, 'contacts'));
+  const housekeeping = electHousekeepingLeader(ctx, config.databaseUrl, 'contacts');
+  startIdempotencyPurge(pool, ctx, PURGE_EVERY_MS, housekeeping);
+  ctx.lifecycle.onStop('expired member token purge', schedulePurgeExpiredMemberTokens(pool, ctx.logger, housekeeping));
 
   const directory = new Directory(pool);
   const parts: ContactsParts = {
