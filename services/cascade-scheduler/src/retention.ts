@@ -9,6 +9,24 @@ export const MIN_RETENTION_DAYS = 30;
 export const MAX_RETENTION_DAYS = 3650;
 /** A result can be redelivered for ~9 minutes (config.ts); a week past that no row of step_results matters. */
 export const STEP_RESULTS_KEEP_DAYS = 7;
+/** A digest row only stops today's digest going twice (ratingDigests.ts); a week keeps any time zone's today. */
+export const RATING_DIGESTS_KEEP_DAYS = 7;
+/** A staff link code is refused once expired (staffChats.ts); a day later its row is only clutter. */
+export const STAFF_LINK_CODES_KEEP_DAYS = 1;
+
+/**
+ * Operational history pruned by every round, oldest first, by an index (migrations 0019, 0025), at most
+ * 10 batches' worth a statement: $1 the age (ms), $2 the rows.
+ */
+const OPERATIONAL_PRUNES: Array<{ table: string; keepDays: number; calendarDays?: boolean; sql: string }> = [
+  { table: 'step_results', keepDays: STEP_RESULTS_KEEP_DAYS,
+    sql: `DELETE FROM step_results WHERE ctid = ANY (ARRAY(SELECT ctid FROM step_results WHERE received_at < now() - make_interval(secs => $1 / 1000.0) ORDER BY received_at LIMIT $2))` },
+  // Its `day` is a calendar day (ratingDigests.ts), so its age is counted in real days even on the fast clock.
+  { table: 'rating_digests', keepDays: RATING_DIGESTS_KEEP_DAYS, calendarDays: true,
+    sql: `DELETE FROM rating_digests WHERE ctid = ANY (ARRAY(SELECT ctid FROM rating_digests WHERE day < (now() - make_interval(secs => $1 / 1000.0))::date ORDER BY day LIMIT $2))` },
+  { table: 'staff_link_codes', keepDays: STAFF_LINK_CODES_KEEP_DAYS,
+    sql: `DELETE FROM staff_link_codes WHERE code = ANY (ARRAY(SELECT code FROM staff_link_codes WHERE expires_at < now() - make_interval(secs => $1 / 1000.0) ORDER BY expires_at LIMIT $2))` },
+];
 const DAY_MS = 86_400_000;
 
 const anonymized = counter({ name: 'scheduler_retention_rows_total', help: 'Rows anonymized or pruned by retention rounds, by table.', labelNames: ['table'] });
@@ -33,8 +51,8 @@ export interface RetentionOptions {
  * those finished longer ago than its `personal_data_retention_days`, and the review requests made
  * alone as long ago; their opt-outs older than the cutoff are kept as keyed hashes, their cooldown
  * rows dropped; one evidence row per organization; one PersonErased event (reason retention) per batch,
- * so the other services forget those recipients as they forget an erased person. Then prunes step_results past the redelivery
- * window. Each batch is its own short transaction that locks only finished recipients (SKIP LOCKED),
+ * so the other services forget those recipients as an erased person's. Then prunes the operational
+ * history (OPERATIONAL_PRUNES). Each batch is its own short transaction that locks only finished recipients (SKIP LOCKED),
  * which the dispatcher never waits on: it locks recipients with scheduled steps, SKIP LOCKED too.
  * Resolves whether a batch was full (more is due now).
  */
@@ -71,12 +89,11 @@ export async function retentionRound(options: RetentionOptions): Promise<{ count
     addCounts(counts, done.counts);
     more ||= done.full;
   }
-  const { rowCount: results } = await options.pool.query(
-    `DELETE FROM step_results WHERE ctid = ANY (ARRAY(SELECT ctid FROM step_results WHERE received_at < now() - make_interval(secs => $1 / 1000.0) ORDER BY received_at LIMIT $2))`,
-    [STEP_RESULTS_KEEP_DAYS * dayMs, batchSize * 10],
-  );
-  addCounts(counts, { step_results: results ?? 0 });
-  more ||= (results ?? 0) >= batchSize * 10;
+  for (const prune of OPERATIONAL_PRUNES) {
+    const { rowCount } = await options.pool.query(prune.sql, [prune.keepDays * (prune.calendarDays ? DAY_MS : dayMs), batchSize * 10]);
+    addCounts(counts, { [prune.table]: rowCount ?? 0 });
+    more ||= (rowCount ?? 0) >= batchSize * 10;
+  }
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   rounds.inc();
   roundSeconds.observe(seconds);

@@ -1,6 +1,7 @@
 import { eventsV1, PERSON_ERASED_SUBJECT, PERSON_ERASED_TYPE } from '@rrs/proto';
 import { testLogger, waitFor } from '@rrs/testkit';
 import { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY, erasePerson, retentionRound } from '../src';
+import { RATING_DIGESTS_KEEP_DAYS, STAFF_LINK_CODES_KEEP_DAYS } from '../src/retention';
 import { LOCATION, ORG, rejection, startHarness, type Harness } from './harness';
 
 const hasher = new AddressHasher(DEVELOPMENT_PERSON_HASH_KEY);
@@ -153,6 +154,19 @@ describe('data lifecycle in the scheduler: erasure and retention', () => {
       cascadeIds: [old1.cascadeId], reviewRequestIds: [expect.any(String)],
     } } });
     for (const row of announced) for (const needle of ['Olga', 'Oleg', 'oldov', '7916']) expect(row.payload.toString('latin1')).not.toContain(needle);
+  });
+
+  it('a round prunes rating digests past a week and staff link codes a day past expiry, nothing younger', async () => {
+    const member = (n: number) => `member-${n}`;
+    // A digest's day is a calendar day: its age is in real days, even on the fast clock.
+    await h.pool.query(`INSERT INTO rating_digests (organization_id, member_id, day) VALUES ($1, $2, current_date - $4::int), ($1, $3, current_date - $5::int)`,
+      [ORG, member(1), member(2), RATING_DIGESTS_KEEP_DAYS + 2, RATING_DIGESTS_KEEP_DAYS - 1]);
+    await h.pool.query(`INSERT INTO staff_link_codes (code, organization_id, channel, member_id, expires_at) VALUES ('old-code', $1, 'TELEGRAM', 'm', now() - $2 * interval '1 millisecond'), ('live-code', $1, 'TELEGRAM', 'm', now() + interval '1 hour')`,
+      [ORG, (STAFF_LINK_CODES_KEEP_DAYS + 1) * DAY_MS]);
+    const round = await retentionRound({ pool: h.pool, hasher, logger: testLogger(), dayMs: DAY_MS });
+    expect(round.counts).toMatchObject({ rating_digests: 1, staff_link_codes: 1 });
+    expect((await h.pool.query(`SELECT member_id FROM rating_digests WHERE member_id LIKE 'member-%'`)).rows).toEqual([{ member_id: member(2) }]);
+    expect((await h.pool.query(`SELECT code FROM staff_link_codes`)).rows).toEqual([{ code: 'live-code' }]);
   });
 });
 

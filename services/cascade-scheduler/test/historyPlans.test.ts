@@ -12,7 +12,7 @@ import { LOCATION, ORG, OTHER_ORG, startHarness, type Harness } from './harness'
  */
 const HISTORY_TABLES = new Set([
   'cascades', 'recipients', 'recipient_steps', 'review_requests', 'ratings', 'feedback', 'outbox', 'person_activity',
-  'public_link_clicks', 'rating_history', 'rating_alerts', 'bot_link_codes', 'suppressions',
+  'public_link_clicks', 'rating_history', 'rating_alerts', 'bot_link_codes', 'suppressions', 'step_results', 'rating_digests', 'staff_link_codes',
 ]);
 const SEEDED = 30_000;
 
