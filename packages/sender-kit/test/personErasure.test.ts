@@ -1,4 +1,4 @@
-import { busV1, PERSON_ERASED_SUBJECT, personErasedEvent } from '@rrs/proto';
+import { busV1, eventsV1, PERSON_ERASED_SUBJECT, personErasedEvent } from '@rrs/proto';
 import { createMemoryBus, createPool, type Bus, type Pool, type Subscription } from '@rrs/runtime';
 import { createTestDatabase, testContext, testLogger, waitFor, type TestDatabase } from '@rrs/testkit';
 import { consumeSenderErasures, openSendLog, SendLog, SinkOutbox } from '../src';
@@ -54,7 +54,7 @@ describe('a sender erases a person by the ids the scheduler announces', () => {
     const erased = await sent('+79160000091');
     const kept = await sent('+79160000092');
     const erasure = (n: number) =>
-      bus.publish(PERSON_ERASED_SUBJECT, personErasedEvent(`person-erased:e1:${n}`, ORG, { erasureId: 'e1', recipientIds: ['r-1'], stepIds: [erased], cascadeIds: [], reviewRequestIds: [] }, new Date()), { msgId: `person-erased:e1:${n}` });
+      bus.publish(PERSON_ERASED_SUBJECT, personErasedEvent(`person-erased:e1:${n}`, ORG, { erasureId: 'e1', reason: eventsV1.ErasureReason.ERASURE_REASON_REQUEST, recipientIds: ['r-1'], stepIds: [erased], cascadeIds: [], reviewRequestIds: [] }, new Date()), { msgId: `person-erased:e1:${n}` });
     await erasure(1);
     await waitFor(() => erasedMore.length === 1, { what: 'the erasure applied' });
     expect(await row(erased)).toEqual({ address: null, state: 'done', outcome: busV1.StepOutcome.STEP_OUTCOME_SENT, dead_letters: 0 });
