@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { testLogger, waitFor } from '@rrs/testkit';
+import { testLogger, waitFor, wholeTableReads } from '@rrs/testkit';
 import { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY, retentionRound } from '../src';
 import { LOCATION, ORG, OTHER_ORG, startHarness, type Harness } from './harness';
 
@@ -15,20 +15,6 @@ const HISTORY_TABLES = new Set([
   'public_link_clicks', 'rating_history', 'rating_alerts', 'bot_link_codes', 'suppressions', 'step_results', 'rating_digests', 'staff_link_codes',
 ]);
 const SEEDED = 30_000;
-
-interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; 'Index Cond'?: string; Plans?: PlanNode[] }
-
-/** The plan's nodes that read a history table whole. */
-function wholeTableReads(node: PlanNode, partialIndexes: Set<string>, found: string[] = []): string[] {
-  const table = node['Relation Name'];
-  if (table && HISTORY_TABLES.has(table)) {
-    if (node['Node Type'] === 'Seq Scan') found.push(`Seq Scan on ${table}`);
-    if (/^Index (Only )?Scan$/.test(node['Node Type']) && !node['Index Cond'] && !partialIndexes.has(node['Index Name'] ?? '')) found.push(`${node['Node Type']} of ${node['Index Name']} without a condition`);
-  }
-  if (node['Node Type'] === 'Bitmap Index Scan' && !node['Index Cond']) found.push(`Bitmap Index Scan of ${node['Index Name']} without a condition`);
-  for (const child of node.Plans ?? []) wholeTableReads(child, partialIndexes, found);
-  return found;
-}
 
 describe('history plans: no statement of the API or the console reads a history table whole', () => {
   let h: Harness;
@@ -131,7 +117,7 @@ describe('history plans: no statement of the API or the console reads a history 
       // Statements of the schema's bookkeeping (migrations, idempotency purge) are not history reads.
       if (/schema_migrations|pg_advisory|information_schema|pg_catalog/.test(text)) continue;
       const result = await client.query(`EXPLAIN (FORMAT JSON) ${text}`, params);
-      const reads = wholeTableReads(result.rows[0]['QUERY PLAN'][0].Plan, partialIndexes);
+      const reads = wholeTableReads(result.rows[0]['QUERY PLAN'][0].Plan, HISTORY_TABLES, partialIndexes);
       if (reads.length > 0) failures.push(`${reads.join(', ')}\n  in: ${text.replace(/\s+/g, ' ').slice(0, 300)}`);
     }
     client.release();
