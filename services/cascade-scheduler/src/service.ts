@@ -23,6 +23,7 @@ import { consumeStepResults, type StepResultConsumer, type StepResultHandler } f
 import { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY } from './personHash';
 import { PersonErasures } from './personErasures';
 import { startRetention } from './retention';
+import { startOverviewRollup } from './overviewRollup';
 
 export const SCHEMA = 'scheduler';
 /**
@@ -52,7 +53,7 @@ export interface SchedulerDeps {
 /** The bus settings are needed only when no bus is handed in (`deps.bus`, as the all-in-one does). */
 export type SchedulerStartConfig = Pick<SchedulerConfig, 'databaseUrl' | 'grpcHost' | 'grpcPort'> &
   Partial<BusConfig> &
-  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'dispatchInFlightPerChannel' | 'dispatchInFlightTargetMs' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts' | 'alertHoldMs' | 'recipientQuotas' | 'personHashKey' | 'personHashKeyMissing' | 'retentionIntervalMs' | 'retentionBatchSize'>>;
+  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'dispatchInFlightPerChannel' | 'dispatchInFlightTargetMs' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts' | 'alertHoldMs' | 'recipientQuotas' | 'personHashKey' | 'personHashKeyMissing' | 'retentionIntervalMs' | 'retentionBatchSize' | 'overviewRollupIntervalMs'>>;
 
 export interface RunningScheduler {
   grpcPort: number;
@@ -145,6 +146,9 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   // Personal data past each organization's retention is anonymized in the background (retention.ts).
   const retention = startRetention({ pool, hasher, logger: ctx.logger, dayMs: minuteMs * 1440, intervalMs: config.retentionIntervalMs, batchSize: config.retentionBatchSize });
   ctx.lifecycle.onStop('retention', () => retention.stop());
+  // The overview's counters of past days (overviewRollup.ts): the console's overview reads them instead of every request in range.
+  const rollup = startOverviewRollup({ pool, logger: ctx.logger, intervalMs: config.overviewRollupIntervalMs });
+  ctx.lifecycle.onStop('overview rollup', () => rollup.stop());
   const digests = startRatingDigests({ pool, bus, logger: ctx.logger, profiles, publicBaseUrl });
   ctx.lifecycle.onStop('rating digests', () => digests.stop());
   await notifier.start();
