@@ -158,26 +158,29 @@ async function rollUp(client: PoolClient, organizationId: string, parts: { from:
 
 /**
  * One transaction of a round, in one snapshot (REPEATABLE READ): the marks deleted are exactly those
- * whose changes the counters written include. Only one round works on the counters at a time (an
- * advisory lock; another replica's round skips).
+ * whose changes the counters written include. Only one round works on the counters at a time: a
+ * session advisory lock taken before the snapshot begins (taken inside it, a round could start from a
+ * snapshot older than the last one's commit); another replica's round skips.
  */
 async function inSnapshot<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T | null> {
   const client = await pool.connect();
+  let locked = false;
   try {
+    locked = (await client.query<{ locked: boolean }>(`SELECT pg_try_advisory_lock(hashtext('overview_rollup')) AS locked`)).rows[0].locked;
+    if (!locked) return null;
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-    const { rows } = await client.query<{ locked: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext('overview_rollup')) AS locked`);
-    if (!rows[0].locked) {
-      await client.query('ROLLBACK');
-      return null;
+    try {
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
     }
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
   } finally {
-    client.release();
+    // A connection that could not give the lock back is closed, which gives it back.
+    const unlocked = !locked || (await client.query(`SELECT pg_advisory_unlock(hashtext('overview_rollup'))`).then(() => true, () => false));
+    client.release(unlocked ? undefined : new Error('overview rollup lock not released'));
   }
 }
 

@@ -30,8 +30,11 @@ export const SCHEMA = 'scheduler';
  * Planner costs of the scheduler's sessions (runtime's SSD_PLANNER_SETTINGS): with PostgreSQL's default
  * random_page_cost, claiming 1 000 steps from a due backlog of 40 000 sorts the whole backlog (~60 ms
  * instead of ~1 ms through the due index), and every batched step UPDATE hashes the whole steps table.
+ * No JIT: a statement over a range whose bounds the planner cannot see (the overview's parts, an
+ * array of ranges) is estimated at a ninth of the organization's history, and JIT compiled it in
+ * ~200 ms — more than any statement of the scheduler takes to run (they all read through an index).
  */
-export const SESSION_SETTINGS = SSD_PLANNER_SETTINGS;
+export const SESSION_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ ...SSD_PLANNER_SETTINGS, jit: 'off' });
 export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 
 export interface SchedulerDeps {
