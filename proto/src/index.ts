@@ -22,4 +22,4 @@ export * from './stopReplies';
 export * from './reviewLinks';
 export * from './botLinks';
 export * from './inbox';
-export * from './contactCascade';
+export * from './personErased';

@@ -2,7 +2,7 @@ import { join, resolve } from 'node:path';
 import { readEnv, envField, parseSecretKeys, type Env } from '@rrs/runtime';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '@rrs/proto';
 import { z } from 'zod';
-import { DEFAULT_MINUTE_MS, fastClock, recipientQuotaEnvShape, recipientQuotasOf } from '@rrs/cascade-scheduler';
+import { DEFAULT_MINUTE_MS, dispatchBoundEnvShape, dispatchBoundOf, fastClock, recipientQuotaEnvShape, recipientQuotasOf } from '@rrs/cascade-scheduler';
 import { isWellFormedApiKey } from '@rrs/contacts';
 import { amoCrmOAuthEnvShape, amoCrmOAuthOf, type AmoCrmOAuthApp } from '@rrs/connectors';
 import { senderProvidersOf, type SenderProviders } from './senders';
@@ -39,6 +39,9 @@ export interface AllInOneConfig {
   demoPassword?: string;
   /** Recipients per minute and per day by plan (RECIPIENT_QUOTA_*; default PLAN_RECIPIENT_QUOTAS of @rrs/proto). */
   recipientQuotas?: Record<'trial' | 'standard' | 'pro', { perMinute: number; perDay: number }>;
+  /** The dispatcher's in-flight bound per channel (`DISPATCH_IN_FLIGHT_PER_CHANNEL`, `DISPATCH_IN_FLIGHT_TARGET_MS`), as in the scheduler. */
+  dispatchInFlightPerChannel?: number;
+  dispatchInFlightTargetMs?: number;
   publicBaseUrl: string;
   /** Length of one flow minute (`DELAY_MINUTE_MS`); below 60000 only outside production. */
   minuteMs: number;
@@ -84,6 +87,7 @@ export function buildConfig(env: Env): AllInOneConfig {
       DEMO_API_KEY: z.string().refine(isWellFormedApiKey, 'must be an API key: rrs_ followed by 36 letters and digits, the last 6 a checksum').optional(),
       ...adminEnvShape(),
       ...recipientQuotaEnvShape(),
+      ...dispatchBoundEnvShape(),
       METRICS_HOST: z.string().min(1).optional(),
       METRICS_PORT: envField.port(DEFAULT_METRICS_PORT),
       DEMO_EMAIL: z.email('must be an email address').default('demo@example.com'),
@@ -118,6 +122,7 @@ export function buildConfig(env: Env): AllInOneConfig {
     demoEmail: vars.DEMO_EMAIL,
     demoPassword: vars.DEMO_PASSWORD,
     recipientQuotas: recipientQuotasOf(vars),
+    ...dispatchBoundOf(vars),
     publicBaseUrl: vars.PUBLIC_BASE_URL ?? `http://localhost:${vars.PORT}`,
     minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
     personHashKey: vars.PERSON_HASH_KEY,

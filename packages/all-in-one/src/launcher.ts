@@ -69,6 +69,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
   const contactsAddress = loopback(contacts.grpcPort);
   const scheduler = await startScheduler(
     { databaseUrl, ...grpc, contactsAddress, publicBaseUrl: config.publicBaseUrl, minuteMs: config.minuteMs, recipientQuotas: config.recipientQuotas,
+      dispatchInFlightPerChannel: config.dispatchInFlightPerChannel, dispatchInFlightTargetMs: config.dispatchInFlightTargetMs,
       personHashKey: personHashKey({ given: config.personHashKey, dataDir: config.dataDir, logger: ctx.logger }) },
     contextOf('cascade-scheduler'),
     { bus },

@@ -123,5 +123,11 @@ describe('all-in-one settings', () => {
     expect(buildConfig({ HOST: '0.0.0.0', METRICS_PORT: '9100' })).toMatchObject({ opsPort: 9100, opsHost: '0.0.0.0' });
     expect(buildConfig({ HOST: '0.0.0.0', METRICS_HOST: '127.0.0.1' })).toMatchObject({ opsHost: '127.0.0.1' });
   });
+
+  it('takes the dispatcher\'s in-flight bound as the scheduler does (DISPATCH_IN_FLIGHT_*), naming a bad variable', () => {
+    expect(buildConfig({})).toMatchObject({ dispatchInFlightPerChannel: 1000, dispatchInFlightTargetMs: 250 });
+    expect(buildConfig({ DISPATCH_IN_FLIGHT_PER_CHANNEL: '0', DISPATCH_IN_FLIGHT_TARGET_MS: '100' })).toMatchObject({ dispatchInFlightPerChannel: 0, dispatchInFlightTargetMs: 100 });
+    expect(configError({ DISPATCH_IN_FLIGHT_TARGET_MS: '5' })).toMatchObject({ variable: 'DISPATCH_IN_FLIGHT_TARGET_MS' });
+  });
 });
 

@@ -23,3 +23,4 @@ export * from './emailMessage';
 export * from './smsText';
 export * from './messengerText';
 export * from './alertText';
+export * from './personErasure';

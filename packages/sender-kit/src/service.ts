@@ -1,3 +1,4 @@
+import type { ErasedPerson } from '@rrs/proto';
 import { openBus, type Bus, type BusConfig, type Pool, type ServiceContext, type Subscription } from '@rrs/runtime';
 import type { SenderBaseConfig } from './config';
 import { Redis } from 'ioredis';
@@ -7,6 +8,7 @@ import { SINK_PROVIDER } from './providerOrder';
 import { announceChannels, type AnnouncedEntry, type ChannelAvailability } from './registry';
 import { StepResultPublisher } from './result';
 import { startSender, type SendStep } from './sender';
+import { consumeSenderErasures } from './personErasure';
 import { openSendLog, type SenderMigrations, type SendLog } from './sendLog';
 import type { SinkOutbox } from './sink';
 
@@ -98,6 +100,10 @@ export async function startChannelSender(
     channels: ChannelSpec[];
     /** The sender's own tables, migrated with the send log before any step is taken. */
     migrations?: SenderMigrations[];
+    /** The sink's messages (the dev inbox): an erased person's are forgotten. */
+    outbox?: SinkOutbox;
+    /** What else the sender holds about an erased person (its own tables), erased after its send log. */
+    eraseMore?: (erased: ErasedPerson, pool: Pool) => Promise<void>;
   } & Pick<ChannelSenderDeps, 'bus' | 'pool'>,
 ): Promise<RunningChannelSender> {
   // A sender's work arrives over the bus: without it the pod cannot do its job (not ready).
@@ -106,6 +112,8 @@ export async function startChannelSender(
   const results = new StepResultPublisher(bus);
   const rateOf = await providerRates(config, ctx);
   const subscriptions: Subscription[] = [];
+  const erasures = await consumeSenderErasures({ bus, pool, service: options.service, logger: ctx.logger, outbox: options.outbox, eraseMore: options.eraseMore });
+  ctx.lifecycle.onStop('erasures consumer', () => erasures.drain());
   for (const channel of options.channels) {
     if (channel.provider === SINK_PROVIDER) ctx.logger.warn({ channel: channel.entry.key, provider: channel.provider }, 'channel provider is the sink: messages are not delivered (they are recorded in the dev inbox)');
     else if (channel.provider) ctx.logger.info({ channel: channel.entry.key, provider: channel.provider }, 'channel provider');

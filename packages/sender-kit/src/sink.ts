@@ -36,6 +36,20 @@ export class SinkOutbox {
     return stored;
   }
 
+  /**
+   * Drops an erased person's messages, keeping the others in order: those of their steps, and those
+   * whose link names one of their review requests (a rating alert's link into the console's inbox).
+   */
+  forget(erased: { stepIds: readonly string[]; reviewRequestIds: readonly string[] }): void {
+    if (erased.stepIds.length === 0 && erased.reviewRequestIds.length === 0) return;
+    const gone = new Set(erased.stepIds);
+    const named = (link: string) => erased.reviewRequestIds.some((id) => link.includes(id));
+    const kept = this.list().filter((message) => !gone.has(message.stepId) && !named(message.link));
+    this.ring.length = 0;
+    this.ring.push(...kept);
+    this.oldest = 0;
+  }
+
   /** Oldest first (a copy). */
   list(): readonly SinkMessage[] {
     return this.oldest === 0 ? this.ring.slice() : [...this.ring.slice(this.oldest), ...this.ring.slice(0, this.oldest)];

@@ -147,3 +147,4 @@ export * from './serviceProcess';
 export * from './allInOne';
 export * from './fakes/dnsServer';
 export * from './natsCluster';
+export * from './historyPlans';

@@ -78,6 +78,19 @@ export function recipientQuotasOf(vars: { RECIPIENT_QUOTA_TRIAL: RecipientBudget
 }
 
 /**
+ * The dispatcher's in-flight bound (docs/operations.md, "Fair share"), read the same way by the scheduler
+ * and by the all-in-one, which runs the scheduler in its process.
+ */
+export const dispatchBoundEnvShape = () => ({
+  DISPATCH_IN_FLIGHT_PER_CHANNEL: envField.int(DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL, 0),
+  DISPATCH_IN_FLIGHT_TARGET_MS: envField.int(DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS, 10),
+});
+
+export function dispatchBoundOf(vars: { DISPATCH_IN_FLIGHT_PER_CHANNEL: number; DISPATCH_IN_FLIGHT_TARGET_MS: number }): { dispatchInFlightPerChannel: number; dispatchInFlightTargetMs: number } {
+  return { dispatchInFlightPerChannel: vars.DISPATCH_IN_FLIGHT_PER_CHANNEL, dispatchInFlightTargetMs: vars.DISPATCH_IN_FLIGHT_TARGET_MS };
+}
+
+/**
  * A sender retries a step for at most SENDER_MAX_DELIVER (10) deliveries, backing off 1 s doubling to
  * 60 s (243 s of waits) with up to SENDER_ACK_WAIT_MS (4 s, kept alive while a step is worked on) per delivery: a few minutes. Twice
  * that and more covers a provider's Retry-After and a short backlog, so the watchdog acts only on
@@ -109,8 +122,7 @@ export function buildConfig(env: Env): SchedulerConfig {
       DELAY_MINUTE_MS: z.coerce.number().int().min(1).max(DEFAULT_MINUTE_MS).optional(),
       FEEDBACK_WINDOW_MINUTES: envField.int(30, 0),
       DISPATCH_BATCH_SIZE: envField.int(500, 1),
-      DISPATCH_IN_FLIGHT_PER_CHANNEL: envField.int(DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL, 0),
-      DISPATCH_IN_FLIGHT_TARGET_MS: envField.int(DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS, 10),
+      ...dispatchBoundEnvShape(),
       STEP_RESULT_TIMEOUT_MINUTES: envField.int(DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, 1),
       STEP_RESULT_MAX_ATTEMPTS: envField.int(DEFAULT_STEP_RESULT_MAX_ATTEMPTS, 1),
       ALERT_HOLD_MS: envField.int(DEFAULT_ALERT_HOLD_MS, 0),
@@ -136,8 +148,7 @@ export function buildConfig(env: Env): SchedulerConfig {
     minuteMs: fastClock(vars.DELAY_MINUTE_MS, vars.NODE_ENV),
     feedbackWindowMinutes: vars.FEEDBACK_WINDOW_MINUTES,
     dispatchBatchSize: vars.DISPATCH_BATCH_SIZE,
-    dispatchInFlightPerChannel: vars.DISPATCH_IN_FLIGHT_PER_CHANNEL,
-    dispatchInFlightTargetMs: vars.DISPATCH_IN_FLIGHT_TARGET_MS,
+    ...dispatchBoundOf(vars),
     stepResultTimeoutMinutes: vars.STEP_RESULT_TIMEOUT_MINUTES,
     stepResultMaxAttempts: vars.STEP_RESULT_MAX_ATTEMPTS,
     alertHoldMs: vars.ALERT_HOLD_MS,

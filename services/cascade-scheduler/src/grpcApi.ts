@@ -31,7 +31,11 @@ export function schedulerGrpcService(parts: { flows: Flows; cascades: Cascades; 
       listFlows: async (req) => ({ flows: await flows.list(req.organizationId) }),
       updateFlow: async (req) => ({ flow: await flows.update(req) }),
       setDefaultFlow: async (req) => ({ flow: await flows.setDefault(req.organizationId, req.id) }),
-      startCascade: async (req, metadata) => answered(await cascades.start(req, idempotency(metadata, req.organizationId))),
+      startCascade: async (req, metadata) => {
+        const { contact, contactIdempotencyKey: key, contactIdempotencyFingerprint: fingerprint, ...start } = req;
+        if (!contact) return answered(await cascades.start(start, idempotency(metadata, req.organizationId)));
+        return answered(await cascades.startForContact({ ...start, contact, contactIdempotency: key ? { key, fingerprint } : undefined }, idempotency(metadata, req.organizationId)));
+      },
       getCascade: async (req) => ({ cascade: await cascades.get(req.organizationId, req.id) }),
       listCascades: (req) => cascades.list(req),
       cancelCascade: async (req, metadata) => answered(await cascades.cancel(req.organizationId, req.id, idempotency(metadata, req.organizationId))),

@@ -1,4 +1,4 @@
-export { buildConfig, fastClock, personHashKey, DEFAULT_MINUTE_MS, recipientQuotaEnvShape, recipientQuotasOf, type SchedulerConfig } from './config';
+export { buildConfig, fastClock, personHashKey, DEFAULT_MINUTE_MS, recipientQuotaEnvShape, recipientQuotasOf, dispatchBoundEnvShape, dispatchBoundOf, type SchedulerConfig } from './config';
 export { RecipientBudgets, RECIPIENT_WINDOWS, type RecipientBudgetConfig, type RecipientWindowState } from './recipientBudget';
 export { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY } from './personHash';
 export { retentionRound, startRetention } from './retention';
@@ -16,5 +16,5 @@ export { type StartCascadeInput, type StartCascadeResult } from './startCascade'
 export { type RecipientInput } from './recipientInput';
 export { Reviews } from './reviews';
 export { TOKEN_PATTERN } from './links';
-export { ConfiguredChannels, grpcOrganizationProfiles, type OrganizationProfiles, type SendingProfile, type LocationInfo, type MemberInfo } from './organizationProfiles';
+export { ConfiguredChannels, grpcOrganizationProfiles, type OrganizationProfiles, type SavedContact, type SendingProfile, type LocationInfo, type MemberInfo } from './organizationProfiles';
 export * as engine from './engine';

@@ -1,3 +1,4 @@
+import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY } from '@rrs/idempotency';
 import { contactsV1, phoneCountries, type SendWindow } from '@rrs/proto';
 import { NotFoundError, type PromiseClient } from '@rrs/runtime';
 
@@ -37,9 +38,25 @@ export interface MemberInfo {
   role: string;
 }
 
+/** A contact saved for its cascade (a start with a contact, startContactCascade.ts). */
+export interface SavedContact {
+  contact: contactsV1.Contact;
+  /** True when contacts answered with the saved response of the contact's Idempotency-Key. */
+  replayed: boolean;
+  /** The contact's location: the cascade's. */
+  location: LocationInfo;
+}
+
+/** The contact's own Idempotency-Key record in contacts (the cascade has its own, in the scheduler). */
+export interface ContactIdempotency {
+  key: string;
+  fingerprint: string;
+}
+
 /**
  * What the scheduler asks the `contacts` service about an organization: its sending profile, its
- * locations and its people. Asked by gRPC, never read from that service's schema.
+ * locations and its people, and the one thing it writes there: the contact a start saves before its
+ * cascade. Asked by gRPC, never read from that service's schema.
  */
 export interface OrganizationProfiles {
   /** The organization's console members (who rating alerts go to, who an item can be assigned to). */
@@ -50,6 +67,11 @@ export interface OrganizationProfiles {
   getLocation(organizationId: string, id: string): Promise<LocationInfo>;
   /** Both answers in one question (a start's); without it, `profileAt` asks the two above. */
   getSendingProfileAt?(organizationId: string, locationId: string): Promise<{ profile: SendingProfile; location: LocationInfo }>;
+  /**
+   * Saves the contact of a start with a contact (contacts' UpsertContact with `startCascade`: contacts
+   * checks its fields and that it has a location) and answers it with its location, in one call.
+   */
+  saveContact(request: Omit<contactsV1.UpsertContactRequest, 'startCascade'>, idempotency?: ContactIdempotency): Promise<SavedContact>;
 }
 
 /** The organization's sending profile and, when `locationId` is given, that location: one call to contacts when it can. */
@@ -86,6 +108,12 @@ export function grpcOrganizationProfiles(client: PromiseClient<contactsV1.Contac
       const response = await client.getSendingProfile({ organizationId, locationId });
       if (!response.location) throw new NotFoundError('location');
       return { profile: sendingProfileOf(response), location: locationOf(response.location) };
+    },
+    async saveContact(request, idempotency) {
+      const metadata: Record<string, string> = idempotency ? { [MD_IDEMPOTENCY_KEY]: idempotency.key, [MD_IDEMPOTENCY_FINGERPRINT]: idempotency.fingerprint } : {};
+      const response = await client.upsertContact({ ...request, startCascade: true }, { metadata });
+      if (!response.contact || !response.location) throw new NotFoundError('location');
+      return { contact: response.contact, replayed: response.idempotentReplayed, location: locationOf(response.location) };
     },
     async listMembers(organizationId) {
       const { members } = await client.listMembers({ organizationId });

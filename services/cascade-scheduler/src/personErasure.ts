@@ -1,6 +1,8 @@
+import { eventsV1, PERSON_ERASED_SUBJECT, personErasedEvent } from '@rrs/proto';
 import { inTransaction, InvalidError, sqlArray, type Pool, type PoolClient } from '@rrs/runtime';
 import { addCounts, anonymizeRecipients, anonymizeReviewRequests, hashLedgers, recordLifecycleAction, type LifecycleCounts } from './anonymize';
 import { isUuid } from './ids';
+import { writeOutbox } from './outbox';
 import type { AddressHasher } from './personHash';
 import { personAddresses } from './personAddresses';
 
@@ -53,7 +55,9 @@ export async function erasePerson(pool: Pool, hasher: AddressHasher, erasure: Pe
   const ids = [...found];
   for (let i = 0; i < ids.length; i += BATCH) {
     await inTransaction(pool, async (client) => {
-      addCounts(counts, (await anonymizeRecipients(client, erasure.organizationId, ids.slice(i, i + BATCH))).counts);
+      const batch = ids.slice(i, i + BATCH);
+      await announceErasure(client, erasure, batch[0], await erasedIds(client, erasure.organizationId, batch));
+      addCounts(counts, (await anonymizeRecipients(client, erasure.organizationId, batch)).counts);
     });
   }
   const list = [...addresses];
@@ -63,12 +67,45 @@ export async function erasePerson(pool: Pool, hasher: AddressHasher, erasure: Pe
       [erasure.organizationId, sqlArray(list)],
     );
     addCounts(counts, await anonymizeReviewRequests(client, erasure.organizationId, alone.map((row) => row.id)));
+    if (alone.length > 0) await announceErasure(client, erasure, 'alone', { recipientIds: [], stepIds: [], cascadeIds: [], reviewRequestIds: alone.map((row) => row.id) });
     addCounts(counts, await hashLedgers(client, hasher, erasure.organizationId, list));
     addCounts(counts, { idempotency_keys: await forgetSavedResponses(client, erasure.organizationId, [...new Set([...list, erasure.email.trim(), externalId].filter(Boolean))]) });
     const subjectHashes = [...list.map((address) => hasher.hash(address)), ...(externalId ? [hasher.hash(`external:${externalId}`)] : [])];
     await recordLifecycleAction(client, { organizationId: erasure.organizationId, kind: 'erasure', requestId: erasure.requestId, subjectHashes, actor: erasure.actor, counts });
   });
   return counts;
+}
+
+type ErasedIds = Omit<eventsV1.PersonErased, 'erasureId'>;
+
+/**
+ * What the other services key the recipients' data by: the recipients, their cascades and review
+ * requests, and the ids their steps went to the senders under (a rerouted step's `<step id>.<channel>`,
+ * stepMessage.ts senderStepId).
+ */
+async function erasedIds(client: PoolClient, organizationId: string, recipientIds: string[]): Promise<ErasedIds> {
+  const { rows } = await client.query<{ cascade_ids: string[]; review_request_ids: string[]; step_ids: string[] | null }>(
+    `SELECT array_agg(DISTINCT r.cascade_id::text) AS cascade_ids, array_agg(DISTINCT r.review_request_id::text) AS review_request_ids,
+            (SELECT array_agg(sent.id) FROM (
+               SELECT s.id::text AS id FROM recipient_steps s WHERE s.recipient_id = ANY($2::uuid[])
+               UNION ALL
+               SELECT s.id::text || '.' || (reroute ->> 'to') FROM recipient_steps s, jsonb_array_elements(s.reroutes) reroute WHERE s.recipient_id = ANY($2::uuid[])
+             ) sent) AS step_ids
+       FROM recipients r WHERE r.organization_id = $1 AND r.id = ANY($2::uuid[])`,
+    [organizationId, sqlArray(recipientIds)],
+  );
+  return { recipientIds, stepIds: rows[0]?.step_ids ?? [], cascadeIds: rows[0]?.cascade_ids ?? [], reviewRequestIds: rows[0]?.review_request_ids ?? [] };
+}
+
+/**
+ * The erasure's event for the other services (proto personErased.ts), written to the outbox in the
+ * transaction that anonymizes these rows: the ids are never lost between the two, and a completion
+ * repeated after a failure announces again only what it erases again. Its id is the request's and the
+ * batch's, so a batch announced twice is delivered once.
+ */
+async function announceErasure(client: PoolClient, erasure: PersonErasure, batch: string, ids: ErasedIds): Promise<void> {
+  const id = `person-erased:${erasure.requestId}:${batch}`;
+  await writeOutbox(client, PERSON_ERASED_SUBJECT, [{ msgId: id, payload: personErasedEvent(id, erasure.organizationId, { erasureId: erasure.requestId, ...ids }, new Date()) }]);
 }
 
 /**

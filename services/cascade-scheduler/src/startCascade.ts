@@ -5,7 +5,7 @@ import { intakeSkips, refuseChannel, refuseSending } from './admission';
 import { finishEventFor } from './finishEvent';
 import type { Flow, Flows } from './flows';
 import { tokenBatch, uuidv7Batch } from './ids';
-import { profileAt, type OrganizationProfiles, type SendingProfile } from './organizationProfiles';
+import { profileAt, type LocationInfo, type OrganizationProfiles, type SendingProfile } from './organizationProfiles';
 import { recipientLimit } from './organizationSettings';
 import { writeOutbox } from './outbox';
 import type { RecipientBudgets } from './recipientBudget';
@@ -16,7 +16,11 @@ import { templatesByChannel, type SnapshotWriter } from './snapshots';
 import { insertCascade, type CascadeRow, type NewCascade, type RecipientRow, type ReviewLinkRow, type StepRow } from './sql/insertCascade';
 import type { AddressHasher } from './personHash';
 
-export type StartCascadeInput = Omit<schedulerV1.StartCascadeRequest, 'recipients' | 'ignoreCooldown' | 'dryRun'> & { recipients: RecipientInput[]; ignoreCooldown?: boolean; dryRun?: boolean };
+export type StartCascadeInput = Omit<schedulerV1.StartCascadeRequest, 'recipients' | 'ignoreCooldown' | 'dryRun' | 'contact' | 'contactIdempotencyKey' | 'contactIdempotencyFingerprint'> & {
+  recipients: RecipientInput[];
+  ignoreCooldown?: boolean;
+  dryRun?: boolean;
+};
 export type StartCascadeResult = SavedAnswer<schedulerV1.StartCascadeResponse>;
 
 export interface IntakeDeps {
@@ -31,6 +35,8 @@ export interface IntakeDeps {
 }
 
 const answerCodec = savedAnswerCodec(schedulerV1.StartCascadeResponse);
+/** A cascade's answer (and its saved record) holds no contact: a start with one adds the contact contacts answered (contactCascade.ts). */
+const NO_CONTACT = { contact: undefined, contactReplayed: false };
 
 /**
  * Starts a cascade: the cascade, its recipients, their review links and steps, and the
@@ -40,17 +46,40 @@ const answerCodec = savedAnswerCodec(schedulerV1.StartCascadeResponse);
  * returns the saved answer and writes (and takes) nothing.
  *
  * A dry run (`dryRun`) is the one pre-check other services call: it answers every refusal a start would
- * (admission.ts, the budget as it is now) and creates nothing. Its `locationId` may be empty (POST
- * /contacts: the contact's stored location is known only once it is saved). A dry run under an
- * Idempotency-Key whose start was already saved is admitted: the replay it precedes takes nothing.
+ * (admission.ts, the budget as it is now) and creates nothing; its `locationId` may be empty (then the
+ * location is not checked). A dry run under an Idempotency-Key whose start was already saved is
+ * admitted: the replay it precedes takes nothing. A start with a contact to save runs the same
+ * pre-check in process before the save (contactCascade.ts).
  */
 export async function startCascade(deps: IntakeDeps, input: StartCascadeInput, idempotency?: IdempotencyRequest): Promise<{ result: StartCascadeResult; replayed: boolean }> {
   validateStart(input);
-  // The organization's answers are read before the transaction: a replay still answers from the saved
-  // record (checked first inside runIdempotent), and no connection is held during the gRPC calls.
-  // One question to contacts (the profile, and the location when there is one), beside the scheduler's own reads.
+  const { profile, location, flow } = await readStart(deps, input);
+  const recipients = normalizeRecipients(input.recipients, profile.organization.defaultRegion);
+  if (input.dryRun) {
+    // Everything above and the refusals below are what a start would answer; nothing is written or recorded.
+    const recipientBudget = await precheckStart(deps, input, profile, idempotency);
+    const flowAnswer = { id: flow.id, organizationId: input.organizationId, name: flow.name, isDefault: flow.isDefault, steps: flow.steps };
+    const result = { id: '', status: '', queued: 0, skipped: 0, flow: flowAnswer, channel: input.channel, externalId: input.externalId, recipientBudget: recipientBudget ?? [], ...NO_CONTACT };
+    return { result, replayed: recipientBudget === null };
+  }
+  return startAdmitted(deps, { ...input, recipients }, { profile, location: location!, flow }, idempotency);
+}
+
+/** What a start reads about its organization before any transaction. */
+export interface StartContext {
+  profile: SendingProfile;
+  flow: Flow;
+}
+
+/**
+ * The organization's answers a start needs: its sending profile (and the location, when the start names
+ * one), the flow and the per-request recipient limit, read before the transaction (a replay still answers
+ * from the saved record, checked first inside runIdempotent, and no connection is held during the gRPC
+ * call). One question to contacts, beside the scheduler's own reads. The sending rule answers first,
+ * whatever else is wrong with the request (402/409 before a 404).
+ */
+export async function readStart(deps: IntakeDeps, input: StartCascadeInput): Promise<StartContext & { location?: LocationInfo }> {
   const [asked, flowAsked, limitAsked] = await Promise.allSettled([profileAt(deps.profiles, input.organizationId, input.locationId), resolveFlow(deps.flows, input), recipientLimit(deps.pool, input.organizationId)]);
-  // The sending rule answers first, whatever else is wrong with the request (402/409 before a 404).
   if (asked.status === 'rejected') {
     // An unknown location: the profile alone still says whether the sending rule refuses first.
     if (input.locationId && asked.reason instanceof DomainError && asked.reason.kind === 'not_found') refuseSending(await deps.profiles.getSendingProfile(input.organizationId));
@@ -62,24 +91,36 @@ export async function startCascade(deps: IntakeDeps, input: StartCascadeInput, i
   if (limitAsked.status === 'rejected') throw limitAsked.reason;
   const [flow, limit] = [flowAsked.value, limitAsked.value];
   if (input.recipients.length > limit) throw InvalidError.field('/recipients', `at most ${limit} recipients per request for this organization`);
-  const recipients = normalizeRecipients(input.recipients, profile.organization.defaultRegion);
-  const flowAnswer = { id: flow.id, organizationId: input.organizationId, name: flow.name, isDefault: flow.isDefault, steps: flow.steps };
-  if (input.dryRun) {
-    // Everything above and the refusals below are what a start would answer; nothing is written or recorded.
-    if (idempotency && (await hasSavedAnswer(deps.pool, idempotency))) return { result: { id: '', status: '', queued: 0, skipped: 0, flow: flowAnswer, channel: input.channel, externalId: input.externalId, recipientBudget: [] }, replayed: true };
-    refuseChannel(input, profile);
-    const recipientBudget = await deps.budgets.check(deps.pool, profile.organization, input.recipients.length);
-    return { result: { id: '', status: '', queued: 0, skipped: 0, flow: flowAnswer, channel: input.channel, externalId: input.externalId, recipientBudget }, replayed: false };
-  }
+  return { profile, location, flow };
+}
+
+/**
+ * The dry run's refusals after `readStart`: the channel, and the recipient budget as it is now (nothing
+ * taken); answers the budget's windows. Null when a start was already saved under the Idempotency-Key:
+ * it is admitted, since the replay it precedes takes nothing.
+ */
+export async function precheckStart(deps: IntakeDeps, input: Pick<StartCascadeInput, 'channel' | 'recipients'>, profile: SendingProfile, idempotency?: IdempotencyRequest): Promise<schedulerV1.RecipientWindow[] | null> {
+  if (idempotency && (await hasSavedAnswer(deps.pool, idempotency))) return null;
+  refuseChannel(input, profile);
+  return deps.budgets.check(deps.pool, profile.organization, input.recipients.length);
+}
+
+/**
+ * The start itself, once read (`readStart`) and with its recipients normalized: the rows, the
+ * Idempotency-Key record and the recipients taken from the budget, in one transaction; a replay answers
+ * the saved record.
+ */
+export function startAdmitted(deps: IntakeDeps, input: StartCascadeInput, read: StartContext & { location: LocationInfo }, idempotency?: IdempotencyRequest): Promise<{ result: StartCascadeResult; replayed: boolean }> {
+  const { profile, location, flow } = read;
   return runIdempotent(deps.pool, idempotency, answerCodec, async (client) => {
     refuseChannel(input, profile);
-    await deps.snapshots.write(deps.pool, input.organizationId, profile, location!);
-    const result = await writeCascade(client, deps.hasher, { ...input, recipients }, flow, profile);
+    await deps.snapshots.write(deps.pool, input.organizationId, profile, location);
+    const result = await writeCascade(client, deps.hasher, input, flow, profile);
     return { ...result, recipientBudget: await deps.budgets.take(client, profile.organization, input.recipients.length) };
   });
 }
 
-function validateStart(input: StartCascadeInput): void {
+export function validateStart(input: StartCascadeInput): void {
   const problems: FieldProblem[] = [];
   if (!input.locationId && !input.dryRun) problems.push({ pointer: '/locationId', detail: 'required' });
   if (input.flowId && input.channel) problems.push({ pointer: '/channel', detail: 'flowId and channel are mutually exclusive' });
@@ -174,5 +215,6 @@ async function writeCascade(client: PoolClient, hasher: AddressHasher, input: St
     flow: { id: flow.id, organizationId: input.organizationId, name: flow.name, isDefault: flow.isDefault, steps: flow.steps },
     channel: input.channel,
     externalId: input.externalId,
+    ...NO_CONTACT,
   };
 }

@@ -35,7 +35,7 @@ describe('canceling cascades and review requests', () => {
     (await h.scheduler.flows.create({ organizationId: ORG, name: `Flow ${++flowSeq}`, isDefault: false, steps, responseWindowMinutes })).id;
   const start = async (flowId: string, externalId: string, recipients = [{ name: 'Anna', email: `${externalId}@example.com`, phone: '+79160000001' }], organizationId = ORG) =>
     grpc.client.startCascade({
-      organizationId, locationId: LOCATION, name: '', flowId, channel: '', externalId, ignoreCooldown: true, dryRun: false,
+      organizationId, locationId: LOCATION, name: '', flowId, channel: '', externalId, ignoreCooldown: true, dryRun: false, contact: undefined, contactIdempotencyKey: '', contactIdempotencyFingerprint: '',
       recipients: recipients.map((r) => ({ ...r, contactId: '', contactExternalId: '' })),
     });
   const sentTo = (cascadeId: string) => h.sender.received.filter((s) => s.cascadeId === cascadeId);

@@ -1,3 +1,4 @@
+import { eventsV1, PERSON_ERASED_SUBJECT, PERSON_ERASED_TYPE } from '@rrs/proto';
 import { testLogger, waitFor } from '@rrs/testkit';
 import { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY, erasePerson, retentionRound } from '../src';
 import { LOCATION, ORG, rejection, startHarness, type Harness } from './harness';
@@ -90,8 +91,18 @@ describe('data lifecycle in the scheduler: erasure and retention', () => {
     // The evidence names the request and who asked, with hashes only.
     const { rows: evidence } = await h.pool.query(`SELECT kind, request_id, actor, subject_hashes, counts FROM lifecycle_actions WHERE kind = 'erasure'`);
     expect(evidence).toEqual([{ kind: 'erasure', request_id: 'erasure-1', actor: 'api:key-1', subject_hashes: expect.arrayContaining([hasher.hash('annushka.erasova@example.com'), hasher.hash('+79160000031')]), counts: counts }]);
-    // Erasing again finds nothing more.
+    // The other services are told by ids only (events.lifecycle.person_erased, through the outbox).
+    const announced = async () => (await h.pool.query<{ msg_id: string; payload: Buffer }>(`SELECT msg_id, payload FROM outbox WHERE subject = $1 ORDER BY id`, [PERSON_ERASED_SUBJECT])).rows;
+    const { rows: steps } = await h.pool.query<{ id: string }>('SELECT id FROM recipient_steps WHERE recipient_id = $1', [erased.recipientId]);
+    const [event] = await announced();
+    const decoded = eventsV1.Event.decode(event.payload);
+    expect(decoded).toMatchObject({ type: PERSON_ERASED_TYPE, organizationId: ORG });
+    expect(decoded.payload).toEqual({ $case: 'personErased', personErased: {
+      erasureId: 'erasure-1', recipientIds: [erased.recipientId], stepIds: expect.arrayContaining(steps.map((step) => step.id)), cascadeIds: [erased.cascadeId], reviewRequestIds: [expect.any(String)],
+    } });
+    // Erasing again finds nothing more, and announces nothing more.
     expect(await erasePerson(h.pool, hasher, { organizationId: ORG, requestId: 'erasure-2', actor: 'admin', email: anna.email, phone: '', contactExternalId: '' })).toEqual({});
+    expect(await announced()).toHaveLength(1);
   });
 
   it('an erasure without any identifier is refused and changes nothing', async () => {

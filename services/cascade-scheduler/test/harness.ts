@@ -1,8 +1,8 @@
-import { busV1, eventsV1, stepSubject } from '@rrs/proto';
+import { busV1, contactsV1, eventsV1, stepSubject } from '@rrs/proto';
 import { StepResultPublisher } from '@rrs/sender-kit';
-import { createPool, httpStatusOf, NotFoundError, type Bus, type DomainError, type Pool, type Subscription } from '@rrs/runtime';
+import { createPool, httpStatusOf, InvalidError, NotFoundError, uuidv7, type Bus, type DomainError, type Pool, type Subscription } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
-import { startScheduler, SCHEMA, type OrganizationProfiles, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, type SendingProfile, type LocationInfo, type MemberInfo } from '../src';
+import { startScheduler, SCHEMA, type OrganizationProfiles, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, type SendingProfile, type LocationInfo, type MemberInfo, type SavedContact } from '../src';
 
 export const ORG = '0190e0e0-0000-7000-8000-000000000001';
 export const OTHER_ORG = '0190e0e0-0000-7000-8000-000000000002';
@@ -51,6 +51,26 @@ export class FakeProfiles implements OrganizationProfiles {
 
   /** What a location sets for itself (its send window and zone), by location id. */
   locationSettings = new Map<string, Pick<LocationInfo, 'timeZone' | 'sendWindow'>>();
+
+  /** Contacts saved by starts with a contact (as contacts' UpsertContact would), by organization and externalId. */
+  saved = new Map<string, contactsV1.Contact>();
+  savedCalls = 0;
+
+  async saveContact(request: Omit<contactsV1.UpsertContactRequest, 'startCascade'>): Promise<SavedContact> {
+    this.savedCalls++;
+    const key = `${request.organizationId}|${request.externalId ?? uuidv7()}`;
+    const stored = this.saved.get(key);
+    const locationId = request.locationId ?? stored?.locationId;
+    if (!locationId) throw InvalidError.field('/locationId', 'startCascade needs the contact to have a location');
+    const location = await this.getLocation(request.organizationId, locationId);
+    const now = new Date();
+    const contact: contactsV1.Contact = {
+      id: stored?.id ?? uuidv7(), organizationId: request.organizationId, externalId: request.externalId, name: request.name ?? stored?.name, email: request.email ?? stored?.email,
+      phone: request.phone ?? stored?.phone, locationId, consentAt: request.consentAt ? new Date(request.consentAt) : stored?.consentAt, attributesJson: '{}', createdAt: stored?.createdAt ?? now, updatedAt: now,
+    };
+    this.saved.set(key, contact);
+    return { contact, replayed: false, location };
+  }
 
   async getLocation(organizationId: string, id: string): Promise<LocationInfo> {
     if (organizationId !== ORG || !id.startsWith(LOCATION)) throw new NotFoundError('location');

@@ -1,6 +1,5 @@
-import pg from 'pg';
-import { testLogger, waitFor } from '@rrs/testkit';
-import { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY, overviewRollupRound, retentionRound } from '../src';
+import { historyScans, recordStatements, testLogger, waitFor, type StatementRecorder } from '@rrs/testkit';
+import { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY, overviewRollupRound, retentionRound, SCHEMA } from '../src';
 import { LOCATION, ORG, OTHER_ORG, startHarness, type Harness } from './harness';
 
 /**
@@ -18,46 +17,19 @@ const HISTORY_TABLES = new Set([
 ]);
 const SEEDED = 30_000;
 
-interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; 'Index Cond'?: string; Plans?: PlanNode[] }
-
-/** The plan's nodes that read a history table whole. */
-function wholeTableReads(node: PlanNode, partialIndexes: Set<string>, found: string[] = []): string[] {
-  const table = node['Relation Name'];
-  if (table && HISTORY_TABLES.has(table)) {
-    if (node['Node Type'] === 'Seq Scan') found.push(`Seq Scan on ${table}`);
-    if (/^Index (Only )?Scan$/.test(node['Node Type']) && !node['Index Cond'] && !partialIndexes.has(node['Index Name'] ?? '')) found.push(`${node['Node Type']} of ${node['Index Name']} without a condition`);
-  }
-  if (node['Node Type'] === 'Bitmap Index Scan' && !node['Index Cond']) found.push(`Bitmap Index Scan of ${node['Index Name']} without a condition`);
-  for (const child of node.Plans ?? []) wholeTableReads(child, partialIndexes, found);
-  return found;
-}
-
 describe('history plans: no statement of the API or the console reads a history table whole', () => {
   let h: Harness;
-  const recorded = new Map<string, unknown[]>();
-  const original = pg.Client.prototype.query;
-  // Off while the schema is made (the migrations are not statements of the service).
-  let recording = false;
+  let recorder: StatementRecorder;
 
   beforeAll(async () => {
     // Every statement any client of this process sends (the scheduler's pool included), with its parameters.
-    (pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function (this: pg.Client, ...args: unknown[]) {
-      const [config, values] = args as [string | { text?: string; values?: unknown[] }, unknown];
-      const text = typeof config === 'string' ? config : config?.text;
-      const params = Array.isArray(values) ? values : typeof config === 'object' ? config?.values : undefined;
-      // A coalesced transaction sends several statements in one (without parameters): each is its own.
-      const statements = !recording || !text ? [] : params?.length ? [text] : text.split(/;\s*(?=(?:BEGIN|COMMIT|ROLLBACK|SET|SELECT|WITH|UPDATE|INSERT|DELETE)\b)/i);
-      for (const statement of statements) {
-        if (/^\s*(WITH|SELECT|UPDATE|DELETE|INSERT)\b/i.test(statement) && !recorded.has(statement)) recorded.set(statement, params ?? []);
-      }
-      return (original as (...a: unknown[]) => unknown).apply(this, args);
-    };
+    recorder = recordStatements();
     h = await startHarness({ sender: { channels: ['EMAIL'] }, feedbackWindowMinutes: 1 });
-    recording = true;
+    recorder.start();
     await h.scheduler.flows.create({ organizationId: ORG, name: 'email', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }] });
   });
   afterAll(async () => {
-    pg.Client.prototype.query = original;
+    recorder.restore();
     await h.close();
   });
 
@@ -123,27 +95,10 @@ describe('history plans: no statement of the API or the console reads a history 
     // A retention round (with a recipient due, so every statement of a batch runs): rounds must not scan history either.
     await h.pool.query(`UPDATE recipients SET finished_at = now() - interval '400 days' WHERE cascade_id = $1`, [result.id]);
     expect((await retentionRound({ pool: h.pool, hasher: new AddressHasher(DEVELOPMENT_PERSON_HASH_KEY), logger: testLogger() })).counts).toMatchObject({ recipients: 1 });
-    expect(recorded.size).toBeGreaterThan(20);
+    expect(recorder.statements.size).toBeGreaterThan(20);
 
-    recording = false;
+    recorder.stop();
     await seedHistory();
-    // Partial indexes (the timer wheels: scheduled steps, unpublished outbox rows) hold only what is
-    // due, however long the history: reading one whole is the point of it.
-    const { rows: partial } = await h.pool.query(`SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexdef LIKE '% WHERE %'`);
-    const partialIndexes = new Set(partial.map((r) => r.indexname as string));
-    const failures: string[] = [];
-    // Planned with sequential scans disabled: one that remains means no index can serve the statement
-    // (the small tables of a test database would otherwise be scanned because that is cheaper there).
-    const client = await h.pool.connect();
-    await client.query('SET enable_seqscan = off');
-    for (const [text, params] of recorded) {
-      // Statements of the schema's bookkeeping (migrations, idempotency purge) are not history reads.
-      if (/schema_migrations|pg_advisory|information_schema|pg_catalog/.test(text)) continue;
-      const result = await client.query(`EXPLAIN (FORMAT JSON) ${text}`, params);
-      const reads = wholeTableReads(result.rows[0]['QUERY PLAN'][0].Plan, partialIndexes);
-      if (reads.length > 0) failures.push(`${reads.join(', ')}\n  in: ${text.replace(/\s+/g, ' ').slice(0, 300)}`);
-    }
-    client.release();
-    expect(failures).toEqual([]);
+    expect(await historyScans(h.db.url, recorder.statements, HISTORY_TABLES, { searchPath: SCHEMA })).toEqual([]);
   });
 });

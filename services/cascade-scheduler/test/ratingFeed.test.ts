@@ -43,7 +43,7 @@ describe('the ratings feed', () => {
     // A cascade whose one email goes out and whose recipient finishes at once (no response window): a rating after it is late.
     const flowId = (await h.scheduler.flows.create({ organizationId: ORG, name: 'One email', isDefault: false, steps: [{ channel: 'EMAIL', delayMinutes: 0 }], responseWindowMinutes: 0 })).id;
     const late = await grpc.client.startCascade({
-      organizationId: ORG, locationId: LOCATION, name: '', flowId, channel: '', externalId: 'order-9', ignoreCooldown: true, dryRun: false,
+      organizationId: ORG, locationId: LOCATION, name: '', flowId, channel: '', externalId: 'order-9', ignoreCooldown: true, dryRun: false, contact: undefined, contactIdempotencyKey: '', contactIdempotencyFingerprint: '',
       recipients: [{ name: 'Anna', email: 'anna-feed@example.com', phone: '+79160000021', contactId: '', contactExternalId: 'crm-anna' }],
     });
     const recipient = await waitFor(async () => {

@@ -1,4 +1,4 @@
-import { schedulerV1 } from '@rrs/proto';
+import { contactsV1, schedulerV1 } from '@rrs/proto';
 import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY } from '@rrs/idempotency';
 import { createGrpcClient, type GrpcClientHandle } from '@rrs/runtime';
 import { waitFor } from '@rrs/testkit';
@@ -24,6 +24,7 @@ describe('StartCascade over gRPC', () => {
 
   const base = (over: Partial<schedulerV1.StartCascadeRequest> = {}): schedulerV1.StartCascadeRequest => ({
     organizationId: ORG, locationId: LOCATION, name: 'Order', flowId: '', channel: '', externalId: 'crm-1', ignoreCooldown: false, dryRun: false,
+    contact: undefined, contactIdempotencyKey: '', contactIdempotencyFingerprint: '',
     recipients: recipientsInput(2).map((r) => ({ ...r, contactId: '', contactExternalId: '' })), ...over,
   });
   const cascadeRows = async () => (await h.pool.query('SELECT count(*)::int AS n FROM cascades')).rows[0].n as number;
@@ -82,6 +83,52 @@ describe('StartCascade over gRPC', () => {
     } finally {
       h.profiles.byOrganization.set(ORG, FakeProfiles.profile(ORG));
     }
+  });
+
+  describe('with a contact to save (POST /contacts with startCascade, won deals)', () => {
+    const contact = (externalId: string, over: Partial<contactsV1.UpsertContactRequest> = {}): contactsV1.UpsertContactRequest => ({
+      organizationId: ORG, externalId, name: 'Nina', email: `${externalId}@example.com`, phone: undefined, locationId: LOCATION, consentAt: undefined, attributesJson: undefined, startCascade: true, flowId: '', ...over,
+    });
+    const withContact = (externalId: string, over: Partial<schedulerV1.StartCascadeRequest> = {}) =>
+      base({ locationId: '', recipients: [], externalId, contact: contact(externalId), ...over });
+
+    it('reads the profile once, saves the contact, and starts its cascade with the contact as the one recipient at its location', async () => {
+      const [profileCalls, saveCalls] = [h.profiles.calls, h.profiles.savedCalls];
+      const res = await grpc.client.startCascade(withContact('wc-1'));
+      expect(res).toMatchObject({ status: 'running', queued: 1, skipped: 0, idempotentReplayed: false, contactReplayed: false, contact: { externalId: 'wc-1', email: 'wc-1@example.com', locationId: LOCATION } });
+      expect([h.profiles.calls - profileCalls, h.profiles.savedCalls - saveCalls]).toEqual([1, 1]);
+      const cascade = (await grpc.client.getCascade({ organizationId: ORG, id: res.id })).cascade!;
+      expect(cascade).toMatchObject({ locationId: LOCATION, externalId: 'wc-1' });
+      expect(cascade.recipients.map((r) => [r.email, r.contactExternalId])).toEqual([['wc-1@example.com', 'wc-1']]);
+    });
+
+    it.each([
+      ['a location of its own', '/locationId', { locationId: LOCATION }],
+      ['recipients of its own', '/recipients', { recipients: [{ name: 'X', email: 'x@example.com', phone: '', contactId: '', contactExternalId: '' }] }],
+      ['a dry run', '/dryRun', { dryRun: true }],
+      ['a channel send', '/channel', { channel: 'EMAIL' }],
+      ['a contact of another organization', '/contact/organizationId', { contact: contact('wc-bad', { organizationId: OTHER_ORG }) }],
+    ] as const)('with %s → 400 naming %s; nothing saved or created', async (_name, field, over) => {
+      const before = [await cascadeRows(), h.profiles.savedCalls];
+      const err = await rejection(grpc.client.startCascade(withContact('wc-bad', over as Partial<schedulerV1.StartCascadeRequest>)));
+      expect(err).toMatchObject({ status: 400, code: 'invalid_request' });
+      expect(err.details.errors.map((e: { pointer: string }) => e.pointer)).toContain(field);
+      expect([await cascadeRows(), h.profiles.savedCalls]).toEqual(before);
+    });
+
+    it.each([
+      ['a trial plan', 402, 'plan_required', (): unknown => h.profiles.byOrganization.set(ORG, FakeProfiles.profile(ORG, { plan: 'trial' })), {}],
+      ['an unknown flow', 404, 'not_found', (): unknown => undefined, { flowId: '0190e0e0-0000-7000-8000-0000000000ff' }],
+    ] as const)('%s → %d %s before the contact is saved: nothing saved or created', async (_name, status, code, arrange, over) => {
+      arrange();
+      try {
+        const before = [await cascadeRows(), h.profiles.savedCalls];
+        expect(await rejection(grpc.client.startCascade(withContact('wc-refused', over)))).toMatchObject({ status, code });
+        expect([await cascadeRows(), h.profiles.savedCalls]).toEqual(before);
+      } finally {
+        h.profiles.byOrganization.set(ORG, FakeProfiles.profile(ORG));
+      }
+    });
   });
 
   it('a per-organization recipient limit below 500 is enforced and named; nothing is created', async () => {

@@ -56,6 +56,7 @@ export async function startEmailSender(
     schema: SCHEMA,
     bus: deps.bus,
     pool: deps.pool,
+    outbox,
     channels: [{
       entry: {
         key: CHANNEL, slug: 'email', label: 'Email', contactField: 'email', capabilities: receipts ? ['send', 'unsubscribe', 'delivery_receipts'] : ['send', 'unsubscribe'], position: 10,

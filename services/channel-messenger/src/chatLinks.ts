@@ -1,4 +1,4 @@
-import type { Pool } from '@rrs/runtime';
+import { sqlArray, type Pool } from '@rrs/runtime';
 
 /** A contact linked to a bot chat. */
 export interface ChatLink {
@@ -63,5 +63,16 @@ export class ChatLinks {
         WHERE channel = $1 AND organization_id = $2 AND phone = $3 AND chat_id = $4 AND unlinked_at IS NULL`,
       [link.channel, link.organizationId, link.phone, link.chatId, reason],
     );
+  }
+
+  /**
+   * Deletes the links made by these recipients (an erased person's; docs/customer-respect.md): the phone
+   * and chat go, and with them the row's evidence of when sending there ended, which the scheduler's
+   * opt-out ledger keeps as a keyed hash. Returns how many.
+   */
+  async forgetRecipients(organizationId: string, recipientIds: string[]): Promise<number> {
+    if (recipientIds.length === 0) return 0;
+    const { rowCount } = await this.pool.query(`DELETE FROM bot_chats WHERE organization_id = $1 AND recipient_id = ANY($2::uuid[])`, [organizationId, sqlArray(recipientIds)]);
+    return rowCount ?? 0;
   }
 }

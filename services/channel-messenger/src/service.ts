@@ -187,6 +187,8 @@ export async function startMessengerSender(
     schema: SCHEMA,
     bus: deps.bus,
     pool: deps.pool,
+    outbox,
+    eraseMore: (erased, pool) => new ChatLinks(pool).forgetRecipients(erased.organizationId, erased.recipientIds).then(() => undefined),
     channels: CHANNELS.map((channel) => ({
       entry: { ...ENTRIES[channel], capabilities: capabilities(channel), ...availability(channel), ...(bots[channel] ? { botLink: bots[channel].bot.link } : {}) },
       send: messengerSend(providers[channel], usableOf(channel), routes[channel]),

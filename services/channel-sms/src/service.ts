@@ -85,6 +85,7 @@ export async function startSmsSender(
     schema: SCHEMA,
     bus: deps.bus,
     pool: deps.pool,
+    outbox,
     migrations: [{ dir: MIGRATIONS_DIR }],
     channels: [{
       entry: { key: CHANNEL, slug: 'sms', label: 'SMS', contactField: 'phone', capabilities: real ? ['send', 'balance', 'delivery_receipts'] : ['send', 'balance'], position: 20 },

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY } from '@rrs/idempotency';
-import { saveContactAndStartCascade, type contactsV1, type schedulerV1 } from '@rrs/proto';
+import type { contactsV1, schedulerV1 } from '@rrs/proto';
 import { DomainError, NotFoundError, type PromiseClient } from '@rrs/runtime';
 
 /**
@@ -16,9 +16,10 @@ export interface ReviewServices {
   checkFlow(organizationId: string, flowId: string): Promise<void>;
   organizationLocale(organizationId: string): Promise<string>;
   /**
-   * Saves the contact and starts its cascade (@rrs/proto `saveContactAndStartCascade`, the same sequence
-   * as POST /contacts with `startCascade`): refused before the contact is saved, by the scheduler's one
-   * admission decision (its recipient budget included: 429 `recipient_quota_exceeded`, retried later).
+   * Saves the contact and starts its cascade: one StartCascade with the contact, as POST /contacts with
+   * `startCascade` (the scheduler's contactCascade.ts): refused before the contact is saved, by the
+   * scheduler's one admission decision (its recipient budget included: 429 `recipient_quota_exceeded`,
+   * retried later).
    */
   saveContactAndStart(contact: ContactInput, cascade: CascadeInput, keys: { contact: string; cascade: string }): Promise<{ contact: StoredContact; cascadeId: string; replayed: boolean }>;
   /** Cancels a cascade (its recipients not finished yet finish `canceled`); how many it finished. */
@@ -89,9 +90,11 @@ export function grpcReviewServices(
       // Presence matters to UpsertContact: a field left out keeps what is stored, so an empty CRM field
       // never clears what the directory knows. A won deal obeys the organization's cooldown like any
       // request (docs/customer-respect.md).
-      const { contact, cascade: started } = await saveContactAndStartCascade(
-        { contacts, scheduler },
+      const contactKey = idempotencyMetadata(keys.contact);
+      const started = await scheduler.startCascade(
         {
+          organizationId: input.organizationId, locationId: '', name: cascade.name, flowId: cascade.flowId, channel: '', externalId: cascade.externalId, recipients: [],
+          ignoreCooldown: false, dryRun: false,
           contact: {
             organizationId: input.organizationId,
             externalId: input.externalId,
@@ -101,13 +104,15 @@ export function grpcReviewServices(
             locationId: input.locationId,
             consentAt: undefined,
             attributesJson: undefined,
+            startCascade: true,
             flowId: cascade.flowId,
           },
-          cascade: { flowId: cascade.flowId, name: cascade.name, externalId: cascade.externalId, ignoreCooldown: false },
-          contactMetadata: idempotencyMetadata(keys.contact),
-          cascadeMetadata: idempotencyMetadata(keys.cascade),
+          contactIdempotencyKey: contactKey[MD_IDEMPOTENCY_KEY],
+          contactIdempotencyFingerprint: contactKey[MD_IDEMPOTENCY_FINGERPRINT],
         },
+        { metadata: idempotencyMetadata(keys.cascade) },
       );
+      const contact = started.contact!;
       return {
         contact: { id: contact.id, externalId: contact.externalId ?? input.externalId, name: contact.name ?? '', email: contact.email ?? '', phone: contact.phone ?? '' },
         cascadeId: started.id,

@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { contactsV1, schedulerV1 } from '@rrs/proto';
+import { consumePersonErasures, contactsV1, schedulerV1 } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { createGrpcClient, electHousekeepingLeader, Notifier, openBus, openServiceDatabase, reachAtStart, SecretBox, serveGrpc, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import type { ConnectorsConfig } from './config';
@@ -10,6 +10,7 @@ import { createRequestPacer, crmClients } from './crm';
 import { grpcReviewServices, type ReviewServices } from './reviewServices';
 import { hooksRequestListener, startHooksServer } from './inbound';
 import { purgeProcessed, startInboxWorker } from './inbox';
+import { eraseConnectorRows } from './personErasure';
 import { startReconciler } from './reconcile';
 import { connectorsGrpcService } from './grpcApi';
 import { consumeOutcomeEvents, startWriteBackWorker } from './writeBack';
@@ -106,6 +107,10 @@ export async function startConnectors(config: StartConnectorsConfig, ctx: Servic
   const bus = await openBus(config, ctx, 'connectors', deps.bus, { required: false });
   const sub = await consumeOutcomeEvents(bus, { pool, logger: ctx.logger }, () => writeBack.wake());
   ctx.lifecycle.onStop('outcome events consumer', () => sub.drain());
+  const erasures = await consumePersonErasures(bus, { service: 'connectors', logger: ctx.logger }, async (erased) => {
+    ctx.logger.info({ erasureId: erased.erasureId, organizationId: erased.organizationId, ...(await eraseConnectorRows(pool, erased)) }, 'person erased from the CRM inbox and write-backs');
+  });
+  ctx.lifecycle.onStop('erasures consumer', () => erasures.drain());
 
   const hookDeps = { connectors, logger: ctx.logger, onQueued: () => inbox.wake() };
   const hooks = await startHooksServer({ ...hookDeps, host: config.hooksHost, port: config.hooksPort });

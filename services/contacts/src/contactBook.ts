@@ -81,9 +81,9 @@ export class ContactBook {
    * Creates or updates a contact (POST /contacts). Checks run in this order, all before any write:
    * fields (invalid), the location (not_found), and with `startCascade` a location at all (invalid
    * `/locationId`). Whether the cascade may start (the sending rule, the flow, the recipient budget) is
-   * not this service's to say: the caller asked the scheduler's dry run before (@rrs/proto
-   * contactCascade.ts) and starts the cascade once this returns. With an Idempotency-Key the answer is saved in the same transaction
-   * as the write.
+   * not this service's to say: the scheduler, which calls this for its StartCascade with a contact, ran
+   * its admission pre-check before and starts the cascade once this returns. With an Idempotency-Key the
+   * answer is saved in the same transaction as the write.
    */
   async upsert(input: ContactSubmission, idempotency?: IdempotencyRequest): Promise<UpsertResult & { replayed: boolean }> {
     asUuid(input.organizationId, 'organization');

@@ -93,7 +93,9 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
       },
       async upsertContact(req, metadata) {
         const upserted = await contacts.upsert(req, idempotencyFromMetadata(metadata, req.organizationId));
-        return { contact: toContact(upserted.contact), created: upserted.created, idempotentReplayed: upserted.replayed };
+        // The cascade's location, read now (a replay too): the scheduler starting it asks nothing more.
+        const location = req.startCascade && upserted.contact.locationId ? toLocation(await directory.getLocation(req.organizationId, upserted.contact.locationId)) : undefined;
+        return { contact: toContact(upserted.contact), created: upserted.created, idempotentReplayed: upserted.replayed, location };
       },
       async getContact(req) {
         return { contact: toContact(await contacts.get(req.organizationId, req.id)) };

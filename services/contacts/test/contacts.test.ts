@@ -117,8 +117,8 @@ describe('UpsertContact over gRPC', () => {
 
   describe('startCascade', () => {
     it('leaves the sending rule to the scheduler (one admission decision): a trial or unconfirmed organization is refused only for what contacts owns', async () => {
-      // 402 plan_required / 409 email_not_confirmed come from the scheduler's dry run, asked before this call
-      // (@rrs/proto contactCascade.ts; services/gateway/test/contactsCascade.test.ts checks them end to end).
+      // 402 plan_required / 409 email_not_confirmed come from the scheduler's admission pre-check, run before it
+      // calls this (its StartCascade with a contact; services/gateway/test/contactsCascade.test.ts checks them end to end).
       const trial = (await harness.client.createOrganization({ name: 'Trial', plan: 'trial', emailConfirmed: true, smsBalance: 0, timeZone: '', locale: '', defaultRegion: '' })).organization!;
       const unconfirmed = (await harness.client.createOrganization({ name: 'Unconfirmed', plan: 'standard', emailConfirmed: false, smsBalance: 0, timeZone: '', locale: '', defaultRegion: '' })).organization!;
       for (const organizationId of [trial.id, unconfirmed.id]) {
@@ -137,13 +137,19 @@ describe('UpsertContact over gRPC', () => {
       expect(await failure(upsert({ externalId: 'sc-stored', name: 'Cleared', locationId: '', startCascade: true }))).toMatchObject({ status: 400, details: { errors: [{ pointer: '/locationId' }] } });
       const kept = await upsert({ externalId: 'sc-stored', name: 'Kept', startCascade: true });
       expect(kept.contact).toMatchObject({ name: 'Kept', locationId: location.id });
+      // The stored location is the cascade's, answered with the contact.
+      expect(kept.location).toMatchObject({ id: location.id, name: location.name });
       expect(await contactsOf()).toBe(before + 1);
     });
 
-    it('saves the contact with its location; the cascade itself is started by the caller', async () => {
-      const response = await upsert({ externalId: 'sc-new', email: 'c@example.com', locationId: location.id, startCascade: true });
+    it('saves the contact with its location and answers that location (a replay too); without startCascade no location is answered', async () => {
+      const response = await upsert({ externalId: 'sc-new', email: 'c@example.com', locationId: location.id, startCascade: true }, { key: 'sc-new-key' });
       expect(response.created).toBe(true);
       expect(response.contact).toMatchObject({ externalId: 'sc-new', locationId: location.id });
+      expect(response.location).toMatchObject({ id: location.id, name: location.name, address: location.address, city: location.city });
+      const replayed = await upsert({ externalId: 'sc-new', email: 'c@example.com', locationId: location.id, startCascade: true }, { key: 'sc-new-key' });
+      expect(replayed).toMatchObject({ idempotentReplayed: true, location: { id: location.id } });
+      expect((await upsert({ externalId: 'sc-new', name: 'Plain' })).location).toBeUndefined();
     });
   });
 

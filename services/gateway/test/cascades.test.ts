@@ -1,8 +1,8 @@
 import { openApiChecker, waitFor, type OpenApiChecker } from '@rrs/testkit';
-import { contactsV1, saveContactAndStartCascade, schedulerV1 } from '@rrs/proto';
+import { schedulerV1 } from '@rrs/proto';
 import { MD_IDEMPOTENCY_FINGERPRINT, MD_IDEMPOTENCY_KEY } from '@rrs/idempotency';
 import { createGrpcClient } from '@rrs/runtime';
-import { cascadeMetadataOf } from '../src/useCases/cascades';
+import { startContactCascade } from '../src/useCases/cascades';
 import { startCascadeStack, type CascadeStack } from './cascadeStack';
 
 /** Flows, cascades and review requests over real HTTP → gateway → gRPC → contacts + cascade-scheduler → Postgres + JetStream. */
@@ -165,33 +165,26 @@ describe('cascades through the gateway', () => {
     expect(pointers(bad.body)).toEqual(['/locationId']);
   });
 
-  it('saveContactAndStartCascade (POST /contacts with startCascade): one recipient from the contact; a retry with the same key saves and starts nothing new', async () => {
+  it('StartCascade with a contact (POST /contacts with startCascade): one recipient from the saved contact; a retry with the same key saves and starts nothing new', async () => {
     const grpc = createGrpcClient(schedulerV1.CascadeSchedulerServiceClient, `127.0.0.1:${stack.scheduler.grpcPort}`);
-    const directory = createGrpcClient(contactsV1.ContactsServiceClient, `127.0.0.1:${stack.contacts.grpcPort}`);
     try {
-      const clients = { scheduler: grpc.client, contacts: directory.client };
       const md = { [MD_IDEMPOTENCY_KEY]: 'crm-contact-9', [MD_IDEMPOTENCY_FINGERPRINT]: 'fp-contact-9' };
-      const input = {
-        contact: { organizationId: stack.orgIds.paid, externalId: 'crm-9', name: 'Olga', email: 'olga@example.com', phone: '+79161234567', locationId, consentAt: undefined, attributesJson: undefined, flowId: '' },
-        cascade: { flowId: '', name: '', externalId: 'crm-9', ignoreCooldown: false },
-        contactMetadata: md,
-        cascadeMetadata: cascadeMetadataOf(md),
-      };
-      const first = await saveContactAndStartCascade(clients, input);
-      expect(first.cascade).toMatchObject({ status: 'running', queued: 1, skipped: 0, idempotentReplayed: false });
+      const contact = { organizationId: stack.orgIds.paid, externalId: 'crm-9', name: 'Olga', email: 'olga@example.com', phone: '+79161234567', locationId, consentAt: undefined, attributesJson: undefined, flowId: '' };
+      const cascade = { flowId: '', externalId: 'crm-9', ignoreCooldown: false };
+      const first = await startContactCascade({ scheduler: grpc.client }, contact, cascade, md);
+      expect(first).toMatchObject({ status: 'running', queued: 1, skipped: 0, idempotentReplayed: false, contactReplayed: false, contact: { name: 'Olga', externalId: 'crm-9', locationId } });
       const before = await cascadeCount();
-      const again = await saveContactAndStartCascade(clients, input);
-      expect(again.contactReplayed).toBe(true);
-      expect(again.cascade).toEqual({ ...first.cascade, idempotentReplayed: true });
+      const again = await startContactCascade({ scheduler: grpc.client }, contact, cascade, md);
+      expect(again).toEqual({ ...first, idempotentReplayed: true, contactReplayed: true });
       expect(await cascadeCount()).toBe(before);
-      const c = await stack.scheduler.cascades.get(stack.orgIds.paid, first.cascade.id);
+      const c = await stack.scheduler.cascades.get(stack.orgIds.paid, first.id);
+      expect(c.locationId).toBe(locationId);
       expect(c.recipients[0]).toMatchObject({ name: 'Olga', contactExternalId: 'crm-9' });
       expect(c.externalId).toBe('crm-9');
       const { rows } = await schedulerPool.query('SELECT key FROM idempotency_keys');
       expect(rows.map((r) => r.key)).toContain('crm-contact-9:cascade');
     } finally {
       grpc.close();
-      directory.close();
     }
   });
 });

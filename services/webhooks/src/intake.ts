@@ -38,6 +38,11 @@ export async function consumeEvents(bus: Bus, pool: Pool, logger: Logger, onQueu
       msg.term('incomplete envelope');
       return;
     }
+    // An erasure is read by its own consumer (personErasure.ts), never delivered.
+    if (event.payload?.$case === 'personErased') {
+      msg.ack();
+      return;
+    }
     // The message's consumer span (a child of its publisher's `traceparent`): every attempt of these
     // deliveries, whenever a worker makes it, is traced under it.
     const traceContext = injectTraceContext({});

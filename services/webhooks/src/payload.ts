@@ -63,6 +63,8 @@ export function eventData(event: eventsV1.Event): unknown {
         ratedAt: iso(rated.ratedAt),
       };
     }
+    case 'personErased':
+      return {};
     case 'webhookTest':
       return { endpointId: event.payload.webhookTest.endpointId, message: event.payload.webhookTest.message };
     case undefined:

@@ -1,10 +1,12 @@
 import { join } from 'node:path';
+import { consumePersonErasures } from '@rrs/proto';
 import { electHousekeepingLeader, Notifier, openBus, openServiceDatabase, SecretBox, serveGrpc, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { watchDeliveryBacklog } from './backlog';
 import type { WebhooksConfig } from './config';
 import { WebhookEndpoints } from './endpoints';
 import { consumeEvents } from './intake';
+import { eraseDeliveries } from './personErasure';
 import { schedulePurgeDeliveryLog } from './retention';
 import { sealStoredSecrets } from './secrets';
 import { webhooksGrpcService } from './grpcApi';
@@ -63,6 +65,10 @@ export async function startWebhooks(config: StartWebhooksConfig, ctx: ServiceCon
   const bus = await openBus(config, ctx, 'webhooks', deps.bus, { required: false });
   const events = await consumeEvents(bus, pool, ctx.logger, () => worker.wake());
   ctx.lifecycle.onStop('events consumer', () => events.drain());
+  const erasures = await consumePersonErasures(bus, { service: 'webhooks', logger: ctx.logger }, async (erased) => {
+    ctx.logger.info({ erasureId: erased.erasureId, organizationId: erased.organizationId, ...(await eraseDeliveries(pool, erased)) }, 'person erased from the delivery log');
+  });
+  ctx.lifecycle.onStop('erasures consumer', () => erasures.drain());
 
   const grpcPort = await serveGrpc(ctx, { name: 'webhooks', host: config.grpcHost, port: config.grpcPort, services: [webhooksGrpcService(endpoints, ctx.logger)] });
   return { grpcPort, endpoints, worker };

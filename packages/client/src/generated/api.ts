@@ -258,7 +258,7 @@ export interface paths {
         put?: never;
         /**
          * Erase a person
-         * @description Erases one person from the organization: their contacts (with the consent they carried), cascade recipients, step addresses, review requests and private feedback are deleted or irreversibly anonymized; ratings stay as anonymous numbers, so counts and statistics do not change; an opt-out stays as a keyed hash and still holds. Not yet covered: the senders' send logs, webhook deliveries, the CRM inbox, bot chats, stop replies and the development inbox (docs/customer-respect.md, "Erasure"). The erasure runs while the request waits: the answer is normally `done`; a `pending` one is finished by a retry.
+         * @description Erases one person from the organization, in every service: their contacts (with the consent they carried), cascade recipients, step addresses, review requests and private feedback, the addresses in the senders' send logs, the webhook events and deliveries about them, their CRM deals' inbox events and written-back feedback, their bot chat links and the development inbox are deleted or irreversibly anonymized; ratings stay as anonymous numbers, so counts and statistics do not change; an opt-out stays as a keyed hash and still holds. The erasure runs while the request waits: the answer is normally `done`; a `pending` one is finished by a retry. `done` means the contacts and the cascades' data are erased; the senders, webhooks and connectors erase theirs from the event the erasure publishes, within seconds while they run (docs/customer-respect.md, "Erasure in every service").
          */
         post: operations["erasePerson"];
         delete?: never;

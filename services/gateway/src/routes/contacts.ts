@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { saveContactAndStartCascade, type contactsV1 } from '@rrs/proto';
+import type { contactsV1 } from '@rrs/proto';
 import { defineRoute, type Route } from '../http/route';
-import { cascadeMetadataOf } from '../useCases/cascades';
+import { startContactCascade } from '../useCases/cascades';
 import type { PublicRouteDeps } from './deps';
 import { CascadeStatus } from './enums';
 import { EXAMPLE_IDS, IgnoreCooldown } from './shapes';
@@ -129,17 +129,11 @@ export function contactRoutes({ clients }: PublicRouteDeps): Route[] {
           const r = await clients.contacts.upsertContact({ ...contact, startCascade: false }, { metadata });
           return { body: { contact: contactJson(r.contact!), cascade: null }, replayed: r.idempotentReplayed };
         }
-        // The one "save the contact and start its cascade" (@rrs/proto contactCascade.ts): refused before the contact is saved.
-        const r = await saveContactAndStartCascade(clients, {
-          contact,
-          cascade: { flowId: body.flowId ?? '', name: '', externalId: body.externalId ?? '', ignoreCooldown: body.ignoreCooldown ?? false },
-          contactMetadata: metadata,
-          cascadeMetadata: cascadeMetadataOf(metadata),
-        });
-        const cascade = r.cascade;
+        // One call: the scheduler saves the contact and starts its cascade, refused before the contact is saved.
+        const cascade = await startContactCascade(clients, contact, { flowId: body.flowId ?? '', externalId: body.externalId ?? '', ignoreCooldown: body.ignoreCooldown ?? false }, metadata);
         return {
-          body: { contact: contactJson(r.contact), cascade: { id: cascade.id, status: cascade.status, queued: cascade.queued, skipped: cascade.skipped } },
-          replayed: r.contactReplayed && cascade.idempotentReplayed,
+          body: { contact: contactJson(cascade.contact!), cascade: { id: cascade.id, status: cascade.status, queued: cascade.queued, skipped: cascade.skipped } },
+          replayed: cascade.contactReplayed && cascade.idempotentReplayed,
           recipientBudget: cascade.recipientBudget,
         };
       },

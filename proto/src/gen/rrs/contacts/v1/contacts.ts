@@ -445,9 +445,10 @@ export interface UpsertContactRequest {
     | string
     | undefined;
   /**
-   * The contact's cascade is started by the caller next (@rrs/proto contactCascade.ts): the contact must
-   * then have a location (400 `/locationId`). Whether the cascade may start (the sending rule, the flow,
-   * the recipient budget) is the scheduler's one admission decision, asked by the caller's dry run first.
+   * The contact's cascade is started next, by the scheduler that calls this (its StartCascade with a
+   * `contact`): the contact must then have a location (400 `/locationId`), answered in `location`.
+   * Whether the cascade may start (the sending rule, the flow, the recipient budget) is the scheduler's
+   * one admission decision, checked before this call.
    */
   startCascade: boolean;
   flowId: string;
@@ -461,6 +462,11 @@ export interface UpsertContactResponse {
   created: boolean;
   /** True when the answer is the saved response of an earlier request with the same Idempotency-Key. */
   idempotentReplayed: boolean;
+  /**
+   * With `start_cascade`: the contact's location, where its cascade runs (so the scheduler needs no
+   * second question to contacts).
+   */
+  location: Location | undefined;
 }
 
 export interface GetContactRequest {
@@ -6690,7 +6696,7 @@ export const UpsertContactRequest: MessageFns<UpsertContactRequest> = {
 };
 
 function createBaseUpsertContactResponse(): UpsertContactResponse {
-  return { contact: undefined, created: false, idempotentReplayed: false };
+  return { contact: undefined, created: false, idempotentReplayed: false, location: undefined };
 }
 
 export const UpsertContactResponse: MessageFns<UpsertContactResponse> = {
@@ -6703,6 +6709,9 @@ export const UpsertContactResponse: MessageFns<UpsertContactResponse> = {
     }
     if (message.idempotentReplayed !== false) {
       writer.uint32(24).bool(message.idempotentReplayed);
+    }
+    if (message.location !== undefined) {
+      Location.encode(message.location, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -6744,6 +6753,14 @@ export const UpsertContactResponse: MessageFns<UpsertContactResponse> = {
             message.idempotentReplayed = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.location = Location.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6765,6 +6782,7 @@ export const UpsertContactResponse: MessageFns<UpsertContactResponse> = {
         : isSet(object.idempotent_replayed)
         ? globalThis.Boolean(object.idempotent_replayed)
         : false,
+      location: isSet(object.location) ? Location.fromJSON(object.location) : undefined,
     };
   },
 
@@ -6779,6 +6797,9 @@ export const UpsertContactResponse: MessageFns<UpsertContactResponse> = {
     if (message.idempotentReplayed !== false) {
       obj.idempotentReplayed = message.idempotentReplayed;
     }
+    if (message.location !== undefined) {
+      obj.location = Location.toJSON(message.location);
+    }
     return obj;
   },
 
@@ -6792,6 +6813,9 @@ export const UpsertContactResponse: MessageFns<UpsertContactResponse> = {
       : undefined;
     message.created = object.created ?? false;
     message.idempotentReplayed = object.idempotentReplayed ?? false;
+    message.location = (object.location !== undefined && object.location !== null)
+      ? Location.fromPartial(object.location)
+      : undefined;
     return message;
   },
 };

@@ -21,7 +21,28 @@ export interface Event {
     { $case: "cascadeRecipientFinished"; cascadeRecipientFinished: CascadeRecipientFinished }
     | { $case: "webhookTest"; webhookTest: WebhookTest }
     | { $case: "reviewRequestRated"; reviewRequestRated: ReviewRequestRated }
+    | //
+    /** `lifecycle.person_erased`: internal, never delivered to an integrator (no endpoint can subscribe). */
+    { $case: "personErased"; personErased: PersonErased }
     | undefined;
+}
+
+/**
+ * A person's erasure in the scheduler (docs/customer-respect.md, "Erasure in every service"), on
+ * `events.lifecycle.person_erased`: what each other service needs to find the person's rows, by id only.
+ * It names nobody: no name, address or external id, so the stream may keep it like any event.
+ */
+export interface PersonErased {
+  /** The erasure request's id (person_erasures). */
+  erasureId: string;
+  /** The recipients anonymized (bot chats linked by them; webhook events about them). */
+  recipientIds: string[];
+  /** Their steps: the senders' send logs, dead letters and the dev inbox are keyed by step id. */
+  stepIds: string[];
+  /** Their cascades (a CRM deal's cascade has one recipient: the connectors' inbox and write-backs). */
+  cascadeIds: string[];
+  /** Their review requests, and those made alone for the person (webhook events about them). */
+  reviewRequestIds: string[];
 }
 
 /** `review_request.rated`: a rating through a personal link made by POST /review-requests. */
@@ -110,6 +131,9 @@ export const Event: MessageFns<Event> = {
       case "reviewRequestRated":
         ReviewRequestRated.encode(message.payload.reviewRequestRated, writer.uint32(98).fork()).join();
         break;
+      case "personErased":
+        PersonErased.encode(message.payload.personErased, writer.uint32(106).fork()).join();
+        break;
     }
     return writer;
   },
@@ -189,6 +213,14 @@ export const Event: MessageFns<Event> = {
             };
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.payload = { $case: "personErased", personErased: PersonErased.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -233,6 +265,10 @@ export const Event: MessageFns<Event> = {
         ? { $case: "reviewRequestRated", reviewRequestRated: ReviewRequestRated.fromJSON(object.reviewRequestRated) }
         : isSet(object.review_request_rated)
         ? { $case: "reviewRequestRated", reviewRequestRated: ReviewRequestRated.fromJSON(object.review_request_rated) }
+        : isSet(object.personErased)
+        ? { $case: "personErased", personErased: PersonErased.fromJSON(object.personErased) }
+        : isSet(object.person_erased)
+        ? { $case: "personErased", personErased: PersonErased.fromJSON(object.person_erased) }
         : undefined,
     };
   },
@@ -257,6 +293,8 @@ export const Event: MessageFns<Event> = {
       obj.webhookTest = WebhookTest.toJSON(message.payload.webhookTest);
     } else if (message.payload?.$case === "reviewRequestRated") {
       obj.reviewRequestRated = ReviewRequestRated.toJSON(message.payload.reviewRequestRated);
+    } else if (message.payload?.$case === "personErased") {
+      obj.personErased = PersonErased.toJSON(message.payload.personErased);
     }
     return obj;
   },
@@ -297,7 +335,169 @@ export const Event: MessageFns<Event> = {
         }
         break;
       }
+      case "personErased": {
+        if (object.payload?.personErased !== undefined && object.payload?.personErased !== null) {
+          message.payload = {
+            $case: "personErased",
+            personErased: PersonErased.fromPartial(object.payload.personErased),
+          };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBasePersonErased(): PersonErased {
+  return { erasureId: "", recipientIds: [], stepIds: [], cascadeIds: [], reviewRequestIds: [] };
+}
+
+export const PersonErased: MessageFns<PersonErased> = {
+  encode(message: PersonErased, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.erasureId !== "") {
+      writer.uint32(10).string(message.erasureId);
+    }
+    for (const v of message.recipientIds) {
+      writer.uint32(18).string(v!);
+    }
+    for (const v of message.stepIds) {
+      writer.uint32(26).string(v!);
+    }
+    for (const v of message.cascadeIds) {
+      writer.uint32(34).string(v!);
+    }
+    for (const v of message.reviewRequestIds) {
+      writer.uint32(42).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PersonErased {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePersonErased();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.erasureId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.recipientIds.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.stepIds.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.cascadeIds.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.reviewRequestIds.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PersonErased {
+    return {
+      erasureId: isSet(object.erasureId)
+        ? globalThis.String(object.erasureId)
+        : isSet(object.erasure_id)
+        ? globalThis.String(object.erasure_id)
+        : "",
+      recipientIds: globalThis.Array.isArray(object?.recipientIds)
+        ? object.recipientIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.recipient_ids)
+        ? object.recipient_ids.map((e: any) => globalThis.String(e))
+        : [],
+      stepIds: globalThis.Array.isArray(object?.stepIds)
+        ? object.stepIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.step_ids)
+        ? object.step_ids.map((e: any) => globalThis.String(e))
+        : [],
+      cascadeIds: globalThis.Array.isArray(object?.cascadeIds)
+        ? object.cascadeIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.cascade_ids)
+        ? object.cascade_ids.map((e: any) => globalThis.String(e))
+        : [],
+      reviewRequestIds: globalThis.Array.isArray(object?.reviewRequestIds)
+        ? object.reviewRequestIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.review_request_ids)
+        ? object.review_request_ids.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: PersonErased): unknown {
+    const obj: any = {};
+    if (message.erasureId !== "") {
+      obj.erasureId = message.erasureId;
+    }
+    if (message.recipientIds?.length) {
+      obj.recipientIds = message.recipientIds;
+    }
+    if (message.stepIds?.length) {
+      obj.stepIds = message.stepIds;
+    }
+    if (message.cascadeIds?.length) {
+      obj.cascadeIds = message.cascadeIds;
+    }
+    if (message.reviewRequestIds?.length) {
+      obj.reviewRequestIds = message.reviewRequestIds;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PersonErased>, I>>(base?: I): PersonErased {
+    return PersonErased.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PersonErased>, I>>(object: I): PersonErased {
+    const message = createBasePersonErased();
+    message.erasureId = object.erasureId ?? "";
+    message.recipientIds = object.recipientIds?.map((e) => e) || [];
+    message.stepIds = object.stepIds?.map((e) => e) || [];
+    message.cascadeIds = object.cascadeIds?.map((e) => e) || [];
+    message.reviewRequestIds = object.reviewRequestIds?.map((e) => e) || [];
     return message;
   },
 };

@@ -19,6 +19,7 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { Timestamp } from "../../../google/protobuf/timestamp";
+import { Contact, UpsertContactRequest } from "../../contacts/v1/contacts";
 
 export interface FlowStep {
   /** 1-based position in the flow. */
@@ -112,6 +113,24 @@ export interface StartCascadeRequest {
    * flow, the sending rule) and answers without creating anything (an empty `id`).
    */
   dryRun: boolean;
+  /**
+   * "Save the contact and start its cascade" (POST /contacts with `start_cascade`, a CRM's won deal):
+   * the scheduler reads the organization's sending profile, runs the admission pre-check (the sending
+   * rule, the flow, the recipient budget as it is: nothing taken), saves this contact with contacts'
+   * UpsertContact (`start_cascade` set: the contact must have a location), then starts the cascade with
+   * the saved contact as its one recipient at the contact's location. A refusal before the save saves
+   * nothing. With it, `recipients` and `location_id` must be empty and `dry_run` false; its
+   * `organization_id` must be the start's.
+   */
+  contact:
+    | UpsertContactRequest
+    | undefined;
+  /**
+   * The contact's own Idempotency-Key record in contacts (the metadata's key is the cascade's): a retry
+   * replays the saved contact, then the saved cascade (or starts it, after a start that failed).
+   */
+  contactIdempotencyKey: string;
+  contactIdempotencyFingerprint: string;
 }
 
 export interface StartCascadeResponse {
@@ -133,6 +152,9 @@ export interface StartCascadeResponse {
    * the gateway turns it into the RateLimit fields. On a dry run: the windows as they are (nothing taken).
    */
   recipientBudget: RecipientWindow[];
+  /** With `StartCascadeRequest.contact`: the contact as saved, and whether contacts replayed it. */
+  contact: Contact | undefined;
+  contactReplayed: boolean;
 }
 
 /** One window of an organization's recipient budget (docs/security.md, "Quotas count work"). */
@@ -2291,6 +2313,9 @@ function createBaseStartCascadeRequest(): StartCascadeRequest {
     recipients: [],
     ignoreCooldown: false,
     dryRun: false,
+    contact: undefined,
+    contactIdempotencyKey: "",
+    contactIdempotencyFingerprint: "",
   };
 }
 
@@ -2322,6 +2347,15 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
     }
     if (message.dryRun !== false) {
       writer.uint32(72).bool(message.dryRun);
+    }
+    if (message.contact !== undefined) {
+      UpsertContactRequest.encode(message.contact, writer.uint32(82).fork()).join();
+    }
+    if (message.contactIdempotencyKey !== "") {
+      writer.uint32(90).string(message.contactIdempotencyKey);
+    }
+    if (message.contactIdempotencyFingerprint !== "") {
+      writer.uint32(98).string(message.contactIdempotencyFingerprint);
     }
     return writer;
   },
@@ -2411,6 +2445,30 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
             message.dryRun = reader.bool();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.contact = UpsertContactRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.contactIdempotencyKey = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.contactIdempotencyFingerprint = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2460,6 +2518,17 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
         : isSet(object.dry_run)
         ? globalThis.Boolean(object.dry_run)
         : false,
+      contact: isSet(object.contact) ? UpsertContactRequest.fromJSON(object.contact) : undefined,
+      contactIdempotencyKey: isSet(object.contactIdempotencyKey)
+        ? globalThis.String(object.contactIdempotencyKey)
+        : isSet(object.contact_idempotency_key)
+        ? globalThis.String(object.contact_idempotency_key)
+        : "",
+      contactIdempotencyFingerprint: isSet(object.contactIdempotencyFingerprint)
+        ? globalThis.String(object.contactIdempotencyFingerprint)
+        : isSet(object.contact_idempotency_fingerprint)
+        ? globalThis.String(object.contact_idempotency_fingerprint)
+        : "",
     };
   },
 
@@ -2492,6 +2561,15 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
     if (message.dryRun !== false) {
       obj.dryRun = message.dryRun;
     }
+    if (message.contact !== undefined) {
+      obj.contact = UpsertContactRequest.toJSON(message.contact);
+    }
+    if (message.contactIdempotencyKey !== "") {
+      obj.contactIdempotencyKey = message.contactIdempotencyKey;
+    }
+    if (message.contactIdempotencyFingerprint !== "") {
+      obj.contactIdempotencyFingerprint = message.contactIdempotencyFingerprint;
+    }
     return obj;
   },
 
@@ -2509,6 +2587,11 @@ export const StartCascadeRequest: MessageFns<StartCascadeRequest> = {
     message.recipients = object.recipients?.map((e) => RecipientInput.fromPartial(e)) || [];
     message.ignoreCooldown = object.ignoreCooldown ?? false;
     message.dryRun = object.dryRun ?? false;
+    message.contact = (object.contact !== undefined && object.contact !== null)
+      ? UpsertContactRequest.fromPartial(object.contact)
+      : undefined;
+    message.contactIdempotencyKey = object.contactIdempotencyKey ?? "";
+    message.contactIdempotencyFingerprint = object.contactIdempotencyFingerprint ?? "";
     return message;
   },
 };
@@ -2524,6 +2607,8 @@ function createBaseStartCascadeResponse(): StartCascadeResponse {
     idempotentReplayed: false,
     externalId: "",
     recipientBudget: [],
+    contact: undefined,
+    contactReplayed: false,
   };
 }
 
@@ -2555,6 +2640,12 @@ export const StartCascadeResponse: MessageFns<StartCascadeResponse> = {
     }
     for (const v of message.recipientBudget) {
       RecipientWindow.encode(v!, writer.uint32(74).fork()).join();
+    }
+    if (message.contact !== undefined) {
+      Contact.encode(message.contact, writer.uint32(82).fork()).join();
+    }
+    if (message.contactReplayed !== false) {
+      writer.uint32(88).bool(message.contactReplayed);
     }
     return writer;
   },
@@ -2644,6 +2735,22 @@ export const StartCascadeResponse: MessageFns<StartCascadeResponse> = {
             message.recipientBudget.push(RecipientWindow.decode(reader, reader.uint32()));
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.contact = Contact.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.contactReplayed = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2679,6 +2786,12 @@ export const StartCascadeResponse: MessageFns<StartCascadeResponse> = {
         : globalThis.Array.isArray(object?.recipient_budget)
         ? object.recipient_budget.map((e: any) => RecipientWindow.fromJSON(e))
         : [],
+      contact: isSet(object.contact) ? Contact.fromJSON(object.contact) : undefined,
+      contactReplayed: isSet(object.contactReplayed)
+        ? globalThis.Boolean(object.contactReplayed)
+        : isSet(object.contact_replayed)
+        ? globalThis.Boolean(object.contact_replayed)
+        : false,
     };
   },
 
@@ -2711,6 +2824,12 @@ export const StartCascadeResponse: MessageFns<StartCascadeResponse> = {
     if (message.recipientBudget?.length) {
       obj.recipientBudget = message.recipientBudget.map((e) => RecipientWindow.toJSON(e));
     }
+    if (message.contact !== undefined) {
+      obj.contact = Contact.toJSON(message.contact);
+    }
+    if (message.contactReplayed !== false) {
+      obj.contactReplayed = message.contactReplayed;
+    }
     return obj;
   },
 
@@ -2728,6 +2847,10 @@ export const StartCascadeResponse: MessageFns<StartCascadeResponse> = {
     message.idempotentReplayed = object.idempotentReplayed ?? false;
     message.externalId = object.externalId ?? "";
     message.recipientBudget = object.recipientBudget?.map((e) => RecipientWindow.fromPartial(e)) || [];
+    message.contact = (object.contact !== undefined && object.contact !== null)
+      ? Contact.fromPartial(object.contact)
+      : undefined;
+    message.contactReplayed = object.contactReplayed ?? false;
     return message;
   },
 };
