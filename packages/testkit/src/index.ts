@@ -147,4 +147,4 @@ export * from './serviceProcess';
 export * from './allInOne';
 export * from './fakes/dnsServer';
 export * from './natsCluster';
-export * from './plans';
+export * from './historyPlans';

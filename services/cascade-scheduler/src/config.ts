@@ -48,6 +48,8 @@ export interface SchedulerConfig {
   retentionIntervalMs: number;
   /** Rows per retention transaction. */
   retentionBatchSize: number;
+  /** Wait between the overview's roll-up rounds (overviewRollup.ts). */
+  overviewRollupIntervalMs: number;
 }
 
 /**
@@ -128,6 +130,7 @@ export function buildConfig(env: Env): SchedulerConfig {
       PERSON_HASH_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
       RETENTION_INTERVAL_MS: envField.int(3_600_000, 1_000),
       RETENTION_BATCH_SIZE: envField.int(500, 1),
+      OVERVIEW_ROLLUP_INTERVAL_MS: envField.int(600_000, 1_000),
     },
     env,
   );
@@ -154,6 +157,7 @@ export function buildConfig(env: Env): SchedulerConfig {
     personHashKeyMissing: vars.NODE_ENV === 'production' && vars.PERSON_HASH_KEY === undefined,
     retentionIntervalMs: vars.RETENTION_INTERVAL_MS,
     retentionBatchSize: vars.RETENTION_BATCH_SIZE,
+    overviewRollupIntervalMs: vars.OVERVIEW_ROLLUP_INTERVAL_MS,
   };
 }
 

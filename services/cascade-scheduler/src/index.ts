@@ -2,6 +2,7 @@ export { buildConfig, fastClock, personHashKey, DEFAULT_MINUTE_MS, recipientQuot
 export { RecipientBudgets, RECIPIENT_WINDOWS, type RecipientBudgetConfig, type RecipientWindowState } from './recipientBudget';
 export { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY } from './personHash';
 export { retentionRound, startRetention } from './retention';
+export { overviewRollupRound, startOverviewRollup } from './overviewRollup';
 export { erasePerson, type PersonErasure } from './personErasure';
 export { startScheduler, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, SCHEMA, MIGRATIONS_DIR, SESSION_SETTINGS } from './service';
 export { consumeStepResults, type StepResultConsumer, type StepResultHandler } from './stepResultConsumer';

@@ -2,11 +2,11 @@ import type { schedulerV1 } from '@rrs/proto';
 import { InvalidError, type Pool } from '@rrs/runtime';
 import { DAY_MS, dayOf } from './dayRange';
 import { isUuid } from './ids';
+import { BUCKET_MINUTES, BUCKET_MS, CHANNEL_FACTS, FUNNEL_FACTS, RATING_FACTS, partsOfBuckets } from './overviewRollup';
 
 export const MAX_OVERVIEW_DAYS = 366;
 
 const EMPTY: schedulerV1.FunnelCounts = { requests: 0, sent: 0, delivered: 0, opened: 0, rated: 0, publicLinksShown: 0, publicLinkClicked: 0 };
-type ChannelEvent = 'opened' | 'rated' | 'clicked';
 
 /**
  * The console's overview over the review requests made from day `from` to day `to` (both included, in
@@ -16,8 +16,12 @@ type ChannelEvent = 'opened' | 'rated' | 'clicked';
  * opened, rated and clicked by the channel of the last step sent before that event (docs/cascades.md);
  * the ratings' distribution, average and days. Every figure counts the same population (the range's
  * review requests), so the stages can be compared.
+ *
+ * The figures of the range's whole quarter hours rolled up and not marked stale come from the roll-up
+ * tables, the rest is computed live from the raw rows by the same statements (overviewRollup.ts has
+ * the rule that makes both equal); `live` computes everything from the raw rows (the reference).
  */
-export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequest): Promise<schedulerV1.GetOverviewResponse> {
+export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequest, options: { live?: boolean } = {}): Promise<schedulerV1.GetOverviewResponse> {
   const from = dayOf(input.fromDay);
   const to = dayOf(input.toDay);
   const problems = [];
@@ -28,56 +32,45 @@ export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequ
   const empty = { total: { ...EMPTY }, byLocation: [], byChannel: [], ratingCounts: [0, 0, 0, 0, 0], ratingAverage: 0, ratingDays: [], openItems: 0, overdueItems: 0 };
   if (!isUuid(input.organizationId)) return empty;
 
-  const inRange = `SELECT rr.id, rr.recipient_id, rr.location_id, rr.opened_at, rr.rated_at, rr.public_links_shown_at,
-                          (SELECT min(c.clicked_at) FROM public_link_clicks c WHERE c.review_request_id = rr.id) AS clicked_at
-                     FROM review_requests rr
-                    WHERE rr.organization_id = $1 AND rr.created_at >= ($2::date)::timestamp AT TIME ZONE $4 AND rr.created_at < ($3::date + 1)::timestamp AT TIME ZONE $4`;
-  // The steps are looked up per request in range (LATERAL, by recipient_steps' (recipient_id,
-  // step_order) key): joined as a set, the planner hash-joined every step the organization ever had.
-  const params = [input.organizationId, input.fromDay, input.toDay, input.timeZone || 'UTC'];
-  const [funnel, channels, ratings, events, items] = await Promise.all([
+  const [plan] = (await pool.query<{ from_at: Date; to_at: Date; rolled_through: Date | null; stale: Date[] }>(
+    `SELECT ($2::date)::timestamp AT TIME ZONE $4 AS from_at, ($3::date + 1)::timestamp AT TIME ZONE $4 AS to_at,
+            ${options.live ? 'NULL::timestamptz' : '(SELECT rolled_through FROM overview_rollup_horizons WHERE organization_id = $1)'} AS rolled_through,
+            ARRAY(SELECT DISTINCT s.bucket FROM overview_stale_buckets s
+                   WHERE s.organization_id = $1 AND s.bucket >= ($2::date)::timestamp AT TIME ZONE $4 - interval '${BUCKET_MINUTES} minutes'
+                     AND s.bucket < ($3::date + 1)::timestamp AT TIME ZONE $4 ORDER BY 1) AS stale`,
+    [input.organizationId, input.fromDay, input.toDay, input.timeZone || 'UTC'],
+  )).rows;
+  const { live, rolledFrom, rolledTo, stale } = overviewParts(plan.from_at.getTime(), plan.to_at.getTime(), plan.rolled_through?.getTime() ?? null, plan.stale.map((bucket) => bucket.getTime()));
+  // $1 organization, $2/$3 the parts computed live, $4/$5/$6 the rolled-up buckets read (those from
+  // $4 to $5, but the stale ones $6); the ratings' days are in the time zone $7.
+  const params = [input.organizationId, live.from, live.to, new Date(rolledFrom), new Date(rolledTo), stale.map((bucket) => new Date(bucket))];
+  const rolledUp = 'organization_id = $1 AND bucket >= $4 AND bucket < $5 AND bucket <> ALL($6::timestamptz[])';
+  const [funnel, channels, ratings, items] = await Promise.all([
     pool.query(
-      `WITH rr AS (${inRange}),
-            staged AS (
-              SELECT rr.location_id, rr.opened_at IS NOT NULL AS opened, rr.rated_at IS NOT NULL AS rated, rr.public_links_shown_at IS NOT NULL AS shown, rr.clicked_at IS NOT NULL AS clicked,
-                     coalesce(st.sent, false) AS sent, coalesce(st.delivered, false) AS delivered
-                FROM rr LEFT JOIN LATERAL (SELECT bool_or(s.sent_at IS NOT NULL) AS sent, bool_or(s.delivered_at IS NOT NULL) AS delivered
-                                             FROM recipient_steps s WHERE s.recipient_id = rr.recipient_id) st ON true)
-       SELECT location_id, count(*)::int AS requests, count(*) FILTER (WHERE sent)::int AS sent, count(*) FILTER (WHERE delivered)::int AS delivered,
-              count(*) FILTER (WHERE opened)::int AS opened, count(*) FILTER (WHERE rated)::int AS rated, count(*) FILTER (WHERE shown)::int AS shown,
-              count(*) FILTER (WHERE clicked)::int AS clicked
-         FROM staged GROUP BY location_id ORDER BY location_id`,
+      `SELECT location_id, sum(requests)::int AS requests, sum(sent)::int AS sent, sum(delivered)::int AS delivered, sum(opened)::int AS opened,
+              sum(rated)::int AS rated, sum(shown)::int AS shown, sum(clicked)::int AS clicked
+         FROM (SELECT location_id, requests, sent, delivered, opened, rated, shown, clicked FROM (${FUNNEL_FACTS}) live
+               UNION ALL
+               SELECT location_id, requests, sent, delivered, opened, rated, shown, clicked FROM overview_funnel_rollup WHERE ${rolledUp}) f
+        GROUP BY location_id ORDER BY location_id`,
       params,
     ),
-    pool.query(
-      `WITH rr AS (${inRange})
-       SELECT s.channel, sum(s.sent)::int AS sent, sum(s.delivered)::int AS delivered
-         FROM rr CROSS JOIN LATERAL (SELECT s.sent_channel AS channel, count(*) AS sent, count(*) FILTER (WHERE s.delivered_at IS NOT NULL) AS delivered
-                                       FROM recipient_steps s WHERE s.recipient_id = rr.recipient_id AND s.sent_at IS NOT NULL GROUP BY s.sent_channel) s
-        GROUP BY s.channel ORDER BY s.channel`,
+    pool.query<{ channel: string; sent: number; delivered: number; opened: number; rated: number; clicked: number }>(
+      `SELECT channel, sum(sent)::int AS sent, sum(delivered)::int AS delivered, sum(opened)::int AS opened, sum(rated)::int AS rated, sum(clicked)::int AS clicked
+         FROM (SELECT channel, sent, delivered, opened, rated, clicked FROM (${CHANNEL_FACTS}) live
+               UNION ALL
+               SELECT channel, sent, delivered, opened, rated, clicked FROM overview_channel_rollup WHERE ${rolledUp}) c
+        GROUP BY channel ORDER BY channel`,
       params,
     ),
+    // By the day (in the zone) the rating was given: its quarter hour lies within one day of any zone.
     pool.query(
-      `WITH rr AS (${inRange})
-       SELECT to_char(ra.created_at AT TIME ZONE $4, 'YYYY-MM-DD') AS day, ra.rating, count(*)::int AS n
-         FROM rr JOIN ratings ra ON ra.review_request_id = rr.id GROUP BY 1, 2 ORDER BY 1, 2`,
-      params,
-    ),
-    // The channel credited with an event is the one of the last step sent at or before it. A step's
-    // `sent_at` is when its result was applied, which a backlog of results can put after the customer
-    // already acted on the message: an event with no step recorded before it goes to the first step sent.
-    pool.query<{ channel: string; kind: ChannelEvent; n: number }>(
-      `WITH rr AS (${inRange}),
-            happened AS (
-              SELECT recipient_id, 'opened' AS kind, opened_at AS at FROM rr WHERE opened_at IS NOT NULL
-              UNION ALL SELECT recipient_id, 'rated', rated_at FROM rr WHERE rated_at IS NOT NULL
-              UNION ALL SELECT recipient_id, 'clicked', clicked_at FROM rr WHERE clicked_at IS NOT NULL)
-       SELECT last_step.sent_channel AS channel, h.kind, count(*)::int AS n
-         FROM happened h
-         CROSS JOIN LATERAL (SELECT s.sent_channel FROM recipient_steps s WHERE s.recipient_id = h.recipient_id AND s.sent_at IS NOT NULL
-                             ORDER BY s.sent_at <= h.at DESC, CASE WHEN s.sent_at <= h.at THEN s.sent_at END DESC, s.sent_at LIMIT 1) last_step
-        GROUP BY 1, 2`,
-      params,
+      `SELECT to_char(rated_bucket AT TIME ZONE $7, 'YYYY-MM-DD') AS day, rating, sum(ratings)::int AS n
+         FROM (SELECT rated_bucket, rating, ratings FROM (${RATING_FACTS}) live
+               UNION ALL
+               SELECT rated_bucket, rating, ratings FROM overview_rating_rollup WHERE ${rolledUp}) r
+        GROUP BY 1, 2 ORDER BY 1, 2`,
+      [...params, input.timeZone || 'UTC'],
     ),
     // The inbox now, whatever the range: items not resolved, and those past their response target.
     pool.query<{ open: number; overdue: number }>(
@@ -103,20 +96,36 @@ export async function getOverview(pool: Pool, input: schedulerV1.GetOverviewRequ
     days.set(r.day, day);
   }
   const rated = ratingCounts.reduce((a, b) => a + b, 0);
-  const byChannel = new Map<string, schedulerV1.ChannelCounts>(channels.rows.map((r) => [r.channel, { channel: r.channel, sent: r.sent, delivered: r.delivered, opened: 0, rated: 0, clicked: 0 }]));
-  for (const e of events.rows) {
-    const counts = byChannel.get(e.channel) ?? { channel: e.channel, sent: 0, delivered: 0, opened: 0, rated: 0, clicked: 0 };
-    counts[e.kind] += e.n;
-    byChannel.set(e.channel, counts);
-  }
   return {
     total,
     byLocation,
-    byChannel: [...byChannel.values()].sort((a, b) => a.channel.localeCompare(b.channel)),
+    byChannel: channels.rows.map((r) => ({ channel: r.channel, sent: r.sent, delivered: r.delivered, opened: r.opened, rated: r.rated, clicked: r.clicked })).sort((a, b) => a.channel.localeCompare(b.channel)),
     ratingCounts,
     ratingAverage: rated === 0 ? 0 : ratingCounts.reduce((sum, n, i) => sum + n * (i + 1), 0) / rated,
     ratingDays: [...days].map(([day, d]) => ({ day, ratings: d.ratings, average: d.sum / d.ratings })),
     openItems: items.rows[0].open,
     overdueItems: items.rows[0].overdue,
   };
+}
+
+/**
+ * Which of the range [from, to) is read from the roll-up (the whole buckets from `rolledFrom` to
+ * `rolledTo` but the `stale` ones) and which is computed live (`live`: the range's partial buckets at
+ * either end, the stale buckets, and everything from the roll-up horizon on).
+ */
+export function overviewParts(from: number, to: number, rolledThrough: number | null, staleBuckets: number[]): { live: { from: Date[]; to: Date[] }; rolledFrom: number; rolledTo: number; stale: number[] } {
+  const rolledFrom = Math.ceil(from / BUCKET_MS) * BUCKET_MS;
+  const rolledTo = Math.max(rolledFrom, Math.min(Math.floor(to / BUCKET_MS) * BUCKET_MS, rolledThrough ?? -Infinity));
+  const stale = staleBuckets.filter((bucket) => bucket >= rolledFrom && bucket < rolledTo);
+  if (rolledTo === rolledFrom) return { live: { from: [new Date(from)], to: [new Date(to)] }, rolledFrom, rolledTo, stale: [] };
+  const live = partsOfBuckets(stale);
+  if (from < rolledFrom) {
+    live.from.unshift(new Date(from));
+    live.to.unshift(new Date(rolledFrom));
+  }
+  if (rolledTo < to) {
+    live.from.push(new Date(rolledTo));
+    live.to.push(new Date(to));
+  }
+  return { live, rolledFrom, rolledTo, stale };
 }

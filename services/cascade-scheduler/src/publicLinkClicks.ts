@@ -1,5 +1,6 @@
 import { isPublicReviewUrl, type schedulerV1 } from '@rrs/proto';
 import { NotFoundError, type Pool } from '@rrs/runtime';
+import { markStaleOf } from './overviewRollup';
 import { loadReviewLink } from './reviewForm';
 
 /**
@@ -13,9 +14,12 @@ export async function recordPublicLinkClick(pool: Pool, input: schedulerV1.Recor
   const link = await loadReviewLink(pool, input.token);
   const target = link.rating === null || !Number.isInteger(input.index) || input.index < 0 ? undefined : (link.review_links ?? [])[input.index];
   if (!target || !isPublicReviewUrl(target.url)) throw new NotFoundError('public review link');
-  const { rowCount } = await pool.query(
-    `INSERT INTO public_link_clicks (review_request_id, organization_id, provider, url) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+  // With the overview's stale mark of an old request (overviewRollup.ts), in the same statement.
+  const { rows } = await pool.query<{ recorded: number }>(
+    `WITH changed AS (INSERT INTO public_link_clicks (review_request_id, organization_id, provider, url) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING review_request_id AS id),
+          marked AS (${markStaleOf('changed')})
+     SELECT count(*)::int AS recorded FROM changed`,
     [link.id, link.organization_id, target.provider.toLowerCase(), target.url],
   );
-  return { url: target.url, recorded: rowCount === 1 };
+  return { url: target.url, recorded: rows[0].recorded === 1 };
 }

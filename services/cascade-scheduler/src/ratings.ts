@@ -4,6 +4,7 @@ import { recordRated } from './cooldown';
 import { rate } from './engine';
 import { finishEventOf, reviewRequestRatedEvent } from './finishEvent';
 import { refreshFinishEvent, rewriteWaitingEvent, writeOutbox } from './outbox';
+import { markStale } from './overviewRollup';
 import { dbNow, lockRecipients, saveStates, type LoadedRecipient } from './recipientStore';
 import { takeFeedPosition } from './ratingFeed';
 import { feedbackRecorded, ratingRecorded } from './ratingItems';
@@ -61,6 +62,7 @@ export async function submitRating(pool: Pool, options: RatingOptions, token: st
       `UPDATE review_requests SET status = 'rated', rated_at = $2, opened_at = coalesce(opened_at, $2), public_links_shown_at = $2, public_links_shown = $3::jsonb WHERE id = $1`,
       [link.id, now, JSON.stringify(link.review_links ?? [])],
     );
+    await markStale(client, [link.id]);
     await recordRated(client, { organizationId: link.organization_id, person: state?.recipient ?? personOfContact(link.contact) }, now);
     await ratingRecorded(client, link, rating, now, options.alertHoldMs);
     // Last before the commit: the feed's counter row stays locked from here to the commit.

@@ -4,6 +4,7 @@ import type { RecipientFields, StepState } from './engine';
 import type { LoadedRecipient, RecipientMeta } from './loadedRecipient';
 import { finishEventOf } from './finishEvent';
 import { refreshFinishEvent, writeOutbox, type OutboxEvent } from './outbox';
+import { markStaleStatement } from './overviewRollup';
 import { rememberLoaded, timestampColumn, updateChanged, type ChangeColumn } from './sql/updateChanged';
 
 /**
@@ -326,6 +327,8 @@ export async function saveStates(client: PoolClient, states: Iterable<LoadedReci
   const finishedByCascade = new Map<string, number>();
   const events: OutboxEvent[] = [];
   const staleEvents: LoadedRecipient[] = [];
+  // Requests whose overview figures a step may have changed (sent, delivered, rerouted): overviewRollup.ts.
+  const overviewChanged = new Set<string>();
   let earliestDue: number | null = null;
   let earliestWindow: number | null = null;
   for (const state of states) {
@@ -337,6 +340,7 @@ export async function saveStates(client: PoolClient, states: Iterable<LoadedReci
       if (!step.dirty) continue;
       steps.push(step);
       step.dirty = false;
+      if (step.sentAt) overviewChanged.add(state.meta.reviewRequestId);
       if (step.status === 'scheduled' && step.dueAt && (earliestDue === null || step.dueAt.getTime() < earliestDue)) earliestDue = step.dueAt.getTime();
     }
     if (state.dirty) {
@@ -353,6 +357,7 @@ export async function saveStates(client: PoolClient, states: Iterable<LoadedReci
     }
   }
   if (steps.length) await updateChanged(client, 'recipient_steps', STEP_COLUMNS, steps);
+  if (overviewChanged.size) await execute(client, markStaleStatement([...overviewChanged]));
   if (recipients.length) await updateChanged(client, 'recipients', RECIPIENT_COLUMNS_CHANGED, recipients);
   if (finishedByCascade.size) await finishOnCascades(client, finishedByCascade, now);
   if (events.length) await writeOutbox(client, eventSubject(EVENT_TYPES.cascadeRecipientFinished), events);

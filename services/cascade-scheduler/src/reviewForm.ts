@@ -3,6 +3,7 @@ import { DomainError, NotFoundError, type Pool, type PoolClient } from '@rrs/run
 import { issueBotLinkCodes } from './botLinks';
 import { TOKEN_PATTERN, type ReviewLink } from './links';
 import { DEFAULT_LOW_RATING_THRESHOLD } from './organizationSettings';
+import { markStaleOf } from './overviewRollup';
 import type { AddressHasher } from './personHash';
 
 export type { ReviewLink } from './links';
@@ -76,8 +77,10 @@ export async function getReviewForm(pool: Pool, hasher: AddressHasher, token: st
   const link = await loadReviewLink(pool, token, purpose);
   const botLinks = await issueBotLinkCodes(pool, hasher, link, botChannels);
   if (recordOpen && link.opened_at === null) {
+    // With the overview's stale mark of an old request (overviewRollup.ts), in the same statement.
     await pool.query(
-      `UPDATE review_requests SET opened_at = coalesce(opened_at, clock_timestamp()), status = CASE WHEN status = 'created' THEN 'opened' ELSE status END WHERE id = $1`,
+      `WITH changed AS (UPDATE review_requests SET opened_at = coalesce(opened_at, clock_timestamp()), status = CASE WHEN status = 'created' THEN 'opened' ELSE status END WHERE id = $1 RETURNING id)
+       ${markStaleOf('changed')}`,
       [link.id],
     );
   }

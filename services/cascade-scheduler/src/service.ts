@@ -23,14 +23,18 @@ import { consumeStepResults, type StepResultConsumer, type StepResultHandler } f
 import { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY } from './personHash';
 import { PersonErasures } from './personErasures';
 import { startRetention } from './retention';
+import { startOverviewRollup } from './overviewRollup';
 
 export const SCHEMA = 'scheduler';
 /**
  * Planner costs of the scheduler's sessions (runtime's SSD_PLANNER_SETTINGS): with PostgreSQL's default
  * random_page_cost, claiming 1 000 steps from a due backlog of 40 000 sorts the whole backlog (~60 ms
  * instead of ~1 ms through the due index), and every batched step UPDATE hashes the whole steps table.
+ * No JIT: a statement over a range whose bounds the planner cannot see (the overview's parts, an
+ * array of ranges) is estimated at a ninth of the organization's history, and JIT compiled it in
+ * ~200 ms — more than any statement of the scheduler takes to run (they all read through an index).
  */
-export const SESSION_SETTINGS = SSD_PLANNER_SETTINGS;
+export const SESSION_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ ...SSD_PLANNER_SETTINGS, jit: 'off' });
 export const MIGRATIONS_DIR = join(__dirname, '..', 'migrations');
 
 export interface SchedulerDeps {
@@ -52,7 +56,7 @@ export interface SchedulerDeps {
 /** The bus settings are needed only when no bus is handed in (`deps.bus`, as the all-in-one does). */
 export type SchedulerStartConfig = Pick<SchedulerConfig, 'databaseUrl' | 'grpcHost' | 'grpcPort'> &
   Partial<BusConfig> &
-  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'dispatchInFlightPerChannel' | 'dispatchInFlightTargetMs' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts' | 'alertHoldMs' | 'recipientQuotas' | 'personHashKey' | 'personHashKeyMissing' | 'retentionIntervalMs' | 'retentionBatchSize'>>;
+  Partial<Pick<SchedulerConfig, 'contactsAddress' | 'publicBaseUrl' | 'minuteMs' | 'feedbackWindowMinutes' | 'dispatchBatchSize' | 'dispatchInFlightPerChannel' | 'dispatchInFlightTargetMs' | 'stepResultTimeoutMinutes' | 'stepResultMaxAttempts' | 'alertHoldMs' | 'recipientQuotas' | 'personHashKey' | 'personHashKeyMissing' | 'retentionIntervalMs' | 'retentionBatchSize' | 'overviewRollupIntervalMs'>>;
 
 export interface RunningScheduler {
   grpcPort: number;
@@ -145,6 +149,9 @@ export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceC
   // Personal data past each organization's retention is anonymized in the background (retention.ts).
   const retention = startRetention({ pool, hasher, logger: ctx.logger, dayMs: minuteMs * 1440, intervalMs: config.retentionIntervalMs, batchSize: config.retentionBatchSize });
   ctx.lifecycle.onStop('retention', () => retention.stop());
+  // The overview's counters of past days (overviewRollup.ts): the console's overview reads them instead of every request in range.
+  const rollup = startOverviewRollup({ pool, logger: ctx.logger, intervalMs: config.overviewRollupIntervalMs });
+  ctx.lifecycle.onStop('overview rollup', () => rollup.stop());
   const digests = startRatingDigests({ pool, bus, logger: ctx.logger, profiles, publicBaseUrl });
   ctx.lifecycle.onStop('rating digests', () => digests.stop());
   await notifier.start();

@@ -15,7 +15,7 @@ const DAY_MS = 86_400_000;
 const purged = counter({ name: 'contacts_member_tokens_purged_rows_total', help: 'Expired member sessions, password resets and invitations deleted, by table.', labelNames: ['table'] });
 
 /**
- * The purge statements, by the expiry indexes (contacts migration 0008), oldest first: $1 the age past
+ * The purge statements, by the expiry indexes (contacts migration 0010), oldest first: $1 the age past
  * expiry in ms, $2 the batch size. Exported for the plan check (test/memberTokenPurge.test.ts).
  */
 export const MEMBER_TOKEN_PURGES = {
