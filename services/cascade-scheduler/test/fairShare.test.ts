@@ -1,24 +1,31 @@
 import { createPool, Notifier, type Pool } from '@rrs/runtime';
 import { testLogger, waitFor } from '@rrs/testkit';
 import { AddressHasher, ConfiguredChannels, DEVELOPMENT_PERSON_HASH_KEY, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
+import { claimStatement } from '../src/sql/dueSteps';
 import { LOCATION, ORG, OTHER_ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
 
 /** Time-ordered ids, as the service's UUIDv7s. */
 const V7 = `(lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || substr(md5(random()::text || i::text), 1, 20))::uuid`;
 
-/** `n` one-step EMAIL recipients of one bulk cascade of `org`, every step due a minute ago (older than anything started now). */
-async function seedBulkDue(pool: Pool, org: string, n: number): Promise<string> {
+/**
+ * `n` one-step EMAIL recipients of one bulk cascade of `org`, every step due a minute ago (older than
+ * anything started now) — or, with `status: 'sent'`, sent a year ago (history). Statistics are refreshed
+ * unless `analyze` is false (a backlog that arrived after the last ANALYZE).
+ */
+async function seedBulkDue(pool: Pool, org: string, n: number, options: { status?: 'scheduled' | 'sent'; analyze?: boolean } = {}): Promise<string> {
+  const status = options.status ?? 'scheduled';
+  const due = status === 'scheduled' ? `now() - interval '1 minute'` : `now() - interval '1 year'`;
   const { rows } = await pool.query<{ id: string }>(
     `WITH c AS (INSERT INTO cascades (id, organization_id, location_id, status, recipients_total, active_recipients) VALUES (gen_random_uuid(), $1, 'loc', 'running', $2, $2) RETURNING id),
           g AS (SELECT i, ${V7} AS rid, ${V7} AS rrid FROM generate_series(0, $2 - 1) AS i),
           rr AS (INSERT INTO review_requests (id, organization_id, token, location_id, recipient_id) SELECT rrid, $1, md5(rrid::text), 'loc', rid FROM g),
           r AS (INSERT INTO recipients (id, cascade_id, organization_id, position, email, status, review_request_id) SELECT rid, (SELECT id FROM c), $1, i, 'bulk' || i || '@example.com', 'running', rrid FROM g),
           s AS (INSERT INTO recipient_steps (id, recipient_id, cascade_id, organization_id, step_order, channel, delay_minutes, status, sent_channel, bulk, due_at)
-                SELECT ${V7}, rid, (SELECT id FROM c), $1, 1, 'EMAIL', 0, 'scheduled', 'EMAIL', true, now() - interval '1 minute' + make_interval(secs => i / 1000000.0) FROM g)
+                SELECT ${V7}, rid, (SELECT id FROM c), $1, 1, 'EMAIL', 0, '${status}', 'EMAIL', true, ${due} + make_interval(secs => i / 1000000.0) FROM g)
      SELECT id FROM c`,
     [org, n],
   );
-  await pool.query('ANALYZE recipient_steps');
+  if (options.analyze ?? true) await pool.query('ANALYZE recipient_steps');
   return rows[0].id;
 }
 
@@ -126,5 +133,32 @@ describe('fair share (Postgres + JetStream)', () => {
     const bounded = sender.received.filter((s) => s.recipient?.email.startsWith('bounded-') || s.recipient?.phone.startsWith('+7900100'));
     expect(bounded).toHaveLength(400);
     expect(new Set(bounded.map((s) => s.stepId)).size).toBe(400);
+  });
+  it('with a long history of finished steps, the fair claim locks each candidate by its key, never walking a due index per step claimed', async () => {
+    // A long history (steps sent a year ago) analyzed while nothing was due, then a backlog the statistics
+    // have not seen yet: the planner believes almost no step is scheduled.
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status = 'scheduled'`);
+    await seedBulkDue(h.pool, OTHER_ORG, 200_000, { status: 'sent' });
+    await seedBulkDue(h.pool, OTHER_ORG, 5_000, { analyze: false });
+    type PlanNode = { 'Relation Name'?: string; 'Index Name'?: string; 'Index Cond'?: string; Filter?: string; Plans?: PlanNode[] };
+    const { text, values } = claimStatement({ limit: 500, inFlight: { max: 1000, min: 128, targetMs: 250 }, fair: true });
+    const stepReads = async () => {
+      const { rows } = await h.pool.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+      const reads: PlanNode[] = [];
+      const walk = (node: PlanNode) => {
+        if (node['Relation Name'] === 'recipient_steps') reads.push(node);
+        for (const child of node.Plans ?? []) walk(child);
+      };
+      walk(rows[0]['QUERY PLAN'][0].Plan);
+      return reads;
+    };
+    // Whatever the statistics, each candidate is looked up by its key (one row) and its status checked on
+    // the locked row — never found by walking a due index per candidate (the whole backlog per step).
+    const locks = (await stepReads()).filter((node) => `${node['Index Cond'] ?? ''} ${node.Filter ?? ''}`.includes('fair.id'));
+    expect(locks.map((node) => ({ index: node['Index Name'], cond: node['Index Cond'], filter: node.Filter }))).toEqual([{ index: 'recipient_steps_pkey', cond: '(id = fair.id)', filter: undefined }]);
+    // The same once the statistics have seen the backlog.
+    await h.pool.query('ANALYZE recipient_steps');
+    const analyzed = (await stepReads()).filter((node) => `${node['Index Cond'] ?? ''} ${node.Filter ?? ''}`.includes('fair.id'));
+    expect(analyzed.map((node) => node['Index Name'])).toEqual(['recipient_steps_pkey']);
   });
 });

@@ -72,18 +72,24 @@ function dueOrderClaim(bounded: boolean): string {
  * small requests before bulk, each in due order. One candidate past each queue's room tells whether
  * the bound cut the claim (`limited`). The candidates are read unlocked, then locked in
  * that order (a nested loop over the materialized, sorted candidates: the limit stops the locking)
- * with SKIP LOCKED (a step another claimer holds is passed over), up to the limit.
+ * with SKIP LOCKED (a step another claimer holds is passed over), up to the limit. Each is locked by its
+ * key and its status checked on the locked row: with `status = 'scheduled'` beside the key, a planner
+ * whose statistics see few scheduled steps among millions of finished ones (any long history) walks the
+ * partial queue index for every candidate instead — the whole backlog per step claimed. (`LIMIT 1`
+ * keeps the status check out of the lookup: PostgreSQL pushes an outer condition into a locking
+ * subquery unless it has a LIMIT.) The queue probes name the queue index's whole order, which only
+ * that index gives without a sort.
  */
 function fairClaim(bounded: boolean): string {
   const room = bounded ? `least($1::int, coalesce(f.room, $2::int))` : '$1::int';
   return `WITH RECURSIVE clock AS MATERIALIZED (SELECT clock_timestamp() AS now)${bounded ? `, ${FLIGHT}` : ''},
        queues AS (
-         (SELECT organization_id, sent_channel FROM recipient_steps WHERE status = 'scheduled' ORDER BY organization_id, sent_channel LIMIT 1)
+         (SELECT organization_id, sent_channel FROM recipient_steps WHERE status = 'scheduled' ORDER BY organization_id, sent_channel, bulk, due_at LIMIT 1)
          UNION ALL
          SELECT n.organization_id, n.sent_channel FROM queues q CROSS JOIN LATERAL (
            SELECT organization_id, sent_channel FROM recipient_steps
             WHERE status = 'scheduled' AND (organization_id, sent_channel) > (q.organization_id, q.sent_channel)
-            ORDER BY organization_id, sent_channel LIMIT 1) n),
+            ORDER BY organization_id, sent_channel, bulk, due_at LIMIT 1) n),
        open AS MATERIALIZED (
          SELECT q.organization_id, q.sent_channel, ${room} AS room
            FROM queues q${bounded ? ' LEFT JOIN flight f USING (sent_channel)' : ''}),
@@ -94,12 +100,12 @@ function fairClaim(bounded: boolean): string {
              (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
                WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND NOT bulk
                  AND status = 'scheduled' AND due_at <= clock.now
-               ORDER BY due_at LIMIT greatest(o.room, 0) + 1)
+               ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(o.room, 0) + 1)
              UNION ALL
              (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
                WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND bulk
                  AND status = 'scheduled' AND due_at <= clock.now
-               ORDER BY due_at LIMIT greatest(o.room, 0) + 1)
+               ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(o.room, 0) + 1)
              LIMIT greatest(o.room, 0) + 1) c),
        ranked AS (
          SELECT id, turn, due_at, room, row_number() OVER (PARTITION BY sent_channel ORDER BY turn, due_at) AS nth FROM candidates),
@@ -108,7 +114,8 @@ function fairClaim(bounded: boolean): string {
      SELECT clock.now, ${bounded ? `EXISTS (SELECT 1 FROM ranked WHERE nth > room AND room < $1::int)` : 'false'} AS limited, s.id AS "stepId", s.recipient_id AS "recipientId"
        FROM clock LEFT JOIN LATERAL (
          SELECT l.id, l.recipient_id FROM fair CROSS JOIN LATERAL (
-           SELECT id, recipient_id FROM recipient_steps WHERE id = fair.id AND status = 'scheduled' FOR UPDATE SKIP LOCKED) l
+           SELECT id, recipient_id, status FROM recipient_steps WHERE id = fair.id LIMIT 1 FOR UPDATE SKIP LOCKED) l
+          WHERE l.status = 'scheduled'
           LIMIT $1::int) s ON true`;
 }
 
@@ -117,17 +124,22 @@ const CLAIMS = {
   fair: { bounded: fairClaim(true), unbounded: fairClaim(false) },
 };
 
+/** The claim's statement and parameters for these options (exported for the tests that read its plan). */
+export function claimStatement(options: ClaimOptions): { text: string; values: unknown[] } {
+  const claims = options.fair ? CLAIMS.fair : CLAIMS.dueOrder;
+  const bound = options.inFlight;
+  return bound
+    ? { text: claims.bounded, values: [options.limit, bound.max, Math.min(bound.min, bound.max), bound.targetMs] }
+    : { text: claims.unbounded, values: [options.limit] };
+}
+
 /**
  * Reads the database clock and claims up to `limit` steps due at that time (see dueOrderClaim and
  * fairClaim), in one statement. Never waits for a lock.
  */
 export async function claimDueSteps(client: PoolClient, options: ClaimOptions): Promise<Claim> {
-  const claims = options.fair ? CLAIMS.fair : CLAIMS.dueOrder;
-  const bound = options.inFlight;
-  const { rows } = await client.query<{ now: Date; limited?: boolean; room?: number; stepId: string | null; recipientId: string | null }>(
-    bound ? claims.bounded : claims.unbounded,
-    bound ? [options.limit, bound.max, Math.min(bound.min, bound.max), bound.targetMs] : [options.limit],
-  );
+  const { text, values } = claimStatement(options);
+  const { rows } = await client.query<{ now: Date; limited?: boolean; room?: number; stepId: string | null; recipientId: string | null }>(text, values);
   const claimed: ClaimedStep[] = [];
   for (const row of rows) if (row.stepId !== null && row.recipientId !== null) claimed.push({ stepId: row.stepId, recipientId: row.recipientId });
   // Due order: the bound cut the claim when it took all the room it had, less than a batch.
