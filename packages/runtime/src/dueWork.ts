@@ -160,3 +160,23 @@ export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
     },
   };
 }
+
+/**
+ * Housekeeping in rounds on the due-work loop: one round every `intervalMs`, and the next one after
+ * `pauseMs` while a round says there is more (a full batch), so a backlog drains in small transactions
+ * that leave room for the hot path between them.
+ */
+export function startHousekeepingRounds(options: { name: string; logger: Logger; intervalMs: number; pauseMs: number; round: () => Promise<{ more: boolean }> }): { stop(): Promise<void> } {
+  let more = false;
+  const loop = startDueWorkLoop({
+    name: options.name,
+    logger: options.logger,
+    idleMs: options.intervalMs,
+    nextDueInMs: async () => (more ? options.pauseMs : null),
+    async round() {
+      more = (await options.round()).more;
+      return false;
+    },
+  });
+  return { stop: () => loop.stop() };
+}

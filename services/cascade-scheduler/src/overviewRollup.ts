@@ -1,4 +1,4 @@
-import { counter, histogram, startDueWorkLoop, type Logger, type Pool, type PoolClient } from '@rrs/runtime';
+import { counter, histogram, startHousekeepingRounds, type Logger, type Pool, type PoolClient } from '@rrs/runtime';
 
 /*
  * The console's overview from counters rolled up per organization and quarter hour (docs/operations.md,
@@ -267,18 +267,7 @@ async function organizationsWithRequests(pool: Pool): Promise<string[]> {
 /** Pause after a round that left more to do (ms): a first roll-up of a long history goes on in the background. */
 const PAUSE_AFTER_MORE_MS = 100;
 
-/** The roll-up rounds, on the due-work loop: every `intervalMs`, sooner while there is more. */
+/** The roll-up rounds: every `intervalMs`, sooner while there is more. */
 export function startOverviewRollup(options: OverviewRollupOptions): { stop(): Promise<void> } {
-  let more = false;
-  const loop = startDueWorkLoop({
-    name: 'overview rollup',
-    logger: options.logger,
-    idleMs: options.intervalMs ?? 600_000,
-    nextDueInMs: async () => (more ? PAUSE_AFTER_MORE_MS : null),
-    async round() {
-      more = (await overviewRollupRound(options)).more;
-      return false;
-    },
-  });
-  return { stop: () => loop.stop() };
+  return startHousekeepingRounds({ name: 'overview rollup', logger: options.logger, intervalMs: options.intervalMs ?? 600_000, pauseMs: PAUSE_AFTER_MORE_MS, round: () => overviewRollupRound(options) });
 }

@@ -1,5 +1,5 @@
 import { eventsV1 } from '@rrs/proto';
-import { counter, histogram, inTransaction, startDueWorkLoop, type Logger, type Pool, type PoolClient } from '@rrs/runtime';
+import { counter, histogram, inTransaction, startHousekeepingRounds, type Logger, type Pool, type PoolClient } from '@rrs/runtime';
 import { addCounts, anonymizeRecipients, anonymizeReviewRequests, hashLedgers, recordLifecycleAction, type LifecycleCounts } from './anonymize';
 import { announceErased, erasedIds, type ErasedIds } from './erasedAnnouncement';
 import type { AddressHasher } from './personHash';
@@ -148,18 +148,7 @@ async function organizationsToRetain(pool: Pool): Promise<Array<{ organization_i
 /** Pause after a full batch before the next one (ms): the rounds stay in the background. */
 const PAUSE_AFTER_FULL_BATCH_MS = 100;
 
-/** The retention rounds, on the due-work loop: every `intervalMs`, sooner while batches come back full. */
+/** The retention rounds: every `intervalMs`, sooner while batches come back full. */
 export function startRetention(options: RetentionOptions): { stop(): Promise<void> } {
-  let more = false;
-  const loop = startDueWorkLoop({
-    name: 'retention',
-    logger: options.logger,
-    idleMs: options.intervalMs ?? 3_600_000,
-    nextDueInMs: async () => (more ? PAUSE_AFTER_FULL_BATCH_MS : null),
-    async round() {
-      more = (await retentionRound(options)).more;
-      return false;
-    },
-  });
-  return { stop: () => loop.stop() };
+  return startHousekeepingRounds({ name: 'retention', logger: options.logger, intervalMs: options.intervalMs ?? 3_600_000, pauseMs: PAUSE_AFTER_FULL_BATCH_MS, round: () => retentionRound(options) });
 }
