@@ -5,7 +5,7 @@
 //   organization B  one recipient every 200 ms (a shop closing orders), each its own request;
 //   organization A  a bulk of N recipients (requests of 500, --concurrency at a time, as fast as answered).
 //
-// Phases, in one run on one database: B alone (--b-seconds); then at each of --sizes, A alone and A beside B (B posting from A's first request until A's last message is accepted).
+// Phases, in one run on one database: B alone (--b-seconds); then at each of --sizes, A alone, A beside B, A alone again (B posting from A's first request until A's last message is accepted).
 // Printed: B's first-message latency (202 answer → provider accepted) p50/p99/max alone and beside A at
 // each size, against the bound p99 ≤ 1.25 × alone + 250 ms; A's sends/s (first request → last message
 // accepted) alone and beside B, against ≥ 0.9 × alone. The same-run reference is the alone figures.
@@ -183,18 +183,23 @@ try {
   say(`B alone, ${B_SECONDS} s`);
   const bEnd = nowMs() + B_SECONDS * 1000;
   const alone = await bLatency(await runB(() => nowMs() >= bEnd));
-  // A alone is measured at each size just before A beside B at that size: A's own throughput changes with
-  // its backlog (a 100 000 bulk is not a 20 000 one), and the machine's load drifts during a run.
+  // A alone is measured at each size just before and just after A beside B at that size, the reference
+  // being the mean of the two: A's own throughput changes with its backlog (a 100 000 bulk is not a
+  // 20 000 one) and with the tables it has already filled (each run adds its steps, and autovacuum comes
+  // by), and the machine's load drifts during a run.
   const beside = [];
   for (const n of SIZES) {
     say(`A alone, ${n}`);
-    const aAlone = await runA(n);
+    const aBefore = await runA(n);
     say(`A (${n}) beside B`);
     let aDone = false;
     const bRun = runB(() => aDone);
     const aRate = await runA(n);
     aDone = true;
-    beside.push({ n, aAlone, aRate, b: await bLatency(await bRun) });
+    const b = await bLatency(await bRun);
+    say(`A alone again, ${n}`);
+    const aAfter = await runA(n);
+    beside.push({ n, aAlone: (aBefore + aAfter) / 2, aBefore, aAfter, aRate, b });
   }
   if (sinkPoller) clearInterval(sinkPoller);
 
@@ -205,9 +210,9 @@ try {
   lines.push(`fairness: ${SHAPE}, EMAIL via ${providers ? 'a local SMTP server' : 'the sink provider'}; B one recipient every ${B_EVERY_MS} ms, A requests of ${PER_REQUEST}, ${CONCURRENCY} at a time${Object.keys(extraEnv).length ? `; env ${JSON.stringify(extraEnv)}` : ''}`);
   lines.push(`machine: ${cpus().length} cores, load average ${l1.toFixed(2)} at the end (shared machine unless stated otherwise), node ${process.version}`);
   lines.push(`  B alone (${B_SECONDS} s)            : ${ms(alone)}`);
-  for (const { n, aAlone, aRate, b } of beside) {
+  for (const { n, aAlone, aBefore, aAfter, aRate, b } of beside) {
     lines.push(`  B beside A (${n}) : ${ms(b)} → p99 ×${(b.p99 / alone.p99).toFixed(2)} of alone; bound ${bound.toFixed(0)} ms ${b.p99 <= bound ? 'MET' : 'NOT MET'}`);
-    lines.push(`  A alone (${n})            : ${Math.round(aAlone)} sends/s`);
+    lines.push(`  A alone (${n})            : ${Math.round(aAlone)} sends/s (before ${Math.round(aBefore)}, after ${Math.round(aAfter)})`);
     lines.push(`  A beside B (${n}) : ${Math.round(aRate)} sends/s → ×${(aRate / aAlone).toFixed(2)} of A alone (≥ 0.9: ${aRate >= 0.9 * aAlone ? 'MET' : 'NOT MET'})`);
   }
   console.log(lines.join('\n'));
