@@ -260,7 +260,14 @@ async function measure(label, withHistory) {
     const grpc = createGrpcClient(schedulerV1.CascadeSchedulerServiceClient, server.schedulerAddress);
     const day = (ms) => new Date(ms).toISOString().slice(0, 10);
     const request = { organizationId: server.organizationId, fromDay: day(Date.now() - 29 * 86_400_000), toDay: day(Date.now()), timeZone: 'UTC' };
-    out.overview30 = await timed(Math.max(10, READS / 4), () => grpc.client.getOverview(request));
+    // Live from the raw rows: only the reference the roll-up is compared with. It grows with the requests in
+    // range, so on a long history a few reads, and one past the client's deadline ends the measurement.
+    try {
+      out.overview30 = await timed(5, () => grpc.client.getOverview(request));
+    } catch (err) {
+      if (err?.kind !== 'unavailable') throw err;
+      out.overview30 = { timedOut: `over the gRPC deadline (${err.cause?.details ?? err.message})` };
+    }
     // Then rolled up (what the scheduler's rounds keep up to date, overviewRollup.ts): the whole
     // history's first roll-up, timed, and the overview again.
     {
@@ -302,11 +309,12 @@ const empty = await measure('empty', false);
 const seeded = await measure('history', true);
 if ([empty, seeded].some((run) => run.sends.first.sentTwice > 0 || run.sends.steady.sentTwice > 0)) process.exitCode = 1;
 const ratio = (a, b) => (a / b).toFixed(2);
+const liveP95 = (figure) => (figure.timedOut ? figure.timedOut : `${figure.p95.toFixed(1)} ms`);
 console.log(JSON.stringify({ recipients: RECIPIENTS, empty, seeded }, null, 2));
 console.log(`history of ${RECIPIENTS} finished recipients (seeded in ${seeded.seedSeconds} s, ${(seeded.bytesPerMillion / 2 ** 30).toFixed(2)} GiB per million):`);
 console.log(`  intake ${Math.round(seeded.intakeRecipientsPerSecond)} vs ${Math.round(empty.intakeRecipientsPerSecond)} recipients/s: ${ratio(seeded.intakeRecipientsPerSecond, empty.intakeRecipientsPerSecond)} × empty (target ≥ 0.9)`);
 console.log(`  GET /cascades/{id} p50 ${seeded.getCascade.p50.toFixed(1)} vs ${empty.getCascade.p50.toFixed(1)} ms: ${ratio(seeded.getCascade.p50, empty.getCascade.p50)} × empty (target ≤ 1.2), p99 ${seeded.getCascade.p99.toFixed(1)} ms (target < 50)`);
-console.log(`  overview 30 days (${seeded.overview30RequestsInRange} requests in range) p95, live from the raw rows: ${seeded.overview30.p95.toFixed(1)} vs ${empty.overview30.p95.toFixed(1)} ms`);
+console.log(`  overview 30 days (${seeded.overview30RequestsInRange} requests in range) p95, live from the raw rows: ${liveP95(seeded.overview30)} vs ${liveP95(empty.overview30)}`);
 console.log(`  overview 30 days p95, rolled up: ${seeded.overview30Rolled.p95.toFixed(1)} vs ${empty.overview30Rolled.p95.toFixed(1)} ms (target < 250); the first roll-up of the whole history ${seeded.rollup.ms} ms`);
 const sendsLine = (which, what) => {
   const [h, e] = [seeded.sends[which], empty.sends[which]];
