@@ -125,7 +125,7 @@ describe('all-in-one settings', () => {
   });
 
   it('takes the dispatcher\'s in-flight bound as the scheduler does (DISPATCH_IN_FLIGHT_*), naming a bad variable', () => {
-    expect(buildConfig({})).toMatchObject({ dispatchInFlightPerChannel: 1000, dispatchInFlightTargetMs: 250 });
+    expect(buildConfig({})).toMatchObject({ dispatchInFlightPerChannel: 1000, dispatchInFlightTargetMs: 100 });
     expect(buildConfig({ DISPATCH_IN_FLIGHT_PER_CHANNEL: '0', DISPATCH_IN_FLIGHT_TARGET_MS: '100' })).toMatchObject({ dispatchInFlightPerChannel: 0, dispatchInFlightTargetMs: 100 });
     expect(configError({ DISPATCH_IN_FLIGHT_TARGET_MS: '5' })).toMatchObject({ variable: 'DISPATCH_IN_FLIGHT_TARGET_MS' });
   });

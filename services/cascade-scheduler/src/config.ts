@@ -100,7 +100,7 @@ export const DEFAULT_STEP_RESULT_TIMEOUT_MINUTES = 30;
 /** Steps of one channel in flight at most, by default: well above the senders' windows (128 per replica). */
 export const DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL = 1000;
 /** A step claimed now waits about this long behind its channel's steps in flight (ms). */
-export const DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS = 250;
+export const DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS = 100;
 /** However slow a channel, this many of its steps may be in flight (a sender replica's window). */
 export const DISPATCH_IN_FLIGHT_MIN = 128;
 export const DEFAULT_STEP_RESULT_MAX_ATTEMPTS = 3;
