@@ -1,26 +1,32 @@
 #!/usr/bin/env node
 // History: do the service's costs grow with its history? (issue 35, docs/operations.md "Data
-// lifecycle"). Runs the real gateway → contacts + cascade-scheduler (bench/cascade-servers.mjs, no
-// dispatcher) twice in the same run: on an empty database, and on one seeded with --recipients
-// finished recipients spread over a year and two weeks (cascades of 3, 3 sent steps each — EMAIL, SMS,
-// EMAIL — 20 % rated, and the senders' send logs: one `done` row per sent step in channel_email's and
-// channel_sms's send_log, as sender-kit's sendLog.ts leaves it; written with INSERT … SELECT
-// generate_series in chunks of 300 000 recipients, one statement each, so memory stays bounded; the seed
-// time is printed). Measures on each: intake (POST /cascades, 100 recipients a request), GET
+// lifecycle"). Two databases side by side in one run, each with the real gateway → contacts +
+// cascade-scheduler on it (bench/cascade-servers.mjs, no dispatcher): an empty one, and one seeded with
+// --recipients finished recipients spread over a year and two weeks (cascades of 3, 3 sent steps each —
+// EMAIL, SMS, EMAIL — 20 % rated, and the senders' send logs: one `done` row per sent step in
+// channel_email's and channel_sms's send_log, as sender-kit's sendLog.ts leaves it; written with
+// INSERT … SELECT generate_series in chunks of 300 000 recipients, one statement each, so memory stays
+// bounded; the seed time is printed), then vacuumed and checkpointed (settle(): this machine's
+// PostgreSQL runs with autovacuum off, production's with it on). Every figure is taken on both sides
+// alternately (a request on one, then on the other, the order swapped each turn), so a change in the
+// machine's load falls on both alike: intake (POST /cascades, 100 recipients a request), GET
 // /cascades/{id} of a 500-recipient cascade, the console's overview for 30 days (GetOverview, what the
 // console's page asks) computed live, then again after rolling the history up (overviewRollup.ts,
 // timed), on the seeded one a retention round (the recipients past the default 365 days) and the disk
 // per million recipients before and after it; then, with the cascade servers stopped, the real send
 // path as bench/send.mjs measures it (its all-in-one shape and sink, bench/lib/send-shapes.mjs and
-// send-measure.mjs): the all-in-one on the same database (same migrations, same schemas, the history's
+// send-measure.mjs): an all-in-one on each database (same migrations, same schemas, the history's
 // organization and API key, the recipient budget lifted as RECIPIENT_QUOTA_PRO), --send-recipients
 // posted with `channel: EMAIL`, 500 a request, 4 at a time, after a warm-up of 500; sends/s = first
-// request sent → last message accepted by the sink. Two rounds: right after the start (on the seeded
-// database the senders then prune the send log rows past SEND_LOG_KEEP_DAYS and the scheduler
-// anonymizes past retention), and once no send log row past SEND_LOG_KEEP_DAYS is left (at most
-// --catch-up-wait seconds). Each measurement drops its database at its end, error or not.
+// request sent → last message accepted by the sink. A first round on each right after the start (on
+// the seeded database the senders then prune the send log rows past SEND_LOG_KEEP_DAYS and the
+// scheduler anonymizes past retention), then, once at most 1 000 send log rows past SEND_LOG_KEEP_DAYS
+// are left (at most --catch-up-wait seconds) and both databases are vacuumed again, --steady-rounds
+// rounds a side, alternating (their means compared). Both databases are dropped at the end, error or
+// not. With BENCH_STATEMENTS=<dir> and pg_stat_statements loaded, each round's statements are written
+// there (statementStats()).
 // Usage: npm run build && flock /tmp/rrs-bench.lock node bench/history.mjs [--recipients 5000000]
-//   [--requests 40] [--reads 200] [--send-recipients 5000] [--catch-up-wait 3600]
+//   [--requests 40] [--reads 200] [--send-recipients 10000] [--steady-rounds 3] [--catch-up-wait 3600]
 // Targets: intake and sends ≥ 0.9 × empty; GET /cascades/{id} ≤ 1.2 × empty and p99 < 50 ms; overview (rolled up) p95 < 250 ms.
 import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -43,12 +49,13 @@ const smsSender = require('@rrs/channel-sms');
 const { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY, overviewRollupRound, retentionRound, SESSION_SETTINGS } = require('@rrs/cascade-scheduler');
 const here = dirname(fileURLToPath(import.meta.url));
 
-const { values } = parseArgs({ options: { recipients: { type: 'string', default: '5000000' }, requests: { type: 'string', default: '40' }, reads: { type: 'string', default: '200' }, 'send-recipients': { type: 'string', default: '5000' }, 'catch-up-wait': { type: 'string', default: '3600' } } });
+const { values } = parseArgs({ options: { recipients: { type: 'string', default: '5000000' }, requests: { type: 'string', default: '40' }, reads: { type: 'string', default: '200' }, 'send-recipients': { type: 'string', default: '10000' }, 'steady-rounds': { type: 'string', default: '3' }, 'catch-up-wait': { type: 'string', default: '3600' } } });
 const RECIPIENTS = Math.max(3, Number(values.recipients));
 const REQUESTS = Math.max(1, Number(values.requests));
 const READS = Math.max(10, Number(values.reads));
 // The send path: as bench/send.mjs's throughput mode (all-in-one, EMAIL, 500 a request, 4 at a time, a warm-up first).
 const SEND_RECIPIENTS = Math.min(200_000, Math.max(500, Number(values['send-recipients'])));
+const STEADY_ROUNDS = Math.min(10, Math.max(1, Number(values['steady-rounds'])));
 const SEND_PER_REQUEST = 500;
 const SEND_CONCURRENCY = 4;
 const SEND_WARMUP = 500;
@@ -139,6 +146,31 @@ async function migrateSenders(databaseUrl) {
 }
 
 /**
+ * With BENCH_STATEMENTS=<dir> and pg_stat_statements loaded (shared_preload_libraries), the statements
+ * this database ran in each send round, slowest in total first, are written to <dir>/<label>.txt: what
+ * grows with history shows as a statement whose time grew between the empty and the seeded run.
+ */
+async function statementStats(db) {
+  const dir = process.env.BENCH_STATEMENTS;
+  if (!dir) return { reset: async () => {}, dump: async () => {} };
+  await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA public');
+  const dbid = (await db.query('SELECT oid FROM pg_database WHERE datname = current_database()')).rows[0].oid;
+  return {
+    reset: async () => { await db.query('SELECT public.pg_stat_statements_reset(0, $1, 0)', [dbid]); },
+    dump: async (label) => {
+      const { rows } = await db.query(
+        `SELECT calls, round(total_exec_time::numeric, 1) AS total_ms, round((total_exec_time / calls)::numeric, 3) AS mean_ms, rows,
+                shared_blks_hit AS hit, shared_blks_read AS read, shared_blks_dirtied AS dirtied, round(blk_read_time::numeric, 1) AS read_ms,
+                left(regexp_replace(query, '\\s+', ' ', 'g'), 220) AS query
+           FROM public.pg_stat_statements WHERE dbid = $1 ORDER BY total_exec_time DESC LIMIT 40`, [dbid]);
+      const { writeFileSync, mkdirSync } = await import('node:fs');
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, `${label}.txt`), rows.map((r) => `${r.total_ms}\t${r.calls}\t${r.mean_ms}\trows=${r.rows}\thit=${r.hit}\tread=${r.read}\tdirt=${r.dirtied}\tread_ms=${r.read_ms}\t${r.query}`).join('\n') + '\n');
+    },
+  };
+}
+
+/**
  * The real send path on this database, as bench/send.mjs measures it (throughput mode, all-in-one, the
  * sink): the all-in-one launcher started on the same database (its migrations find the schemas the
  * cascade servers and the seed wrote), the same organization and API key as the history, SEND_RECIPIENTS
@@ -149,182 +181,279 @@ async function migrateSenders(databaseUrl) {
  * recipients past retention; `steady` once no send log row past SEND_LOG_KEEP_DAYS is left (what a
  * service that has been pruning all along has), waited for at most CATCH_UP_WAIT_MS.
  */
-async function measureSends(databaseUrl, db, server, label) {
-  const { rows: [{ due }] } = await db.query(`SELECT count(*)::int AS due FROM scheduler.recipient_steps WHERE status IN ('scheduled', 'dispatched') AND sent_channel = 'EMAIL' AND due_at <= now() + interval '1 minute'`);
-  const sendLogRows = async () => (await db.query(
+/** Send log rows (email + sms) and how many are past SEND_LOG_KEEP_DAYS: counted whole, so only before and after rounds. */
+async function sendLogRows(db) {
+  return (await db.query(
     `SELECT (SELECT count(*) FROM channel_email.send_log)::int AS email, (SELECT count(*) FROM channel_sms.send_log)::int AS sms,
             (SELECT count(*) FROM channel_email.send_log WHERE created_at < now() - make_interval(days => $1))::int
           + (SELECT count(*) FROM channel_sms.send_log WHERE created_at < now() - make_interval(days => $1))::int AS past_keep`,
     [SEND_LOG_KEEP_DAYS],
   )).rows[0];
-  const out = { recipients: SEND_RECIPIENTS, dueAtStart: due, sendLogAtStart: await sendLogRows() };
-  const shape = await startAllInOneShape({ databaseUrl, adminToken: `adm_${randomBytes(16).toString('hex')}`, extraEnv: {} });
-  try {
-    const sent = () => readCounter(shape.sendsMetricsUrl, 'sender_sends_total', { channel: 'EMAIL', result: 'sent' });
-    const applied = () => readCounter(shape.resultsMetricsUrl, 'scheduler_step_results_total', { outcome: 'SENT' });
-    const post = async (tag, from, count) => {
-      const recipients = Array.from({ length: count }, (_, k) => ({ name: `Customer ${from + k}`, email: `${tag}${from + k}.${label}.${randomBytes(3).toString('hex')}@example.com` }));
-      const res = await fetch(`${shape.gatewayUrl}/api/v1/cascades`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${server.key}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-        body: JSON.stringify({ locationId: server.locationId, channel: 'EMAIL', externalId: `history-send-${label}`, recipients }),
-      });
-      const json = await res.json();
-      if (res.status !== 202 || json.queued !== count) throw new Error(`POST /api/v1/cascades answered ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
-    };
-    const round = async (tag) => {
-      const sentBefore = await sent();
-      const appliedBefore = await applied();
-      const t0 = nowMs();
-      let next = 0;
-      await Promise.all(Array.from({ length: SEND_CONCURRENCY }, async () => {
-        while (next * SEND_PER_REQUEST < SEND_RECIPIENTS) {
-          const from = next++ * SEND_PER_REQUEST;
-          await post(tag, from, Math.min(SEND_PER_REQUEST, SEND_RECIPIENTS - from));
-        }
-      }));
-      await waitUntil(async () => (await sent()) - sentBefore >= SEND_RECIPIENTS, SEND_MAX_WAIT_MS, `${SEND_RECIPIENTS} messages accepted by the sink`, 100);
-      // The sink's newest message (/dev/messages lists the newest first) is the last one accepted.
-      const { messages } = await (await fetch(shape.devMessagesUrl)).json();
-      const lastAccepted = Date.parse(messages.find((m) => m.channel === 'EMAIL').sentAt);
-      await waitUntil(async () => (await applied()) - appliedBefore >= SEND_RECIPIENTS, SEND_MAX_WAIT_MS, `${SEND_RECIPIENTS} results applied`, 100);
-      return { sendsPerSecond: SEND_RECIPIENTS / ((lastAccepted - t0) / 1000), endToEndMs: lastAccepted - t0, resultsAppliedMs: nowMs() - t0, sentTwice: (await sent()) - sentBefore - SEND_RECIPIENTS };
-    };
-    for (let from = 0; from < SEND_WARMUP; from += SEND_PER_REQUEST) await post('w', from, Math.min(SEND_PER_REQUEST, SEND_WARMUP - from));
-    await waitUntil(async () => (await applied()) >= due + SEND_WARMUP && (await sent()) >= due + SEND_WARMUP, SEND_MAX_WAIT_MS, `warm-up (${due} due + ${SEND_WARMUP}) sent`);
-    out.first = await round('f');
-    out.first.sendLog = await sendLogRows();
-    const waited = Date.now();
-    try {
-      await waitUntil(async () => (await sendLogRows()).past_keep <= CAUGHT_UP_ROWS, CATCH_UP_WAIT_MS, 'the senders\' pruning caught up', 1_000);
-      out.catchUpMs = Date.now() - waited;
-    } catch {
-      out.catchUpMs = null;
-    }
-    out.steady = await round('s');
-    out.steady.sendLog = await sendLogRows();
-    return out;
-  } finally {
-    await shape.stop();
-  }
 }
 
-async function measure(label, withHistory) {
+/** Whether at most CAUGHT_UP_ROWS send log rows are past SEND_LOG_KEEP_DAYS (read off the created_at index, at most that many rows). */
+async function caughtUp(db) {
+  const { rows: [{ n }] } = await db.query(
+    `SELECT (SELECT count(*) FROM (SELECT 1 FROM channel_email.send_log WHERE created_at < now() - make_interval(days => $1) LIMIT $2 + 1) e)
+          + (SELECT count(*) FROM (SELECT 1 FROM channel_sms.send_log WHERE created_at < now() - make_interval(days => $1) LIMIT $2 + 1) s) AS n`,
+    [SEND_LOG_KEEP_DAYS, CAUGHT_UP_ROWS],
+  );
+  return Number(n) <= CAUGHT_UP_ROWS;
+}
+
+/**
+ * What PostgreSQL's autovacuum and checkpointer do for a database that grew over a year: the visibility
+ * map and statistics after the bulk seed, the space of the rows a catch-up pruning deleted. The test
+ * machine's PostgreSQL runs with autovacuum off (its CI configuration), production with it on; so the
+ * bench vacuums where autovacuum would have, on both databases alike.
+ */
+async function settle(db) {
+  const t0 = Date.now();
+  await db.query('VACUUM (ANALYZE)');
+  await db.query('CHECKPOINT');
+  return Date.now() - t0;
+}
+
+/**
+ * The real send path on one database, as bench/send.mjs measures it (throughput mode, all-in-one, the
+ * sink): the all-in-one launcher started on the database (its migrations find the schemas the cascade
+ * servers and the seed wrote), the same organization and API key as the history, SEND_RECIPIENTS
+ * posted with `channel: EMAIL`, 500 a request, SEND_CONCURRENCY at a time. Sends/s: first request
+ * sent → last message accepted by the sink.
+ */
+async function startSender(side) {
+  const shape = await startAllInOneShape({ databaseUrl: side.url, adminToken: `adm_${randomBytes(16).toString('hex')}`, extraEnv: {} });
+  const sent = () => readCounter(shape.sendsMetricsUrl, 'sender_sends_total', { channel: 'EMAIL', result: 'sent' });
+  const applied = () => readCounter(shape.resultsMetricsUrl, 'scheduler_step_results_total', { outcome: 'SENT' });
+  const post = async (tag, from, count) => {
+    const recipients = Array.from({ length: count }, (_, k) => ({ name: `Customer ${from + k}`, email: `${tag}${from + k}.${side.label}.${randomBytes(3).toString('hex')}@example.com` }));
+    const res = await fetch(`${shape.gatewayUrl}/api/v1/cascades`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${side.server.key}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ locationId: side.server.locationId, channel: 'EMAIL', externalId: `history-send-${side.label}`, recipients }),
+    });
+    const json = await res.json();
+    if (res.status !== 202 || json.queued !== count) throw new Error(`POST /api/v1/cascades answered ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
+  };
+  const statements = await statementStats(side.db);
+  let rounds = 0;
+  const round = async () => {
+    const tag = `r${rounds++}`;
+    await statements.reset();
+    const sentBefore = await sent();
+    const appliedBefore = await applied();
+    const t0 = nowMs();
+    let next = 0;
+    await Promise.all(Array.from({ length: SEND_CONCURRENCY }, async () => {
+      while (next * SEND_PER_REQUEST < SEND_RECIPIENTS) {
+        const from = next++ * SEND_PER_REQUEST;
+        await post(tag, from, Math.min(SEND_PER_REQUEST, SEND_RECIPIENTS - from));
+      }
+    }));
+    await waitUntil(async () => (await sent()) - sentBefore >= SEND_RECIPIENTS, SEND_MAX_WAIT_MS, `${SEND_RECIPIENTS} messages accepted by the sink`, 100);
+    // The sink's newest message (/dev/messages lists the newest first) is the last one accepted.
+    const { messages } = await (await fetch(shape.devMessagesUrl)).json();
+    const lastAccepted = Date.parse(messages.find((m) => m.channel === 'EMAIL').sentAt);
+    await waitUntil(async () => (await applied()) - appliedBefore >= SEND_RECIPIENTS, SEND_MAX_WAIT_MS, `${SEND_RECIPIENTS} results applied`, 100);
+    await statements.dump(`${side.label}-${tag}`);
+    return { sendsPerSecond: SEND_RECIPIENTS / ((lastAccepted - t0) / 1000), endToEndMs: lastAccepted - t0, resultsAppliedMs: nowMs() - t0, sentTwice: (await sent()) - sentBefore - SEND_RECIPIENTS };
+  };
+  // Steps already due when it starts (the intake measured before) go out with the warm-up.
+  const { rows: [{ due }] } = await side.db.query(`SELECT count(*)::int AS due FROM scheduler.recipient_steps WHERE status IN ('scheduled', 'dispatched') AND sent_channel = 'EMAIL' AND due_at <= now() + interval '1 minute'`);
+  for (let from = 0; from < SEND_WARMUP; from += SEND_PER_REQUEST) await post('w', from, Math.min(SEND_PER_REQUEST, SEND_WARMUP - from));
+  await waitUntil(async () => (await applied()) >= due + SEND_WARMUP && (await sent()) >= due + SEND_WARMUP, SEND_MAX_WAIT_MS, `warm-up (${due} due + ${SEND_WARMUP}) sent`);
+  return { round, stop: () => shape.stop() };
+}
+
+/** A database with the cascade servers (bench/cascade-servers.mjs, no dispatcher) on it. */
+async function openSide(label) {
   const dbName = `rrs_bench_history_${randomBytes(4).toString('hex')}`;
   await adminSql(pgUrl, `CREATE DATABASE ${dbName}`);
   const url = new URL(pgUrl);
   url.pathname = `/${dbName}`;
-  await migrateSenders(url.toString());
-  const child = fork(join(here, 'cascade-servers.mjs'), [], { env: { ...process.env, DATABASE_URL: url.toString(), BENCH_DISPATCHER: '0', BENCH_OVERVIEW_ROLLUP_INTERVAL_MS: String(86_400_000) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const server = await new Promise((resolve, reject) => {
-    child.once('message', resolve);
-    child.once('exit', (code) => reject(new Error(`servers exited ${code}`)));
-  });
-  let stopped;
-  const stopServers = () => (stopped ??= (async () => {
-    if (child.exitCode !== null) return;
-    child.send('stop');
-    await new Promise((resolve) => child.once('exit', resolve));
-  })());
-  const db = new pg.Client({ connectionString: url.toString(), options: '-c search_path=scheduler' });
-  await db.connect();
-  const out = { label };
+  const side = { label, dbName, url: url.toString() };
+  side.drop = async () => {
+    await side.db?.end().catch(() => {});
+    await side.stopServers?.();
+    await adminSql(pgUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  };
   try {
-    const size = async () => Number((await db.query('SELECT pg_database_size(current_database()) AS n')).rows[0].n);
-    if (withHistory) {
-      const t0 = Date.now();
-      await seed(db, server.organizationId, server.locationId, RECIPIENTS);
-      out.seedSeconds = (Date.now() - t0) / 1000;
-      out.bytesPerMillion = (await size()) / (RECIPIENTS / 1e6);
-    }
-    const headers = { authorization: `Bearer ${server.key}`, 'content-type': 'application/json' };
-    const post = async (recipients, i) => {
-      const res = await fetch(`${server.base}/api/v1/cascades`, {
+    await migrateSenders(side.url);
+    const child = fork(join(here, 'cascade-servers.mjs'), [], { env: { ...process.env, DATABASE_URL: side.url, BENCH_DISPATCHER: '0', BENCH_OVERVIEW_ROLLUP_INTERVAL_MS: String(86_400_000) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    let stopped;
+    side.stopServers = () => (stopped ??= (async () => {
+      if (child.exitCode !== null) return;
+      child.send('stop');
+      await new Promise((resolve) => child.once('exit', resolve));
+    })());
+    side.server = await new Promise((resolve, reject) => {
+      child.once('message', resolve);
+      child.once('exit', (code) => reject(new Error(`servers exited ${code}`)));
+    });
+    side.db = new pg.Client({ connectionString: side.url, options: '-c search_path=scheduler' });
+    await side.db.connect();
+    side.size = async () => Number((await side.db.query('SELECT pg_database_size(current_database()) AS n')).rows[0].n);
+    side.headers = { authorization: `Bearer ${side.server.key}`, 'content-type': 'application/json' };
+    side.post = async (recipients, i) => {
+      const res = await fetch(`${side.server.base}/api/v1/cascades`, {
         method: 'POST',
-        headers: { ...headers, 'idempotency-key': randomUUID() },
-        body: JSON.stringify({ locationId: server.locationId, externalId: `history-${label}-${i}`, recipients: Array.from({ length: recipients }, (_, j) => ({ name: `R ${j}`, email: `h${i}-${j}-${randomBytes(3).toString('hex')}@example.com` })) }),
+        headers: { ...side.headers, 'idempotency-key': randomUUID() },
+        body: JSON.stringify({ locationId: side.server.locationId, externalId: `history-${label}-${i}`, recipients: Array.from({ length: recipients }, (_, j) => ({ name: `R ${j}`, email: `h${i}-${j}-${randomBytes(3).toString('hex')}@example.com` })) }),
       });
       if (res.status !== 202 && res.status !== 201) throw new Error(`POST /cascades ${res.status}: ${await res.text()}`);
       return (await res.json()).id;
     };
-    // Intake: REQUESTS requests of 100 recipients, one at a time.
-    const t0 = process.hrtime.bigint();
-    for (let i = 0; i < REQUESTS; i++) await post(100, i);
-    out.intakeRecipientsPerSecond = (REQUESTS * 100) / (Number(process.hrtime.bigint() - t0) / 1e9);
-    // GET /cascades/{id}: a cascade of 500 recipients.
-    const big = await post(500, 'big');
-    out.getCascade = await timed(READS, async () => {
-      const res = await fetch(`${server.base}/api/v1/cascades/${big}`, { headers });
-      if (res.status !== 200) throw new Error(`GET /cascades/{id} ${res.status}`);
-      await res.arrayBuffer();
-    });
-    // The console's overview of the last 30 days (what GET /account/overview asks the scheduler).
-    const grpc = createGrpcClient(schedulerV1.CascadeSchedulerServiceClient, server.schedulerAddress);
+    return side;
+  } catch (err) {
+    await side.drop();
+    throw err;
+  }
+}
+
+/** Each task once per side, the sides taking turns first (so a change in the machine's load falls on both alike); milliseconds per side. */
+async function alternately(sides, n, task) {
+  const times = new Map(sides.map((side) => [side, []]));
+  for (let i = 0; i < n; i++) {
+    for (const side of i % 2 === 0 ? sides : [...sides].reverse()) {
+      const t0 = process.hrtime.bigint();
+      await task(side, i);
+      times.get(side).push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+  }
+  return times;
+}
+
+/** The console's overview of the last 30 days (what GET /account/overview asks the scheduler): live, then rolled up. */
+async function measureOverview(side) {
+  const out = {};
+  const grpc = createGrpcClient(schedulerV1.CascadeSchedulerServiceClient, side.server.schedulerAddress);
+  try {
     const day = (ms) => new Date(ms).toISOString().slice(0, 10);
-    const request = { organizationId: server.organizationId, fromDay: day(Date.now() - 29 * 86_400_000), toDay: day(Date.now()), timeZone: 'UTC' };
+    const request = { organizationId: side.server.organizationId, fromDay: day(Date.now() - 29 * 86_400_000), toDay: day(Date.now()), timeZone: 'UTC' };
     // Live from the raw rows: only the reference the roll-up is compared with. It grows with the requests in
     // range, so on a long history a few reads, and one past the client's deadline ends the measurement.
     try {
-      out.overview30 = await timed(5, () => grpc.client.getOverview(request));
+      out.live = await timed(5, () => grpc.client.getOverview(request));
     } catch (err) {
       if (err?.kind !== 'unavailable') throw err;
-      out.overview30 = { timedOut: `over the gRPC deadline (${err.cause?.details ?? err.message})` };
+      out.live = { timedOut: `over the gRPC deadline (${err.cause?.details ?? err.message})` };
     }
     // Then rolled up (what the scheduler's rounds keep up to date, overviewRollup.ts): the whole
     // history's first roll-up, timed, and the overview again.
-    {
-      const ctx = createServiceContext('bench-history', 'warn');
-      const pool = createPool({ url: url.toString(), schema: 'scheduler', max: 2, settings: SESSION_SETTINGS });
-      const started = Date.now();
-      let rounds = 0;
+    const ctx = createServiceContext('bench-history', 'warn');
+    const pool = createPool({ url: side.url, schema: 'scheduler', max: 2, settings: SESSION_SETTINGS });
+    const started = Date.now();
+    let rounds = 0;
+    try {
       while ((await overviewRollupRound({ pool, logger: ctx.logger, daysPerRound: 400 })).more) rounds++;
-      out.rollup = { ms: Date.now() - started, rounds: rounds + 1 };
+    } finally {
       await pool.end();
-      out.overview30Rolled = await timed(Math.max(10, READS / 4), () => grpc.client.getOverview(request));
     }
-    out.overview30RequestsInRange = (await db.query(
+    out.rollup = { ms: Date.now() - started, rounds: rounds + 1 };
+    out.rolled = await timed(Math.max(10, READS / 4), () => grpc.client.getOverview(request));
+    out.requestsInRange = (await side.db.query(
       `SELECT count(*)::int AS n FROM review_requests WHERE organization_id = $1 AND created_at >= $2::date AND created_at < $3::date + 1`,
-      [server.organizationId, request.fromDay, request.toDay],
+      [side.server.organizationId, request.fromDay, request.toDay],
     )).rows[0].n;
-    grpc.close();
-    if (withHistory) {
-      const ctx = createServiceContext('bench-history', 'warn');
-      const pool = createPool({ url: url.toString(), schema: 'scheduler', max: 2 });
-      const started = Date.now();
-      const round = await retentionRound({ pool, hasher: new AddressHasher(DEVELOPMENT_PERSON_HASH_KEY), logger: ctx.logger, batchSize: 500 });
-      out.retentionRound = { ms: Date.now() - started, counts: round.counts, more: round.more };
-      await pool.end();
-      out.bytesPerMillionAfterRound = (await size()) / (RECIPIENTS / 1e6);
-    }
-    // The send path last, with the cascade servers stopped: the all-in-one is the only service process running.
-    await stopServers();
-    out.sends = await measureSends(url.toString(), db, server, label);
   } finally {
-    await db.end();
-    await stopServers();
-    await adminSql(pgUrl, `DROP DATABASE IF EXISTS ${dbName}`);
+    grpc.close();
   }
   return out;
 }
 
-const empty = await measure('empty', false);
-const seeded = await measure('history', true);
-if ([empty, seeded].some((run) => run.sends.first.sentTwice > 0 || run.sends.steady.sentTwice > 0)) process.exitCode = 1;
+const mean = (values) => values.reduce((sum, value) => sum + value, 0) / values.length;
+const empty = await openSide('empty');
+let seeded;
+const report = { recipients: RECIPIENTS };
+try {
+  seeded = await openSide('history');
+  const sides = [empty, seeded];
+  {
+    const t0 = Date.now();
+    await seed(seeded.db, seeded.server.organizationId, seeded.server.locationId, RECIPIENTS);
+    report.seedSeconds = (Date.now() - t0) / 1000;
+    report.settleAfterSeedMs = { history: await settle(seeded.db), empty: await settle(empty.db) };
+    report.bytesPerMillion = (await seeded.size()) / (RECIPIENTS / 1e6);
+  }
+  // Intake: REQUESTS requests of 100 recipients on each side, one at a time, the sides alternating.
+  {
+    const times = await alternately(sides, REQUESTS, (side, i) => side.post(100, i));
+    report.intake = Object.fromEntries(sides.map((side) => [side.label, (REQUESTS * 100) / (times.get(side).reduce((a, b) => a + b, 0) / 1000)]));
+  }
+  // GET /cascades/{id}: a cascade of 500 recipients on each side, read READS times, alternating.
+  {
+    for (const side of sides) side.big = await side.post(500, 'big');
+    const times = await alternately(sides, READS, async (side) => {
+      const res = await fetch(`${side.server.base}/api/v1/cascades/${side.big}`, { headers: side.headers });
+      if (res.status !== 200) throw new Error(`GET /cascades/{id} ${res.status}`);
+      await res.arrayBuffer();
+    });
+    report.getCascade = Object.fromEntries(sides.map((side) => [side.label, percentiles(times.get(side))]));
+  }
+  report.overview = { empty: await measureOverview(empty), history: await measureOverview(seeded) };
+  {
+    const ctx = createServiceContext('bench-history', 'warn');
+    const pool = createPool({ url: seeded.url, schema: 'scheduler', max: 2 });
+    const started = Date.now();
+    try {
+      const round = await retentionRound({ pool, hasher: new AddressHasher(DEVELOPMENT_PERSON_HASH_KEY), logger: ctx.logger, batchSize: 500 });
+      report.retentionRound = { ms: Date.now() - started, counts: round.counts, more: round.more };
+    } finally {
+      await pool.end();
+    }
+    report.bytesPerMillionAfterRound = (await seeded.size()) / (RECIPIENTS / 1e6);
+  }
+  // The send path last, with the cascade servers stopped: the two all-in-ones are the only service processes.
+  for (const side of sides) await side.stopServers();
+  const senders = new Map();
+  try {
+    for (const side of sides) senders.set(side, await startSender(side));
+    report.sendLogAtStart = await sendLogRows(seeded.db);
+    // First: right after the start; on the seeded side the senders prune a year of send log rows past
+    // SEND_LOG_KEEP_DAYS (a service that never pruned, catching up) and the scheduler anonymizes its
+    // recipients past retention, meanwhile.
+    report.sendsFirst = {};
+    for (const side of sides) report.sendsFirst[side.label] = await senders.get(side).round();
+    report.sendLogAfterFirst = await sendLogRows(seeded.db);
+    // Then steady: once no send log row past SEND_LOG_KEEP_DAYS is left and the deleted rows' space is
+    // vacuumed (what a service that has been pruning all along has), STEADY_ROUNDS rounds a side, alternating.
+    const waited = Date.now();
+    try {
+      await waitUntil(() => caughtUp(seeded.db), CATCH_UP_WAIT_MS, 'the senders\' pruning caught up', 1_000);
+      report.catchUpMs = Date.now() - waited;
+    } catch {
+      report.catchUpMs = null;
+    }
+    report.settleAfterCatchUpMs = { history: await settle(seeded.db), empty: await settle(empty.db) };
+    report.sendsSteady = { empty: [], history: [] };
+    for (let i = 0; i < STEADY_ROUNDS; i++) {
+      for (const side of i % 2 === 0 ? sides : [...sides].reverse()) report.sendsSteady[side.label].push(await senders.get(side).round());
+    }
+    report.sendLogAfter = await sendLogRows(seeded.db);
+  } finally {
+    for (const sender of senders.values()) await sender.stop();
+  }
+} finally {
+  await seeded?.drop();
+  await empty.drop();
+}
+
+const all = [report.sendsFirst.empty, report.sendsFirst.history, ...report.sendsSteady.empty, ...report.sendsSteady.history];
+if (all.some((round) => round.sentTwice > 0)) process.exitCode = 1;
 const ratio = (a, b) => (a / b).toFixed(2);
 const liveP95 = (figure) => (figure.timedOut ? figure.timedOut : `${figure.p95.toFixed(1)} ms`);
-console.log(JSON.stringify({ recipients: RECIPIENTS, empty, seeded }, null, 2));
-console.log(`history of ${RECIPIENTS} finished recipients (seeded in ${seeded.seedSeconds} s, ${(seeded.bytesPerMillion / 2 ** 30).toFixed(2)} GiB per million):`);
-console.log(`  intake ${Math.round(seeded.intakeRecipientsPerSecond)} vs ${Math.round(empty.intakeRecipientsPerSecond)} recipients/s: ${ratio(seeded.intakeRecipientsPerSecond, empty.intakeRecipientsPerSecond)} × empty (target ≥ 0.9)`);
-console.log(`  GET /cascades/{id} p50 ${seeded.getCascade.p50.toFixed(1)} vs ${empty.getCascade.p50.toFixed(1)} ms: ${ratio(seeded.getCascade.p50, empty.getCascade.p50)} × empty (target ≤ 1.2), p99 ${seeded.getCascade.p99.toFixed(1)} ms (target < 50)`);
-console.log(`  overview 30 days (${seeded.overview30RequestsInRange} requests in range) p95, live from the raw rows: ${liveP95(seeded.overview30)} vs ${liveP95(empty.overview30)}`);
-console.log(`  overview 30 days p95, rolled up: ${seeded.overview30Rolled.p95.toFixed(1)} vs ${empty.overview30Rolled.p95.toFixed(1)} ms (target < 250); the first roll-up of the whole history ${seeded.rollup.ms} ms`);
-const sendsLine = (which, what) => {
-  const [h, e] = [seeded.sends[which], empty.sends[which]];
-  return `  sends ${what}: ${Math.round(h.sendsPerSecond)} vs ${Math.round(e.sendsPerSecond)} sends/s: ${ratio(h.sendsPerSecond, e.sendsPerSecond)} × empty (target ≥ 0.9); sent twice ${h.sentTwice} / ${e.sentTwice}; send log rows (email + sms) ${h.sendLog.email} + ${h.sendLog.sms} after it`;
-};
-const atStart = seeded.sends.sendLogAtStart;
-console.log(`  sends, the real path (all-in-one, EMAIL, the sink; ${seeded.sends.recipients} recipients a round; send log rows at start ${atStart.email} + ${atStart.sms}, ${atStart.past_keep} past ${SEND_LOG_KEEP_DAYS} days):`);
-console.log(sendsLine('first', 'on the first start (the senders prune, the scheduler anonymizes past retention, meanwhile)'));
-console.log(`    senders' pruning caught up ${seeded.sends.catchUpMs === null ? `NOT within ${CATCH_UP_WAIT_MS / 1000} s` : `${(seeded.sends.catchUpMs / 1000).toFixed(1)} s after that round`}`);
-console.log(sendsLine('steady', 'then'));
-console.log(`  retention round ${seeded.retentionRound.ms} ms: ${JSON.stringify(seeded.retentionRound.counts)}; disk per million ${(seeded.bytesPerMillionAfterRound / 2 ** 30).toFixed(2)} GiB after it`);
+const [oh, oe] = [report.overview.history, report.overview.empty];
+const [gh, ge] = [report.getCascade.history, report.getCascade.empty];
+const steady = Object.fromEntries(Object.entries(report.sendsSteady).map(([label, rounds]) => [label, mean(rounds.map((round) => round.sendsPerSecond))]));
+console.log(JSON.stringify(report, null, 2));
+console.log(`history of ${RECIPIENTS} finished recipients (seeded in ${report.seedSeconds} s, ${(report.bytesPerMillion / 2 ** 30).toFixed(2)} GiB per million; vacuumed in ${report.settleAfterSeedMs.history} ms), each figure against an empty database measured alternately in the same run:`);
+console.log(`  intake ${Math.round(report.intake.history)} vs ${Math.round(report.intake.empty)} recipients/s: ${ratio(report.intake.history, report.intake.empty)} × empty (target ≥ 0.9)`);
+console.log(`  GET /cascades/{id} p50 ${gh.p50.toFixed(1)} vs ${ge.p50.toFixed(1)} ms: ${ratio(gh.p50, ge.p50)} × empty (target ≤ 1.2); p99 ${gh.p99.toFixed(1)} vs ${ge.p99.toFixed(1)} ms (target < 50)`);
+console.log(`  overview 30 days (${oh.requestsInRange} requests in range) p95, live from the raw rows: ${liveP95(oh.live)} vs ${liveP95(oe.live)}`);
+console.log(`  overview 30 days p95, rolled up: ${oh.rolled.p95.toFixed(1)} vs ${oe.rolled.p95.toFixed(1)} ms (target < 250); the first roll-up of the whole history ${oh.rollup.ms} ms`);
+const atStart = report.sendLogAtStart;
+console.log(`  sends, the real path (all-in-one, EMAIL, the sink; ${SEND_RECIPIENTS} recipients a round; send log rows at start ${atStart.email} + ${atStart.sms}, ${atStart.past_keep} past ${SEND_LOG_KEEP_DAYS} days):`);
+console.log(`  sends on the first start (the senders prune, the scheduler anonymizes past retention, meanwhile): ${Math.round(report.sendsFirst.history.sendsPerSecond)} vs ${Math.round(report.sendsFirst.empty.sendsPerSecond)} sends/s: ${ratio(report.sendsFirst.history.sendsPerSecond, report.sendsFirst.empty.sendsPerSecond)} × empty`);
+console.log(`    senders' pruning caught up ${report.catchUpMs === null ? `NOT within ${CATCH_UP_WAIT_MS / 1000} s` : `${(report.catchUpMs / 1000).toFixed(1)} s after that round`}; vacuumed in ${report.settleAfterCatchUpMs.history} ms`);
+console.log(`  sends then, ${STEADY_ROUNDS} rounds a side alternating: ${Math.round(steady.history)} vs ${Math.round(steady.empty)} sends/s mean: ${ratio(steady.history, steady.empty)} × empty (target ≥ 0.9); rounds ${report.sendsSteady.history.map((r) => Math.round(r.sendsPerSecond)).join(', ')} vs ${report.sendsSteady.empty.map((r) => Math.round(r.sendsPerSecond)).join(', ')}; sent twice ${all.reduce((sum, round) => sum + round.sentTwice, 0)}; send log rows (email + sms) ${report.sendLogAfter.email} + ${report.sendLogAfter.sms} after them`);
+console.log(`  retention round ${report.retentionRound.ms} ms: ${JSON.stringify(report.retentionRound.counts)}; disk per million ${(report.bytesPerMillionAfterRound / 2 ** 30).toFixed(2)} GiB after it`);
