@@ -99,4 +99,9 @@ describe('send history pruning', () => {
     const statements = new Map<string, unknown[]>([PRUNE_SEND_LOG_SQL, PRUNE_DEAD_LETTERS_SQL].map((sql) => [sql, [SEND_LOG_KEEP_DAYS * DAY_MS, SEND_HISTORY_PRUNE_BATCH]]));
     expect(await historyScans(db.url, statements, ['send_log', 'dead_letters'], { searchPath: SCHEMA })).toEqual([]);
   });
+
+  it('the send log is vacuumed by a count of changed rows, not by a fifth of the table (migration 0005)', async () => {
+    const { rows } = await pool.query<{ reloptions: string[] }>(`SELECT reloptions FROM pg_class WHERE relnamespace = $1::regnamespace AND relname = 'send_log'`, [SCHEMA]);
+    expect(rows[0].reloptions).toEqual(expect.arrayContaining(['autovacuum_vacuum_scale_factor=0', 'autovacuum_vacuum_threshold=50000']));
+  });
 });

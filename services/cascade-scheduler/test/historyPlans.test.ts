@@ -103,4 +103,13 @@ describe('history plans: no statement of the API or the console reads a history 
     await seedHistory();
     expect(await historyScans(h.db.url, recorder.statements, HISTORY_TABLES, { searchPath: SCHEMA })).toEqual([]);
   });
+
+  it('the tables every send and rating changes are vacuumed by a count of changed rows, not by a fifth of the table (migration 0031)', async () => {
+    const { rows } = await h.pool.query<{ relname: string; reloptions: string[] }>(
+      `SELECT relname, reloptions FROM pg_class WHERE relnamespace = $1::regnamespace AND relkind = 'r' AND relname = ANY($2::text[]) ORDER BY relname`,
+      [SCHEMA, ['person_activity', 'recipient_steps', 'recipients', 'review_requests']],
+    );
+    expect(rows.map((row) => row.relname)).toEqual(['person_activity', 'recipient_steps', 'recipients', 'review_requests']);
+    for (const row of rows) expect(row.reloptions).toEqual(expect.arrayContaining(['autovacuum_vacuum_scale_factor=0', 'autovacuum_vacuum_threshold=50000']));
+  });
 });
