@@ -161,4 +161,51 @@ describe('fair share (Postgres + JetStream)', () => {
     const analyzed = (await stepReads()).filter((node) => `${node['Index Cond'] ?? ''} ${node.Filter ?? ''}`.includes('fair.id'));
     expect(analyzed.map((node) => node['Index Name'])).toEqual(['recipient_steps_pkey']);
   });
+
+  it('the fair claim walks the dead entries of the steps dispatched since the last vacuum once, not again for each section it reads', async () => {
+    // Autovacuum off for this table here: the dead entries must stay for the measurement.
+    await h.pool.query('ALTER TABLE recipient_steps SET (autovacuum_enabled = false)');
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status = 'scheduled'`);
+    await h.pool.query('VACUUM recipient_steps');
+    // 30 000 steps of one queue dispatched since the last vacuum (their entries stay in the partial queue
+    // index), then 50 still due behind them.
+    await seedBulkDue(h.pool, OTHER_ORG, 30_000);
+    await h.pool.query(`UPDATE recipient_steps SET status = 'dispatched', dispatched_at = now() WHERE status = 'scheduled'`);
+    await seedBulkDue(h.pool, OTHER_ORG, 50);
+    const blocksOf = async (text: string, values: unknown[]) => {
+      const client = await h.pool.connect();
+      try {
+        await client.query('BEGIN');
+        const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: { 'Actual Rows': number; 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }> }>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`, values);
+        await client.query('ROLLBACK');
+        const plan = rows[0]['QUERY PLAN'][0].Plan;
+        return { rows: plan['Actual Rows'], blocks: plan['Shared Hit Blocks'] + plan['Shared Read Blocks'] };
+      } finally {
+        client.release();
+      }
+    };
+    // One walk of the dead prefix: the queue index's first live entry (its pages, and the heap's to see each entry dead).
+    const firstLive = `SELECT organization_id FROM recipient_steps WHERE status = 'scheduled' ORDER BY organization_id, sent_channel, bulk, due_at LIMIT 1`;
+    await blocksOf(firstLive, []);
+    const walk = (await blocksOf(firstLive, [])).blocks;
+    const { text, values } = claimStatement({ limit: 500, inFlight: null, fair: true });
+    await blocksOf(text, values);
+    const claim = await blocksOf(text, values);
+    expect(claim.rows).toBe(50);
+    expect(walk).toBeGreaterThan(300);
+    // Each claimed step costs its key's lookup and lock (about 4 blocks); beyond that, one walk. The old
+    // statement walked it twice (the section probe, then the candidates' read from the queue's start).
+    expect(claim.blocks - 4 * claim.rows).toBeLessThan(1.5 * walk);
+    // Each section's candidates are read from the queue index, from the section's first live entry on.
+    type PlanNode = { 'Index Name'?: string; 'Index Cond'?: string; Plans?: PlanNode[] };
+    const { rows: [explained] } = await h.pool.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+    const sectionReads: PlanNode[] = [];
+    const visit = (node: PlanNode) => {
+      if (/small_from|bulk_from/.test(node['Index Cond'] ?? '')) sectionReads.push(node);
+      for (const child of node.Plans ?? []) visit(child);
+    };
+    visit(explained['QUERY PLAN'][0].Plan);
+    expect(sectionReads.map((node) => node['Index Name'])).toEqual(['recipient_steps_due_by_queue', 'recipient_steps_due_by_queue']);
+    await h.pool.query('ALTER TABLE recipient_steps RESET (autovacuum_enabled)');
+  });
 });

@@ -66,45 +66,57 @@ function dueOrderClaim(bounded: boolean): string {
 }
 
 /**
- * Round-robin over the queues — (organization, channel) pairs with scheduled steps, found by a
- * skip-scan of the queue index (one probe per queue, not per step) — with each channel's room: every
- * queue's first due step, then every queue's second, … (oldest first within a turn); within a queue
- * small requests before bulk, each in due order. One candidate past each queue's room tells whether
- * the bound cut the claim (`limited`). The candidates are read unlocked, then locked in
- * that order (a nested loop over the materialized, sorted candidates: the limit stops the locking)
- * with SKIP LOCKED (a step another claimer holds is passed over), up to the limit. Each is locked by its
- * key and its status checked on the locked row: with `status = 'scheduled'` beside the key, a planner
- * whose statistics see few scheduled steps among millions of finished ones (any long history) walks the
- * partial queue index for every candidate instead — the whole backlog per step claimed. (`LIMIT 1`
- * keeps the status check out of the lookup: PostgreSQL pushes an outer condition into a locking
- * subquery unless it has a LIMIT.) The queue probes name the queue index's whole order, which only
- * that index gives without a sort.
+ * Round-robin over the queues — (organization, channel) pairs with scheduled steps — with each channel's
+ * room: every queue's first due step, then every queue's second, … (oldest first within a turn); within
+ * a queue small requests before bulk, each in due order. One candidate past each queue's room tells
+ * whether the bound cut the claim (`limited`).
+ *
+ * The sections — (organization, channel, small or bulk) — are found by a skip-scan of the queue index
+ * (one probe per section, not per step) that also returns each section's first scheduled step's due
+ * time, and each section's candidates are then read from that due time on. The index is partial
+ * (`status = 'scheduled'`), but a dispatched step's entry stays in it until VACUUM, so in front of each
+ * section's first live entry lie the entries of the steps dispatched since the last vacuum: the
+ * skip-scan walks that dead prefix once, and the candidates' read starts past it (reading it again per
+ * section and per probe made a claim's cost grow with the steps sent since the last vacuum). The start
+ * is a row comparison on the queue index's columns: a plain `due_at >=` bound would let the planner
+ * read the due index (every organization's due steps) from that time instead.
+ *
+ * The candidates are read unlocked, then locked in that order (a nested loop over the materialized,
+ * sorted candidates: the limit stops the locking) with SKIP LOCKED (a step another claimer holds is
+ * passed over), up to the limit. Each is locked by its key and its status checked on the locked row:
+ * with `status = 'scheduled'` beside the key, a planner whose statistics see few scheduled steps among
+ * millions of finished ones (any long history) walks the partial queue index for every candidate
+ * instead — the whole backlog per step claimed. (`LIMIT 1` keeps the status check out of the lookup:
+ * PostgreSQL pushes an outer condition into a locking subquery unless it has a LIMIT.) The section
+ * probes name the queue index's whole order, which only that index gives without a sort.
  */
 function fairClaim(bounded: boolean): string {
   const room = bounded ? `least($1::int, coalesce(f.room, $2::int))` : '$1::int';
   return `WITH RECURSIVE clock AS MATERIALIZED (SELECT clock_timestamp() AS now)${bounded ? `, ${FLIGHT}` : ''},
-       queues AS (
-         (SELECT organization_id, sent_channel FROM recipient_steps WHERE status = 'scheduled' ORDER BY organization_id, sent_channel, bulk, due_at LIMIT 1)
+       sections AS (
+         (SELECT organization_id, sent_channel, bulk, due_at FROM recipient_steps WHERE status = 'scheduled' ORDER BY organization_id, sent_channel, bulk, due_at LIMIT 1)
          UNION ALL
-         SELECT n.organization_id, n.sent_channel FROM queues q CROSS JOIN LATERAL (
-           SELECT organization_id, sent_channel FROM recipient_steps
-            WHERE status = 'scheduled' AND (organization_id, sent_channel) > (q.organization_id, q.sent_channel)
+         SELECT n.organization_id, n.sent_channel, n.bulk, n.due_at FROM sections q CROSS JOIN LATERAL (
+           SELECT organization_id, sent_channel, bulk, due_at FROM recipient_steps
+            WHERE status = 'scheduled' AND (organization_id, sent_channel, bulk) > (q.organization_id, q.sent_channel, q.bulk)
             ORDER BY organization_id, sent_channel, bulk, due_at LIMIT 1) n),
        open AS MATERIALIZED (
-         SELECT q.organization_id, q.sent_channel, ${room} AS room
-           FROM queues q${bounded ? ' LEFT JOIN flight f USING (sent_channel)' : ''}),
+         SELECT q.organization_id, q.sent_channel, ${room} AS room,
+                min(q.due_at) FILTER (WHERE NOT q.bulk) AS small_from, min(q.due_at) FILTER (WHERE q.bulk) AS bulk_from
+           FROM sections q${bounded ? ' LEFT JOIN flight f USING (sent_channel)' : ''}
+          GROUP BY q.organization_id, q.sent_channel${bounded ? ', f.room' : ''}),
        candidates AS (
          SELECT c.id, c.recipient_id, c.due_at, o.sent_channel, o.room,
                 row_number() OVER (PARTITION BY o.organization_id, o.sent_channel ORDER BY c.bulk, c.due_at) AS turn
            FROM open o CROSS JOIN clock CROSS JOIN LATERAL (
              (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
                WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND NOT bulk
-                 AND status = 'scheduled' AND due_at <= clock.now
+                 AND status = 'scheduled' AND (organization_id, sent_channel, bulk, due_at) >= (o.organization_id, o.sent_channel, false, o.small_from) AND due_at <= clock.now
                ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(o.room, 0) + 1)
              UNION ALL
              (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
                WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND bulk
-                 AND status = 'scheduled' AND due_at <= clock.now
+                 AND status = 'scheduled' AND (organization_id, sent_channel, bulk, due_at) >= (o.organization_id, o.sent_channel, true, o.bulk_from) AND due_at <= clock.now
                ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(o.room, 0) + 1)
              LIMIT greatest(o.room, 0) + 1) c),
        ranked AS (
