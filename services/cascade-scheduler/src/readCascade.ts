@@ -4,7 +4,7 @@ import { countList, countsOfRow, RECIPIENT_COUNT_COLUMNS, STEP_COUNT_COLUMNS, st
 import type { Reroute, StepStatus } from './engine';
 import { isUuid } from './ids';
 
-/** A time as READ_SQL writes it into JSON: epoch milliseconds (what a Date holds), or null. */
+/** A time as READ_SQL writes it into JSON: epoch milliseconds, cut to the millisecond as node-postgres cuts a timestamp it reads (a Date holds no more), or null. */
 const epochMs = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)`;
 
 /** A step as READ_SQL writes it: a JSON array, in this order. */
