@@ -4,68 +4,96 @@ import type { Pool, PoolClient } from '@rrs/runtime';
 export type CascadeCounts = Record<CascadeCountKey, number>;
 
 /**
- * The `counts` of cascades (docs/cascades.md, "counts keys"), in one statement: what GET /cascades/{id}
- * shows and what each item of the cascade list carries, so the two can never disagree. Recipients by
- * status and finish reason, those who opened their link or left feedback; steps by status (pending =
- * pending, scheduled or dispatched; a canceled step counts nowhere), with a delivery receipt, or with a
- * negative one (`undelivered: <reason>` on a sent step). Steps are reached through their recipients
+ * The `counts` of cascades (docs/cascades.md, "counts keys"), each written once, as the condition a
+ * recipient or a step meets to be counted: what GET /cascades/{id} shows (readCascade.ts, in its one
+ * statement) and what each item of the cascade list carries (countCascades) are counted by these same
+ * conditions, so the two can never disagree. `recipients`, `queued` and `skipped` come from the cascade row.
+ */
+type CountedKey = Exclude<CascadeCountKey, 'recipients' | 'queued' | 'skipped'>;
+
+/**
+ * Recipients by status and finish reason, those who opened their link or left feedback: conditions on
+ * `r`, a recipient row with `opened_at` of its review request beside it.
+ */
+const RECIPIENT_COUNTS = {
+  running: `r.status = 'running'`,
+  waiting: `r.status = 'waiting'`,
+  finished: `r.status = 'finished'`,
+  rated: `r.finish_reason = 'rated'`,
+  exhausted: `r.finish_reason = 'exhausted'`,
+  unreachable: `r.finish_reason = 'unreachable'`,
+  unsubscribed: `r.finish_reason = 'unsubscribed'`,
+  canceled: `r.finish_reason = 'canceled'`,
+  cooldown: `r.finish_reason = 'cooldown'`,
+  noConsent: `r.finish_reason = 'no_consent'`,
+  opened: `r.opened_at IS NOT NULL`,
+  feedback: `coalesce(r.feedback, '') <> ''`,
+} as const satisfies Partial<Record<CountedKey, string>>;
+
+/**
+ * Steps by status (pending = pending, scheduled or dispatched; a canceled step counts nowhere), with a
+ * delivery receipt, or with a negative one (`undelivered: <reason>` on a sent step): conditions on `s`, a
+ * recipient_steps row.
+ */
+const STEP_COUNTS = {
+  stepsSent: `s.status = 'sent'`,
+  stepsFailed: `s.status = 'failed'`,
+  stepsSkipped: `s.status = 'skipped'`,
+  stepsPending: `s.status IN ('pending', 'scheduled', 'dispatched')`,
+  stepsDelivered: `s.delivered_at IS NOT NULL`,
+  stepsUndelivered: `s.delivered_at IS NULL AND s.status = 'sent' AND s.reason LIKE 'undelivered%'`,
+} as const satisfies Record<Exclude<CountedKey, keyof typeof RECIPIENT_COUNTS>, string>;
+
+const countColumns = (conditions: Readonly<Record<string, string>>) =>
+  Object.entries(conditions).map(([key, condition]) => `count(*) FILTER (WHERE ${condition})::int AS "${key}"`).join(',\n           ');
+
+/** The recipient counts, one column named by its key, over recipients `r` (an aggregate's select list). */
+export const RECIPIENT_COUNT_COLUMNS = countColumns(RECIPIENT_COUNTS);
+/** The step counts, one column named by its key, over steps `s` (an aggregate's select list). */
+export const STEP_COUNT_COLUMNS = countColumns(STEP_COUNTS);
+/** The step counts, over rows of `relation` that each carry STEP_COUNT_COLUMNS of some of the steps: their sums. */
+export const stepCountSums = (relation: string) => Object.keys(STEP_COUNTS).map((key) => `coalesce(sum(${relation}."${key}"), 0)::int AS "${key}"`).join(',\n           ');
+
+/**
+ * The counts of the cascades `$1`, in one statement. Steps are reached through their recipients
  * (`recipients_cascade`, then the steps' `(recipient_id, step_order)` key).
  */
 const COUNTS_SQL = `
   WITH r AS (
-    SELECT r.id, r.cascade_id, r.status, r.finish_reason, rr.opened_at IS NOT NULL AS opened, coalesce(r.feedback, '') <> '' AS feedback
+    SELECT r.id, r.cascade_id, r.status, r.finish_reason, r.feedback, rr.opened_at
       FROM recipients r JOIN review_requests rr ON rr.id = r.review_request_id
      WHERE r.cascade_id = ANY($1::uuid[])),
   by_recipient AS (
-    SELECT cascade_id,
-           count(*) FILTER (WHERE status = 'running')::int AS running,
-           count(*) FILTER (WHERE status = 'waiting')::int AS waiting,
-           count(*) FILTER (WHERE status = 'finished')::int AS finished,
-           count(*) FILTER (WHERE finish_reason = 'rated')::int AS rated,
-           count(*) FILTER (WHERE finish_reason = 'exhausted')::int AS exhausted,
-           count(*) FILTER (WHERE finish_reason = 'unreachable')::int AS unreachable,
-           count(*) FILTER (WHERE finish_reason = 'unsubscribed')::int AS unsubscribed,
-           count(*) FILTER (WHERE finish_reason = 'canceled')::int AS canceled,
-           count(*) FILTER (WHERE finish_reason = 'cooldown')::int AS cooldown,
-           count(*) FILTER (WHERE finish_reason = 'no_consent')::int AS no_consent,
-           count(*) FILTER (WHERE opened)::int AS opened,
-           count(*) FILTER (WHERE feedback)::int AS feedback
-      FROM r GROUP BY cascade_id),
+    SELECT r.cascade_id,
+           ${RECIPIENT_COUNT_COLUMNS}
+      FROM r GROUP BY r.cascade_id),
   by_step AS (
     SELECT r.cascade_id,
-           count(*) FILTER (WHERE s.status = 'sent')::int AS steps_sent,
-           count(*) FILTER (WHERE s.status = 'failed')::int AS steps_failed,
-           count(*) FILTER (WHERE s.status = 'skipped')::int AS steps_skipped,
-           count(*) FILTER (WHERE s.status IN ('pending', 'scheduled', 'dispatched'))::int AS steps_pending,
-           count(*) FILTER (WHERE s.delivered_at IS NOT NULL)::int AS steps_delivered,
-           count(*) FILTER (WHERE s.delivered_at IS NULL AND s.status = 'sent' AND s.reason LIKE 'undelivered%')::int AS steps_undelivered
+           ${STEP_COUNT_COLUMNS}
       FROM r JOIN recipient_steps s ON s.recipient_id = r.id GROUP BY r.cascade_id)
   SELECT c.id, c.recipients_total, c.skipped, br.*, bs.*
     FROM cascades c LEFT JOIN by_recipient br ON br.cascade_id = c.id LEFT JOIN by_step bs ON bs.cascade_id = c.id
    WHERE c.id = ANY($1::uuid[])`;
 
-/** Column of COUNTS_SQL for each count key (recipients and queued come from the cascade row). */
-const COLUMN_OF: Record<Exclude<CascadeCountKey, 'recipients' | 'queued' | 'skipped'>, string> = {
-  running: 'running', waiting: 'waiting', finished: 'finished', rated: 'rated', exhausted: 'exhausted', unreachable: 'unreachable', unsubscribed: 'unsubscribed',
-  canceled: 'canceled', cooldown: 'cooldown', noConsent: 'no_consent', opened: 'opened', feedback: 'feedback', stepsSent: 'steps_sent', stepsFailed: 'steps_failed',
-  stepsSkipped: 'steps_skipped', stepsPending: 'steps_pending', stepsDelivered: 'steps_delivered', stepsUndelivered: 'steps_undelivered',
-};
+/**
+ * The counts of a row with the cascade's `recipients_total` and `skipped` and a column per counted key
+ * (RECIPIENT_COUNT_COLUMNS, STEP_COUNT_COLUMNS or stepCountSums); a key without a value (a cascade
+ * without recipients or steps) is 0.
+ */
+export function countsOfRow(row: Readonly<Record<string, unknown>>): CascadeCounts {
+  const total = Number(row.recipients_total);
+  const skipped = Number(row.skipped);
+  const counts = { recipients: total, queued: total - skipped, skipped } as CascadeCounts;
+  for (const key of [...Object.keys(RECIPIENT_COUNTS), ...Object.keys(STEP_COUNTS)] as CountedKey[]) counts[key] = Number(row[key] ?? 0);
+  return counts;
+}
 
 /** Counts of each cascade by id (every key present); ids that are no cascade are left out. */
 export async function countCascades(db: Pool | PoolClient, ids: string[]): Promise<Map<string, CascadeCounts>> {
   const out = new Map<string, CascadeCounts>();
   if (ids.length === 0) return out;
-  const { rows } = await db.query<Record<string, number | string | null>>(COUNTS_SQL, [ids]);
-  for (const row of rows) {
-    const counts = {} as CascadeCounts;
-    const total = Number(row.recipients_total);
-    const skipped = Number(row.skipped);
-    counts.recipients = total;
-    counts.queued = total - skipped;
-    counts.skipped = skipped;
-    for (const [key, column] of Object.entries(COLUMN_OF)) counts[key as CascadeCountKey] = Number(row[column] ?? 0);
-    out.set(String(row.id), counts);
-  }
+  const { rows } = await db.query<Record<string, unknown>>(COUNTS_SQL, [ids]);
+  for (const row of rows) out.set(String(row.id), countsOfRow(row));
   return out;
 }
 
