@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { openApiChecker, TEST_REDIS_URL, uniqueName, waitFor, type OpenApiChecker } from '@rrs/testkit';
-import { ADDRESS_FAILURE_RULES } from '../src/addressLimits';
+import { ADDRESS_FAILURE_RULES, createFailureLimiters } from '../src/addressLimits';
 import { startCascadeStack, type CascadeStack } from './cascadeStack';
 
 /**
@@ -90,5 +91,20 @@ describe('per-address limits in Redis', () => {
     const elsewhere = await waitFor(async () => (await fetch(`${stack.bases[1]}/r/${token}`, { headers: from('198.51.100.8') })).status, { what: 'the link from another address' });
     expect(elsewhere).toBe(200);
     expect(await redis.keys(`${prefix}fail:linkToken*`)).not.toHaveLength(0);
+  });
+});
+
+describe('per-address limits on one replica', () => {
+  it('shares one store lookup between the concurrent checks of an address, then takes it as clean for a while', async () => {
+    const limiters = createFailureLimiters({ keyPrefix: uniqueName('gwaddr') });
+    const lookups = jest.spyOn(RateLimiterMemory.prototype, 'get');
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => limiters.apiKeyAuth.blockedFor('203.0.113.90')));
+      expect(answers.every((seconds) => seconds === 0)).toBe(true);
+      expect(await limiters.apiKeyAuth.blockedFor('203.0.113.90')).toBe(0);
+      expect(lookups).toHaveBeenCalledTimes(1);
+    } finally {
+      lookups.mockRestore();
+    }
   });
 });
