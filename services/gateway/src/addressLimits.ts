@@ -63,7 +63,7 @@ export function createFailureLimiters(options: { redis?: Redis; keyPrefix: strin
   for (const kind of Object.keys(ADDRESS_FAILURE_RULES) as FailureKind[]) {
     const rule = options.rules?.[kind] ?? ADDRESS_FAILURE_RULES[kind];
     const base = { points: rule.failures, duration: rule.windowSeconds, blockDuration: rule.blockSeconds, keyPrefix: `${options.keyPrefix}fail:${kind}` };
-    const limiter = sharedLimiter(base, options.redis);
+    const limiter = sharedLimiter(base, options.redis, () => storeErrors.inc());
     const cleanUntil = new Map<string, number>();
     // One store lookup per address at a time: when the 1-s view ends, the requests in flight share it.
     const checking = new Map<string, Promise<number>>();

@@ -33,7 +33,7 @@ export interface RateLimiter {
   consume(principal: QuotaHolder): Promise<RateLimitDecision>;
 }
 
-const storeFailures = counter({ name: 'gateway_rate_limit_store_errors_total', help: 'Rate-limit store (Redis) failures answered by the in-memory insurance limiter.' });
+const storeFailures = counter({ name: 'gateway_rate_limit_store_errors_total', help: 'Rate-limit store (Redis) calls that failed: answered by the in-memory insurance limiter (or, if that failed too, let through).' });
 const refusals = counter({ name: 'gateway_rate_limited_total', help: 'Requests refused with 429, by plan.', labelNames: ['plan'] });
 
 type Plan = keyof RateLimitConfig['perPlan'];
@@ -44,15 +44,58 @@ function planOf(principal: QuotaHolder): Plan {
   return p === 'trial' || p === 'pro' ? p : 'standard';
 }
 
+/** The rule of one rate-limiter-flexible limiter. */
+export interface LimiterRule {
+  points: number;
+  duration: number;
+  keyPrefix: string;
+  blockDuration?: number;
+}
+
+/**
+ * The in-memory insurance limiter of a Redis one. rate-limiter-flexible hands it the call that failed on
+ * Redis and answers with its result, so the failure itself never reaches the caller: `answered` is
+ * how the gateway counts it (the calls its limits make: consume, penalty, get, delete).
+ */
+class InsuranceLimiter extends RateLimiterMemory {
+  constructor(
+    rule: LimiterRule,
+    private readonly answered: () => void,
+  ) {
+    super(rule);
+  }
+
+  override consume(...args: Parameters<RateLimiterMemory['consume']>) {
+    this.answered();
+    return super.consume(...args);
+  }
+
+  override penalty(...args: Parameters<RateLimiterMemory['penalty']>) {
+    this.answered();
+    return super.penalty(...args);
+  }
+
+  override get(...args: Parameters<RateLimiterMemory['get']>) {
+    this.answered();
+    return super.get(...args);
+  }
+
+  override delete(...args: Parameters<RateLimiterMemory['delete']>) {
+    this.answered();
+    return super.delete(...args);
+  }
+}
+
 /**
  * One rate-limiter-flexible limiter as every gateway limit keeps it: in Redis when the gateway has it
  * (shared by every replica), answered by an in-memory limiter with the same rule while Redis fails (per
- * replica, so an outage never removes the limit), and in memory without Redis.
+ * replica, so an outage never removes the limit; `onInsurance` is told each time), and in memory
+ * without Redis.
  */
-export function sharedLimiter(base: { points: number; duration: number; keyPrefix: string; blockDuration?: number }, redis?: Redis): RateLimiterAbstract {
+export function sharedLimiter(rule: LimiterRule, redis?: Redis, onInsurance: () => void = () => undefined): RateLimiterAbstract {
   return redis
-    ? new RateLimiterRedis({ ...base, storeClient: redis, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(base) })
-    : new RateLimiterMemory(base);
+    ? new RateLimiterRedis({ ...rule, storeClient: redis, rejectIfRedisNotReady: true, insuranceLimiter: new InsuranceLimiter(rule, onInsurance) })
+    : new RateLimiterMemory(rule);
 }
 
 /**
@@ -66,7 +109,7 @@ export function createRateLimiter(options: { config: RateLimitConfig; redis?: Re
   const quotas = {} as Record<Plan, ChunkedQuota>;
   for (const plan of Object.keys(config.perPlan) as Plan[]) {
     const limit = config.perPlan[plan];
-    const store = sharedLimiter({ points: limit, duration: config.windowSeconds, keyPrefix: `${options.keyPrefix}rl:${plan}` }, options.redis);
+    const store = sharedLimiter({ points: limit, duration: config.windowSeconds, keyPrefix: `${options.keyPrefix}rl:${plan}` }, options.redis, () => storeFailures.inc());
     quotas[plan] = chunkedQuota({ store, limit, chunk: chunkPoints(limit) });
   }
   return {
