@@ -2,6 +2,7 @@
 // Child process of bench/ping.mjs: serves one side of the comparison on a loopback port and reports it
 // over IPC. `gateway`: contacts (gRPC, PostgreSQL) + the gateway with REDIS_URL, so GET /ping runs the
 // real key check (cached in Redis) and the Redis rate limiter. `express`: a bare express hello-world.
+// Answers `cpu` with the process's CPU time so far (µs), for the CPU per request of each side.
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -32,7 +33,8 @@ async function gateway() {
       publicBaseUrl: 'http://127.0.0.1',
       redisUrl: process.env.BENCH_REDIS_URL,
       redisKeyPrefix: process.env.BENCH_REDIS_PREFIX,
-      // A quota the run cannot use up: the limiter does all its work on every request but never refuses.
+      // A quota the run cannot use up, so nothing is refused: the limiter reserves its largest chunk
+      // (MAX_CHUNK_POINTS, services/gateway/src/quotaChunks.ts) from Redis every 100 requests.
       rateLimits: { windowSeconds: 60, perPlan: { trial: 1e9, standard: 1e9, pro: 1e9 } },
     },
     ctx,
@@ -45,7 +47,10 @@ async function gateway() {
 const started = await (kind === 'gateway' ? gateway() : bareExpress());
 process.send({ url: started.url, headers: started.headers });
 process.on('message', async (m) => {
-  if (m === 'stop') {
+  if (m === 'cpu') {
+    const { user, system } = process.cpuUsage();
+    process.send({ cpuMicros: user + system });
+  } else if (m === 'stop') {
     await started.stop();
     process.exit(0);
   }

@@ -63,27 +63,38 @@ export function createFailureLimiters(options: { redis?: Redis; keyPrefix: strin
   for (const kind of Object.keys(ADDRESS_FAILURE_RULES) as FailureKind[]) {
     const rule = options.rules?.[kind] ?? ADDRESS_FAILURE_RULES[kind];
     const base = { points: rule.failures, duration: rule.windowSeconds, blockDuration: rule.blockSeconds, keyPrefix: `${options.keyPrefix}fail:${kind}` };
-    const limiter = sharedLimiter(base, options.redis);
+    const limiter = sharedLimiter(base, options.redis, () => storeErrors.inc());
     const cleanUntil = new Map<string, number>();
+    // One store lookup per address at a time: when the 1-s view ends, the requests in flight share it.
+    const checking = new Map<string, Promise<number>>();
+    const lookUp = async (address: string): Promise<number> => {
+      const asked = Date.now();
+      try {
+        const res = await limiter.get(address);
+        if (!res || res.consumedPoints <= rule.failures) {
+          if (cleanUntil.size >= CLEAN_ADDRESS_CACHE_SIZE) cleanUntil.clear();
+          cleanUntil.set(address, asked + CLEAN_ADDRESS_CACHE_MS);
+          return 0;
+        }
+        return seconds(res.msBeforeNext);
+      } catch (err) {
+        storeErrors.inc();
+        options.logger?.error({ err, kind }, 'per-address limit store failed; request let through');
+        return 0;
+      }
+    };
     out[kind] = {
       kind,
       async blockedFor(address) {
-        const now = Date.now();
-        if ((cleanUntil.get(address) ?? 0) > now) return 0;
-        try {
-          const res = await limiter.get(address);
-          if (!res || res.consumedPoints <= rule.failures) {
-            if (cleanUntil.size >= CLEAN_ADDRESS_CACHE_SIZE) cleanUntil.clear();
-            cleanUntil.set(address, now + CLEAN_ADDRESS_CACHE_MS);
-            return 0;
-          }
-          blocked.inc({ kind });
-          return seconds(res.msBeforeNext);
-        } catch (err) {
-          storeErrors.inc();
-          options.logger?.error({ err, kind }, 'per-address limit store failed; request let through');
-          return 0;
+        if ((cleanUntil.get(address) ?? 0) > Date.now()) return 0;
+        let check = checking.get(address);
+        if (!check) {
+          check = lookUp(address).finally(() => checking.delete(address));
+          checking.set(address, check);
         }
+        const blockedSeconds = await check;
+        if (blockedSeconds > 0) blocked.inc({ kind });
+        return blockedSeconds;
       },
       async fail(address) {
         cleanUntil.delete(address);

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { DomainError, UnauthenticatedError, counter, type Logger } from '@rrs/runtime';
 import type { Authenticator, Principal } from './http/auth';
@@ -17,10 +17,16 @@ interface Store {
   set(id: string, entry: Entry, ttlMs: number): Promise<void>;
 }
 
-function memoryStore(): Store {
+/** This process's layer: synchronous, so a hit (nearly every request) awaits nothing. */
+interface MemoryStore {
+  get(id: string): Entry | undefined;
+  set(id: string, entry: Entry, ttlMs: number): void;
+}
+
+function memoryStore(): MemoryStore {
   const map = new Map<string, { entry: Entry; expires: number }>();
   return {
-    async get(id) {
+    get(id) {
       const hit = map.get(id);
       if (!hit) return undefined;
       if (hit.expires <= Date.now()) {
@@ -29,7 +35,7 @@ function memoryStore(): Store {
       }
       return hit.entry;
     },
-    async set(id, entry, ttlMs) {
+    set(id, entry, ttlMs) {
       // Oldest-first eviction keeps memory bounded when many distinct (e.g. random, invalid) keys arrive.
       if (map.size >= MEMORY_ENTRIES) map.delete(map.keys().next().value as string);
       map.set(id, { entry, expires: Date.now() + ttlMs });
@@ -88,7 +94,7 @@ export function cachedAuthenticator(inner: Authenticator, options: { ttlMs: numb
       }
       if (shared) await shared.set(id, entry, sharedTtl).catch((err: unknown) => options.logger?.warn({ err }, 'auth cache write failed'));
     }
-    if (localTtl > 0) await local.set(id, entry, localTtl);
+    if (localTtl > 0) local.set(id, entry, localTtl);
     // The lookup that asked the directory rejects with its refusal; the cached answer serves the others.
     if (refusal) throw refusal;
     return unwrap(entry);
@@ -96,8 +102,9 @@ export function cachedAuthenticator(inner: Authenticator, options: { ttlMs: numb
 
   return async (apiKey) => {
     if (options.ttlMs <= 0) return inner(apiKey);
-    const id = createHash('sha256').update(apiKey).digest('base64url');
-    const cached = await local.get(id);
+    // The one-shot hash (Node ≥ 20.12) costs a quarter of a Hash object, on every request.
+    const id = hash('sha256', apiKey, 'base64url');
+    const cached = local.get(id);
     if (cached) {
       lookups.inc({ outcome: 'local_hit' });
       return unwrap(cached);

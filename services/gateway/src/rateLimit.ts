@@ -1,7 +1,8 @@
 import type { Response } from 'express';
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { RateLimitedError, counter, type Logger } from '@rrs/runtime';
+import { chunkedQuota, chunkPoints, type ChunkedQuota } from './quotaChunks';
 
 /** Requests a key may make per window, by the organization's plan. */
 export interface RateLimitConfig {
@@ -32,7 +33,7 @@ export interface RateLimiter {
   consume(principal: QuotaHolder): Promise<RateLimitDecision>;
 }
 
-const storeFailures = counter({ name: 'gateway_rate_limit_store_errors_total', help: 'Rate-limit store (Redis) failures answered by the in-memory insurance limiter.' });
+const storeFailures = counter({ name: 'gateway_rate_limit_store_errors_total', help: 'Rate-limit store (Redis) calls that failed: answered by the in-memory insurance limiter (or, if that failed too, let through).' });
 const refusals = counter({ name: 'gateway_rate_limited_total', help: 'Requests refused with 429, by plan.', labelNames: ['plan'] });
 
 type Plan = keyof RateLimitConfig['perPlan'];
@@ -43,56 +44,87 @@ function planOf(principal: QuotaHolder): Plan {
   return p === 'trial' || p === 'pro' ? p : 'standard';
 }
 
+/** The rule of one rate-limiter-flexible limiter. */
+export interface LimiterRule {
+  points: number;
+  duration: number;
+  keyPrefix: string;
+  blockDuration?: number;
+}
+
+/**
+ * The in-memory insurance limiter of a Redis one. rate-limiter-flexible hands it the call that failed on
+ * Redis and answers with its result, so the failure itself never reaches the caller: `answered` is
+ * how the gateway counts it (the calls its limits make: consume, penalty, get, delete).
+ */
+class InsuranceLimiter extends RateLimiterMemory {
+  constructor(
+    rule: LimiterRule,
+    private readonly answered: () => void,
+  ) {
+    super(rule);
+  }
+
+  override consume(...args: Parameters<RateLimiterMemory['consume']>) {
+    this.answered();
+    return super.consume(...args);
+  }
+
+  override penalty(...args: Parameters<RateLimiterMemory['penalty']>) {
+    this.answered();
+    return super.penalty(...args);
+  }
+
+  override get(...args: Parameters<RateLimiterMemory['get']>) {
+    this.answered();
+    return super.get(...args);
+  }
+
+  override delete(...args: Parameters<RateLimiterMemory['delete']>) {
+    this.answered();
+    return super.delete(...args);
+  }
+}
+
 /**
  * One rate-limiter-flexible limiter as every gateway limit keeps it: in Redis when the gateway has it
  * (shared by every replica), answered by an in-memory limiter with the same rule while Redis fails (per
- * replica, so an outage never removes the limit), and in memory without Redis.
+ * replica, so an outage never removes the limit; `onInsurance` is told each time), and in memory
+ * without Redis.
  */
-export function sharedLimiter(base: { points: number; duration: number; keyPrefix: string; blockDuration?: number }, redis?: Redis, redisOptions: { inMemoryBlockOnConsumed?: number } = {}): RateLimiterAbstract {
+export function sharedLimiter(rule: LimiterRule, redis?: Redis, onInsurance: () => void = () => undefined): RateLimiterAbstract {
   return redis
-    ? new RateLimiterRedis({ ...base, ...redisOptions, storeClient: redis, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(base) })
-    : new RateLimiterMemory(base);
+    ? new RateLimiterRedis({ ...rule, storeClient: redis, rejectIfRedisNotReady: true, insuranceLimiter: new InsuranceLimiter(rule, onInsurance) })
+    : new RateLimiterMemory(rule);
 }
 
 /**
  * Per-key fixed windows (rate-limiter-flexible). With Redis the quota is shared by every gateway
  * replica; if Redis fails, an in-memory limiter with the same quota answers instead (per replica), so a
- * Redis outage neither stops the API nor removes the limit.
+ * Redis outage neither stops the API nor removes the limit. Each replica reserves a key's points in
+ * chunks (quotaChunks.ts: one store call per chunk, never over the limit, a chunk ends with its window).
  */
 export function createRateLimiter(options: { config: RateLimitConfig; redis?: Redis; keyPrefix: string; logger?: Logger }): RateLimiter {
   const { config } = options;
-  const limiters = {} as Record<Plan, RateLimiterAbstract>;
+  const quotas = {} as Record<Plan, ChunkedQuota>;
   for (const plan of Object.keys(config.perPlan) as Plan[]) {
-    const points = config.perPlan[plan];
-    const base = { points, duration: config.windowSeconds, keyPrefix: `${options.keyPrefix}rl:${plan}` };
-    // Once a key is over its quota, further requests in the window are refused without Redis.
-    limiters[plan] = sharedLimiter(base, options.redis, { inMemoryBlockOnConsumed: points + 1 });
+    const limit = config.perPlan[plan];
+    const store = sharedLimiter({ points: limit, duration: config.windowSeconds, keyPrefix: `${options.keyPrefix}rl:${plan}` }, options.redis, () => storeFailures.inc());
+    quotas[plan] = chunkedQuota({ store, limit, chunk: chunkPoints(limit) });
   }
   return {
     async consume(principal) {
       const plan = planOf(principal);
       const limit = config.perPlan[plan];
-      let res: RateLimiterRes;
-      let allowed = true;
+      // The decision is written out field by field: on Node 20 `{ ...decision, more }` costs microseconds.
       try {
-        res = await limiters[plan].consume(principal.keyId, 1);
+        const answer = await quotas[plan].take(principal.keyId);
+        return { allowed: answer.allowed, policy: plan, limit, windowSeconds: config.windowSeconds, remaining: answer.remaining, resetSeconds: Math.max(1, Math.ceil(answer.msBeforeReset / 1000)) };
       } catch (err) {
-        if (!(err instanceof RateLimiterRes)) {
-          storeFailures.inc();
-          options.logger?.error({ err }, 'rate limiter failed; request let through');
-          return { allowed: true, policy: plan, limit, windowSeconds: config.windowSeconds, remaining: limit, resetSeconds: config.windowSeconds };
-        }
-        res = err;
-        allowed = false;
+        storeFailures.inc();
+        options.logger?.error({ err }, 'rate limiter failed; request let through');
+        return { allowed: true, policy: plan, limit, windowSeconds: config.windowSeconds, remaining: limit, resetSeconds: config.windowSeconds };
       }
-      return {
-        allowed,
-        policy: plan,
-        limit,
-        windowSeconds: config.windowSeconds,
-        remaining: Math.max(0, res.remainingPoints),
-        resetSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
-      };
     },
   };
 }

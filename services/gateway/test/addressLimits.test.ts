@@ -1,6 +1,8 @@
 import { Redis } from 'ioredis';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { registry } from '@rrs/runtime';
 import { openApiChecker, TEST_REDIS_URL, uniqueName, waitFor, type OpenApiChecker } from '@rrs/testkit';
-import { ADDRESS_FAILURE_RULES } from '../src/addressLimits';
+import { ADDRESS_FAILURE_RULES, createFailureLimiters } from '../src/addressLimits';
 import { startCascadeStack, type CascadeStack } from './cascadeStack';
 
 /**
@@ -90,5 +92,37 @@ describe('per-address limits in Redis', () => {
     const elsewhere = await waitFor(async () => (await fetch(`${stack.bases[1]}/r/${token}`, { headers: from('198.51.100.8') })).status, { what: 'the link from another address' });
     expect(elsewhere).toBe(200);
     expect(await redis.keys(`${prefix}fail:linkToken*`)).not.toHaveLength(0);
+  });
+});
+
+describe('per-address limits on one replica', () => {
+  it('shares one store lookup between the concurrent checks of an address, then takes it as clean for a while', async () => {
+    const limiters = createFailureLimiters({ keyPrefix: uniqueName('gwaddr') });
+    const lookups = jest.spyOn(RateLimiterMemory.prototype, 'get');
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => limiters.apiKeyAuth.blockedFor('203.0.113.90')));
+      expect(answers.every((seconds) => seconds === 0)).toBe(true);
+      expect(await limiters.apiKeyAuth.blockedFor('203.0.113.90')).toBe(0);
+      expect(lookups).toHaveBeenCalledTimes(1);
+    } finally {
+      lookups.mockRestore();
+    }
+  });
+
+  it('keeps counting in memory while Redis is down, and counts each store call the insurance limiter answered', async () => {
+    const down = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    down.on('error', () => undefined);
+    const storeErrors = async () => (await registry.getSingleMetric('gateway_address_limit_store_errors_total')!.get()).values.reduce((sum, v) => sum + v.value, 0);
+    try {
+      const limiters = createFailureLimiters({ redis: down, keyPrefix: uniqueName('gwaddr'), rules: { apiKeyAuth: { failures: 2, windowSeconds: 60, blockSeconds: 60 } } });
+      const before = await storeErrors();
+      expect(await limiters.apiKeyAuth.blockedFor('203.0.113.91')).toBe(0);
+      const blockedAfter = [];
+      for (let i = 0; i < 3; i++) blockedAfter.push((await limiters.apiKeyAuth.fail('203.0.113.91')) > 0);
+      expect(blockedAfter).toEqual([false, false, true]);
+      expect((await storeErrors()) - before).toBe(4);
+    } finally {
+      down.disconnect();
+    }
   });
 });

@@ -58,6 +58,29 @@ describe('gateway request pipeline', () => {
     expect(calls[0].metadata).toEqual({ 'x-request-id': 'req-1' });
   });
 
+  it('writes the JSON answer with its type and length; HEAD has the same headers and no body; 204 has none', async () => {
+    const url = `${gw.base}/api/v1/widgets/w_7?limit=3`;
+    const headers = { authorization: 'Bearer key_full' };
+    const get = await fetch(url, { headers });
+    const text = await get.text();
+    expect([get.status, JSON.parse(text)]).toEqual([200, { id: 'w_7', limit: 3 }]);
+    expect(get.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(get.headers.get('content-length')).toBe(String(Buffer.byteLength(text)));
+    expect(get.headers.get('ratelimit')).toMatch(/^"standard";r=\d+;t=\d+$/);
+    const head = await fetch(url, { method: 'HEAD', headers });
+    expect([head.status, await head.text()]).toEqual([200, '']);
+    expect(head.headers.get('content-length')).toBe(get.headers.get('content-length'));
+    expect(head.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    // No ETag or Last-Modified is ever set, so only `If-None-Match: *` makes a GET fresh (304, no body).
+    // Sent raw: fetch adds `Cache-Control: no-cache` to a conditional request, which makes it stale.
+    const conditional = (match: string) => rawRequest(gw.base, `GET /api/v1/widgets/w_7 HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer key_full\r\nIf-None-Match: ${match}\r\nConnection: close\r\n\r\n`);
+    const fresh = await conditional('*');
+    expect([fresh.status, fresh.body, fresh.headers['content-type']]).toEqual([304, '', undefined]);
+    expect((await conditional('"abc"')).status).toBe(200);
+    const deleted = await fetch(`${gw.base}/api/v1/widgets/w_7`, { method: 'DELETE', headers });
+    expect([deleted.status, await deleted.text(), deleted.headers.get('content-type')]).toEqual([204, '', null]);
+  });
+
   it('lists every offending field of a 400 as a JSON pointer', async () => {
     const recipients = [{ email: 'a@example.com' }, { email: 'b@example.com' }, { email: 'c@example.com' }, { email: 'not-an-email' }];
     const res = await post({ locationId: 5, recipients });

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { httpStatusOf, UnauthenticatedError, UnavailableError, type DomainError } from '@rrs/runtime';
+import { httpStatusOf, registry, UnauthenticatedError, UnavailableError, type DomainError } from '@rrs/runtime';
 import { cachedAuthenticator } from '../src/authCache';
 import { createRateLimiter } from '../src/rateLimit';
 import { principal } from './support';
@@ -26,15 +26,20 @@ describe('rate limiter and auth cache without Redis', () => {
     expect((await limiter.consume(principal({ plan: 'trial' }))).allowed).toBe(true);
   });
 
-  it('falls back to an in-memory limiter with the same quota when Redis is down', async () => {
+  it('falls back to an in-memory limiter with the same quota when Redis is down, and counts it for the alert', async () => {
     const down = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
     down.on('error', () => undefined);
+    const storeErrors = async () => (await registry.getSingleMetric('gateway_rate_limit_store_errors_total')!.get()).values.reduce((sum, v) => sum + v.value, 0);
     try {
       const limiter = createRateLimiter({ config, redis: down, keyPrefix: 'down:' });
       const p = principal({ plan: 'standard' });
+      const before = await storeErrors();
       const allowed = [];
       for (let i = 0; i < 4; i++) allowed.push((await limiter.consume(p)).allowed);
       expect(allowed).toEqual([true, true, true, false]);
+      // RrsRateLimitStoreDown fires on this counter: one per reservation the insurance limiter answered
+      // (the fourth request is refused without asking: the window is used up).
+      expect((await storeErrors()) - before).toBe(3);
     } finally {
       down.disconnect();
     }

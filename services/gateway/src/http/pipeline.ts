@@ -63,22 +63,39 @@ async function handle(options: PipelineOptions, routes: readonly Route[], req: R
   }
   let result: RouteResult;
   try {
-    result = await route.handler({ ...input, principal, idempotency, metadata, requestId });
+    // Field by field, not `{ ...input, principal, … }`: on Node 20 that spread costs microseconds per request.
+    result = await route.handler({ params: input.params, query: input.query, body: input.body, principal, idempotency, metadata, requestId });
   } catch (err) {
     showRecipientRefusal(res, err);
     throw err;
   }
   if (result.recipientBudget) setRecipientHeaders(res, result.recipientBudget);
-  writeResult(res, route, result);
+  writeResult(req, res, route, result);
 }
 
-function writeResult(res: Response, route: Route, result: RouteResult): void {
-  const status = result.status ?? route.successStatus;
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * The route's answer. A body is written with `res.end`, not express's `res.send` (which re-derives the
+ * content type and its charset on every response: ~10 µs a request on the bench machine); what `send`
+ * does that matters here is kept: Content-Length, and 304 for a fresh conditional GET (no ETag or
+ * Last-Modified is ever set, so only `If-None-Match: *` is). Node itself drops the body of a HEAD.
+ */
+function writeResult(req: Request, res: Response, route: Route, result: RouteResult): void {
+  res.statusCode = result.status ?? route.successStatus;
   if (result.headers) for (const [k, v] of Object.entries(result.headers)) res.setHeader(k, v);
   if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
   if (result.body === undefined) {
-    res.status(status).end();
+    res.end();
     return;
   }
-  res.status(status).type('application/json').send(JSON.stringify(result.body));
+  if (req.fresh) {
+    res.statusCode = 304;
+    res.end();
+    return;
+  }
+  const json = JSON.stringify(result.body);
+  res.setHeader('Content-Type', JSON_TYPE);
+  res.setHeader('Content-Length', Buffer.byteLength(json));
+  res.end(json);
 }

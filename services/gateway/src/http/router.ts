@@ -9,8 +9,11 @@ export interface Match {
 /** Splits a request path into decoded segments; undefined when it cannot be decoded (treated as unknown). */
 function segmentsOf(path: string): string[] | undefined {
   const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+  const segments = trimmed.split('/').slice(1);
+  // Nothing to decode without a `%` (nearly every request): decoding is a call per segment.
+  if (!trimmed.includes('%')) return segments;
   try {
-    return trimmed.split('/').slice(1).map(decodeURIComponent);
+    return segments.map(decodeURIComponent);
   } catch {
     return undefined;
   }
