@@ -24,7 +24,8 @@
 // are left (at most --catch-up-wait seconds) and both databases are vacuumed again, --steady-rounds
 // rounds a side, alternating (their means compared). Both databases are dropped at the end, error or
 // not. With BENCH_STATEMENTS=<dir> and pg_stat_statements loaded, each round's statements are written
-// there (statementStats()).
+// there (statementStats()); with BENCH_AUTO_EXPLAIN=<ms>, every statement slower than that is logged
+// with its plan and buffers in PostgreSQL's log (auto_explain, set on the two databases only).
 // Usage: npm run build && flock /tmp/rrs-bench.lock node bench/history.mjs [--recipients 5000000]
 //   [--requests 40] [--reads 200] [--send-recipients 10000] [--steady-rounds 3] [--catch-up-wait 3600]
 // Targets: intake and sends ≥ 0.9 × empty; GET /cascades/{id} ≤ 1.2 × empty and p99 < 50 ms; overview (rolled up) p95 < 250 ms.
@@ -269,6 +270,13 @@ async function startSender(side) {
 async function openSide(label) {
   const dbName = `rrs_bench_history_${randomBytes(4).toString('hex')}`;
   await adminSql(pgUrl, `CREATE DATABASE ${dbName}`);
+  // BENCH_AUTO_EXPLAIN=<ms>: every statement slower than that is logged with its plan and buffers
+  // (auto_explain, in the server's log), to see which part of a statement grows with the history.
+  if (process.env.BENCH_AUTO_EXPLAIN) {
+    for (const setting of [`session_preload_libraries = 'auto_explain'`, `auto_explain.log_min_duration = ${Number(process.env.BENCH_AUTO_EXPLAIN)}`, 'auto_explain.log_analyze = on', 'auto_explain.log_buffers = on', 'auto_explain.log_nested_statements = on']) {
+      await adminSql(pgUrl, `ALTER DATABASE ${dbName} SET ${setting}`);
+    }
+  }
   const url = new URL(pgUrl);
   url.pathname = `/${dbName}`;
   const side = { label, dbName, url: url.toString() };
