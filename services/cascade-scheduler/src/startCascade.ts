@@ -13,7 +13,7 @@ import { dbNow } from './recipientStore';
 import { normalizeRecipients, type RecipientInput } from './recipientInput';
 import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
 import { templatesByChannel, type SnapshotWriter } from './snapshots';
-import { insertCascade, type CascadeRow, type NewCascade, type RecipientRow, type ReviewLinkRow, type StepRow } from './sql/insertCascade';
+import { insertCascade, type CascadeRow, type NewCascade, type RecipientRow } from './sql/insertCascade';
 import type { AddressHasher } from './personHash';
 
 export type StartCascadeInput = Omit<schedulerV1.StartCascadeRequest, 'recipients' | 'ignoreCooldown' | 'dryRun' | 'contact' | 'contactIdempotencyKey' | 'contactIdempotencyFingerprint'> & {
@@ -139,33 +139,26 @@ function resolveFlow(flows: Flows, input: StartCascadeInput): Promise<Flow> {
 }
 
 /**
- * The rows of a new cascade. Step 1 of each queued recipient is due at once, whatever its delay;
- * later steps wait for the previous one's outcome. A recipient skipped at intake is stored finished with
- * its skip's finish reason (its steps skipped with the skip's step reason) and counted in `skipped`.
+ * The rows of a new cascade (its review links and steps are made from its recipients by the statement,
+ * insertCascade.ts). Step 1 of each queued recipient is due at once, whatever its delay; later steps
+ * wait for the previous one's outcome. A recipient skipped at intake is stored finished with its skip's
+ * finish reason (its steps skipped with the skip's step reason) and counted in `skipped`.
  */
 function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfile, skips: Array<IntakeSkip | null>, now: Date, traceContext: Record<string, string>): NewCascade {
   const count = input.recipients.length;
+  // The cascade's id, then each recipient's and its review link's, then its steps' (insertCascade's order).
   const ids = uuidv7Batch(1 + count * (2 + flow.steps.length), now.getTime());
+  const stepIds = ids.slice(1 + count * 2);
   const tokens = tokenBatch(count);
-  let nextId = 1;
-  const reviewLinks: ReviewLinkRow[] = [];
-  const recipients: RecipientRow[] = [];
-  const steps: StepRow[] = [];
-  input.recipients.forEach((recipient, position) => {
-    const id = ids[nextId++];
-    const reviewRequestId = ids[nextId++];
+  const recipients = input.recipients.map((recipient, position): RecipientRow => {
     const skip = skips[position];
-    reviewLinks.push({ id: reviewRequestId, token: tokens[position], recipient_id: id, customer_name: recipient.name, contact: recipient.email || recipient.phone });
-    recipients.push({
-      id, position, name: recipient.name, email: recipient.email, phone: recipient.phone, contact_id: recipient.contactId ?? '',
+    return {
+      id: ids[1 + position * 2], position, name: recipient.name, email: recipient.email, phone: recipient.phone, contact_id: recipient.contactId ?? '',
       contact_external_id: recipient.contactExternalId ?? '', status: skip ? 'finished' : 'running', finish_reason: skip?.finishReason ?? null,
-      review_request_id: reviewRequestId, consent_at: recipient.consentAt ?? null,
-    });
-    flow.steps.forEach((step, index) => {
-      const status = skip ? 'skipped' : index === 0 ? 'scheduled' : 'pending';
-      steps.push({ id: ids[nextId++], recipient_id: id, step_order: step.order, channel: step.channel, delay_minutes: step.delayMinutes, status, reason: skip?.stepReason ?? null });
-    });
+      review_request_id: ids[2 + position * 2], consent_at: recipient.consentAt ?? null, token: tokens[position], step_reason: skip?.stepReason ?? null,
+    };
   });
+  const flowSteps = flow.steps.map((step) => ({ step_order: step.order, channel: step.channel, delay_minutes: step.delayMinutes }));
   const skipped = skips.filter((skip) => skip !== null).length;
   const active = count - skipped;
   const cascade: CascadeRow = {
@@ -175,7 +168,7 @@ function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfi
     recipients_total: count, skipped, active_recipients: active, created_at: now, finished_at: active === 0 ? now : null, trace_context: JSON.stringify(traceContext),
     response_window_minutes: flow.responseWindowMinutes ?? profile.organization.responseWindowMinutes ?? 0,
   };
-  return { cascade, reviewLinks, recipients, steps };
+  return { cascade, recipients, flowSteps, stepIds };
 }
 
 /** Writes the cascade's rows, and the finish events of the recipients skipped at intake. */
