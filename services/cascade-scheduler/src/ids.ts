@@ -13,33 +13,47 @@ export function isUuid(value: string): boolean {
   return UUID.test(value);
 }
 
-/** ASCII codes of the hex digits. */
-const HEX = Buffer.from('0123456789abcdef', 'latin1');
-const DASH = 0x2d;
+/** PostgreSQL's type id of `uuid`: the element type a binary `uuid[]` names. */
+const UUID_TYPE_OID = 2950;
+/** A binary array's header: dimensions, NULL flag, element type, length, lower bound (4 bytes each). */
+const ARRAY_HEADER_BYTES = 20;
+/** Each element: its length (4 bytes), then the uuid's 16. */
+const ELEMENT_BYTES = 4 + 16;
 
 /**
- * `count` time-ordered UUIDv7 strings for time `now`, from one random buffer. Written as ASCII into one
- * buffer, each id read out as one flat string: hex-then-slice-then-join made six strings per id.
+ * Time-ordered UUIDv7s made together for one time, kept as PostgreSQL's binary form of a
+ * one-dimensional `uuid[]` (`bytes`): passed as a parameter (node-postgres sends a Buffer in binary),
+ * PostgreSQL takes the ids without parsing text, which cost it ~0.9 µs per id (~2 ms of a
+ * 500-recipient start's 2 500 ids). An id is made text only where Node itself uses it (`at`).
  */
-export function uuidv7Batch(count: number, now: number): string[] {
-  const random = randomBytes(16 * count);
-  const text = Buffer.allocUnsafe(36 * count);
-  const out = new Array<string>(count);
-  for (let i = 0; i < count; i++) {
-    const offset = i * 16;
-    random.writeUIntBE(now, offset, 6);
-    random[offset + 6] = (random[offset + 6] & 0x0f) | 0x70;
-    random[offset + 8] = (random[offset + 8] & 0x3f) | 0x80;
-    let at = i * 36;
-    for (let k = 0; k < 16; k++) {
-      if (k === 4 || k === 6 || k === 8 || k === 10) text[at++] = DASH;
-      const byte = random[offset + k];
-      text[at++] = HEX[byte >> 4];
-      text[at++] = HEX[byte & 0x0f];
+export class UuidArray {
+  readonly bytes: Buffer;
+
+  constructor(readonly length: number, now: number) {
+    // One random buffer laid out as the array; the header, the lengths, the time and the version and
+    // variant bits are written over it.
+    const bytes = randomBytes(ARRAY_HEADER_BYTES + length * ELEMENT_BYTES);
+    bytes.writeInt32BE(1, 0);
+    bytes.writeInt32BE(0, 4);
+    bytes.writeUInt32BE(UUID_TYPE_OID, 8);
+    bytes.writeInt32BE(length, 12);
+    bytes.writeInt32BE(1, 16);
+    for (let i = 0; i < length; i++) {
+      const at = ARRAY_HEADER_BYTES + i * ELEMENT_BYTES;
+      bytes.writeInt32BE(16, at);
+      bytes.writeUIntBE(now, at + 4, 6);
+      bytes[at + 10] = (bytes[at + 10] & 0x0f) | 0x70;
+      bytes[at + 12] = (bytes[at + 12] & 0x3f) | 0x80;
     }
-    out[i] = text.toString('latin1', i * 36, at);
+    this.bytes = bytes;
   }
-  return out;
+
+  /** The id at `index`, as text. */
+  at(index: number): string {
+    const start = ARRAY_HEADER_BYTES + index * ELEMENT_BYTES + 4;
+    const hex = this.bytes.toString('hex', start, start + 16);
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  }
 }
 
 const ALPHABET = Buffer.from('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz', 'latin1');

@@ -4,7 +4,7 @@ import { DomainError, injectTraceContext, InvalidError, type FieldProblem, type 
 import { intakeSkips, refuseChannel, refuseSending } from './admission';
 import { finishEventFor } from './finishEvent';
 import type { Flow, Flows } from './flows';
-import { tokenBatch, uuidv7Batch } from './ids';
+import { tokenBatch, UuidArray } from './ids';
 import { profileAt, type LocationInfo, type OrganizationProfiles, type SendingProfile } from './organizationProfiles';
 import { recipientLimit } from './organizationSettings';
 import { writeOutbox } from './outbox';
@@ -146,29 +146,29 @@ function resolveFlow(flows: Flows, input: StartCascadeInput): Promise<Flow> {
  */
 function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfile, skips: Array<IntakeSkip | null>, now: Date, traceContext: Record<string, string>): NewCascade {
   const count = input.recipients.length;
-  // The cascade's id, then each recipient's and its review link's, then its steps' (insertCascade's order).
-  const ids = uuidv7Batch(1 + count * (2 + flow.steps.length), now.getTime());
-  const stepIds = ids.slice(1 + count * 2);
+  const time = now.getTime();
   const tokens = tokenBatch(count);
   const recipients = input.recipients.map((recipient, position): RecipientRow => {
     const skip = skips[position];
     return {
-      id: ids[1 + position * 2], position, name: recipient.name, email: recipient.email, phone: recipient.phone, contact_id: recipient.contactId ?? '',
+      position, name: recipient.name, email: recipient.email, phone: recipient.phone, contact_id: recipient.contactId ?? '',
       contact_external_id: recipient.contactExternalId ?? '', status: skip ? 'finished' : 'running', finish_reason: skip?.finishReason ?? null,
-      review_request_id: ids[2 + position * 2], consent_at: recipient.consentAt ?? null, token: tokens[position], step_reason: skip?.stepReason ?? null,
+      consent_at: recipient.consentAt ?? null, token: tokens[position], step_reason: skip?.stepReason ?? null,
     };
   });
   const flowSteps = flow.steps.map((step) => ({ step_order: step.order, channel: step.channel, delay_minutes: step.delayMinutes }));
   const skipped = skips.filter((skip) => skip !== null).length;
   const active = count - skipped;
   const cascade: CascadeRow = {
-    id: ids[0], organization_id: input.organizationId, location_id: input.locationId, name: input.name, flow_id: flow.id || null,
+    id: new UuidArray(1, time).at(0), organization_id: input.organizationId, location_id: input.locationId, name: input.name, flow_id: flow.id || null,
     channel: input.channel || null, external_id: input.externalId || null, status: active === 0 ? 'finished' : 'running',
     locale: profile.organization.locale || 'en', templates: JSON.stringify(templatesByChannel(profile)), flow_steps: JSON.stringify(flow.steps),
     recipients_total: count, skipped, active_recipients: active, created_at: now, finished_at: active === 0 ? now : null, trace_context: JSON.stringify(traceContext),
     response_window_minutes: flow.responseWindowMinutes ?? profile.organization.responseWindowMinutes ?? 0,
   };
-  return { cascade, recipients, flowSteps, stepIds };
+  return {
+    cascade, recipients, recipientIds: new UuidArray(count, time), reviewRequestIds: new UuidArray(count, time), flowSteps, stepIds: new UuidArray(count * flow.steps.length, time),
+  };
 }
 
 /** Writes the cascade's rows, and the finish events of the recipients skipped at intake. */
@@ -188,8 +188,8 @@ async function writeCascade(client: PoolClient, hasher: AddressHasher, input: St
         cascadeId: cascade.id,
         cascadeExternalId: cascade.external_id,
         locationId: input.locationId,
-        reviewRequestId: recipient.review_request_id,
-        recipient: { id: recipient.id, ...input.recipients[recipient.position] },
+        reviewRequestId: rows.reviewRequestIds.at(recipient.position),
+        recipient: { id: rows.recipientIds.at(recipient.position), ...input.recipients[recipient.position] },
         rating: null,
         feedback: null,
         reason: skips[recipient.position]!.finishReason,

@@ -1,3 +1,5 @@
+import type { eventsV1 } from '@rrs/proto';
+import { waitFor } from '@rrs/testkit';
 import { LOCATION, ORG, startHarness, type Harness } from './harness';
 
 /**
@@ -8,7 +10,7 @@ describe('intake statement (Postgres)', () => {
   let h: Harness;
 
   beforeAll(async () => {
-    h = await startHarness({ deps: { noDispatcher: true } });
+    h = await startHarness({ deps: { noDispatcher: true }, collectEvents: true });
   });
   afterAll(async () => {
     await h.close();
@@ -64,6 +66,11 @@ describe('intake statement (Postgres)', () => {
     ]);
     const { rows: recipients } = await h.pool.query('SELECT name, status, finish_reason FROM recipients WHERE cascade_id = $1 ORDER BY position', [result.id]);
     expect(recipients).toEqual([{ name: 'reachable', status: 'running', finish_reason: null }, { name: 'unreachable', status: 'finished', finish_reason: 'unreachable' }]);
+    // The skipped recipient's finish event names the ids its rows were written with (made apart, ids.ts).
+    const { rows: ids } = await h.pool.query<{ id: string; review_request_id: string }>("SELECT id, review_request_id FROM recipients WHERE cascade_id = $1 AND name = 'unreachable'", [result.id]);
+    const finished = await waitFor(() => h.events.events.find((e) => e.payload?.$case === 'cascadeRecipientFinished' && e.payload.cascadeRecipientFinished.cascadeId === result.id), { what: 'the finish event' });
+    const event = (finished.payload as { cascadeRecipientFinished: eventsV1.CascadeRecipientFinished }).cascadeRecipientFinished;
+    expect([event.recipient?.id, event.reviewRequestId]).toEqual([ids[0].id, ids[0].review_request_id]);
   });
 
   it("makes each recipient's review link (its contact the email, else the phone) and steps from its one row: positions, consent, an id per step", async () => {

@@ -2,6 +2,7 @@ import type { FinishReason, SkipReason } from '@rrs/proto';
 import type { PoolClient } from '@rrs/runtime';
 import { isBulk } from '../fairShare';
 import { DUE_CHANNEL } from '../recipientStore';
+import type { UuidArray } from '../ids';
 import { insertSelect, insertValues, StatementParams, unnestRows, type ColumnTypes } from './statement';
 
 /** The cascade's row, keys named as the table's columns. */
@@ -28,12 +29,11 @@ export interface CascadeRow {
 }
 
 /**
- * One recipient as intake sends it: its `recipients` row (keys named as that table's columns), the
- * token of its review link, and the reason its steps are skipped. Its review link and its steps are
- * made from it by the statement.
+ * One recipient as intake sends it: its `recipients` row (keys named as that table's columns; its id
+ * and its review link's id travel apart, `NewCascade`), the token of its review link, and the reason
+ * its steps are skipped. Its review link and its steps are made from it by the statement.
  */
 export interface RecipientRow {
-  id: string;
   position: number;
   name: string;
   email: string;
@@ -43,7 +43,6 @@ export interface RecipientRow {
   status: 'running' | 'finished';
   /** Set for a recipient skipped at intake. */
   finish_reason: FinishReason | null;
-  review_request_id: string;
   consent_at: Date | null;
   /** Its review link's token. */
   token: string;
@@ -62,10 +61,13 @@ export interface NewCascade {
   cascade: CascadeRow;
   /** In position order. */
   recipients: RecipientRow[];
+  /** The recipients' ids and their review links' ids, in position order. */
+  recipientIds: UuidArray;
+  reviewRequestIds: UuidArray;
   /** The flow's steps, in order. */
   flowSteps: FlowStepRow[];
   /** One id per step of each recipient: recipient by recipient (position order), step by step. */
-  stepIds: string[];
+  stepIds: UuidArray;
 }
 
 const CASCADE_COLUMNS: ColumnTypes<CascadeRow> = {
@@ -74,8 +76,8 @@ const CASCADE_COLUMNS: ColumnTypes<CascadeRow> = {
   created_at: 'timestamptz', finished_at: 'timestamptz', trace_context: 'jsonb', response_window_minutes: 'int',
 };
 const RECIPIENT_COLUMNS: ColumnTypes<RecipientRow> = {
-  id: 'id', position: 'int', name: 'text', email: 'text', phone: 'text', contact_id: 'text', contact_external_id: 'text', status: 'text',
-  finish_reason: 'text', review_request_id: 'id', consent_at: 'timestamptz', token: 'text', step_reason: 'text',
+  position: 'int', name: 'text', email: 'text', phone: 'text', contact_id: 'text', contact_external_id: 'text', status: 'text',
+  finish_reason: 'text', consent_at: 'timestamptz', token: 'text', step_reason: 'text',
 };
 const FLOW_STEP_COLUMNS: ColumnTypes<FlowStepRow> = { step_order: 'int', channel: 'text', delay_minutes: 'int' };
 
@@ -93,12 +95,13 @@ export async function insertCascade(client: PoolClient, rows: NewCascade): Promi
   const organizationId = params.add(cascade.organization_id, 'uuid');
   const locationId = params.add(cascade.location_id, 'text');
   const at = params.add(cascade.created_at, 'timestamptz');
-  const stepIds = params.array('id', rows.stepIds);
+  // The ids in PostgreSQL's binary uuid[] (ids.ts): read without parsing text.
+  const stepIds = params.add(rows.stepIds.bytes, 'uuid[]');
   const flowSteps = params.add(rows.flowSteps.length, 'int');
   const text = `WITH new_cascade AS (
       ${insertValues(params, 'cascades', CASCADE_COLUMNS, cascade, { id: cascadeId, organization_id: organizationId, location_id: locationId, created_at: at })}
     ), recipient AS (
-      SELECT * FROM ${unnestRows(params, 'u', RECIPIENT_COLUMNS, rows.recipients)}
+      SELECT * FROM ${unnestRows(params, 'u', RECIPIENT_COLUMNS, rows.recipients, { id: params.add(rows.recipientIds.bytes, 'uuid[]'), review_request_id: params.add(rows.reviewRequestIds.bytes, 'uuid[]') })}
     ), new_review_links AS (
       ${insertSelect('review_requests', {
         id: 'u.review_request_id', organization_id: organizationId, token: 'u.token', location_id: locationId, recipient_id: 'u.id',

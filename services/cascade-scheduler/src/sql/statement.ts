@@ -1,10 +1,7 @@
 import { sqlArray } from '@rrs/runtime';
 
-/**
- * Element types of the scheduler's batch statements. `id`: a uuid this service generated, never null
- * (written as it is, with no quoting check).
- */
-export type ColumnType = 'id' | 'uuid' | 'text' | 'int' | 'jsonb' | 'bytea' | 'timestamptz';
+/** Element types of the scheduler's batch statements. */
+export type ColumnType = 'uuid' | 'text' | 'int' | 'jsonb' | 'bytea' | 'timestamptz';
 
 /** A table's columns as written by a statement: each column name with its type. */
 export type ColumnTypes<Row> = { readonly [Column in keyof Row]: ColumnType };
@@ -28,7 +25,6 @@ export class StatementParams {
    * as the driver writes them.
    */
   array(type: ColumnType, values: unknown[]): string {
-    if (type === 'id') return this.add(sqlArray(values as string[], { bare: true }), 'uuid[]');
     const literal = type === 'bytea' || type === 'timestamptz' ? values : sqlArray(values as Array<string | number | null>);
     return this.add(literal, `${type}[]`);
   }
@@ -54,13 +50,14 @@ export function insertRows<Row>(params: StatementParams, table: string, types: C
 
 /**
  * `unnest(…) WITH ORDINALITY AS <alias>(<columns>, ordinality)` of rows given as objects: one array
- * parameter per column, the rows numbered from 1 in their order. A FROM item that several inserts of
- * one statement read (`insertSelect`).
+ * parameter per column, the rows numbered from 1 in their order. `given`: columns whose array
+ * parameter is already written (SQL by column name), in front. A FROM item that several inserts of one
+ * statement read (`insertSelect`).
  */
-export function unnestRows<Row>(params: StatementParams, alias: string, types: ColumnTypes<Row>, rows: readonly Row[]): string {
+export function unnestRows<Row>(params: StatementParams, alias: string, types: ColumnTypes<Row>, rows: readonly Row[], given: Readonly<Record<string, string>> = {}): string {
   const columns = Object.keys(types) as Array<keyof Row & string>;
-  const arrays = columns.map((column) => params.array(types[column], rows.map((row) => row[column])));
-  return `unnest(${arrays.join(', ')}) WITH ORDINALITY AS ${alias}(${columns.join(', ')}, ordinality)`;
+  const arrays = [...Object.values(given), ...columns.map((column) => params.array(types[column], rows.map((row) => row[column])))];
+  return `unnest(${arrays.join(', ')}) WITH ORDINALITY AS ${alias}(${[...Object.keys(given), ...columns].join(', ')}, ordinality)`;
 }
 
 /** `INSERT INTO <table> (…) SELECT … FROM <from>`: each column of the table with its SQL over `from`. */
