@@ -112,12 +112,13 @@ export async function precheckStart(deps: IntakeDeps, input: Pick<StartCascadeIn
  */
 export function startAdmitted(deps: IntakeDeps, input: StartCascadeInput, read: StartContext & { location: LocationInfo }, idempotency?: IdempotencyRequest): Promise<{ result: StartCascadeResult; replayed: boolean }> {
   const { profile, location, flow } = read;
+  // Coalesced: BEGIN goes with the clock's read, the Idempotency-Key record with COMMIT.
   return runIdempotent(deps.pool, idempotency, answerCodec, async (client) => {
     refuseChannel(input, profile);
     await deps.snapshots.write(deps.pool, input.organizationId, profile, location);
     const result = await writeCascade(client, deps.hasher, input, flow, profile);
     return { ...result, recipientBudget: await deps.budgets.take(client, profile.organization, input.recipients.length) };
-  });
+  }, { coalesced: true });
 }
 
 export function validateStart(input: StartCascadeInput): void {

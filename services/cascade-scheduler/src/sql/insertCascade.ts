@@ -86,7 +86,9 @@ const FLOW_STEP_COLUMNS: ColumnTypes<FlowStepRow> = { step_order: 'int', channel
  * the number of recipients. The recipients travel once, one array per column, and the review links
  * and steps are made from them in SQL (a step per recipient and flow step, its id from `stepIds`), so
  * the statement carries no column twice. The cascade's time is every row's time; the dispatchers are
- * notified on commit when a step is due.
+ * notified on commit when a step is due. Sent as its own request with nothing deferred in front of it
+ * (in a coalesced transaction, runtime coalescedTransaction.ts): its ids are binary parameters, which
+ * cannot be written as literals.
  */
 export async function insertCascade(client: PoolClient, rows: NewCascade): Promise<void> {
   const { cascade } = rows;
