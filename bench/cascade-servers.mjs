@@ -2,6 +2,9 @@
 // Child process of the cascade benchmarks: contacts + cascade-scheduler + gateway (built dist/, loopback
 // only) on the given database, with a seeded organization. Reports {base, key, locationId, flowId} over IPC.
 // Env: DATABASE_URL, BENCH_DISPATCHER=0|1, BENCH_NATS_URL (unset = in-process bus), BENCH_PREFIX.
+// IPC: 'stop'; { profile: 'start', heap? } and { profile: 'stop', heap?, file } take a CPU profile (or,
+// with `heap`, a sampled allocation profile) of this process over the phase the parent measures
+// (answered { profiled: file } once written).
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -34,8 +37,27 @@ const key = (await contacts.directory.issueApiKey({ organizationId: org.id })).s
 const location = await contacts.directory.createLocation({ organizationId: org.id, name: 'Bench cafe', address: 'a', city: 'c', timeZone: 'UTC', reviewLinks: [] });
 const flow = await scheduler.flows.create({ organizationId: org.id, name: 'Three steps', isDefault: true, steps: [{ channel: 'EMAIL', delayMinutes: 0 }, { channel: 'SMS', delayMinutes: 60 }, { channel: 'EMAIL', delayMinutes: 1440 }] });
 process.send({ base: gateway.url, key, organizationId: org.id, locationId: location.id, flowId: flow.id, schedulerAddress: `127.0.0.1:${scheduler.grpcPort}` });
+let profiler = null;
 process.on('message', async (m) => {
-  if (m === 'stop') {
+  if (m?.profile === 'start') {
+    const { Session } = await import('node:inspector/promises');
+    profiler = new Session();
+    profiler.connect();
+    if (m.heap) {
+      // Allocations, sampled, including objects the GC has collected since: what the phase allocates.
+      await profiler.post('HeapProfiler.enable');
+      await profiler.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    } else {
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+    }
+    process.send({ profiling: true });
+  } else if (m?.profile === 'stop') {
+    const { profile } = await profiler.post(m.heap ? 'HeapProfiler.stopSampling' : 'Profiler.stop');
+    (await import('node:fs')).writeFileSync(m.file, JSON.stringify(profile));
+    profiler.disconnect();
+    process.send({ profiled: m.file });
+  } else if (m === 'stop') {
     await ctx.lifecycle.shutdown('bench done');
     await bus.close();
     process.exit(0);

@@ -4,6 +4,9 @@
 // steps, idempotency record), beside a raw COPY of the same rows into the same tables in the same run.
 // Usage: npm run build && node bench/intake.mjs [--requests 80] [--concurrency 4] [--seconds 30]
 // Loopback PostgreSQL only (TEST_DATABASE_URL / DATABASE_URL). Target: ≥ 20 000 recipients/s accepted.
+// Prints the CPU each process spent per request of the API phase (from /proc). BENCH_PROFILE_OUT=<file>:
+// a CPU profile of the servers' process over the API phase only (BENCH_PROFILE_HEAP=1: its sampled
+// allocations instead).
 import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -13,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { cpus, loadavg } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { adminSql } from './lib/pg-admin.mjs';
 
 const require = createRequire(import.meta.url);
@@ -31,6 +35,44 @@ if (!['127.0.0.1', 'localhost', '::1'].includes(new URL(pgUrl).hostname)) throw 
 const dbName = `rrs_bench_${randomBytes(4).toString('hex')}`;
 
 const admin = (sql) => adminSql(pgUrl, sql);
+
+/** CPU seconds so far of each group of processes (Linux /proc; null elsewhere). */
+function cpuSnapshot(groups) {
+  const out = Object.fromEntries(Object.keys(groups).map((k) => [k, 0]));
+  let pids;
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return null;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      // A backend's command line names its database (`postgres: 15/main: <user> <database> <client> …`).
+      const command = comm === 'postgres' ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
+      for (const [k, match] of Object.entries(groups)) if (match(Number(pid), comm, command)) out[k] += (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {
+      // the process ended between the listing and the read
+    }
+  }
+  return out;
+}
+
+/** Sends `message` to the servers' process and waits for its answer carrying `key`. */
+function ask(message, key) {
+  return new Promise((resolve) => {
+    const listener = (m) => {
+      if (m && key in m) {
+        child.off('message', listener);
+        resolve(m);
+      }
+    };
+    child.on('message', listener);
+    child.send(message);
+  });
+}
 
 /** Runs `task(i)` for i < count, `concurrency` at a time, stopping new tasks after maxMs. */
 async function bounded(count, concurrency, maxMs, task) {
@@ -78,7 +120,14 @@ try {
     if (res.status !== 202 || json.queued !== RECIPIENTS) throw new Error(`unexpected answer ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
   };
   for (let i = 0; i < 3; i++) await post(REQUESTS + i);
+  // PostgreSQL: the backends of this run's database only (other work on the machine is not counted).
+  const groups = { servers: (pid) => pid === child.pid, bench: (pid) => pid === process.pid, postgres: (_pid, comm, command) => comm === 'postgres' && command.includes(` ${dbName} `) };
+  const profile = process.env.BENCH_PROFILE_OUT && { file: process.env.BENCH_PROFILE_OUT, heap: process.env.BENCH_PROFILE_HEAP === '1' };
+  if (profile) await ask({ profile: 'start', heap: profile.heap }, 'profiling');
+  const cpu0 = cpuSnapshot(groups);
   const api = await bounded(REQUESTS, CONCURRENCY, MAX_SECONDS * 1000, post);
+  const cpu1 = cpuSnapshot(groups);
+  if (profile) await ask({ profile: 'stop', heap: profile.heap, file: profile.file }, 'profiled');
 
   // The same rows, COPY'd raw into the same tables (no HTTP, no validation, no idempotency record). The
   // rows are built before the clock starts, so this measures what PostgreSQL takes to ingest them.
@@ -97,6 +146,7 @@ try {
       [`COPY recipient_steps (id, recipient_id, cascade_id, organization_id, step_order, channel, delay_minutes, status, sent_channel, due_at) FROM STDIN`, tsv(steps)],
     ];
   });
+  const copyCpu0 = cpuSnapshot(groups);
   const raw = await bounded(api.done, CONCURRENCY, MAX_SECONDS * 1000, async (i) => {
     const client = await pool.connect();
     try {
@@ -107,12 +157,15 @@ try {
       client.release();
     }
   });
+  const copyCpu1 = cpuSnapshot(groups);
   await pool.end();
 
   const rate = (r) => Math.round((r.done * RECIPIENTS) / r.seconds);
   console.log(`intake on ${cpus().length} cores (load ${loadavg()[0].toFixed(1)}), ${RECIPIENTS} recipients × 3-step flow per request, concurrency ${CONCURRENCY}`);
   console.log(`  POST /api/v1/cascades : ${api.done} requests in ${api.seconds.toFixed(2)} s → ${rate(api)} recipients/s accepted (p50 ${api.p50.toFixed(1)} ms, p99 ${api.p99.toFixed(1)} ms per request)`);
+  if (cpu0 && cpu1) console.log(`    CPU per request: ${Object.keys(groups).map((k) => `${k} ${(((cpu1[k] - cpu0[k]) / api.done) * 1000).toFixed(1)} ms`).join(', ')} (servers: gateway + contacts + scheduler; postgres: this database's backends)`);
   console.log(`  raw COPY, same rows   : ${raw.done} cascades in ${raw.seconds.toFixed(2)} s → ${rate(raw)} recipients/s (p50 ${raw.p50.toFixed(1)} ms, p99 ${raw.p99.toFixed(1)} ms)`);
+  if (copyCpu0 && copyCpu1) console.log(`    CPU per cascade: postgres ${(((copyCpu1.postgres - copyCpu0.postgres) / raw.done) * 1000).toFixed(1)} ms, bench ${(((copyCpu1.bench - copyCpu0.bench) / raw.done) * 1000).toFixed(1)} ms`);
   console.log(`  API / raw COPY        : ${(rate(api) / rate(raw)).toFixed(2)}   target: ≥ 20000 recipients/s accepted → ${rate(api) >= 20000 ? 'MET' : 'NOT MET'}`);
 } finally {
   child.send('stop');

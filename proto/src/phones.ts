@@ -31,9 +31,13 @@ export function phoneCountries(organization: { defaultRegion?: string; allowedCo
 /** Null when the phone channels may send to this number (E.164, or read in the first allowed country); else why not. */
 export function phoneRefusal(phone: string, countries: readonly string[]): PhoneRefusal | null {
   const parsed = phone.length <= 64 ? parsePhoneNumberFromString(phone, { defaultCountry: (countries[0] ?? 'RU') as CountryCode }) : undefined;
-  if (!parsed || !parsed.isValid()) return { reason: 'not_a_number' };
-  if (!parsed.country) return { reason: 'international_network', callingCode: parsed.countryCallingCode };
+  if (!parsed) return { reason: 'not_a_number' };
+  // A number with a type is valid (libphonenumber's isValid is "has a type" with this metadata, or its
+  // national pattern, which typing checks first): isValid, which types the number again, is asked
+  // only of a number without one.
   const type = parsed.getType();
+  if (!type && !parsed.isValid()) return { reason: 'not_a_number' };
+  if (!parsed.country) return { reason: 'international_network', callingCode: parsed.countryCallingCode };
   if (!type || !PERSONAL_PHONE_TYPES.includes(type)) return { reason: 'number_type', numberType: type ?? 'UNKNOWN' };
   if (!countries.includes(parsed.country)) return { reason: 'country', country: parsed.country };
   return null;

@@ -67,6 +67,27 @@ describe('runIdempotent (real PostgreSQL)', () => {
     expect((await runIdempotent(pool, req, json, effect('four'))).replayed).toBe(false);
   });
 
+  it('coalesced: the same answers (replay, another body refused, nothing saved on failure) in two requests fewer', async () => {
+    const pg = await import('pg');
+    const requests = jest.spyOn(pg.default.Client.prototype, 'query');
+    try {
+      const req = { organizationId: ORG, key: 'k-coalesced', fingerprint: 'f' };
+      await expect(runIdempotent(pool, req, json, async () => {
+        throw new NotFoundError('location');
+      }, { coalesced: true })).rejects.toMatchObject({ code: 'not_found' });
+      requests.mockClear();
+      const first = await runIdempotent(pool, req, json, effect('coalesced'), { coalesced: true });
+      // BEGIN with the key's lock, the saved answer's read, the effect, the record with COMMIT (6 without).
+      expect(requests).toHaveBeenCalledTimes(4);
+      expect(first.replayed).toBe(false);
+      expect(await runIdempotent(pool, req, json, effect('coalesced'), { coalesced: true })).toEqual({ result: first.result, replayed: true });
+      expect(await refusal(runIdempotent(pool, { ...req, fingerprint: 'g' }, json, effect('coalesced'), { coalesced: true }))).toMatchObject({ status: 409, code: 'idempotency_key_reused' });
+      expect(await count('coalesced')).toBe(1);
+    } finally {
+      requests.mockRestore();
+    }
+  });
+
   it('scopes keys to the organization', async () => {
     const other = '0190e0e0-0000-7000-8000-000000000002';
     await runIdempotent(pool, { organizationId: ORG, key: 'k5', fingerprint: 'a' }, json, effect('five'));

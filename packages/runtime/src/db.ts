@@ -160,6 +160,8 @@ export const SSD_PLANNER_SETTINGS: Readonly<Record<string, string>> = Object.fre
 
 /** Array elements that need no quoting in an array literal (and are not the word NULL). */
 const BARE_ELEMENT = /^[\w.:+-]+$/;
+/** Characters escaped inside a quoted array element. */
+const ESCAPED_IN_ELEMENT = /[\\"]/;
 
 /**
  * A PostgreSQL array literal (`{a,"b c",NULL}`) of the values, to pass as one text parameter and cast
@@ -186,7 +188,8 @@ export function sqlArray(
     } else if (typeof v === 'boolean') elements[i] = v ? 't' : 'f';
     else if (v instanceof Date) elements[i] = String(v.getTime());
     else if (v !== '' && BARE_ELEMENT.test(v) && !(v.length === 4 && v.toUpperCase() === 'NULL')) elements[i] = v;
-    else elements[i] = `"${v.replace(/[\\"]/g, '\\$&')}"`;
+    // A global replace costs ~200 ns even when nothing matches (names, emails): asked only when something does.
+    else elements[i] = ESCAPED_IN_ELEMENT.test(v) ? `"${v.replace(/[\\"]/g, '\\$&')}"` : `"${v}"`;
   }
   return `{${elements.join(',')}}`;
 }

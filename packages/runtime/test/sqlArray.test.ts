@@ -15,7 +15,7 @@ describe('sqlArray and session settings (real PostgreSQL)', () => {
   });
 
   it('round-trips text that needs quoting, empty strings, NULL and the word NULL', async () => {
-    const values = ['plain', 'with space', '', null, 'NULL', 'null', 'quote"inside', 'back\\slash', 'ünïcode', '{brace}', 'comma,', ' lead', 'trail ', "it's", 'line\nbreak'];
+    const values = ['plain', 'with space', '', null, 'NULL', 'null', 'quote"inside', 'back\\slash', 'both\\"', '""', 'ünïcode', '{brace}', 'comma,', ' lead', 'trail ', "it's", 'line\nbreak'];
     const { rows } = await pool.query<{ a: Array<string | null> }>('SELECT $1::text[] AS a', [sqlArray(values)]);
     expect(rows[0].a).toEqual(values);
   });

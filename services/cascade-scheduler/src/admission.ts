@@ -67,9 +67,10 @@ export async function intakeSkips(client: PoolClient, hasher: AddressHasher, req
   ]);
   const countries = phoneCountries(profile.organization);
   return request.recipients.map((recipient) => {
-    const own = personAddresses(recipient);
     if (!canReachAny(channels, recipient)) return UNREACHABLE;
-    if (recipient.phone && phoneRefusal(recipient.phone, countries) && !canReachAny(channels, { ...recipient, phone: '' })) return PHONE_NOT_ALLOWED;
+    // The number is parsed (the costliest check of a start) only when no other step could reach the person.
+    if (recipient.phone && !canReachAny(channels, { email: recipient.email, phone: '' }) && phoneRefusal(recipient.phone, countries)) return PHONE_NOT_ALLOWED;
+    const own = suppressed.size > 0 || asked.size > 0 ? personAddresses(recipient) : [];
     if (own.some((address) => suppressed.has(`${organizationId}|${address}`))) return OPTED_OUT;
     if (profile.organization.requireConsent && !recipient.consentAt) return NO_CONSENT;
     if (own.some((address) => asked.has(address))) return COOLDOWN;

@@ -4,7 +4,7 @@ import { DomainError, injectTraceContext, InvalidError, type FieldProblem, type 
 import { intakeSkips, refuseChannel, refuseSending } from './admission';
 import { finishEventFor } from './finishEvent';
 import type { Flow, Flows } from './flows';
-import { tokenBatch, uuidv7Batch } from './ids';
+import { tokenBatch, UuidArray } from './ids';
 import { profileAt, type LocationInfo, type OrganizationProfiles, type SendingProfile } from './organizationProfiles';
 import { recipientLimit } from './organizationSettings';
 import { writeOutbox } from './outbox';
@@ -13,7 +13,7 @@ import { dbNow } from './recipientStore';
 import { normalizeRecipients, type RecipientInput } from './recipientInput';
 import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
 import { templatesByChannel, type SnapshotWriter } from './snapshots';
-import { insertCascade, type CascadeRow, type NewCascade, type RecipientRow, type ReviewLinkRow, type StepRow } from './sql/insertCascade';
+import { insertCascade, type CascadeRow, type NewCascade, type RecipientRow } from './sql/insertCascade';
 import type { AddressHasher } from './personHash';
 
 export type StartCascadeInput = Omit<schedulerV1.StartCascadeRequest, 'recipients' | 'ignoreCooldown' | 'dryRun' | 'contact' | 'contactIdempotencyKey' | 'contactIdempotencyFingerprint'> & {
@@ -112,12 +112,13 @@ export async function precheckStart(deps: IntakeDeps, input: Pick<StartCascadeIn
  */
 export function startAdmitted(deps: IntakeDeps, input: StartCascadeInput, read: StartContext & { location: LocationInfo }, idempotency?: IdempotencyRequest): Promise<{ result: StartCascadeResult; replayed: boolean }> {
   const { profile, location, flow } = read;
+  // Coalesced: BEGIN goes with the clock's read, the Idempotency-Key record with COMMIT.
   return runIdempotent(deps.pool, idempotency, answerCodec, async (client) => {
     refuseChannel(input, profile);
     await deps.snapshots.write(deps.pool, input.organizationId, profile, location);
     const result = await writeCascade(client, deps.hasher, input, flow, profile);
     return { ...result, recipientBudget: await deps.budgets.take(client, profile.organization, input.recipients.length) };
-  });
+  }, { coalesced: true });
 }
 
 export function validateStart(input: StartCascadeInput): void {
@@ -139,43 +140,36 @@ function resolveFlow(flows: Flows, input: StartCascadeInput): Promise<Flow> {
 }
 
 /**
- * The rows of a new cascade. Step 1 of each queued recipient is due at once, whatever its delay;
- * later steps wait for the previous one's outcome. A recipient skipped at intake is stored finished with
- * its skip's finish reason (its steps skipped with the skip's step reason) and counted in `skipped`.
+ * The rows of a new cascade (its review links and steps are made from its recipients by the statement,
+ * insertCascade.ts). Step 1 of each queued recipient is due at once, whatever its delay; later steps
+ * wait for the previous one's outcome. A recipient skipped at intake is stored finished with its skip's
+ * finish reason (its steps skipped with the skip's step reason) and counted in `skipped`.
  */
 function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfile, skips: Array<IntakeSkip | null>, now: Date, traceContext: Record<string, string>): NewCascade {
   const count = input.recipients.length;
-  const ids = uuidv7Batch(1 + count * (2 + flow.steps.length), now.getTime());
+  const time = now.getTime();
   const tokens = tokenBatch(count);
-  let nextId = 1;
-  const reviewLinks: ReviewLinkRow[] = [];
-  const recipients: RecipientRow[] = [];
-  const steps: StepRow[] = [];
-  input.recipients.forEach((recipient, position) => {
-    const id = ids[nextId++];
-    const reviewRequestId = ids[nextId++];
+  const recipients = input.recipients.map((recipient, position): RecipientRow => {
     const skip = skips[position];
-    reviewLinks.push({ id: reviewRequestId, token: tokens[position], recipient_id: id, customer_name: recipient.name, contact: recipient.email || recipient.phone });
-    recipients.push({
-      id, position, name: recipient.name, email: recipient.email, phone: recipient.phone, contact_id: recipient.contactId ?? '',
+    return {
+      position, name: recipient.name, email: recipient.email, phone: recipient.phone, contact_id: recipient.contactId ?? '',
       contact_external_id: recipient.contactExternalId ?? '', status: skip ? 'finished' : 'running', finish_reason: skip?.finishReason ?? null,
-      review_request_id: reviewRequestId, consent_at: recipient.consentAt ?? null,
-    });
-    flow.steps.forEach((step, index) => {
-      const status = skip ? 'skipped' : index === 0 ? 'scheduled' : 'pending';
-      steps.push({ id: ids[nextId++], recipient_id: id, step_order: step.order, channel: step.channel, delay_minutes: step.delayMinutes, status, reason: skip?.stepReason ?? null });
-    });
+      consent_at: recipient.consentAt ?? null, token: tokens[position], step_reason: skip?.stepReason ?? null,
+    };
   });
+  const flowSteps = flow.steps.map((step) => ({ step_order: step.order, channel: step.channel, delay_minutes: step.delayMinutes }));
   const skipped = skips.filter((skip) => skip !== null).length;
   const active = count - skipped;
   const cascade: CascadeRow = {
-    id: ids[0], organization_id: input.organizationId, location_id: input.locationId, name: input.name, flow_id: flow.id || null,
+    id: new UuidArray(1, time).at(0), organization_id: input.organizationId, location_id: input.locationId, name: input.name, flow_id: flow.id || null,
     channel: input.channel || null, external_id: input.externalId || null, status: active === 0 ? 'finished' : 'running',
     locale: profile.organization.locale || 'en', templates: JSON.stringify(templatesByChannel(profile)), flow_steps: JSON.stringify(flow.steps),
     recipients_total: count, skipped, active_recipients: active, created_at: now, finished_at: active === 0 ? now : null, trace_context: JSON.stringify(traceContext),
     response_window_minutes: flow.responseWindowMinutes ?? profile.organization.responseWindowMinutes ?? 0,
   };
-  return { cascade, reviewLinks, recipients, steps };
+  return {
+    cascade, recipients, recipientIds: new UuidArray(count, time), reviewRequestIds: new UuidArray(count, time), flowSteps, stepIds: new UuidArray(count * flow.steps.length, time),
+  };
 }
 
 /** Writes the cascade's rows, and the finish events of the recipients skipped at intake. */
@@ -195,8 +189,8 @@ async function writeCascade(client: PoolClient, hasher: AddressHasher, input: St
         cascadeId: cascade.id,
         cascadeExternalId: cascade.external_id,
         locationId: input.locationId,
-        reviewRequestId: recipient.review_request_id,
-        recipient: { id: recipient.id, ...input.recipients[recipient.position] },
+        reviewRequestId: rows.reviewRequestIds.at(recipient.position),
+        recipient: { id: rows.recipientIds.at(recipient.position), ...input.recipients[recipient.position] },
         rating: null,
         feedback: null,
         reason: skips[recipient.position]!.finishReason,

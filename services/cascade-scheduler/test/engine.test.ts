@@ -1,6 +1,6 @@
 import { ConfigError } from '@rrs/runtime';
 import { buildConfig, engine } from '../src';
-import { tokenBatch, uuidv7Batch } from '../src/ids';
+import { tokenBatch, UuidArray } from '../src/ids';
 
 const { applyResult, fire, rate, resultTimedOut, scheduleNext, start } = engine;
 const MIN = 1000;
@@ -263,12 +263,24 @@ describe('config', () => {
 describe('batch ids', () => {
   it('makes distinct, well-formed UUIDv7s carrying the time, and 22-character base62 tokens', () => {
     const now = Date.UTC(2026, 10, 21, 6, 0, 0);
-    const ids = uuidv7Batch(1000, now);
+    const batch = new UuidArray(1000, now);
+    const ids = Array.from({ length: batch.length }, (_, i) => batch.at(i));
     expect(new Set(ids).size).toBe(1000);
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(parseInt(ids[0].replace(/-/g, '').slice(0, 12), 16)).toBe(now);
     const tokens = tokenBatch(1000);
     expect(new Set(tokens).size).toBe(1000);
     for (const t of tokens) expect(t).toMatch(/^[0-9A-Za-z]{22}$/);
+  });
+
+  it("lays the ids out as PostgreSQL's binary uuid[]: one dimension, no NULLs, uuid elements of 16 bytes", () => {
+    const batch = new UuidArray(3, Date.UTC(2026, 10, 21, 6, 0, 0));
+    const header = [0, 4, 8, 12, 16].map((at) => batch.bytes.readInt32BE(at));
+    expect(header).toEqual([1, 0, 2950, 3, 1]);
+    expect(batch.bytes.length).toBe(20 + 3 * 20);
+    for (let i = 0; i < 3; i++) {
+      expect(batch.bytes.readInt32BE(20 + i * 20)).toBe(16);
+      expect(batch.bytes.toString('hex', 24 + i * 20, 40 + i * 20)).toBe(batch.at(i).replace(/-/g, ''));
+    }
   });
 });

@@ -1,3 +1,5 @@
+import type { eventsV1 } from '@rrs/proto';
+import { waitFor } from '@rrs/testkit';
 import { LOCATION, ORG, startHarness, type Harness } from './harness';
 
 /**
@@ -8,7 +10,7 @@ describe('intake statement (Postgres)', () => {
   let h: Harness;
 
   beforeAll(async () => {
-    h = await startHarness({ deps: { noDispatcher: true } });
+    h = await startHarness({ deps: { noDispatcher: true }, collectEvents: true });
   });
   afterAll(async () => {
     await h.close();
@@ -64,5 +66,47 @@ describe('intake statement (Postgres)', () => {
     ]);
     const { rows: recipients } = await h.pool.query('SELECT name, status, finish_reason FROM recipients WHERE cascade_id = $1 ORDER BY position', [result.id]);
     expect(recipients).toEqual([{ name: 'reachable', status: 'running', finish_reason: null }, { name: 'unreachable', status: 'finished', finish_reason: 'unreachable' }]);
+    // The skipped recipient's finish event names the ids its rows were written with (made apart, ids.ts).
+    const { rows: ids } = await h.pool.query<{ id: string; review_request_id: string }>("SELECT id, review_request_id FROM recipients WHERE cascade_id = $1 AND name = 'unreachable'", [result.id]);
+    const finished = await waitFor(() => h.events.events.find((e) => e.payload?.$case === 'cascadeRecipientFinished' && e.payload.cascadeRecipientFinished.cascadeId === result.id), { what: 'the finish event' });
+    const event = (finished.payload as { cascadeRecipientFinished: eventsV1.CascadeRecipientFinished }).cascadeRecipientFinished;
+    expect([event.recipient?.id, event.reviewRequestId]).toEqual([ids[0].id, ids[0].review_request_id]);
+  });
+
+  it("makes each recipient's review link (its contact the email, else the phone) and steps from its one row: positions, consent, an id per step", async () => {
+    const flow = await h.scheduler.flows.create({ organizationId: ORG, name: 'two', isDefault: false, steps: [{ channel: 'SMS', delayMinutes: 0 }, { channel: 'EMAIL', delayMinutes: 30 }] });
+    const consentAt = new Date('2026-11-01T10:00:00.000Z');
+    const { result } = await h.scheduler.cascades.start({
+      organizationId: ORG, locationId: LOCATION, name: '', flowId: flow.id, channel: '', externalId: '',
+      recipients: [
+        { name: 'both', email: 'both@example.com', phone: '+79160000001', contactId: 'c-1', contactExternalId: 'crm-1', consentAt },
+        { name: 'phone only', email: '', phone: '+79160000002' },
+        { name: 'email only', email: 'mail@example.com', phone: '' },
+      ],
+    });
+    const { rows } = await h.pool.query<{ position: number; name: string; contact_id: string; consent_at: Date | null; customer_name: string; contact: string; location_id: string; linked: boolean }>(
+      `SELECT r.position, r.name, r.contact_id, r.consent_at, rr.customer_name, rr.contact, rr.location_id, rr.recipient_id = r.id AS linked
+         FROM recipients r JOIN review_requests rr ON rr.id = r.review_request_id WHERE r.cascade_id = $1 ORDER BY r.position`,
+      [result.id],
+    );
+    expect(rows).toEqual([
+      { position: 0, name: 'both', contact_id: 'c-1', consent_at: consentAt, customer_name: 'both', contact: 'both@example.com', location_id: LOCATION, linked: true },
+      { position: 1, name: 'phone only', contact_id: '', consent_at: null, customer_name: 'phone only', contact: '+79160000002', location_id: LOCATION, linked: true },
+      { position: 2, name: 'email only', contact_id: '', consent_at: null, customer_name: 'email only', contact: 'mail@example.com', location_id: LOCATION, linked: true },
+    ]);
+    const { rows: steps } = await h.pool.query<{ id: string; name: string; step_order: number; channel: string; delay_minutes: number; status: string }>(
+      `SELECT s.id, r.name, s.step_order, s.channel, s.delay_minutes, s.status
+         FROM recipient_steps s JOIN recipients r ON r.id = s.recipient_id WHERE s.cascade_id = $1 ORDER BY r.position, s.step_order`,
+      [result.id],
+    );
+    expect(steps.map(({ id: _id, ...step }) => step)).toEqual([
+      { name: 'both', step_order: 1, channel: 'SMS', delay_minutes: 0, status: 'scheduled' },
+      { name: 'both', step_order: 2, channel: 'EMAIL', delay_minutes: 30, status: 'pending' },
+      { name: 'phone only', step_order: 1, channel: 'SMS', delay_minutes: 0, status: 'scheduled' },
+      { name: 'phone only', step_order: 2, channel: 'EMAIL', delay_minutes: 30, status: 'pending' },
+      { name: 'email only', step_order: 1, channel: 'SMS', delay_minutes: 0, status: 'scheduled' },
+      { name: 'email only', step_order: 2, channel: 'EMAIL', delay_minutes: 30, status: 'pending' },
+    ]);
+    expect(new Set(steps.map((step) => step.id)).size).toBe(6);
   });
 });

@@ -12,6 +12,11 @@ export class ChannelSettings {
 
   async list(organizationId: string): Promise<ChannelConfiguration[]> {
     await localeOf(this.pool, organizationId);
+    return this.listOf(organizationId);
+  }
+
+  /** `list` for an organization already read (known to exist). */
+  async listOf(organizationId: string): Promise<ChannelConfiguration[]> {
     const { rows } = await this.pool.query<ChannelConfiguration>(
       'SELECT channel, configured FROM channel_configurations WHERE organization_id = $1 ORDER BY channel',
       [organizationId],

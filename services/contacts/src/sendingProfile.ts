@@ -8,9 +8,13 @@ export interface SendingProfile {
   channels: ChannelConfiguration[];
 }
 
-/** Everything a sender needs about an organization to dispatch a step, read in one call. */
+/**
+ * Everything a sender needs about an organization to dispatch a step, read in one call (every start
+ * asks it): the organization, then its templates and channels together, without asking again whether
+ * it exists.
+ */
 export async function sendingProfile(parts: { directory: Directory; templates: Templates; channels: ChannelSettings }, organizationId: string): Promise<SendingProfile> {
   const organization = await parts.directory.getOrganization(organizationId);
-  const [templates, channels] = await Promise.all([parts.templates.list(organizationId), parts.channels.list(organizationId)]);
+  const [templates, channels] = await Promise.all([parts.templates.listOf(organization), parts.channels.listOf(organization.id)]);
   return { organization, templates, channels };
 }

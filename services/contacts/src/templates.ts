@@ -79,7 +79,12 @@ export class Templates {
 
   /** The effective template of every known channel and of each channel with its own template. */
   async list(organizationId: string): Promise<MessageTemplate[]> {
-    const locale = await localeOf(this.pool, organizationId);
+    return this.listOf({ id: organizationId, locale: await localeOf(this.pool, organizationId) });
+  }
+
+  /** `list` for an organization already read (it exists; its locale picks the defaults). */
+  async listOf(organization: { id: string; locale: string }): Promise<MessageTemplate[]> {
+    const { id: organizationId, locale } = organization;
     const { rows } = await this.pool.query<{ channel: string; subject: string; body: string }>(
       'SELECT channel, subject, body FROM message_templates WHERE organization_id = $1 ORDER BY channel',
       [organizationId],

@@ -2,9 +2,10 @@ import type { FinishReason, SkipReason } from '@rrs/proto';
 import type { PoolClient } from '@rrs/runtime';
 import { isBulk } from '../fairShare';
 import { DUE_CHANNEL } from '../recipientStore';
-import { insertRows, insertValues, StatementParams, type ColumnTypes } from './statement';
+import type { UuidArray } from '../ids';
+import { insertSelect, insertValues, StatementParams, unnestRows, type ColumnTypes } from './statement';
 
-/** Rows of a new cascade, one object per row, keys named as the tables' columns. */
+/** The cascade's row, keys named as the table's columns. */
 export interface CascadeRow {
   id: string;
   organization_id: string;
@@ -27,16 +28,12 @@ export interface CascadeRow {
   response_window_minutes: number;
 }
 
-export interface ReviewLinkRow {
-  id: string;
-  token: string;
-  recipient_id: string;
-  customer_name: string;
-  contact: string;
-}
-
+/**
+ * One recipient as intake sends it: its `recipients` row (keys named as that table's columns; its id
+ * and its review link's id travel apart, `NewCascade`), the token of its review link, and the reason
+ * its steps are skipped. Its review link and its steps are made from it by the statement.
+ */
 export interface RecipientRow {
-  id: string;
   position: number;
   name: string;
   email: string;
@@ -46,25 +43,31 @@ export interface RecipientRow {
   status: 'running' | 'finished';
   /** Set for a recipient skipped at intake. */
   finish_reason: FinishReason | null;
-  review_request_id: string;
   consent_at: Date | null;
+  /** Its review link's token. */
+  token: string;
+  /** Every step's reason for a recipient skipped at intake (its steps are `skipped`); null otherwise. */
+  step_reason: SkipReason | null;
 }
 
-export interface StepRow {
-  id: string;
-  recipient_id: string;
+/** A step of the cascade's flow, as each recipient gets it. */
+export interface FlowStepRow {
   step_order: number;
   channel: string;
   delay_minutes: number;
-  status: 'scheduled' | 'pending' | 'skipped';
-  reason: SkipReason | null;
 }
 
 export interface NewCascade {
   cascade: CascadeRow;
-  reviewLinks: ReviewLinkRow[];
+  /** In position order. */
   recipients: RecipientRow[];
-  steps: StepRow[];
+  /** The recipients' ids and their review links' ids, in position order. */
+  recipientIds: UuidArray;
+  reviewRequestIds: UuidArray;
+  /** The flow's steps, in order. */
+  flowSteps: FlowStepRow[];
+  /** One id per step of each recipient: recipient by recipient (position order), step by step. */
+  stepIds: UuidArray;
 }
 
 const CASCADE_COLUMNS: ColumnTypes<CascadeRow> = {
@@ -72,42 +75,55 @@ const CASCADE_COLUMNS: ColumnTypes<CascadeRow> = {
   locale: 'text', templates: 'jsonb', flow_steps: 'jsonb', recipients_total: 'int', skipped: 'int', active_recipients: 'int',
   created_at: 'timestamptz', finished_at: 'timestamptz', trace_context: 'jsonb', response_window_minutes: 'int',
 };
-const REVIEW_LINK_COLUMNS: ColumnTypes<ReviewLinkRow> = { id: 'uuid', token: 'text', recipient_id: 'uuid', customer_name: 'text', contact: 'text' };
 const RECIPIENT_COLUMNS: ColumnTypes<RecipientRow> = {
-  id: 'uuid', position: 'int', name: 'text', email: 'text', phone: 'text', contact_id: 'text', contact_external_id: 'text', status: 'text',
-  finish_reason: 'text', review_request_id: 'uuid', consent_at: 'timestamptz',
+  position: 'int', name: 'text', email: 'text', phone: 'text', contact_id: 'text', contact_external_id: 'text', status: 'text',
+  finish_reason: 'text', consent_at: 'timestamptz', token: 'text', step_reason: 'text',
 };
-const STEP_COLUMNS: ColumnTypes<StepRow> = { id: 'uuid', recipient_id: 'uuid', step_order: 'int', channel: 'text', delay_minutes: 'int', status: 'text', reason: 'text' };
+const FLOW_STEP_COLUMNS: ColumnTypes<FlowStepRow> = { step_order: 'int', channel: 'text', delay_minutes: 'int' };
 
 /**
- * The whole intake in ONE statement (data-modifying CTEs over unnest arrays, one array per column):
- * one round trip whatever the number of recipients. The cascade's time is every row's time; the
- * dispatchers are notified on commit when a step is due.
+ * The whole intake in ONE statement (data-modifying CTEs over unnest arrays): one round trip whatever
+ * the number of recipients. The recipients travel once, one array per column, and the review links
+ * and steps are made from them in SQL (a step per recipient and flow step, its id from `stepIds`), so
+ * the statement carries no column twice. The cascade's time is every row's time; the dispatchers are
+ * notified on commit when a step is due. Sent as its own request with nothing deferred in front of it
+ * (in a coalesced transaction, runtime coalescedTransaction.ts): its ids are binary parameters, which
+ * cannot be written as literals.
  */
 export async function insertCascade(client: PoolClient, rows: NewCascade): Promise<void> {
   const { cascade } = rows;
   const params = new StatementParams();
-  const shared = {
-    cascade_id: params.add(cascade.id, 'uuid'),
-    organization_id: params.add(cascade.organization_id, 'uuid'),
-    location_id: params.add(cascade.location_id, 'text'),
-  };
+  const cascadeId = params.add(cascade.id, 'uuid');
+  const organizationId = params.add(cascade.organization_id, 'uuid');
+  const locationId = params.add(cascade.location_id, 'text');
   const at = params.add(cascade.created_at, 'timestamptz');
+  // The ids in PostgreSQL's binary uuid[] (ids.ts): read without parsing text.
+  const stepIds = params.add(rows.stepIds.bytes, 'uuid[]');
+  const flowSteps = params.add(rows.flowSteps.length, 'int');
   const text = `WITH new_cascade AS (
-      ${insertValues(params, 'cascades', CASCADE_COLUMNS, cascade, { id: shared.cascade_id, organization_id: shared.organization_id, location_id: shared.location_id, created_at: at })}
+      ${insertValues(params, 'cascades', CASCADE_COLUMNS, cascade, { id: cascadeId, organization_id: organizationId, location_id: locationId, created_at: at })}
+    ), recipient AS (
+      SELECT * FROM ${unnestRows(params, 'u', RECIPIENT_COLUMNS, rows.recipients, { id: params.add(rows.recipientIds.bytes, 'uuid[]'), review_request_id: params.add(rows.reviewRequestIds.bytes, 'uuid[]') })}
     ), new_review_links AS (
-      ${insertRows(params, 'review_requests', REVIEW_LINK_COLUMNS, rows.reviewLinks, { organization_id: shared.organization_id, location_id: shared.location_id, created_at: at })}
+      ${insertSelect('review_requests', {
+        id: 'u.review_request_id', organization_id: organizationId, token: 'u.token', location_id: locationId, recipient_id: 'u.id',
+        customer_name: 'u.name', contact: `CASE WHEN u.email <> '' THEN u.email ELSE u.phone END`, created_at: at,
+      }, 'recipient u')}
     ), new_recipients AS (
-      ${insertRows(params, 'recipients', RECIPIENT_COLUMNS, rows.recipients, { cascade_id: shared.cascade_id, organization_id: shared.organization_id, finished_at: `CASE WHEN u.status = 'finished' THEN ${at} END` })}
+      ${insertSelect('recipients', {
+        id: 'u.id', cascade_id: cascadeId, organization_id: organizationId, position: 'u.position', name: 'u.name', email: 'u.email', phone: 'u.phone',
+        contact_id: 'u.contact_id', contact_external_id: 'u.contact_external_id', status: 'u.status', finish_reason: 'u.finish_reason',
+        finished_at: `CASE WHEN u.status = 'finished' THEN ${at} END`, review_request_id: 'u.review_request_id', consent_at: 'u.consent_at',
+      }, 'recipient u')}
     ), new_steps AS (
-      ${insertRows(params, 'recipient_steps', STEP_COLUMNS, rows.steps, {
-        cascade_id: shared.cascade_id,
-        organization_id: shared.organization_id,
-        sent_channel: 'u.channel',
+      ${insertSelect('recipient_steps', {
+        id: `(${stepIds})[(u.ordinality - 1) * ${flowSteps} + f.ordinality]`, recipient_id: 'u.id', cascade_id: cascadeId, organization_id: organizationId,
+        step_order: 'f.step_order', channel: 'f.channel', sent_channel: 'f.channel', delay_minutes: 'f.delay_minutes',
+        status: `CASE WHEN u.status = 'finished' THEN 'skipped' WHEN f.ordinality = 1 THEN 'scheduled' ELSE 'pending' END`, reason: 'u.step_reason',
         bulk: params.add(isBulk(cascade.recipients_total), 'boolean'),
-        due_at: `CASE WHEN u.status = 'scheduled' THEN ${at} END`,
-        skipped_at: `CASE WHEN u.status = 'skipped' THEN ${at} END`,
-      })}
+        due_at: `CASE WHEN u.status = 'running' AND f.ordinality = 1 THEN ${at} END`,
+        skipped_at: `CASE WHEN u.status = 'finished' THEN ${at} END`,
+      }, `recipient u CROSS JOIN ${unnestRows(params, 'f', FLOW_STEP_COLUMNS, rows.flowSteps)}`)}
     )
     SELECT pg_notify(${params.add(DUE_CHANNEL, 'text')}, ${params.add(String(cascade.created_at.getTime()), 'text')}) WHERE ${params.add(cascade.active_recipients, 'int')} > 0`;
   await client.query(text, params.values);

@@ -48,6 +48,26 @@ export function insertRows<Row>(params: StatementParams, table: string, types: C
          FROM unnest(${arrays.join(', ')}) AS u(${written.join(', ')})`;
 }
 
+/**
+ * `unnest(…) WITH ORDINALITY AS <alias>(<columns>, ordinality)` of rows given as objects: one array
+ * parameter per column, the rows numbered from 1 in their order. `given`: columns whose array
+ * parameter is already written (SQL by column name), in front. A FROM item that several inserts of one
+ * statement read (`insertSelect`).
+ */
+export function unnestRows<Row>(params: StatementParams, alias: string, types: ColumnTypes<Row>, rows: readonly Row[], given: Readonly<Record<string, string>> = {}): string {
+  const columns = Object.keys(types) as Array<keyof Row & string>;
+  const arrays = [...Object.values(given), ...columns.map((column) => params.array(types[column], rows.map((row) => row[column])))];
+  return `unnest(${arrays.join(', ')}) WITH ORDINALITY AS ${alias}(${[...Object.keys(given), ...columns].join(', ')}, ordinality)`;
+}
+
+/** `INSERT INTO <table> (…) SELECT … FROM <from>`: each column of the table with its SQL over `from`. */
+export function insertSelect(table: string, values: Computed, from: string): string {
+  const columns = Object.keys(values);
+  return `INSERT INTO ${table} (${columns.join(', ')})
+       SELECT ${columns.map((column) => values[column]).join(', ')}
+         FROM ${from}`;
+}
+
 /** `INSERT INTO <table> … VALUES (…)` of one row given as an object whose keys are column names. */
 export function insertValues<Row>(params: StatementParams, table: string, types: ColumnTypes<Row>, row: Row, computed: Computed = {}): string {
   const { targets } = columnsOf(types, computed);

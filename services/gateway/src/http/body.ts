@@ -38,6 +38,21 @@ export async function readJsonBody(req: Request, res: Response): Promise<unknown
 
 const escapePointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1');
 
+/** A value met while walking a body: its key (or index) under its parent (the body itself has no parent). */
+interface Place {
+  value: unknown;
+  parent: Place | null;
+  key: string | number;
+  depth: number;
+}
+
+/** The JSON pointer of a place, written only for a place that has a problem (most bodies have none). */
+function pointerOf(place: Place): string {
+  let pointer = '';
+  for (let at: Place | null = place; at?.parent; at = at.parent) pointer = `/${typeof at.key === 'number' ? at.key : escapePointer(at.key)}${pointer}`;
+  return pointer;
+}
+
 /**
  * Refuses, before any recursive code sees the body, JSON nested deeper than MAX_JSON_DEPTH (400
  * `malformed_json`) and a NUL character in any string or key (400 `invalid_request`, naming each place):
@@ -45,19 +60,24 @@ const escapePointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~
  */
 export function checkJsonShape(body: unknown): void {
   const problems: FieldProblem[] = [];
-  const pending: Array<{ value: unknown; pointer: string; depth: number }> = [{ value: body, pointer: '', depth: 0 }];
+  const pending: Place[] = [{ value: body, parent: null, key: '', depth: 0 }];
   while (pending.length > 0) {
-    const { value, pointer, depth } = pending.pop()!;
+    const place = pending.pop()!;
+    const { value, depth } = place;
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) problems.push({ pointer: pointer || '/', detail: 'must not contain a NUL character' });
+      if (value.includes('\u0000')) problems.push({ pointer: pointerOf(place) || '/', detail: 'must not contain a NUL character' });
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
     if (depth >= MAX_JSON_DEPTH) throw new DomainError('invalid', 'malformed_json', `the request body nests deeper than ${MAX_JSON_DEPTH} levels`);
-    for (const [key, child] of Object.entries(value)) {
-      const childPointer = `${pointer}/${escapePointer(key)}`;
-      if (key.includes('\u0000')) problems.push({ pointer: childPointer, detail: 'a key must not contain a NUL character' });
-      pending.push({ value: child, pointer: childPointer, depth: depth + 1 });
+    if (Array.isArray(value)) {
+      for (let index = 0; index < value.length; index++) pending.push({ value: value[index], parent: place, key: index, depth: depth + 1 });
+      continue;
+    }
+    for (const key of Object.keys(value)) {
+      const childPlace: Place = { value: (value as Record<string, unknown>)[key], parent: place, key, depth: depth + 1 };
+      if (key.includes('\u0000')) problems.push({ pointer: pointerOf(childPlace), detail: 'a key must not contain a NUL character' });
+      pending.push(childPlace);
     }
   }
   if (problems.length > 0) throw new InvalidError(problems.reverse());
