@@ -16,8 +16,9 @@ import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import { cpus, loadavg } from 'node:os';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { adminSql } from './lib/pg-admin.mjs';
+import { cpuByGroup } from './lib/proc-cpu.mjs';
 
 const require = createRequire(import.meta.url);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -71,28 +72,6 @@ const profiles = {
   },
 };
 
-// CPU seconds per process group from /proc (Linux), to show where a step's cost goes.
-function cpuSnapshot(groups) {
-  const out = Object.fromEntries(Object.keys(groups).map((k) => [k, 0]));
-  let pids = [];
-  try {
-    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
-  } catch {
-    return null;
-  }
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const ticks = Number(fields[11]) + Number(fields[12]);
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      for (const [k, match] of Object.entries(groups)) if (match(Number(pid), comm)) out[k] += ticks / 100;
-    } catch {
-      // the process ended between the listing and the read
-    }
-  }
-  return out;
-}
 
 // BENCH_PROFILE_OUT=<file>: a CPU profile of this process over the measured phase only.
 async function startProfiler() {
@@ -177,7 +156,7 @@ try {
   const notifier = new Notifier(dbUrl, SCHEMA, ctx.logger);
   const count = async () => (await pool.query(`SELECT count(*)::int AS n FROM recipient_steps WHERE step_order = 1 AND status = 'sent'`)).rows[0].n;
   const groups = { scheduler: (pid) => pid === process.pid, 'no-op sender': (pid) => pid === senderPid, 'nats-server': (_p, comm) => comm === 'nats-server', postgres: (_p, comm) => comm === 'postgres' };
-  const cpu0 = cpuSnapshot(groups);
+  const cpu0 = cpuByGroup(groups);
   const profiler = process.env.BENCH_PROFILE_OUT ? await startProfiler() : null;
   const t0 = process.hrtime.bigint();
   const dispatcher = await startDispatcher({ pool, bus, notifier, logger: ctx.logger, minuteMs: 60_000, publicBaseUrl: 'http://127.0.0.1', channels: new ConfiguredChannels(profiles), hasher: new AddressHasher(DEVELOPMENT_PERSON_HASH_KEY), batchSize: Number(process.env.BENCH_BATCH ?? 1000), loops: Number(process.env.BENCH_LOOPS ?? 2),
@@ -194,7 +173,7 @@ try {
   const sent = await count();
   if (sent !== STEPS) throw new Error(`${sent} of ${STEPS} first steps are sent after all results were applied`);
   ours = { seconds, rate: STEPS / seconds, dispatchedAt };
-  const cpu1 = cpuSnapshot(groups);
+  const cpu1 = cpuByGroup(groups);
   if (profiler) await profiler.stop(process.env.BENCH_PROFILE_OUT);
   if (cpu0 && cpu1) ours.cpu = Object.keys(groups).map((k) => `${k} ${Math.round(((cpu1[k] - cpu0[k]) / STEPS) * 1e6)} µs`).join(', ');
   ours.peakRss = [['scheduler', process.pid], ['no-op sender', senderPid]].map(([k, pid]) => `${k} ${peakRssMb(pid)} MB`).join(', ');

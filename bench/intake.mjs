@@ -16,8 +16,8 @@ import { parseArgs } from 'node:util';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { cpus, loadavg } from 'node:os';
-import { readdirSync, readFileSync } from 'node:fs';
 import { adminSql } from './lib/pg-admin.mjs';
+import { cpuByGroup } from './lib/proc-cpu.mjs';
 
 const require = createRequire(import.meta.url);
 const pg = require('pg');
@@ -36,29 +36,6 @@ const dbName = `rrs_bench_${randomBytes(4).toString('hex')}`;
 
 const admin = (sql) => adminSql(pgUrl, sql);
 
-/** CPU seconds so far of each group of processes (Linux /proc; null elsewhere). */
-function cpuSnapshot(groups) {
-  const out = Object.fromEntries(Object.keys(groups).map((k) => [k, 0]));
-  let pids;
-  try {
-    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
-  } catch {
-    return null;
-  }
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      // A backend's command line names its database (`postgres: 15/main: <user> <database> <client> …`).
-      const command = comm === 'postgres' ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
-      for (const [k, match] of Object.entries(groups)) if (match(Number(pid), comm, command)) out[k] += (Number(fields[11]) + Number(fields[12])) / 100;
-    } catch {
-      // the process ended between the listing and the read
-    }
-  }
-  return out;
-}
 
 /** Sends `message` to the servers' process and waits for its answer carrying `key`. */
 function ask(message, key) {
@@ -124,9 +101,9 @@ try {
   const groups = { servers: (pid) => pid === child.pid, bench: (pid) => pid === process.pid, postgres: (_pid, comm, command) => comm === 'postgres' && command.includes(` ${dbName} `) };
   const profile = process.env.BENCH_PROFILE_OUT && { file: process.env.BENCH_PROFILE_OUT, heap: process.env.BENCH_PROFILE_HEAP === '1' };
   if (profile) await ask({ profile: 'start', heap: profile.heap }, 'profiling');
-  const cpu0 = cpuSnapshot(groups);
+  const cpu0 = cpuByGroup(groups);
   const api = await bounded(REQUESTS, CONCURRENCY, MAX_SECONDS * 1000, post);
-  const cpu1 = cpuSnapshot(groups);
+  const cpu1 = cpuByGroup(groups);
   if (profile) await ask({ profile: 'stop', heap: profile.heap, file: profile.file }, 'profiled');
 
   // The same rows, COPY'd raw into the same tables (no HTTP, no validation, no idempotency record). The
@@ -146,7 +123,7 @@ try {
       [`COPY recipient_steps (id, recipient_id, cascade_id, organization_id, step_order, channel, delay_minutes, status, sent_channel, due_at) FROM STDIN`, tsv(steps)],
     ];
   });
-  const copyCpu0 = cpuSnapshot(groups);
+  const copyCpu0 = cpuByGroup(groups);
   const raw = await bounded(api.done, CONCURRENCY, MAX_SECONDS * 1000, async (i) => {
     const client = await pool.connect();
     try {
@@ -157,7 +134,7 @@ try {
       client.release();
     }
   });
-  const copyCpu1 = cpuSnapshot(groups);
+  const copyCpu1 = cpuByGroup(groups);
   await pool.end();
 
   const rate = (r) => Math.round((r.done * RECIPIENTS) / r.seconds);

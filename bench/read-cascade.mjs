@@ -18,6 +18,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { seedHistory } from './lib/history-seed.mjs';
 import { adminSql } from './lib/pg-admin.mjs';
 
 const require = createRequire(import.meta.url);
@@ -39,7 +40,6 @@ const ROUNDS = Math.min(50, Math.max(1, Number(values.rounds)));
 const HISTORY = Math.min(10_000_000, Math.max(0, Number(values.history)));
 const BUILDS = values.builds.split(',').map((root) => resolve(root));
 const RECIPIENTS = 500;
-const CHUNK = 300_000;
 
 const pgUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 if (!['127.0.0.1', 'localhost', '::1'].includes(new URL(pgUrl).hostname)) throw new Error('loopback PostgreSQL only');
@@ -61,33 +61,6 @@ function cpuMs(pid) {
   }
 }
 
-/** Finished history for `organizationId`: cascades of 3 recipients, 3 sent steps each (what GET /cascades/{id} reads past). */
-async function seed(db, organizationId, locationId, total) {
-  const cascades = Math.ceil(total / 3);
-  for (let from = 0; from < cascades; from += CHUNK / 3) {
-    const to = Math.min(cascades, from + CHUNK / 3) - 1;
-    await db.query(
-      `WITH c AS (
-         INSERT INTO cascades (id, organization_id, location_id, status, recipients_total, active_recipients, created_at, finished_at)
-         SELECT gen_random_uuid(), $1::uuid, $2, 'finished', 3, 0, t, t + interval '2 days'
-           FROM (SELECT g, now() - interval '380 days' + g * (interval '378 days' / $5) AS t FROM generate_series($3::int, $4::int) g) s RETURNING id, created_at),
-       r AS (
-         INSERT INTO recipients (id, cascade_id, organization_id, position, name, email, phone, status, finish_reason, finished_at, review_request_id)
-         SELECT gen_random_uuid(), c.id, $1::uuid, p, 'Seeded Person', 'seed' || md5(c.id::text || p) || '@example.com', '+7900' || lpad((abs(hashtext(c.id::text || p)) % 10000000)::text, 7, '0'),
-                'finished', 'exhausted', c.created_at + interval '2 days', gen_random_uuid()
-           FROM c, generate_series(0, 2) p RETURNING id, cascade_id, review_request_id, finished_at),
-       rr AS (
-         INSERT INTO review_requests (id, organization_id, token, location_id, recipient_id, status, created_at)
-         SELECT r.review_request_id, $1::uuid, replace(r.review_request_id::text, '-', ''), $2, r.id, 'created', r.finished_at - interval '2 days' FROM r RETURNING 1)
-       INSERT INTO recipient_steps (id, recipient_id, cascade_id, organization_id, step_order, channel, delay_minutes, status, sent_channel, attempt, sent_at, delivered_at)
-       SELECT gen_random_uuid(), r.id, r.cascade_id, $1::uuid, s, CASE WHEN s = 1 THEN 'SMS' ELSE 'EMAIL' END, s * 60, 'sent', CASE WHEN s = 1 THEN 'SMS' ELSE 'EMAIL' END, 1,
-              r.finished_at - interval '2 days' + s * interval '1 hour', r.finished_at - interval '2 days' + s * interval '1 hour'
-         FROM r, generate_series(0, 2) s`,
-      [organizationId, locationId, from, to, cascades],
-    );
-  }
-  await db.query('ANALYZE');
-}
 
 /** One build's servers on a database of its own, with the 500-recipient cascade posted; `read()` is one timed GET. */
 async function startBuild(root) {
@@ -114,7 +87,7 @@ async function startBuild(root) {
       const db = new pg.Client({ connectionString: url.toString(), options: '-c search_path=scheduler' });
       await db.connect();
       try {
-        await seed(db, server.organizationId, server.locationId, HISTORY);
+        await seedHistory(db, server.organizationId, server.locationId, HISTORY, { sendLogs: false });
       } finally {
         await db.end();
       }
