@@ -109,7 +109,9 @@ describe('fair share (Postgres + JetStream)', () => {
   it('dispatches at most the in-flight bound of a channel (following its pace); the rest waits in PostgreSQL and goes out, once each, as results come back', async () => {
     const cascade = await startSmall('bounded', 'SMS', 400);
     let rounds = 0;
-    const d = await dispatcher({ batchSize: 100, inFlight: { max: 150, min: 128, targetMs: 250 }, onRound: () => void rounds++ });
+    // One claim loop: two claimers (loops or replicas) compute the room from what is committed, so two
+    // claiming at the same instant may together go over the bound by a round's room (docs/operations.md).
+    const d = await dispatcher({ batchSize: 100, inFlight: { max: 150, min: 128, targetMs: 250 }, loops: 1, onRound: () => void rounds++ });
     const count = async () =>
       (await h.pool.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM recipient_steps WHERE cascade_id = $1 GROUP BY status', [cascade])).rows.reduce(
         (m: Record<string, number>, r) => ({ ...m, [r.status]: r.n }),
@@ -192,7 +194,9 @@ describe('fair share (Postgres + JetStream)', () => {
     await blocksOf(text, values);
     const claim = await blocksOf(text, values);
     expect(claim.rows).toBe(50);
-    expect(walk).toBeGreaterThan(300);
+    // At least the dead entries' index pages (30 000 entries); with their heap pages when the entries are
+    // not yet marked dead (a snapshot older than the update still open elsewhere).
+    expect(walk).toBeGreaterThan(100);
     // Each claimed step costs its key's lookup and lock (about 4 blocks); beyond that, one walk. The old
     // statement walked it twice (the section probe, then the candidates' read from the queue's start).
     expect(claim.blocks - 4 * claim.rows).toBeLessThan(1.5 * walk);

@@ -77,9 +77,12 @@ function dueOrderClaim(bounded: boolean): string {
  * (`status = 'scheduled'`), but a dispatched step's entry stays in it until VACUUM, so in front of each
  * section's first live entry lie the entries of the steps dispatched since the last vacuum: the
  * skip-scan walks that dead prefix once, and the candidates' read starts past it (reading it again per
- * section and per probe made a claim's cost grow with the steps sent since the last vacuum). The start
- * is a row comparison on the queue index's columns: a plain `due_at >=` bound would let the planner
- * read the due index (every organization's due steps) from that time instead.
+ * section and per probe made a claim's cost grow with the steps sent since the last vacuum). The
+ * section's bounds are row comparisons on the queue index's last two columns, (bulk, due_at), after
+ * equalities on its first two: that is what B-tree positioning uses to start at the first live entry
+ * (with `bulk = …` written as an equality, the scan starts at the section's first entry and the due-time
+ * bound only filters), and what the due index cannot serve (a plain `due_at` range would let the
+ * planner read every organization's due steps from that time instead).
  *
  * The candidates are read unlocked, then locked in that order (a nested loop over the materialized,
  * sorted candidates: the limit stops the locking) with SKIP LOCKED (a step another claimer holds is
@@ -110,13 +113,13 @@ function fairClaim(bounded: boolean): string {
                 row_number() OVER (PARTITION BY o.organization_id, o.sent_channel ORDER BY c.bulk, c.due_at) AS turn
            FROM open o CROSS JOIN clock CROSS JOIN LATERAL (
              (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
-               WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND NOT bulk
-                 AND status = 'scheduled' AND (organization_id, sent_channel, bulk, due_at) >= (o.organization_id, o.sent_channel, false, o.small_from) AND due_at <= clock.now
+               WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND status = 'scheduled'
+                 AND (bulk, due_at) >= (false, o.small_from) AND (bulk, due_at) <= (false, clock.now)
                ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(o.room, 0) + 1)
              UNION ALL
              (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
-               WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND bulk
-                 AND status = 'scheduled' AND (organization_id, sent_channel, bulk, due_at) >= (o.organization_id, o.sent_channel, true, o.bulk_from) AND due_at <= clock.now
+               WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND status = 'scheduled'
+                 AND (bulk, due_at) >= (true, o.bulk_from) AND (bulk, due_at) <= (true, clock.now)
                ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(o.room, 0) + 1)
              LIMIT greatest(o.room, 0) + 1) c),
        ranked AS (
