@@ -14,6 +14,7 @@ export type Outcome = keyof typeof busV1.StepOutcome;
 export class FakeProfiles implements OrganizationProfiles {
   byOrganization = new Map<string, SendingProfile>();
   calls = 0;
+  channelCheckCalls = 0;
 
   constructor() {
     for (const org of [ORG, OTHER_ORG]) this.byOrganization.set(org, FakeProfiles.profile(org));
@@ -36,7 +37,10 @@ export class FakeProfiles implements OrganizationProfiles {
   }
 
   async getSendingProfile(organizationId: string): Promise<SendingProfile> {
-    this.calls++;
+    // The dispatcher's channel checks (ConfiguredChannels, uncached in the harness) read the profile for
+    // every round, whenever a step comes due: counted apart, so `calls` is what the request paths read.
+    if (new Error().stack?.includes('forOrganizations')) this.channelCheckCalls++;
+    else this.calls++;
     const profile = this.byOrganization.get(organizationId);
     if (!profile) throw new NotFoundError('organization');
     return structuredClone(profile);
