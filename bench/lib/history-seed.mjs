@@ -4,6 +4,20 @@
 // (their schemas must be migrated first).
 const CHUNK = 300_000;
 
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/**
+ * A review-link token as the service makes them (services/cascade-scheduler/src/ids.ts tokenBatch):
+ * the minute it was made, 4 base62 characters of the minutes since 2024-01-01 UTC, then 18 random ones
+ * (here md5's hex, a subset of base62: where a token sorts in the unique index is what the history
+ * changes, and that is the minute).
+ */
+function tokenSql(at, seed) {
+  const minutes = `floor(extract(epoch FROM ${at} - timestamptz '2024-01-01 00:00:00+00') / 60)::bigint`;
+  const digit = (divisor) => `substr('${BASE62}', ((${minutes} / ${divisor}) % 62)::int + 1, 1)`;
+  return `${digit(62 ** 3)} || ${digit(62 ** 2)} || ${digit(62)} || ${digit(1)} || substr(md5(${seed}), 1, 18)`;
+}
+
 /** The finished history of one year and two weeks for `organizationId`: cascades of 3 recipients, 3 sent steps each, 20 % rated. */
 export async function seedHistory(db, organizationId, locationId, total, { sendLogs = true } = {}) {
   const cascades = Math.ceil(total / 3);
@@ -21,7 +35,7 @@ export async function seedHistory(db, organizationId, locationId, total, { sendL
            FROM c, generate_series(0, 2) p RETURNING id, cascade_id, review_request_id, finish_reason, finished_at, phone),
        rr AS (
          INSERT INTO review_requests (id, organization_id, token, location_id, recipient_id, status, rated_at, created_at)
-         SELECT r.review_request_id, $1::uuid, replace(r.review_request_id::text, '-', ''), $2, r.id, CASE WHEN r.finish_reason = 'rated' THEN 'rated' ELSE 'created' END,
+         SELECT r.review_request_id, $1::uuid, ${tokenSql("r.finished_at - interval '2 days'", 'r.review_request_id::text')}, $2, r.id, CASE WHEN r.finish_reason = 'rated' THEN 'rated' ELSE 'created' END,
                 CASE WHEN r.finish_reason = 'rated' THEN r.finished_at END, r.finished_at - interval '2 days' FROM r RETURNING id, rated_at),
        ra AS (
          INSERT INTO ratings (review_request_id, organization_id, rating, created_at)

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { randomBase62 } from '@rrs/runtime';
 
 /*
- * Batch forms of the runtime's uuidv7() and randomBase62(22): intake makes ~3 000 ids and 500 tokens
+ * Batch forms of the runtime's uuidv7() and of review-link tokens: intake makes ~3 000 ids and 500 tokens
  * per request, and one randomBytes call per id was the largest CPU cost of accepting a cascade.
  */
 
@@ -58,18 +58,51 @@ export class UuidArray {
 
 const ALPHABET = Buffer.from('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz', 'latin1');
 const TOKEN_LENGTH = 22;
+/** The first characters of a token: the minute it was made. */
+const MINUTE_LENGTH = 4;
+/** Minutes are counted from 2024-01-01 UTC, modulo 62^4 (about 28 years). */
+const MINUTE_EPOCH_MS = Date.UTC(2024, 0, 1);
+const MINUTE_MODULUS = 62 ** MINUTE_LENGTH;
+const RANDOM_LENGTH = TOKEN_LENGTH - MINUTE_LENGTH;
+/** Random bytes drawn per token: enough for RANDOM_LENGTH characters with overwhelming probability. */
+const RANDOM_BYTES = 24;
 
-/** `count` tokens of 22 uniform base62 characters (130 bits each), as randomBase62(22). */
-export function tokenBatch(count: number): string[] {
-  const random = randomBytes(count * 24);
-  const text = Buffer.allocUnsafe(TOKEN_LENGTH);
+/**
+ * `count` review-link tokens made at `now`: 22 base62 characters, the first 4 the minute (base62 of
+ * the minutes since 2024-01-01 UTC, modulo 62^4), the other 18 uniformly random (107 bits: guessing
+ * one among a billion live links takes ~10^23 tries, and guesses are limited per address).
+ *
+ * Why the minute: `review_requests.token` is unique, so every new link writes an entry in that index.
+ * With uniformly random tokens the entry lands on a random page of an index as large as the whole
+ * history (364 MB at 5 million links, larger than shared_buffers), so each insert reads a cold page,
+ * dirties it and writes it whole to the WAL after each checkpoint; inserting 100 000 tokens into a
+ * 5-million-token index took 5.7–6.0 s random against 3.0–4.1 s minute-first (docs/operations.md
+ * "Data lifecycle"). A minute's tokens share a prefix, so they go to a few adjacent pages, as
+ * time-ordered UUIDv7 ids do. In the base62 alphabet's byte order (PostgreSQL's C and C.UTF-8
+ * collations) later minutes sort after earlier ones; in other collations a minute's tokens still sit
+ * together. The minute is no secret: the message carrying the link is sent at about that time.
+ * Tokens made before this rule are uniform random and stay valid: a token is only looked up whole.
+ */
+export function tokenBatch(count: number, now: number = Date.now()): string[] {
+  const minute = Buffer.allocUnsafe(MINUTE_LENGTH);
+  let minutes = Math.floor((now - MINUTE_EPOCH_MS) / 60_000) % MINUTE_MODULUS;
+  if (minutes < 0) minutes += MINUTE_MODULUS;
+  for (let at = MINUTE_LENGTH - 1; at >= 0; at--, minutes = Math.floor(minutes / 62)) minute[at] = ALPHABET[minutes % 62];
+  const prefix = minute.toString('latin1');
+  const random = randomBytes(count * RANDOM_BYTES);
+  const text = Buffer.allocUnsafe(RANDOM_LENGTH);
   const out = new Array<string>(count);
   for (let i = 0; i < count; i++) {
     let length = 0;
-    // Rejection sampling keeps characters uniform: bytes >= 248 are dropped (24 bytes give 22 with
-    // overwhelming probability; otherwise the token is drawn alone).
-    for (let at = i * 24; at < i * 24 + 24 && length < TOKEN_LENGTH; at++) if (random[at] < 248) text[length++] = ALPHABET[random[at] % 62];
-    out[i] = length === TOKEN_LENGTH ? text.toString('latin1', 0, TOKEN_LENGTH) : randomBase62(TOKEN_LENGTH);
+    // Rejection sampling keeps characters uniform: bytes >= 248 are dropped (24 bytes give 18 with
+    // overwhelming probability; otherwise the random part is drawn alone).
+    for (let at = i * RANDOM_BYTES; at < (i + 1) * RANDOM_BYTES && length < RANDOM_LENGTH; at++) if (random[at] < 248) text[length++] = ALPHABET[random[at] % 62];
+    out[i] = prefix + (length === RANDOM_LENGTH ? text.toString('latin1', 0, RANDOM_LENGTH) : randomBase62(RANDOM_LENGTH));
   }
   return out;
+}
+
+/** One review-link token made at `now` (tokenBatch). */
+export function reviewToken(now: number = Date.now()): string {
+  return tokenBatch(1, now)[0];
 }

@@ -1,4 +1,4 @@
-/** Review link tokens are 22 base62 characters (130 bits); anything else is not looked up. */
+/** Review link tokens are 22 base62 characters (ids.ts tokenBatch: the minute, then 107 random bits); anything else is not looked up. */
 export const TOKEN_PATTERN = /^[0-9A-Za-z]{22}$/;
 
 /** The public page of a review link: `/r/<token>` (the review form) or `/u/<token>` (unsubscribe). */

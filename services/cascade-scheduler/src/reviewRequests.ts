@@ -1,7 +1,7 @@
 import { runIdempotent, type IdempotencyRequest } from '@rrs/idempotency';
 import { schedulerV1 } from '@rrs/proto';
-import { InvalidError, NotFoundError, randomBase62, uuidv7, type Pool } from '@rrs/runtime';
-import { isUuid } from './ids';
+import { InvalidError, NotFoundError, uuidv7, type Pool } from '@rrs/runtime';
+import { isUuid, reviewToken } from './ids';
 import { tokenUrl } from './links';
 import { profileAt, type OrganizationProfiles } from './organizationProfiles';
 import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
@@ -38,7 +38,7 @@ export async function createReviewRequest(deps: ReviewRequestDeps, input: Review
   await deps.snapshots.write(deps.pool, input.organizationId, profile, location!);
   return runIdempotent(deps.pool, idempotency, answerCodec, async (client) => {
     const id = uuidv7();
-    const token = randomBase62(22);
+    const token = reviewToken();
     await client.query(
       'INSERT INTO review_requests (id, organization_id, token, location_id, customer_name, contact) VALUES ($1, $2, $3, $4, $5, $6)',
       [id, input.organizationId, token, input.locationId, input.customerName, input.contact],

@@ -1,6 +1,6 @@
 import { ConfigError } from '@rrs/runtime';
 import { buildConfig, engine } from '../src';
-import { tokenBatch, UuidArray } from '../src/ids';
+import { reviewToken, tokenBatch, UuidArray } from '../src/ids';
 
 const { applyResult, fire, rate, resultTimedOut, scheduleNext, start } = engine;
 const MIN = 1000;
@@ -271,6 +271,24 @@ describe('batch ids', () => {
     const tokens = tokenBatch(1000);
     expect(new Set(tokens).size).toBe(1000);
     for (const t of tokens) expect(t).toMatch(/^[0-9A-Za-z]{22}$/);
+  });
+
+  it('starts each token with the minute it was made, so later links sort after earlier ones, and keeps 18 random characters', () => {
+    const minute = Date.UTC(2026, 10, 21, 6, 0, 0);
+    const early = tokenBatch(500, minute);
+    const sameMinute = tokenBatch(500, minute + 59_999);
+    const later = tokenBatch(500, minute + 60_000);
+    // 2026-11-21 06:00 UTC is 1 519 560 minutes after 2024-01-01: "6NJ2" in base62.
+    for (const token of [...early, ...sameMinute]) expect(token.slice(0, 4)).toBe('6NJ2');
+    for (const token of later) expect(token.slice(0, 4)).toBe('6NJ3');
+    expect(new Set([...early, ...sameMinute, ...later]).size).toBe(1500);
+    // Byte order (PostgreSQL's C collations): every later token after every earlier one.
+    const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'latin1'), Buffer.from(b, 'latin1'));
+    expect([...later, ...early].sort(byBytes).slice(500)).toEqual(expect.arrayContaining(later));
+    // The random part uses the whole alphabet.
+    const characters = new Set(early.flatMap((token) => [...token.slice(4)]));
+    expect(characters.size).toBe(62);
+    expect(reviewToken(minute)).toMatch(/^6NJ2[0-9A-Za-z]{18}$/);
   });
 
   it("lays the ids out as PostgreSQL's binary uuid[]: one dimension, no NULLs, uuid elements of 16 bytes", () => {
