@@ -63,8 +63,8 @@ export interface DueWorkOptions {
    */
   round(): Promise<boolean>;
   /**
-   * Milliseconds until the next known due time (≤ 0: due now), or null when nothing is pending. Without
-   * it the loop waits `idleMs` between rounds that found no more.
+   * Milliseconds from this call until the next known due time (≤ 0: due now), or null when nothing is
+   * pending. Without it the loop waits `idleMs` between rounds that found no more.
    */
   nextDueInMs?(): Promise<number | null>;
   /** Longest wait between rounds (default 30 000); notifications end a wait early. */
@@ -121,11 +121,18 @@ export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
   let stopped!: () => void;
   const stopping = new Promise<void>((resolve) => (stopped = resolve));
 
+  /**
+   * The wait is counted from when the due time was asked, not from when the answer came: the answer's
+   * latency (a busy pool, a loaded database: tens of ms) would otherwise be added to every round a timer
+   * wakes. Counted from the asking, the wake is early by at most the time the question took to reach the
+   * clock that answered it; a round then finds nothing yet and the next wait is what is left.
+   */
   async function waitBeforeNext(): Promise<number> {
     if (!options.nextDueInMs) return idleMs;
+    const asked = Date.now();
     const ms = await options.nextDueInMs();
     if (ms === null) return idleMs;
-    return ms > 0 ? Math.min(idleMs, ms) : contendedMs;
+    return ms > 0 ? Math.min(idleMs, Math.max(0, ms - (Date.now() - asked))) : contendedMs;
   }
 
   const runLoop = async (wakeable: Wakeable): Promise<void> => {

@@ -32,6 +32,21 @@ describe('startDueWorkLoop', () => {
     await loop.stop();
   });
 
+  it('counts the wait for the next due time from when it asked, not from when the answer came', async () => {
+    // The answer takes 300 ms (a loaded database); the step is due 350 ms after the question. Counted from
+    // the answer the next round came 650 ms after the first.
+    const rounds: number[] = [];
+    const loop = startDueWorkLoop({
+      name: 'test', logger: testLogger(),
+      round: async () => { rounds.push(Date.now()); return false; },
+      nextDueInMs: async () => { await new Promise((r) => setTimeout(r, 300)); return 350; },
+    });
+    await waitFor(() => rounds.length >= 2, { timeoutMs: 5_000, what: 'the round at the due time' });
+    await loop.stop();
+    expect(rounds[1] - rounds[0]).toBeGreaterThanOrEqual(340);
+    expect(rounds[1] - rounds[0]).toBeLessThan(600);
+  });
+
   it('retries a failed round with backoff until it succeeds, logging the first failure and a count of the repeats', async () => {
     const logger = testLogger();
     let calls = 0;
