@@ -60,6 +60,9 @@ const adminToken = `adm_${randomBytes(16).toString('hex')}`;
 const busPrefix = uniqueName('bench');
 const redisPrefix = `rrs:${busPrefix}:`;
 const db = await createTestDatabase('rrs_bench_');
+/** The schemas holding the scheduler's steps and the email sender's send log (read for B's stages). */
+let schemas;
+const stepsDb = new (require('pg').Pool)({ connectionString: db.url, max: 1 });
 let shape;
 let providers;
 /** Stops every process this run started and removes its database, bus streams and Redis keys; once. */
@@ -78,6 +81,11 @@ try {
     shape = await startAllInOneShape({ databaseUrl: db.url, adminToken, extraEnv });
   }
   say(`${SHAPE} up`);
+  {
+    const { rows } = await stepsDb.query(`SELECT table_schema AS schema, table_name AS name FROM information_schema.tables WHERE table_name IN ('recipient_steps', 'send_log')`);
+    const of = (name, prefer) => (rows.find((r) => r.name === name && r.schema.includes(prefer)) ?? rows.find((r) => r.name === name)).schema;
+    schemas = { steps: of('recipient_steps', 'sched'), sendLog: of('send_log', 'email') };
+  }
   const orgA = await seedOrganization(shape.gatewayUrl, adminToken, { smsBalance: 0 });
   const orgB = await seedOrganization(shape.gatewayUrl, adminToken, { smsBalance: 0 });
 
@@ -148,7 +156,32 @@ try {
       await readB();
       return answered.every(([to]) => bAccepted.has(to));
     }, MAX_WAIT_MS, `B's ${answered.length} messages accepted`, 100);
-    return percentiles(answered.map(([to, at]) => bAccepted.get(to) - at));
+    const latency = percentiles(answered.map(([to, at]) => bAccepted.get(to) - at));
+    return { ...latency, stages: await bStages(answered) };
+  }
+  /**
+   * Where B's latency goes, per message: 202 answered → due (the step's due time, written at intake) →
+   * claimed (the claim's clock, dispatched_at) → the sender's send-log row (its transaction's start) →
+   * the provider accepted. The p50 and p99 of each stage, and the stages of the slowest 1 %.
+   */
+  async function bStages(answered) {
+    const { rows } = await stepsDb.query(
+      `SELECT DISTINCT ON (r.email) r.email AS "to", extract(epoch FROM s.due_at) * 1000 AS due, extract(epoch FROM s.dispatched_at) * 1000 AS claimed, extract(epoch FROM l.created_at) * 1000 AS received
+         FROM ${schemas.steps}.recipients r JOIN ${schemas.steps}.recipient_steps s ON s.recipient_id = r.id
+         LEFT JOIN ${schemas.sendLog}.send_log l ON l.step_id = s.id::text
+        WHERE r.organization_id = $1 AND r.email = ANY($2::text[]) AND s.dispatched_at IS NOT NULL
+        ORDER BY r.email, s.dispatched_at`,
+      [orgB.organizationId, answered.map(([to]) => to)],
+    );
+    const byTo = new Map(rows.map((r) => [r.to, r]));
+    const per = answered.map(([to, at]) => {
+      const r = byTo.get(to);
+      const accepted = bAccepted.get(to);
+      return r ? { total: accepted - at, intake: Number(r.due) - at, claim: Number(r.claimed) - Number(r.due), toSender: Number(r.received) - Number(r.claimed), send: accepted - Number(r.received), due: Number(r.due) } : null;
+    }).filter(Boolean);
+    const stage = (k) => percentiles(per.map((p) => p[k]));
+    const tail = per.sort((a, b) => b.total - a.total).slice(0, Math.max(1, Math.ceil(per.length / 100)));
+    return { intake: stage('intake'), claim: stage('claim'), toSender: stage('toSender'), send: stage('send'), tail };
   }
   /** When the provider accepted A's latest message (epoch ms): the SMTP server's report, or the sink's last 1 000. */
   async function lastOfA() {
@@ -206,16 +239,20 @@ try {
   const [l1] = loadavg();
   const bound = 1.25 * alone.p99 + 250;
   const ms = (p) => `p50 ${p.p50.toFixed(0)} ms, p99 ${p.p99.toFixed(0)} ms, max ${p.max.toFixed(0)} ms (n=${p.n})`;
+  const stages = ({ stages: s }) => `      stages p50/p99 ms: answered→due ${s.intake.p50.toFixed(0)}/${s.intake.p99.toFixed(0)}, due→claimed ${s.claim.p50.toFixed(0)}/${s.claim.p99.toFixed(0)}, claimed→sender ${s.toSender.p50.toFixed(0)}/${s.toSender.p99.toFixed(0)}, sender→accepted ${s.send.p50.toFixed(0)}/${s.send.p99.toFixed(0)}\n      slowest 1 %: ${s.tail.map((t) => `[${[t.total, t.intake, t.claim, t.toSender, t.send].map((v) => v.toFixed(0)).join('/')}]`).join(' ')} (total/intake/claim/to sender/send)${process.env.BENCH_FAIR_TAIL ? ` due at ${s.tail.map((t) => t.due.toFixed(0)).join(' ')}` : ''}`;
   const lines = [];
   lines.push(`fairness: ${SHAPE}, EMAIL via ${providers ? 'a local SMTP server' : 'the sink provider'}; B one recipient every ${B_EVERY_MS} ms, A requests of ${PER_REQUEST}, ${CONCURRENCY} at a time${Object.keys(extraEnv).length ? `; env ${JSON.stringify(extraEnv)}` : ''}`);
   lines.push(`machine: ${cpus().length} cores, load average ${l1.toFixed(2)} at the end (shared machine unless stated otherwise), node ${process.version}`);
   lines.push(`  B alone (${B_SECONDS} s)            : ${ms(alone)}`);
+  lines.push(stages(alone));
   for (const { n, aAlone, aBefore, aAfter, aRate, b } of beside) {
     lines.push(`  B beside A (${n}) : ${ms(b)} → p99 ×${(b.p99 / alone.p99).toFixed(2)} of alone; bound ${bound.toFixed(0)} ms ${b.p99 <= bound ? 'MET' : 'NOT MET'}`);
+    lines.push(stages(b));
     lines.push(`  A alone (${n})            : ${Math.round(aAlone)} sends/s (before ${Math.round(aBefore)}, after ${Math.round(aAfter)})`);
     lines.push(`  A beside B (${n}) : ${Math.round(aRate)} sends/s → ×${(aRate / aAlone).toFixed(2)} of A alone (≥ 0.9: ${aRate >= 0.9 * aAlone ? 'MET' : 'NOT MET'})`);
   }
   console.log(lines.join('\n'));
 } finally {
+  await stepsDb.end();
   await cleanup();
 }
