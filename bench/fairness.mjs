@@ -19,7 +19,10 @@
 //   --env REDIS_URL=redis://127.0.0.1:6379 (the senders' shared window; docs/operations.md "Fair share").
 //
 // Usage: npm run build && node bench/fairness.mjs [--shape all-in-one|distributed] [--sizes 20000,100000]
-//   [--b-seconds 10] [--concurrency 4] [--max-wait 600] [--env KEY=VALUE …]
+//   [--b-seconds 10] [--concurrency 4] [--max-wait 600] [--vacuum as-autovacuum|off] [--env KEY=VALUE …]
+// With the server's autovacuum off, `--vacuum as-autovacuum` (default) vacuums the bench's tables as the
+// autovacuum launcher would (see below). B's latency is also split into its stages (due, claimed, the
+// sender's send-log row, accepted), with the stages of its slowest 1 %.
 // Loopback PostgreSQL, NATS and Redis only; bounded: sizes ≤ 200 000, B alone ≤ 60 s, ≤ 900 s waiting.
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -39,6 +42,7 @@ const { values } = parseArgs({
   options: {
     shape: { type: 'string', default: 'all-in-one' }, sizes: { type: 'string', default: '20000,100000' }, 'b-seconds': { type: 'string', default: '10' },
     concurrency: { type: 'string', default: '4' }, 'max-wait': { type: 'string', default: '600' }, env: { type: 'string', multiple: true, default: [] },
+    vacuum: { type: 'string', default: 'as-autovacuum' },
   },
 });
 const bounded = (value, min, max) => Math.min(max, Math.max(min, Math.round(Number(value)) || min));
@@ -211,6 +215,46 @@ try {
     return n / (((await lastOfA()) - t0) / 1000);
   }
 
+  // A server with autovacuum off (this machine's CI PostgreSQL) measures the dead entries of every step
+  // sent piling up in the partial due indexes, which no deployment has: with `--vacuum as-autovacuum`
+  // (the default) the bench does what the autovacuum launcher would, on the bench's database only —
+  // every autovacuum_naptime, each table past its own thresholds (migration 0031's by-count settings, or
+  // the server's defaults) is vacuumed or analyzed, beside the measured processes as autovacuum would be.
+  // `--vacuum off` leaves the server as it is.
+  // A table's autovacuum limit of one kind (vacuum, vacuum_insert, analyze): its own setting, else the server's.
+  const limit = (kind) =>
+    `coalesce((o->>'autovacuum_${kind}_threshold')::float8, (d->>'autovacuum_${kind}_threshold')::float8) + coalesce((o->>'autovacuum_${kind}_scale_factor')::float8, (d->>'autovacuum_${kind}_scale_factor')::float8) * tuples`;
+  const AUTOVACUUM_DUE = `
+    WITH k AS (
+      SELECT format('%I.%I', t.schemaname, t.relname) AS name, greatest(c.reltuples, 0) AS tuples, t.n_dead_tup, t.n_ins_since_vacuum, t.n_mod_since_analyze,
+             coalesce((SELECT jsonb_object_agg(split_part(x, '=', 1), split_part(x, '=', 2)::float8) FROM unnest(c.reloptions) x WHERE x ~ '^autovacuum_\\w+_(threshold|scale_factor)='), '{}') AS o,
+             (SELECT jsonb_object_agg(name, setting::float8) FROM pg_settings WHERE name ~ '^autovacuum_\\w+_(threshold|scale_factor)$') AS d
+        FROM pg_stat_user_tables t JOIN pg_class c ON c.oid = t.relid)
+    SELECT name, n_dead_tup > ${limit('vacuum')} OR n_ins_since_vacuum > ${limit('vacuum_insert')} AS vacuum, n_mod_since_analyze > ${limit('analyze')} AS analyze FROM k`;
+  let vacuums = 0;
+  let vacuumer;
+  if (values.vacuum === 'as-autovacuum' && (await stepsDb.query('SHOW autovacuum')).rows[0].autovacuum === 'off') {
+    const naptimeS = Number((await stepsDb.query(`SELECT setting FROM pg_settings WHERE name = 'autovacuum_naptime'`)).rows[0].setting);
+    let busy = false;
+    vacuumer = setInterval(async () => {
+      if (busy) return;
+      busy = true;
+      try {
+        const { rows } = await stepsDb.query(AUTOVACUUM_DUE);
+        for (const t of rows) {
+          if (!t.vacuum && !t.analyze) continue;
+          await stepsDb.query(`${t.vacuum ? 'VACUUM' : ''}${t.vacuum && t.analyze ? ' (ANALYZE)' : t.analyze ? 'ANALYZE' : ''} ${t.name}`);
+          vacuums++;
+        }
+      } catch (err) {
+        say(`vacuum as autovacuum: ${err.message}`);
+      } finally {
+        busy = false;
+      }
+    }, naptimeS * 1000);
+    say(`the server's autovacuum is off: vacuuming the bench's tables as autovacuum would, every ${naptimeS} s`);
+  }
+
   // Warm-up: JIT, pools, prepared statements.
   await runA(1000);
   say(`B alone, ${B_SECONDS} s`);
@@ -235,6 +279,7 @@ try {
     beside.push({ n, aAlone: (aBefore + aAfter) / 2, aBefore, aAfter, aRate, b });
   }
   if (sinkPoller) clearInterval(sinkPoller);
+  if (vacuumer) clearInterval(vacuumer);
 
   const [l1] = loadavg();
   const bound = 1.25 * alone.p99 + 250;
@@ -242,6 +287,7 @@ try {
   const stages = ({ stages: s }) => `      stages p50/p99 ms: answered→due ${s.intake.p50.toFixed(0)}/${s.intake.p99.toFixed(0)}, due→claimed ${s.claim.p50.toFixed(0)}/${s.claim.p99.toFixed(0)}, claimed→sender ${s.toSender.p50.toFixed(0)}/${s.toSender.p99.toFixed(0)}, sender→accepted ${s.send.p50.toFixed(0)}/${s.send.p99.toFixed(0)}\n      slowest 1 %: ${s.tail.map((t) => `[${[t.total, t.intake, t.claim, t.toSender, t.send].map((v) => v.toFixed(0)).join('/')}]`).join(' ')} (total/intake/claim/to sender/send)${process.env.BENCH_FAIR_TAIL ? ` due at ${s.tail.map((t) => t.due.toFixed(0)).join(' ')}` : ''}`;
   const lines = [];
   lines.push(`fairness: ${SHAPE}, EMAIL via ${providers ? 'a local SMTP server' : 'the sink provider'}; B one recipient every ${B_EVERY_MS} ms, A requests of ${PER_REQUEST}, ${CONCURRENCY} at a time${Object.keys(extraEnv).length ? `; env ${JSON.stringify(extraEnv)}` : ''}`);
+  if (vacuumer) lines.push(`the server's autovacuum is off: the bench vacuumed its tables as autovacuum would (--vacuum as-autovacuum): ${vacuums} vacuums or analyzes`);
   lines.push(`machine: ${cpus().length} cores, load average ${l1.toFixed(2)} at the end (shared machine unless stated otherwise), node ${process.version}`);
   lines.push(`  B alone (${B_SECONDS} s)            : ${ms(alone)}`);
   lines.push(stages(alone));
