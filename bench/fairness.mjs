@@ -19,7 +19,10 @@
 //   --env REDIS_URL=redis://127.0.0.1:6379 (the senders' shared window; docs/operations.md "Fair share").
 //
 // Usage: npm run build && node bench/fairness.mjs [--shape all-in-one|distributed] [--sizes 20000,100000]
-//   [--b-seconds 10] [--concurrency 4] [--max-wait 600] [--env KEY=VALUE …]
+//   [--b-seconds 10] [--concurrency 4] [--max-wait 600] [--vacuum as-autovacuum|off] [--env KEY=VALUE …]
+// With the server's autovacuum off, `--vacuum as-autovacuum` (default) vacuums the bench's tables as the
+// autovacuum launcher would (see below). B's latency is also split into its stages (due, claimed, the
+// sender's send-log row, accepted), with the stages of its slowest 1 %.
 // Loopback PostgreSQL, NATS and Redis only; bounded: sizes ≤ 200 000, B alone ≤ 60 s, ≤ 900 s waiting.
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -39,6 +42,7 @@ const { values } = parseArgs({
   options: {
     shape: { type: 'string', default: 'all-in-one' }, sizes: { type: 'string', default: '20000,100000' }, 'b-seconds': { type: 'string', default: '10' },
     concurrency: { type: 'string', default: '4' }, 'max-wait': { type: 'string', default: '600' }, env: { type: 'string', multiple: true, default: [] },
+    vacuum: { type: 'string', default: 'as-autovacuum' },
   },
 });
 const bounded = (value, min, max) => Math.min(max, Math.max(min, Math.round(Number(value)) || min));
@@ -60,6 +64,9 @@ const adminToken = `adm_${randomBytes(16).toString('hex')}`;
 const busPrefix = uniqueName('bench');
 const redisPrefix = `rrs:${busPrefix}:`;
 const db = await createTestDatabase('rrs_bench_');
+/** The schemas holding the scheduler's steps and the email sender's send log (read for B's stages). */
+let schemas;
+const stepsDb = new (require('pg').Pool)({ connectionString: db.url, max: 1 });
 let shape;
 let providers;
 /** Stops every process this run started and removes its database, bus streams and Redis keys; once. */
@@ -78,6 +85,11 @@ try {
     shape = await startAllInOneShape({ databaseUrl: db.url, adminToken, extraEnv });
   }
   say(`${SHAPE} up`);
+  {
+    const { rows } = await stepsDb.query(`SELECT table_schema AS schema, table_name AS name FROM information_schema.tables WHERE table_name IN ('recipient_steps', 'send_log')`);
+    const of = (name, prefer) => (rows.find((r) => r.name === name && r.schema.includes(prefer)) ?? rows.find((r) => r.name === name)).schema;
+    schemas = { steps: of('recipient_steps', 'sched'), sendLog: of('send_log', 'email') };
+  }
   const orgA = await seedOrganization(shape.gatewayUrl, adminToken, { smsBalance: 0 });
   const orgB = await seedOrganization(shape.gatewayUrl, adminToken, { smsBalance: 0 });
 
@@ -148,7 +160,32 @@ try {
       await readB();
       return answered.every(([to]) => bAccepted.has(to));
     }, MAX_WAIT_MS, `B's ${answered.length} messages accepted`, 100);
-    return percentiles(answered.map(([to, at]) => bAccepted.get(to) - at));
+    const latency = percentiles(answered.map(([to, at]) => bAccepted.get(to) - at));
+    return { ...latency, stages: await bStages(answered) };
+  }
+  /**
+   * Where B's latency goes, per message: 202 answered → due (the step's due time, written at intake) →
+   * claimed (the claim's clock, dispatched_at) → the sender's send-log row (its transaction's start) →
+   * the provider accepted. The p50 and p99 of each stage, and the stages of the slowest 1 %.
+   */
+  async function bStages(answered) {
+    const { rows } = await stepsDb.query(
+      `SELECT DISTINCT ON (r.email) r.email AS "to", extract(epoch FROM s.due_at) * 1000 AS due, extract(epoch FROM s.dispatched_at) * 1000 AS claimed, extract(epoch FROM l.created_at) * 1000 AS received
+         FROM ${schemas.steps}.recipients r JOIN ${schemas.steps}.recipient_steps s ON s.recipient_id = r.id
+         LEFT JOIN ${schemas.sendLog}.send_log l ON l.step_id = s.id::text
+        WHERE r.organization_id = $1 AND r.email = ANY($2::text[]) AND s.dispatched_at IS NOT NULL
+        ORDER BY r.email, s.dispatched_at`,
+      [orgB.organizationId, answered.map(([to]) => to)],
+    );
+    const byTo = new Map(rows.map((r) => [r.to, r]));
+    const per = answered.map(([to, at]) => {
+      const r = byTo.get(to);
+      const accepted = bAccepted.get(to);
+      return r ? { total: accepted - at, intake: Number(r.due) - at, claim: Number(r.claimed) - Number(r.due), toSender: Number(r.received) - Number(r.claimed), send: accepted - Number(r.received), due: Number(r.due) } : null;
+    }).filter(Boolean);
+    const stage = (k) => percentiles(per.map((p) => p[k]));
+    const tail = per.sort((a, b) => b.total - a.total).slice(0, Math.max(1, Math.ceil(per.length / 100)));
+    return { intake: stage('intake'), claim: stage('claim'), toSender: stage('toSender'), send: stage('send'), tail };
   }
   /** When the provider accepted A's latest message (epoch ms): the SMTP server's report, or the sink's last 1 000. */
   async function lastOfA() {
@@ -178,6 +215,46 @@ try {
     return n / (((await lastOfA()) - t0) / 1000);
   }
 
+  // A server with autovacuum off (this machine's CI PostgreSQL) measures the dead entries of every step
+  // sent piling up in the partial due indexes, which no deployment has: with `--vacuum as-autovacuum`
+  // (the default) the bench does what the autovacuum launcher would, on the bench's database only —
+  // every autovacuum_naptime, each table past its own thresholds (migration 0031's by-count settings, or
+  // the server's defaults) is vacuumed or analyzed, beside the measured processes as autovacuum would be.
+  // `--vacuum off` leaves the server as it is.
+  // A table's autovacuum limit of one kind (vacuum, vacuum_insert, analyze): its own setting, else the server's.
+  const limit = (kind) =>
+    `coalesce((o->>'autovacuum_${kind}_threshold')::float8, (d->>'autovacuum_${kind}_threshold')::float8) + coalesce((o->>'autovacuum_${kind}_scale_factor')::float8, (d->>'autovacuum_${kind}_scale_factor')::float8) * tuples`;
+  const AUTOVACUUM_DUE = `
+    WITH k AS (
+      SELECT format('%I.%I', t.schemaname, t.relname) AS name, greatest(c.reltuples, 0) AS tuples, t.n_dead_tup, t.n_ins_since_vacuum, t.n_mod_since_analyze,
+             coalesce((SELECT jsonb_object_agg(split_part(x, '=', 1), split_part(x, '=', 2)::float8) FROM unnest(c.reloptions) x WHERE x ~ '^autovacuum_\\w+_(threshold|scale_factor)='), '{}') AS o,
+             (SELECT jsonb_object_agg(name, setting::float8) FROM pg_settings WHERE name ~ '^autovacuum_\\w+_(threshold|scale_factor)$') AS d
+        FROM pg_stat_user_tables t JOIN pg_class c ON c.oid = t.relid)
+    SELECT name, n_dead_tup > ${limit('vacuum')} OR n_ins_since_vacuum > ${limit('vacuum_insert')} AS vacuum, n_mod_since_analyze > ${limit('analyze')} AS analyze FROM k`;
+  let vacuums = 0;
+  let vacuumer;
+  if (values.vacuum === 'as-autovacuum' && (await stepsDb.query('SHOW autovacuum')).rows[0].autovacuum === 'off') {
+    const naptimeS = Number((await stepsDb.query(`SELECT setting FROM pg_settings WHERE name = 'autovacuum_naptime'`)).rows[0].setting);
+    let busy = false;
+    vacuumer = setInterval(async () => {
+      if (busy) return;
+      busy = true;
+      try {
+        const { rows } = await stepsDb.query(AUTOVACUUM_DUE);
+        for (const t of rows) {
+          if (!t.vacuum && !t.analyze) continue;
+          await stepsDb.query(`${t.vacuum ? 'VACUUM' : ''}${t.vacuum && t.analyze ? ' (ANALYZE)' : t.analyze ? 'ANALYZE' : ''} ${t.name}`);
+          vacuums++;
+        }
+      } catch (err) {
+        say(`vacuum as autovacuum: ${err.message}`);
+      } finally {
+        busy = false;
+      }
+    }, naptimeS * 1000);
+    say(`the server's autovacuum is off: vacuuming the bench's tables as autovacuum would, every ${naptimeS} s`);
+  }
+
   // Warm-up: JIT, pools, prepared statements.
   await runA(1000);
   say(`B alone, ${B_SECONDS} s`);
@@ -202,20 +279,26 @@ try {
     beside.push({ n, aAlone: (aBefore + aAfter) / 2, aBefore, aAfter, aRate, b });
   }
   if (sinkPoller) clearInterval(sinkPoller);
+  if (vacuumer) clearInterval(vacuumer);
 
   const [l1] = loadavg();
   const bound = 1.25 * alone.p99 + 250;
   const ms = (p) => `p50 ${p.p50.toFixed(0)} ms, p99 ${p.p99.toFixed(0)} ms, max ${p.max.toFixed(0)} ms (n=${p.n})`;
+  const stages = ({ stages: s }) => `      stages p50/p99 ms: answered→due ${s.intake.p50.toFixed(0)}/${s.intake.p99.toFixed(0)}, due→claimed ${s.claim.p50.toFixed(0)}/${s.claim.p99.toFixed(0)}, claimed→sender ${s.toSender.p50.toFixed(0)}/${s.toSender.p99.toFixed(0)}, sender→accepted ${s.send.p50.toFixed(0)}/${s.send.p99.toFixed(0)}\n      slowest 1 %: ${s.tail.map((t) => `[${[t.total, t.intake, t.claim, t.toSender, t.send].map((v) => v.toFixed(0)).join('/')}]`).join(' ')} (total/intake/claim/to sender/send)${process.env.BENCH_FAIR_TAIL ? ` due at ${s.tail.map((t) => t.due.toFixed(0)).join(' ')}` : ''}`;
   const lines = [];
   lines.push(`fairness: ${SHAPE}, EMAIL via ${providers ? 'a local SMTP server' : 'the sink provider'}; B one recipient every ${B_EVERY_MS} ms, A requests of ${PER_REQUEST}, ${CONCURRENCY} at a time${Object.keys(extraEnv).length ? `; env ${JSON.stringify(extraEnv)}` : ''}`);
+  if (vacuumer) lines.push(`the server's autovacuum is off: the bench vacuumed its tables as autovacuum would (--vacuum as-autovacuum): ${vacuums} vacuums or analyzes`);
   lines.push(`machine: ${cpus().length} cores, load average ${l1.toFixed(2)} at the end (shared machine unless stated otherwise), node ${process.version}`);
   lines.push(`  B alone (${B_SECONDS} s)            : ${ms(alone)}`);
+  lines.push(stages(alone));
   for (const { n, aAlone, aBefore, aAfter, aRate, b } of beside) {
     lines.push(`  B beside A (${n}) : ${ms(b)} → p99 ×${(b.p99 / alone.p99).toFixed(2)} of alone; bound ${bound.toFixed(0)} ms ${b.p99 <= bound ? 'MET' : 'NOT MET'}`);
+    lines.push(stages(b));
     lines.push(`  A alone (${n})            : ${Math.round(aAlone)} sends/s (before ${Math.round(aBefore)}, after ${Math.round(aAfter)})`);
     lines.push(`  A beside B (${n}) : ${Math.round(aRate)} sends/s → ×${(aRate / aAlone).toFixed(2)} of A alone (≥ 0.9: ${aRate >= 0.9 * aAlone ? 'MET' : 'NOT MET'})`);
   }
   console.log(lines.join('\n'));
 } finally {
+  await stepsDb.end();
   await cleanup();
 }

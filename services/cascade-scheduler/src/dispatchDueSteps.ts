@@ -4,7 +4,7 @@ import { fire, type Dispatch, type FireChecks, type Timing } from './engine';
 import { fireChecksFor } from './fireChecks';
 import type { ConfiguredChannels } from './organizationProfiles';
 import { DUE_CHANNEL, readStates, saveStates, type LoadedRecipient } from './recipientStore';
-import { claimDueSteps, msUntilNextDueStep, type ClaimedStep, type ClaimOptions, type InFlightBound } from './sql/dueSteps';
+import { claimDueSteps, msUntilNextDueStep, type Claim, type ClaimedStep, type ClaimOptions, type InFlightBound } from './sql/dueSteps';
 import { stepDueMessage } from './stepMessage';
 import type { AddressHasher } from './personHash';
 
@@ -89,6 +89,36 @@ function fireClaimed(states: Map<string, LoadedRecipient>, claimed: ClaimedStep[
 }
 
 /**
+ * The claim loops of a process claim one at a time, and each claim's room leaves out the steps the
+ * others claimed in rounds not committed yet: the in-flight count a claim reads is what is committed,
+ * so two loops woken by one batch of results each took the whole room. (Replicas still may, by a
+ * claim's room at most; InFlightBound.)
+ */
+class ClaimTurns {
+  private uncommitted = 0;
+  private turn: Promise<void> = Promise.resolve();
+
+  /** Claims in turn; `release` the claimed steps' count once their transaction has ended. */
+  async claim(client: PoolClient, options: ClaimOptions): Promise<Claim> {
+    const previous = this.turn;
+    let done!: () => void;
+    this.turn = new Promise((resolve) => (done = resolve));
+    await previous;
+    try {
+      const claim = await claimDueSteps(client, { ...options, uncommitted: this.uncommitted });
+      this.uncommitted += claim.claimed.length;
+      return claim;
+    } finally {
+      done();
+    }
+  }
+
+  release(claimed: number): void {
+    this.uncommitted -= claimed;
+  }
+}
+
+/**
  * One dispatch round, in one transaction: claim due steps, lock their recipients (SKIP LOCKED: a
  * recipient held elsewhere — a result being applied, a rating — waits for the next round with its
  * step), fire them, publish the dispatched ones to `steps.<channel>` with Nats-Msg-Id = attempt id,
@@ -97,33 +127,39 @@ function fireClaimed(states: Map<string, LoadedRecipient>, claimed: ClaimedStep[
  * Four requests to PostgreSQL (a coalesced transaction): BEGIN with the clock and the claim; the
  * recipients, their cascades and steps; the opt-out ledger; every write, the notification and COMMIT.
  */
-async function dispatchRound(options: DispatcherOptions, claim: ClaimOptions): Promise<{ claimed: number; full: boolean; limited: boolean; sent: Dispatch[]; now: Date }> {
-  return inCoalescedTransaction(options.pool, async (client) => {
-    const { now, claimed: due, limited } = await claimDueSteps(client, claim);
-    const full = due.length >= claim.limit;
-    if (due.length === 0) return { claimed: 0, full, limited, sent: [], now };
-    const { states } = await readStates(client, { ids: due.map((step) => step.recipientId) }, { lock: 'skip', token: true });
-    const claimed = due.filter((step) => states.has(step.recipientId));
-    if (claimed.length === 0) return { claimed: 0, full, limited, sent: [], now };
-    const checksOf = await fireChecksFor(client, options.channels, options.hasher, states.values(), now);
-    const dispatches = fireClaimed(states, claimed, checksOf, { now, minuteMs: options.minuteMs });
-    // One pipelined batch: every message is written before any acknowledgement is awaited. One writer
-    // encodes them all: it keeps the buffer it grew for the first (a fresh one doubled its way up to each
-    // message's size, ~5 µs a message of copying and zero-filling).
-    const writer = new BinaryWriter();
-    await options.bus.publishBatch(
-      dispatches.map(({ state, dispatch }) => ({
-        subject: stepSubject(dispatch.channel),
-        data: busV1.StepDue.encode(stepDueMessage(state, dispatch, options.publicBaseUrl, now), writer).finish(),
-        // The cascade's start is the parent of its steps' publication (the bus wrapper reads it).
-        options: { msgId: dispatch.attemptId, headers: state.meta.traceContext },
-      })),
-    );
-    const sent = dispatches.map((entry) => entry.dispatch);
-    if (options.afterPublish) await options.afterPublish(client, sent);
-    await saveStates(client, states.values(), now);
-    return { claimed: claimed.length, full, limited, sent, now };
-  });
+async function dispatchRound(options: DispatcherOptions, claim: ClaimOptions, turns: ClaimTurns): Promise<{ claimed: number; full: boolean; limited: boolean; sent: Dispatch[]; now: Date }> {
+  let taken = 0;
+  try {
+    return await inCoalescedTransaction(options.pool, async (client) => {
+      const { now, claimed: due, limited } = await turns.claim(client, claim);
+      taken = due.length;
+      const full = due.length >= claim.limit;
+      if (due.length === 0) return { claimed: 0, full, limited, sent: [], now };
+      const { states } = await readStates(client, { ids: due.map((step) => step.recipientId) }, { lock: 'skip', token: true });
+      const claimed = due.filter((step) => states.has(step.recipientId));
+      if (claimed.length === 0) return { claimed: 0, full, limited, sent: [], now };
+      const checksOf = await fireChecksFor(client, options.channels, options.hasher, states.values(), now);
+      const dispatches = fireClaimed(states, claimed, checksOf, { now, minuteMs: options.minuteMs });
+      // One pipelined batch: every message is written before any acknowledgement is awaited. One writer
+      // encodes them all: it keeps the buffer it grew for the first (a fresh one doubled its way up to each
+      // message's size, ~5 µs a message of copying and zero-filling).
+      const writer = new BinaryWriter();
+      await options.bus.publishBatch(
+        dispatches.map(({ state, dispatch }) => ({
+          subject: stepSubject(dispatch.channel),
+          data: busV1.StepDue.encode(stepDueMessage(state, dispatch, options.publicBaseUrl, now), writer).finish(),
+          // The cascade's start is the parent of its steps' publication (the bus wrapper reads it).
+          options: { msgId: dispatch.attemptId, headers: state.meta.traceContext },
+        })),
+      );
+      const sent = dispatches.map((entry) => entry.dispatch);
+      if (options.afterPublish) await options.afterPublish(client, sent);
+      await saveStates(client, states.values(), now);
+      return { claimed: claimed.length, full, limited, sent, now };
+    });
+  } finally {
+    turns.release(taken);
+  }
 }
 
 /**
@@ -144,6 +180,7 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
   // (roomFreed) or, for those applied by other replicas, ROOM_POLL_MS — not the 20 ms of contention.
   let waitingForRoom = false;
   let count = 0;
+  const turns = new ClaimTurns();
   const loop = startDueWorkLoop({
     name: 'dispatch',
     logger: options.logger,
@@ -154,7 +191,7 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
     beforeRound: options.beforeRound,
     nextDueInMs: async () => (waitingForRoom ? ROOM_POLL_MS : msUntilNextDueStep(options.pool)),
     async round() {
-      const { claimed, full, limited, sent, now } = await dispatchRound(options, { limit: batchSize, inFlight, fair });
+      const { claimed, full, limited, sent, now } = await dispatchRound(options, { limit: batchSize, inFlight, fair }, turns);
       fair = full || limited;
       waitingForRoom = limited && claimed === 0;
       for (const dispatch of sent) {

@@ -1,7 +1,7 @@
 import { createPool, Notifier, type Pool } from '@rrs/runtime';
 import { testLogger, waitFor } from '@rrs/testkit';
 import { AddressHasher, ConfiguredChannels, DEVELOPMENT_PERSON_HASH_KEY, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
-import { claimStatement } from '../src/sql/dueSteps';
+import { claimDueSteps, claimStatement } from '../src/sql/dueSteps';
 import { LOCATION, ORG, OTHER_ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
 
 /** Time-ordered ids, as the service's UUIDv7s. */
@@ -45,7 +45,7 @@ describe('fair share (Postgres + JetStream)', () => {
     await h.close();
   });
 
-  async function dispatcher(options: { batchSize: number; inFlight: { max: number; min: number; targetMs: number } | null; loops?: number; onRound?: () => void }): Promise<RunningDispatcher> {
+  async function dispatcher(options: { batchSize: number; inFlight: { max: number; min: number; targetMs: number } | null; loops?: number; onRound?: () => void; afterPublish?: () => Promise<void> }): Promise<RunningDispatcher> {
     const pool = createPool({ url: h.db.url, schema: SCHEMA, logger: testLogger() });
     const notifier = new Notifier(h.db.url, SCHEMA, testLogger());
     const entry: (typeof extra)[number] = { pool, notifier };
@@ -54,6 +54,7 @@ describe('fair share (Postgres + JetStream)', () => {
       pool, bus: h.tb.bus, notifier, logger: testLogger(), minuteMs: 40, publicBaseUrl: 'http://reviews.test',
       channels: new ConfiguredChannels(h.profiles), hasher: new AddressHasher(DEVELOPMENT_PERSON_HASH_KEY), batchSize: options.batchSize, inFlight: options.inFlight, loops: options.loops,
       beforeRound: async () => options.onRound?.(),
+      afterPublish: options.afterPublish && (() => options.afterPublish!()),
     });
     await notifier.start();
     return entry.dispatcher;
@@ -136,6 +137,56 @@ describe('fair share (Postgres + JetStream)', () => {
     expect(bounded).toHaveLength(400);
     expect(new Set(bounded.map((s) => s.stepId)).size).toBe(400);
   });
+  it('a claim adds at most the bound\'s minimum to a channel, with nothing in flight too: steps claimed at one instant have one age, which tells nothing of the pace', async () => {
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status IN ('scheduled', 'dispatched')`);
+    await seedBulkDue(h.pool, OTHER_ORG, 1_000);
+    for (const fair of [true, false]) {
+      const client = await h.pool.connect();
+      try {
+        await client.query('BEGIN');
+        const claim = await claimDueSteps(client, { limit: 500, inFlight: { max: 1000, min: 128, targetMs: 100 }, fair });
+        await client.query('ROLLBACK');
+        // Before, the whole batch (500): two claim loops put 1 000 steps in flight at once, and the next
+        // organization's step waited behind all of them.
+        expect({ fair, claimed: claim.claimed.length, limited: claim.limited }).toEqual({ fair, claimed: 128, limited: true });
+      } finally {
+        client.release();
+      }
+    }
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status = 'scheduled'`);
+  });
+
+  it("a process's claim loops leave out each other's claims not yet committed, so together they stay within the bound", async () => {
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status IN ('scheduled', 'dispatched')`);
+    const cascade = await startSmall('two-loops', 'SMS', 400);
+    let rounds = 0;
+    let holding = false;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    // The first round to publish holds its transaction open (its steps claimed, not committed) while the
+    // other loop goes on claiming. No sender answers, so nothing in flight ever comes back.
+    const d = await dispatcher({
+      batchSize: 100, inFlight: { max: 150, min: 128, targetMs: 250 }, loops: 2, onRound: () => void rounds++,
+      afterPublish: async () => {
+        if (holding) return;
+        holding = true;
+        await released;
+      },
+    });
+    await waitFor(() => holding, { what: 'a round holding its claim uncommitted' });
+    const at = rounds;
+    await waitFor(() => rounds >= at + 3, { what: "the other loop's rounds" });
+    release();
+    const later = rounds;
+    await waitFor(() => rounds >= later + 4, { what: 'more dispatch rounds' });
+    await d.stop();
+    const { rows } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM recipient_steps WHERE cascade_id = $1 AND status = 'dispatched'`, [cascade]);
+    // Before, the other loop saw nothing in flight and took its own room: 200 in flight, then 250.
+    expect(rows[0].n).toBeGreaterThanOrEqual(128);
+    expect(rows[0].n).toBeLessThanOrEqual(150);
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status IN ('scheduled', 'dispatched')`);
+  });
+
   it('with a long history of finished steps, the fair claim locks each candidate by its key, never walking a due index per step claimed', async () => {
     // A long history (steps sent a year ago) analyzed while nothing was due, then a backlog the statistics
     // have not seen yet: the planner believes almost no step is scheduled.

@@ -12,6 +12,12 @@ export interface ClaimedStep {
  * (Little's law: n in flight whose median has waited m have a turnaround of about 2m, so n / 2m a
  * second), so the bound follows the senders and the provider as they speed up or slow down, whatever the
  * replicas, and a step claimed now waits about `targetMs` behind the ones in flight, not for a backlog.
+ *
+ * A claim adds at most `min` steps to a channel. Steps claimed at one instant all have one age, which says
+ * nothing of the pace: a channel with nothing in flight, or only steps claimed a moment ago, would read as
+ * infinitely fast, and two claimers each took a whole batch into it (1 000 steps at once, 0.5–1 s of
+ * sending that every other organization's next step then waited behind). Added a window at a time, the
+ * steps in flight have ages spread over their turnaround, which is what the estimate needs.
  */
 export interface InFlightBound {
   max: number;
@@ -22,6 +28,11 @@ export interface InFlightBound {
 export interface ClaimOptions {
   /** Up to this many steps. */
   limit: number;
+  /**
+   * Steps this process claimed in rounds not committed yet: the in-flight count the claim reads (what is
+   * committed) does not see them yet, so they come off every channel's room.
+   */
+  uncommitted?: number;
   /** Steps of one channel dispatched and still without a result, at most (null: no bound). */
   inFlight: InFlightBound | null;
   /** The fair path (round-robin over queues) instead of straight due order. */
@@ -40,12 +51,13 @@ export interface Claim {
 
 /**
  * Each channel's room under its in-flight bound (InFlightBound), counted off the in-flight index: at
- * most the bound plus a batch per channel. A channel with nothing in flight has the whole `max`.
+ * most the bound plus a batch per channel, less the steps claimed by this process and not yet committed
+ * (`$5`). A channel with nothing in flight has the whole `max`, of which a claim takes at most `min`.
  */
 const FLIGHT = `flight AS MATERIALIZED (
        SELECT sent_channel,
               least($2::int, greatest($3::int, (count(*) * $4::float8 / greatest(2000 * extract(epoch FROM clock.now - percentile_disc(0.5) WITHIN GROUP (ORDER BY dispatched_at)), 1))::int))
-                - count(*)::int AS room
+                - count(*)::int - $5::int AS room
          FROM recipient_steps CROSS JOIN clock WHERE status = 'dispatched' GROUP BY sent_channel, clock.now)`;
 
 /**
@@ -54,7 +66,7 @@ const FLIGHT = `flight AS MATERIALIZED (
  * bound, at most the room of the fullest channel, so no channel goes over it.
  */
 function dueOrderClaim(bounded: boolean): string {
-  const room = bounded ? `(SELECT least($1::int, greatest(0, coalesce(min(room), $1::int))) FROM flight)` : '$1::int';
+  const room = bounded ? `(SELECT least($1::int, $3::int, greatest(0, coalesce(min(room), $2::int - $5::int))) FROM flight)` : '$1::int';
   return `WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS now)${bounded ? `, ${FLIGHT}` : ''},
        take AS MATERIALIZED (SELECT ${room} AS n)
      SELECT clock.now, take.n AS room, s.id AS "stepId", s.recipient_id AS "recipientId"
@@ -94,7 +106,7 @@ function dueOrderClaim(bounded: boolean): string {
  * probes name the queue index's whole order, which only that index gives without a sort.
  */
 function fairClaim(bounded: boolean): string {
-  const room = bounded ? `least($1::int, coalesce(f.room, $2::int))` : '$1::int';
+  const room = bounded ? `least($1::int, $3::int, coalesce(f.room, $2::int - $5::int))` : '$1::int';
   return `WITH RECURSIVE clock AS MATERIALIZED (SELECT clock_timestamp() AS now)${bounded ? `, ${FLIGHT}` : ''},
        sections AS (
          (SELECT organization_id, sent_channel, bulk, due_at FROM recipient_steps WHERE status = 'scheduled' ORDER BY organization_id, sent_channel, bulk, due_at LIMIT 1)
@@ -144,7 +156,7 @@ export function claimStatement(options: ClaimOptions): { text: string; values: u
   const claims = options.fair ? CLAIMS.fair : CLAIMS.dueOrder;
   const bound = options.inFlight;
   return bound
-    ? { text: claims.bounded, values: [options.limit, bound.max, Math.min(bound.min, bound.max), bound.targetMs] }
+    ? { text: claims.bounded, values: [options.limit, bound.max, Math.min(bound.min, bound.max), bound.targetMs, options.uncommitted ?? 0] }
     : { text: claims.unbounded, values: [options.limit] };
 }
 
