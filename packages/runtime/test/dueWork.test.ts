@@ -1,5 +1,5 @@
 import { testLogger, waitFor } from '@rrs/testkit';
-import { startDueWorkLoop, Wakeable } from '../src';
+import { startDueWorkLoop, startHousekeepingRounds, Wakeable } from '../src';
 
 /** The one due-work loop every background worker runs. */
 describe('startDueWorkLoop', () => {
@@ -103,6 +103,32 @@ describe('startDueWorkLoop', () => {
     await waitFor(() => most === 3);
     await loop.stop();
     expect(inFlight).toBe(0);
+  });
+});
+
+describe('startHousekeepingRounds', () => {
+  it('while there is more, pauses at least three times as long as a round took, so a backlog takes at most a quarter of the time', async () => {
+    const rounds: Array<{ start: number; end: number }> = [];
+    let enough!: () => void;
+    const done = new Promise<void>((resolve) => (enough = resolve));
+    const loop = startHousekeepingRounds({
+      name: 'test', logger: testLogger(), intervalMs: 60_000, pauseMs: 5,
+      async round() {
+        const start = performance.now();
+        // A round that takes 60 ms (the work itself), then says there is more.
+        await new Promise((resolve) => setTimeout(resolve, 60));
+        rounds.push({ start, end: performance.now() });
+        if (rounds.length === 3) enough();
+        return { more: rounds.length < 3 };
+      },
+    });
+    await done;
+    await loop.stop();
+    for (let i = 1; i < rounds.length; i++) {
+      const took = rounds[i - 1].end - rounds[i - 1].start;
+      // 1 ms of slack for timer rounding; the old loop paused pauseMs (5 ms).
+      expect(rounds[i].start - rounds[i - 1].end).toBeGreaterThanOrEqual(took * 3 - 1);
+    }
   });
 });
 

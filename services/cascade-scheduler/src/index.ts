@@ -1,7 +1,7 @@
 export { buildConfig, fastClock, personHashKey, DEFAULT_MINUTE_MS, recipientQuotaEnvShape, recipientQuotasOf, dispatchBoundEnvShape, dispatchBoundOf, type SchedulerConfig } from './config';
 export { RecipientBudgets, RECIPIENT_WINDOWS, type RecipientBudgetConfig, type RecipientWindowState } from './recipientBudget';
 export { AddressHasher, DEVELOPMENT_PERSON_HASH_KEY } from './personHash';
-export { retentionRound, startRetention } from './retention';
+export { DEFAULT_RETENTION_DAYS, retentionRound, startRetention } from './retention';
 export { overviewRollupRound, startOverviewRollup } from './overviewRollup';
 export { erasePerson, type PersonErasure } from './personErasure';
 export { startScheduler, type RunningScheduler, type SchedulerDeps, type SchedulerStartConfig, SCHEMA, MIGRATIONS_DIR, SESSION_SETTINGS } from './service';
