@@ -1,9 +1,9 @@
 import { INTAKE_SKIPS, phoneCountries, phoneRefusal, sendingRefusal, type IntakeSkip } from '@rrs/proto';
-import { ConflictError, sendingRefused, type PoolClient } from '@rrs/runtime';
-import { recentlyAsked } from './cooldown';
+import { ConflictError, queryEach, sendingRefused, type PoolClient } from '@rrs/runtime';
+import { clockAndAsked, clockAndRecentlyAsked } from './cooldown';
 import { canReachAny } from './engine';
 import type { SendingProfile } from './organizationProfiles';
-import { suppressedAmong } from './optOutLedger';
+import { suppressedFrom, suppressionLookup } from './optOutLedger';
 import type { AddressHasher } from './personHash';
 import { personAddresses } from './personAddresses';
 import type { RecipientInput } from './recipientInput';
@@ -48,7 +48,6 @@ export function refuseChannel(request: Pick<AdmissionRequest, 'channel'>, profil
   }
 }
 
-const DAY_MS = 86_400_000;
 const [UNREACHABLE, PHONE_NOT_ALLOWED, OPTED_OUT, NO_CONSENT, COOLDOWN] = INTAKE_SKIPS;
 
 /**
@@ -56,17 +55,19 @@ const [UNREACHABLE, PHONE_NOT_ALLOWED, OPTED_OUT, NO_CONSENT, COOLDOWN] = INTAKE
  * no step has its contact field; only phone steps could reach it and the phone channels refuse its
  * number (proto phones.ts); the person opted out of the organization; the organization requires
  * consent and none was given; the person was asked (or rated) within the organization's cooldown.
+ * Answered with the transaction's clock (`now`, the cascade's time), read with the opt-out and cooldown
+ * lookups in the request that opens the transaction.
  */
-export async function intakeSkips(client: PoolClient, hasher: AddressHasher, request: AdmissionRequest, channels: string[], profile: SendingProfile, now: Date): Promise<Array<IntakeSkip | null>> {
+export async function intakeSkips(client: PoolClient, hasher: AddressHasher, request: AdmissionRequest, channels: string[], profile: SendingProfile): Promise<{ now: Date; skips: Array<IntakeSkip | null> }> {
   const organizationId = request.organizationId;
   const addresses = request.recipients.flatMap(personAddresses);
   const cooldownDays = request.ignoreCooldown ? 0 : profile.organization.cooldownDays ?? 0;
-  const [suppressed, asked] = await Promise.all([
-    suppressedAmong(client, hasher, [organizationId], addresses),
-    cooldownDays > 0 ? recentlyAsked(client, organizationId, addresses, new Date(now.getTime() - cooldownDays * DAY_MS)) : new Set<string>(),
-  ]);
+  const lookup = suppressionLookup([organizationId], addresses);
+  const [clockRead, suppressionRead] = await queryEach(client, [clockAndRecentlyAsked(organizationId, addresses, cooldownDays), ...(lookup ? [lookup.statement] : [])]);
+  const { now, asked } = clockAndAsked(clockRead.rows[0]);
+  const suppressed = lookup ? await suppressedFrom(client, hasher, lookup, suppressionRead.rows) : new Set<string>();
   const countries = phoneCountries(profile.organization);
-  return request.recipients.map((recipient) => {
+  const skips = request.recipients.map((recipient) => {
     if (!canReachAny(channels, recipient)) return UNREACHABLE;
     // The number is parsed (the costliest check of a start) only when no other step could reach the person.
     if (recipient.phone && !canReachAny(channels, { email: recipient.email, phone: '' }) && phoneRefusal(recipient.phone, countries)) return PHONE_NOT_ALLOWED;
@@ -76,4 +77,5 @@ export async function intakeSkips(client: PoolClient, hasher: AddressHasher, req
     if (own.some((address) => asked.has(address))) return COOLDOWN;
     return null;
   });
+  return { now, skips };
 }

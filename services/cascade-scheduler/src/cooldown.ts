@@ -1,4 +1,4 @@
-import { execute, sqlArray, type PoolClient } from '@rrs/runtime';
+import { execute, sqlArray, type PoolClient, type Statement } from '@rrs/runtime';
 import { personAddresses } from './personAddresses';
 
 /*
@@ -7,6 +7,8 @@ import { personAddresses } from './personAddresses';
  * step last went out and when the person last rated; every address of the recipient is written, so a
  * later request that knows only the phone still matches an email-only history.
  */
+
+const DAY_SECONDS = 86_400;
 
 export interface PersonEvent {
   organizationId: string;
@@ -54,13 +56,22 @@ export async function recordRated(client: PoolClient, event: PersonEvent, at: Da
   );
 }
 
-/** The addresses among these that were sent a request, or whose person rated, after `since`. */
-export async function recentlyAsked(client: PoolClient, organizationId: string, addresses: string[], since: Date): Promise<Set<string>> {
-  if (addresses.length === 0) return new Set();
-  const { rows } = await client.query<{ address: string }>(
-    `SELECT address FROM person_activity
-      WHERE organization_id = $1 AND address = ANY($2::text[]) AND (last_sent_at > $3 OR last_rated_at > $3)`,
-    [organizationId, sqlArray([...new Set(addresses)]), since],
-  );
-  return new Set(rows.map((row) => row.address));
+/**
+ * The transaction's clock (`dbNow`'s), with the addresses among these that were sent a request, or whose
+ * person rated, within `cooldownDays` before it (to the millisecond, as the clock reads in JavaScript):
+ * one statement, so intake reads both in the request that opens its transaction (admission.ts).
+ */
+export function clockAndRecentlyAsked(organizationId: string, addresses: string[], cooldownDays: number): Statement {
+  if (addresses.length === 0 || cooldownDays <= 0) return { text: `SELECT clock_timestamp() AS now, '{}'::text[] AS asked` };
+  return {
+    text: `SELECT c.now, ARRAY(SELECT address FROM person_activity
+      WHERE organization_id = $1 AND address = ANY($2::text[]) AND (last_sent_at > c.since OR last_rated_at > c.since)) AS asked
+      FROM (SELECT now, date_trunc('milliseconds', now) - make_interval(secs => $3) AS since FROM (SELECT clock_timestamp() AS now) t) c`,
+    values: [organizationId, sqlArray([...new Set(addresses)]), cooldownDays * DAY_SECONDS],
+  };
+}
+
+/** What `clockAndRecentlyAsked` read. */
+export function clockAndAsked(row: { now: Date; asked: string[] }): { now: Date; asked: Set<string> } {
+  return { now: row.now, asked: new Set(row.asked) };
 }

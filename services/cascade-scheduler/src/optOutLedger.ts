@@ -1,5 +1,5 @@
 import type { schedulerV1, SuppressionSource } from '@rrs/proto';
-import { InvalidError, NotFoundError, sqlArray, type Pool, type PoolClient } from '@rrs/runtime';
+import { InvalidError, NotFoundError, sqlArray, type Pool, type PoolClient, type Statement } from '@rrs/runtime';
 import { isUuid } from './ids';
 import { personAddresses } from './personAddresses';
 import type { AddressHasher } from './personHash';
@@ -49,6 +49,45 @@ export async function recordOptOut(client: PoolClient, optOut: OptOut): Promise<
   return rowCount ?? 0;
 }
 
+/** The first request of a suppression check: the addresses asked about, and the statement that looks them up. */
+export interface SuppressionLookup {
+  wanted: string[];
+  statement: Statement;
+}
+
+/**
+ * `suppressedAmong`'s first request, for a caller that sends it with others (intake, admission.ts); null
+ * when there is no address to check. `suppressedFrom` reads its rows.
+ */
+export function suppressionLookup(organizationIds: Iterable<string>, addresses: Iterable<string>): SuppressionLookup | null {
+  const wanted = [...new Set(addresses)];
+  if (wanted.length === 0) return null;
+  // Organizations × addresses may pair an address with another organization than its recipient's;
+  // callers look up by the recipient's own organization, so such a row is never consulted.
+  return {
+    wanted,
+    statement: {
+      text: `SELECT organization_id, address FROM suppressions WHERE organization_id = ANY($1::uuid[]) AND address = ANY($2::text[])
+     UNION ALL SELECT organization_id, NULL FROM hashed_ledger_organizations WHERE organization_id = ANY($1::uuid[])`,
+      values: [sqlArray([...new Set(organizationIds)]), sqlArray(wanted)],
+    },
+  };
+}
+
+/** What a `suppressionLookup` found (its rows): looks the keyed hashes up too when an organization's ledger holds hashes. */
+export async function suppressedFrom(client: Pool | PoolClient, hasher: AddressHasher, lookup: SuppressionLookup, rows: ReadonlyArray<{ organization_id: string; address: string | null }>): Promise<Set<string>> {
+  const found = new Set(rows.flatMap((row) => (row.address === null ? [] : [`${row.organization_id}|${row.address}`])));
+  const hashedOrganizations = rows.flatMap((row) => (row.address === null ? [row.organization_id] : []));
+  if (hashedOrganizations.length === 0) return found;
+  const byHash = new Map(lookup.wanted.map((address) => [hasher.hash(address), address]));
+  const { rows: hashed } = await client.query<{ organization_id: string; address: string }>(
+    'SELECT organization_id, address FROM suppressions WHERE organization_id = ANY($1::uuid[]) AND address = ANY($2::text[])',
+    [sqlArray(hashedOrganizations), sqlArray([...byHash.keys()])],
+  );
+  for (const row of hashed) found.add(`${row.organization_id}|${byHash.get(row.address)}`);
+  return found;
+}
+
 /**
  * `organization|address` of each given address that is suppressed: by the address, or by its keyed
  * hash (an opt-out whose person was erased or retained past its time, anonymize.ts). Addresses are
@@ -56,26 +95,10 @@ export async function recordOptOut(client: PoolClient, optOut: OptOut): Promise<
  * same request; a second one looks the hashes up.
  */
 export async function suppressedAmong(client: Pool | PoolClient, hasher: AddressHasher, organizationIds: Iterable<string>, addresses: Iterable<string>): Promise<Set<string>> {
-  const wanted = [...new Set(addresses)];
-  if (wanted.length === 0) return new Set();
-  const organizations = sqlArray([...new Set(organizationIds)]);
-  // Organizations × addresses may pair an address with another organization than its recipient's;
-  // callers look up by the recipient's own organization, so such a row is never consulted.
-  const { rows } = await client.query<{ organization_id: string; address: string | null }>(
-    `SELECT organization_id, address FROM suppressions WHERE organization_id = ANY($1::uuid[]) AND address = ANY($2::text[])
-     UNION ALL SELECT organization_id, NULL FROM hashed_ledger_organizations WHERE organization_id = ANY($1::uuid[])`,
-    [organizations, sqlArray(wanted)],
-  );
-  const found = new Set(rows.flatMap((row) => (row.address === null ? [] : [`${row.organization_id}|${row.address}`])));
-  const hashedOrganizations = rows.flatMap((row) => (row.address === null ? [row.organization_id] : []));
-  if (hashedOrganizations.length === 0) return found;
-  const byHash = new Map(wanted.map((address) => [hasher.hash(address), address]));
-  const { rows: hashed } = await client.query<{ organization_id: string; address: string }>(
-    'SELECT organization_id, address FROM suppressions WHERE organization_id = ANY($1::uuid[]) AND address = ANY($2::text[])',
-    [sqlArray(hashedOrganizations), sqlArray([...byHash.keys()])],
-  );
-  for (const row of hashed) found.add(`${row.organization_id}|${byHash.get(row.address)}`);
-  return found;
+  const lookup = suppressionLookup(organizationIds, addresses);
+  if (!lookup) return new Set();
+  const { rows } = await client.query<{ organization_id: string; address: string | null }>(lookup.statement.text, lookup.statement.values as unknown[]);
+  return suppressedFrom(client, hasher, lookup, rows);
 }
 
 const MAX_PAGE = 500;

@@ -9,7 +9,6 @@ import { profileAt, type LocationInfo, type OrganizationProfiles, type SendingPr
 import { recipientLimit } from './organizationSettings';
 import { writeOutbox } from './outbox';
 import type { RecipientBudgets } from './recipientBudget';
-import { dbNow } from './recipientStore';
 import { normalizeRecipients, type RecipientInput } from './recipientInput';
 import { savedAnswerCodec, type SavedAnswer } from './savedAnswer';
 import { templatesByChannel, type SnapshotWriter } from './snapshots';
@@ -174,10 +173,9 @@ function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfi
 
 /** Writes the cascade's rows, and the finish events of the recipients skipped at intake. */
 async function writeCascade(client: PoolClient, hasher: AddressHasher, input: StartCascadeInput, flow: Flow, profile: SendingProfile): Promise<Omit<StartCascadeResult, 'recipientBudget'>> {
-  const now = await dbNow(client);
+  const { now, skips } = await intakeSkips(client, hasher, input, flow.steps.map((step) => step.channel), profile);
   // The StartCascade span's context: every message of this cascade is published as its child.
   const traceContext = injectTraceContext({});
-  const skips = await intakeSkips(client, hasher, input, flow.steps.map((step) => step.channel), profile, now);
   const rows = planCascade(input, flow, profile, skips, now, traceContext);
   await insertCascade(client, rows);
   const { cascade } = rows;

@@ -109,4 +109,20 @@ describe('intake statement (Postgres)', () => {
     ]);
     expect(new Set(steps.map((step) => step.id)).size).toBe(6);
   });
+
+  it('stores a value every recipient shares (sent once for all of them) on each, for one recipient and for many', async () => {
+    const consentAt = new Date('2026-11-02T08:30:00.123Z');
+    const shared = { email: '', phone: '', contactId: 'c-same', contactExternalId: 'crm-same', consentAt };
+    const read = async (id: string) =>
+      (await h.pool.query('SELECT position, name, status, finish_reason, contact_id, contact_external_id, consent_at FROM recipients WHERE cascade_id = $1 ORDER BY position', [id])).rows;
+    const start = (recipients: Array<typeof shared & { name: string }>) =>
+      h.scheduler.cascades.start({ organizationId: ORG, locationId: LOCATION, name: '', flowId: '', channel: 'EMAIL', externalId: '', recipients });
+    const row = (position: number, name: string) => ({ position, name, status: 'finished', finish_reason: 'unreachable', contact_id: 'c-same', contact_external_id: 'crm-same', consent_at: consentAt });
+    const many = await start([{ name: 'a', ...shared }, { name: 'b', ...shared }, { name: 'c', ...shared }]);
+    expect(await read(many.result.id)).toEqual([row(0, 'a'), row(1, 'b'), row(2, 'c')]);
+    const one = await start([{ name: 'only', ...shared }]);
+    expect(await read(one.result.id)).toEqual([row(0, 'only')]);
+    const { rows: steps } = await h.pool.query('SELECT DISTINCT status, reason FROM recipient_steps WHERE cascade_id = ANY($1::uuid[])', [[many.result.id, one.result.id]]);
+    expect(steps).toEqual([{ status: 'skipped', reason: 'no_contact' }]);
+  });
 });

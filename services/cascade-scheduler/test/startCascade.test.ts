@@ -39,6 +39,26 @@ describe('StartCascade over gRPC', () => {
     expect(c.cascade?.recipients[0].steps.map((s) => s.order)).toEqual([1, 2]);
   });
 
+  it('opens its transaction with one request: BEGIN, the clock, the opt-out and the cooldown lookups', async () => {
+    h.profiles.byOrganization.set(ORG, FakeProfiles.profile(ORG, { cooldownDays: 30 }));
+    const pg = await import('pg');
+    const requests = jest.spyOn(pg.default.Client.prototype, 'query');
+    try {
+      const res = await grpc.client.startCascade(base({ externalId: 'one-request' }));
+      expect(res).toMatchObject({ queued: 2, skipped: 0 });
+      const texts = requests.mock.calls.map(([config]) => String(typeof config === 'string' ? config : (config as { text?: string }).text));
+      // The dispatcher may run meanwhile; the cooldown's read is intake's own.
+      const cooldownReads = texts.filter((text) => /FROM person_activity\s+WHERE/.test(text));
+      expect(cooldownReads).toHaveLength(1);
+      expect(cooldownReads[0]).toMatch(/^BEGIN;/);
+      expect(cooldownReads[0]).toContain('clock_timestamp()');
+      expect(cooldownReads[0]).toContain('FROM suppressions');
+    } finally {
+      requests.mockRestore();
+      h.profiles.byOrganization.set(ORG, FakeProfiles.profile(ORG));
+    }
+  });
+
   it('normalizes phones to E.164 in the organization region', async () => {
     const res = await grpc.client.startCascade(base({ recipients: [{ name: 'A', email: '', phone: '8 (916) 123-45-67', contactId: '', contactExternalId: '' }] }));
     expect((await grpc.client.getCascade({ organizationId: ORG, id: res.id })).cascade?.recipients[0].phone).toBe('+79161234567');

@@ -6,6 +6,12 @@ export interface ChannelConfiguration {
   configured: boolean;
 }
 
+/** Every channel a list shows, given the organization's rows (in channel order): a channel without a row is not configured. */
+export function effectiveChannels(rows: readonly ChannelConfiguration[]): ChannelConfiguration[] {
+  const configured = new Map(rows.map((row) => [row.channel, row.configured]));
+  return shownChannels(rows.map((row) => row.channel)).map((channel) => ({ channel, configured: configured.get(channel) ?? false }));
+}
+
 /** Which channels an organization has set up; a channel without a row is not configured. */
 export class ChannelSettings {
   constructor(private readonly pool: Pool) {}
@@ -17,12 +23,8 @@ export class ChannelSettings {
 
   /** `list` for an organization already read (known to exist). */
   async listOf(organizationId: string): Promise<ChannelConfiguration[]> {
-    const { rows } = await this.pool.query<ChannelConfiguration>(
-      'SELECT channel, configured FROM channel_configurations WHERE organization_id = $1 ORDER BY channel',
-      [organizationId],
-    );
-    const configured = new Map(rows.map((row) => [row.channel, row.configured]));
-    return shownChannels(rows.map((row) => row.channel)).map((channel) => ({ channel, configured: configured.get(channel) ?? false }));
+    const { rows } = await this.pool.query<ChannelConfiguration>('SELECT channel, configured FROM channel_configurations WHERE organization_id = $1 ORDER BY channel', [organizationId]);
+    return effectiveChannels(rows);
   }
 
   async set(input: { organizationId: string; channel: string; configured: boolean }): Promise<ChannelConfiguration> {

@@ -112,11 +112,13 @@ export const MAX_REVIEW_LINKS = 20;
 const MAX_ALLOWED_COUNTRIES = 250;
 const PROVIDER = /^[a-z0-9][a-z0-9._-]{0,31}$/;
 
-const ORG_COLUMNS = `id, name, plan, email_confirmed AS "emailConfirmed", sms_balance AS "smsBalance",
+/** An organization's columns as `Organization` names them (the sending profile reads them too). */
+export const ORG_COLUMNS = `id, name, plan, email_confirmed AS "emailConfirmed", sms_balance AS "smsBalance",
   time_zone AS "timeZone", locale, default_region AS "defaultRegion", send_window AS "sendWindow", response_window_minutes AS "responseWindowMinutes",
   cooldown_days AS "cooldownDays", require_consent AS "requireConsent", allowed_countries AS "allowedCountries", created_at AS "createdAt"`;
 const KEY_COLUMNS = `id, organization_id AS "organizationId", name, scopes, prefix, last4, created_at AS "createdAt", revoked_at AS "revokedAt"`;
-const LOCATION_COLUMNS = `id, organization_id AS "organizationId", name, address, city, time_zone AS "timeZone", review_links AS "reviewLinks",
+/** A location's columns as `Location` names them. */
+export const LOCATION_COLUMNS = `id, organization_id AS "organizationId", name, address, city, time_zone AS "timeZone", review_links AS "reviewLinks",
   send_window AS "sendWindow", created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 function checkSendWindow(errors: FieldErrors, window: SendWindow | null | undefined): void {

@@ -7,7 +7,7 @@ import type { Contact, ContactBook } from './contactBook';
 import type { Templates } from './templates';
 import type { ChannelSettings } from './channels';
 import type { SmsBalance } from './smsBalance';
-import { sendingProfile } from './sendingProfile';
+import type { SendingProfiles } from './sendingProfile';
 import type { Member, Members, Session } from './members';
 
 export interface ContactsParts {
@@ -17,6 +17,7 @@ export interface ContactsParts {
   channels: ChannelSettings;
   smsBalance: SmsBalance;
   members: Members;
+  profiles: SendingProfiles;
 }
 
 /** proto3 leaves an unset field absent (undefined), where the domain says null. */
@@ -41,7 +42,7 @@ const SERVICE_NAME = 'rrs.contacts.v1.ContactsService';
 
 /** gRPC transport of the directory: maps messages to domain calls and back, nothing else. */
 export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
-  const { directory, contacts, templates, channels, smsBalance, members } = parts;
+  const { directory, contacts, templates, channels, smsBalance, members, profiles } = parts;
   return {
     name: SERVICE_NAME,
     definition: contactsV1.ContactsServiceService,
@@ -119,7 +120,7 @@ export function contactsGrpcService(parts: ContactsParts, logger: Logger) {
         return { channel: await channels.set(req) };
       },
       async getSendingProfile(req) {
-        const [profile, location] = await Promise.all([sendingProfile(parts, req.organizationId), req.locationId ? directory.getLocation(req.organizationId, req.locationId) : undefined]);
+        const { profile, location } = await profiles.read(req.organizationId, req.locationId);
         return { organization: toOrganization(profile.organization), templates: profile.templates, channels: profile.channels, location: location && toLocation(location) };
       },
       async debitSmsBalance(req) {

@@ -7,6 +7,7 @@ import { Templates } from './templates';
 import { ChannelSettings } from './channels';
 import { SmsBalance } from './smsBalance';
 import { Members } from './members';
+import { SendingProfiles } from './sendingProfile';
 import { schedulePurgeExpiredMemberTokens } from './memberTokenPurge';
 import { contactsGrpcService, type ContactsParts } from './grpcApi';
 import type { ContactsConfig } from './config';
@@ -41,6 +42,7 @@ export async function startContacts(config: StartContactsConfig, ctx: ServiceCon
     channels: new ChannelSettings(pool),
     smsBalance: new SmsBalance(pool),
     members: new Members(pool, directory),
+    profiles: new SendingProfiles(pool),
   };
   const grpcPort = await serveGrpc(ctx, { name: 'contacts', host: config.grpcHost, port: config.grpcPort, services: [contactsGrpcService(parts, ctx.logger)] });
   return { grpcPort, ...parts };

@@ -73,6 +73,24 @@ function checkPlaceholders(errors: FieldErrors, pointer: string, text: string): 
   }
 }
 
+/** An organization's own template as stored. */
+export interface TemplateRow {
+  channel: string;
+  subject: string;
+  body: string;
+}
+
+/** The effective templates of an organization whose own are `rows` (in channel order): see `Templates.list`. */
+export function effectiveTemplates(locale: string, rows: readonly TemplateRow[]): MessageTemplate[] {
+  const own = new Map(rows.map((row) => [row.channel, row]));
+  const effective = (channel: string): MessageTemplate => {
+    const template = own.get(channel);
+    return template ? { channel, subject: template.subject, body: template.body, isDefault: false } : defaultTemplate(locale, channel);
+  };
+  // MAX and TELEGRAM show what they send: the SMS template's text (a row kept from before that rule is not used).
+  return shownChannels(rows.map((row) => row.channel)).map((channel) => (templateChannelOf(channel) === channel ? effective(channel) : { ...effective(templateChannelOf(channel)), channel }));
+}
+
 /** Message templates per organization and channel; a channel without its own uses the locale default. */
 export class Templates {
   constructor(private readonly pool: Pool) {}
@@ -84,18 +102,8 @@ export class Templates {
 
   /** `list` for an organization already read (it exists; its locale picks the defaults). */
   async listOf(organization: { id: string; locale: string }): Promise<MessageTemplate[]> {
-    const { id: organizationId, locale } = organization;
-    const { rows } = await this.pool.query<{ channel: string; subject: string; body: string }>(
-      'SELECT channel, subject, body FROM message_templates WHERE organization_id = $1 ORDER BY channel',
-      [organizationId],
-    );
-    const own = new Map(rows.map((row) => [row.channel, row]));
-    const effective = (channel: string): MessageTemplate => {
-      const template = own.get(channel);
-      return template ? { channel, subject: template.subject, body: template.body, isDefault: false } : defaultTemplate(locale, channel);
-    };
-    // MAX and TELEGRAM show what they send: the SMS template's text (a row kept from before that rule is not used).
-    return shownChannels(rows.map((row) => row.channel)).map((channel) => (templateChannelOf(channel) === channel ? effective(channel) : { ...effective(templateChannelOf(channel)), channel }));
+    const { rows } = await this.pool.query<TemplateRow>('SELECT channel, subject, body FROM message_templates WHERE organization_id = $1 ORDER BY channel', [organization.id]);
+    return effectiveTemplates(organization.locale, rows);
   }
 
   async set(input: { organizationId: string; channel: string; subject?: string; body: string }): Promise<MessageTemplate> {

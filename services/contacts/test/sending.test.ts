@@ -92,6 +92,33 @@ describe('sending setup over gRPC', () => {
     });
   });
 
+  it('GetSendingProfile with a location answers what the organization, list and location reads answer, and not_found for a location not there', async () => {
+    const organization = await newOrg({ locale: 'en' });
+    await harness.client.setTemplate({ organizationId: organization.id, channel: 'EMAIL', subject: 'Rate {{location}}', body: 'Hi {{name}}: {{link}}' });
+    await harness.client.setTemplate({ organizationId: organization.id, channel: 'WHATSAPP', subject: '', body: 'Rate us {{link}}' });
+    await harness.client.setChannelConfiguration({ organizationId: organization.id, channel: 'VIBER_2', configured: true });
+    await harness.client.setChannelConfiguration({ organizationId: organization.id, channel: 'EMAIL', configured: true });
+    const location = (await harness.client.createLocation({
+      organizationId: organization.id, name: 'Main st.', address: 'Main st. 1', city: 'Moscow', timeZone: 'Europe/Moscow',
+      reviewLinks: [{ provider: 'yandex', url: 'https://yandex.ru/maps/org/1' }], sendWindow: { window: { start: '09:00', end: '21:00', days: [], channels: [] } },
+    })).location!;
+
+    const profile = await harness.client.getSendingProfile({ organizationId: organization.id, locationId: location.id.toUpperCase() });
+    expect(profile.organization).toEqual((await harness.client.getOrganization({ id: organization.id })).organization);
+    expect(profile.templates).toEqual((await harness.client.listTemplates({ organizationId: organization.id })).templates);
+    expect(profile.channels).toEqual((await harness.client.listChannelConfigurations({ organizationId: organization.id })).channels);
+    expect(profile.location).toEqual((await harness.client.getLocation({ organizationId: organization.id, id: location.id })).location);
+    expect((await harness.client.getSendingProfile({ organizationId: organization.id, locationId: '' })).location).toBeUndefined();
+
+    const foreign = (await harness.client.createLocation({ organizationId: (await newOrg()).id, name: 'Theirs', address: '', city: '', timeZone: '', reviewLinks: [] })).location!;
+    const gone = (await harness.client.createLocation({ organizationId: organization.id, name: 'Gone', address: '', city: '', timeZone: '', reviewLinks: [] })).location!;
+    await harness.client.deleteLocation({ organizationId: organization.id, id: gone.id });
+    for (const locationId of [foreign.id, gone.id, 'not-a-uuid']) {
+      expect(await failure(harness.client.getSendingProfile({ organizationId: organization.id, locationId }))).toMatchObject({ status: 404, code: 'not_found', message: expect.stringContaining(`location ${locationId}`) });
+    }
+    expect(await failure(harness.client.getSendingProfile({ organizationId: '0190c3c4-0000-7000-8000-000000000000', locationId: location.id }))).toMatchObject({ status: 404, code: 'not_found', message: expect.stringContaining('organization') });
+  });
+
   it('GetSendingProfile answers the organization, its effective templates and its channels', async () => {
     const organization = await newOrg({ locale: 'ru', smsBalance: 7 });
     await harness.client.setTemplate({ organizationId: organization.id, channel: 'SMS', subject: '', body: 'Оцените: {{link}}' });

@@ -81,6 +81,31 @@ const RECIPIENT_COLUMNS: ColumnTypes<RecipientRow> = {
 };
 const FLOW_STEP_COLUMNS: ColumnTypes<FlowStepRow> = { step_order: 'int', channel: 'text', delay_minutes: 'int' };
 
+/** Whether every recipient has the same value in `column` (timestamps compared by their time). */
+function sameForAll(recipients: readonly RecipientRow[], column: keyof RecipientRow): boolean {
+  const first = recipients[0][column];
+  const key = first instanceof Date ? first.getTime() : first;
+  return recipients.every((recipient) => {
+    const value = recipient[column];
+    return (value instanceof Date ? value.getTime() : value) === key;
+  });
+}
+
+/**
+ * The `recipient` rows the statement's inserts read as `u`: a column with one value for every recipient
+ * (the contact columns of an API start, the status, reasons and consent of a start that skips nobody)
+ * travels as one parameter, not as an array of that value, which PostgreSQL would parse element by
+ * element; the others as one array per column. Positions are not sent: `recipients` is in position order.
+ */
+function recipientRows(params: StatementParams, rows: NewCascade): string {
+  // A recipient's position is its place in the list: the row's ordinality, less one.
+  const columns = (Object.keys(RECIPIENT_COLUMNS) as Array<keyof RecipientRow>).filter((column) => column !== 'position');
+  const uniform = columns.filter((column) => sameForAll(rows.recipients, column));
+  const varying = Object.fromEntries(columns.filter((column) => !uniform.includes(column)).map((column) => [column, RECIPIENT_COLUMNS[column]])) as ColumnTypes<RecipientRow>;
+  const constants = uniform.map((column) => `, ${params.add(rows.recipients[0][column], RECIPIENT_COLUMNS[column])} AS ${column}`).join('');
+  return `SELECT u.*${constants} FROM ${unnestRows(params, 'u', varying, rows.recipients, { id: params.add(rows.recipientIds.bytes, 'uuid[]'), review_request_id: params.add(rows.reviewRequestIds.bytes, 'uuid[]') })}`;
+}
+
 /**
  * The whole intake in ONE statement (data-modifying CTEs over unnest arrays): one round trip whatever
  * the number of recipients. The recipients travel once, one array per column, and the review links
@@ -103,7 +128,7 @@ export async function insertCascade(client: PoolClient, rows: NewCascade): Promi
   const text = `WITH new_cascade AS (
       ${insertValues(params, 'cascades', CASCADE_COLUMNS, cascade, { id: cascadeId, organization_id: organizationId, location_id: locationId, created_at: at })}
     ), recipient AS (
-      SELECT * FROM ${unnestRows(params, 'u', RECIPIENT_COLUMNS, rows.recipients, { id: params.add(rows.recipientIds.bytes, 'uuid[]'), review_request_id: params.add(rows.reviewRequestIds.bytes, 'uuid[]') })}
+      ${recipientRows(params, rows)}
     ), new_review_links AS (
       ${insertSelect('review_requests', {
         id: 'u.review_request_id', organization_id: organizationId, token: 'u.token', location_id: locationId, recipient_id: 'u.id',
@@ -111,7 +136,7 @@ export async function insertCascade(client: PoolClient, rows: NewCascade): Promi
       }, 'recipient u')}
     ), new_recipients AS (
       ${insertSelect('recipients', {
-        id: 'u.id', cascade_id: cascadeId, organization_id: organizationId, position: 'u.position', name: 'u.name', email: 'u.email', phone: 'u.phone',
+        id: 'u.id', cascade_id: cascadeId, organization_id: organizationId, position: 'u.ordinality - 1', name: 'u.name', email: 'u.email', phone: 'u.phone',
         contact_id: 'u.contact_id', contact_external_id: 'u.contact_external_id', status: 'u.status', finish_reason: 'u.finish_reason',
         finished_at: `CASE WHEN u.status = 'finished' THEN ${at} END`, review_request_id: 'u.review_request_id', consent_at: 'u.consent_at',
       }, 'recipient u')}
