@@ -158,6 +158,17 @@ async function caughtUp(db) {
   return Number(n) <= CAUGHT_UP_ROWS;
 }
 
+/** Milliseconds until `done()` holds (asked every second), or null when it did not within CATCH_UP_WAIT_MS. */
+async function catchUp(done, what) {
+  const waited = Date.now();
+  try {
+    await waitUntil(done, CATCH_UP_WAIT_MS, what, 1_000);
+    return Date.now() - waited;
+  } catch {
+    return null;
+  }
+}
+
 /** Whether no recipient finished longer ago than the default retention is left to anonymize (read off recipients_to_retain). */
 async function retentionCaughtUp(db) {
   const { rows } = await db.query(
@@ -358,16 +369,8 @@ try {
     return Object.fromEntries(sides.map((side) => [side.label, (REQUESTS * 100) / (times.get(side).reduce((a, b) => a + b, 0) / 1000)]));
   };
   report.intakeFirst = await intake();
-  {
-    const waited = Date.now();
-    try {
-      await waitUntil(() => retentionCaughtUp(seeded.db), CATCH_UP_WAIT_MS, 'retention caught up', 1_000);
-      report.retentionCatchUpMs = Date.now() - waited;
-    } catch {
-      report.retentionCatchUpMs = null;
-    }
-    report.settleAfterRetentionMs = { history: await settle(seeded.db), empty: await settle(empty.db) };
-  }
+  report.retentionCatchUpMs = await catchUp(() => retentionCaughtUp(seeded.db), 'retention caught up');
+  report.settleAfterRetentionMs = { history: await settle(seeded.db), empty: await settle(empty.db) };
   report.intake = await intake();
   // GET /cascades/{id}: a cascade of 500 recipients on each side, read READS times, alternating.
   {
@@ -406,13 +409,7 @@ try {
     report.sendLogAfterFirst = await sendLogRows(seeded.db);
     // Then steady: once no send log row past SEND_LOG_KEEP_DAYS is left and the deleted rows' space is
     // vacuumed (what a service that has been pruning all along has), STEADY_ROUNDS rounds a side, alternating.
-    const waited = Date.now();
-    try {
-      await waitUntil(() => caughtUp(seeded.db), CATCH_UP_WAIT_MS, 'the senders\' pruning caught up', 1_000);
-      report.catchUpMs = Date.now() - waited;
-    } catch {
-      report.catchUpMs = null;
-    }
+    report.catchUpMs = await catchUp(() => caughtUp(seeded.db), "the senders' pruning caught up");
     report.settleAfterCatchUpMs = { history: await settle(seeded.db), empty: await settle(empty.db) };
     report.sendsSteady = { empty: [], history: [] };
     for (let i = 0; i < STEADY_ROUNDS; i++) {
