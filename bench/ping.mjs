@@ -66,7 +66,7 @@ const TARGET_RATIO = 0.85;
 const TARGET_P99_MS = 15;
 
 function startServer(kind, env) {
-  const child = fork(join(here, 'ping-servers.mjs'), [kind], { execArgv: kind === 'gateway' && process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/gwprof'] : [], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(join(here, 'ping-servers.mjs'), [kind], { execArgv: process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=/tmp/gwprof/${kind}`] : [], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   children.add(child);
   child.once('exit', () => children.delete(child));
   return new Promise((resolve, reject) => {
