@@ -91,7 +91,8 @@ function writeResult(req: Request, res: Response, route: Route, result: RouteRes
     res.end();
     return;
   }
-  if (req.fresh) {
+  // `req.fresh` (express) builds its answer from the response's validators: asked only when the request is conditional.
+  if ((req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined) && req.fresh) {
     res.statusCode = 304;
     res.end();
     return;
