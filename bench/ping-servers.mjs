@@ -2,8 +2,10 @@
 // Child process of bench/ping.mjs: serves one side of the comparison on a loopback port and reports it
 // over IPC. `gateway`: contacts (gRPC, PostgreSQL) + the gateway with REDIS_URL, so GET /ping runs the
 // real key check (cached in Redis) and the Redis rate limiter. `express`: a bare express hello-world.
-// Answers `cpu` with the process's CPU time so far (µs), for the CPU per request of each side.
+// Answers `cpu` with the process's CPU time so far (µs), for the CPU per request of each side, and its
+// garbage collections so far (count, total and longest pause in ms), for what the latency tail waits on.
 import { createRequire } from 'node:module';
+import { PerformanceObserver } from 'node:perf_hooks';
 
 const require = createRequire(import.meta.url);
 const kind = process.argv[2];
@@ -44,12 +46,21 @@ async function gateway() {
   return { url: `${gw.url}/api/v1/ping`, headers: { authorization: `Bearer ${secret}` }, stop: () => ctx.lifecycle.shutdown('bench done') };
 }
 
+const gc = { count: 0, ms: 0, maxMs: 0 };
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    gc.count++;
+    gc.ms += e.duration;
+    gc.maxMs = Math.max(gc.maxMs, e.duration);
+  }
+}).observe({ entryTypes: ['gc'] });
+
 const started = await (kind === 'gateway' ? gateway() : bareExpress());
 process.send({ url: started.url, headers: started.headers });
 process.on('message', async (m) => {
   if (m === 'cpu') {
     const { user, system } = process.cpuUsage();
-    process.send({ cpuMicros: user + system });
+    process.send({ cpuMicros: user + system, gc });
   } else if (m === 'stop') {
     await started.stop();
     process.exit(0);

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // GET /api/v1/ping through the gateway (API key check cached in memory and Redis, the Redis rate limiter
 // reserving in chunks) against a bare express hello-world, measured in the same run with autocannon,
-// loopback only. Also prints each side's CPU per request (its process) and the Redis server's CPU per
-// request over the same seconds (the whole server: other clients count too).
+// loopback only. Also prints each side's CPU per request (its process), the Redis server's CPU per
+// request over the same seconds (the whole server: other clients count too), the load generator's (this
+// process: autocannon shares the machine's two cores with the server), and each side's GC pauses.
 // The two sides are measured in alternating slices (--rounds, default 5: bare 2 s, gateway 2 s, …), so a
 // change in the machine's load during the run weighs on both; latency percentiles are over all slices.
 // Usage: npm run build && node bench/ping.mjs [--duration 10] [--connections 64] [--rounds 5]
@@ -66,7 +67,7 @@ const TARGET_RATIO = 0.85;
 const TARGET_P99_MS = 15;
 
 function startServer(kind, env) {
-  const child = fork(join(here, 'ping-servers.mjs'), [kind], { execArgv: kind === 'gateway' && process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/gwprof'] : [], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(join(here, 'ping-servers.mjs'), [kind], { execArgv: process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=/tmp/gwprof/${kind}`] : [], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   children.add(child);
   child.once('exit', () => children.delete(child));
   return new Promise((resolve, reject) => {
@@ -75,7 +76,7 @@ function startServer(kind, env) {
       clearTimeout(timer);
       resolve({
         ...m,
-        cpuMicros: () => new Promise((r) => { child.once('message', (answer) => r(answer.cpuMicros)); child.send('cpu'); }),
+        usage: () => new Promise((r) => { child.once('message', r); child.send('cpu'); }),
         stop: () => new Promise((r) => { child.once('exit', r); child.send('stop'); }),
       });
     });
@@ -98,13 +99,21 @@ async function redisCpuMicros(redis) {
 
 /** One side's slices so far: requests, seconds, CPU of its process and of Redis. */
 function side(label, target) {
-  return { label, target, slices: [], seconds: 0, serverCpu: 0, redisCpu: 0 };
+  return { label, target, slices: [], seconds: 0, serverCpu: 0, redisCpu: 0, clientCpu: 0, gc: { count: 0, ms: 0, maxMs: 0 } };
 }
 
 async function slice(s, seconds, redis) {
-  const [serverBefore, redisBefore] = [await s.target.cpuMicros(), await redisCpuMicros(redis)];
+  const [serverBefore, redisBefore] = [await s.target.usage(), await redisCpuMicros(redis)];
+  const clientBefore = process.cpuUsage();
   const r = await load(s.target, seconds);
-  s.serverCpu += (await s.target.cpuMicros()) - serverBefore;
+  const client = process.cpuUsage(clientBefore);
+  const serverAfter = await s.target.usage();
+  s.serverCpu += serverAfter.cpuMicros - serverBefore.cpuMicros;
+  s.clientCpu += client.user + client.system;
+  s.gc.count += serverAfter.gc.count - serverBefore.gc.count;
+  s.gc.ms += serverAfter.gc.ms - serverBefore.gc.ms;
+  // The longest pause of the process so far: after the warm-up, close enough to the measured slices'.
+  s.gc.maxMs = serverAfter.gc.maxMs;
   s.redisCpu += (await redisCpuMicros(redis)) - redisBefore;
   s.slices.push(r);
   s.seconds += seconds;
@@ -116,7 +125,9 @@ function report(s) {
   const rate = r.latency.totalCount / s.seconds;
   const statuses = { '2xx': r['2xx'], non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts };
   const perRequest = (micros) => String(Math.round(micros / r.latency.totalCount)).padStart(4);
-  console.log(`${s.label.padEnd(26)} ${rate.toFixed(0).padStart(7)} req/s   p50 ${String(r.latency.p50).padStart(3)} ms   p99 ${String(r.latency.p99).padStart(3)} ms   CPU/req: process ${perRequest(s.serverCpu)} µs, Redis ${perRequest(s.redisCpu)} µs   ${JSON.stringify(statuses)}`);
+  console.log(`${s.label.padEnd(26)} ${rate.toFixed(0).padStart(7)} req/s   p50 ${String(r.latency.p50).padStart(3)} ms   p99 ${String(r.latency.p99).padStart(3)} ms   CPU/req: process ${perRequest(s.serverCpu)} µs, Redis ${perRequest(s.redisCpu)} µs, load generator ${perRequest(s.clientCpu)} µs   ${JSON.stringify(statuses)}`);
+  // GC pauses stop every request in flight: a pause of several ms is a p99 of several ms.
+  console.log(`${''.padEnd(26)} GC: ${s.gc.count} pauses, mean ${(s.gc.ms / Math.max(1, s.gc.count)).toFixed(1)} ms, longest ${s.gc.maxMs.toFixed(1)} ms, ${perRequest(s.gc.ms * 1000)} µs/req`);
   if (r.non2xx > 0 || r.errors > 0) throw new Error(`${s.label}: ${r.non2xx} non-2xx responses and ${r.errors} errors; the comparison is void`);
   return { rate, p99: r.latency.p99 };
 }

@@ -33,6 +33,8 @@ export interface FailureLimiter {
   readonly kind: FailureKind;
   /** Seconds the address is still refused for; 0 = it may try. */
   blockedFor(address: string): Promise<number>;
+  /** True when this replica found the address not blocked within CLEAN_ADDRESS_CACHE_MS: `blockedFor` answers 0 without the store. */
+  isClean(address: string): boolean;
   /** Counts one failure; returns the seconds the address is now refused for (0 = still under the limit). */
   fail(address: string): Promise<number>;
 }
@@ -83,10 +85,12 @@ export function createFailureLimiters(options: { redis?: Redis; keyPrefix: strin
         return 0;
       }
     };
+    const isClean = (address: string) => (cleanUntil.get(address) ?? 0) > Date.now();
     out[kind] = {
       kind,
+      isClean,
       async blockedFor(address) {
-        if ((cleanUntil.get(address) ?? 0) > Date.now()) return 0;
+        if (isClean(address)) return 0;
         let check = checking.get(address);
         if (!check) {
           check = lookUp(address).finally(() => checking.delete(address));

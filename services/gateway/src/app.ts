@@ -71,32 +71,30 @@ export function createApp(deps: AppDeps): express.Express {
   app.locals.publicBaseUrl = deps.publicBaseUrl;
   app.set('etag', false);
 
-  // A caller's request id is kept when it is sane, so one id follows a request across systems.
+  // The front door, one middleware for every request (each express layer costs a match and a hop):
+  // the request id and the request's metrics and log line, then the probes, then the host guard.
+  const guardHost = hostGuard(deps.publicBaseUrl);
   app.use((req: Request, res: Response, next: NextFunction) => {
-    const given = req.get('x-request-id');
-    const id = given && REQUEST_ID.test(given) ? given : randomUUID();
+    // A caller's request id is kept when it is sane, so one id follows a request across systems.
+    const given = req.headers['x-request-id'];
+    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     res.locals.requestId = id;
     res.setHeader('x-request-id', id);
     const started = process.hrtime.bigint();
+    const path = req.path;
     res.on('finish', () => {
       const route = (res.locals.route as string | undefined) ?? (req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched');
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, seconds);
       // One line per request, joined to its trace by the logger's mixin; probes and scrapes are not logged.
-      if (!PROBE_PATHS.has(req.path)) {
+      if (!PROBE_PATHS.has(path)) {
         deps.logger.info({ requestId: id, method: req.method, route, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10 }, 'request');
       }
     });
-    next();
+    // The probes are answered before the host guard: the kubelet calls them by pod address.
+    if (!PROBE_PATHS.has(path)) return guardHost(req, res, next);
+    serveOps(deps.health, req, res).then((handled) => (handled ? undefined : guardHost(req, res, next)), next);
   });
-
-  app.use((req, res, next) => {
-    if (!PROBE_PATHS.has(req.path)) return next();
-    serveOps(deps.health, req, res).then((handled) => (handled ? undefined : next()), next);
-  });
-
-  // Everything but the probes answers only to the public host and loopback names (DNS rebinding).
-  app.use(hostGuard(deps.publicBaseUrl));
 
   const failureLimiters = deps.failureLimiters ?? createFailureLimiters({ keyPrefix: '' });
   const publicApiServed = serveApi(publicApi({ ...deps, failures: failureLimiters.apiKeyAuth }));

@@ -100,7 +100,7 @@ export function cachedAuthenticator(inner: Authenticator, options: { ttlMs: numb
     return unwrap(entry);
   };
 
-  return async (apiKey) => {
+  const authenticate: Authenticator = async (apiKey) => {
     if (options.ttlMs <= 0) return inner(apiKey);
     const id = keyId(apiKey);
     const cached = local.get(id);
@@ -115,6 +115,15 @@ export function cachedAuthenticator(inner: Authenticator, options: { ttlMs: numb
     }
     return pending;
   };
+  // A valid key found in this process's layer; anything else (a refusal too) is left to `authenticate`.
+  authenticate.cached = (apiKey) => {
+    if (options.ttlMs <= 0) return undefined;
+    const entry = local.get(keyId(apiKey));
+    if (!entry || 'invalid' in entry) return undefined;
+    lookups.inc({ outcome: 'local_hit' });
+    return entry.principal;
+  };
+  return authenticate;
 }
 
 /**

@@ -25,6 +25,11 @@ export interface QuotaAnswer {
 /** A key's quota as one replica spends it. A store failure (Redis and its insurance limiter both) rejects. */
 export interface ChunkedQuota {
   take(key: string): Promise<QuotaAnswer>;
+  /**
+   * The answer this replica can give from what it holds, without the store: a point of the held chunk,
+   * or the refusal of a window used up. Undefined when only a reservation can answer (use `take`).
+   */
+  takeHeld(key: string): QuotaAnswer | undefined;
 }
 
 /** What one replica holds of one key's quota in the current window. */
@@ -95,7 +100,17 @@ export function chunkedQuota(options: { store: RateLimiterAbstract; limit: numbe
     }
   };
 
+  const fromHeld = (held: Chunk | undefined, now: number): QuotaAnswer | undefined => {
+    if (!held || held.reserving || now >= held.windowEnds) return undefined;
+    if (held.unspent > 0) return spend(held, now);
+    if (held.storeRemaining === 0) return refuse(held, now);
+    return undefined;
+  };
+
   return {
+    takeHeld(key) {
+      return fromHeld(chunks.get(key), Date.now());
+    },
     async take(key) {
       for (;;) {
         const now = Date.now();
@@ -104,10 +119,8 @@ export function chunkedQuota(options: { store: RateLimiterAbstract; limit: numbe
           await held.reserving;
           continue;
         }
-        if (held && now < held.windowEnds) {
-          if (held.unspent > 0) return spend(held, now);
-          if (held.storeRemaining === 0) return refuse(held, now);
-        }
+        const answer = fromHeld(held, now);
+        if (answer) return answer;
         if (!held) {
           if (chunks.size >= sweepAt) sweep(now);
           held = { unspent: 0, storeRemaining: 0, windowEnds: 0 };

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { DomainError, ForbiddenError, RateLimitedError, UnauthenticatedError } from '@rrs/runtime';
 import type { FailureLimiter } from '../../addressLimits';
-import { applyRateLimit, type RateLimiter } from '../../rateLimit';
+import { answerRateLimit, applyRateLimit, type RateLimiter } from '../../rateLimit';
 import { bearerCredential, type AuthDescription, type AuthGate, type AuthRequirement } from './kinds';
 
 /** Who an API key speaks for: its organization (its plan sets the request quota; the sending rule is the scheduler's), the key and its scopes. */
@@ -11,8 +11,12 @@ export interface Principal {
   scopes: string[];
 }
 
-/** Resolves an API key to its principal, or rejects with 401 `invalid_api_key` (an UnauthenticatedError). */
-export type Authenticator = (apiKey: string) => Promise<Principal>;
+/**
+ * Resolves an API key to its principal, or rejects with 401 `invalid_api_key` (an UnauthenticatedError).
+ * `cached`, when the authenticator has a memory: the principal of a valid key it holds, at once, counted as
+ * the same lookup would be; undefined for anything else (then the call itself answers).
+ */
+export type Authenticator = ((apiKey: string) => Promise<Principal>) & { cached?: (apiKey: string) => Principal | undefined };
 
 /**
  * One answer for every key that does not admit: a malformed, unknown or revoked key (or a request with
@@ -57,18 +61,46 @@ async function admitKey(authenticate: Authenticator, req: Request, failures?: Fa
   }
 }
 
-/** The key (401, 429 after too many invalid keys from the address) → the plan's quota when the route is rate-limited (429, RateLimit headers) → the scope (403). */
-export function apiKeyGate(deps: { authenticate: Authenticator; rateLimiter: RateLimiter; failures?: FailureLimiter }): AuthGate<Principal> {
+type ApiKeyGateDeps = { authenticate: Authenticator; rateLimiter: RateLimiter; failures?: FailureLimiter };
+
+/**
+ * The key (401, 429 after too many invalid keys from the address) → the plan's quota when the route is
+ * rate-limited (429, RateLimit headers) → the scope (403). When everything it needs is in this replica's
+ * memory (the address seen clean, the key's principal cached, a point of the held quota chunk) a request
+ * is admitted synchronously, with the same answers and counts as the asynchronous path.
+ */
+export function apiKeyGate(deps: ApiKeyGateDeps): AuthGate<Principal> {
   return {
-    async admit(requirement: AuthRequirement, req, res: Response) {
-      const principal = await admitKey(deps.authenticate, req, deps.failures);
-      if (requirement.rateLimited) await applyRateLimit(deps.rateLimiter, principal, res);
-      if (requirement.scope && !principal.scopes.includes(requirement.scope)) {
-        throw new ForbiddenError('insufficient_scope', `this key lacks the scope ${requirement.scope}`, { details: { requiredScope: requirement.scope } });
-      }
-      return principal;
+    admit(requirement: AuthRequirement, req, res: Response) {
+      const known = principalInMemory(deps, req);
+      if (known === undefined) return admitKey(deps.authenticate, req, deps.failures).then((principal) => afterKey(deps, requirement, principal, res));
+      return afterKey(deps, requirement, known, res);
     },
   };
+}
+
+/** The principal of a request whose address and key this replica already knows to admit; undefined otherwise. */
+function principalInMemory(deps: ApiKeyGateDeps, req: Request): Principal | undefined {
+  if (!deps.authenticate.cached) return undefined;
+  if (deps.failures && !deps.failures.isClean(req.ip ?? 'unknown')) return undefined;
+  const key = bearerCredential(req);
+  return key ? deps.authenticate.cached(key) : undefined;
+}
+
+function afterKey(deps: ApiKeyGateDeps, requirement: AuthRequirement, principal: Principal, res: Response): Principal | Promise<Principal> {
+  if (requirement.rateLimited) {
+    const held = deps.rateLimiter.consumeHeld?.(principal);
+    if (held === undefined) return applyRateLimit(deps.rateLimiter, principal, res).then(() => withScope(requirement, principal));
+    answerRateLimit(held, res);
+  }
+  return withScope(requirement, principal);
+}
+
+function withScope(requirement: AuthRequirement, principal: Principal): Principal {
+  if (requirement.scope && !principal.scopes.includes(requirement.scope)) {
+    throw new ForbiddenError('insufficient_scope', `this key lacks the scope ${requirement.scope}`, { details: { requiredScope: requirement.scope } });
+  }
+  return principal;
 }
 
 export const apiKeyDescription: AuthDescription = {

@@ -25,9 +25,12 @@ export interface AuthRequirement {
   readonly rateLimited: boolean;
 }
 
-/** Admits a request to a route of its kind, or throws the refusal (401, 403, 429, …); resolves to the principal handlers get. */
+/**
+ * Admits a request to a route of its kind, or throws the refusal (401, 403, 429, …); the principal handlers
+ * get, or a promise of it when the gate has to wait for something (a gate may answer at once from memory).
+ */
 export interface AuthGate<P> {
-  admit(requirement: AuthRequirement, req: Request, res: Response): Promise<P>;
+  admit(requirement: AuthRequirement, req: Request, res: Response): P | Promise<P>;
 }
 
 /** What the OpenAPI document says about a kind. */
