@@ -90,14 +90,20 @@ function dueOrderClaim(bounded: boolean): string {
  * section's first live entry lie the entries of the steps dispatched since the last vacuum: the
  * skip-scan walks that dead prefix once, and the candidates' read starts past it (reading it again per
  * section and per probe made a claim's cost grow with the steps sent since the last vacuum). The
- * section's candidates are bounded by an equality on `bulk`, the row comparison `(bulk, due_at) >= (…,
- * first live due time)` and `due_at <= now`, after equalities on the index's first two columns. The
- * row comparison is what B-tree positioning starts from (the first live entry, past the dead prefix),
- * and what the due index cannot serve (a plain `due_at` range both ways let the planner read every
- * organization's due steps from that time off the due index instead); `due_at <= now` behind
- * equalities on the three columns before it is what ends the scan at the due time (a row comparison
- * as the upper bound positioned nothing and ended nothing: the read went on through every future entry
- * of the section, at 1 M future steps ~8 000 pages and 350–500 ms a claim).
+ * section's candidates are read from the row comparison `(bulk, due_at) >= (…, first live due time)`
+ * after equalities on the index's first two columns: that is what B-tree positioning starts from (with
+ * `bulk = …` as an equality beside it, the equality is what positions, at the section's first entry,
+ * dead prefix and all), and what the due index cannot serve (a plain `due_at` range let the planner
+ * read every organization's due steps from that time off the due index instead). The small section's
+ * read ends where the bulk one begins (`bulk <= false`, a bound on a column behind equalities, which
+ * ends a B-tree scan), and a section with no live entry is not read (a NULL in the row comparison
+ * would compare on `bulk` alone). The read takes the room's worth of entries and only then keeps those
+ * that are due: within a section the due entries come first, so this is exactly its due steps up to the
+ * room. A due-time bound inside the read would not end it (PostgreSQL 15 ends a B-tree scan neither on
+ * a row comparison nor on a column whose predecessor has no equality), and with fewer steps due than
+ * the room it went on through every future step of the section (at 1 M future steps ~8 000 pages,
+ * 350–500 ms a claim). The condition outside stays outside: PostgreSQL does not push it into a
+ * subquery with a LIMIT.
  *
  * The candidates are read unlocked, then locked in that order (a nested loop over the materialized,
  * sorted candidates: the limit stops the locking) with SKIP LOCKED (a step another claimer holds is
@@ -127,15 +133,17 @@ function fairClaim(bounded: boolean): string {
          SELECT c.id, c.recipient_id, c.due_at, o.sent_channel, o.room,
                 row_number() OVER (PARTITION BY o.organization_id, o.sent_channel ORDER BY c.bulk, c.due_at) AS turn
            FROM open o CROSS JOIN clock CROSS JOIN LATERAL (
-             (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
+             (SELECT s.* FROM (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
                WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND status = 'scheduled'
-                 AND bulk = false AND (bulk, due_at) >= (false, o.small_from) AND due_at <= clock.now
-               ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(o.room, 0) + 1)
+                 AND (bulk, due_at) >= (false, o.small_from) AND bulk <= false AND o.small_from IS NOT NULL
+               ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(o.room, 0) + 1) s
+               WHERE s.due_at <= clock.now)
              UNION ALL
-             (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
+             (SELECT s.* FROM (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
                WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND status = 'scheduled'
-                 AND bulk = true AND (bulk, due_at) >= (true, o.bulk_from) AND due_at <= clock.now
-               ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(o.room, 0) + 1)
+                 AND (bulk, due_at) >= (true, o.bulk_from) AND o.bulk_from IS NOT NULL
+               ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(o.room, 0) + 1) s
+               WHERE s.due_at <= clock.now)
              LIMIT greatest(o.room, 0) + 1) c),
        ranked AS (
          SELECT id, turn, due_at, room, row_number() OVER (PARTITION BY sent_channel ORDER BY turn, due_at) AS nth FROM candidates),
