@@ -169,13 +169,23 @@ async function catchUp(done, what) {
   }
 }
 
-/** Whether no recipient finished longer ago than the default retention is left to anonymize (read off recipients_to_retain). */
-async function retentionCaughtUp(db) {
-  const { rows } = await db.query(
+/** Retention rounds (retentionRound, 500 recipients each) on `side` until one finds nothing more: their count and time. */
+async function retentionCatchUp(side) {
+  const ctx = createServiceContext('bench-history', 'warn');
+  const pool = createPool({ url: side.url, schema: 'scheduler', max: 2 });
+  const started = Date.now();
+  let rounds = 0;
+  try {
+    while ((await retentionRound({ pool, hasher: new AddressHasher(DEVELOPMENT_PERSON_HASH_KEY), logger: ctx.logger, batchSize: 500 })).more) rounds++;
+  } finally {
+    await pool.end();
+  }
+  const { rows } = await side.db.query(
     `SELECT 1 FROM recipients WHERE anonymized_at IS NULL AND finished_at IS NOT NULL AND finished_at < now() - make_interval(days => $1) LIMIT 1`,
     [DEFAULT_RETENTION_DAYS],
   );
-  return rows.length === 0;
+  if (rows.length > 0) throw new Error('retention rounds ended with recipients past retention left');
+  return { ms: Date.now() - started, rounds: rounds + 1 };
 }
 
 /**
@@ -360,16 +370,17 @@ try {
     report.bytesPerMillion = (await seeded.size()) / (RECIPIENTS / 1e6);
   }
   // Intake: REQUESTS requests of 100 recipients on each side, one at a time, the sides alternating;
-  // first right away, while the seeded side's scheduler anonymizes the history past retention (a year
-  // and two weeks seeded, 365 days kept: what a service that never pruned does on its first start),
-  // then once that is done and both databases are vacuumed (what a service that has been pruning all
+  // first right after the seed, then once the history past retention (a year and two weeks seeded, 365
+  // days kept) is anonymized and both databases are vacuumed (what a service that has been pruning all
   // along has): the second is the figure against the target, as for the sends.
   const intake = async () => {
     const times = await alternately(sides, REQUESTS, (side, i) => side.post(100, i));
     return Object.fromEntries(sides.map((side) => [side.label, (REQUESTS * 100) / (times.get(side).reduce((a, b) => a + b, 0) / 1000)]));
   };
   report.intakeFirst = await intake();
-  report.retentionCatchUpMs = await catchUp(() => retentionCaughtUp(seeded.db), 'retention caught up');
+  // The servers' retention loop ran its first round at their start, before the seed, and the next is an
+  // hour away: the history past retention is anonymized here by the same rounds, back to back, timed.
+  report.retentionCatchUp = await retentionCatchUp(seeded);
   report.settleAfterRetentionMs = { history: await settle(seeded.db), empty: await settle(empty.db) };
   report.intake = await intake();
   // GET /cascades/{id}: a cascade of 500 recipients on each side, read READS times, alternating.
@@ -433,8 +444,8 @@ const [gh, ge] = [report.getCascade.history, report.getCascade.empty];
 const steady = Object.fromEntries(Object.entries(report.sendsSteady).map(([label, rounds]) => [label, mean(rounds.map((round) => round.sendsPerSecond))]));
 console.log(JSON.stringify(report, null, 2));
 console.log(`history of ${RECIPIENTS} finished recipients (seeded in ${report.seedSeconds} s, ${(report.bytesPerMillion / 2 ** 30).toFixed(2)} GiB per million; vacuumed in ${report.settleAfterSeedMs.history} ms), each figure against an empty database measured alternately in the same run:`);
-console.log(`  intake while the scheduler anonymizes the history past retention: ${Math.round(report.intakeFirst.history)} vs ${Math.round(report.intakeFirst.empty)} recipients/s: ${ratio(report.intakeFirst.history, report.intakeFirst.empty)} × empty`);
-console.log(`    retention caught up ${report.retentionCatchUpMs === null ? `NOT within ${CATCH_UP_WAIT_MS / 1000} s` : `${(report.retentionCatchUpMs / 1000).toFixed(1)} s after that`}; vacuumed in ${report.settleAfterRetentionMs.history} ms`);
+console.log(`  intake right after the seed (the history past retention not yet anonymized): ${Math.round(report.intakeFirst.history)} vs ${Math.round(report.intakeFirst.empty)} recipients/s: ${ratio(report.intakeFirst.history, report.intakeFirst.empty)} × empty`);
+console.log(`    the history past retention anonymized in ${report.retentionCatchUp.rounds} rounds, ${(report.retentionCatchUp.ms / 1000).toFixed(1)} s; vacuumed in ${report.settleAfterRetentionMs.history} ms`);
 console.log(`  intake then: ${Math.round(report.intake.history)} vs ${Math.round(report.intake.empty)} recipients/s: ${ratio(report.intake.history, report.intake.empty)} × empty (target ≥ 0.9)`);
 console.log(`  GET /cascades/{id} p50 ${gh.p50.toFixed(1)} vs ${ge.p50.toFixed(1)} ms: ${ratio(gh.p50, ge.p50)} × empty (target ≤ 1.2); p99 ${gh.p99.toFixed(1)} vs ${ge.p99.toFixed(1)} ms (target < 50)`);
 console.log(`  overview 30 days (${oh.requestsInRange} requests in range) p95, live from the raw rows: ${liveP95(oh.live)} vs ${liveP95(oe.live)}`);
