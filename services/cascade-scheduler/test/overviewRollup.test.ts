@@ -3,7 +3,7 @@ import { testLogger, waitFor } from '@rrs/testkit';
 import { overviewRollupRound } from '../src';
 import { anonymizeRecipients } from '../src/anonymize';
 import { getOverview, overviewParts } from '../src/overview';
-import { BUCKET_MS, ROLLUP_AGE_HOURS } from '../src/overviewRollup';
+import { BUCKET_MS, CHANNEL_FACTS, FUNNEL_FACTS, ROLLUP_AGE_HOURS } from '../src/overviewRollup';
 import { DUE_CHANNEL } from '../src/recipientStore';
 import { LOCATION, ORG, startHarness, type Harness } from './harness';
 
@@ -197,6 +197,29 @@ describe('overview roll-up: the same figures as the live computation, from count
     const after = await bothWays('America/New_York', 29, 0);
     expect(after.rolled).toEqual(before.rolled);
     expect(after.live).toEqual(before.live);
+  });
+
+  it('the live computation looks up clicks for rated requests only, and counts the channels\' steps without a sort and an aggregate per request', async () => {
+    type PlanNode = { 'Node Type': string; 'Relation Name'?: string; 'Actual Loops': number; Plans?: PlanNode[] };
+    const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
+    const range = [ORG, [new Date(Date.now() - 7 * 86_400_000)], [new Date(Date.now() + 60_000)]];
+    const { rows: [counts] } = await h.pool.query(
+      `SELECT count(*)::int AS requests, count(*) FILTER (WHERE rated_at IS NOT NULL)::int AS rated FROM review_requests WHERE organization_id = $1 AND created_at >= $2 AND created_at < $3`,
+      [ORG, range[1][0], range[2][0]],
+    );
+    expect(counts.rated).toBeGreaterThan(0);
+    expect(counts.rated).toBeLessThan(counts.requests / 2);
+    for (const statement of [FUNNEL_FACTS, CHANNEL_FACTS]) {
+      const { rows } = await h.pool.query(`EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) ${statement}`, range);
+      const plan = nodes(rows[0]['QUERY PLAN'][0].Plan);
+      // The clicks' subplan runs once per rated request (it ran for every request).
+      const clicks = plan.filter((node) => node['Relation Name'] === 'public_link_clicks');
+      expect(clicks.length).toBeGreaterThan(0);
+      for (const node of clicks) expect(node['Actual Loops']).toBeLessThanOrEqual(counts.rated);
+      // Per request, only the steps' index scan: no sort or aggregate run as many times as there are requests.
+      const perRequest = plan.filter((node) => node['Actual Loops'] >= counts.requests && ['Aggregate', 'Sort'].includes(node['Node Type']) && node['Relation Name'] === undefined);
+      expect({ statement: statement.slice(0, 40), perRequest: perRequest.map((node) => node['Node Type']) }).toEqual({ statement: statement.slice(0, 40), perRequest: statement === FUNNEL_FACTS ? ['Aggregate'] : [] });
+    }
   });
 
   it('overviewParts: the range is read from whole rolled-up buckets but the stale ones, the rest live', () => {
