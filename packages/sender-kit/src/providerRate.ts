@@ -25,7 +25,8 @@ export function providerRateWindowCalls(perSecond: number, index: number): numbe
  * second (any ten consecutive windows), at most ⌈N/10⌉ in one window. With Redis each window's count is one
  * key per provider and window, shared by every replica of the sender, so the rule holds whatever the
  * replicas (windows follow each replica's clock: NTP-synced hosts agree to a few ms); without Redis each
- * process keeps its own.
+ * process keeps its own. Between replicas a window's calls go to those that ask first (each asks for as many
+ * as it has waiting, at most the window's).
  *
  * Shared between organizations round-robin: the calls waiting in this process form one line per
  * organization (first come, first served within it), and each call the account allows goes to the first
@@ -94,29 +95,35 @@ export function createProviderRate(options: { provider: string; perSecond: numbe
     for (const w of refused) w.reject(new RetryableSendError('rate_limited', `${provider}: send rate of ${perSecond}/s reached`, { retryAfterMs }));
   };
 
-  // One loop per process hands out the calls, one store round trip each, while calls wait. A call is
-  // counted before it is given to a waiter, so it goes to whoever's turn it is when the count comes back.
+  // One loop per process hands out the calls while calls wait: at each turn it asks the store for as many
+  // of the window's calls as it has calls waiting (one round trip, however many: a busy event loop must
+  // not leave a window's calls unused), and gets those the window still holds. The count is one atomic
+  // increment, so replicas asking together get exactly the window's calls between them: the first to ask
+  // is served first (replicas share the account by who asks first in each window; within the process the
+  // calls go round-robin). They are given out in turn order as the answer comes back.
   const serve = async (): Promise<void> => {
-    serving = true;
     try {
       while (waiting > 0) {
         const window = Math.floor(Date.now() / PROVIDER_RATE_WINDOW_MS);
         const calls = providerRateWindowCalls(perSecond, window);
-        let counted = false;
-        if (calls > 0) {
+        const asked = Math.min(waiting, calls);
+        let granted = 0;
+        if (asked > 0) {
+          let counted: RateLimiterRes;
           try {
-            counted = (await limiter.consume(`calls:${window}`, 1)).consumedPoints <= calls;
+            counted = await limiter.consume(`calls:${window}`, asked);
           } catch (err) {
             if (!(err instanceof RateLimiterRes)) {
               nextInTurn().reject(new RetryableSendError('rate_limiter_unavailable', 'the provider-rate store (Redis) failed', { cause: err }));
               continue;
             }
+            counted = err;
           }
+          // The window's count with ours added: of the `asked`, those within its calls are ours.
+          granted = Math.max(0, Math.min(asked, calls - (counted.consumedPoints - asked)));
         }
-        if (counted) {
-          nextInTurn().resolve(window * PROVIDER_RATE_WINDOW_MS);
-          continue;
-        }
+        for (let i = 0; i < granted; i++) nextInTurn().resolve(window * PROVIDER_RATE_WINDOW_MS);
+        if (asked > 0 && granted === asked) continue;
         // This window's calls are taken (here or by another replica): wait for the next window holding any.
         let next = window + 1;
         while (providerRateWindowCalls(perSecond, next) === 0) next++;
@@ -140,7 +147,11 @@ export function createProviderRate(options: { provider: string; perSecond: numbe
           turns.push(organization);
         }
         waiting++;
-        if (!serving) void serve();
+        // Started after the current task, so the calls asked for together are counted in one round trip.
+        if (!serving) {
+          serving = true;
+          queueMicrotask(() => void serve());
+        }
       });
     },
   };
