@@ -123,7 +123,8 @@ export function createProviderRate(options: { provider: string; perSecond: numbe
           granted = Math.max(0, Math.min(asked, calls - (counted.consumedPoints - asked)));
         }
         for (let i = 0; i < granted; i++) nextInTurn().resolve(window * PROVIDER_RATE_WINDOW_MS);
-        if (asked > 0 && granted === asked) continue;
+        // All asked for were granted and the window has more: ask again for calls that came meanwhile.
+        if (asked > 0 && granted === asked && asked < calls) continue;
         // This window's calls are taken (here or by another replica): wait for the next window holding any.
         let next = window + 1;
         while (providerRateWindowCalls(perSecond, next) === 0) next++;
