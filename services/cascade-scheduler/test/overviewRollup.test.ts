@@ -222,6 +222,32 @@ describe('overview roll-up: the same figures as the live computation, from count
     }
   });
 
+  it('the live computation looks a request\'s steps up by its recipient whatever the planner prefers: no join reads recipient_steps as a whole', async () => {
+    // With nested loops costed out, a statement whose steps' lookup PostgreSQL may flatten into a join
+    // picks a hash or merge join over the whole table (what it chose on a 5 M history); a lookup that
+    // cannot be flattened stays a parameterized index scan.
+    type PlanNode = { 'Node Type': string; 'Relation Name'?: string; 'Index Cond'?: string; 'Recheck Cond'?: string; Plans?: PlanNode[] };
+    const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
+    const client = await h.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL enable_nestloop = off');
+      for (const statement of [FUNNEL_FACTS, CHANNEL_FACTS]) {
+        const { rows } = await client.query(`EXPLAIN (FORMAT JSON) ${statement}`, [ORG, [new Date(Date.now() - 86_400_000)], [new Date()]]);
+        const steps = nodes(rows[0]['QUERY PLAN'][0].Plan).filter((node) => node['Relation Name'] === 'recipient_steps');
+        expect(steps.length).toBeGreaterThan(0);
+        // Each read of the table is by one recipient's key, the recipient coming from the request read.
+        for (const node of steps) {
+          expect({ statement: statement.slice(0, 40), node: node['Node Type'], cond: node['Index Cond'] ?? node['Recheck Cond'] })
+            .toEqual({ statement: statement.slice(0, 40), node: expect.stringMatching(/^(Index Scan|Index Only Scan|Bitmap Heap Scan)$/), cond: expect.stringMatching(/recipient_id = /) });
+        }
+      }
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  });
+
   it('overviewParts: the range is read from whole rolled-up buckets but the stale ones, the rest live', () => {
     const at = (minutes: number) => Date.UTC(2026, 0, 10) + minutes * 60_000;
     // A range starting and ending mid-bucket, rolled up to 10:00, one stale bucket at 02:00.
