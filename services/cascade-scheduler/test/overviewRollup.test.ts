@@ -3,7 +3,7 @@ import { testLogger, waitFor } from '@rrs/testkit';
 import { overviewRollupRound } from '../src';
 import { anonymizeRecipients } from '../src/anonymize';
 import { getOverview, overviewParts } from '../src/overview';
-import { BUCKET_MS, CHANNEL_FACTS, FUNNEL_FACTS, ROLLUP_AGE_HOURS } from '../src/overviewRollup';
+import { BUCKET_MS, CHANNEL_FACTS, FUNNEL_FACTS, RATING_FACTS, ROLLUP_AGE_HOURS } from '../src/overviewRollup';
 import { DUE_CHANNEL } from '../src/recipientStore';
 import { LOCATION, ORG, startHarness, type Harness } from './harness';
 
@@ -222,7 +222,7 @@ describe('overview roll-up: the same figures as the live computation, from count
     }
   });
 
-  it('the live computation looks a request\'s steps up by its recipient whatever the planner prefers: no join reads recipient_steps as a whole', async () => {
+  it('the live computation looks a request\'s steps and rating up by its keys whatever the planner prefers: no join reads recipient_steps or ratings as a whole', async () => {
     // With nested loops costed out, a statement whose steps' lookup PostgreSQL may flatten into a join
     // picks a hash or merge join over the whole table (what it chose on a 5 M history); a lookup that
     // cannot be flattened stays a parameterized index scan.
@@ -232,14 +232,14 @@ describe('overview roll-up: the same figures as the live computation, from count
     try {
       await client.query('BEGIN');
       await client.query('SET LOCAL enable_nestloop = off');
-      for (const statement of [FUNNEL_FACTS, CHANNEL_FACTS]) {
+      for (const [statement, table] of [[FUNNEL_FACTS, 'recipient_steps'], [CHANNEL_FACTS, 'recipient_steps'], [RATING_FACTS, 'ratings']]) {
         const { rows } = await client.query(`EXPLAIN (FORMAT JSON) ${statement}`, [ORG, [new Date(Date.now() - 86_400_000)], [new Date()]]);
-        const steps = nodes(rows[0]['QUERY PLAN'][0].Plan).filter((node) => node['Relation Name'] === 'recipient_steps');
+        const steps = nodes(rows[0]['QUERY PLAN'][0].Plan).filter((node) => node['Relation Name'] === table);
         expect(steps.length).toBeGreaterThan(0);
         // Each read of the table is by one recipient's key, the recipient coming from the request read.
         for (const node of steps) {
           expect({ statement: statement.slice(0, 40), node: node['Node Type'], cond: node['Index Cond'] ?? node['Recheck Cond'] })
-            .toEqual({ statement: statement.slice(0, 40), node: expect.stringMatching(/^(Index Scan|Index Only Scan|Bitmap Heap Scan)$/), cond: expect.stringMatching(/recipient_id = /) });
+            .toEqual({ statement: statement.slice(0, 40), node: expect.stringMatching(/^(Index Scan|Index Only Scan|Bitmap Heap Scan)$/), cond: expect.stringMatching(/(recipient_id|review_request_id) = /) });
         }
       }
     } finally {
