@@ -377,10 +377,17 @@ async function runOnce(fault, cluster, shape) {
     const faultEnd = await shape.injectFault(fault, { services, cluster, receiver });
     const sentAtFaultEnd = smtp.count + smsc.count;
     const hooksAtFaultEnd = receiver.state.events.size;
-    log(`${fault}: fault ${((faultEnd - faultStart) / 1000).toFixed(1)} s`);
+    const ratedAtFaultEnd = receiver.state.rated.size;
+    // A fault that lasts as long as the work (a rolling restart of every service on a loaded machine) can
+    // see every recipient's finish event arrive while it is still going on: nothing is left to recover,
+    // and no traffic follows it.
+    const finishedDuringFault = hooksAtFaultEnd >= recipients.length;
+    log(`${fault}: fault ${((faultEnd - faultStart) / 1000).toFixed(1)} s${finishedDuringFault ? '; every recipient finished during it' : ''}`);
 
     // Recovery: the first provider send or webhook after the fault ended, with no action from here.
-    const recovered = until('traffic after the fault', () => Promise.resolve(smtp.count + smsc.count > sentAtFaultEnd || receiver.state.events.size > hooksAtFaultEnd ? Date.now() : 0), { timeoutMs: SETTLE_TIMEOUT_MS, intervalMs: 100 }).catch(() => null);
+    const recovered = finishedDuringFault
+      ? Promise.resolve(faultEnd)
+      : until('traffic after the fault', () => Promise.resolve(smtp.count + smsc.count > sentAtFaultEnd || receiver.state.events.size > hooksAtFaultEnd || receiver.state.rated.size > ratedAtFaultEnd ? Date.now() : 0), { timeoutMs: SETTLE_TIMEOUT_MS, intervalMs: 100 }).catch(() => null);
 
     // Settled: every recipient finished in the database (as GET /cascades reports it) and its event received,
     // and every step that reached its provider reported `sent`. The last can come after the recipient
@@ -414,7 +421,8 @@ async function runOnce(fault, cluster, shape) {
     row.e2e = (Date.now() - intakeAt) / 1000;
     raterStop = true;
     await rater;
-    const recoveredAt = await Promise.race([recovered, sleep(10).then(() => null)]);
+    // Longer than the poll above, so traffic that came just before the settle is seen.
+    const recoveredAt = await Promise.race([recovered, sleep(250).then(() => null)]);
     row.recovery = recoveredAt ? (recoveredAt - faultEnd) / 1000 : null;
     // Late duplicates would come after the settle: give the senders a short grace to show them.
     await sleep(2_000);
