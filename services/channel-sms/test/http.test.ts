@@ -54,13 +54,22 @@ describe('ProviderHttp', () => {
   it('keeps at most maxConnections requests out at once; the others wait their turn', async () => {
     let open = 0;
     let most = 0;
+    const held: http.ServerResponse[] = [];
+    // Each request is held until three are open at once, so the pool is seen full whatever the machine's
+    // speed; the answers then wait 50 ms more, time enough for a fourth request to arrive if the pool let
+    // one out.
     handler = (_req, _body, res) => {
       open++;
       most = Math.max(most, open);
+      held.push(res);
+      if (held.length < 3) return;
+      const batch = held.splice(0);
       setTimeout(() => {
-        open--;
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-      }, 20);
+        for (const answer of batch) {
+          open--;
+          answer.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        }
+      }, 50);
     };
     const provider = new ProviderHttp(base, { provider: 'smsc', timeoutMs: 5_000, maxConnections: 3 });
     const answers = await Promise.all(Array.from({ length: 12 }, (_v, i) => provider.postForm('/x', new URLSearchParams({ i: String(i) }))));
