@@ -74,8 +74,10 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
     contextOf('cascade-scheduler'),
     { bus },
   );
-  // Senders keep their send logs in this database and announce themselves in the channel catalog.
-  const senderConfig = { databaseUrl, concurrency: DEFAULT_SENDER_CONCURRENCY };
+  // Senders keep their send logs in this database and announce themselves in the channel catalog. With
+  // REDIS_URL their provider rates (PROVIDER_RATE_LIMITS) and the messengers' send rates are counted there,
+  // shared with any other process on the same accounts; without it this process keeps its own windows.
+  const senderConfig = { databaseUrl, concurrency: DEFAULT_SENDER_CONCURRENCY, redisUrl: config.redisUrl };
   // Their providers are the senders' own variables (senders.ts); none outside production = the sinks.
   const senders = config.senders;
   await startEmailSender({ ...senderConfig, ...senders?.email }, contextOf('channel-email'), { bus, outbox });
@@ -96,6 +98,7 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       max: messengerSettings?.max,
       telegram: messengerSettings?.telegram,
       sink: messengerSettings?.sink,
+      providerRates: messengerSettings?.providerRates,
       bots: { ...messengerSettings?.bots, ...webhook, schedulerAddress: loopback(scheduler.grpcPort) },
     },
     contextOf('channel-messenger'),

@@ -7,14 +7,16 @@ import type { Env } from '@rrs/runtime';
  * The senders' provider settings, read by the senders' own config functions from the all-in-one's
  * environment (docs/channels.md, "The all-in-one's providers"): the same variables (SMTP_URL,
  * POSTMARK_*, EMAIL_PROVIDERS, DKIM_*, SMSC_*, SMSRU_*, SMS_PROVIDERS, MAX_* / TELEGRAM_* working
- * accounts and bots, MESSENGER_SINK, PROVIDER_CIRCUIT_*), the same validation, the same failover order
- * and the same rule: the sink only when none is set outside production, or when named; in production
- * a missing provider is a ConfigError naming the variables, so the process does not start.
+ * accounts and bots, MESSENGER_SINK, PROVIDER_CIRCUIT_*, PROVIDER_RATE_LIMITS), the same validation,
+ * the same failover order and the same rule: the sink only when none is set outside production, or when
+ * named; in production a missing provider is a ConfigError naming the variables, so the process does not
+ * start. The provider rates are the senders' own parse of PROVIDER_RATE_LIMITS (`sink=N` limits the sink,
+ * as embedded benchmarks want); the all-in-one adds its REDIS_URL to share their windows (launcher.ts).
  */
 export interface SenderProviders {
-  email: Pick<EmailConfig, 'smtpUrl' | 'emailFrom' | 'smtpTimeoutMs' | 'smtpMaxConnections' | 'postmark' | 'providers' | 'receiptsHost' | 'receiptsPort' | 'authentication' | 'circuit'>;
-  sms: Pick<SmsConfig, 'providers' | 'smsc' | 'smscInboxPollMs' | 'smsru' | 'receiptsHost' | 'receiptsPort' | 'circuit'>;
-  messenger: Pick<MessengerConfig, 'max' | 'telegram' | 'sink' | 'bots'>;
+  email: Pick<EmailConfig, 'smtpUrl' | 'emailFrom' | 'smtpTimeoutMs' | 'smtpMaxConnections' | 'postmark' | 'providers' | 'receiptsHost' | 'receiptsPort' | 'authentication' | 'circuit' | 'providerRates'>;
+  sms: Pick<SmsConfig, 'providers' | 'smsc' | 'smscInboxPollMs' | 'smsru' | 'receiptsHost' | 'receiptsPort' | 'circuit' | 'providerRates'>;
+  messenger: Pick<MessengerConfig, 'max' | 'telegram' | 'sink' | 'bots' | 'providerRates'>;
 }
 
 /**
@@ -32,8 +34,9 @@ export function senderProvidersOf(env: Env): SenderProviders {
     email: {
       smtpUrl: email.smtpUrl, emailFrom: email.emailFrom, smtpTimeoutMs: email.smtpTimeoutMs, smtpMaxConnections: email.smtpMaxConnections, postmark: email.postmark,
       providers: email.providers, receiptsHost: email.receiptsHost, receiptsPort: email.receiptsPort, authentication: email.authentication, circuit: email.circuit,
+      providerRates: email.providerRates,
     },
-    sms: { providers: sms.providers, smsc: sms.smsc, smscInboxPollMs: sms.smscInboxPollMs, smsru: sms.smsru, receiptsHost: sms.receiptsHost, receiptsPort: sms.receiptsPort, circuit: sms.circuit },
-    messenger: { max: messenger.max, telegram: messenger.telegram, sink: messenger.sink, bots: messenger.bots },
+    sms: { providers: sms.providers, smsc: sms.smsc, smscInboxPollMs: sms.smscInboxPollMs, smsru: sms.smsru, receiptsHost: sms.receiptsHost, receiptsPort: sms.receiptsPort, circuit: sms.circuit, providerRates: sms.providerRates },
+    messenger: { max: messenger.max, telegram: messenger.telegram, sink: messenger.sink, bots: messenger.bots, providerRates: messenger.providerRates },
   };
 }
