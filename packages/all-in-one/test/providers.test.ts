@@ -2,13 +2,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '@rrs/runtime';
-import { createTestDatabase, startFakeSmsc, startSmtpSink, testContext, waitFor, type FakeSmsc, type SmtpSink, type TestDatabase } from '@rrs/testkit';
+import { createTestDatabase, startFakeSmsc, startSmtpSink, testContext, TEST_REDIS_URL, waitFor, type FakeSmsc, type SmtpSink, type TestDatabase } from '@rrs/testkit';
 import { buildConfig } from '../src/config';
 import { startAllInOne, type DevelopmentAllInOne } from '../src/launcher';
 
 jest.mock('../src/embeddedPostgres', () => ({
   startEmbeddedPostgres: () => Promise.reject(new Error('embedded PostgreSQL is not used in this test')),
 }));
+
+/** The public API of an all-in-one, as its demo organization's key. */
+const apiOf = (aio: DevelopmentAllInOne) => (path: string, init: RequestInit = {}) =>
+  fetch(`${aio.url}/api/v1${path}`, { ...init, headers: { authorization: `Bearer ${aio.demo.apiKey}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
 
 const errorOf = (env: Record<string, string>): ConfigError | undefined => {
   try {
@@ -49,6 +53,15 @@ describe('all-in-one providers: the senders\' variables', () => {
     expect(err?.message).toMatch(message);
   });
 
+  it('carries PROVIDER_RATE_LIMITS, as the senders parse it, to every sender (sink=N limits the sink); a malformed value is refused, naming it', () => {
+    const { senders } = buildConfig({ PROVIDER_RATE_LIMITS: 'smtp=5,sink=500' });
+    for (const sender of [senders?.email, senders?.sms, senders?.messenger]) expect(sender?.providerRates).toEqual({ smtp: 5, sink: 500 });
+    expect(buildConfig({}).senders?.email.providerRates).toEqual({});
+    const err = errorOf({ PROVIDER_RATE_LIMITS: 'smtp=0' });
+    expect(err?.variable).toBe('PROVIDER_RATE_LIMITS');
+    expect(err?.message).toMatch(/^PROVIDER_RATE_LIMITS: must be name=perSecond pairs/);
+  });
+
   it('in production takes the sink only when named', () => {
     expect(buildConfig({ NODE_ENV: 'production', ADMIN_API: 'off', EMAIL_PROVIDERS: 'sink', SMS_PROVIDERS: 'sink', MESSENGER_SINK: 'max,telegram' }).senders).toMatchObject({
       email: { providers: ['sink'] }, sms: { providers: ['sink'] }, messenger: { sink: ['MAX', 'TELEGRAM'] },
@@ -85,8 +98,7 @@ describe('all-in-one sending through real providers (SMTP, SMSC)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const api = (path: string, init: RequestInit = {}) =>
-    fetch(`${aio.url}/api/v1${path}`, { ...init, headers: { authorization: `Bearer ${aio.demo.apiKey}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
+  const api = (path: string, init?: RequestInit) => apiOf(aio)(path, init);
 
   it('sends email over SMTP and SMS through SMSC, not into the dev inbox, and the catalog names them', async () => {
     const { locations } = (await (await api('/locations')).json()) as { locations: Array<{ id: string }> };
@@ -103,5 +115,71 @@ describe('all-in-one sending through real providers (SMTP, SMSC)', () => {
     expect(channels.find((c) => c.key === 'SMS')).toMatchObject({ delivers: true, providers: [{ name: 'smsc', state: 'ok' }] });
     // The messengers have no account: outside production, the sink, said so.
     expect(channels.find((c) => c.key === 'MAX')).toMatchObject({ delivers: false, providers: [{ name: 'sink' }] });
+  });
+});
+
+/**
+ * The all-in-one honours PROVIDER_RATE_LIMITS as the senders do (docs/operations.md, "Fair share"), and
+ * with REDIS_URL shares the windows with every other process on the account: two all-in-ones on one
+ * Redis, each told smtp=5, send 15 emails at once to one relay, which receives each once and no faster
+ * than the limiter's rule allows (at most 5 calls in any aligned second, providerRate.ts). Unlimited, the
+ * 15 arrive within a fraction of a second; limited per process only, up to 10 in a second.
+ */
+describe('all-in-one honours PROVIDER_RATE_LIMITS, shared through REDIS_URL', () => {
+  const RATE = 5;
+  const SENT_BY = [8, 7];
+  let smtp: SmtpSink;
+  const instances: Array<{ db: TestDatabase; dir: string; aio: DevelopmentAllInOne; ctx: ReturnType<typeof testContext> }> = [];
+  const sendEmails = async (aio: DevelopmentAllInOne, emails: string[]) => {
+    const api = apiOf(aio);
+    const { locations } = (await (await api('/locations')).json()) as { locations: Array<{ id: string }> };
+    const res = await api('/channels/email/send', { method: 'POST', body: JSON.stringify({ locationId: locations[0].id, recipients: emails.map((email) => ({ name: 'Vera', email })) }) });
+    expect(res.status).toBe(202);
+  };
+  const received = (emails: string[]) => waitFor(() => emails.every((email) => smtp.acceptedAtOf(email) !== undefined) || undefined, { what: `${emails.length} emails at the SMTP server`, timeoutMs: 20_000 });
+
+  beforeAll(async () => {
+    smtp = await startSmtpSink();
+    for (const name of ['a', 'b']) {
+      const db = await createTestDatabase();
+      const dir = mkdtempSync(join(tmpdir(), `rrs-aio-rate-${name}-`));
+      const ctx = testContext(`aio-rate-${name}`);
+      const config = buildConfig({
+        DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, LOG_LEVEL: 'warn', METRICS_PORT: '0',
+        SMTP_URL: smtp.url, EMAIL_FROM: 'Reviews <reviews@example.com>', PROVIDER_RATE_LIMITS: `smtp=${RATE}`, REDIS_URL: TEST_REDIS_URL,
+      });
+      const aio = (await startAllInOne({ ...config, production: false }, ctx)) as DevelopmentAllInOne;
+      ctx.health.setReady(true);
+      instances.push({ db, dir, aio, ctx });
+    }
+  });
+  afterAll(async () => {
+    for (const { ctx } of instances) await ctx.stop();
+    await smtp?.close();
+    for (const { db, dir } of instances) {
+      await db.drop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it(`sends 15 emails through two processes, at most ${RATE} a second between them, each once`, async () => {
+    // Each process's first email opens its SMTP connection (100–200 ms on loopback): sent first, so the
+    // receipts below follow their calls by a few ms.
+    const warmUps = instances.map((_, i) => `warm-${i}@example.com`);
+    await Promise.all(instances.map(({ aio }, i) => sendEmails(aio, [warmUps[i]])));
+    await received(warmUps);
+    const batches = SENT_BY.map((count, i) => Array.from({ length: count }, (_, n) => `rate-${i}-${n}@example.com`));
+    await Promise.all(instances.map(({ aio }, i) => sendEmails(aio, batches[i])));
+    const all = batches.flat();
+    await received(all);
+    for (const email of [...warmUps, ...all]) expect(smtp.timesAccepted(email)).toBe(1);
+    expect(smtp.count).toBe(warmUps.length + all.length);
+    // At most RATE calls in any ten consecutive 100 ms windows: any RATE + 1 calls in a row span more than
+    // 900 ms (first at a window's end, last at the start of the tenth after). Checked on the receipts, so
+    // less 100 ms for a receipt held up behind its call (an aligned second's count would have no such
+    // margin at its edges). Per process only, two calls come in the same window: 6 in a row within ~0.5 s.
+    const times = all.map((email) => smtp.acceptedAtOf(email)!).sort((a, b) => a - b);
+    const spans = times.slice(RATE).map((t, i) => t - times[i]);
+    expect(Math.min(...spans)).toBeGreaterThan(800);
   });
 });
