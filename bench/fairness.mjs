@@ -16,7 +16,9 @@
 //                        SMTP server (bench/send-providers.mjs), which reports every accepted message;
 //                        channel-email runs in production mode: give it --env DKIM_SIGNED_BY_RELAY=true.
 // The provider limited to 500 messages/s: --shape distributed --env PROVIDER_RATE_LIMITS=smtp=500
-//   --env REDIS_URL=redis://127.0.0.1:6379 (the senders' shared window; docs/operations.md "Fair share").
+//   --env REDIS_URL=redis://127.0.0.1:6379 (the senders' shared window; docs/operations.md "Fair share");
+//   in the all-in-one shape the sink is the provider: --env PROVIDER_RATE_LIMITS=sink=500 (one process, its
+//   own window; the --env values go to the all-in-one's environment).
 //
 // Usage: npm run build && node bench/fairness.mjs [--shape all-in-one|distributed] [--sizes 20000,100000]
 //   [--b-seconds 10] [--concurrency 4] [--max-wait 600] [--vacuum as-autovacuum|off] [--env KEY=VALUE …]
