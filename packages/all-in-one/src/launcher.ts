@@ -159,6 +159,9 @@ export async function startAllInOne(config: AllInOneConfig, ctx: ServiceContext)
       publicBaseUrl: config.publicBaseUrl,
       trustProxy: config.trustProxy,
       dnsServers: config.dnsServers,
+      // With REDIS_URL its rate limits, recipient budgets, address limits and auth cache are counted there
+      // (shared with any other gateway on the same Redis), under the gateway's default key prefix.
+      redisUrl: config.redisUrl,
     },
     contextOf('gateway'),
     // The dev inbox (/dev/messages, /dev/inbox) lists what the sink providers "sent", for every

@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Redis from 'ioredis';
 import { ConfigError } from '@rrs/runtime';
 import { createTestDatabase, startFakeSmsc, startSmtpSink, testContext, TEST_REDIS_URL, waitFor, type FakeSmsc, type SmtpSink, type TestDatabase } from '@rrs/testkit';
 import { buildConfig } from '../src/config';
@@ -159,6 +161,18 @@ describe('all-in-one honours PROVIDER_RATE_LIMITS, shared through REDIS_URL', ()
     for (const { db, dir } of instances) {
       await db.drop();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps its gateway\'s auth cache in that Redis too', async () => {
+    const { aio } = instances[0];
+    expect((await apiOf(aio)('/ping')).status).toBe(200);
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      const cached = await redis.get(`rrs:gw:auth:${createHash('sha256').update(aio.demo.apiKey).digest('base64url')}`);
+      expect(JSON.parse(cached ?? 'null')).toMatchObject({ principal: { organization: { name: 'Demo Coffee' } } });
+    } finally {
+      await redis.quit();
     }
   });
 
