@@ -24,7 +24,10 @@
 //   [--b-seconds 10] [--concurrency 4] [--max-wait 600] [--vacuum as-autovacuum|off] [--env KEY=VALUE …]
 // With the server's autovacuum off, `--vacuum as-autovacuum` (default) vacuums the bench's tables as the
 // autovacuum launcher would (see below). B's latency is also split into its stages (due, claimed, the
-// sender's send-log row, accepted), with the stages of its slowest 1 %.
+// sender's send-log row, accepted), with the stages of its slowest 1 % and, for each of those, how many
+// of the other organizations' steps were claimed while it waited to be (and in how many claims: none
+// means no claim ran, some mean it was passed over or not yet visible) and how many were in flight when
+// it came due (dispatched, not yet accepted).
 // Loopback PostgreSQL, NATS and Redis only; bounded: sizes ≤ 200 000, B alone ≤ 60 s, ≤ 900 s waiting.
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -187,6 +190,19 @@ try {
     }).filter(Boolean);
     const stage = (k) => percentiles(per.map((p) => p[k]));
     const tail = per.sort((a, b) => b.total - a.total).slice(0, Math.max(1, Math.ceil(per.length / 100)));
+    // Whether a slow one waited for room or was passed over: the other organizations' steps claimed after
+    // it was due and before it was (in how many claims), and those dispatched before it was due and still
+    // without a result then (sent_at: the result's provider acceptance).
+    for (const t of tail) {
+      const { rows: [w] } = await stepsDb.query(
+        `SELECT count(*) FILTER (WHERE dispatched_at > to_timestamp($2 / 1000.0) AND dispatched_at < to_timestamp($3 / 1000.0))::int AS passed,
+                count(DISTINCT dispatched_at) FILTER (WHERE dispatched_at > to_timestamp($2 / 1000.0) AND dispatched_at < to_timestamp($3 / 1000.0))::int AS claims,
+                count(*) FILTER (WHERE dispatched_at <= to_timestamp($2 / 1000.0) AND (sent_at IS NULL OR sent_at > to_timestamp($2 / 1000.0)))::int AS in_flight
+           FROM ${schemas.steps}.recipient_steps WHERE organization_id <> $1 AND dispatched_at > to_timestamp($2 / 1000.0) - interval '30 seconds'`,
+        [orgB.organizationId, t.due, t.due + t.claim],
+      );
+      Object.assign(t, { passed: w.passed, claims: w.claims, inFlight: w.in_flight });
+    }
     return { intake: stage('intake'), claim: stage('claim'), toSender: stage('toSender'), send: stage('send'), tail };
   }
   /** When the provider accepted A's latest message (epoch ms): the SMTP server's report, or the sink's last 1 000. */
@@ -286,7 +302,7 @@ try {
   const [l1] = loadavg();
   const bound = 1.25 * alone.p99 + 250;
   const ms = (p) => `p50 ${p.p50.toFixed(0)} ms, p99 ${p.p99.toFixed(0)} ms, max ${p.max.toFixed(0)} ms (n=${p.n})`;
-  const stages = ({ stages: s }) => `      stages p50/p99 ms: answered→due ${s.intake.p50.toFixed(0)}/${s.intake.p99.toFixed(0)}, due→claimed ${s.claim.p50.toFixed(0)}/${s.claim.p99.toFixed(0)}, claimed→sender ${s.toSender.p50.toFixed(0)}/${s.toSender.p99.toFixed(0)}, sender→accepted ${s.send.p50.toFixed(0)}/${s.send.p99.toFixed(0)}\n      slowest 1 %: ${s.tail.map((t) => `[${[t.total, t.intake, t.claim, t.toSender, t.send].map((v) => v.toFixed(0)).join('/')}]`).join(' ')} (total/intake/claim/to sender/send)${process.env.BENCH_FAIR_TAIL ? ` due at ${s.tail.map((t) => t.due.toFixed(0)).join(' ')}` : ''}`;
+  const stages = ({ stages: s }) => `      stages p50/p99 ms: answered→due ${s.intake.p50.toFixed(0)}/${s.intake.p99.toFixed(0)}, due→claimed ${s.claim.p50.toFixed(0)}/${s.claim.p99.toFixed(0)}, claimed→sender ${s.toSender.p50.toFixed(0)}/${s.toSender.p99.toFixed(0)}, sender→accepted ${s.send.p50.toFixed(0)}/${s.send.p99.toFixed(0)}\n      slowest 1 %: ${s.tail.map((t) => `[${[t.total, t.intake, t.claim, t.toSender, t.send].map((v) => v.toFixed(0)).join('/')}]`).join(' ')} (total/intake/claim/to sender/send); while each waited to be claimed, others' steps claimed before it: ${s.tail.map((t) => `${t.passed} in ${t.claims} claims (${t.inFlight} in flight when it came due)`).join(', ')}${process.env.BENCH_FAIR_TAIL ? ` due at ${s.tail.map((t) => t.due.toFixed(0)).join(' ')}` : ''}`;
   const lines = [];
   lines.push(`fairness: ${SHAPE}, EMAIL via ${providers ? 'a local SMTP server' : 'the sink provider'}; B one recipient every ${B_EVERY_MS} ms, A requests of ${PER_REQUEST}, ${CONCURRENCY} at a time${Object.keys(extraEnv).length ? `; env ${JSON.stringify(extraEnv)}` : ''}`);
   if (vacuumer) lines.push(`the server's autovacuum is off: the bench vacuumed its tables as autovacuum would (--vacuum as-autovacuum): ${vacuums} vacuums or analyzes`);

@@ -3,7 +3,7 @@ import { contactsV1, DEFAULT_ALERT_HOLD_MS } from '@rrs/proto';
 import { IDEMPOTENCY_MIGRATIONS, startIdempotencyPurge } from '@rrs/idempotency';
 import { createGrpcClient, electHousekeepingLeader, Notifier, openBus, openServiceDatabase, SSD_PLANNER_SETTINGS, startGrpcServer, type Bus, type BusConfig, type ServiceContext } from '@rrs/runtime';
 import { Cascades } from './cascades';
-import { DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL, DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS, DISPATCH_IN_FLIGHT_MIN, DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, type SchedulerConfig } from './config';
+import { DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL, DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS, DISPATCH_IN_FLIGHT_MIN, DISPATCH_SMALL_REQUEST_HEADROOM, DEFAULT_MINUTE_MS, DEFAULT_STEP_RESULT_MAX_ATTEMPTS, DEFAULT_STEP_RESULT_TIMEOUT_MINUTES, type SchedulerConfig } from './config';
 import { startDispatcher, type DispatcherOptions, type RunningDispatcher } from './dispatchDueSteps';
 import type { InFlightBound } from './sql/dueSteps';
 import { Flows } from './flows';
@@ -73,7 +73,7 @@ export interface RunningScheduler {
 function inFlightBound(config: SchedulerStartConfig): InFlightBound | null {
   const max = config.dispatchInFlightPerChannel ?? DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL;
   if (max === 0) return null;
-  return { max, min: DISPATCH_IN_FLIGHT_MIN, targetMs: config.dispatchInFlightTargetMs ?? DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS };
+  return { max, min: DISPATCH_IN_FLIGHT_MIN, targetMs: config.dispatchInFlightTargetMs ?? DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS, smallHeadroom: DISPATCH_SMALL_REQUEST_HEADROOM };
 }
 
 export async function startScheduler(config: SchedulerStartConfig, ctx: ServiceContext, deps: SchedulerDeps = {}): Promise<RunningScheduler> {

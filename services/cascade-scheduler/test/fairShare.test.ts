@@ -170,6 +170,36 @@ describe('fair share (Postgres + JetStream)', () => {
     await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status = 'scheduled'`);
   });
 
+  it("at a channel's bound, small requests' steps are claimed over it up to the headroom; bulk ones wait for room", async () => {
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status IN ('scheduled', 'dispatched')`);
+    // Another organization's bulk: 150 in flight (the bound: min = max, whatever the pace) and 100 more due.
+    const bulk = await seedBulkDue(h.pool, OTHER_ORG, 250);
+    await h.pool.query(
+      `UPDATE recipient_steps SET status = 'dispatched', dispatched_at = now() WHERE id IN (SELECT id FROM recipient_steps WHERE cascade_id = $1 ORDER BY due_at LIMIT 150)`,
+      [bulk],
+    );
+    // Orders of this organization: five small requests of 8, 40 steps due now.
+    for (let i = 0; i < 5; i++) await startSmall(`order-${i}`, 'EMAIL', 8);
+    const claimWith = async (smallHeadroom: number, uncommitted = 0) => {
+      const client = await h.pool.connect();
+      try {
+        await client.query('BEGIN');
+        const claim = await claimDueSteps(client, { limit: 500, inFlight: { max: 150, min: 150, targetMs: 100, smallHeadroom }, fair: true, uncommitted });
+        const { rows } = await client.query<{ organization_id: string; bulk: boolean }>('SELECT organization_id, bulk FROM recipient_steps WHERE id = ANY($1::uuid[])', [claim.claimed.map((c) => c.stepId)]);
+        await client.query('ROLLBACK');
+        return { claimed: claim.claimed.length, small: rows.filter((r) => !r.bulk && r.organization_id === ORG).length, limited: claim.limited };
+      } finally {
+        client.release();
+      }
+    };
+    // Before, nothing: an order waited until the other organization's bulk drained below the bound.
+    expect(await claimWith(32)).toEqual({ claimed: 32, small: 32, limited: true });
+    // The headroom bounds them too: with those 32 claimed (not yet committed), no more go over it.
+    expect(await claimWith(32, 32)).toEqual({ claimed: 0, small: 0, limited: true });
+    expect(await claimWith(0)).toEqual({ claimed: 0, small: 0, limited: true });
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status IN ('scheduled', 'dispatched')`);
+  });
+
   it("a process's claim loops leave out each other's claims not yet committed, so together they stay within the bound", async () => {
     await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status IN ('scheduled', 'dispatched')`);
     const cascade = await startSmall('two-loops', 'SMS', 400);

@@ -23,6 +23,13 @@ export interface InFlightBound {
   max: number;
   min: number;
   targetMs: number;
+  /**
+   * Steps of small requests may go over the bound by this many (0 when absent): the fair claim takes a
+   * due small step while the channel's steps in flight are fewer than the bound plus this, bulk ones only
+   * within the bound. A small organization's order then waits for no one's bulk to drain, and the queue
+   * past PostgreSQL stays bounded (by the bound plus this).
+   */
+  smallHeadroom?: number;
 }
 
 export interface ClaimOptions {
@@ -80,8 +87,10 @@ function dueOrderClaim(bounded: boolean): string {
 /**
  * Round-robin over the queues — (organization, channel) pairs with scheduled steps — with each channel's
  * room: every queue's first due step, then every queue's second, … (oldest first within a turn); within
- * a queue small requests before bulk, each in due order. One candidate past each queue's room tells
- * whether the bound cut the claim (`limited`).
+ * a queue small requests before bulk, each in due order. Small requests' steps also have the bound's
+ * headroom (`$6`, InFlightBound.smallHeadroom): past the channel's room, the small ones among the
+ * candidates are kept while they number at most the room plus the headroom. One candidate past each
+ * queue's room tells whether the bound cut the claim (`limited`).
  *
  * The sections — (organization, channel, small or bulk) — are found by a skip-scan of the queue index
  * (one probe per section, not per step) that also returns each section's first scheduled step's due
@@ -116,6 +125,9 @@ function dueOrderClaim(bounded: boolean): string {
  */
 function fairClaim(bounded: boolean): string {
   const room = bounded ? `least($1::int, $3::int, coalesce(f.room, $2::int - $5::int))` : '$1::int';
+  // A small step's room: the channel's, plus the headroom small requests have over the bound.
+  const smallRoom = bounded ? 'o.room + $6::int' : 'o.room';
+  const kept = bounded ? 'nth <= room OR (NOT bulk AND small_nth <= room + $6::int)' : 'nth <= room';
   return `WITH RECURSIVE clock AS MATERIALIZED (SELECT clock_timestamp() AS now)${bounded ? `, ${FLIGHT}` : ''},
        sections AS (
          (SELECT organization_id, sent_channel, bulk, due_at FROM recipient_steps WHERE status = 'scheduled' ORDER BY organization_id, sent_channel, bulk, due_at LIMIT 1)
@@ -130,13 +142,13 @@ function fairClaim(bounded: boolean): string {
            FROM sections q${bounded ? ' LEFT JOIN flight f USING (sent_channel)' : ''}
           GROUP BY q.organization_id, q.sent_channel${bounded ? ', f.room' : ''}),
        candidates AS (
-         SELECT c.id, c.recipient_id, c.due_at, o.sent_channel, o.room,
+         SELECT c.id, c.recipient_id, c.due_at, c.bulk, o.sent_channel, o.room,
                 row_number() OVER (PARTITION BY o.organization_id, o.sent_channel ORDER BY c.bulk, c.due_at) AS turn
            FROM open o CROSS JOIN clock CROSS JOIN LATERAL (
              (SELECT s.* FROM (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
                WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND status = 'scheduled'
                  AND (bulk, due_at) >= (false, o.small_from) AND bulk <= false AND o.small_from IS NOT NULL
-               ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(o.room, 0) + 1) s
+               ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(${smallRoom}, 0) + 1) s
                WHERE s.due_at <= clock.now)
              UNION ALL
              (SELECT s.* FROM (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
@@ -144,12 +156,15 @@ function fairClaim(bounded: boolean): string {
                  AND (bulk, due_at) >= (true, o.bulk_from) AND o.bulk_from IS NOT NULL
                ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(o.room, 0) + 1) s
                WHERE s.due_at <= clock.now)
-             LIMIT greatest(o.room, 0) + 1) c),
+             LIMIT greatest(${smallRoom}, 0) + 1) c),
        ranked AS (
-         SELECT id, turn, due_at, room, row_number() OVER (PARTITION BY sent_channel ORDER BY turn, due_at) AS nth FROM candidates),
+         SELECT id, turn, due_at, bulk, room, row_number() OVER w AS nth, count(*) FILTER (WHERE NOT bulk) OVER w AS small_nth
+           FROM candidates WINDOW w AS (PARTITION BY sent_channel ORDER BY turn, due_at ROWS UNBOUNDED PRECEDING)),
+       kept AS (
+         SELECT id, turn, due_at, room, ${kept} AS kept FROM ranked),
        fair AS MATERIALIZED (
-         SELECT id FROM ranked WHERE nth <= room ORDER BY turn, due_at LIMIT 2 * $1::int)
-     SELECT clock.now, ${bounded ? `EXISTS (SELECT 1 FROM ranked WHERE nth > room AND room < $1::int)` : 'false'} AS limited, s.id AS "stepId", s.recipient_id AS "recipientId"
+         SELECT id FROM kept WHERE kept ORDER BY turn, due_at LIMIT 2 * $1::int)
+     SELECT clock.now, ${bounded ? `EXISTS (SELECT 1 FROM kept WHERE NOT kept AND room < $1::int)` : 'false'} AS limited, s.id AS "stepId", s.recipient_id AS "recipientId"
        FROM clock LEFT JOIN LATERAL (
          SELECT l.id, l.recipient_id FROM fair CROSS JOIN LATERAL (
            SELECT id, recipient_id, status FROM recipient_steps WHERE id = fair.id LIMIT 1 FOR UPDATE SKIP LOCKED) l
@@ -167,7 +182,7 @@ export function claimStatement(options: ClaimOptions): { text: string; values: u
   const claims = options.fair ? CLAIMS.fair : CLAIMS.dueOrder;
   const bound = options.inFlight;
   return bound
-    ? { text: claims.bounded, values: [options.limit, bound.max, Math.min(bound.min, bound.max), bound.targetMs, options.uncommitted ?? 0] }
+    ? { text: claims.bounded, values: [options.limit, bound.max, Math.min(bound.min, bound.max), bound.targetMs, options.uncommitted ?? 0, ...(options.fair ? [bound.smallHeadroom ?? 0] : [])] }
     : { text: claims.unbounded, values: [options.limit] };
 }
 
