@@ -104,9 +104,9 @@ export const DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS = 100;
 /** However slow a channel, this many of its steps may be in flight (a sender replica's window). */
 export const DISPATCH_IN_FLIGHT_MIN = 128;
 /**
- * Steps of small requests (fairShare.ts) may go over a channel's in-flight bound by this many: an order's
- * message is claimed as soon as it is due, not when another organization's bulk has drained below the
- * bound (docs/operations.md, "Fair share").
+ * Steps of small requests (fairShare.ts) have a lane of this many in flight past a channel's in-flight
+ * bound, counted off their own steps in flight: an order's message is claimed as soon as it is due, not
+ * when another organization's bulk has drained below the bound (docs/operations.md, "Fair share").
  */
 export const DISPATCH_SMALL_REQUEST_HEADROOM = 32;
 export const DEFAULT_STEP_RESULT_MAX_ATTEMPTS = 3;

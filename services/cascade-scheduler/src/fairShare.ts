@@ -8,8 +8,9 @@
  * - Within an organization and channel: steps of small requests (at most SMALL_REQUEST_MAX_RECIPIENTS
  *   recipients in the cascade: a contact's `startCascade`, a review request, a CRM deal, a small send)
  *   go ahead of bulk ones (larger batches, CSV uploads), each in due order.
- * - At a channel's in-flight bound: small requests' steps may go over it by DISPATCH_SMALL_REQUEST_HEADROOM
- *   (config.ts), bulk ones wait for room (sql/dueSteps.ts, fairClaim).
+ * - At or over a channel's in-flight bound: small requests' steps have a lane of their own past it,
+ *   DISPATCH_SMALL_REQUEST_HEADROOM small steps in flight (config.ts); bulk ones wait for room
+ *   (sql/dueSteps.ts, fairClaim).
  */
 
 /** A cascade of more recipients than this is bulk. */

@@ -24,10 +24,13 @@ export interface InFlightBound {
   min: number;
   targetMs: number;
   /**
-   * Steps of small requests may go over the bound by this many (0 when absent): the fair claim takes a
-   * due small step while the channel's steps in flight are fewer than the bound plus this, bulk ones only
-   * within the bound. A small organization's order then waits for no one's bulk to drain, and the queue
-   * past PostgreSQL stays bounded (by the bound plus this).
+   * Steps of small requests may go over the bound by this many (0 when absent): their own lane, counted
+   * off the small requests' steps in flight alone. The fair claim takes due small steps within the
+   * channel's room as any, and past it while fewer than this many small steps are in flight, whatever the
+   * bulk's (which may be over the bound while results are applied late); bulk steps only within the
+   * room. A small organization's order waits for no one's bulk to drain, and the queue past PostgreSQL
+   * stays bounded (the bound plus this; two claim loops, which do not see each other's uncommitted small
+   * steps, may take this twice for a moment).
    */
   smallHeadroom?: number;
 }
@@ -64,7 +67,8 @@ export interface Claim {
 const FLIGHT = `flight AS MATERIALIZED (
        SELECT sent_channel,
               least($2::int, greatest($3::int, (count(*) * $4::float8 / greatest(2000 * extract(epoch FROM clock.now - percentile_disc(0.5) WITHIN GROUP (ORDER BY dispatched_at)), 1))::int))
-                - count(*)::int - $5::int AS room
+                - count(*)::int - $5::int AS room,
+              count(*) FILTER (WHERE NOT bulk)::int AS small_in_flight
          FROM recipient_steps CROSS JOIN clock WHERE status = 'dispatched' GROUP BY sent_channel, clock.now)`;
 
 /**
@@ -87,10 +91,10 @@ function dueOrderClaim(bounded: boolean): string {
 /**
  * Round-robin over the queues — (organization, channel) pairs with scheduled steps — with each channel's
  * room: every queue's first due step, then every queue's second, … (oldest first within a turn); within
- * a queue small requests before bulk, each in due order. Small requests' steps also have the bound's
- * headroom (`$6`, InFlightBound.smallHeadroom): past the channel's room, the small ones among the
- * candidates are kept while they number at most the room plus the headroom. One candidate past each
- * queue's room tells whether the bound cut the claim (`limited`).
+ * a queue small requests before bulk, each in due order. Small requests' steps also have their lane
+ * past the bound (`$6`, InFlightBound.smallHeadroom, less the small steps in flight): past the channel's
+ * room, small candidates are kept while they number at most those kept within the room plus the lane.
+ * One candidate past each queue's room tells whether the bound cut the claim (`limited`).
  *
  * The sections — (organization, channel, small or bulk) — are found by a skip-scan of the queue index
  * (one probe per section, not per step) that also returns each section's first scheduled step's due
@@ -125,9 +129,12 @@ function dueOrderClaim(bounded: boolean): string {
  */
 function fairClaim(bounded: boolean): string {
   const room = bounded ? `least($1::int, $3::int, coalesce(f.room, $2::int - $5::int))` : '$1::int';
-  // A small step's room: the channel's, plus the headroom small requests have over the bound.
-  const smallRoom = bounded ? 'o.room + $6::int' : 'o.room';
-  const kept = bounded ? 'nth <= room OR (NOT bulk AND small_nth <= room + $6::int)' : 'nth <= room';
+  // The small requests' lane past the bound: the headroom less their own steps in flight, whatever the bulk's.
+  const lane = bounded ? '$6::int - coalesce(f.small_in_flight, 0)' : '0';
+  const smallRoom = 'greatest(o.room, 0) + greatest(o.lane, 0)';
+  const kept = bounded
+    ? 'nth <= room OR (NOT bulk AND small_nth <= count(*) FILTER (WHERE NOT bulk AND nth <= room) OVER (PARTITION BY sent_channel) + lane)'
+    : 'nth <= room';
   return `WITH RECURSIVE clock AS MATERIALIZED (SELECT clock_timestamp() AS now)${bounded ? `, ${FLIGHT}` : ''},
        sections AS (
          (SELECT organization_id, sent_channel, bulk, due_at FROM recipient_steps WHERE status = 'scheduled' ORDER BY organization_id, sent_channel, bulk, due_at LIMIT 1)
@@ -137,18 +144,18 @@ function fairClaim(bounded: boolean): string {
             WHERE status = 'scheduled' AND (organization_id, sent_channel, bulk) > (q.organization_id, q.sent_channel, q.bulk)
             ORDER BY organization_id, sent_channel, bulk, due_at LIMIT 1) n),
        open AS MATERIALIZED (
-         SELECT q.organization_id, q.sent_channel, ${room} AS room,
+         SELECT q.organization_id, q.sent_channel, ${room} AS room, ${lane} AS lane,
                 min(q.due_at) FILTER (WHERE NOT q.bulk) AS small_from, min(q.due_at) FILTER (WHERE q.bulk) AS bulk_from
            FROM sections q${bounded ? ' LEFT JOIN flight f USING (sent_channel)' : ''}
-          GROUP BY q.organization_id, q.sent_channel${bounded ? ', f.room' : ''}),
+          GROUP BY q.organization_id, q.sent_channel${bounded ? ', f.room, f.small_in_flight' : ''}),
        candidates AS (
-         SELECT c.id, c.recipient_id, c.due_at, c.bulk, o.sent_channel, o.room,
+         SELECT c.id, c.recipient_id, c.due_at, c.bulk, o.sent_channel, o.room, o.lane,
                 row_number() OVER (PARTITION BY o.organization_id, o.sent_channel ORDER BY c.bulk, c.due_at) AS turn
            FROM open o CROSS JOIN clock CROSS JOIN LATERAL (
              (SELECT s.* FROM (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
                WHERE organization_id = o.organization_id AND sent_channel = o.sent_channel AND status = 'scheduled'
                  AND (bulk, due_at) >= (false, o.small_from) AND bulk <= false AND o.small_from IS NOT NULL
-               ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(${smallRoom}, 0) + 1) s
+               ORDER BY organization_id, sent_channel, bulk, due_at LIMIT ${smallRoom} + 1) s
                WHERE s.due_at <= clock.now)
              UNION ALL
              (SELECT s.* FROM (SELECT id, recipient_id, bulk, due_at FROM recipient_steps
@@ -156,9 +163,9 @@ function fairClaim(bounded: boolean): string {
                  AND (bulk, due_at) >= (true, o.bulk_from) AND o.bulk_from IS NOT NULL
                ORDER BY organization_id, sent_channel, bulk, due_at LIMIT greatest(o.room, 0) + 1) s
                WHERE s.due_at <= clock.now)
-             LIMIT greatest(${smallRoom}, 0) + 1) c),
+             LIMIT ${smallRoom} + 1) c),
        ranked AS (
-         SELECT id, turn, due_at, bulk, room, row_number() OVER w AS nth, count(*) FILTER (WHERE NOT bulk) OVER w AS small_nth
+         SELECT id, sent_channel, turn, due_at, bulk, room, lane, row_number() OVER w AS nth, count(*) FILTER (WHERE NOT bulk) OVER w AS small_nth
            FROM candidates WINDOW w AS (PARTITION BY sent_channel ORDER BY turn, due_at ROWS UNBOUNDED PRECEDING)),
        kept AS (
          SELECT id, turn, due_at, room, ${kept} AS kept FROM ranked),
