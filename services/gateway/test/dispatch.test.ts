@@ -59,6 +59,17 @@ describe('gateway request pipeline', () => {
     expect(calls[0].metadata).toEqual({ 'x-request-id': 'req-1' });
   });
 
+  it('parses no query for a route without a query schema: its handler gets none', async () => {
+    const res = await api.fetch(`${gw.base}/api/v1/widgets?limit=3&x=1`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer key_full', 'content-type': 'application/json' },
+      body: JSON.stringify(valid),
+    });
+    expect(res.status).toBe(202);
+    expect(calls).toHaveLength(1);
+    expect(calls[0].query).toBeUndefined();
+  });
+
   it('writes the JSON answer with its type and length; HEAD has the same headers and no body; 204 has none', async () => {
     const url = `${gw.base}/api/v1/widgets/w_7?limit=3`;
     const headers = { authorization: 'Bearer key_full' };
