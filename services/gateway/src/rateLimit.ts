@@ -158,11 +158,23 @@ export async function applyRateLimit(limiter: RateLimiter, principal: QuotaHolde
 
 /** Sets the RateLimit fields of a decision; throws the 429 when it refuses (see applyRateLimit). */
 export function answerRateLimit(d: RateLimitDecision, res: Response): void {
-  res.setHeader('RateLimit-Policy', `"${d.policy}";q=${d.limit};w=${d.windowSeconds}`);
+  res.setHeader('RateLimit-Policy', policyField(d));
   res.setHeader('RateLimit', `"${d.policy}";r=${d.remaining};t=${d.resetSeconds}`);
   if (!d.allowed) {
     refusals.inc({ plan: d.policy });
     res.setHeader('Retry-After', String(d.resetSeconds));
     throw new RateLimitedError('rate_limited', `the key's quota of ${d.limit} requests per ${d.windowSeconds} s is used up; retry in ${d.resetSeconds} s`, d.resetSeconds);
   }
+}
+
+/** The RateLimit-Policy field by policy: the same few strings on every request, written once each. */
+const policyFields = new Map<string, { limit: number; windowSeconds: number; field: string }>();
+
+function policyField(d: RateLimitDecision): string {
+  const known = policyFields.get(d.policy);
+  if (known && known.limit === d.limit && known.windowSeconds === d.windowSeconds) return known.field;
+  const field = `"${d.policy}";q=${d.limit};w=${d.windowSeconds}`;
+  // Policies are plan names (a handful); a limit changed by configuration replaces its entry.
+  policyFields.set(d.policy, { limit: d.limit, windowSeconds: d.windowSeconds, field });
+  return field;
 }

@@ -1,4 +1,5 @@
 import { requestFingerprint } from '@rrs/idempotency';
+import { registry } from '@rrs/runtime';
 import { openApiChecker, type OpenApiChecker } from '@rrs/testkit';
 import { z } from 'zod';
 import { defineRoute, type HandlerContext, type Route } from '../src/http/route';
@@ -56,6 +57,17 @@ describe('gateway request pipeline', () => {
     expect(calls[0].principal.organization.id).toBe('org_1');
     expect(calls[0].idempotency).toBeUndefined();
     expect(calls[0].metadata).toEqual({ 'x-request-id': 'req-1' });
+  });
+
+  it('parses no query for a route without a query schema: its handler gets none', async () => {
+    const res = await api.fetch(`${gw.base}/api/v1/widgets?limit=3&x=1`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer key_full', 'content-type': 'application/json' },
+      body: JSON.stringify(valid),
+    });
+    expect(res.status).toBe(202);
+    expect(calls).toHaveLength(1);
+    expect(calls[0].query).toBeUndefined();
   });
 
   it('writes the JSON answer with its type and length; HEAD has the same headers and no body; 204 has none', async () => {
@@ -209,6 +221,33 @@ describe('gateway request pipeline', () => {
     const conflict = await post({ ...valid, locationId: 'unconfigured' });
     expect(conflict.status).toBe(409);
     expect(conflict.body).toMatchObject({ code: 'channel_not_configured' });
+  });
+
+  it('answers every spelling of an API path as the mount at /api/v1 does, with the same metrics labels', async () => {
+    const get = (path: string) => fetch(`${gw.base}${path}`, { headers: { authorization: 'Bearer key_full' } });
+    // The docs page is its own route, whatever the case and with a trailing slash.
+    for (const path of ['/api/v1/docs', '/api/v1/docs/', '/API/V1/DOCS']) {
+      const res = await get(path);
+      expect([path, res.status, res.headers.get('content-type')]).toEqual([path, 200, 'text/html; charset=utf-8']);
+    }
+    // The mount is case-insensitive, and the query is the route's.
+    for (const path of ['/api/v1/widgets/w_7?limit=3', '/API/v1/widgets/w_7?limit=3', '/api/V1/widgets/w_7/?limit=3']) {
+      const res = await get(path);
+      expect([path, res.status, await res.json()]).toEqual([path, 200, { id: 'w_7', limit: 3 }]);
+    }
+    calls.length = 0;
+    for (const [path, shown] of [
+      ['/api/v1/nothing?x=1', '/api/v1/nothing'],
+      ['/api/v1', '/api/v1/'],
+      ['/api/v1//widgets', '/api/v1//widgets'],
+    ]) {
+      const res = await get(path);
+      expect([path, res.status, await res.json()]).toEqual([path, 404, expect.objectContaining({ code: 'not_found', detail: `no route for GET ${shown}`, instance: path.split('?')[0] })]);
+    }
+    const metrics = await registry.metrics();
+    expect(metrics).toMatch(/http_server_request_duration_seconds_count\{method="GET",route="\/api\/v1\/widgets\/\{id\}",status="200"\} [1-9]/);
+    expect(metrics).toMatch(/http_server_request_duration_seconds_count\{method="GET",route="unmatched",status="404"\} [1-9]/);
+    expect(metrics).toMatch(/http_server_request_duration_seconds_count\{method="GET",route="\/docs",status="200"\} [1-9]/);
   });
 
   it('validates path parameters (404) and query parameters (400)', async () => {

@@ -22,9 +22,9 @@ describe('the gateway and the Host header', () => {
   });
 
   /** One request written by hand, so the Host header (or its absence) is exactly what a browser or a probe would send. */
-  const raw = (head: string): Promise<{ status: number; body: string }> =>
+  const raw = (head: string, to = port): Promise<{ status: number; body: string }> =>
     new Promise((resolve, reject) => {
-      const socket = connect(port, '127.0.0.1', () => socket.write(`${head}\r\nConnection: close\r\n\r\n`));
+      const socket = connect(to, '127.0.0.1', () => socket.write(`${head}\r\nConnection: close\r\n\r\n`));
       let answer = '';
       socket.on('data', (chunk) => (answer += chunk));
       socket.on('error', reject);
@@ -47,6 +47,30 @@ describe('the gateway and the Host header', () => {
       }
     },
   );
+
+  it('judges each request by its own Host, alternating, and ignores X-Forwarded-Host without TRUST_PROXY', async () => {
+    const statuses: number[] = [];
+    for (const head of [
+      'Host: attacker.example',
+      'Host: localhost:8080',
+      'Host: attacker.example',
+      'Host: REVIEWS.example.com',
+      'Host: reviews.example.com\r\nX-Forwarded-Host: attacker.example',
+      'Host: attacker.example\r\nX-Forwarded-Host: reviews.example.com',
+    ]) {
+      statuses.push((await raw(`GET /api/v1/ping HTTP/1.1\r\n${head}`)).status);
+    }
+    expect(statuses).toEqual([421, 401, 421, 401, 401, 421]);
+  });
+
+  it('behind a trusted proxy (TRUST_PROXY), judges X-Forwarded-Host instead of the Host', async () => {
+    const behindProxy = await startGateway({ host: '127.0.0.1', port: 0, contactsAddress: '127.0.0.1:1', schedulerAddress: '127.0.0.1:1', publicBaseUrl: 'https://reviews.example.com', trustProxy: 1 }, ctx);
+    const statuses: number[] = [];
+    for (const head of ['Host: 10.0.0.5\r\nX-Forwarded-Host: reviews.example.com', 'Host: localhost\r\nX-Forwarded-Host: attacker.example', 'Host: localhost']) {
+      statuses.push((await raw(`GET /api/v1/ping HTTP/1.1\r\n${head}`, behindProxy.port)).status);
+    }
+    expect(statuses).toEqual([401, 421, 401]);
+  });
 
   it('answers 421 to a request without a Host (HTTP/1.0)', async () => {
     expect((await raw('GET /api/v1/ping HTTP/1.0')).status).toBe(421);

@@ -31,22 +31,61 @@ export function pipeline(options: PipelineOptions): RequestHandler {
   // Without run-time providers the route list never changes: flatten it once, not per request.
   const fixed = options.routes.every((s) => !('routes' in s && typeof s.routes === 'function')) ? currentRoutes(options.routes) : undefined;
   const routesNow = () => fixed ?? currentRoutes(options.routes);
+  // Each route's metrics label (`<basePath><path>`), written once rather than joined on every request.
+  const labels = new WeakMap<Route, string>();
+  const labelOf = (route: Route): string => {
+    let label = labels.get(route);
+    if (label === undefined) labels.set(route, (label = `${options.basePath}${route.path}`));
+    return label;
+  };
   return (req: Request, res: Response, next: NextFunction) => {
-    handle(options, routesNow(), req, res).catch(next);
+    try {
+      handle(options, routesNow(), labelOf, req, res, next);
+    } catch (err) {
+      next(err);
+    }
   };
 }
 
-async function handle(options: PipelineOptions, routes: readonly Route[], req: Request, res: Response): Promise<void> {
-  const { route, params: rawParams } = resolveRoute(routes, req.method, req.path, `${options.basePath}${req.path}`);
-  res.locals.route = `${options.basePath}${route.path}`;
+/**
+ * Up to the gate's answer. A request its gate admits at once and without a body (nearly every GET) runs
+ * on to its handler in the same turn; otherwise the rest waits for the gate and the body. A refusal is
+ * thrown (the caller hands it to `next`) or, once waiting, passed to `next`.
+ */
+function handle(options: PipelineOptions, routes: readonly Route[], labelOf: (route: Route) => string, req: Request, res: Response, next: NextFunction): void {
+  const { route, params } = resolveRoute(routes, req.method, req.path, options.basePath);
+  res.locals.route = labelOf(route);
   const gate = options.gates[route.auth] as AuthGate<unknown> | undefined;
   if (!gate) throw new Error(`route ${route.operationId}: this API has no ${route.auth} gate`);
   const admitted = gate.admit(route, req, res);
-  // Awaited only when the gate had to wait: an await costs a turn of the microtask queue even on a value.
+  // Waited for only when the gate had to wait or a body is to be read: each wait costs a turn of the microtask queue.
+  if (route.request.body) {
+    afterWaiting(options, route, params, admitted, req, res, next).catch(next);
+    return;
+  }
+  if (admitted instanceof Promise) {
+    // One reaction, not an async function around it: under load this is the path of every request that
+    // finds its replica's quota chunk empty while the next reservation is on its way.
+    admitted.then((principal) => {
+      try {
+        run(options, route, params, principal, undefined, req, res, next);
+      } catch (err) {
+        next(err);
+      }
+    }, next);
+    return;
+  }
+  run(options, route, params, admitted, undefined, req, res, next);
+}
+
+async function afterWaiting(options: PipelineOptions, route: Route, params: Record<string, string>, admitted: unknown, req: Request, res: Response, next: NextFunction): Promise<void> {
   const principal = admitted instanceof Promise ? await admitted : admitted;
-
   const rawBody = route.request.body ? await readJsonBody(req, res) : undefined;
+  run(options, route, params, principal, rawBody, req, res, next);
+}
 
+/** Idempotency-Key → validation → the handler → its answer; a refusal before the handler is thrown, the handler's goes to `next`. */
+function run(options: PipelineOptions, route: Route, rawParams: Record<string, string>, principal: unknown, rawBody: unknown, req: Request, res: Response, next: NextFunction): void {
   let idempotency: IdempotencyInput | undefined;
   if (options.idempotencyKeys && route.method === 'POST') {
     const key = parseIdempotencyKey(req.headers['idempotency-key']);
@@ -55,7 +94,9 @@ async function handle(options: PipelineOptions, routes: readonly Route[], req: R
     if (key !== undefined) idempotency = { key, fingerprint: requestFingerprint(route.method, fingerprintPath, rawBody ?? null) };
   }
 
-  const input = validateRequest(route.request, route.path, { params: rawParams, query: req.query, body: rawBody });
+  // The query is parsed (express's parser, on every read of `req.query`) only for a route that has a
+  // query schema; a route without one is typed without a query and gets none.
+  const input = validateRequest(route.request, route.path, { params: rawParams, query: route.request.query ? req.query : undefined, body: rawBody });
 
   const requestId = String(res.locals.requestId ?? '');
   const metadata: Record<string, string> = { 'x-request-id': requestId };
@@ -63,16 +104,26 @@ async function handle(options: PipelineOptions, routes: readonly Route[], req: R
     metadata[MD_IDEMPOTENCY_KEY] = idempotency.key;
     metadata[MD_IDEMPOTENCY_FINGERPRINT] = idempotency.fingerprint;
   }
-  let result: RouteResult;
+  const refused = (err: unknown) => {
+    showRecipientRefusal(res, err);
+    next(err);
+  };
+  let pending: Promise<RouteResult>;
   try {
     // Field by field, not `{ ...input, principal, … }`: on Node 20 that spread costs microseconds per request.
-    result = await route.handler({ params: input.params, query: input.query, body: input.body, principal, idempotency, metadata, requestId });
+    pending = route.handler({ params: input.params, query: input.query, body: input.body, principal, idempotency, metadata, requestId });
   } catch (err) {
-    showRecipientRefusal(res, err);
-    throw err;
+    refused(err);
+    return;
   }
-  if (result.recipientBudget) setRecipientHeaders(res, result.recipientBudget);
-  writeResult(req, res, route, result);
+  pending.then((result) => {
+    try {
+      if (result.recipientBudget) setRecipientHeaders(res, result.recipientBudget);
+      writeResult(req, res, route, result);
+    } catch (err) {
+      next(err);
+    }
+  }, refused);
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';

@@ -1,8 +1,8 @@
 import type { Request, Response } from 'express';
 import { DomainError, ForbiddenError, RateLimitedError, UnauthenticatedError } from '@rrs/runtime';
 import type { FailureLimiter } from '../../addressLimits';
-import { answerRateLimit, applyRateLimit, type RateLimiter } from '../../rateLimit';
-import { bearerCredential, type AuthDescription, type AuthGate, type AuthRequirement } from './kinds';
+import { answerRateLimit, type RateLimiter } from '../../rateLimit';
+import { bearerCredential, clientAddress, type AuthDescription, type AuthGate, type AuthRequirement } from './kinds';
 
 /** Who an API key speaks for: its organization (its plan sets the request quota; the sending rule is the scheduler's), the key and its scopes. */
 export interface Principal {
@@ -44,7 +44,7 @@ export async function authenticateRequest(authenticate: Authenticator, req: Requ
  */
 async function admitKey(authenticate: Authenticator, req: Request, failures?: FailureLimiter): Promise<Principal> {
   if (!failures) return authenticateRequest(authenticate, req);
-  const address = req.ip ?? 'unknown';
+  const address = clientAddress(req);
   const refuse = (seconds: number): never => {
     throw new RateLimitedError('too_many_auth_failures', `too many invalid API keys from this address; retry in ${seconds} s`, seconds);
   };
@@ -82,7 +82,7 @@ export function apiKeyGate(deps: ApiKeyGateDeps): AuthGate<Principal> {
 /** The principal of a request whose address and key this replica already knows to admit; undefined otherwise. */
 function principalInMemory(deps: ApiKeyGateDeps, req: Request): Principal | undefined {
   if (!deps.authenticate.cached) return undefined;
-  if (deps.failures && !deps.failures.isClean(req.ip ?? 'unknown')) return undefined;
+  if (deps.failures && !deps.failures.isClean(clientAddress(req))) return undefined;
   const key = bearerCredential(req);
   return key ? deps.authenticate.cached(key) : undefined;
 }
@@ -90,7 +90,13 @@ function principalInMemory(deps: ApiKeyGateDeps, req: Request): Principal | unde
 function afterKey(deps: ApiKeyGateDeps, requirement: AuthRequirement, principal: Principal, res: Response): Principal | Promise<Principal> {
   if (requirement.rateLimited) {
     const held = deps.rateLimiter.consumeHeld?.(principal);
-    if (held === undefined) return applyRateLimit(deps.rateLimiter, principal, res).then(() => withScope(requirement, principal));
+    // What applyRateLimit does, in one reaction rather than an async function and a reaction after it.
+    if (held === undefined) {
+      return deps.rateLimiter.consume(principal).then((decision) => {
+        answerRateLimit(decision, res);
+        return withScope(requirement, principal);
+      });
+    }
     answerRateLimit(held, res);
   }
   return withScope(requirement, principal);
