@@ -30,6 +30,11 @@ export class Wakeable {
     });
   }
 
+  /** Whether a sleep is under way (a wake now ends it). */
+  get sleeping(): boolean {
+    return this.resolve !== null;
+  }
+
   /** Wakes the sleeper now, or when `at` (ms since epoch) is given and is earlier than its timer, at `at`. */
   wake(at?: number): void {
     if (!this.resolve) {
@@ -90,6 +95,11 @@ export interface DueWorkOptions {
 export interface DueWorkLoop {
   /** Something may be due now (or at `at`, epoch ms): end the current wait. */
   wake(at?: number): void;
+  /**
+   * Work for one round may be there now: wakes one sleeping loop (or, with none asleep, has one go again
+   * once its round ends), not all — the others would each find it taken.
+   */
+  wakeOne(): void;
   /** Stops taking rounds, wakes the sleepers and waits for the rounds in flight. */
   stop(): Promise<void>;
 }
@@ -158,6 +168,9 @@ export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
 
   return {
     wake: wakeAll,
+    wakeOne() {
+      (wakeables.find((w) => w.sleeping) ?? wakeables[0]).wake();
+    },
     async stop() {
       running = false;
       stopped();

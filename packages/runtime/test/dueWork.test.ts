@@ -104,6 +104,20 @@ describe('startDueWorkLoop', () => {
     await loop.stop();
     expect(inFlight).toBe(0);
   });
+
+  it('wakeOne() wakes one sleeping loop, not all: the room one batch of results frees is one round\'s to take', async () => {
+    let rounds = 0;
+    const loop = startDueWorkLoop({ name: 'one', logger: testLogger(), loops: 3, idleMs: 60_000, round: async () => { rounds++; return false; }, nextDueInMs: async () => null });
+    await waitFor(() => rounds === 3, { what: 'each loop’s first round' });
+    loop.wakeOne();
+    await waitFor(() => rounds >= 4, { what: 'a round after wakeOne()' });
+    // A wake resolves every sleep it ends at once, so loops woken with it would have run by now; before, wake() woke all three.
+    await new Promise((r) => setImmediate(r));
+    expect(rounds).toBe(4);
+    loop.wake();
+    await waitFor(() => rounds === 7, { what: 'a round of every loop after wake()' });
+    await loop.stop();
+  });
 });
 
 describe('startHousekeepingRounds', () => {

@@ -55,7 +55,7 @@ export interface RunningDispatcher {
   stop(): Promise<void>;
   /** Steps dispatched by this dispatcher since start. */
   readonly dispatchedCount: number;
-  /** Results were applied here: a channel held at its in-flight bound may have room now. */
+  /** Results were applied here: a channel held at its in-flight bound may have room now (wakes one claim loop). */
   roomFreed(): void;
 }
 
@@ -176,8 +176,11 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
   // be waiting) and from a round that found more (a full batch, or a channel's in-flight bound reached)
   // until a fair round finds less than a full batch with room in every channel.
   let fair = true;
-  // A round that claimed nothing because of a channel's bound waits for results applied in this process
-  // (roomFreed) or, for those applied by other replicas, ROOM_POLL_MS — not the 20 ms of contention.
+  // A round the bound cut (it took all the room there was, or found none) waits for results applied in
+  // this process (roomFreed) or, for those applied by other replicas, ROOM_POLL_MS — not the 20 ms of
+  // contention, and not no time at all: a round at once finds no room and costs a fair claim for nothing
+  // (at the bound, half the rounds of a 10 000-message send claimed nothing: 161 of 287). A batch of
+  // results wakes one claim loop, not all: its room is one loop's to take, the others would find none.
   let waitingForRoom = false;
   let count = 0;
   const turns = new ClaimTurns();
@@ -193,13 +196,13 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
     async round() {
       const { claimed, full, limited, sent, now } = await dispatchRound(options, { limit: batchSize, inFlight, fair }, turns);
       fair = full || limited;
-      waitingForRoom = limited && claimed === 0;
+      waitingForRoom = limited && !full;
       for (const dispatch of sent) {
         lateness.observe(Math.max(0, now.getTime() - (dispatch.step.dueAt ?? now).getTime()) / 1000);
         dispatched.inc({ channel: dispatch.channel });
       }
       count += sent.length;
-      return claimed > 0;
+      return full || (claimed > 0 && !limited);
     },
   });
   return {
@@ -207,7 +210,7 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
       return count;
     },
     roomFreed() {
-      if (waitingForRoom) loop.wake();
+      if (waitingForRoom) loop.wakeOne();
     },
     stop: () => loop.stop(),
   };

@@ -151,6 +151,32 @@ describe('fair share (Postgres + JetStream)', () => {
     expect(bounded).toHaveLength(400);
     expect(new Set(bounded.map((s) => s.stepId)).size).toBe(400);
   });
+  it('a round the bound cut does not go again at once: with no results back, the next one waits for the room poll (a round at once finds no room)', async () => {
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status IN ('scheduled', 'dispatched')`);
+    // Seeded, not started: this test's steps must not take from the organization's recipient budget.
+    const cascade = await seedBulkDue(h.pool, OTHER_ORG, 300);
+    const rounds: Array<{ at: number; dispatched: number }> = [];
+    const published: number[] = [];
+    let running: RunningDispatcher | undefined;
+    // 100 a round, 128 in flight at most; no sender answers, so the bound holds after 100 + 28.
+    const d = await dispatcher({
+      batchSize: 100, inFlight: { max: 128, min: 128, targetMs: 250 }, loops: 1,
+      onRound: () => void rounds.push({ at: Date.now(), dispatched: running?.dispatchedCount ?? 0 }),
+      afterPublish: async () => void published.push(Date.now()),
+    });
+    running = d;
+    await waitFor(() => rounds.some((round) => round.dispatched === 128), { what: 'the round after the one the bound cut' });
+    await d.stop();
+    const { rows } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM recipient_steps WHERE cascade_id = $1 AND status = 'dispatched'`, [cascade]);
+    expect(rows[0].n).toBe(128);
+    // The cut round published its 28 (the second publish); before, the next round began as soon as it had
+    // committed, found no room and only then waited.
+    const next = rounds.find((round) => round.dispatched === 128)!;
+    expect(published).toHaveLength(2);
+    expect(next.at - published[1]).toBeGreaterThanOrEqual(90);
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status IN ('scheduled', 'dispatched')`);
+  });
+
   it('a claim adds at most the bound\'s minimum to a channel, with nothing in flight too: steps claimed at one instant have one age, which tells nothing of the pace', async () => {
     await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status IN ('scheduled', 'dispatched')`);
     await seedBulkDue(h.pool, OTHER_ORG, 1_000);
