@@ -31,6 +31,7 @@ const require = createRequire(join(ROOT, 'package.json'));
 const pg = require('pg');
 const { startSmtpSink } = require(join(ROOT, 'packages/testkit/dist/fakes/smtp.js'));
 const { startFakeSmsc } = require(join(ROOT, 'packages/testkit/dist/fakes/smsc.js'));
+const { untilJetStreamPlaces } = require(join(ROOT, 'packages/testkit/dist/natsCluster.js'));
 
 const RECIPIENTS = Number(process.env.CHAOS_RECIPIENTS ?? 2000);
 const ALL_FAULTS = ['kill-scheduler', 'kill-email', 'kill-sms', 'kill-webhooks', 'restart-nats', 'restart-postgres', 'receiver-500'];
@@ -634,13 +635,8 @@ async function startNatsNodes(top) {
   };
   await Promise.all(nodes.map((_, i) => start(i)));
   const url = nodes.map((n) => `nats://127.0.0.1:${n.port}`).join(',');
-  // JetStream answers once the nodes have elected a meta leader.
-  const nc = await natsConnect({ servers: url.split(',') });
-  try {
-    await until('JetStream meta leader', async () => !!(await (await nc.jetstreamManager({ timeout: 2_000 })).getAccountInfo()), { timeoutMs: 30_000, intervalMs: 500 });
-  } finally {
-    await nc.close();
-  }
+  // Not only a meta leader: every node reported in, or an R3 stream created now finds no peers.
+  await untilJetStreamPlaces(url.split(','), nodes.length);
   return { nodes, url, start, kill: async (i) => (nodes[i].proc.child.kill('SIGKILL'), await nodes[i].proc.exited) };
 }
 

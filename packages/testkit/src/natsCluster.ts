@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect } from 'nats';
+import { connect, StorageType } from 'nats';
 import { freePort } from './servers';
 
 /**
@@ -87,7 +87,7 @@ export async function startNatsCluster(): Promise<NatsCluster> {
 
   try {
     await Promise.all(names.map((_, i) => start(i)));
-    await untilJetStreamReady(urls);
+    await untilJetStreamPlaces(urls);
   } catch (err) {
     await remove();
     throw err;
@@ -95,18 +95,25 @@ export async function startNatsCluster(): Promise<NatsCluster> {
   return { urls, url: urls.join(','), names, kill, start, remove };
 }
 
-/** Resolves once the cluster has elected its JetStream meta leader (account info answers). Bounded: 30 s. */
-async function untilJetStreamReady(urls: string[]): Promise<void> {
+/**
+ * Resolves once the cluster can place a stream on all its nodes: a probe stream with one replica per node
+ * is created and deleted. The meta leader answers account info before every peer has reported in, and a
+ * replicated stream created then fails with "no suitable peers for placement" (CI saw it on a loaded
+ * machine). Bounded: 30 s.
+ */
+export async function untilJetStreamPlaces(urls: string[], replicas = urls.length): Promise<void> {
   const nc = await connect({ servers: urls });
   try {
     const deadline = Date.now() + 30_000;
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
+      const name = `READY_PROBE_${process.pid}_${attempt}`;
       try {
-        const jsm = await nc.jetstreamManager({ timeout: 1_000 });
-        await jsm.getAccountInfo();
+        const jsm = await nc.jetstreamManager({ timeout: 2_000 });
+        await jsm.streams.add({ name, subjects: [`ready-probe.${process.pid}.${attempt}`], num_replicas: replicas, storage: StorageType.Memory });
+        await jsm.streams.delete(name);
         return;
       } catch (err) {
-        if (Date.now() > deadline) throw new Error(`the NATS cluster elected no JetStream leader: ${(err as Error).message}`);
+        if (Date.now() > deadline) throw new Error(`the NATS cluster cannot place a stream on ${replicas} nodes: ${(err as Error).message}`);
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
     }
