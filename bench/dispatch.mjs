@@ -23,7 +23,7 @@ import { cpuByGroup } from './lib/proc-cpu.mjs';
 const require = createRequire(import.meta.url);
 const here = dirname(fileURLToPath(import.meta.url));
 const { createServiceContext, createMemoryBus, connectJetStreamBus, createPool, histogram, Notifier } = require('@rrs/runtime');
-const { busV1 } = require('@rrs/proto');
+const { busV1, stepSubjects } = require('@rrs/proto');
 const { startScheduler, startDispatcher, ConfiguredChannels, SCHEMA, SESSION_SETTINGS, AddressHasher, DEVELOPMENT_PERSON_HASH_KEY } = require('@rrs/cascade-scheduler');
 // The bench's starts must not be refused by the recipient budget the scheduler takes with every start.
 const LIFTED = { perMinute: 1e9, perDay: 1e12 };
@@ -146,11 +146,12 @@ try {
     sender = { drain: () => new Promise((resolve) => { child.once('exit', resolve); child.send('stop'); }) };
   } else {
     const results = new StepResultPublisher(bus);
-    sender = await bus.consume({ stream: 'STEPS', durable: 'bench-noop-email', filterSubject: 'steps.email', concurrency: 1024 }, async (msg) => {
+    const lanes = await Promise.all(stepSubjects('EMAIL').map((lane) => bus.consume({ stream: 'STEPS', durable: `bench-noop-${lane.durable}`, filterSubject: lane.subject, concurrency: 1024 }, async (msg) => {
       const s = busV1.StepDue.decode(msg.data);
       await results.publish(s, { outcome: busV1.StepOutcome.STEP_OUTCOME_SENT, parts: 1 });
       msg.ack();
-    });
+    })));
+    sender = { drain: () => Promise.all(lanes.map((lane) => lane.drain())) };
   }
   const pool = createPool({ url: dbUrl, schema: SCHEMA, max: 8, settings: SESSION_SETTINGS });
   const notifier = new Notifier(dbUrl, SCHEMA, ctx.logger);

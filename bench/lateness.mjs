@@ -18,7 +18,7 @@ import { adminSql } from './lib/pg-admin.mjs';
 
 const require = createRequire(import.meta.url);
 const { createServiceContext, createMemoryBus, connectJetStreamBus, createPool, Notifier } = require('@rrs/runtime');
-const { busV1 } = require('@rrs/proto');
+const { busV1, stepSubjects } = require('@rrs/proto');
 const { StepResultPublisher } = require('@rrs/sender-kit');
 const { startScheduler, startDispatcher, ConfiguredChannels, SCHEMA, SESSION_SETTINGS, AddressHasher, DEVELOPMENT_PERSON_HASH_KEY } = require('@rrs/cascade-scheduler');
 // The bench's starts must not be refused by the recipient budget the scheduler takes with every start.
@@ -65,8 +65,8 @@ async function seed(pool, n, firstDueMs, stepMs) {
           g AS (SELECT i, ${V7} AS rid, ${V7} AS rrid FROM generate_series(0, $2 - 1) AS i),
           rr AS (INSERT INTO review_requests (id, organization_id, token, location_id, recipient_id) SELECT rrid, $1, md5(rrid::text), 'loc', rid FROM g),
           r AS (INSERT INTO recipients (id, cascade_id, organization_id, position, email, status, review_request_id) SELECT rid, (SELECT id FROM c), $1, i, 'x' || i || '@example.com', 'running', rrid FROM g)
-     INSERT INTO recipient_steps (id, recipient_id, cascade_id, organization_id, step_order, channel, delay_minutes, status, sent_channel, due_at)
-     SELECT ${V7}, rid, (SELECT id FROM c), $1, 1, 'EMAIL', 0, 'scheduled', 'EMAIL', to_timestamp(($4::float8 + i * $3::float8) / 1000) FROM g`,
+     INSERT INTO recipient_steps (id, recipient_id, cascade_id, organization_id, step_order, channel, delay_minutes, status, sent_channel, due_at, bulk)
+     SELECT ${V7}, rid, (SELECT id FROM c), $1, 1, 'EMAIL', 0, 'scheduled', 'EMAIL', to_timestamp(($4::float8 + i * $3::float8) / 1000), $2::int > 10 FROM g`,
     [ORG, n, stepMs, firstDueMs],
   );
 }
@@ -101,14 +101,16 @@ try {
   const received = new Map();
   let duplicates = 0;
   const results = new StepResultPublisher(bus);
-  const sender = await bus.consume({ stream: 'STEPS', durable: 'bench-noop-email', filterSubject: 'steps.email', concurrency: 512 }, async (msg) => {
+  // Both of the channel's subjects, bulk and small requests', as a real sender reads them.
+  const lanes = await Promise.all(stepSubjects('EMAIL').map((lane) => bus.consume({ stream: 'STEPS', durable: `bench-noop-${lane.durable}`, filterSubject: lane.subject, concurrency: 512 }, async (msg) => {
     const at = Date.now();
     const s = busV1.StepDue.decode(msg.data);
     if (received.has(s.stepId)) duplicates++;
     else received.set(s.stepId, { cascadeId: s.cascadeId, ms: at - s.dueAt.getTime() });
     await results.publish(s, { outcome: busV1.StepOutcome.STEP_OUTCOME_SENT, parts: 1 });
     msg.ack();
-  });
+  })));
+  const sender = { drain: () => Promise.all(lanes.map((lane) => lane.drain())) };
 
   // Phase "timers": RATE steps/s, the first due LEAD_MS from now, seeded before the dispatcher starts.
   const timersN = RATE * SECONDS;

@@ -79,12 +79,13 @@ describe('tracing across a cascade step', () => {
     const inTrace = (): ReadableSpan[] => exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
     await waitFor(() => inTrace().some((s) => s.name === 'process steps.result'), { timeoutMs: 20_000, what: "the scheduler's handling of the result" });
     const names = new Set(inTrace().map((s) => s.name));
-    for (const name of ['publish steps.email', 'process steps.email', 'send EMAIL', 'publish steps.result', 'process steps.result']) {
+    // One recipient: a small request's step, on the channel's small requests' subject.
+    for (const name of ['publish steps.email.small', 'process steps.email.small', 'send EMAIL', 'publish steps.result', 'process steps.result']) {
       expect({ name, inTrace: names.has(name) }).toEqual({ name, inTrace: true });
     }
     // The trace starts at the API request: the step's publication is a child of the StartCascade call
     // made by POST /cascades (the context is stored with the cascade).
-    const dispatch = inTrace().find((s) => s.name === 'publish steps.email');
+    const dispatch = inTrace().find((s) => s.name === 'publish steps.email.small');
     const post = inTrace().find((s) => s.kind === SpanKind.SERVER && s.attributes['http.request.method'] === 'POST');
     const start = inTrace().find((s) => s.attributes['rpc.method'] === 'StartCascade' && s.kind === SpanKind.SERVER);
     expect(post).toBeDefined();

@@ -14,8 +14,27 @@ export function senderDurable(channel: string): string {
   return `sender-${channel.toLowerCase()}`;
 }
 
-export function stepSubject(channel: string): string {
-  return `steps.${channel.toLowerCase()}`;
+/**
+ * Where the dispatcher publishes a channel's steps: bulk requests' steps on `steps.<channel>`, small
+ * requests' on `steps.<channel>.small` (docs/operations.md, "Fair share"). Each subject has its own
+ * durable consumer, so a small request's step is never queued in the stream behind the bulk's steps in
+ * flight; a sender reads both (stepSubjects).
+ */
+export function stepSubject(channel: string, options: { small?: boolean } = {}): string {
+  return options.small ? `steps.${channel.toLowerCase()}.small` : `steps.${channel.toLowerCase()}`;
+}
+
+/** The durable consumer of a channel's small requests' steps (`steps.<channel>.small`). */
+export function smallStepDurable(channel: string): string {
+  return `${senderDurable(channel)}-small`;
+}
+
+/** Both subjects of a channel's steps with their durables: what a sender of the channel reads. */
+export function stepSubjects(channel: string): { subject: string; durable: string; small: boolean }[] {
+  return [
+    { subject: stepSubject(channel), durable: senderDurable(channel), small: false },
+    { subject: stepSubject(channel, { small: true }), durable: smallStepDurable(channel), small: true },
+  ];
 }
 
 /**

@@ -25,3 +25,4 @@ export * from './messengerText';
 export * from './alertText';
 export * from './personErasure';
 export * from './sendHistory';
+export * from './waitLine';

@@ -15,6 +15,8 @@ export interface ProviderCallContext {
    * not reached the provider. A call already on the wire is never cut by it. Set by the ProviderChain.
    */
   signal?: AbortSignal;
+  /** A small request's call: ahead of bulk ones in the adapter's queue for a connection (WaitLine). */
+  ahead?: boolean;
 }
 
 /**
@@ -340,8 +342,8 @@ export class ProviderChain<Request> implements ProviderHealthSource {
     return this.breakers[index].state;
   }
 
-  async send(request: Request, ctx: Pick<SendContext, 'idempotencyKey' | 'resumed' | 'maybeWith'>): Promise<ChainSent> {
-    const call: ProviderCallContext = { idempotencyKey: ctx.idempotencyKey, resumed: false };
+  async send(request: Request, ctx: Pick<SendContext, 'idempotencyKey' | 'resumed' | 'maybeWith' | 'ahead'>): Promise<ChainSent> {
+    const call: ProviderCallContext = { idempotencyKey: ctx.idempotencyKey, resumed: false, ahead: ctx.ahead === true };
     if (ctx.resumed) {
       const known = ctx.maybeWith.length > 0;
       for (const provider of this.providers) {

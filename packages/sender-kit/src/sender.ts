@@ -1,4 +1,4 @@
-import { busV1, senderDurable, stepSubject } from '@rrs/proto';
+import { busV1, stepSubjects } from '@rrs/proto';
 import { collapseRepeats, counter, extractTraceContext, histogram, LATENCY_BUCKETS, withSpan, SpanKind, type Bus, type BusMessage, type Logger, type Subscription } from '@rrs/runtime';
 import { PermanentSendError, RetryableSendError } from './errors';
 import { resultLabel, StepOutcome, StepResultPublisher, type SendResult } from './result';
@@ -18,6 +18,11 @@ export interface SendContext {
    * ProviderChain asks them first and never fails over past them blindly. Empty when none were recorded.
    */
   maybeWith: readonly string[];
+  /**
+   * A small request's step (it came on `steps.<channel>.small`): it goes ahead of bulk ones in an
+   * adapter's own queue for a connection (WaitLine), as it does in the fair claim.
+   */
+  ahead?: boolean;
 }
 
 /**
@@ -64,11 +69,18 @@ export function retryDelayMs(deliveryCount: number, retryAfterMs: number | undef
   return Math.max(backoff, retryAfterMs ?? 0);
 }
 
+/**
+ * Small requests' steps a sender replica works on at once, beside its window of bulk ones: the
+ * dispatcher keeps at most DISPATCH_SMALL_REQUEST_HEADROOM (32) of them in flight past a channel's
+ * bound, so this takes them as they come.
+ */
+export const SMALL_STEP_CONCURRENCY = 32;
+
 /** First pause between tries of a held outcome's write; doubles up to a third of the ack wait, at most 2 s. */
 const HOLD_RETRY_BASE_MS = 100;
 
 /**
- * Consumes `steps.<channel>`. For each due step: check the send log, send, record, publish the result,
+ * Consumes `steps.<channel>` and `steps.<channel>.small` (stepSubjects). For each due step: check the send log, send, record, publish the result,
  * then ack. Errors are sorted: retryable → nak with backoff; permanent → FAILED + term; the last
  * delivery of a retryable failure → FAILED `max_deliveries` + a dead-letter record.
  *
@@ -79,7 +91,6 @@ const HOLD_RETRY_BASE_MS = 100;
  */
 export async function startSender(options: SenderOptions): Promise<Subscription> {
   const channel = options.channel;
-  const durable = senderDurable(channel);
   const maxDeliver = options.maxDeliver ?? 10;
   const ackWaitMs = options.ackWaitMs ?? 4_000;
   const stopGraceMs = options.stopGraceMs ?? 10_000;
@@ -173,7 +184,7 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
     else msg.term(result.reason);
   };
 
-  const handle = async (msg: BusMessage, step: busV1.StepDue) => {
+  const handle = async (msg: BusMessage, step: busV1.StepDue, small: boolean) => {
     // A redelivery, or a new attempt, of a step whose outcome this process is still trying to store:
     // wait for that rather than claim, so its send log row is complete when the claim reads it.
     const pending = held.get(step.stepId);
@@ -191,7 +202,7 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
     const started = process.hrtime.bigint();
     let result: SendResult;
     try {
-      result = await options.sendLog.atTheProvider(() => options.send(step, { idempotencyKey: step.stepId, resumed: claim.resumed, maybeWith: claim.maybeWith }));
+      result = await options.sendLog.atTheProvider(() => options.send(step, { idempotencyKey: step.stepId, resumed: claim.resumed, maybeWith: claim.maybeWith, ahead: small }));
       providerLatency.observe({ channel, result: resultLabel(result.outcome) }, Number(process.hrtime.bigint() - started) / 1e9);
     } catch (err) {
       providerLatency.observe({ channel, result: err instanceof PermanentSendError ? 'failed' : 'retry' }, Number(process.hrtime.bigint() - started) / 1e9);
@@ -225,41 +236,52 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
     await finish(msg, step, result, () => options.sendLog.complete(step.stepId, result), resultLabel(result.outcome), 'ack');
   };
 
-  const subscription = await options.bus.consume(
-    { stream: 'STEPS', durable, filterSubject: stepSubject(channel), concurrency: options.concurrency ?? 16, maxDeliver, ackWaitMs },
-    async (msg: BusMessage) => {
-      let step: busV1.StepDue;
+  const onStep = async (msg: BusMessage, small: boolean) => {
+    let step: busV1.StepDue;
+    try {
+      step = busV1.StepDue.decode(msg.data);
+      if (!step.stepId || !step.attemptId) throw new Error('step without step_id or attempt_id');
+    } catch (err) {
+      failures.error({ err, seq: msg.seq }, 'undecodable step message, dropped');
+      msg.term('undecodable');
+      return;
+    }
+    await withSpan(`send ${channel}`, { 'messaging.system': 'nats', 'rrs.step_id': step.stepId }, async () => {
       try {
-        step = busV1.StepDue.decode(msg.data);
-        if (!step.stepId || !step.attemptId) throw new Error('step without step_id or attempt_id');
+        await handle(msg, step, small);
       } catch (err) {
-        failures.error({ err, seq: msg.seq }, 'undecodable step message, dropped');
-        msg.term('undecodable');
-        return;
-      }
-      await withSpan(`send ${channel}`, { 'messaging.system': 'nats', 'rrs.step_id': step.stepId }, async () => {
-        try {
-          await handle(msg, step);
-        } catch (err) {
-          // The send log failed before the provider was called (a claim): nothing was sent by this delivery.
-          if (msg.deliveryCount >= maxDeliver) {
-            failures.error({ err, stepId: step.stepId, delivery: msg.deliveryCount }, 'handling the step failed on its last delivery; dead-lettered');
-            await options.sendLog.deadLetter(step, 'sender_error', msg.deliveryCount).catch((deadLetterErr: unknown) => failures.error({ err: deadLetterErr, stepId: step.stepId }, 'writing the dead letter failed'));
-            msg.term('max deliveries');
-            return;
-          }
-          failures.error({ err, stepId: step.stepId, delivery: msg.deliveryCount }, 'handling the step failed, will retry');
-          msg.nak(retryDelayMs(msg.deliveryCount, undefined, options.baseBackoffMs, options.maxBackoffMs));
+        // The send log failed before the provider was called (a claim): nothing was sent by this delivery.
+        if (msg.deliveryCount >= maxDeliver) {
+          failures.error({ err, stepId: step.stepId, delivery: msg.deliveryCount }, 'handling the step failed on its last delivery; dead-lettered');
+          await options.sendLog.deadLetter(step, 'sender_error', msg.deliveryCount).catch((deadLetterErr: unknown) => failures.error({ err: deadLetterErr, stepId: step.stepId }, 'writing the dead letter failed'));
+          msg.term('max deliveries');
+          return;
         }
-      }, { kind: SpanKind.CONSUMER, parent: extractTraceContext(msg.headers) });
-    },
-  );
+        failures.error({ err, stepId: step.stepId, delivery: msg.deliveryCount }, 'handling the step failed, will retry');
+        msg.nak(retryDelayMs(msg.deliveryCount, undefined, options.baseBackoffMs, options.maxBackoffMs));
+      }
+    }, { kind: SpanKind.CONSUMER, parent: extractTraceContext(msg.headers) });
+  };
+
+  // Bulk requests' steps and small requests' each from their own consumer and window: an order's step
+  // is taken as soon as it is published, whatever the bulk's steps waiting in the stream or in progress.
+  const concurrency = options.concurrency ?? 16;
+  const subscriptions: Subscription[] = [];
+  try {
+    for (const lane of stepSubjects(channel)) {
+      const window = lane.small ? Math.min(concurrency, SMALL_STEP_CONCURRENCY) : concurrency;
+      subscriptions.push(await options.bus.consume({ stream: 'STEPS', durable: lane.durable, filterSubject: lane.subject, concurrency: window, maxDeliver, ackWaitMs }, (msg) => onStep(msg, lane.small)));
+    }
+  } catch (err) {
+    await Promise.allSettled(subscriptions.map((subscription) => subscription.drain()));
+    throw err;
+  }
 
   return {
     async drain() {
       giveUpAt ??= Date.now() + stopGraceMs;
       try {
-        await subscription.drain();
+        await Promise.all(subscriptions.map((subscription) => subscription.drain()));
       } finally {
         failures.flush();
       }

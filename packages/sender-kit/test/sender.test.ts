@@ -54,6 +54,55 @@ describe('startSender over JetStream with a Postgres send log', () => {
     await sub.drain();
   });
 
+  it("takes a small request's step while its window is full of bulk steps in progress (each from its own consumer), and tells the provider call it goes ahead", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const started: string[] = [];
+    const ahead = new Map<string, boolean | undefined>();
+    const bulkIds = new Set<string>();
+    const sub = await startSender({
+      bus: tb.bus, channel: 'kappa', sendLog, logger: ctx.logger, concurrency: 2, ackWaitMs: 5_000,
+      send: async (step, sendContext) => {
+        started.push(step.stepId);
+        ahead.set(step.stepId, sendContext.ahead);
+        if (bulkIds.has(step.stepId)) await held;
+        return { outcome: Outcome.STEP_OUTCOME_SENT, providerMessageId: `p-${step.stepId}` };
+      },
+    });
+    try {
+      const bulk = [dueStep('KAPPA'), dueStep('KAPPA'), dueStep('KAPPA')];
+      for (const step of bulk) bulkIds.add(step.stepId);
+      for (const step of bulk) await publishStep(tb.bus, step);
+      await waitFor(() => started.length === 2, { what: 'the bulk window full' });
+      const small = dueStep('KAPPA');
+      await publishStep(tb.bus, small, { small: true });
+      await waitFor(() => resultsFor(small.stepId).length === 1, { what: "the small request's step sent" });
+      // The window of bulk steps is still full, and the third bulk step still waits in the stream.
+      expect(started.slice(0, 2).sort()).toEqual([bulk[0].stepId, bulk[1].stepId].sort());
+      expect(started.slice(2)).toEqual([small.stepId]);
+      release();
+      await waitFor(() => bulk.every((step) => resultsFor(step.stepId).length === 1), { what: 'the bulk steps sent' });
+      // The provider adapter is told which call is a small request's: it goes ahead in the adapter's queue.
+      expect(ahead.get(small.stepId)).toBe(true);
+      expect(bulk.map((step) => ahead.get(step.stepId))).toEqual([false, false, false]);
+    } finally {
+      release();
+      await sub.drain();
+    }
+  });
+
+  it("a small request's step published before any sender read its subject (a scheduler upgraded first) is sent once a sender starts", async () => {
+    const small = dueStep('LAMBDA');
+    await publishStep(tb.bus, small, { small: true });
+    const sub = await run('lambda', async (step) => ({ outcome: Outcome.STEP_OUTCOME_SENT, providerMessageId: `p-${step.stepId}` }));
+    try {
+      await waitFor(() => resultsFor(small.stepId).length === 1, { what: 'the waiting step sent' });
+      expect(resultsFor(small.stepId)[0]).toMatchObject({ outcome: Outcome.STEP_OUTCOME_SENT });
+    } finally {
+      await sub.drain();
+    }
+  });
+
   it('never sends a redelivered step twice (same step, published again as a new attempt)', async () => {
     let calls = 0;
     const sub = await run('beta', async () => {

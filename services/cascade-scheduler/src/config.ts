@@ -101,8 +101,14 @@ export const DEFAULT_STEP_RESULT_TIMEOUT_MINUTES = 30;
 export const DEFAULT_DISPATCH_IN_FLIGHT_PER_CHANNEL = 1000;
 /** A step claimed now waits about this long behind its channel's steps in flight (ms). */
 export const DEFAULT_DISPATCH_IN_FLIGHT_TARGET_MS = 100;
-/** However slow a channel, this many of its steps may be in flight (a sender replica's window). */
-export const DISPATCH_IN_FLIGHT_MIN = 128;
+/**
+ * However slow a channel, this many of its steps may be in flight: two sender replicas' windows (128
+ * each), so the next window's steps already wait in the stream when a sender finishes one, across the
+ * pipeline's own turnaround (dispatch → sender → result applied, 60–120 ms, about the target). An order's
+ * message does not queue behind them: small requests' steps have their own subject and consumer, and go
+ * ahead in a provider adapter's queue for a connection (docs/operations.md, "Fair share").
+ */
+export const DISPATCH_IN_FLIGHT_MIN = 256;
 /**
  * Steps of small requests (fairShare.ts) have a lane of this many in flight past a channel's in-flight
  * bound, counted off their own steps in flight: an order's message is claimed as soon as it is due, not

@@ -59,7 +59,8 @@ export interface RunningDispatcher {
   roomFreed(): void;
 }
 
-type Dispatched = { state: LoadedRecipient; dispatch: Dispatch };
+/** `bulk`: the step's cascade is a bulk request's (every step of a recipient shares it). */
+type Dispatched = { state: LoadedRecipient; dispatch: Dispatch; bulk: boolean };
 
 /** How long a dispatcher held at a channel's in-flight bound waits before it looks again, unless woken. */
 const ROOM_POLL_MS = 100;
@@ -70,7 +71,7 @@ const ROOM_POLL_MS = 100;
  */
 function fireClaimed(states: Map<string, LoadedRecipient>, claimed: ClaimedStep[], checksOf: (state: LoadedRecipient) => FireChecks, timing: Timing): Dispatched[] {
   const out: Dispatched[] = [];
-  for (const { stepId, recipientId } of claimed) {
+  for (const { stepId, recipientId, bulk } of claimed) {
     const state = states.get(recipientId);
     let current = state?.steps.find((step) => step.id === stepId);
     if (!state || !current) continue;
@@ -78,7 +79,7 @@ function fireClaimed(states: Map<string, LoadedRecipient>, claimed: ClaimedStep[
     for (let guard = 0; current && guard <= state.steps.length * 3; guard++) {
       const dispatch = fire(state, current, checks, timing);
       if (dispatch) {
-        out.push({ state, dispatch });
+        out.push({ state, dispatch, bulk });
         break;
       }
       if (current.status === 'skipped') skippedAtFire.inc({ reason: current.reason ?? '' });
@@ -121,7 +122,8 @@ class ClaimTurns {
 /**
  * One dispatch round, in one transaction: claim due steps, lock their recipients (SKIP LOCKED: a
  * recipient held elsewhere — a result being applied, a rating — waits for the next round with its
- * step), fire them, publish the dispatched ones to `steps.<channel>` with Nats-Msg-Id = attempt id,
+ * step), fire them, publish the dispatched ones to `steps.<channel>` (bulk) or `steps.<channel>.small`
+ * with Nats-Msg-Id = attempt id,
  * save, commit. Nothing here ever waits for a lock, so rounds never deadlock with the transactions
  * that lock a recipient first and then its steps. Returns how many steps it claimed and what it sent.
  * Four requests to PostgreSQL (a coalesced transaction): BEGIN with the clock and the claim; the
@@ -145,8 +147,9 @@ async function dispatchRound(options: DispatcherOptions, claim: ClaimOptions, tu
       // message's size, ~5 µs a message of copying and zero-filling).
       const writer = new BinaryWriter();
       await options.bus.publishBatch(
-        dispatches.map(({ state, dispatch }) => ({
-          subject: stepSubject(dispatch.channel),
+        dispatches.map(({ state, dispatch, bulk }) => ({
+          // Small requests' steps on their own subject and consumer: never queued behind the bulk's.
+          subject: stepSubject(dispatch.channel, { small: !bulk }),
           data: busV1.StepDue.encode(stepDueMessage(state, dispatch, options.publicBaseUrl, now), writer).finish(),
           // The cascade's start is the parent of its steps' publication (the bus wrapper reads it).
           options: { msgId: dispatch.attemptId, headers: state.meta.traceContext },

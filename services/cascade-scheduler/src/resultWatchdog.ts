@@ -1,4 +1,4 @@
-import { senderDurable } from '@rrs/proto';
+import { stepSubjects } from '@rrs/proto';
 import { collapseRepeats, counter, inTransaction, startDueWorkLoop, type Bus, type Logger, type Pool } from '@rrs/runtime';
 import { resultTimedOut, type Timing } from './engine';
 import { dbNow, loadRecipients, saveStates, type LoadedRecipient } from './recipientStore';
@@ -60,19 +60,28 @@ export function startResultWatchdog(options: ResultWatchdogOptions): RunningWatc
    * they are waiting, and redispatching them would only double the queue. When the bus cannot answer,
    * nothing is redispatched this sweep.
    */
+  async function pendingOf(durable: string): Promise<number> {
+    try {
+      return await options.bus.pending('STEPS', durable);
+    } catch (err) {
+      // No sender ever consumed this subject (no durable yet): nothing can be on its way.
+      if (/consumer not found/i.test(String((err as Error)?.message))) return 0;
+      throw err;
+    }
+  }
+
   async function idleChannels(channels: string[]): Promise<string[]> {
     const idle: string[] = [];
     for (const channel of channels) {
       try {
-        if ((await options.bus.pending('STEPS', senderDurable(channel))) === 0) idle.push(channel);
+        let pending = 0;
+        // Both of the channel's consumers, bulk and small requests' (stepSubjects).
+        for (const { durable } of stepSubjects(channel)) pending += await pendingOf(durable);
+        if (pending === 0) idle.push(channel);
         else postponed.inc({ channel });
       } catch (err) {
-        // No sender ever consumed this channel (no durable yet): nothing can be on its way.
-        if (/consumer not found/i.test(String((err as Error)?.message))) idle.push(channel);
-        else {
-          warnings.warn({ err, channel }, 'result watchdog could not ask the bus; timed-out steps wait for the next sweep');
-          postponed.inc({ channel });
-        }
+        warnings.warn({ err, channel }, 'result watchdog could not ask the bus; timed-out steps wait for the next sweep');
+        postponed.inc({ channel });
       }
     }
     return idle;

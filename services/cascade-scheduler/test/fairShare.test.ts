@@ -121,6 +121,24 @@ describe('fair share (Postgres + JetStream)', () => {
     expect(smallAt!.getTime()).toBeLessThanOrEqual(Math.min(...bulkAt));
   });
 
+  it("a small request's steps go on the channel's small requests' subject, a bulk one's on the channel's own: an order is never queued in the stream behind the bulk", async () => {
+    const bulk = await h.scheduler.cascades.start({
+      organizationId: ORG, locationId: LOCATION, name: 'csv-lanes', flowId: '', channel: 'EMAIL', externalId: 'csv-lanes',
+      recipients: recipientsInput(11, (k) => ({ email: `lanes-${k}@example.com` })),
+    });
+    const small = await startSmall('lanes-order', 'EMAIL', 10);
+    const sender = await startScriptedSender(h.tb.bus, ['EMAIL']);
+    const d = await dispatcher({ batchSize: 50, inFlight: { max: 1000, min: 128, targetMs: 100 } });
+    const ids = async (cascadeId: string) => (await h.pool.query<{ id: string }>('SELECT id FROM recipient_steps WHERE cascade_id = $1', [cascadeId])).rows.map((row) => row.id);
+    const [bulkIds, smallIds] = [await ids(bulk.result.id), await ids(small)];
+    await waitFor(() => [...bulkIds, ...smallIds].every((id) => sender.received.some((step) => step.stepId === id)), { what: 'both cascades received', timeoutMs: 20_000 });
+    await d.stop();
+    await sender.stop();
+    expect(bulkIds.filter((id) => sender.smallSubject.has(id))).toEqual([]);
+    expect(smallIds.filter((id) => !sender.smallSubject.has(id))).toEqual([]);
+    expect(smallIds).toHaveLength(10);
+  });
+
   it('dispatches at most the in-flight bound of a channel (following its pace); the rest waits in PostgreSQL and goes out, once each, as results come back', async () => {
     const cascade = await startSmall('bounded', 'SMS', 400);
     let rounds = 0;

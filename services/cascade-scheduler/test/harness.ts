@@ -1,4 +1,4 @@
-import { busV1, contactsV1, eventsV1, stepSubject } from '@rrs/proto';
+import { busV1, contactsV1, eventsV1, stepSubjects } from '@rrs/proto';
 import { StepResultPublisher } from '@rrs/sender-kit';
 import { createPool, httpStatusOf, InvalidError, NotFoundError, uuidv7, type Bus, type DomainError, type Pool, type Subscription } from '@rrs/runtime';
 import { createTestBus, createTestDatabase, testContext, type TestBus, type TestDatabase } from '@rrs/testkit';
@@ -83,7 +83,7 @@ export class FakeProfiles implements OrganizationProfiles {
 }
 
 /**
- * A sender speaking the bus contract: takes `steps.<channel>`, answers in batches on
+ * A sender speaking the bus contract: takes `steps.<channel>` and `steps.<channel>.small`, answers in batches on
  * `steps.result.batch` (through the sender kit's publisher) with the outcome `decide` picks. Records
  * every delivery (a redelivered or duplicate step shows up twice).
  */
@@ -91,22 +91,25 @@ export async function startScriptedSender(
   bus: Bus,
   channels: string[],
   decide: (step: busV1.StepDue) => Outcome = () => 'STEP_OUTCOME_SENT',
-): Promise<{ received: busV1.StepDue[]; stop(): Promise<void> }> {
+): Promise<{ received: busV1.StepDue[]; smallSubject: Set<string>; stop(): Promise<void> }> {
   const received: busV1.StepDue[] = [];
+  /** The step ids received on a channel's small requests' subject. */
+  const smallSubject = new Set<string>();
   const subs: Subscription[] = [];
   const results = new StepResultPublisher(bus);
-  for (const channel of channels) {
+  for (const channel of channels) for (const lane of stepSubjects(channel)) {
     subs.push(
-      await bus.consume({ stream: 'STEPS', durable: `test-sender-${channel.toLowerCase()}`, filterSubject: stepSubject(channel), concurrency: 64 }, async (msg) => {
+      await bus.consume({ stream: 'STEPS', durable: `test-${lane.durable}`, filterSubject: lane.subject, concurrency: 64 }, async (msg) => {
         const step = busV1.StepDue.decode(msg.data);
         received.push(step);
+        if (lane.small) smallSubject.add(step.stepId);
         const outcome = busV1.StepOutcome[decide(step)];
         await results.publish(step, { outcome, reason: outcome === busV1.StepOutcome.STEP_OUTCOME_FAILED ? 'provider_rejected' : '', parts: 1 });
         msg.ack();
       }),
     );
   }
-  return { received, stop: async () => void (await Promise.all(subs.map((s) => s.drain()))) };
+  return { received, smallSubject, stop: async () => void (await Promise.all(subs.map((s) => s.drain()))) };
 }
 
 /** Collects `events.cascade.recipient.finished`. */

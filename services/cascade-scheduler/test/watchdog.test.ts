@@ -1,4 +1,4 @@
-import { busV1, senderDurable, stepSubject, STEP_RESULT_BATCH_SUBJECT } from '@rrs/proto';
+import { busV1, smallStepDurable, stepSubject, STEP_RESULT_BATCH_SUBJECT } from '@rrs/proto';
 import { type Bus, type PublishAck } from '@rrs/runtime';
 import { openSendLog, startSender, StepResultPublisher } from '@rrs/sender-kit';
 import { testContext, waitFor } from '@rrs/testkit';
@@ -70,7 +70,7 @@ describe('result watchdog (Postgres + JetStream, fast clock)', () => {
 
   it('fails a step that never gets a result with no_result after 3 attempts, and the recipient moves on to the next step', async () => {
     const silent: busV1.StepDue[] = [];
-    const sms = await h.tb.bus.consume({ stream: 'STEPS', durable: 'test-silent-sms', filterSubject: stepSubject('SMS'), concurrency: 8 }, async (msg) => {
+    const sms = await h.tb.bus.consume({ stream: 'STEPS', durable: 'test-silent-sms', filterSubject: stepSubject('SMS', { small: true }), concurrency: 8 }, async (msg) => {
       silent.push(busV1.StepDue.decode(msg.data));
       msg.ack();
     });
@@ -99,12 +99,12 @@ describe('result watchdog (Postgres + JetStream, fast clock)', () => {
     expect(max.received).toHaveLength(1);
   });
   it("never redispatches because of a backlog: while the channel's sender still holds steps, none of them times out", async () => {
-    // A sender that has taken the steps (the consumer every replica of the TELEGRAM sender shares) but is slow to finish.
+    // A sender that has taken the steps (the small requests' consumer every replica of the TELEGRAM sender shares) but is slow to finish.
     let release!: () => void;
     const slow = new Promise<void>((resolve) => (release = resolve));
     const taken: busV1.StepDue[] = [];
     const results = new StepResultPublisher(h.tb.bus);
-    const sub = await h.tb.bus.consume({ stream: 'STEPS', durable: senderDurable('TELEGRAM'), filterSubject: stepSubject('TELEGRAM'), concurrency: 8, ackWaitMs: 60_000 }, async (msg) => {
+    const sub = await h.tb.bus.consume({ stream: 'STEPS', durable: smallStepDurable('TELEGRAM'), filterSubject: stepSubject('TELEGRAM', { small: true }), concurrency: 8, ackWaitMs: 60_000 }, async (msg) => {
       const step = busV1.StepDue.decode(msg.data);
       taken.push(step);
       await slow;

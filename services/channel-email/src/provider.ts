@@ -84,7 +84,7 @@ export function smtpProvider(options: { smtpUrl: string; from: string; timeoutMs
       // Signed as built, before the pool: what the server gets is exactly what was signed.
       const data = sign ? await sign(raw) : raw;
       try {
-        await pool.send(envelope, data, ctx.signal);
+        await pool.send(envelope, data, ctx.signal, ctx.ahead === true);
         return { providerMessageId: message.messageId };
       } catch (err) {
         throw classifySmtpError(err);

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import SMTPConnection, { type Options as SMTPConnectionOptions, type SentMessageInfo } from 'nodemailer/lib/smtp-connection';
+import { WaitLine } from '@rrs/sender-kit';
 
 export interface SmtpPoolOptions {
   /** Passed to each nodemailer SMTPConnection: host, port, secure, tls, timeouts. */
@@ -81,8 +82,11 @@ function isTransient(err: SmtpSendError): boolean {
  */
 export class SmtpPool {
   private readonly idle: Session[] = [];
-  /** Sends waiting for a session: handed one that is free, or `undefined` = a free slot to open one in. */
-  private readonly waiting: Array<(session: Session | undefined) => void> = [];
+  /**
+   * Sends waiting for a session: handed one that is free, or `undefined` = a free slot to open one in.
+   * Small requests' sends first (`ahead`).
+   */
+  private readonly waiting = new WaitLine<(session: Session | undefined) => void>();
   /** Sessions open or opening. */
   private open = 0;
   private closed = false;
@@ -95,13 +99,14 @@ export class SmtpPool {
   /**
    * Sends one message; rejects with nodemailer's SMTP error (code, responseCode) plus `dataSent`. An
    * aborted `signal` recalls the send while it waits for a session (code SEND_RECALLED); once it has its
-   * session the signal no longer matters.
+   * session the signal no longer matters. An `ahead` send (a small request's) waits for a session ahead
+   * of the others.
    */
-  async send(envelope: { from: string; to: string[] }, raw: Buffer, signal?: AbortSignal): Promise<SmtpSendInfo> {
+  async send(envelope: { from: string; to: string[] }, raw: Buffer, signal?: AbortSignal, ahead = false): Promise<SmtpSendInfo> {
     for (let attempt = 1; ; attempt++) {
       let session: Session;
       try {
-        session = await this.acquire(signal);
+        session = await this.acquire(signal, ahead);
       } catch (caught) {
         // No session: nothing of this message reached a server.
         (caught as SmtpSendError).dataSent = false;
@@ -138,7 +143,7 @@ export class SmtpPool {
   close(): void {
     this.closed = true;
     for (const session of this.idle.splice(0)) this.discard(session, true);
-    for (const waiter of this.waiting.splice(0)) waiter(undefined);
+    for (const waiter of this.waiting.takeAll()) waiter(undefined);
   }
 
   private sendOn(session: Session, envelope: { from: string; to: string[] }, data: Readable): Promise<SmtpSendInfo> {
@@ -149,7 +154,7 @@ export class SmtpPool {
     return new Promise((resolve, reject) => session.connection.send(fresh, data, (err, info) => (err ? reject(err) : resolve(info))));
   }
 
-  private acquire(signal?: AbortSignal): Promise<Session> {
+  private acquire(signal: AbortSignal | undefined, ahead: boolean): Promise<Session> {
     if (this.closed) return Promise.reject(Object.assign(new Error('the SMTP pool is closed'), { code: POOL_CLOSED }));
     const session = this.idle.pop();
     if (session) return Promise.resolve(session);
@@ -177,12 +182,11 @@ export class SmtpPool {
       };
       // Recalled while waiting (the provider failed meanwhile): it leaves the queue, unsent.
       const onAbort = () => {
-        const at = this.waiting.indexOf(waiter);
-        if (at >= 0) this.waiting.splice(at, 1);
+        this.waiting.remove(waiter);
         reject(recalledError());
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiting.push(waiter);
+      this.waiting.push(waiter, ahead);
     });
   }
 

@@ -253,6 +253,23 @@ describe('SmtpPool', () => {
     }
   });
 
+  it("gives the next free session to a small request's send (ahead) before the sends that waited longer", async () => {
+    const server = await startServer();
+    const smtp = pool(server.port, { maxConnections: 1 });
+    try {
+      const send = (to: string, ahead = false) => smtp.send({ from: 'r@acme.test', to: [to] }, raw(to), undefined, ahead);
+      const first = send('first@example.com');
+      const bulk = ['bulk1@example.com', 'bulk2@example.com', 'bulk3@example.com'].map((to) => send(to));
+      const order = send('order@example.com', true);
+      const later = send('order2@example.com', true);
+      await Promise.all([first, ...bulk, order, later]);
+      expect(server.accepted.map((m) => m.to[0])).toEqual(['first@example.com', 'order@example.com', 'order2@example.com', 'bulk1@example.com', 'bulk2@example.com', 'bulk3@example.com']);
+    } finally {
+      smtp.close();
+      await server.close();
+    }
+  });
+
   it('refuses a send waiting for a session once the pool closes, and lets the one in flight finish', async () => {
     const server = await startServer();
     const smtp = pool(server.port, { maxConnections: 1 });

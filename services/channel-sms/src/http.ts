@@ -1,5 +1,5 @@
 import { Pool } from 'undici';
-import { parseRetryAfter, ProviderRecalledError, RetryableSendError, type ProviderRequestOptions } from '@rrs/sender-kit';
+import { parseRetryAfter, ProviderRecalledError, RetryableSendError, WaitLine, type ProviderRequestOptions } from '@rrs/sender-kit';
 
 /** A provider's answer, read whole: the adapters read their own error codes from the body. */
 export interface ProviderAnswer {
@@ -43,7 +43,8 @@ export class ProviderHttp {
   private readonly basePath: string;
   /** Requests out (holding a slot) when `maxConnections` is set. */
   private active = 0;
-  private readonly slotQueue: SlotWaiter[] = [];
+  /** Calls waiting for a slot, small requests' first. */
+  private readonly slotQueue = new WaitLine<SlotWaiter>();
 
   constructor(baseUrl: string, private readonly options: ProviderHttpOptions) {
     const url = new URL(baseUrl);
@@ -61,14 +62,15 @@ export class ProviderHttp {
    * back): one that gets none within the timeout is "not sent" (`provider_timeout`, not maybe delivered),
    * and an aborted `signal` (ProviderCallContext.signal: the provider failed meanwhile) recalls it from
    * the queue (ProviderRecalledError). Once it holds a slot it is on the wire, and the signal is ignored.
+   * An `ahead` call (a small request's, ProviderCallContext.ahead) waits ahead of the others.
    */
-  async postForm(path: string, form: URLSearchParams, signal?: AbortSignal): Promise<ProviderAnswer> {
+  async postForm(path: string, form: URLSearchParams, signal?: AbortSignal, ahead = false): Promise<ProviderAnswer> {
     const limit = this.options.maxConnections;
     if (limit === undefined) return this.post(path, form, this.options.timeoutMs);
     const startedAt = Date.now();
     if (this.active < limit) this.active++;
     else {
-      await this.waitForSlot(signal);
+      await this.waitForSlot(signal, ahead);
       // Handed a slot by a call that just ended: if that call's failure recalled this one, or this one's
       // time is up meanwhile, it goes no further (not sent).
       if (signal?.aborted || Date.now() - startedAt >= this.options.timeoutMs) {
@@ -89,7 +91,7 @@ export class ProviderHttp {
     }
   }
 
-  private waitForSlot(signal: AbortSignal | undefined): Promise<void> {
+  private waitForSlot(signal: AbortSignal | undefined, ahead: boolean): Promise<void> {
     const { provider, timeoutMs } = this.options;
     if (signal?.aborted) return Promise.reject(new ProviderRecalledError(provider));
     return new Promise<void>((resolve, reject) => {
@@ -109,15 +111,14 @@ export class ProviderHttp {
         };
         signal.addEventListener('abort', waiter.onAbort, { once: true });
       }
-      this.slotQueue.push(waiter);
+      this.slotQueue.push(waiter, ahead);
     });
   }
 
   private leaveQueue(waiter: SlotWaiter): void {
     clearTimeout(waiter.timer);
     if (waiter.onAbort) waiter.signal?.removeEventListener('abort', waiter.onAbort);
-    const at = this.slotQueue.indexOf(waiter);
-    if (at >= 0) this.slotQueue.splice(at, 1);
+    this.slotQueue.remove(waiter);
   }
 
   /** Hands the slot to the next waiting call, or frees it. */

@@ -128,7 +128,7 @@ export function smscProvider(options: SmscOptions): SmsProvider {
         charset: 'utf-8',
       });
       if (options.sender) form.set('sender', options.sender);
-      const res = await http.postForm('/sys/send.php', form, ctx?.signal);
+      const res = await http.postForm('/sys/send.php', form, ctx?.signal, ctx?.ahead === true);
       if (res.status < 200 || res.status >= 300) throw new RetryableSendError('provider_bad_response', `smsc: HTTP ${res.status}`, { maybeDelivered: true });
       const answer = answerJson<SmscAnswer>(res, 'smsc');
       if (answer.error_code === undefined && answer.error === undefined) {

@@ -78,6 +78,20 @@ describe('ProviderHttp', () => {
     await provider.close();
   });
 
+  it("hands a freed connection to a small request's call (ahead) before the calls that waited longer", async () => {
+    const seen: string[] = [];
+    handler = (_req, body, res) => {
+      seen.push(new URLSearchParams(body).get('i')!);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    };
+    const provider = new ProviderHttp(base, { provider: 'smsc', timeoutMs: 5_000, maxConnections: 1 });
+    const post = (i: string, ahead = false) => provider.postForm('/x', new URLSearchParams({ i }), undefined, ahead);
+    // Made in one turn: the first takes the one connection, the others queue in the order called.
+    await Promise.all([post('first'), post('bulk1'), post('bulk2'), post('order', true), post('bulk3'), post('order2', true)]);
+    expect(seen).toEqual(['first', 'order', 'order2', 'bulk1', 'bulk2', 'bulk3']);
+    await provider.close();
+  });
+
   it('returns a 4xx answer for the adapter to read; an answer that is not JSON is a retryable bad response', async () => {
     handler = (_req, _body, res) => res.writeHead(404, { 'content-type': 'text/plain' }).end('not here');
     const provider = client();

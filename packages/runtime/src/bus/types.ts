@@ -5,8 +5,8 @@
  * `delivery.ts` (settlement); the contract suite in `test/bus.*.test.ts` holds both transports to them.
  *
  * Streams (names are prefixed by `BusOptions.prefix`, so tests can isolate themselves):
- * - `STEPS` on `steps.>`: work-queue retention. A due step goes to `steps.<channel>`; senders answer on
- *   `steps.result`. Each subject is read by exactly one durable consumer.
+ * - `STEPS` on `steps.>`: work-queue retention. A due step goes to `steps.<channel>` (a small request's to
+ *   `steps.<channel>.small`); senders answer on `steps.result.batch`. Each subject is read by exactly one durable consumer.
  * - `EVENTS` on `events.>`: limits retention, for integrator events (`events.cascade.recipient.finished`).
  * - `RATINGS` on `ratings.>`: work-queue retention, ratings the review form accepted while the scheduler
  *   could not record them (`ratings.submitted`), read by the scheduler's ratings intake.

@@ -24,8 +24,9 @@ export function dueStep(channel: string, overrides: Partial<busV1.StepDue> = {})
   });
 }
 
-export async function publishStep(bus: Bus, step: busV1.StepDue): Promise<void> {
-  await bus.publish(stepSubject(step.channel), busV1.StepDue.encode(step).finish(), { msgId: step.attemptId });
+/** On the channel's bulk subject, or its small requests' (`small`), as the dispatcher publishes it. */
+export async function publishStep(bus: Bus, step: busV1.StepDue, options: { small?: boolean } = {}): Promise<void> {
+  await bus.publish(stepSubject(step.channel, options), busV1.StepDue.encode(step).finish(), { msgId: step.attemptId });
 }
 
 /** Collects every StepResult published in batches on `steps.result.batch`, as the scheduler would read them. */

@@ -4,6 +4,8 @@ import { msUntilEarliest } from './msUntilEarliest';
 export interface ClaimedStep {
   stepId: string;
   recipientId: string;
+  /** A bulk request's step (fairShare.ts): published on its channel's bulk subject. */
+  bulk: boolean;
 }
 
 /**
@@ -80,9 +82,9 @@ function dueOrderClaim(bounded: boolean): string {
   const room = bounded ? `(SELECT least($1::int, $3::int, greatest(0, coalesce(min(room), $2::int - $5::int))) FROM flight)` : '$1::int';
   return `WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS now)${bounded ? `, ${FLIGHT}` : ''},
        take AS MATERIALIZED (SELECT ${room} AS n)
-     SELECT clock.now, take.n AS room, s.id AS "stepId", s.recipient_id AS "recipientId"
+     SELECT clock.now, take.n AS room, s.id AS "stepId", s.recipient_id AS "recipientId", s.bulk
        FROM clock CROSS JOIN take LEFT JOIN LATERAL (
-         SELECT id, recipient_id FROM recipient_steps
+         SELECT id, recipient_id, bulk FROM recipient_steps
           WHERE status = 'scheduled' AND due_at <= clock.now
           ORDER BY due_at LIMIT take.n
           FOR UPDATE SKIP LOCKED) s ON true`;
@@ -171,10 +173,10 @@ function fairClaim(bounded: boolean): string {
          SELECT id, turn, due_at, room, ${kept} AS kept FROM ranked),
        fair AS MATERIALIZED (
          SELECT id FROM kept WHERE kept ORDER BY turn, due_at LIMIT 2 * $1::int)
-     SELECT clock.now, ${bounded ? `EXISTS (SELECT 1 FROM kept WHERE NOT kept AND room < $1::int)` : 'false'} AS limited, s.id AS "stepId", s.recipient_id AS "recipientId"
+     SELECT clock.now, ${bounded ? `EXISTS (SELECT 1 FROM kept WHERE NOT kept AND room < $1::int)` : 'false'} AS limited, s.id AS "stepId", s.recipient_id AS "recipientId", s.bulk
        FROM clock LEFT JOIN LATERAL (
-         SELECT l.id, l.recipient_id FROM fair CROSS JOIN LATERAL (
-           SELECT id, recipient_id, status FROM recipient_steps WHERE id = fair.id LIMIT 1 FOR UPDATE SKIP LOCKED) l
+         SELECT l.id, l.recipient_id, l.bulk FROM fair CROSS JOIN LATERAL (
+           SELECT id, recipient_id, bulk, status FROM recipient_steps WHERE id = fair.id LIMIT 1 FOR UPDATE SKIP LOCKED) l
           WHERE l.status = 'scheduled'
           LIMIT $1::int) s ON true`;
 }
@@ -199,9 +201,9 @@ export function claimStatement(options: ClaimOptions): { text: string; values: u
  */
 export async function claimDueSteps(client: PoolClient, options: ClaimOptions): Promise<Claim> {
   const { text, values } = claimStatement(options);
-  const { rows } = await client.query<{ now: Date; limited?: boolean; room?: number; stepId: string | null; recipientId: string | null }>(text, values);
+  const { rows } = await client.query<{ now: Date; limited?: boolean; room?: number; stepId: string | null; recipientId: string | null; bulk: boolean | null }>(text, values);
   const claimed: ClaimedStep[] = [];
-  for (const row of rows) if (row.stepId !== null && row.recipientId !== null) claimed.push({ stepId: row.stepId, recipientId: row.recipientId });
+  for (const row of rows) if (row.stepId !== null && row.recipientId !== null) claimed.push({ stepId: row.stepId, recipientId: row.recipientId, bulk: row.bulk === true });
   // Due order: the bound cut the claim when it took all the room it had, less than a batch.
   const { now, limited, room } = rows[0];
   return { now, claimed, limited: room === undefined ? Boolean(limited) : room < options.limit && claimed.length >= room };
@@ -228,7 +230,7 @@ export async function channelsWithTimedOutSteps(db: Pool | PoolClient, before: D
  */
 export async function claimTimedOutSteps(client: PoolClient, before: Date, limit: number, channels: string[], except: string[] = []): Promise<Array<ClaimedStep & { timeouts: number }>> {
   const { rows: due } = await client.query<ClaimedStep>(
-    `SELECT s.id AS "stepId", s.recipient_id AS "recipientId"
+    `SELECT s.id AS "stepId", s.recipient_id AS "recipientId", s.bulk
        FROM recipient_steps s JOIN recipients r ON r.id = s.recipient_id
       WHERE s.status = 'dispatched' AND s.dispatched_at <= $1 AND s.sent_channel = ANY($3::text[]) AND NOT s.id = ANY($4::uuid[])
       ORDER BY s.dispatched_at LIMIT $2
