@@ -8,7 +8,7 @@
 // Phases, in one run on one database: B alone (--b-seconds); then at each of --sizes, A alone, A beside B, A alone again (B posting from A's first request until A's last message is accepted).
 // Printed: B's first-message latency (202 answer → provider accepted) p50/p99/max alone and beside A at
 // each size, against the bound p99 ≤ 1.25 × alone + 250 ms; A's sends/s (first request → last message
-// accepted) alone and beside B, against ≥ 0.9 × alone. The same-run reference is the alone figures.
+// accepted) alone and beside B, against ≥ 0.9 × alone; CPU µs per A message per process in each phase. The same-run reference is the alone figures.
 //
 //   --shape all-in-one   packages/all-in-one/dist (in-process bus, the sink provider; B's messages read
 //                        from the dev inbox's last 1 000, polled every 50 ms).
@@ -36,7 +36,7 @@ import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { nowMs, percentiles, readCounter, waitUntil } from './lib/send-measure.mjs';
+import { cpuSnapshot, nowMs, percentiles, processMatchers, readCounter, waitUntil } from './lib/send-measure.mjs';
 import { cleanupOnce, seedOrganization, startAllInOneShape, startDistributedShape } from './lib/send-shapes.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -90,6 +90,15 @@ try {
     shape = await startAllInOneShape({ databaseUrl: db.url, adminToken, extraEnv });
   }
   say(`${SHAPE} up`);
+  // CPU per process group through each phase: the shape's processes, this database's PostgreSQL backends
+  // (the bench's vacuums included), the NATS server, the providers' process and this bench.
+  const cpuGroups = {
+    ...Object.fromEntries(shape.processes.map((proc) => [proc.name, proc.pid])),
+    postgres: processMatchers.postgresBackendsOf(new URL(db.url).pathname.slice(1)),
+    ...(SHAPE === 'distributed' ? { nats: processMatchers.natsServer(Number(new URL(TEST_NATS_URL).port || 4222)) } : {}),
+    ...(providers ? { providers: providers.pid } : {}),
+    bench: process.pid,
+  };
   {
     const { rows } = await stepsDb.query(`SELECT table_schema AS schema, table_name AS name FROM information_schema.tables WHERE table_name IN ('recipient_steps', 'send_log')`);
     const of = (name, prefer) => (rows.find((r) => r.name === name && r.schema.includes(prefer)) ?? rows.find((r) => r.name === name)).schema;
@@ -285,16 +294,22 @@ try {
   const beside = [];
   for (const n of SIZES) {
     say(`A alone, ${n}`);
+    const cpu0 = cpuSnapshot(cpuGroups);
     const aBefore = await runA(n);
+    const cpu1 = cpuSnapshot(cpuGroups);
     say(`A (${n}) beside B`);
     let aDone = false;
     const bRun = runB(() => aDone);
     const aRate = await runA(n);
     aDone = true;
+    const cpu2 = cpuSnapshot(cpuGroups);
     const b = await bLatency(await bRun);
     say(`A alone again, ${n}`);
+    const cpu3 = cpuSnapshot(cpuGroups);
     const aAfter = await runA(n);
-    beside.push({ n, aAlone: (aBefore + aAfter) / 2, aBefore, aAfter, aRate, b });
+    const cpu4 = cpuSnapshot(cpuGroups);
+    const spent = (from, to) => Object.fromEntries(Object.keys(cpuGroups).map((k) => [k, to[k] - from[k]]));
+    beside.push({ n, aAlone: (aBefore + aAfter) / 2, aBefore, aAfter, aRate, b, cpu: { before: spent(cpu0, cpu1), beside: spent(cpu1, cpu2), after: spent(cpu3, cpu4) } });
   }
   if (sinkPoller) clearInterval(sinkPoller);
   if (vacuumer) clearInterval(vacuumer);
@@ -309,11 +324,17 @@ try {
   lines.push(`machine: ${cpus().length} cores, load average ${l1.toFixed(2)} at the end (shared machine unless stated otherwise), node ${process.version}`);
   lines.push(`  B alone (${B_SECONDS} s)            : ${ms(alone)}`);
   lines.push(stages(alone));
-  for (const { n, aAlone, aBefore, aAfter, aRate, b } of beside) {
+  for (const { n, aAlone, aBefore, aAfter, aRate, b, cpu } of beside) {
     lines.push(`  B beside A (${n}) : ${ms(b)} → p99 ×${(b.p99 / alone.p99).toFixed(2)} of alone; bound ${bound.toFixed(0)} ms ${b.p99 <= bound ? 'MET' : 'NOT MET'}`);
     lines.push(stages(b));
     lines.push(`  A alone (${n})            : ${Math.round(aAlone)} sends/s (before ${Math.round(aBefore)}, after ${Math.round(aAfter)})`);
     lines.push(`  A beside B (${n}) : ${Math.round(aRate)} sends/s → ×${(aRate / aAlone).toFixed(2)} of A alone (≥ 0.9: ${aRate >= 0.9 * aAlone ? 'MET' : 'NOT MET'})`);
+    // Where B's cost lands: CPU a message of A (µs), per process, in each phase (B's own messages included beside B).
+    const perMessage = (phase) => Object.entries(phase).map(([k, seconds]) => `${k} ${Math.round((seconds * 1e6) / n)}`).join(', ');
+    const total = (phase) => Math.round((Object.values(phase).reduce((a, v) => a + v, 0) * 1e6) / n);
+    lines.push(`      CPU µs per A message, alone before: ${total(cpu.before)} (${perMessage(cpu.before)})`);
+    lines.push(`      CPU µs per A message, beside B    : ${total(cpu.beside)} (${perMessage(cpu.beside)})`);
+    lines.push(`      CPU µs per A message, alone after : ${total(cpu.after)} (${perMessage(cpu.after)})`);
   }
   console.log(lines.join('\n'));
 } finally {
