@@ -4,6 +4,13 @@
  * effect) imports it from here. Pure data and functions: no transport, no error classes.
  */
 
+/**
+ * Small requests' steps of one channel in flight past its in-flight bound, at most (the dispatcher's lane,
+ * docs/operations.md "Fair share"), and so what a sender replica takes of them at once beside its window
+ * of bulk ones: written once for both sides.
+ */
+export const SMALL_REQUEST_LANE = 32;
+
 /** Recipients per `POST /cascades` or channel send (the spec's method reference; the ceiling of the per-organization setting). */
 export const MAX_RECIPIENTS_PER_REQUEST = 500;
 

@@ -1,4 +1,4 @@
-import { busV1, stepSubjects } from '@rrs/proto';
+import { busV1, SMALL_REQUEST_LANE, stepSubjects } from '@rrs/proto';
 import { collapseRepeats, counter, extractTraceContext, histogram, LATENCY_BUCKETS, withSpan, SpanKind, type Bus, type BusMessage, type Logger, type Subscription } from '@rrs/runtime';
 import { PermanentSendError, RetryableSendError } from './errors';
 import { resultLabel, StepOutcome, StepResultPublisher, type SendResult } from './result';
@@ -69,19 +69,13 @@ export function retryDelayMs(deliveryCount: number, retryAfterMs: number | undef
   return Math.max(backoff, retryAfterMs ?? 0);
 }
 
-/**
- * Small requests' steps a sender replica works on at once, beside its window of bulk ones: the
- * dispatcher keeps at most DISPATCH_SMALL_REQUEST_HEADROOM (32) of them in flight past a channel's
- * bound, so this takes them as they come.
- */
-export const SMALL_STEP_CONCURRENCY = 32;
-
 /** First pause between tries of a held outcome's write; doubles up to a third of the ack wait, at most 2 s. */
 const HOLD_RETRY_BASE_MS = 100;
 
 /**
- * Consumes `steps.<channel>` and `steps.<channel>.small` (stepSubjects). For each due step: check the send log, send, record, publish the result,
- * then ack. Errors are sorted: retryable → nak with backoff; permanent → FAILED + term; the last
+ * Consumes `steps.<channel>` and `steps.<channel>.small` (stepSubjects), each with its own window (the
+ * small requests' is SMALL_REQUEST_LANE). For each due step: check the send log, send, record, publish
+ * the result, then ack. Errors are sorted: retryable → nak with backoff; permanent → FAILED + term; the last
  * delivery of a retryable failure → FAILED `max_deliveries` + a dead-letter record.
  *
  * An outcome the provider gave is never dropped: if recording or reporting it fails (the database or the
@@ -269,7 +263,7 @@ export async function startSender(options: SenderOptions): Promise<Subscription>
   const subscriptions: Subscription[] = [];
   try {
     for (const lane of stepSubjects(channel)) {
-      const window = lane.small ? Math.min(concurrency, SMALL_STEP_CONCURRENCY) : concurrency;
+      const window = lane.small ? Math.min(concurrency, SMALL_REQUEST_LANE) : concurrency;
       subscriptions.push(await options.bus.consume({ stream: 'STEPS', durable: lane.durable, filterSubject: lane.subject, concurrency: window, maxDeliver, ackWaitMs }, (msg) => onStep(msg, lane.small)));
     }
   } catch (err) {

@@ -1,6 +1,6 @@
 import { readEnv, envField, ConfigError, type Env } from '@rrs/runtime';
 import { z } from 'zod';
-import { DEFAULT_ALERT_HOLD_MS, PLAN_RECIPIENT_QUOTAS, type Plan } from '@rrs/proto';
+import { DEFAULT_ALERT_HOLD_MS, PLAN_RECIPIENT_QUOTAS, SMALL_REQUEST_LANE, type Plan } from '@rrs/proto';
 import type { RecipientBudgetConfig } from './recipientBudget';
 import { DEVELOPMENT_PERSON_HASH_KEY } from './personHash';
 
@@ -114,7 +114,7 @@ export const DISPATCH_IN_FLIGHT_MIN = 256;
  * bound, counted off their own steps in flight: an order's message is claimed as soon as it is due, not
  * when another organization's bulk has drained below the bound (docs/operations.md, "Fair share").
  */
-export const DISPATCH_SMALL_REQUEST_HEADROOM = 32;
+export const DISPATCH_SMALL_REQUEST_HEADROOM = SMALL_REQUEST_LANE;
 export const DEFAULT_STEP_RESULT_MAX_ATTEMPTS = 3;
 
 export function buildConfig(env: Env): SchedulerConfig {
