@@ -1,4 +1,4 @@
-import { sqlArray, type Pool, type PoolClient } from '@rrs/runtime';
+import { queryEach, sqlArray, type Pool, type PoolClient } from '@rrs/runtime';
 import { msUntilEarliest } from './msUntilEarliest';
 
 export interface ClaimedStep {
@@ -196,12 +196,34 @@ export function claimStatement(options: ClaimOptions): { text: string; values: u
 }
 
 /**
+ * The planner settings a claim runs under, set for the claim alone (`SET LOCAL` before it, back to the
+ * defaults after it, in the same request): it reads through indexes only — no bitmap scan, no sequential
+ * scan. The steps in flight (FLIGHT) are read off the in-flight index, which keeps an entry for every step
+ * dispatched since the last vacuum (a step's status is in the index's predicate, so each move dispatched →
+ * sent leaves one behind). A plain index scan marks each such entry dead the first time it meets it (once
+ * no transaction can still see the row), and the next claims pass it in the index page; a bitmap scan
+ * never marks one, so every claim read the heap page of every step sent since the last vacuum — 800–2 800
+ * blocks and 12–20 ms a claim 20 000–40 000 steps after one (bench/fairness.mjs, all-in-one), the claim's
+ * cost growing with the send. The planner chose the bitmap scan as soon as the statistics counted a few
+ * hundred steps in flight, and would choose a sequential scan of the whole table over an index scan on a
+ * small table or a larger count. The claim's other reads are by key or by queue, index scans either way.
+ */
+export const CLAIM_PLANNER_SETTINGS = {
+  before: ['SET LOCAL enable_bitmapscan = off', 'SET LOCAL enable_seqscan = off'],
+  after: ['SET LOCAL enable_bitmapscan TO DEFAULT', 'SET LOCAL enable_seqscan TO DEFAULT'],
+} as const;
+
+/**
  * Reads the database clock and claims up to `limit` steps due at that time (see dueOrderClaim and
- * fairClaim), in one statement. Never waits for a lock.
+ * fairClaim), in one statement (under CLAIM_PLANNER_SETTINGS, in the same request on a client of
+ * `inCoalescedTransaction`). Never waits for a lock. Inside a transaction: `SET LOCAL` does nothing outside one.
  */
 export async function claimDueSteps(client: PoolClient, options: ClaimOptions): Promise<Claim> {
   const { text, values } = claimStatement(options);
-  const { rows } = await client.query<{ now: Date; limited?: boolean; room?: number; stepId: string | null; recipientId: string | null; bulk: boolean | null }>(text, values);
+  const { before, after } = CLAIM_PLANNER_SETTINGS;
+  const results = await queryEach(client, [...before.map((setting) => ({ text: setting })), { text, values }, ...after.map((setting) => ({ text: setting }))]);
+  const result = results[before.length];
+  const rows = result.rows as Array<{ now: Date; limited?: boolean; room?: number; stepId: string | null; recipientId: string | null; bulk: boolean | null }>;
   const claimed: ClaimedStep[] = [];
   for (const row of rows) if (row.stepId !== null && row.recipientId !== null) claimed.push({ stepId: row.stepId, recipientId: row.recipientId, bulk: row.bulk === true });
   // Due order: the bound cut the claim when it took all the room it had, less than a batch.
