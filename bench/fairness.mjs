@@ -6,6 +6,7 @@
 //   organization A  a bulk of N recipients (requests of 500, --concurrency at a time, as fast as answered).
 //
 // Phases, in one run on one database: B alone (--b-seconds); then at each of --sizes, A alone, A beside B, A alone again (B posting from A's first request until A's last message is accepted).
+// --rounds K (≤ 5) repeats A beside B and A alone again K times at each size and prints the median ratio.
 // Printed: B's first-message latency (202 answer → provider accepted) p50/p99/max alone and beside A at
 // each size, against the bound p99 ≤ 1.25 × alone + 250 ms; A's sends/s (first request → last message
 // accepted) alone and beside B, against ≥ 0.9 × alone; CPU µs per A message per process in each phase. The same-run reference is the alone figures.
@@ -21,9 +22,9 @@
 //   own window; the --env values go to the all-in-one's environment).
 //
 // Usage: npm run build && node bench/fairness.mjs [--shape all-in-one|distributed] [--sizes 20000,100000]
-//   [--b-seconds 10] [--concurrency 4] [--max-wait 600] [--vacuum as-autovacuum|off] [--env KEY=VALUE …]
+//   [--b-seconds 10] [--concurrency 4] [--max-wait 600] [--vacuum as-autovacuum|phases|off] [--rounds 1] [--env KEY=VALUE …]
 // With the server's autovacuum off, `--vacuum as-autovacuum` (default) vacuums the bench's tables as the
-// autovacuum launcher would (see below). B's latency is also split into its stages (due, claimed, the
+// autovacuum launcher would (see below); `--vacuum phases` does that pass before each phase and none during one. B's latency is also split into its stages (due, claimed, the
 // sender's send-log row, accepted), with the stages of its slowest 1 % and, for each of those, how many
 // of the other organizations' steps were claimed while it waited to be (and in how many claims: none
 // means no claim ran, some mean it was passed over or not yet visible) and how many were in flight when
@@ -37,6 +38,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cpuSnapshot, nowMs, percentiles, processMatchers, readCounter, waitUntil } from './lib/send-measure.mjs';
+import { statementStats } from './lib/statements.mjs';
 import { cleanupOnce, seedOrganization, startAllInOneShape, startDistributedShape } from './lib/send-shapes.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -47,7 +49,7 @@ const { values } = parseArgs({
   options: {
     shape: { type: 'string', default: 'all-in-one' }, sizes: { type: 'string', default: '20000,100000' }, 'b-seconds': { type: 'string', default: '10' },
     concurrency: { type: 'string', default: '4' }, 'max-wait': { type: 'string', default: '600' }, env: { type: 'string', multiple: true, default: [] },
-    vacuum: { type: 'string', default: 'as-autovacuum' },
+    vacuum: { type: 'string', default: 'as-autovacuum' }, rounds: { type: 'string', default: '1' },
   },
 });
 const bounded = (value, min, max) => Math.min(max, Math.max(min, Math.round(Number(value)) || min));
@@ -57,6 +59,7 @@ const SIZES = values.sizes.split(',').map((s) => Math.round(bounded(s, 500, 200_
 const B_SECONDS = bounded(values['b-seconds'], 2, 60);
 const CONCURRENCY = bounded(values.concurrency, 1, 32);
 const MAX_WAIT_MS = bounded(values['max-wait'], 10, 900) * 1000;
+const ROUNDS = bounded(values.rounds, 1, 5);
 const B_EVERY_MS = 200;
 const PER_REQUEST = 500;
 const extraEnv = Object.fromEntries(values.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
@@ -91,10 +94,10 @@ try {
   }
   say(`${SHAPE} up`);
   // CPU per process group through each phase: the shape's processes, this database's PostgreSQL backends
-  // (the bench's vacuums included), the NATS server, the providers' process and this bench.
+  // (the bench's vacuums included; those that ended in a phase too), the NATS server, the providers' process and this bench.
   const cpuGroups = {
     ...Object.fromEntries(shape.processes.map((proc) => [proc.name, proc.pid])),
-    postgres: processMatchers.postgresBackendsOf(new URL(db.url).pathname.slice(1)),
+    postgres: processMatchers.postgresBackendsWithEndedOf(new URL(db.url).pathname.slice(1)),
     ...(SHAPE === 'distributed' ? { nats: processMatchers.natsServer(Number(new URL(TEST_NATS_URL).port || 4222)) } : {}),
     ...(providers ? { providers: providers.pid } : {}),
     bench: process.pid,
@@ -115,19 +118,35 @@ try {
   const providerCount = async () => (providers ? (await ask('count')).count : readCounter(shape.sendsMetricsUrl, 'sender_sends_total', { channel: 'EMAIL', result: 'sent' }));
   /** B's messages as the provider accepted them: address → first accepted (epoch ms). */
   const bAccepted = new Map();
+  /** B's addresses posted and not yet seen accepted. */
+  const bPending = new Set();
   const noteB = (to, at) => {
     if (to.startsWith('b') && !bAccepted.has(to)) bAccepted.set(to, at);
+    bPending.delete(to);
   };
+  // The sink is asked for B's pending addresses only (`?to=`), every 200 ms: its whole list (the last
+  // 1 000 messages, bodies and all) every 50 ms cost the all-in-one ~35 ms and the bench ~40 ms of CPU per
+  // B message, on the event loop the send path runs on. The latency is the sink's own time of each
+  // message (`sentAt`), so how often it is asked moves no figure.
   const pollSink = async () => {
-    const { messages } = await (await fetch(shape.devMessagesUrl)).json();
-    for (const m of messages) if (m.channel === 'EMAIL') noteB(m.to, Date.parse(m.sentAt));
+    for (const to of [...bPending]) {
+      const { messages } = await (await fetch(`${shape.devMessagesUrl}?to=${encodeURIComponent(to)}`)).json();
+      for (const m of messages) if (m.channel === 'EMAIL') noteB(m.to, Date.parse(m.sentAt));
+    }
   };
   const readB = async () => {
     if (providers) for (const [to, at] of (await ask('report')).accepted) noteB(to, at);
     else await pollSink();
   };
   let sinkPoller;
-  if (!providers) sinkPoller = setInterval(() => pollSink().catch(() => undefined), 50);
+  let polling = false;
+  if (!providers) {
+    sinkPoller = setInterval(() => {
+      if (polling) return;
+      polling = true;
+      pollSink().catch(() => undefined).finally(() => (polling = false));
+    }, 200);
+  }
 
   let serial = 0;
   /** One request; a 503 or 429 (a busy backing service on a loaded machine) is asked again with the same Idempotency-Key, up to 5 times. */
@@ -161,6 +180,7 @@ try {
       const wait = t0 + i * B_EVERY_MS - nowMs();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       const to = `b${bSerial++}.${runId}@example.com`;
+      bPending.add(to);
       pending.push(post(orgB, [{ name: 'Order', email: to }]).then((at) => {
         answered.push([to, at]);
         bAnswered++;
@@ -260,19 +280,24 @@ try {
     SELECT name, n_dead_tup > ${limit('vacuum')} OR n_ins_since_vacuum > ${limit('vacuum_insert')} AS vacuum, n_mod_since_analyze > ${limit('analyze')} AS analyze FROM k`;
   let vacuums = 0;
   let vacuumer;
-  if (values.vacuum === 'as-autovacuum' && (await stepsDb.query('SHOW autovacuum')).rows[0].autovacuum === 'off') {
+  /** Vacuums or analyzes each of the bench's tables past its autovacuum thresholds, as the launcher's pass would. */
+  const vacuumDue = async () => {
+    const { rows } = await stepsDb.query(AUTOVACUUM_DUE);
+    for (const t of rows) {
+      if (!t.vacuum && !t.analyze) continue;
+      await stepsDb.query(`${t.vacuum ? 'VACUUM' : ''}${t.vacuum && t.analyze ? ' (ANALYZE)' : t.analyze ? 'ANALYZE' : ''} ${t.name}`);
+      vacuums++;
+    }
+  };
+  const autovacuumOff = (await stepsDb.query('SHOW autovacuum')).rows[0].autovacuum === 'off';
+  if (values.vacuum === 'as-autovacuum' && autovacuumOff) {
     const naptimeS = Number((await stepsDb.query(`SELECT setting FROM pg_settings WHERE name = 'autovacuum_naptime'`)).rows[0].setting);
     let busy = false;
     vacuumer = setInterval(async () => {
       if (busy) return;
       busy = true;
       try {
-        const { rows } = await stepsDb.query(AUTOVACUUM_DUE);
-        for (const t of rows) {
-          if (!t.vacuum && !t.analyze) continue;
-          await stepsDb.query(`${t.vacuum ? 'VACUUM' : ''}${t.vacuum && t.analyze ? ' (ANALYZE)' : t.analyze ? 'ANALYZE' : ''} ${t.name}`);
-          vacuums++;
-        }
+        await vacuumDue();
       } catch (err) {
         say(`vacuum as autovacuum: ${err.message}`);
       } finally {
@@ -281,35 +306,69 @@ try {
     }, naptimeS * 1000);
     say(`the server's autovacuum is off: vacuuming the bench's tables as autovacuum would, every ${naptimeS} s`);
   }
+  // `--vacuum phases`: the same pass before each phase, none during one, so every phase starts from the
+  // same state and none has a vacuum the phase it is compared with has not (a 20 000 phase lasts 5–40 s
+  // here, the launcher's naptime 60 s: a vacuum lands in some phases and not others).
+  const phaseVacuum = values.vacuum === 'phases' && autovacuumOff;
+  // BENCH_STATEMENTS=<dir> (pg_stat_statements loaded): each A phase's statements in <dir>/<size>-<phase>.txt.
+  const statements = await statementStats(stepsDb);
+  const beforePhase = async () => {
+    if (phaseVacuum) await vacuumDue();
+    await statements.reset();
+  };
 
   // Warm-up: JIT, pools, prepared statements.
   await runA(1000);
   say(`B alone, ${B_SECONDS} s`);
-  const bEnd = nowMs() + B_SECONDS * 1000;
-  const alone = await bLatency(await runB(() => nowMs() >= bEnd));
+  // The processes' CPU with nothing sent for 5 s (timers, polls, the bench's vacuums): B's figure below is net of it.
+  const idle0 = cpuSnapshot(cpuGroups);
+  const idleFrom = nowMs();
+  await new Promise((r) => setTimeout(r, 5000));
+  const idleSeconds = (nowMs() - idleFrom) / 1000;
+  const idle1 = cpuSnapshot(cpuGroups);
+  const cpuB0 = cpuSnapshot(cpuGroups);
+  const bFrom = nowMs();
+  const bEnd = bFrom + B_SECONDS * 1000;
+  const bAloneAnswered = await runB(() => nowMs() >= bEnd);
+  const cpuB1 = cpuSnapshot(cpuGroups);
+  const bSeconds = (nowMs() - bFrom) / 1000;
+  const alone = await bLatency(bAloneAnswered);
   // A alone is measured at each size just before and just after A beside B at that size, the reference
   // being the mean of the two: A's own throughput changes with its backlog (a 100 000 bulk is not a
   // 20 000 one) and with the tables it has already filled (each run adds its steps, and autovacuum comes
   // by), and the machine's load drifts during a run.
+  // With --rounds K the pair (A beside B, A alone again) is repeated K times at each size: A alone,
+  // beside, alone, beside, alone…, each beside against the mean of the two alone runs around it, and the
+  // median of the K ratios printed beside them (one phase of a loaded machine moves a single ratio).
   const beside = [];
+  const spent = (from, to) => Object.fromEntries(Object.keys(cpuGroups).map((k) => [k, to[k] - from[k]]));
   for (const n of SIZES) {
     say(`A alone, ${n}`);
-    const cpu0 = cpuSnapshot(cpuGroups);
-    const aBefore = await runA(n);
-    const cpu1 = cpuSnapshot(cpuGroups);
-    say(`A (${n}) beside B`);
-    let aDone = false;
-    const bRun = runB(() => aDone);
-    const aRate = await runA(n);
-    aDone = true;
-    const cpu2 = cpuSnapshot(cpuGroups);
-    const b = await bLatency(await bRun);
-    say(`A alone again, ${n}`);
-    const cpu3 = cpuSnapshot(cpuGroups);
-    const aAfter = await runA(n);
-    const cpu4 = cpuSnapshot(cpuGroups);
-    const spent = (from, to) => Object.fromEntries(Object.keys(cpuGroups).map((k) => [k, to[k] - from[k]]));
-    beside.push({ n, aAlone: (aBefore + aAfter) / 2, aBefore, aAfter, aRate, b, cpu: { before: spent(cpu0, cpu1), beside: spent(cpu1, cpu2), after: spent(cpu3, cpu4) } });
+    await beforePhase();
+    let cpu0 = cpuSnapshot(cpuGroups);
+    let aBefore = await runA(n);
+    let cpu1 = cpuSnapshot(cpuGroups);
+    await statements.dump(`${n}-alone-0`);
+    for (let round = 1; round <= ROUNDS; round++) {
+      say(`A (${n}) beside B${ROUNDS > 1 ? `, round ${round} of ${ROUNDS}` : ''}`);
+      await beforePhase();
+      const cpuBeside = cpuSnapshot(cpuGroups);
+      let aDone = false;
+      const bRun = runB(() => aDone);
+      const aRate = await runA(n);
+      aDone = true;
+      const cpu2 = cpuSnapshot(cpuGroups);
+      await statements.dump(`${n}-beside-${round}`);
+      const b = await bLatency(await bRun);
+      say(`A alone again, ${n}`);
+      await beforePhase();
+      const cpu3 = cpuSnapshot(cpuGroups);
+      const aAfter = await runA(n);
+      const cpu4 = cpuSnapshot(cpuGroups);
+      await statements.dump(`${n}-alone-${round}`);
+      beside.push({ n, round, aAlone: (aBefore + aAfter) / 2, aBefore, aAfter, aRate, b, cpu: { before: spent(cpu0, cpu1), beside: spent(cpuBeside, cpu2), after: spent(cpu3, cpu4) } });
+      [aBefore, cpu0, cpu1] = [aAfter, cpu3, cpu4];
+    }
   }
   if (sinkPoller) clearInterval(sinkPoller);
   if (vacuumer) clearInterval(vacuumer);
@@ -321,10 +380,19 @@ try {
   const lines = [];
   lines.push(`fairness: ${SHAPE}, EMAIL via ${providers ? 'a local SMTP server' : 'the sink provider'}; B one recipient every ${B_EVERY_MS} ms, A requests of ${PER_REQUEST}, ${CONCURRENCY} at a time${Object.keys(extraEnv).length ? `; env ${JSON.stringify(extraEnv)}` : ''}`);
   if (vacuumer) lines.push(`the server's autovacuum is off: the bench vacuumed its tables as autovacuum would (--vacuum as-autovacuum): ${vacuums} vacuums or analyzes`);
+  if (phaseVacuum) lines.push(`the server's autovacuum is off: the bench vacuumed its tables past autovacuum's thresholds before each phase, none during one (--vacuum phases): ${vacuums} vacuums or analyzes`);
   lines.push(`machine: ${cpus().length} cores, load average ${l1.toFixed(2)} at the end (shared machine unless stated otherwise), node ${process.version}`);
   lines.push(`  B alone (${B_SECONDS} s)            : ${ms(alone)}`);
   lines.push(stages(alone));
-  for (const { n, aAlone, aBefore, aAfter, aRate, b, cpu } of beside) {
+  {
+    // What one of B's messages costs the processes on its own: beside A, each adds about this to A's phase.
+    const phase = Object.fromEntries(Object.keys(cpuGroups).map((k) => [k, cpuB1[k] - cpuB0[k] - ((idle1[k] - idle0[k]) * bSeconds) / idleSeconds]));
+    const n = bAloneAnswered.length;
+    const idleTotal = Object.keys(cpuGroups).reduce((a, k) => a + idle1[k] - idle0[k], 0) / idleSeconds;
+    lines.push(`      CPU µs per B message alone, net of idle: ${Math.round((Object.values(phase).reduce((a, v) => a + v, 0) * 1e6) / n)} (${Object.entries(phase).map(([k, seconds]) => `${k} ${Math.round((seconds * 1e6) / n)}`).join(', ')}); idle: ${Math.round(idleTotal * 1000)} ms of CPU a second`);
+  }
+  for (const { n, round, aAlone, aBefore, aAfter, aRate, b, cpu } of beside) {
+    if (ROUNDS > 1) lines.push(`  round ${round} of ${ROUNDS} at ${n}:`);
     lines.push(`  B beside A (${n}) : ${ms(b)} → p99 ×${(b.p99 / alone.p99).toFixed(2)} of alone; bound ${bound.toFixed(0)} ms ${b.p99 <= bound ? 'MET' : 'NOT MET'}`);
     lines.push(stages(b));
     lines.push(`  A alone (${n})            : ${Math.round(aAlone)} sends/s (before ${Math.round(aBefore)}, after ${Math.round(aAfter)})`);
@@ -335,6 +403,16 @@ try {
     lines.push(`      CPU µs per A message, alone before: ${total(cpu.before)} (${perMessage(cpu.before)})`);
     lines.push(`      CPU µs per A message, beside B    : ${total(cpu.beside)} (${perMessage(cpu.beside)})`);
     lines.push(`      CPU µs per A message, alone after : ${total(cpu.after)} (${perMessage(cpu.after)})`);
+  }
+  if (ROUNDS > 1) {
+    for (const n of SIZES) {
+      const rounds = beside.filter((r) => r.n === n);
+      const ratios = rounds.map((r) => r.aRate / r.aAlone).sort((x, y) => x - y);
+      const middle = Math.floor(ratios.length / 2);
+      const median = ratios.length % 2 ? ratios[middle] : (ratios[middle - 1] + ratios[middle]) / 2;
+      const p99s = rounds.map((r) => r.b.p99);
+      lines.push(`  over ${ROUNDS} rounds at ${n}: A beside B ×${rounds.map((r) => (r.aRate / r.aAlone).toFixed(2)).join(' / ')} of A alone, median ×${median.toFixed(2)} (≥ 0.9: ${median >= 0.9 ? 'MET' : 'NOT MET'}); B's p99 ${p99s.map((v) => v.toFixed(0)).join(' / ')} ms (bound ${bound.toFixed(0)}: ${p99s.every((v) => v <= bound) ? 'MET in every round' : 'NOT MET in every round'})`);
+    }
   }
   console.log(lines.join('\n'));
 } finally {

@@ -13,11 +13,15 @@ const TICKS_PER_SECOND = 100;
 /** Epoch milliseconds with sub-millisecond precision, comparable across processes of one machine. */
 export const nowMs = () => performance.timeOrigin + performance.now();
 
-function readStat(pid) {
+/** A process's own CPU seconds, or (`reaped`) those of its children that ended and it waited for. */
+function readStat(pid, reaped = false) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  return reaped ? (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND : (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
+
+/** PostgreSQL's postmaster (its backends' parent): `…/bin/postgres -D …`. */
+const POSTMASTER = /\/bin\/postgres\s/;
 
 function cmdline(pid) {
   return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
@@ -25,15 +29,22 @@ function cmdline(pid) {
 
 /**
  * CPU seconds (user + system, all threads) per named group. `groups` maps a name to a pid or to a
- * predicate on the command line; a process that ended between two snapshots loses its time, one that
- * started counts from zero.
+ * predicate on the command line; a process that ended between two snapshots loses its time (but for
+ * `postgresBackendsWithEndedOf`), one that started counts from zero.
  */
 export function cpuSnapshot(groups) {
   const out = Object.fromEntries(Object.keys(groups).map((name) => [name, 0]));
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     for (const [name, match] of Object.entries(groups)) {
       try {
-        if (typeof match === 'number' ? match === Number(pid) : match(cmdline(pid))) out[name] += readStat(pid);
+        if (typeof match === 'number') {
+          if (match === Number(pid)) out[name] += readStat(pid);
+          continue;
+        }
+        const line = cmdline(pid);
+        if (match(line)) out[name] += readStat(pid);
+        // A backend that ended between two snapshots keeps its time in the postmaster's children's time.
+        else if (match.withEndedBackends && POSTMASTER.test(line)) out[name] += readStat(pid, true);
       } catch {
         // the process ended between the listing and the read
       }
@@ -45,6 +56,12 @@ export function cpuSnapshot(groups) {
 /** Command-line predicates for the shared servers: PostgreSQL's backends of one database, its own processes, a NATS server. */
 export const processMatchers = {
   postgresBackendsOf: (database) => (line) => line.startsWith('postgres: ') && line.includes(` ${database} `),
+  /**
+   * The backends of one database, and the backends that ended (of any database: the postmaster counts
+   * its ended children together): a difference of two snapshots loses no connection that closed between
+   * them, which is right on a machine where only the bench's database is busy.
+   */
+  postgresBackendsWithEndedOf: (database) => Object.assign((line) => line.startsWith('postgres: ') && line.includes(` ${database} `), { withEndedBackends: true }),
   postgresServer: (line) => /^postgres: (\S+: )?(checkpointer|background writer|walwriter|autovacuum launcher|autovacuum worker|logical replication launcher|stats collector|archiver)/.test(line) || /\/bin\/postgres\s/.test(line),
   natsServer: (port) => (line) => /(^|\/)nats-server(\s|$)/.test(line) && (!/\s(-p|--port)\s/.test(line) || new RegExp(`\\s(-p|--port)\\s${port}(\\s|$)`).test(line)),
 };
