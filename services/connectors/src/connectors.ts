@@ -81,8 +81,13 @@ export interface ConnectorsOptions {
 
 const NO_COUNTS: ConnectorStatusCounts = { pendingEvents: 0, failedEvents: 0, cascadesStarted: 0, writeBacksPending: 0, writeBacksDone: 0, writeBacksFailed: 0, lastCascadeAt: undefined, lastWriteBackAt: undefined };
 
-/** SQL: the status's error is about the connection (the CRM's answer, the missing token), not one deal. */
-const CONNECTION_ERROR = `(last_error_code LIKE 'crm\\_%' OR last_error_code = 'application_token_missing')`;
+/**
+ * SQL: the status's error is about the connection to the CRM (its answer), not one deal — cleared by any
+ * success. Not `application_token_missing`: a reconciliation or a write-back works through the REST
+ * webhook without the application token, while the CRM's events are still refused; that one is cleared
+ * only by the token being given or an event coming with it (`clearMissingToken`, `update`).
+ */
+const CONNECTION_ERROR = `(last_error_code LIKE 'crm\\_%')`;
 
 /** The connectors of organizations: their settings, sealed credentials, inbound secret and status. */
 export class Connectors {

@@ -1,6 +1,7 @@
 import type { connectorsV1 } from '@rrs/proto';
 import type { DomainError } from '@rrs/runtime';
 import { FakeAmoCrm, FakeBitrix24, waitFor } from '@rrs/testkit';
+import { SYNC_CHANNEL } from '../src/connectors';
 import { startConnectorStack, type ConnectorStack } from './support/stack';
 
 const REDIRECT_URI = 'http://localhost:8080/app/';
@@ -110,6 +111,13 @@ describe('connecting a CRM from the console', () => {
     b24.moveDeal(deal.ID, 'WON');
     expect((await stack.hook(created.inboundUrl, b24.eventBody('ONCRMDEALUPDATE', deal.ID))).status).toBe(401);
     const status = async () => (await stack.grpc.getConnectorStatus({ organizationId: stack.organizationId, id })).status!;
+    expect(await status()).toMatchObject({ lastErrorCode: 'application_token_missing' });
+    // A reconciliation works without the token (through the REST webhook) while events are still refused:
+    // it does not clear the missing token.
+    const { rows: [{ at: refusedAt }] } = await stack.pool.query<{ at: Date }>('SELECT now() AS at');
+    await stack.pool.query('UPDATE connectors SET next_sync_at = now() WHERE id = $1', [id]);
+    await stack.pool.query(`SELECT pg_notify('${SYNC_CHANNEL}', '')`);
+    await waitFor(async () => ((await status()).lastSuccessAt?.getTime() ?? 0) > refusedAt.getTime() || undefined, { what: 'a reconciliation after the refused event, recorded as a success', timeoutMs: 20_000 });
     expect(await status()).toMatchObject({ lastErrorCode: 'application_token_missing' });
 
     await stack.grpc.updateConnector({

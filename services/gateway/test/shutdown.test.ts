@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { waitFor } from '@rrs/testkit';
 import { stopHttpServer } from '../src/service';
 
 /** SIGTERM must not wait for keep-alive connections to time out, nor cut a request in flight. */
@@ -89,11 +90,13 @@ describe('stopping the gateway HTTP server', () => {
     const clients = Array.from({ length: 6 }, async () => {
       while (sending) await post(next++);
     });
-    await new Promise((r) => setTimeout(r, 200));
+    const answeredBy = (name: string) => answered.filter((x) => x.by === name).length;
+    await waitFor(() => answeredBy('a') > 20 || undefined, { what: 'A answering the stream', intervalMs: 10 });
     // SIGTERM on A: unready first, then the HTTP server's stop with a drain longer than the balancer's lag.
     a.unreadyAt = Date.now();
     await stopHttpServer(a.server, 5_000, 400);
-    await new Promise((r) => setTimeout(r, 200));
+    // The stream goes on until B has answered its share (a loaded machine answers fewer in a given time).
+    await waitFor(() => answeredBy('b') > 20 || undefined, { what: 'B answering once A stopped', intervalMs: 10 });
     sending = false;
     await Promise.all(clients);
     agent.destroy();

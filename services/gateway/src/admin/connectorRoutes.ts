@@ -95,7 +95,7 @@ export const ConnectorStatus = z.object({
   writeBacksPending: z.number().int(),
   writeBacksDone: z.number().int(),
   writeBacksFailed: z.number().int(),
-  lastSuccessAt: z.string().nullable().meta({ description: 'The last time things worked (a deal processed, a write-back done, a reconciliation completed). A connection error (`crm_*`, `application_token_missing`) is cleared by it; an older deal\'s failure stays, and is past when this is later than `lastErrorAt`.' }),
+  lastSuccessAt: z.string().nullable().meta({ description: 'The last time things worked (a deal processed, a write-back done, a reconciliation completed). A connection error (`crm_*`) is cleared by it; `application_token_missing` only by the token being given or an event coming with it; an older deal\'s failure stays, and is past when this is later than `lastErrorAt`.' }),
   lastCascadeAt: z.string().nullable().meta({ description: 'The last cascade started for a won deal.' }),
   lastWriteBackAt: z.string().nullable().meta({ description: 'The last outcome written back to a deal.' }),
 });

@@ -124,8 +124,9 @@ export interface ConnectorStatus {
   writeBacksFailed: number;
   /**
    * The last time things worked: a deal processed, a write-back done or a reconciliation completed. A
-   * connection error (`crm_*`, `application_token_missing`) is cleared by it; an older deal's failure
-   * stays, and is past when this is later than `last_error_at`.
+   * connection error (`crm_*`) is cleared by it; `application_token_missing` only by the token being given
+   * or an event coming with it; an older deal's failure stays, and is past when this is later than
+   * `last_error_at`.
    */
   lastSuccessAt:
     | Date
