@@ -9,19 +9,19 @@ const V7 = `(lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint)
 
 /**
  * `n` one-step EMAIL recipients of one bulk cascade of `org`, every step due a minute ago (older than
- * anything started now) — or, with `status: 'dispatched'`, dispatched now, or with `status: 'sent'`, sent a year ago (history). Statistics are refreshed
+ * anything started now) — or, with `status: 'sent'`, sent a year ago (history). Statistics are refreshed
  * unless `analyze` is false (a backlog that arrived after the last ANALYZE).
  */
-async function seedBulkDue(pool: Pool, org: string, n: number, options: { status?: 'scheduled' | 'dispatched' | 'sent'; analyze?: boolean; due?: string } = {}): Promise<string> {
+async function seedBulkDue(pool: Pool, org: string, n: number, options: { status?: 'scheduled' | 'sent'; analyze?: boolean; due?: string } = {}): Promise<string> {
   const status = options.status ?? 'scheduled';
-  const due = options.due ?? (status === 'sent' ? `now() - interval '1 year'` : `now() - interval '1 minute'`);
+  const due = options.due ?? (status === 'scheduled' ? `now() - interval '1 minute'` : `now() - interval '1 year'`);
   const { rows } = await pool.query<{ id: string }>(
     `WITH c AS (INSERT INTO cascades (id, organization_id, location_id, status, recipients_total, active_recipients) VALUES (gen_random_uuid(), $1, 'loc', 'running', $2, $2) RETURNING id),
           g AS (SELECT i, ${V7} AS rid, ${V7} AS rrid FROM generate_series(0, $2 - 1) AS i),
           rr AS (INSERT INTO review_requests (id, organization_id, token, location_id, recipient_id) SELECT rrid, $1, md5(rrid::text), 'loc', rid FROM g),
           r AS (INSERT INTO recipients (id, cascade_id, organization_id, position, email, status, review_request_id) SELECT rid, (SELECT id FROM c), $1, i, 'bulk' || i || '@example.com', 'running', rrid FROM g),
-          s AS (INSERT INTO recipient_steps (id, recipient_id, cascade_id, organization_id, step_order, channel, delay_minutes, status, sent_channel, bulk, due_at, dispatched_at)
-                SELECT ${V7}, rid, (SELECT id FROM c), $1, 1, 'EMAIL', 0, '${status}', 'EMAIL', true, ${due} + make_interval(secs => i / 1000000.0), ${status === 'dispatched' ? 'now()' : 'NULL'} FROM g)
+          s AS (INSERT INTO recipient_steps (id, recipient_id, cascade_id, organization_id, step_order, channel, delay_minutes, status, sent_channel, bulk, due_at)
+                SELECT ${V7}, rid, (SELECT id FROM c), $1, 1, 'EMAIL', 0, '${status}', 'EMAIL', true, ${due} + make_interval(secs => i / 1000000.0) FROM g)
      SELECT id FROM c`,
     [org, n],
   );

@@ -215,8 +215,8 @@ export const CLAIM_PLANNER_SETTINGS = {
 
 /**
  * Reads the database clock and claims up to `limit` steps due at that time (see dueOrderClaim and
- * fairClaim), in one statement (under CLAIM_PLANNER_SETTINGS, in the same request on a client of
- * `inCoalescedTransaction`). Never waits for a lock. Inside a transaction: `SET LOCAL` does nothing outside one.
+ * fairClaim), in one statement under CLAIM_PLANNER_SETTINGS (in the same request on a client of
+ * `inCoalescedTransaction`; `SET LOCAL` takes effect only inside a transaction). Never waits for a lock.
  */
 export async function claimDueSteps(client: PoolClient, options: ClaimOptions): Promise<Claim> {
   const { text, values } = claimStatement(options);
