@@ -64,9 +64,13 @@ export interface DueWorkOptions {
   logger: Logger;
   /**
    * Does the work due now, in its own transaction(s). Resolves true when there may be more due right
-   * now (it took a full batch), so the loop goes again at once; false to wait.
+   * now (it took a full batch), so the loop goes again at once and wakes another sleeping loop;
+   * `'some'` when it did work but less than a batch — the loop goes again at once only if something is
+   * due now (`nextDueInMs` ≤ 0: work that came due during the round), else waits for the next due time;
+   * false when it found nothing to do — something due now is held elsewhere, so the loop waits
+   * `contendedMs` first.
    */
-  round(): Promise<boolean>;
+  round(): Promise<boolean | 'some'>;
   /**
    * Milliseconds from this call until the next known due time (≤ 0: due now), or null when nothing is
    * pending. Without it the loop waits `idleMs` between rounds that found no more.
@@ -85,7 +89,10 @@ export interface DueWorkOptions {
   backoff?: { baseMs: number; maxMs: number };
   /** Independent loops running `round` concurrently (default 1). */
   loops?: number;
-  /** Wake on these LISTEN channels (a numeric payload = the epoch ms the new work is due) and on reconnect. */
+  /**
+   * Wake on these LISTEN channels (a numeric payload = the epoch ms the new work is due): one loop a
+   * notification; every loop on reconnect (notifications may have been missed).
+   */
   notifier?: Notifier;
   channels?: string[];
   /** A failing round is logged once per cause per this interval, with a count (default 10 000 ms). */
@@ -119,10 +126,18 @@ export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
   const wakeAll = (at?: number) => {
     for (const w of wakeables) w.wake(at);
   };
+  /** One sleeping loop (else the first, which goes again once its round ends), now or at `at`. */
+  const wakeOne = (at?: number) => {
+    (wakeables.find((w) => w.sleeping) ?? wakeables[0]).wake(at);
+  };
+  // A notification is one round's work: it wakes one loop. Woken all, the others each claimed nothing
+  // and, finding the first one's work still due under its lock, came back for it after `contendedMs`
+  // (a single-recipient cascade cost three rounds for nothing). A round that finds more wakes the next
+  // loop (runLoop), so a backlog still has every loop.
   for (const channel of options.channels ?? []) {
     options.notifier?.on(channel, (payload) => {
       const at = Number(payload);
-      wakeAll(payload !== '' && Number.isFinite(at) ? at : undefined);
+      wakeOne(payload !== '' && Number.isFinite(at) ? at : undefined);
     });
   }
   options.notifier?.onReconnect(() => wakeAll());
@@ -137,12 +152,12 @@ export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
    * wakes. Counted from the asking, the wake is early by at most the time the question took to reach the
    * clock that answered it; a round then finds nothing yet and the next wait is what is left.
    */
-  async function waitBeforeNext(): Promise<number> {
+  async function waitBeforeNext(worked: boolean): Promise<number> {
     if (!options.nextDueInMs) return idleMs;
     const asked = Date.now();
     const ms = await options.nextDueInMs();
     if (ms === null) return idleMs;
-    return ms > 0 ? Math.min(idleMs, Math.max(0, ms - (Date.now() - asked))) : contendedMs;
+    return ms > 0 ? Math.min(idleMs, Math.max(0, ms - (Date.now() - asked))) : worked ? 0 : contendedMs;
   }
 
   const runLoop = async (wakeable: Wakeable): Promise<void> => {
@@ -151,10 +166,13 @@ export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
       try {
         if (options.beforeRound) await Promise.race([options.beforeRound(), stopping]);
         if (!running) break;
-        const more = await options.round();
+        const outcome = await options.round();
         failures = 0;
-        if (more) continue;
-        const wait = await waitBeforeNext();
+        if (outcome === true) {
+          wakeables.find((w) => w !== wakeable && w.sleeping)?.wake();
+          continue;
+        }
+        const wait = await waitBeforeNext(outcome === 'some');
         if (running) await wakeable.sleep(wait);
       } catch (err) {
         failures++;
@@ -168,9 +186,7 @@ export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
 
   return {
     wake: wakeAll,
-    wakeOne() {
-      (wakeables.find((w) => w.sleeping) ?? wakeables[0]).wake();
-    },
+    wakeOne: () => wakeOne(),
     async stop() {
       running = false;
       stopped();

@@ -1,5 +1,5 @@
 import { testLogger, waitFor } from '@rrs/testkit';
-import { startDueWorkLoop, startHousekeepingRounds, Wakeable } from '../src';
+import { startDueWorkLoop, startHousekeepingRounds, Wakeable, type Notifier } from '../src';
 
 /** The one due-work loop every background worker runs. */
 describe('startDueWorkLoop', () => {
@@ -29,6 +29,20 @@ describe('startDueWorkLoop', () => {
     loop.wake();
     const count = rounds.length;
     await waitFor(() => rounds.length >= count + 5, { timeoutMs: 2_000, what: 'contended rounds every 10 ms' });
+    await loop.stop();
+  });
+
+  it('after a round that did some work, goes again at once if work is due now, and otherwise sleeps until it is due', async () => {
+    const rounds: number[] = [];
+    let nextDue: number | null = 0;
+    // Work due now after every round: with 'some' each round follows the last at once, not contendedMs later.
+    const loop = startDueWorkLoop({ name: 'test', logger: testLogger(), round: async () => { rounds.push(Date.now()); return 'some'; }, nextDueInMs: async () => nextDue, contendedMs: 60_000 });
+    await waitFor(() => rounds.length >= 5, { timeoutMs: 2_000, what: 'rounds at once while work is due now' });
+    nextDue = 60_000;
+    const count = rounds.length;
+    await new Promise((r) => setTimeout(r, 100));
+    // Nothing due now: the loop sleeps (at most the round already under way when the answer changed).
+    expect(rounds.length).toBeLessThanOrEqual(count + 1);
     await loop.stop();
   });
 
@@ -119,6 +133,34 @@ describe('startDueWorkLoop', () => {
     expect(rounds).toBe(4);
     loop.wake();
     await waitFor(() => rounds === 7, { what: 'a round of every loop after wake()' });
+    await loop.stop();
+  });
+  it('a notification wakes one sleeping loop, not all; a round that finds more wakes the next one, so a backlog has them all', async () => {
+    const listeners: Array<(payload: string) => void> = [];
+    const notifier = { on: (_channel: string, listener: (payload: string) => void) => listeners.push(listener), onReconnect: () => undefined } as unknown as Notifier;
+    let rounds = 0;
+    let more = 0;
+    const loop = startDueWorkLoop({
+      name: 'notified', logger: testLogger(), loops: 3, idleMs: 60_000, notifier, channels: ['due'], nextDueInMs: async () => null,
+      round: async () => {
+        rounds++;
+        if (more === 0) return false;
+        more--;
+        return true;
+      },
+    });
+    await waitFor(() => rounds === 3, { what: 'each loop’s first round' });
+    listeners[0]('');
+    await waitFor(() => rounds >= 4, { what: 'a round after the notification' });
+    // Woken all, the other two would have run by now (a wake resolves every sleep it ends at once).
+    await new Promise((r) => setImmediate(r));
+    expect(rounds).toBe(4);
+    // One round finds more: it goes again and wakes one other loop — three rounds, not the four of all woken.
+    more = 1;
+    listeners[0](String(Date.now()));
+    await waitFor(() => rounds >= 7, { what: 'the round that found more, its next one and the loop it woke' });
+    await new Promise((r) => setImmediate(r));
+    expect(rounds).toBe(7);
     await loop.stop();
   });
 });

@@ -205,7 +205,10 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
         dispatched.inc({ channel: dispatch.channel });
       }
       count += sent.length;
-      return full || (claimed > 0 && !limited);
+      // Less than a batch with room left was everything due at the claim's clock: the loop goes again at
+      // once only if more has come due since (steady traffic), else sleeps until the next due time. A new
+      // round at once claimed nothing after each single-recipient cascade.
+      return full ? true : claimed > 0 && !limited ? 'some' : false;
     },
   });
   return {

@@ -183,6 +183,23 @@ describe('dispatcher replicas and crashes (Postgres + JetStream)', () => {
     await d.stop();
   });
 
+  it('one single-recipient cascade is one claim: its notification wakes one claim loop, and a round with room left asks for the next due time instead of claiming again', async () => {
+    let rounds = 0;
+    const d = await replica(h.tb.bus, { batchSize: 50, loops: 2, beforeRound: async () => void rounds++ });
+    await waitFor(() => rounds === 2, { what: 'each claim loop’s first round' });
+    // Both loops asleep: their first rounds claimed nothing and asked for the next due time.
+    await new Promise((r) => setTimeout(r, 300));
+    const before = rounds;
+    const ids = await startCascades(1, 1, 'single');
+    await waitFor(async () => (await stepsOf(ids)).every((s) => s.status === 'sent'), { what: 'the step sent', timeoutMs: 10_000 });
+    // On the code before, the other loop's round (woken too) and the first one's round again came at once,
+    // and the other loop's third within the contention wait (20 ms): it had seen the step still due under
+    // the first one's lock.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(rounds - before).toBe(1);
+    await d.stop();
+  });
+
   it('stops promptly while a round waits for beforeRound', async () => {
     const d = await replica(h.tb.bus, { batchSize: 50, beforeRound: () => new Promise<void>(() => undefined) });
     const started = Date.now();

@@ -1,7 +1,7 @@
 import { createPool, inCoalescedTransaction, Notifier, type Pool, type PoolClient } from '@rrs/runtime';
 import { testLogger, waitFor } from '@rrs/testkit';
 import { AddressHasher, ConfiguredChannels, DEVELOPMENT_PERSON_HASH_KEY, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
-import { claimDueSteps, claimStatement } from '../src/sql/dueSteps';
+import { claimDueSteps, claimStatement, type ClaimOptions } from '../src/sql/dueSteps';
 import { LOCATION, ORG, OTHER_ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
 
 /** Time-ordered ids, as the service's UUIDv7s. */
@@ -41,6 +41,24 @@ async function claimBlocks(pool: Pool, text: string, values: unknown[]): Promise
   } finally {
     client.release();
   }
+}
+
+/**
+ * A claim as the dispatcher makes it (claimDueSteps, its planner settings and all), in a transaction rolled
+ * back; the blocks of the steps' table (its rows, not its indexes) it read: the backend's count before and
+ * after it, in one transaction (a backend's counts are flushed, and restart, only between transactions).
+ */
+async function claimTableBlocks(pool: Pool, options: ClaimOptions): Promise<{ claimed: number; blocks: number }> {
+  const blocksRead = async (client: PoolClient) => Number((await client.query<{ blocks: string }>(`SELECT pg_stat_get_xact_blocks_fetched('recipient_steps'::regclass) AS blocks`)).rows[0].blocks);
+  return inCoalescedTransaction(pool, async (client) => {
+    const before = await blocksRead(client);
+    const claim = await claimDueSteps(client, options);
+    const after = await blocksRead(client);
+    throw Object.assign(new Error('rolled back'), { measured: { claimed: claim.claimed.length, blocks: after - before } });
+  }).catch((err: { measured?: { claimed: number; blocks: number } }) => {
+    if (!err.measured) throw err;
+    return err.measured;
+  });
 }
 
 describe('fair share (Postgres + JetStream)', () => {
@@ -383,21 +401,7 @@ describe('fair share (Postgres + JetStream)', () => {
     await h.pool.query(`UPDATE recipient_steps SET status = 'dispatched', dispatched_at = now() WHERE cascade_id = $1`, [sent]);
     await h.pool.query(`UPDATE recipient_steps SET status = 'sent' WHERE cascade_id = $1`, [sent]);
     await seedBulkDue(h.pool, OTHER_ORG, 50, { analyze: false });
-    /**
-     * A claim as the dispatcher makes it, in a transaction rolled back; the blocks of the steps' table (its
-     * rows, not its indexes) it read: the backend's count before and after it, in one transaction (a
-     * backend's counts are flushed, and restart, only between transactions).
-     */
-    const blocksRead = async (client: PoolClient) => Number((await client.query<{ blocks: string }>(`SELECT pg_stat_get_xact_blocks_fetched('recipient_steps'::regclass) AS blocks`)).rows[0].blocks);
-    const claimHeapBlocks = () => inCoalescedTransaction(h.pool, async (client) => {
-      const before = await blocksRead(client);
-      const claim = await claimDueSteps(client, { limit: 500, inFlight: { max: 5000, min: 1000, targetMs: 100, smallHeadroom: 32 }, fair: true });
-      const after = await blocksRead(client);
-      throw Object.assign(new Error('rolled back'), { measured: { claimed: claim.claimed.length, blocks: after - before } });
-    }).catch((err: { measured?: { claimed: number; blocks: number } }) => {
-      if (!err.measured) throw err;
-      return err.measured;
-    });
+    const claimHeapBlocks = () => claimTableBlocks(h.pool, { limit: 500, inFlight: { max: 5000, min: 1000, targetMs: 100, smallHeadroom: 32 }, fair: true });
     // The first claims read the sent steps' rows and mark their entries dead — once no transaction can
     // still see those rows (a loaded machine's slow round elsewhere may hold that back for a while): from
     // then on a claim reads its claimed steps' rows (a lock and a status check each), the 100 in flight and
@@ -412,5 +416,24 @@ describe('fair share (Postgres + JetStream)', () => {
     }, { what: `a claim reading fewer than ${bound} blocks of the table`, timeoutMs: 20_000, intervalMs: 200 });
     expect(claims.every((claim) => claim.claimed === 50)).toBe(true);
     await h.pool.query('ALTER TABLE recipient_steps RESET (autovacuum_enabled)');
+  });
+
+  it('statistics taken while no step was scheduled do not send the fair claim to the due index: it reads each section off the queue index, a room at a time', async () => {
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status IN ('scheduled', 'dispatched')`);
+    await h.pool.query('VACUUM recipient_steps');
+    // A history of sent steps analyzed while none was scheduled (an idle table between two sends, as
+    // autovacuum leaves it): the statistics count next to no scheduled step. Then a bulk of 30 000 comes
+    // due beside another organization's order. Read off the due index (its entries in due order, every
+    // organization's), a section's room took every due step's row and a sort: 30 000 rows, ~35 ms a
+    // claim, every claim of the send (bench/fairness.mjs at 100 000, A beside B ×0.56 of A alone).
+    await seedBulkDue(h.pool, OTHER_ORG, 30_000, { status: 'sent', analyze: false });
+    await h.pool.query('ANALYZE recipient_steps');
+    await seedBulkDue(h.pool, OTHER_ORG, 30_000, { analyze: false });
+    await seedBulkDue(h.pool, ORG, 1, { analyze: false });
+    const measured = await claimTableBlocks(h.pool, { limit: 500, inFlight: { max: 1000, min: 256, targetMs: 100, smallHeadroom: 32 }, fair: true });
+    expect(measured.claimed).toBeGreaterThan(100);
+    // Each claimed step costs its key's lookup and lock (a few blocks), the probes and the in-flight read a few more.
+    expect(measured.blocks).toBeLessThan(5 * measured.claimed + 200);
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status = 'scheduled'`);
   });
 });
