@@ -186,8 +186,10 @@ describe('dispatcher replicas and crashes (Postgres + JetStream)', () => {
   it('one single-recipient cascade is one claim: its notification wakes one claim loop, and a round with room left asks for the next due time instead of claiming again', async () => {
     let rounds = 0;
     const d = await replica(h.tb.bus, { batchSize: 50, loops: 2, beforeRound: async () => void rounds++ });
-    await waitFor(() => rounds === 2, { what: 'each claim loop’s first round' });
-    // Both loops asleep: their first rounds claimed nothing and asked for the next due time.
+    // A first cascade through: both loops have had their first rounds (a cold first claim can take
+    // hundreds of ms) and are asleep once its result is applied, after a moment to settle.
+    const first = await startCascades(1, 1, 'single-first');
+    await waitFor(async () => (await stepsOf(first)).every((s) => s.status === 'sent'), { what: 'the first step sent', timeoutMs: 10_000 });
     await new Promise((r) => setTimeout(r, 300));
     const before = rounds;
     const ids = await startCascades(1, 1, 'single');

@@ -1,7 +1,7 @@
 import { createPool, inCoalescedTransaction, Notifier, type Pool, type PoolClient } from '@rrs/runtime';
 import { testLogger, waitFor } from '@rrs/testkit';
 import { AddressHasher, ConfiguredChannels, DEVELOPMENT_PERSON_HASH_KEY, SCHEMA, startDispatcher, type RunningDispatcher } from '../src';
-import { claimDueSteps, claimStatement, type ClaimOptions } from '../src/sql/dueSteps';
+import { CLAIM_PLANNER_SETTINGS, claimDueSteps, claimStatement, type ClaimOptions } from '../src/sql/dueSteps';
 import { LOCATION, ORG, OTHER_ORG, recipientsInput, startHarness, startScriptedSender, type Harness } from './harness';
 
 /** Time-ordered ids, as the service's UUIDv7s. */
@@ -416,6 +416,29 @@ describe('fair share (Postgres + JetStream)', () => {
     }, { what: `a claim reading fewer than ${bound} blocks of the table`, timeoutMs: 20_000, intervalMs: 200 });
     expect(claims.every((claim) => claim.claimed === 50)).toBe(true);
     await h.pool.query('ALTER TABLE recipient_steps RESET (autovacuum_enabled)');
+  });
+
+  it('a claim is never compiled by JIT, whatever its connection says: its planner settings cost the sorts it cannot avoid past jit_above_cost', async () => {
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status IN ('scheduled', 'dispatched')`);
+    await seedBulkDue(h.pool, OTHER_ORG, 200);
+    const { text, values } = claimStatement({ limit: 50, inFlight: { max: 1000, min: 256, targetMs: 100, smallHeadroom: 32 }, fair: true });
+    const client = await h.pool.connect();
+    try {
+      await client.query('BEGIN');
+      // PostgreSQL's default, as on a pool other than the scheduler's own (which turns JIT off for the session).
+      await client.query('SET LOCAL jit = on');
+      for (const setting of CLAIM_PLANNER_SETTINGS.before) await client.query(setting);
+      const { rows } = await client.query<{ 'QUERY PLAN': Array<{ JIT?: unknown; Plan: { 'Total Cost': number } }> }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values);
+      const [explained] = rows[0]['QUERY PLAN'];
+      // The sorts the claim cannot avoid cost it past jit_above_cost (100 000) under enable_sort = off…
+      expect(explained.Plan['Total Cost']).toBeGreaterThan(100_000);
+      // …and it ran without compiling (~500 ms for a 1 ms claim).
+      expect(explained.JIT).toBeUndefined();
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+    await h.pool.query(`UPDATE recipient_steps SET status = 'skipped' WHERE status = 'scheduled'`);
   });
 
   it('statistics taken while no step was scheduled do not send the fair claim to the due index: it reads each section off the queue index, a room at a time', async () => {

@@ -216,10 +216,15 @@ export function claimStatement(options: ClaimOptions): { text: string; values: u
  * (4 400 blocks and 35–40 ms a claim, against 1.3 ms; bench/fairness.mjs at 100 000, A beside B ×0.56 of
  * A alone). The claim's other sorts (its window functions, its turns' order) have no sort-free plan, so
  * they are chosen as before.
+ *
+ * And no JIT: a disabled plan type is costed, not removed — each sort the claim cannot avoid adds 10¹⁰
+ * to its cost, far past `jit_above_cost`, and on a connection with JIT on (PostgreSQL's default; the
+ * scheduler's own pools turn it off, SESSION_SETTINGS) every claim compiled itself first: ~500 ms
+ * for a 1 ms claim.
  */
 export const CLAIM_PLANNER_SETTINGS = {
-  before: ['SET LOCAL enable_bitmapscan = off', 'SET LOCAL enable_seqscan = off', 'SET LOCAL enable_sort = off'],
-  after: ['SET LOCAL enable_bitmapscan TO DEFAULT', 'SET LOCAL enable_seqscan TO DEFAULT', 'SET LOCAL enable_sort TO DEFAULT'],
+  before: ['SET LOCAL enable_bitmapscan = off', 'SET LOCAL enable_seqscan = off', 'SET LOCAL enable_sort = off', 'SET LOCAL jit = off'],
+  after: ['SET LOCAL enable_bitmapscan TO DEFAULT', 'SET LOCAL enable_seqscan TO DEFAULT', 'SET LOCAL enable_sort TO DEFAULT', 'SET LOCAL jit TO DEFAULT'],
 } as const;
 
 /**
