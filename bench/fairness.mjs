@@ -134,12 +134,13 @@ try {
   // email sender has finished as sent and that the sink no longer has is read off the send log instead:
   // the sender's 'done' write, right after the sink's acceptance (counted, and printed).
   let fromSendLog = 0;
+  const askSink = (addresses) => Promise.all(addresses.map(async (to) => {
+    const { messages } = await (await fetch(`${shape.devMessagesUrl}?to=${encodeURIComponent(to)}`)).json();
+    for (const m of messages) if (m.channel === 'EMAIL') noteB(m.to, Date.parse(m.sentAt));
+  }));
   const pollSink = async () => {
     const asked = [...bPending];
-    await Promise.all(asked.map(async (to) => {
-      const { messages } = await (await fetch(`${shape.devMessagesUrl}?to=${encodeURIComponent(to)}`)).json();
-      for (const m of messages) if (m.channel === 'EMAIL') noteB(m.to, Date.parse(m.sentAt));
-    }));
+    await askSink(asked);
     const missing = asked.filter((to) => bPending.has(to) && bCascade.has(to));
     if (missing.length === 0) return;
     // By key all the way (a cascade's recipients, a recipient's steps, the send log's step id): this
@@ -154,10 +155,7 @@ try {
     );
     if (rows.length === 0) return;
     // Asked once more after the send log answered: a message the sink still has is read from the sink.
-    await Promise.all(rows.map(async ({ to }) => {
-      const { messages } = await (await fetch(`${shape.devMessagesUrl}?to=${encodeURIComponent(to)}`)).json();
-      for (const m of messages) if (m.channel === 'EMAIL') noteB(m.to, Date.parse(m.sentAt));
-    }));
+    await askSink(rows.map(({ to }) => to));
     for (const { to, at } of rows) {
       if (!bPending.has(to)) continue;
       fromSendLog++;

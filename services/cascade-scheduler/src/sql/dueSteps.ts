@@ -222,9 +222,10 @@ export function claimStatement(options: ClaimOptions): { text: string; values: u
  * scheduler's own pools turn it off, SESSION_SETTINGS) every claim compiled itself first: ~500 ms
  * for a 1 ms claim.
  */
+const CLAIM_PLANNER_OFF = ['enable_bitmapscan', 'enable_seqscan', 'enable_sort', 'jit'] as const;
 export const CLAIM_PLANNER_SETTINGS = {
-  before: ['SET LOCAL enable_bitmapscan = off', 'SET LOCAL enable_seqscan = off', 'SET LOCAL enable_sort = off', 'SET LOCAL jit = off'],
-  after: ['SET LOCAL enable_bitmapscan TO DEFAULT', 'SET LOCAL enable_seqscan TO DEFAULT', 'SET LOCAL enable_sort TO DEFAULT', 'SET LOCAL jit TO DEFAULT'],
+  before: CLAIM_PLANNER_OFF.map((setting) => `SET LOCAL ${setting} = off`),
+  after: CLAIM_PLANNER_OFF.map((setting) => `SET LOCAL ${setting} TO DEFAULT`),
 } as const;
 
 /**
