@@ -126,6 +126,8 @@ export async function queryTogether(db: pg.Pool | pg.PoolClient, statements: Sta
 class Coalescer {
   /** Statements (literal SQL) waiting for the next request. */
   private waiting: string[] = ['BEGIN'];
+  /** Reads that go after COMMIT, in its request (`readAfterCommit`). */
+  readonly after: Array<{ statement: Statement; resolve: (read: { result: pg.QueryResult; sentAt: number } | null) => void }> = [];
   /** Whether a request has gone out: only then is there a transaction to end. */
   sent = false;
 
@@ -186,6 +188,19 @@ export async function queryEach(client: pg.PoolClient, statements: Statement[]):
 }
 
 /**
+ * A read that travels after the transaction's COMMIT, in COMMIT's own request, and runs in an implicit
+ * transaction of its own: it sees what the transaction wrote, and costs no request of its own. Resolves
+ * once the transaction has ended: with its result and when its request was sent (epoch ms), or null
+ * when it did not run (the transaction rolled back, its commit failed, or `client` is not a client of
+ * `inCoalescedTransaction`) — the caller then asks by itself.
+ */
+export function readAfterCommit(client: pg.PoolClient, statement: Statement): Promise<{ result: pg.QueryResult; sentAt: number } | null> {
+  const coalescer = coalescers.get(client);
+  if (!coalescer) return Promise.resolve(null);
+  return new Promise((resolve) => coalescer.after.push({ statement, resolve }));
+}
+
+/**
  * As `inTransaction` (runtime db.ts): COMMIT when `fn` returns, ROLLBACK when it throws, a client whose
  * ROLLBACK failed destroyed. The client `fn` gets sends BEGIN with its first statement, `execute`d
  * statements with the next request, and the last of them with COMMIT: a transaction of N reads in
@@ -214,7 +229,10 @@ export async function inCoalescedTransaction<T>(pool: pg.Pool, fn: (client: pg.P
     // Nothing was ever sent (only BEGIN waits): there is no transaction to commit.
     if (coalescer.sent || coalescer.waitingCount() > 1) {
       coalescer.defer({ text: 'COMMIT' });
-      await coalescer.send([]);
+      const after = coalescer.after.map((read) => read.statement);
+      const sentAt = Date.now();
+      const results = await coalescer.send(after);
+      coalescer.after.forEach((read, k) => read.resolve({ result: results[k], sentAt }));
     }
     return result;
   } catch (err) {
@@ -228,6 +246,8 @@ export async function inCoalescedTransaction<T>(pool: pg.Pool, fn: (client: pg.P
     throw err;
   } finally {
     coalescers.delete(wrapped);
+    // Reads after a COMMIT that was never sent or failed did not run (a resolved one stays resolved).
+    for (const read of coalescer.after) read.resolve(null);
     client.release(broken);
   }
 }

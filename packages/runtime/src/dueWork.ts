@@ -58,6 +58,13 @@ export class Wakeable {
   }
 }
 
+/**
+ * What a round found (`round`), and, when it read the next due time itself (with its commit, in the
+ * same request), that reading: the loop then waits on it without asking `nextDueInMs`. `askedAt`: when
+ * the reading was asked (epoch ms), the wait being counted from then.
+ */
+export type RoundOutcome = boolean | 'some' | { outcome: 'some' | false; nextDueInMs: number | null; askedAt: number };
+
 export interface DueWorkOptions {
   /** Names the loop in logs (`dispatch`, `outbox relay`, …). */
   name: string;
@@ -70,7 +77,7 @@ export interface DueWorkOptions {
    * false when it found nothing to do — something due now is held elsewhere, so the loop waits
    * `contendedMs` first.
    */
-  round(): Promise<boolean | 'some'>;
+  round(): Promise<RoundOutcome>;
   /**
    * Milliseconds from this call until the next known due time (≤ 0: due now), or null when nothing is
    * pending. Without it the loop waits `idleMs` between rounds that found no more.
@@ -152,10 +159,10 @@ export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
    * wakes. Counted from the asking, the wake is early by at most the time the question took to reach the
    * clock that answered it; a round then finds nothing yet and the next wait is what is left.
    */
-  async function waitBeforeNext(worked: boolean): Promise<number> {
-    if (!options.nextDueInMs) return idleMs;
-    const asked = Date.now();
-    const ms = await options.nextDueInMs();
+  async function waitBeforeNext(worked: boolean, reading?: { nextDueInMs: number | null; askedAt: number }): Promise<number> {
+    if (!reading && !options.nextDueInMs) return idleMs;
+    const asked = reading?.askedAt ?? Date.now();
+    const ms = reading ? reading.nextDueInMs : await options.nextDueInMs!();
     if (ms === null) return idleMs;
     return ms > 0 ? Math.min(idleMs, Math.max(0, ms - (Date.now() - asked))) : worked ? 0 : contendedMs;
   }
@@ -172,7 +179,7 @@ export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
           wakeables.find((w) => w !== wakeable && w.sleeping)?.wake();
           continue;
         }
-        const wait = await waitBeforeNext(outcome === 'some');
+        const wait = typeof outcome === 'object' ? await waitBeforeNext(outcome.outcome === 'some', outcome) : await waitBeforeNext(outcome === 'some');
         if (running) await wakeable.sleep(wait);
       } catch (err) {
         failures++;

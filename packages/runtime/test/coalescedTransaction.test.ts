@@ -1,5 +1,5 @@
 import { createTestDatabase, testLogger, type TestDatabase } from '@rrs/testkit';
-import { createPool, execute, inCoalescedTransaction, inlineParameters, queryEach, sqlArray, type Pool, type PoolClient } from '../src';
+import { createPool, execute, inCoalescedTransaction, inlineParameters, queryEach, readAfterCommit, sqlArray, type Pool, type PoolClient } from '../src';
 
 /** Counts the requests a client sends (a simple Query or an extended-protocol query is one each). */
 function countRequests(client: PoolClient): { count: () => number } {
@@ -102,6 +102,38 @@ describe('inCoalescedTransaction (real PostgreSQL)', () => {
     client.release();
     expect(await inCoalescedTransaction(pool, async () => 'nothing')).toBe('nothing');
     expect(requests.count()).toBe(0);
+  });
+
+  it('a read after COMMIT travels in its request and sees what the transaction wrote; after a rollback it did not run', async () => {
+    const client = await pool.connect();
+    const requests = countRequests(client);
+    client.release();
+    let after!: ReturnType<typeof readAfterCommit>;
+    await inCoalescedTransaction(pool, async (tx) => {
+      await tx.query('SELECT 1');
+      await execute(tx, { text: 'INSERT INTO things (id, label) VALUES ($1, $2)', values: [60, 'sixty'] });
+      after = readAfterCommit(tx, { text: 'SELECT label, (SELECT count(*)::int FROM pg_stat_activity WHERE pid = pg_backend_pid() AND xact_start IS NOT NULL) AS open FROM things WHERE id = $1', values: [60] });
+    });
+    const read = await after;
+    // BEGIN with the read; the write, COMMIT and the read after it.
+    expect(requests.count()).toBe(2);
+    expect(read?.result.rows).toEqual([{ label: 'sixty', open: 1 }]);
+    expect(read?.sentAt).toBeLessThanOrEqual(Date.now());
+
+    let rolledBack!: ReturnType<typeof readAfterCommit>;
+    await expect(inCoalescedTransaction(pool, async (tx) => {
+      await tx.query('SELECT 1');
+      rolledBack = readAfterCommit(tx, { text: 'SELECT 1 AS one' });
+      throw new Error('changed my mind');
+    })).rejects.toThrow('changed my mind');
+    expect(await rolledBack).toBeNull();
+    // Outside a coalesced transaction there is no COMMIT to travel with.
+    const plain = await pool.connect();
+    try {
+      expect(await readAfterCommit(plain, { text: 'SELECT 1' })).toBeNull();
+    } finally {
+      plain.release();
+    }
   });
 
   it('on any other client, execute and queryEach run each statement at once', async () => {

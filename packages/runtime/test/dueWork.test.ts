@@ -61,6 +61,22 @@ describe('startDueWorkLoop', () => {
     expect(rounds[1] - rounds[0]).toBeLessThan(600);
   });
 
+  it('a round that read the next due time itself is not asked again: the loop waits on its reading, counted from when it was asked', async () => {
+    const rounds: number[] = [];
+    let asked = 0;
+    // The reading says 200 ms from 100 ms ago (its request's send time): the next round comes ~100 ms on.
+    const loop = startDueWorkLoop({
+      name: 'test', logger: testLogger(),
+      round: async () => { rounds.push(Date.now()); return { outcome: 'some', nextDueInMs: 200, askedAt: Date.now() - 100 }; },
+      nextDueInMs: async () => { asked++; return 0; },
+    });
+    await waitFor(() => rounds.length >= 3, { timeoutMs: 3_000, what: 'rounds at the read due times' });
+    await loop.stop();
+    expect(asked).toBe(0);
+    expect(rounds[1] - rounds[0]).toBeGreaterThanOrEqual(90);
+    expect(rounds[1] - rounds[0]).toBeLessThan(190);
+  });
+
   it('retries a failed round with backoff until it succeeds, logging the first failure and a count of the repeats', async () => {
     const logger = testLogger();
     let calls = 0;

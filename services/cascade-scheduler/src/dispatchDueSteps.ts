@@ -1,10 +1,10 @@
 import { BinaryWriter, busV1, stepSubject } from '@rrs/proto';
-import { counter, histogram, inCoalescedTransaction, startDueWorkLoop, type Bus, type Logger, type Notifier, type Pool, type PoolClient } from '@rrs/runtime';
+import { counter, histogram, inCoalescedTransaction, readAfterCommit, startDueWorkLoop, type Bus, type Logger, type Notifier, type Pool, type PoolClient } from '@rrs/runtime';
 import { fire, type Dispatch, type FireChecks, type Timing } from './engine';
 import { fireChecksFor } from './fireChecks';
 import type { ConfiguredChannels } from './organizationProfiles';
 import { DUE_CHANNEL, readStates, saveStates, type LoadedRecipient } from './recipientStore';
-import { claimDueSteps, msUntilNextDueStep, type Claim, type ClaimedStep, type ClaimOptions, type InFlightBound } from './sql/dueSteps';
+import { claimDueSteps, msUntilNextDueStep, NEXT_DUE_STEP, type Claim, type ClaimedStep, type ClaimOptions, type InFlightBound } from './sql/dueSteps';
 import { stepDueMessage } from './stepMessage';
 import type { AddressHasher } from './personHash';
 
@@ -58,6 +58,9 @@ export interface RunningDispatcher {
   /** Results were applied here: a channel held at its in-flight bound may have room now (wakes one claim loop). */
   roomFreed(): void;
 }
+
+/** The next due time read with a round's COMMIT (ms from the database clock then; null: nothing scheduled), and when it was asked. */
+type NextDueReading = { nextDueInMs: number | null; askedAt: number };
 
 /** `bulk`: the step's cascade is a bulk request's (every step of a recipient shares it). */
 type Dispatched = { state: LoadedRecipient; dispatch: Dispatch; bulk: boolean };
@@ -127,15 +130,21 @@ class ClaimTurns {
  * save, commit. Nothing here ever waits for a lock, so rounds never deadlock with the transactions
  * that lock a recipient first and then its steps. Returns how many steps it claimed and what it sent.
  * Four requests to PostgreSQL (a coalesced transaction): BEGIN with the clock and the claim; the
- * recipients, their cascades and steps; the opt-out ledger; every write, the notification and COMMIT.
+ * recipients, their cascades and steps; the opt-out ledger; every write, the notification and COMMIT —
+ * and, after a claim that left steps and room (the loop sleeps next), the next due time, read after
+ * COMMIT in its request (`nextDue`, null when it did not run) rather than in one of its own.
  */
-async function dispatchRound(options: DispatcherOptions, claim: ClaimOptions, turns: ClaimTurns): Promise<{ claimed: number; full: boolean; limited: boolean; sent: Dispatch[]; now: Date }> {
+async function dispatchRound(options: DispatcherOptions, claim: ClaimOptions, turns: ClaimTurns): Promise<{ claimed: number; full: boolean; limited: boolean; sent: Dispatch[]; now: Date; nextDue: NextDueReading | null }> {
   let taken = 0;
+  let nextDue: Promise<NextDueReading | null> = Promise.resolve(null);
   try {
-    return await inCoalescedTransaction(options.pool, async (client) => {
+    const round = await inCoalescedTransaction(options.pool, async (client) => {
       const { now, claimed: due, limited } = await turns.claim(client, claim);
       taken = due.length;
       const full = due.length >= claim.limit;
+      if (!full && !limited) {
+        nextDue = readAfterCommit(client, NEXT_DUE_STEP).then((read) => (read ? { nextDueInMs: (read.result.rows[0] as { ms: number | null }).ms, askedAt: read.sentAt } : null));
+      }
       if (due.length === 0) return { claimed: 0, full, limited, sent: [], now };
       const { states } = await readStates(client, { ids: due.map((step) => step.recipientId) }, { lock: 'skip', token: true });
       const claimed = due.filter((step) => states.has(step.recipientId));
@@ -160,6 +169,7 @@ async function dispatchRound(options: DispatcherOptions, claim: ClaimOptions, tu
       await saveStates(client, states.values(), now);
       return { claimed: claimed.length, full, limited, sent, now };
     });
+    return { ...round, nextDue: await nextDue };
   } finally {
     turns.release(taken);
   }
@@ -197,7 +207,7 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
     beforeRound: options.beforeRound,
     nextDueInMs: async () => (waitingForRoom ? ROOM_POLL_MS : msUntilNextDueStep(options.pool)),
     async round() {
-      const { claimed, full, limited, sent, now } = await dispatchRound(options, { limit: batchSize, inFlight, fair }, turns);
+      const { claimed, full, limited, sent, now, nextDue } = await dispatchRound(options, { limit: batchSize, inFlight, fair }, turns);
       fair = full || limited;
       waitingForRoom = limited && !full;
       for (const dispatch of sent) {
@@ -208,7 +218,9 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
       // Less than a batch with room left was everything due at the claim's clock: the loop goes again at
       // once only if more has come due since (steady traffic), else sleeps until the next due time. A new
       // round at once claimed nothing after each single-recipient cascade.
-      return full ? true : claimed > 0 && !limited ? 'some' : false;
+      const outcome = full ? true : claimed > 0 && !limited ? 'some' : false;
+      // The next due time came with the COMMIT: the loop does not ask for it again.
+      return outcome !== true && nextDue ? { outcome, nextDueInMs: nextDue.nextDueInMs, askedAt: nextDue.askedAt } : outcome;
     },
   });
   return {

@@ -202,6 +202,25 @@ describe('dispatcher replicas and crashes (Postgres + JetStream)', () => {
     await d.stop();
   });
 
+  it('a round with room left reads the next due time after its COMMIT, in the same request, not in one of its own', async () => {
+    const pg = await import('pg');
+    // Calls through: records every request any client of this process sends.
+    const spy = jest.spyOn(pg.default.Client.prototype, 'query');
+    const requests = () => spy.mock.calls.map(([config]) => (typeof config === 'string' ? config : (config as { text?: string })?.text ?? ''));
+    try {
+      const d = await replica(h.tb.bus, { batchSize: 50 });
+      const ids = await startCascades(1, 1, 'next-due');
+      await waitFor(async () => (await stepsOf(ids)).every((s) => s.status === 'sent'), { what: 'the step sent', timeoutMs: 10_000 });
+      await d.stop();
+      const nextDueReads = requests().filter((text) => text.includes('min(due_at)'));
+      expect(nextDueReads.length).toBeGreaterThan(0);
+      // On the code before, each was a request of its own after the round's COMMIT.
+      expect(nextDueReads.filter((text) => !/COMMIT;\s*SELECT/.test(text))).toEqual([]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('stops promptly while a round waits for beforeRound', async () => {
     const d = await replica(h.tb.bus, { batchSize: 50, beforeRound: () => new Promise<void>(() => undefined) });
     const started = Date.now();

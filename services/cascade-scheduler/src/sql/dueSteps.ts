@@ -1,5 +1,5 @@
 import { queryEach, sqlArray, type Pool, type PoolClient } from '@rrs/runtime';
-import { msUntilEarliest } from './msUntilEarliest';
+import { earliestStatement, msUntilEarliest } from './msUntilEarliest';
 
 export interface ClaimedStep {
   stepId: string;
@@ -250,6 +250,9 @@ export async function claimDueSteps(client: PoolClient, options: ClaimOptions): 
 export function msUntilNextDueStep(pool: Pool): Promise<number | null> {
   return msUntilEarliest(pool, 'due_at', 'recipient_steps', `status = 'scheduled'`);
 }
+
+/** `msUntilNextDueStep`'s read as a statement: a dispatch round sends it after its COMMIT (`readAfterCommit`). */
+export const NEXT_DUE_STEP = earliestStatement('due_at', 'recipient_steps', `status = 'scheduled'`);
 
 /** The channels of steps dispatched before `before` that still have no result. */
 export async function channelsWithTimedOutSteps(db: Pool | PoolClient, before: Date): Promise<string[]> {
