@@ -67,7 +67,7 @@ describe('runIdempotent (real PostgreSQL)', () => {
     expect((await runIdempotent(pool, req, json, effect('four'))).replayed).toBe(false);
   });
 
-  it('coalesced: the same answers (replay, another body refused, nothing saved on failure) in two requests fewer', async () => {
+  it('coalesced: the same answers (replay, another body refused, nothing saved on failure) in three requests fewer', async () => {
     const pg = await import('pg');
     const requests = jest.spyOn(pg.default.Client.prototype, 'query');
     try {
@@ -77,12 +77,43 @@ describe('runIdempotent (real PostgreSQL)', () => {
       }, { coalesced: true })).rejects.toMatchObject({ code: 'not_found' });
       requests.mockClear();
       const first = await runIdempotent(pool, req, json, effect('coalesced'), { coalesced: true });
-      // BEGIN with the key's lock, the saved answer's read, the effect, the record with COMMIT (6 without).
-      expect(requests).toHaveBeenCalledTimes(4);
+      // BEGIN with the key's lock and the saved answer's read, the effect, the record with COMMIT (6 without).
+      expect(requests).toHaveBeenCalledTimes(3);
       expect(first.replayed).toBe(false);
       expect(await runIdempotent(pool, req, json, effect('coalesced'), { coalesced: true })).toEqual({ result: first.result, replayed: true });
       expect(await refusal(runIdempotent(pool, { ...req, fingerprint: 'g' }, json, effect('coalesced'), { coalesced: true }))).toMatchObject({ status: 409, code: 'idempotency_key_reused' });
       expect(await count('coalesced')).toBe(1);
+    } finally {
+      requests.mockRestore();
+    }
+  });
+
+  it('coalesced with reads: the effect\'s first reads travel with the key\'s lock and its saved answer\'s read, and reach the effect in order', async () => {
+    const pg = await import('pg');
+    const requests = jest.spyOn(pg.default.Client.prototype, 'query');
+    try {
+      const reads = [{ text: 'SELECT $1::int AS n', values: [7] }, { text: 'SELECT count(*)::int AS effects FROM effects' }];
+      const seen: unknown[] = [];
+      const req = { organizationId: ORG, key: 'k-reads', fingerprint: 'f' };
+      const first = await runIdempotent(pool, req, json, async (client, results) => {
+        seen.push(results.map((result) => result.rows[0]));
+        return effect('reads')(client);
+      }, { coalesced: true, reads });
+      // BEGIN with the lock, the saved answer's read and both reads; the effect; the record with COMMIT.
+      expect(requests).toHaveBeenCalledTimes(3);
+      expect(seen).toEqual([[{ n: 7 }, { effects: expect.any(Number) }]]);
+      // Without a key the reads still come first, with BEGIN.
+      requests.mockClear();
+      await runIdempotent(pool, undefined, json, async (client, results) => {
+        seen.push(results.map((result) => result.rows[0]));
+        return effect('reads')(client);
+      }, { coalesced: true, reads });
+      // BEGIN with both reads, the effect's insert, COMMIT.
+      expect(requests).toHaveBeenCalledTimes(3);
+      expect(seen[1]).toEqual([{ n: 7 }, { effects: expect.any(Number) }]);
+      // A replay answers the saved response; the effect does not run.
+      expect(await runIdempotent(pool, req, json, async () => { throw new Error('ran again'); }, { coalesced: true, reads })).toEqual({ result: first.result, replayed: true });
+      expect(await count('reads')).toBe(2);
     } finally {
       requests.mockRestore();
     }

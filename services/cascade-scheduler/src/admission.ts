@@ -1,9 +1,9 @@
 import { INTAKE_SKIPS, phoneCountries, phoneRefusal, sendingRefusal, type IntakeSkip } from '@rrs/proto';
-import { ConflictError, queryEach, sendingRefused, type PoolClient } from '@rrs/runtime';
+import { ConflictError, queryEach, sendingRefused, type PoolClient, type QueryResult, type Statement } from '@rrs/runtime';
 import { clockAndAsked, clockAndRecentlyAsked } from './cooldown';
 import { canReachAny } from './engine';
 import type { SendingProfile } from './organizationProfiles';
-import { suppressedFrom, suppressionLookup } from './optOutLedger';
+import { suppressedFrom, suppressionLookup, type SuppressionLookup } from './optOutLedger';
 import type { AddressHasher } from './personHash';
 import { personAddresses } from './personAddresses';
 import type { RecipientInput } from './recipientInput';
@@ -50,20 +50,33 @@ export function refuseChannel(request: Pick<AdmissionRequest, 'channel'>, profil
 
 const [UNREACHABLE, PHONE_NOT_ALLOWED, OPTED_OUT, NO_CONSENT, COOLDOWN] = INTAKE_SKIPS;
 
+/** The reads `intakeSkips` answers from: the clock with the cooldown's lookup, and the opt-out ledger's. */
+export interface IntakeReads {
+  statements: Statement[];
+  lookup: SuppressionLookup | null;
+}
+
+/** `intakeSkips`'s reads, to send in the request that opens the start's transaction (runIdempotent's `reads`). */
+export function intakeReads(request: AdmissionRequest, profile: SendingProfile): IntakeReads {
+  const addresses = request.recipients.flatMap(personAddresses);
+  const cooldownDays = request.ignoreCooldown ? 0 : profile.organization.cooldownDays ?? 0;
+  const lookup = suppressionLookup([request.organizationId], addresses);
+  return { statements: [clockAndRecentlyAsked(request.organizationId, addresses, cooldownDays), ...(lookup ? [lookup.statement] : [])], lookup };
+}
+
 /**
  * Why each recipient is skipped at intake, or null when it is queued (INTAKE_SKIPS, in their order):
  * no step has its contact field; only phone steps could reach it and the phone channels refuse its
  * number (proto phones.ts); the person opted out of the organization; the organization requires
  * consent and none was given; the person was asked (or rated) within the organization's cooldown.
  * Answered with the transaction's clock (`now`, the cascade's time), read with the opt-out and cooldown
- * lookups in the request that opens the transaction.
+ * lookups (`intakeReads`) in the request that opens the transaction: `read`, when the caller sent them
+ * there itself (with the Idempotency-Key's lock), else here.
  */
-export async function intakeSkips(client: PoolClient, hasher: AddressHasher, request: AdmissionRequest, channels: string[], profile: SendingProfile): Promise<{ now: Date; skips: Array<IntakeSkip | null> }> {
+export async function intakeSkips(client: PoolClient, hasher: AddressHasher, request: AdmissionRequest, channels: string[], profile: SendingProfile, read?: { reads: IntakeReads; results: QueryResult[] }): Promise<{ now: Date; skips: Array<IntakeSkip | null> }> {
   const organizationId = request.organizationId;
-  const addresses = request.recipients.flatMap(personAddresses);
-  const cooldownDays = request.ignoreCooldown ? 0 : profile.organization.cooldownDays ?? 0;
-  const lookup = suppressionLookup([organizationId], addresses);
-  const [clockRead, suppressionRead] = await queryEach(client, [clockAndRecentlyAsked(organizationId, addresses, cooldownDays), ...(lookup ? [lookup.statement] : [])]);
+  const { statements, lookup } = read?.reads ?? intakeReads(request, profile);
+  const [clockRead, suppressionRead] = read?.results ?? (await queryEach(client, statements));
   const { now, asked } = clockAndAsked(clockRead.rows[0]);
   const suppressed = lookup ? await suppressedFrom(client, hasher, lookup, suppressionRead.rows) : new Set<string>();
   const countries = phoneCountries(profile.organization);

@@ -1,7 +1,7 @@
 import { hasSavedAnswer, runIdempotent, type IdempotencyRequest } from '@rrs/idempotency';
 import { CHANNEL_KEY_PATTERN, eventSubject, EVENT_TYPES, MAX_RECIPIENTS_PER_REQUEST, schedulerV1, type IntakeSkip } from '@rrs/proto';
-import { DomainError, injectTraceContext, InvalidError, type FieldProblem, type Pool, type PoolClient } from '@rrs/runtime';
-import { intakeSkips, refuseChannel, refuseSending } from './admission';
+import { DomainError, injectTraceContext, InvalidError, type FieldProblem, type Pool, type PoolClient, type QueryResult } from '@rrs/runtime';
+import { intakeReads, intakeSkips, refuseChannel, refuseSending, type IntakeReads } from './admission';
 import { finishEventFor } from './finishEvent';
 import type { Flow, Flows } from './flows';
 import { tokenBatch, UuidArray } from './ids';
@@ -111,13 +111,15 @@ export async function precheckStart(deps: IntakeDeps, input: Pick<StartCascadeIn
  */
 export function startAdmitted(deps: IntakeDeps, input: StartCascadeInput, read: StartContext & { location: LocationInfo }, idempotency?: IdempotencyRequest): Promise<{ result: StartCascadeResult; replayed: boolean }> {
   const { profile, location, flow } = read;
-  // Coalesced: BEGIN goes with the clock's read, the Idempotency-Key record with COMMIT.
-  return runIdempotent(deps.pool, idempotency, answerCodec, async (client) => {
+  // Coalesced: BEGIN goes with the Idempotency-Key's lock and read and the admission's reads (the clock,
+  // cooldown and opt-outs), the Idempotency-Key record with COMMIT.
+  const reads = intakeReads(input, profile);
+  return runIdempotent(deps.pool, idempotency, answerCodec, async (client, results) => {
     refuseChannel(input, profile);
     await deps.snapshots.write(deps.pool, input.organizationId, profile, location);
-    const result = await writeCascade(client, deps.hasher, input, flow, profile);
+    const result = await writeCascade(client, deps.hasher, input, flow, profile, { reads, results });
     return { ...result, recipientBudget: await deps.budgets.take(client, profile.organization, input.recipients.length) };
-  }, { coalesced: true });
+  }, { coalesced: true, reads: reads.statements });
 }
 
 export function validateStart(input: StartCascadeInput): void {
@@ -172,8 +174,8 @@ function planCascade(input: StartCascadeInput, flow: Flow, profile: SendingProfi
 }
 
 /** Writes the cascade's rows, and the finish events of the recipients skipped at intake. */
-async function writeCascade(client: PoolClient, hasher: AddressHasher, input: StartCascadeInput, flow: Flow, profile: SendingProfile): Promise<Omit<StartCascadeResult, 'recipientBudget'>> {
-  const { now, skips } = await intakeSkips(client, hasher, input, flow.steps.map((step) => step.channel), profile);
+async function writeCascade(client: PoolClient, hasher: AddressHasher, input: StartCascadeInput, flow: Flow, profile: SendingProfile, read: { reads: IntakeReads; results: QueryResult[] }): Promise<Omit<StartCascadeResult, 'recipientBudget'>> {
+  const { now, skips } = await intakeSkips(client, hasher, input, flow.steps.map((step) => step.channel), profile, read);
   // The StartCascade span's context: every message of this cascade is published as its child.
   const traceContext = injectTraceContext({});
   const rows = planCascade(input, flow, profile, skips, now, traceContext);

@@ -59,6 +59,29 @@ describe('StartCascade over gRPC', () => {
     }
   });
 
+  it('under an Idempotency-Key, the key\'s lock and saved-answer read open the transaction in that same request', async () => {
+    h.profiles.byOrganization.set(ORG, FakeProfiles.profile(ORG, { cooldownDays: 30 }));
+    const pg = await import('pg');
+    const requests = jest.spyOn(pg.default.Client.prototype, 'query');
+    try {
+      const md = { [MD_IDEMPOTENCY_KEY]: 'one-request-key', [MD_IDEMPOTENCY_FINGERPRINT]: 'fp-one' };
+      const recipients = recipientsInput(2, (i) => ({ email: `keyed${i}@example.com` })).map((r) => ({ ...r, contactId: '', contactExternalId: '' }));
+      const res = await grpc.client.startCascade(base({ externalId: 'one-request-keyed', recipients }), { metadata: md });
+      expect(res).toMatchObject({ queued: 2, skipped: 0, idempotentReplayed: false });
+      const texts = requests.mock.calls.map(([config]) => String(typeof config === 'string' ? config : (config as { text?: string }).text));
+      const keyReads = texts.filter((text) => text.includes('FROM idempotency_keys'));
+      // On the code before: the lock with BEGIN, the saved answer's read, then the admission's reads — three requests.
+      expect(keyReads).toHaveLength(1);
+      expect(keyReads[0]).toMatch(/^BEGIN;/);
+      expect(keyReads[0]).toContain('pg_try_advisory_xact_lock');
+      expect(keyReads[0]).toMatch(/FROM person_activity\s+WHERE/);
+      expect(keyReads[0]).toContain('FROM suppressions');
+    } finally {
+      requests.mockRestore();
+      h.profiles.byOrganization.set(ORG, FakeProfiles.profile(ORG));
+    }
+  });
+
   it('normalizes phones to E.164 in the organization region', async () => {
     const res = await grpc.client.startCascade(base({ recipients: [{ name: 'A', email: '', phone: '8 (916) 123-45-67', contactId: '', contactExternalId: '' }] }));
     expect((await grpc.client.getCascade({ organizationId: ORG, id: res.id })).cascade?.recipients[0].phone).toBe('+79161234567');
