@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 
 /*
@@ -20,7 +21,37 @@ export interface Statement {
   values?: readonly unknown[];
   /** `array`: rows as arrays (node-postgres's rowMode); default: objects keyed by column name. */
   rowMode?: 'array';
+  /**
+   * The text is one of a fixed few (built from options, never from data): PostgreSQL parses it once per
+   * connection and runs it by name after (a prepared statement, whose plan PostgreSQL caches once five
+   * runs have shown a generic plan costs no more). For the statements whose parsing and planning cost
+   * more than running them for one recipient (readStates: ~0.9 ms of planning for 0.3 ms of work).
+   */
+  prepared?: boolean;
 }
+
+/** A prepared statement's name for a text: the same for the same text in every process. */
+const preparedNames = new Map<string, string>();
+function preparedName(text: string): string {
+  let name = preparedNames.get(text);
+  if (name === undefined) {
+    // Texts are a fixed few; a caller that built them from data would only lose the cache.
+    if (preparedNames.size >= 1_000) preparedNames.clear();
+    name = `rrs_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+    preparedNames.set(text, name);
+  }
+  return name;
+}
+
+/**
+ * The statements prepared with SQL's PREPARE on each connection (name of the text → name it has there).
+ * A name is recorded once the request that prepared it succeeded; a request that failed may or may not
+ * have prepared it, so the next one prepares it again under a new name (PREPARE is not undone by a
+ * rollback, and an existing name cannot be prepared again). Protocol-level prepared statements
+ * (node-postgres's own `name`) are told apart by their suffix-less names.
+ */
+const preparedOn = new WeakMap<object, Map<string, string>>();
+let preparations = 0;
 
 /** A SQL string literal of `text` (node-postgres's `escapeLiteral`, without its per-character loop). */
 function quote(text: string): string {
@@ -99,8 +130,9 @@ function asObjects(result: pg.QueryResult): pg.QueryResult {
 /** One statement as node-postgres runs it (extended protocol, parameters apart). */
 function runOne(client: pg.Pool | pg.PoolClient, statement: Statement): Promise<pg.QueryResult> {
   const values = statement.values as unknown[] | undefined;
-  if (statement.rowMode === 'array') return client.query({ text: statement.text, values, rowMode: 'array' }) as Promise<pg.QueryResult>;
-  return client.query({ text: statement.text, values });
+  const name = statement.prepared ? preparedName(statement.text) : undefined;
+  if (statement.rowMode === 'array') return client.query({ name, text: statement.text, values, rowMode: 'array' }) as Promise<pg.QueryResult>;
+  return client.query({ name, text: statement.text, values });
 }
 
 /** Results of a Query of several statements, each in the row mode its statement asked for. */
@@ -131,20 +163,60 @@ class Coalescer {
   /** Whether a request has gone out: only then is there a transaction to end. */
   sent = false;
 
+  /** Statements the next request prepares (PREPARE, in front of it): [name of the text, name here, text]. */
+  private preparing: Array<[string, string, string]> = [];
+  /** Names of texts the next request runs by a name prepared before. */
+  private executing: string[] = [];
+
   constructor(private readonly client: pg.PoolClient) {}
 
   defer(statement: Statement): void {
-    this.waiting.push(inlineParameters(statement.text, statement.values));
+    this.waiting.push(this.sqlOf(statement));
+  }
+
+  /** A statement as SQL with its values as literals: `EXECUTE` of its prepared name, for a prepared one. */
+  private sqlOf(statement: Statement): string {
+    if (!statement.prepared) return inlineParameters(statement.text, statement.values);
+    const text = preparedName(statement.text);
+    let here = preparedOn.get(this.client)?.get(text);
+    if (here !== undefined) this.executing.push(text);
+    else {
+      here = this.preparing.find(([name]) => name === text)?.[1];
+      if (here === undefined) {
+        here = `${text}_${++preparations}`;
+        this.preparing.push([text, here, statement.text]);
+      }
+    }
+    const values = statement.values ?? [];
+    return values.length === 0 ? `EXECUTE ${here}` : `EXECUTE ${here}(${values.map(literal).join(', ')})`;
   }
 
   /** Sends what waits and these statements as one request; returns these statements' results. */
   async send(statements: Statement[]): Promise<pg.QueryResult[]> {
-    const texts = [...this.waiting, ...statements.map((statement) => inlineParameters(statement.text, statement.values))];
-    const ahead = this.waiting.length;
+    const texts = [...this.waiting, ...statements.map((statement) => this.sqlOf(statement))];
+    const preparing = this.preparing;
+    const executing = this.executing;
+    this.preparing = [];
+    this.executing = [];
+    const prepares = preparing.map(([, here, text]) => `PREPARE ${here} AS ${text}`);
+    const ahead = prepares.length + this.waiting.length;
     this.waiting = [];
     if (texts.length === 0) return [];
     this.sent = true;
-    const raw = (await this.client.query({ text: texts.join(';\n'), rowMode: 'array' })) as unknown as pg.QueryResult | pg.QueryResult[];
+    let raw: pg.QueryResult | pg.QueryResult[];
+    try {
+      raw = (await this.client.query({ text: [...prepares, ...texts].join(';\n'), rowMode: 'array' })) as unknown as pg.QueryResult | pg.QueryResult[];
+    } catch (err) {
+      // A prepared statement that failed to run (a table changed under its cached plan) is prepared again next time.
+      const known = preparedOn.get(this.client);
+      for (const text of executing) known?.delete(text);
+      throw err;
+    }
+    if (preparing.length > 0) {
+      let known = preparedOn.get(this.client);
+      if (!known) preparedOn.set(this.client, (known = new Map()));
+      for (const [text, here] of preparing) known.set(text, here);
+    }
     return splitResults(raw, statements, ahead);
   }
 
@@ -214,7 +286,7 @@ export async function inCoalescedTransaction<T>(pool: pg.Pool, fn: (client: pg.P
     get(target, property) {
       if (property === 'query') {
         return (config: string | Statement, values?: unknown[]) => {
-          const statement: Statement = typeof config === 'string' ? { text: config, values } : { text: config.text, values: config.values ?? values, rowMode: config.rowMode };
+          const statement: Statement = typeof config === 'string' ? { text: config, values } : { text: config.text, values: config.values ?? values, rowMode: config.rowMode, prepared: config.prepared };
           return coalescer.query(statement);
         };
       }

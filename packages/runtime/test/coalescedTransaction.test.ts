@@ -136,6 +136,41 @@ describe('inCoalescedTransaction (real PostgreSQL)', () => {
     }
   });
 
+  it('a prepared statement is parsed once per connection and run by name after; a request that failed has it prepared again under a new name', async () => {
+    const read = (id: number) => ({ text: 'SELECT label FROM things WHERE id = ANY($1::int[])', values: [sqlArray([id])], prepared: true });
+    const client = await pool.connect();
+    const sent: string[] = [];
+    const original = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: unknown }).query = (...args: unknown[]) => {
+      const [config] = args as [string | { text: string }];
+      sent.push(typeof config === 'string' ? config : config.text);
+      return original(...args);
+    };
+    client.release();
+    await admin.query(`INSERT INTO things (id, label) VALUES (70, 'seventy'), (71, 'seventy-one')`);
+    const labels: unknown[] = [];
+    for (const id of [70, 71]) {
+      await inCoalescedTransaction(pool, async (tx) => {
+        const [result] = await queryEach(tx, [read(id)]);
+        labels.push(result.rows);
+      });
+    }
+    expect(labels).toEqual([[{ label: 'seventy' }], [{ label: 'seventy-one' }]]);
+    expect(sent[0]).toMatch(/^PREPARE rrs_\w+ AS SELECT label FROM things/);
+    // The second transaction runs it by name: no text to parse, a plan PostgreSQL may keep.
+    expect(sent[2]).toMatch(/^BEGIN;\s*EXECUTE rrs_\w+\('\{71\}'\)$/);
+    // A request that fails after its PREPARE: the next one prepares under a new name (the failed one's stays, unused).
+    await admin.query('CREATE TABLE other_things (id int)');
+    const other = { text: 'SELECT count(*)::int AS n FROM other_things', prepared: true };
+    await expect(inCoalescedTransaction(pool, async (tx) => {
+      await queryEach(tx, [other, { text: 'SELECT 1/0' }]);
+    })).rejects.toThrow(/division by zero/);
+    const [{ rows }] = await inCoalescedTransaction(pool, (tx) => queryEach(tx, [other]));
+    expect(rows).toEqual([{ n: 0 }]);
+    const { rows: prepared } = await pool.query(`SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%other_things%'`);
+    expect(prepared[0].n).toBe(2);
+  });
+
   it('on any other client, execute and queryEach run each statement at once', async () => {
     const client = await pool.connect();
     try {

@@ -16,6 +16,7 @@ export interface StatementRecorder {
 }
 
 const DATA_STATEMENT = /^\s*(WITH|SELECT|UPDATE|DELETE|INSERT)\b/i;
+const PREPARED = /^\s*(PREPARE|EXECUTE)\b/i;
 
 /**
  * Patches pg's Client (every pool of this process uses it). With `schema`, only the clients whose
@@ -31,9 +32,10 @@ export function recordStatements(options: { schema?: string } = {}): StatementRe
     const params = Array.isArray(values) ? values : typeof config === 'object' ? config?.values : undefined;
     // A coalesced transaction sends several statements in one (without parameters): each is its own.
     const ours = !options.schema || ((this as unknown as { connectionParameters?: { options?: string } }).connectionParameters?.options ?? '').includes(`search_path=${options.schema}`);
-    const sent = !recording || !ours || !text ? [] : params?.length ? [text] : text.split(/;\s*(?=(?:BEGIN|COMMIT|ROLLBACK|SET|SELECT|WITH|UPDATE|INSERT|DELETE)\b)/i);
+    const sent = !recording || !ours || !text ? [] : params?.length ? [text] : text.split(/;\s*(?=(?:BEGIN|COMMIT|ROLLBACK|SET|SELECT|WITH|UPDATE|INSERT|DELETE|PREPARE|EXECUTE)\b)/i);
     for (const statement of sent) {
-      if (DATA_STATEMENT.test(statement) && !statements.has(statement)) statements.set(statement, params ?? []);
+      // A prepared statement (runtime's `prepared`) is recorded as its PREPARE, then each EXECUTE of it.
+      if ((DATA_STATEMENT.test(statement) || PREPARED.test(statement)) && !statements.has(statement)) statements.set(statement, params ?? []);
     }
     return (original as (...a: unknown[]) => unknown).apply(this, args);
   };
@@ -101,6 +103,11 @@ export async function historyScans(connectionString: string, statements: Map<str
     const failures: string[] = [];
     for (const [text, params] of statements) {
       if (BOOKKEEPING.test(text)) continue;
+      // Prepared here as it was there (recorded before its EXECUTEs), then planned as each EXECUTE ran it.
+      if (/^\s*PREPARE\b/i.test(text)) {
+        await client.query(text);
+        continue;
+      }
       const result = await client.query(`EXPLAIN (FORMAT JSON) ${text}`, params);
       const reads = wholeTableReads(result.rows[0]['QUERY PLAN'][0].Plan, tables, indexes);
       if (reads.length > 0) failures.push(`${reads.join(', ')}\n  in: ${text.replace(/\s+/g, ' ').slice(0, 300)}`);
