@@ -58,12 +58,18 @@ export class Wakeable {
   }
 }
 
+/** A reading of the next due time: ms from the database clock then (null: nothing pending), and when it was asked (epoch ms). */
+export interface NextDueReading {
+  nextDueInMs: number | null;
+  askedAt: number;
+}
+
 /**
  * What a round found (`round`), and, when it read the next due time itself (with its commit, in the
- * same request), that reading: the loop then waits on it without asking `nextDueInMs`. `askedAt`: when
- * the reading was asked (epoch ms), the wait being counted from then.
+ * same request), that reading: the loop then waits on it without asking `nextDueInMs`, counted from
+ * when it was asked.
  */
-export type RoundOutcome = boolean | 'some' | { outcome: 'some' | false; nextDueInMs: number | null; askedAt: number };
+export type RoundOutcome = boolean | 'some' | ({ outcome: 'some' | false } & NextDueReading);
 
 export interface DueWorkOptions {
   /** Names the loop in logs (`dispatch`, `outbox relay`, …). */
@@ -159,7 +165,7 @@ export function startDueWorkLoop(options: DueWorkOptions): DueWorkLoop {
    * wakes. Counted from the asking, the wake is early by at most the time the question took to reach the
    * clock that answered it; a round then finds nothing yet and the next wait is what is left.
    */
-  async function waitBeforeNext(worked: boolean, reading?: { nextDueInMs: number | null; askedAt: number }): Promise<number> {
+  async function waitBeforeNext(worked: boolean, reading?: NextDueReading): Promise<number> {
     if (!reading && !options.nextDueInMs) return idleMs;
     const asked = reading?.askedAt ?? Date.now();
     const ms = reading ? reading.nextDueInMs : await options.nextDueInMs!();

@@ -1,5 +1,5 @@
 import { BinaryWriter, busV1, stepSubject } from '@rrs/proto';
-import { counter, histogram, inCoalescedTransaction, readAfterCommit, startDueWorkLoop, type Bus, type Logger, type Notifier, type Pool, type PoolClient } from '@rrs/runtime';
+import { counter, histogram, inCoalescedTransaction, readAfterCommit, startDueWorkLoop, type Bus, type Logger, type NextDueReading, type Notifier, type Pool, type PoolClient } from '@rrs/runtime';
 import { fire, type Dispatch, type FireChecks, type Timing } from './engine';
 import { fireChecksFor } from './fireChecks';
 import type { ConfiguredChannels } from './organizationProfiles';
@@ -58,9 +58,6 @@ export interface RunningDispatcher {
   /** Results were applied here: a channel held at its in-flight bound may have room now (wakes one claim loop). */
   roomFreed(): void;
 }
-
-/** The next due time read with a round's COMMIT (ms from the database clock then; null: nothing scheduled), and when it was asked. */
-type NextDueReading = { nextDueInMs: number | null; askedAt: number };
 
 /** `bulk`: the step's cascade is a bulk request's (every step of a recipient shares it). */
 type Dispatched = { state: LoadedRecipient; dispatch: Dispatch; bulk: boolean };
@@ -220,7 +217,7 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Runni
       // round at once claimed nothing after each single-recipient cascade.
       const outcome = full ? true : claimed > 0 && !limited ? 'some' : false;
       // The next due time came with the COMMIT: the loop does not ask for it again.
-      return outcome !== true && nextDue ? { outcome, nextDueInMs: nextDue.nextDueInMs, askedAt: nextDue.askedAt } : outcome;
+      return outcome !== true && nextDue ? { outcome, ...nextDue } : outcome;
     },
   });
   return {
