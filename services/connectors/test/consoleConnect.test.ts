@@ -82,7 +82,12 @@ describe('connecting a CRM from the console', () => {
     const lead = amo.addLead({ contactId: contact.id });
     expect((await stack.hook(done.inboundUrl, amo.moveLead(lead.id, 142))).status).toBe(200);
     await waitFor(async () => (await stack.cascadesOf(`amocrm:lead:${lead.id}`)).length === 1 || undefined, { what: 'the cascade of the lead', timeoutMs: 20_000 });
-    const { status } = await stack.grpc.getConnectorStatus({ organizationId: stack.organizationId, id: done.connector!.id });
+    // The connector records the cascade it started once the scheduler has answered: the cascade can be
+    // seen a moment before the connector's status counts it.
+    const status = await waitFor(async () => {
+      const read = (await stack.grpc.getConnectorStatus({ organizationId: stack.organizationId, id: done.connector!.id })).status;
+      return read && read.cascadesStarted > 0 ? read : undefined;
+    }, { what: "the connector's status counting the cascade", timeoutMs: 10_000 });
     expect(status).toMatchObject({ cascadesStarted: 1, lastCascadeAt: expect.any(Date), lastSuccessAt: expect.any(Date), lastErrorCode: '' });
   });
 
