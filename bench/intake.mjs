@@ -2,7 +2,10 @@
 // Intake: POST /api/v1/cascades with 500 recipients on a 3-step flow, through the real gateway →
 // cascade-scheduler (one transaction per request: cascade, 500 recipients, 500 review links, 1 500
 // steps, idempotency record), beside a raw COPY of the same rows into the same tables in the same run.
-// Usage: npm run build && node bench/intake.mjs [--requests 80] [--concurrency 4] [--seconds 30]
+// Usage: npm run build && node bench/intake.mjs [--requests 80] [--concurrency 4] [--seconds 30] [--warmup 40]
+// --warmup N: N requests through the API and N cascades through COPY before each side's measured phase,
+// not measured (a running service's intake path is compiled by V8's optimizing tier; three requests left
+// it in the baseline tiers for much of the measured phase). --warmup 3 is the measurement before 2026-11-28.
 // Loopback PostgreSQL only (TEST_DATABASE_URL / DATABASE_URL). Target: ≥ 20 000 recipients/s accepted.
 // Prints the CPU each process spent per request of the API phase (from /proc). BENCH_PROFILE_OUT=<file>:
 // a CPU profile of the servers' process over the API phase only (BENCH_PROFILE_HEAP=1: its sampled
@@ -24,11 +27,12 @@ const pg = require('pg');
 const { from: copyFrom } = require('pg-copy-streams');
 const here = dirname(fileURLToPath(import.meta.url));
 
-const { values } = parseArgs({ options: { requests: { type: 'string', default: '80' }, concurrency: { type: 'string', default: '4' }, seconds: { type: 'string', default: '30' } } });
+const { values } = parseArgs({ options: { requests: { type: 'string', default: '80' }, concurrency: { type: 'string', default: '4' }, seconds: { type: 'string', default: '30' }, warmup: { type: 'string', default: '40' } } });
 const REQUESTS = Math.min(400, Math.max(1, Number(values.requests)));
 const CONCURRENCY = Math.min(32, Math.max(1, Number(values.concurrency)));
 const MAX_SECONDS = Math.min(120, Math.max(1, Number(values.seconds)));
 const RECIPIENTS = 500;
+const WARMUP = Math.min(200, Math.max(1, Number(values.warmup)));
 
 const pgUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 if (!['127.0.0.1', 'localhost', '::1'].includes(new URL(pgUrl).hostname)) throw new Error('loopback PostgreSQL only');
@@ -90,13 +94,13 @@ const server = await new Promise((resolve, reject) => {
   child.once('exit', (code) => reject(new Error(`servers exited with ${code}`)));
 });
 try {
-  const bodies = Array.from({ length: REQUESTS + 3 }, (_, i) => body(i));
+  const bodies = Array.from({ length: REQUESTS + WARMUP }, (_, i) => body(i));
   const post = async (i) => {
     const res = await fetch(`${server.base}/api/v1/cascades`, { method: 'POST', headers: { authorization: `Bearer ${server.key}`, 'content-type': 'application/json' }, body: bodies[i] });
     const json = await res.json();
     if (res.status !== 202 || json.queued !== RECIPIENTS) throw new Error(`unexpected answer ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
   };
-  for (let i = 0; i < 3; i++) await post(REQUESTS + i);
+  await bounded(WARMUP, CONCURRENCY, MAX_SECONDS * 1000, (i) => post(REQUESTS + i));
   // PostgreSQL: the backends of this run's database only (other work on the machine is not counted).
   const groups = { servers: (pid) => pid === child.pid, bench: (pid) => pid === process.pid, postgres: (_pid, comm, command) => comm === 'postgres' && command.includes(` ${dbName} `) };
   const profile = process.env.BENCH_PROFILE_OUT && { file: process.env.BENCH_PROFILE_OUT, heap: process.env.BENCH_PROFILE_HEAP === '1' };
@@ -111,7 +115,7 @@ try {
   const pool = new pg.Pool({ connectionString: url.toString(), max: CONCURRENCY, options: '-c search_path=scheduler' });
   const now = new Date().toISOString();
   const tsv = (rows) => Buffer.from(rows.map((r) => `${r.map((v) => (v === null ? '\\N' : String(v))).join('\t')}\n`).join(''));
-  const copyInputs = Array.from({ length: api.done }, () => {
+  const copyInputs = Array.from({ length: api.done + WARMUP }, () => {
     const cascadeId = randomUUID();
     const recipients = Array.from({ length: RECIPIENTS }, (_, k) => [randomUUID(), cascadeId, server.organizationId, k, `Customer ${k}`, `c${k}@example.com`, '+79161234567', 'running', randomUUID()]);
     const steps = [];
@@ -123,8 +127,7 @@ try {
       [`COPY recipient_steps (id, recipient_id, cascade_id, organization_id, step_order, channel, delay_minutes, status, sent_channel, due_at) FROM STDIN`, tsv(steps)],
     ];
   });
-  const copyCpu0 = cpuByGroup(groups);
-  const raw = await bounded(api.done, CONCURRENCY, MAX_SECONDS * 1000, async (i) => {
+  const copyCascade = async (i) => {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
@@ -133,12 +136,15 @@ try {
     } finally {
       client.release();
     }
-  });
+  };
+  await bounded(WARMUP, CONCURRENCY, MAX_SECONDS * 1000, (i) => copyCascade(api.done + i));
+  const copyCpu0 = cpuByGroup(groups);
+  const raw = await bounded(api.done, CONCURRENCY, MAX_SECONDS * 1000, copyCascade);
   const copyCpu1 = cpuByGroup(groups);
   await pool.end();
 
   const rate = (r) => Math.round((r.done * RECIPIENTS) / r.seconds);
-  console.log(`intake on ${cpus().length} cores (load ${loadavg()[0].toFixed(1)}), ${RECIPIENTS} recipients × 3-step flow per request, concurrency ${CONCURRENCY}`);
+  console.log(`intake on ${cpus().length} cores (load ${loadavg()[0].toFixed(1)}), ${RECIPIENTS} recipients × 3-step flow per request, concurrency ${CONCURRENCY}, each side warmed with ${WARMUP} (not measured)`);
   console.log(`  POST /api/v1/cascades : ${api.done} requests in ${api.seconds.toFixed(2)} s → ${rate(api)} recipients/s accepted (p50 ${api.p50.toFixed(1)} ms, p99 ${api.p99.toFixed(1)} ms per request)`);
   if (cpu0 && cpu1) console.log(`    CPU per request: ${Object.keys(groups).map((k) => `${k} ${(((cpu1[k] - cpu0[k]) / api.done) * 1000).toFixed(1)} ms`).join(', ')} (servers: gateway + contacts + scheduler; postgres: this database's backends)`);
   console.log(`  raw COPY, same rows   : ${raw.done} cascades in ${raw.seconds.toFixed(2)} s → ${rate(raw)} recipients/s (p50 ${raw.p50.toFixed(1)} ms, p99 ${raw.p99.toFixed(1)} ms)`);
