@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, call, useCsrfToken, type SessionInfo } from './api';
 import { initialLanguage, saveLanguage, translator, type Language } from './i18n';
 import { AlertsPage } from './pages/Alerts';
@@ -54,7 +54,9 @@ export function App() {
   const [session, setSession] = useState<SessionInfo | null | undefined>(undefined);
   const route = useHashRoute();
 
-  useEffect(() => saveLanguage(language), [language]);
+  // In the commit that renders the language's text, not after the paint: the document never says one
+  // language while showing the other (assistive technology reads it by <html lang>).
+  useLayoutEffect(() => saveLanguage(language), [language]);
   const loadSession = () =>
     call<SessionInfo>('GET', '/session').then(
       (s) => {

@@ -60,8 +60,16 @@ describe('the console in a browser', () => {
     expect(await page.getByLabel('Email', { exact: true }).count()).toBe(1);
     expect(await page.getByLabel('Password', { exact: true }).count()).toBe(1);
     await expectAccessible('sign-in (en)');
+    // <html lang> as it is when the Russian text first appears (a MutationObserver's callback runs right
+    // after the render that changed the text): the language changes in the same commit, not a paint later.
+    await page.evaluate(`new MutationObserver((records, observer) => {
+      if (!document.body.textContent.includes('Вход')) return;
+      window.langWhenRussianShown = document.documentElement.lang;
+      observer.disconnect();
+    }).observe(document.body, { subtree: true, childList: true, characterData: true })`);
     await page.getByRole('button', { name: 'Русский' }).click();
     await page.getByRole('heading', { name: 'Вход' }).waitFor();
+    expect(await page.evaluate('window.langWhenRussianShown')).toBe('ru');
     expect(await page.locator('html').getAttribute('lang')).toBe('ru');
     expect(await page.getByLabel('Email', { exact: true }).count()).toBe(1);
     expect(await page.getByLabel('Пароль', { exact: true }).count()).toBe(1);
