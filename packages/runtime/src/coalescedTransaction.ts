@@ -177,14 +177,14 @@ class Coalescer {
   /** A statement as SQL with its values as literals: `EXECUTE` of its prepared name, for a prepared one. */
   private sqlOf(statement: Statement): string {
     if (!statement.prepared) return inlineParameters(statement.text, statement.values);
-    const text = preparedName(statement.text);
-    let here = preparedOn.get(this.client)?.get(text);
-    if (here !== undefined) this.executing.push(text);
+    const name = preparedName(statement.text);
+    let here = preparedOn.get(this.client)?.get(name);
+    if (here !== undefined) this.executing.push(name);
     else {
-      here = this.preparing.find(([name]) => name === text)?.[1];
+      here = this.preparing.find(([preparing]) => preparing === name)?.[1];
       if (here === undefined) {
-        here = `${text}_${++preparations}`;
-        this.preparing.push([text, here, statement.text]);
+        here = `${name}_${++preparations}`;
+        this.preparing.push([name, here, statement.text]);
       }
     }
     const values = statement.values ?? [];
@@ -209,13 +209,13 @@ class Coalescer {
     } catch (err) {
       // A prepared statement that failed to run (a table changed under its cached plan) is prepared again next time.
       const known = preparedOn.get(this.client);
-      for (const text of executing) known?.delete(text);
+      for (const name of executing) known?.delete(name);
       throw err;
     }
     if (preparing.length > 0) {
       let known = preparedOn.get(this.client);
       if (!known) preparedOn.set(this.client, (known = new Map()));
-      for (const [text, here] of preparing) known.set(text, here);
+      for (const [name, here] of preparing) known.set(name, here);
     }
     return splitResults(raw, statements, ahead);
   }
